@@ -1,0 +1,41 @@
+# bridgectl: the two commands the README opens with are `make demo` and `make test`.
+#
+# Pinned external tools (anvil, cast, solc) come from the npm registry, locked in
+# tools/package-lock.json, installed into tools/node_modules.
+
+CARGO ?= cargo
+TOOLS_STAMP := tools/node_modules/.installed
+
+.PHONY: demo test tools fmt clippy unit doc bench clean-tools
+
+demo: tools
+	$(CARGO) build --release --quiet
+	./scripts/demo.sh
+
+test: tools fmt clippy unit doc
+
+tools: $(TOOLS_STAMP)
+
+$(TOOLS_STAMP): tools/package.json tools/package-lock.json
+	cd tools && npm ci --no-audit --no-fund --loglevel=error
+	tools/node_modules/.bin/anvil --version >/dev/null
+	tools/node_modules/.bin/cast --version >/dev/null
+	touch $@
+
+fmt:
+	$(CARGO) fmt --all --check
+
+clippy:
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+unit:
+	$(CARGO) test --workspace
+
+doc:
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
+
+bench: tools
+	$(CARGO) bench --workspace
+
+clean-tools:
+	rm -rf tools/node_modules

@@ -1,0 +1,1 @@
+//! bridgectl-sandbox (stub)

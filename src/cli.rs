@@ -1,0 +1,68 @@
+//! The command line, as clap derive structs. Each subcommand's own arguments live
+//! beside its code in `cmd/<name>.rs`; this file only assembles them.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::cmd;
+
+/// Sign and submit token-bridge transactions locally: the private key never leaves
+/// this machine.
+#[derive(Debug, Parser)]
+#[command(name = "bridgectl", version, about, long_about = None)]
+pub struct Cli {
+    /// Options every command understands.
+    #[command(flatten)]
+    pub global: GlobalOpts,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options shared by every command.
+#[derive(Debug, Args, Clone)]
+pub struct GlobalOpts {
+    /// Keystore directory [default: $XDG_DATA_HOME/bridgectl/keystore].
+    #[arg(long, global = true, env = "BRIDGECTL_KEYSTORE", value_name = "DIR")]
+    pub keystore: Option<PathBuf>,
+
+    /// Print machine-readable JSON on stdout instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// Config file with profiles [default: $XDG_CONFIG_HOME/bridgectl/config.toml].
+    #[arg(long, global = true, env = "BRIDGECTL_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Profile of the config file to use.
+    #[arg(long, global = true, env = "BRIDGECTL_PROFILE", default_value = "default")]
+    pub profile: String,
+}
+
+/// Where a passphrase comes from, in the documented order: this flag,
+/// `BRIDGECTL_PASSPHRASE_FILE`, `BRIDGECTL_PASSPHRASE`, then an interactive prompt.
+#[derive(Debug, Args, Clone, Default)]
+pub struct PassphraseOpts {
+    /// Read the passphrase from the first line of this file (keep it 0600).
+    #[arg(long, value_name = "FILE", help_heading = "Passphrase")]
+    pub passphrase_file: Option<PathBuf>,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Manage encrypted private keys.
+    #[command(subcommand)]
+    Key(cmd::key::KeyCommand),
+    /// Verify and sign a raw transaction offline (no network is touched).
+    Sign(cmd::sign::SignArgs),
+    /// Inspect transactions offline.
+    #[command(subcommand)]
+    Tx(cmd::tx::TxCommand),
+    /// Run the platform locally over two anvil chains, for trying the whole flow.
+    Sandbox(cmd::sandbox::SandboxArgs),
+    /// Print shell completions.
+    Completions(cmd::completions::CompletionsArgs),
+}

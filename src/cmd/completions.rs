@@ -1,0 +1,18 @@
+//! `bridgectl completions SHELL`: shell completion scripts on stdout.
+
+use clap::{Args, CommandFactory};
+use clap_complete::Shell;
+
+/// Arguments of `bridgectl completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to generate completions for.
+    pub shell: Shell,
+}
+
+/// Writes the completion script for `args.shell` to stdout.
+pub fn run(args: CompletionsArgs) -> anyhow::Result<()> {
+    let mut cmd = crate::cli::Cli::command();
+    clap_complete::generate(args.shell, &mut cmd, "bridgectl", &mut std::io::stdout());
+    Ok(())
+}

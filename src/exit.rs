@@ -1,0 +1,80 @@
+//! Exit codes, documented in the README and stable across releases.
+//!
+//! Scripts branch on these, so a new failure kind gets a new code rather than
+//! changing the meaning of an old one.
+
+/// What a non-zero exit means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Code {
+    /// Anything not listed below.
+    Failure = 1,
+    /// Bad usage: unknown flag, missing argument (clap uses 2 as well).
+    #[allow(dead_code)]
+    Usage = 2,
+    /// The input was refused: malformed transaction, failed policy or intent check,
+    /// tampered or hostile key file. Nothing was signed.
+    Refused = 3,
+    /// The passphrase was wrong or could not be obtained.
+    Passphrase = 4,
+    /// The user declined at the confirmation prompt, or no TTY was there to ask.
+    Declined = 5,
+    /// A key, file or record that was asked for does not exist.
+    NotFound = 6,
+}
+
+/// Marks an error with the exit code it must produce.
+///
+/// Commands wrap a library error in this when its meaning for the exit code is clear
+/// at the call site; everything else falls back to [`Code::Failure`].
+#[derive(Debug, thiserror::Error)]
+#[error("{source:#}")]
+pub struct Coded {
+    /// The exit code.
+    pub code: Code,
+    /// The error itself.
+    #[source]
+    pub source: anyhow::Error,
+}
+
+/// Extension to tag a result with an exit code.
+pub trait WithCode<T> {
+    /// Tags the error, if any, with `code`.
+    fn code(self, code: Code) -> anyhow::Result<T>;
+}
+
+impl<T, E: Into<anyhow::Error>> WithCode<T> for Result<T, E> {
+    fn code(self, code: Code) -> anyhow::Result<T> {
+        self.map_err(|e| {
+            anyhow::Error::new(Coded {
+                code,
+                source: e.into(),
+            })
+        })
+    }
+}
+
+/// Builds an error with a code from a message.
+pub fn coded(code: Code, msg: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::Error::new(Coded {
+        code,
+        source: anyhow::anyhow!("{msg}"),
+    })
+}
+
+/// The exit code for an error: the first [`Coded`] in its chain, else a mapping of
+/// known library errors, else [`Code::Failure`].
+pub fn code_for(err: &anyhow::Error) -> Code {
+    for cause in err.chain() {
+        if let Some(coded) = cause.downcast_ref::<Coded>() {
+            return coded.code;
+        }
+        if let Some(ks) = cause.downcast_ref::<bridgectl_keystore::Error>() {
+            return crate::cmd::key::exit_code_for(ks);
+        }
+        if let Some(tx) = cause.downcast_ref::<bridgectl_tx::Error>() {
+            return crate::cmd::sign::exit_code_for(tx);
+        }
+    }
+    Code::Failure
+}

@@ -1,0 +1,32 @@
+//! `bridgectl`: sign and submit token-bridge transactions without handing the platform
+//! the private key.
+//!
+//! The binary owns the terminal: prompts, progress, tables and JSON. Libraries under
+//! `crates/` never print. Errors travel as `anyhow::Error` here and are mapped to the
+//! documented exit codes in [`exit`].
+
+mod cli;
+mod cmd;
+mod exit;
+mod output;
+mod passphrase;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    match cmd::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            let code = exit::code_for(&err);
+            // `{:#}` prints the whole chain on one line: "what failed: why".
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("error: {err:#}");
+            }
+            ExitCode::from(code as u8)
+        }
+    }
+}

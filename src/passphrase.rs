@@ -1,0 +1,151 @@
+//! Where the CLI gets passphrases from, in the documented order:
+//!
+//! 1. `--passphrase-file FILE`
+//! 2. `BRIDGECTL_PASSPHRASE_FILE`
+//! 3. `BRIDGECTL_PASSPHRASE` (for CI; the value never appears in argv)
+//! 4. an interactive hidden prompt on the terminal, with confirmation when creating.
+//!
+//! With no TTY and none of the above, it fails at once rather than hang. Passphrases
+//! are never taken from argv. The keystore library never prompts: it calls back into
+//! [`CliPassphrases`] through [`PassphraseProvider`].
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use bridgectl_keystore::{Passphrase, PassphraseProvider, PassphraseRequest, Purpose};
+use zeroize::Zeroizing;
+
+use crate::cli::PassphraseOpts;
+
+/// Environment variable naming a file that holds the passphrase.
+pub const ENV_FILE: &str = "BRIDGECTL_PASSPHRASE_FILE";
+/// Environment variable holding the passphrase itself (CI only).
+pub const ENV_VALUE: &str = "BRIDGECTL_PASSPHRASE";
+
+/// The resolved source of passphrases for one command.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// First line of a file.
+    File(PathBuf),
+    /// An environment variable's value, read when needed.
+    Env,
+    /// The terminal.
+    Prompt,
+}
+
+impl Source {
+    /// Picks the source in the documented order, without reading anything yet: a
+    /// command that fails its checks must never touch the passphrase.
+    pub fn resolve(opts: &PassphraseOpts) -> Source {
+        if let Some(path) = &opts.passphrase_file {
+            return Source::File(path.clone());
+        }
+        if let Some(path) = std::env::var_os(ENV_FILE).filter(|v| !v.is_empty()) {
+            return Source::File(PathBuf::from(path));
+        }
+        if std::env::var_os(ENV_VALUE).is_some() {
+            return Source::Env;
+        }
+        Source::Prompt
+    }
+}
+
+/// Answers the keystore's passphrase requests from one [`Source`].
+#[derive(Debug)]
+pub struct CliPassphrases {
+    source: Source,
+}
+
+impl CliPassphrases {
+    /// A provider reading from the source `opts` resolve to.
+    pub fn new(opts: &PassphraseOpts) -> Self {
+        Self {
+            source: Source::resolve(opts),
+        }
+    }
+
+    /// A provider reading from an explicit source (used for the second passphrase of
+    /// `key passwd` and `key export`).
+    pub fn from_source(source: Source) -> Self {
+        Self { source }
+    }
+
+    /// Fails early, before any expensive work, when the passphrase could only come
+    /// from a prompt and there is no terminal to prompt on.
+    pub fn ensure_available(&self) -> anyhow::Result<()> {
+        if matches!(self.source, Source::Prompt) && !std::io::stdin().is_terminal() {
+            return Err(no_tty_error());
+        }
+        Ok(())
+    }
+}
+
+fn no_tty_error() -> anyhow::Error {
+    crate::exit::coded(
+        crate::exit::Code::Passphrase,
+        format!(
+            "no passphrase source: stdin is not a terminal and none of --passphrase-file, \
+             {ENV_FILE} or {ENV_VALUE} is set"
+        ),
+    )
+}
+
+fn read_file(path: &Path) -> Result<Passphrase, bridgectl_keystore::Error> {
+    let raw = Zeroizing::new(std::fs::read(path).map_err(|source| {
+        bridgectl_keystore::Error::PassphraseUnavailable {
+            reason: format!("cannot read passphrase file {}: {source}", path.display()),
+        }
+    })?);
+    let text = std::str::from_utf8(&raw).map_err(|_| {
+        bridgectl_keystore::Error::PassphraseUnavailable {
+            reason: format!("passphrase file {} is not UTF-8", path.display()),
+        }
+    })?;
+    // The first line, without its line ending: `echo secret > file` must work.
+    let first = text.split(['\n', '\r']).next().unwrap_or("");
+    Ok(Passphrase::new(first.to_owned()))
+}
+
+impl PassphraseProvider for CliPassphrases {
+    fn passphrase(
+        &mut self,
+        request: &PassphraseRequest<'_>,
+    ) -> Result<Passphrase, bridgectl_keystore::Error> {
+        match &self.source {
+            Source::File(path) => read_file(path),
+            Source::Env => std::env::var(ENV_VALUE).map(Passphrase::new).map_err(|_| {
+                bridgectl_keystore::Error::PassphraseUnavailable {
+                    reason: format!("{ENV_VALUE} is not valid UTF-8"),
+                }
+            }),
+            Source::Prompt => prompt(request),
+        }
+    }
+}
+
+fn prompt(request: &PassphraseRequest<'_>) -> Result<Passphrase, bridgectl_keystore::Error> {
+    if !std::io::stdin().is_terminal() {
+        return Err(bridgectl_keystore::Error::PassphraseUnavailable {
+            reason: format!(
+                "stdin is not a terminal and none of --passphrase-file, {ENV_FILE} or \
+                 {ENV_VALUE} is set"
+            ),
+        });
+    }
+    let unavailable = |e: std::io::Error| bridgectl_keystore::Error::PassphraseUnavailable {
+        reason: format!("cannot read from the terminal: {e}"),
+    };
+    let first = Zeroizing::new(
+        rpassword::prompt_password(format!("{}: ", request.prompt())).map_err(unavailable)?,
+    );
+    if request.purpose == Purpose::Create {
+        let again =
+            Zeroizing::new(rpassword::prompt_password("repeat it: ").map_err(unavailable)?);
+        if *first != *again {
+            return Err(bridgectl_keystore::Error::PassphraseUnavailable {
+                reason: "the two passphrases differ".into(),
+            });
+        }
+    }
+    Ok(Passphrase::new(first.to_string()))
+}

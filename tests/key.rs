@@ -1,0 +1,1 @@
+//! `bridgectl key ...` end to end.

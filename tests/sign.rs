@@ -1,0 +1,1 @@
+//! `bridgectl sign` and `bridgectl tx decode` end to end.

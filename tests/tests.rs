@@ -1,0 +1,9 @@
+//! All CLI integration tests, in one test binary (ripgrep style): one link step, and
+//! every test gets a fresh temp dir and a command with the user's environment stripped.
+
+#[macro_use]
+mod macros;
+mod util;
+
+mod key;
+mod sign;

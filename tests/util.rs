@@ -1,0 +1,167 @@
+//! Test support: a temp dir per test and a `bridgectl` command confined to it.
+
+#![allow(dead_code)]
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The repository root (where `keystore-fixtures/` and `tools/` live).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A pinned external tool from `tools/node_modules/.bin` (installed by `make tools`).
+/// Panics with the fix when it is missing: the tests that need it must not pass
+/// silently on a machine without it.
+pub fn pinned_tool(name: &str) -> PathBuf {
+    let path = repo_root().join("tools/node_modules/.bin").join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: run `make tools` (installs the pinned npm packages)",
+        path.display()
+    );
+    path
+}
+
+/// A fresh directory for one test, removed when dropped.
+pub struct Dir {
+    tmp: tempfile::TempDir,
+    /// The test's name, for messages.
+    pub name: &'static str,
+}
+
+impl Dir {
+    /// Makes the directory. The keystore goes in `<dir>/keystore`.
+    pub fn new(name: &'static str) -> Dir {
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!("bridgectl-{name}-"))
+            .tempdir()
+            .expect("create temp dir");
+        Dir { tmp, name }
+    }
+
+    /// The directory's path.
+    pub fn path(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    /// A path inside the directory.
+    pub fn join(&self, rel: impl AsRef<Path>) -> PathBuf {
+        self.tmp.path().join(rel)
+    }
+
+    /// The keystore directory the commands use.
+    pub fn keystore(&self) -> PathBuf {
+        self.join("keystore")
+    }
+
+    /// Writes `contents` to `rel` inside the directory, mode 0600.
+    pub fn write(&self, rel: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(&path, contents).expect("write file");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        path
+    }
+
+    /// A `bridgectl` command whose environment holds nothing of the user's: HOME and
+    /// the XDG dirs point inside this directory, and `BRIDGECTL_KEYSTORE` is set.
+    pub fn command(&self) -> TestCommand {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_bridgectl"));
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.join("home"))
+            .env("XDG_DATA_HOME", self.join("xdg/data"))
+            .env("XDG_CONFIG_HOME", self.join("xdg/config"))
+            .env("XDG_STATE_HOME", self.join("xdg/state"))
+            .env("BRIDGECTL_KEYSTORE", self.keystore())
+            .current_dir(self.path())
+            .stdin(Stdio::null());
+        TestCommand { cmd }
+    }
+}
+
+/// A `bridgectl` invocation with assertions on its outcome.
+pub struct TestCommand {
+    /// The underlying command.
+    pub cmd: Command,
+}
+
+impl TestCommand {
+    /// Adds arguments.
+    pub fn args<I, S>(&mut self, args: I) -> &mut Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.cmd.args(args);
+        self
+    }
+
+    /// Sets an environment variable.
+    pub fn env(&mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> &mut Self {
+        self.cmd.env(key, value);
+        self
+    }
+
+    /// Runs with `input` on stdin and returns the raw output.
+    pub fn output_with_stdin(&mut self, input: &[u8]) -> Output {
+        use std::io::Write;
+        self.cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = self.cmd.spawn().expect("spawn bridgectl");
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(input).expect("write stdin");
+        drop(stdin);
+        child.wait_with_output().expect("wait bridgectl")
+    }
+
+    /// Runs and returns the raw output.
+    pub fn output(&mut self) -> Output {
+        self.cmd.output().expect("run bridgectl")
+    }
+
+    /// Runs, asserts success and returns stdout as text.
+    pub fn stdout(&mut self) -> String {
+        let out = self.output();
+        assert_success(&self.cmd, &out);
+        String::from_utf8(out.stdout).expect("stdout is UTF-8")
+    }
+
+    /// Runs, asserts success and parses stdout as JSON.
+    pub fn json(&mut self) -> serde_json::Value {
+        let text = self.stdout();
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{text}"))
+    }
+
+    /// Runs, asserts failure with exit `code`, and returns stderr as text.
+    pub fn fails_with(&mut self, code: i32) -> String {
+        let out = self.output();
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "expected exit {code} from {:?}\nstdout:\n{}\nstderr:\n{}",
+            self.cmd,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stderr).expect("stderr is UTF-8")
+    }
+}
+
+/// Panics with the full output when a command failed.
+pub fn assert_success(cmd: &Command, out: &Output) {
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed with {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1,53 +1,33 @@
-//! bridgectl-keystore (stub being written).
-use std::fmt;
+#![doc = include_str!("../README.md")]
 
-/// A passphrase (stub).
-pub struct Passphrase(zeroize::Zeroizing<String>);
-impl Passphrase {
-    /// Wraps a passphrase.
-    pub fn new(s: String) -> Self {
-        Self(zeroize::Zeroizing::new(s))
-    }
+mod error;
+mod format;
+mod kdf;
+mod secret;
+mod store;
+mod web3;
+
+use std::path::Path;
+
+use alloy_signer_local::PrivateKeySigner;
+
+pub use error::Error;
+pub use format::{CURRENT_VERSION, FORMAT_NAME, READABLE_VERSIONS};
+pub use kdf::{KdfParams, MAX_M_KIB, MAX_P, MAX_T, MIN_M_KIB, MIN_T};
+pub use secret::{Passphrase, PassphraseProvider, PassphraseRequest, Purpose, SecretText};
+pub use store::{
+    DEFAULT_DERIVATION_PATH, KEY_EXTENSION, KdfSummary, KeyInfo, Keystore, signer_from_mnemonic,
+    unlock_file,
+};
+pub use web3::{MAX_PBKDF2_C, MAX_SCRYPT_BYTES, MAX_SCRYPT_P, Web3Params};
+
+/// Turns decrypted key bytes (at most 32, left-padded) into a signer, or says the file
+/// holds no valid secp256k1 key.
+pub(crate) fn signer_from_secret(path: &Path, secret: &[u8]) -> Result<PrivateKeySigner, Error> {
+    PrivateKeySigner::from_slice(secret).map_err(|_| {
+        Error::malformed(
+            path,
+            "the decrypted key is not a valid secp256k1 private key",
+        )
+    })
 }
-/// Why a passphrase is wanted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Purpose {
-    /// Unlock.
-    Unlock,
-    /// Create.
-    Create,
-}
-/// A passphrase request.
-#[derive(Debug)]
-pub struct PassphraseRequest<'a> {
-    /// Purpose.
-    pub purpose: Purpose,
-    /// Label.
-    pub label: &'a str,
-}
-impl PassphraseRequest<'_> {
-    /// Prompt text.
-    pub fn prompt(&self) -> String {
-        self.label.to_string()
-    }
-}
-/// Callback.
-pub trait PassphraseProvider {
-    /// Gets one.
-    fn passphrase(&mut self, request: &PassphraseRequest<'_>) -> Result<Passphrase, Error>;
-}
-/// Errors.
-#[derive(Debug)]
-pub enum Error {
-    /// No passphrase.
-    PassphraseUnavailable {
-        /// Why.
-        reason: String,
-    },
-}
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "stub")
-    }
-}
-impl std::error::Error for Error {}

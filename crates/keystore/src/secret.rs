@@ -1,0 +1,141 @@
+//! Secret-holding types and the passphrase callback.
+//!
+//! Every secret lives in a [`Zeroizing`] buffer, has a hand-written `Debug` that prints
+//! nothing of it, and no `Display` or `Serialize`: the only way to read one is
+//! `expose_secret()`, so a grep finds every read.
+
+use std::fmt;
+
+use zeroize::Zeroizing;
+
+use crate::{Error, KeyInfo};
+
+/// A passphrase. Wiped from memory on drop; never printed.
+pub struct Passphrase(Zeroizing<String>);
+
+impl Passphrase {
+    /// Wraps a passphrase. The `String` is moved in, so no copy stays behind.
+    pub fn new(passphrase: String) -> Self {
+        Self(Zeroizing::new(passphrase))
+    }
+
+    /// The passphrase text. Call at each read; do not keep the `&str` around.
+    pub fn expose_secret(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Passphrase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Passphrase(<redacted>)")
+    }
+}
+
+/// Secret text that is not a passphrase: a hex private key or a BIP-39 mnemonic being
+/// imported. Wiped from memory on drop; never printed.
+pub struct SecretText(Zeroizing<String>);
+
+impl SecretText {
+    /// Wraps the text. The `String` is moved in, so no copy stays behind.
+    pub fn new(text: String) -> Self {
+        Self(Zeroizing::new(text))
+    }
+
+    /// The text. Call at each read; do not keep the `&str` around.
+    pub fn expose_secret(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for SecretText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SecretText(<redacted>)")
+    }
+}
+
+/// 32 bytes of key material (a private key or a derived encryption key), wiped on drop.
+pub(crate) struct SecretBytes(pub(crate) Zeroizing<[u8; 32]>);
+
+impl SecretBytes {
+    pub(crate) fn zero() -> Self {
+        Self(Zeroizing::new([0u8; 32]))
+    }
+
+    pub(crate) fn expose_secret(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    pub(crate) fn expose_secret_mut(&mut self) -> &mut [u8; 32] {
+        &mut self.0
+    }
+}
+
+impl fmt::Debug for SecretBytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SecretBytes(<redacted>)")
+    }
+}
+
+/// Why a passphrase is wanted, so the caller can word its prompt (and ask for a
+/// confirmation when a new passphrase is being set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// To decrypt a key already in the keystore.
+    Unlock,
+    /// To encrypt a key being created, imported or re-encrypted (a new passphrase).
+    Create,
+    /// To decrypt a foreign file being imported (Web3 Secret Storage).
+    ImportFile,
+    /// To encrypt a file being exported (a new passphrase for that file).
+    ExportFile,
+}
+
+/// One request for a passphrase, handed to a [`PassphraseProvider`].
+#[derive(Debug)]
+pub struct PassphraseRequest<'a> {
+    /// Why the passphrase is wanted.
+    pub purpose: Purpose,
+    /// The key concerned, when it is known (it is not yet for a file being imported).
+    pub key: Option<&'a KeyInfo>,
+}
+
+impl PassphraseRequest<'_> {
+    /// A prompt text for people, e.g. `passphrase for key 'ops' (0xAbC…1234)`.
+    pub fn prompt(&self) -> String {
+        let what = match self.purpose {
+            Purpose::Unlock => "passphrase for key",
+            Purpose::Create => "new passphrase for key",
+            Purpose::ImportFile => "passphrase of the file being imported",
+            Purpose::ExportFile => "passphrase for the exported file of key",
+        };
+        match self.key {
+            Some(info) => {
+                let addr = info.address.to_checksum(None);
+                format!(
+                    "{what} '{}' ({}…{})",
+                    info.label,
+                    &addr[..6],
+                    &addr[addr.len() - 4..]
+                )
+            }
+            None => what
+                .trim_end_matches(" of key")
+                .trim_end_matches(" for key")
+                .to_owned(),
+        }
+    }
+}
+
+/// Where the library gets passphrases from. The library never prompts: the CLI (or an
+/// embedding wallet) implements this, and tests pass a [`Passphrase`] directly.
+pub trait PassphraseProvider {
+    /// Returns the passphrase for `request`, or [`Error::PassphraseUnavailable`].
+    fn passphrase(&mut self, request: &PassphraseRequest<'_>) -> Result<Passphrase, Error>;
+}
+
+/// A passphrase given by value answers every request with itself.
+impl PassphraseProvider for Passphrase {
+    fn passphrase(&mut self, _request: &PassphraseRequest<'_>) -> Result<Passphrase, Error> {
+        Ok(Passphrase::new(self.expose_secret().to_owned()))
+    }
+}

@@ -1,0 +1,727 @@
+//! The keystore directory: listing, finding, and atomic, checked, never-overwriting
+//! writes under a lock file.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use alloy_primitives::Address;
+use alloy_signer_local::PrivateKeySigner;
+use serde::Serialize;
+
+use crate::format::{self, Meta, ParsedV1};
+use crate::kdf::KdfParams;
+use crate::secret::{Passphrase, PassphraseProvider, PassphraseRequest, Purpose, SecretText};
+use crate::web3::{self, Web3Params};
+use crate::{Error, signer_from_secret};
+
+/// Key files are small; anything bigger is not one of ours and is not read whole.
+pub(crate) const MAX_FILE_BYTES: u64 = 64 * 1024;
+/// Extension of key files in the keystore directory.
+pub const KEY_EXTENSION: &str = "key";
+const LOCK_FILE: &str = ".lock";
+const TEMP_PREFIX: &str = ".tmp-";
+/// BIP-44 path of the first Ethereum account, used when none is given.
+pub const DEFAULT_DERIVATION_PATH: &str = "m/44'/60'/0'/0/0";
+
+/// What `list` and `show` print: the plaintext metadata of a key file. Reading it
+/// needs no passphrase; every field is authenticated when the key is unlocked.
+#[derive(Debug, Clone, Serialize)]
+pub struct KeyInfo {
+    /// The key's address (EIP-55 in JSON).
+    #[serde(serialize_with = "checksummed")]
+    pub address: Address,
+    /// The label, unique in the keystore; it also names the file.
+    pub label: String,
+    /// A random id, stable across passphrase changes.
+    pub id: uuid::Uuid,
+    /// When the key entered the keystore (RFC 3339, UTC).
+    pub created_at: String,
+    /// The key file.
+    pub path: PathBuf,
+    /// The file's format version.
+    pub version: u32,
+    /// The KDF the file is encrypted with.
+    pub kdf: KdfSummary,
+}
+
+/// The KDF of a key file, for display.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct KdfSummary {
+    /// Always `argon2id` in format version 1.
+    pub algorithm: String,
+    /// Memory in KiB.
+    pub m_kib: u32,
+    /// Passes.
+    pub t: u32,
+    /// Lanes.
+    pub p: u32,
+}
+
+fn checksummed<S: serde::Serializer>(address: &Address, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&address.to_checksum(None))
+}
+
+/// Parses an address selector: 40 hex digits, any case, with or without `0x`.
+pub(crate) fn parse_address_selector(s: &str) -> Option<Address> {
+    let hex = s
+        .strip_prefix("0x")
+        .or_else(|| s.strip_prefix("0X"))
+        .unwrap_or(s);
+    if hex.len() != 40 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let mut bytes = [0u8; 20];
+    hex::decode_to_slice(hex, &mut bytes).ok()?;
+    Some(Address::from(bytes))
+}
+
+fn info_of(path: &Path, parsed: &ParsedV1) -> KeyInfo {
+    KeyInfo {
+        address: parsed.meta.address,
+        label: parsed.meta.label.clone(),
+        id: parsed.meta.id,
+        created_at: parsed.meta.created_at.clone(),
+        path: path.to_owned(),
+        version: parsed.file.version,
+        kdf: KdfSummary {
+            algorithm: "argon2id".into(),
+            m_kib: parsed.kdf.m_kib(),
+            t: parsed.kdf.t(),
+            p: parsed.kdf.p(),
+        },
+    }
+}
+
+fn check_mode(path: &Path, meta: &fs::Metadata, want: u32) -> Result<(), Error> {
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o077 != 0 {
+        return Err(Error::InsecurePermissions {
+            path: path.to_owned(),
+            mode,
+            fix: format!("chmod {want:o} '{}'", path.display()),
+        });
+    }
+    Ok(())
+}
+
+/// Reads a file of at most [`MAX_FILE_BYTES`] that must be a regular file (symlinks are
+/// refused: a key file is never followed elsewhere).
+pub(crate) fn read_small(path: &Path, check_perms: bool) -> Result<Vec<u8>, Error> {
+    let meta = fs::symlink_metadata(path).map_err(Error::io("cannot read", path))?;
+    if !meta.file_type().is_file() {
+        return Err(Error::malformed(path, "not a regular file"));
+    }
+    if check_perms {
+        check_mode(path, &meta, 0o600)?;
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(Error::malformed(
+            path,
+            format!(
+                "{} bytes, key files are at most {MAX_FILE_BYTES}",
+                meta.len()
+            ),
+        ));
+    }
+    let mut bytes = Vec::new();
+    File::open(path)
+        .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(Error::io("cannot read", path))?;
+    Ok(bytes)
+}
+
+/// A key file of any supported kind, parsed and checked, not yet decrypted.
+pub(crate) enum AnyFile {
+    /// Our own format.
+    V1(Box<ParsedV1>),
+    /// Web3 Secret Storage v3.
+    Web3(Box<web3::ParsedWeb3>),
+}
+
+/// Tells the formats apart and parses: every check, including the KDF cap, runs here.
+pub(crate) fn parse_any(path: &Path, bytes: &[u8]) -> Result<AnyFile, Error> {
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|source| Error::Json {
+        path: path.to_owned(),
+        source,
+    })?;
+    let obj = value
+        .as_object()
+        .ok_or_else(|| Error::malformed(path, "not a JSON object"))?;
+    if obj.contains_key("format") {
+        if obj.get("format").and_then(|f| f.as_str()) == Some(format::FORMAT_NAME) {
+            let version = obj.get("version").and_then(|v| v.as_u64());
+            if version.is_none_or(|v| !format::READABLE_VERSIONS.iter().any(|&r| u64::from(r) == v))
+            {
+                return Err(Error::UnsupportedVersion {
+                    path: path.to_owned(),
+                    found: obj.get("version").map_or("none".into(), |v| v.to_string()),
+                    supported: format!("{:?}", format::READABLE_VERSIONS),
+                });
+            }
+        }
+        return format::parse(path, value).map(|p| AnyFile::V1(Box::new(p)));
+    }
+    if obj.contains_key("crypto") || obj.contains_key("Crypto") {
+        return web3::parse(path, value).map(|p| AnyFile::Web3(Box::new(p)));
+    }
+    Err(Error::malformed(
+        path,
+        "neither a bridgectl key file (no `format`) nor Web3 Secret Storage (no `crypto`)",
+    ))
+}
+
+/// Reads, checks and decrypts one file of either kind, outside any keystore (no
+/// permission check: fixtures and files handed over for import). The request carries
+/// the key's metadata for our own files, [`Purpose::ImportFile`] for Web3 files.
+pub fn unlock_file(
+    path: &Path,
+    passphrases: &mut dyn PassphraseProvider,
+) -> Result<PrivateKeySigner, Error> {
+    let bytes = read_small(path, false)?;
+    match parse_any(path, &bytes)? {
+        AnyFile::V1(parsed) => {
+            let info = info_of(path, &parsed);
+            let pass = passphrases.passphrase(&PassphraseRequest {
+                purpose: Purpose::Unlock,
+                key: Some(&info),
+            })?;
+            parsed.decrypt(path, &pass)
+        }
+        AnyFile::Web3(parsed) => {
+            let pass = passphrases.passphrase(&PassphraseRequest {
+                purpose: Purpose::ImportFile,
+                key: None,
+            })?;
+            parsed.decrypt(path, &pass)
+        }
+    }
+}
+
+/// A directory of key files, one per key, named `<label>.key`.
+#[derive(Debug)]
+pub struct Keystore {
+    dir: PathBuf,
+}
+
+/// Holds the keystore's lock file locked; dropping it unlocks.
+struct LockGuard(File);
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
+}
+
+impl Keystore {
+    /// `$XDG_DATA_HOME/bridgectl/keystore` (or the platform's data dir).
+    pub fn default_dir() -> Option<PathBuf> {
+        dirs::data_dir().map(|d| d.join("bridgectl").join("keystore"))
+    }
+
+    /// Opens the keystore in `dir`, creating it with mode 0700 if missing. A directory
+    /// accessible by group or others is refused, with the chmod that fixes it.
+    pub fn open(dir: impl Into<PathBuf>) -> Result<Keystore, Error> {
+        let dir = dir.into();
+        match fs::symlink_metadata(&dir) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(&dir)
+                    .map_err(Error::io("cannot create the keystore directory", &dir))?;
+            }
+            Err(e) => return Err(Error::io("cannot read", &dir)(e)),
+        }
+        // Follow a symlinked keystore dir (a user's choice), but check what it points to.
+        let meta = fs::metadata(&dir).map_err(Error::io("cannot read", &dir))?;
+        if !meta.is_dir() {
+            return Err(Error::Io {
+                action: "keystore is not a directory:",
+                path: dir,
+                source: std::io::Error::from(std::io::ErrorKind::NotADirectory),
+            });
+        }
+        check_mode(&dir, &meta, 0o700)?;
+        Ok(Keystore { dir })
+    }
+
+    /// The keystore directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn key_paths(&self) -> Result<Vec<PathBuf>, Error> {
+        let mut paths = Vec::new();
+        for entry in fs::read_dir(&self.dir).map_err(Error::io("cannot list", &self.dir))? {
+            let entry = entry.map_err(Error::io("cannot list", &self.dir))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            // Temp files and the lock file start with '.', so they are never keys.
+            if name.starts_with('.') {
+                continue;
+            }
+            if Path::new(name).extension().and_then(|e| e.to_str()) == Some(KEY_EXTENSION) {
+                paths.push(entry.path());
+            }
+        }
+        paths.sort();
+        Ok(paths)
+    }
+
+    fn read_key(&self, path: &Path) -> Result<(KeyInfo, ParsedV1, Vec<u8>), Error> {
+        let bytes = read_small(path, true)?;
+        match parse_any(path, &bytes)? {
+            AnyFile::V1(parsed) => Ok((info_of(path, &parsed), *parsed, bytes)),
+            AnyFile::Web3(_) => Err(Error::malformed(
+                path,
+                "a Web3 Secret Storage file in the keystore directory; use `key import` instead",
+            )),
+        }
+    }
+
+    /// All keys, sorted by file name. Needs no passphrase: only plaintext metadata is
+    /// read. A file that fails its checks fails the listing, naming the file.
+    pub fn list(&self) -> Result<Vec<KeyInfo>, Error> {
+        self.key_paths()?
+            .iter()
+            .map(|p| self.read_key(p).map(|(info, _, _)| info))
+            .collect()
+    }
+
+    /// The one key matching `selector`: an address (any case, with or without `0x`),
+    /// a label, or an id.
+    pub fn find(&self, selector: &str) -> Result<KeyInfo, Error> {
+        let address = parse_address_selector(selector);
+        let id = uuid::Uuid::parse_str(selector).ok();
+        let mut found: Vec<KeyInfo> = self
+            .list()?
+            .into_iter()
+            .filter(|k| Some(k.address) == address || k.label == selector || Some(k.id) == id)
+            .collect();
+        match found.len() {
+            0 => Err(Error::NotFound {
+                selector: selector.to_owned(),
+                dir: self.dir.clone(),
+            }),
+            1 => Ok(found.remove(0)),
+            _ => Err(Error::Ambiguous {
+                selector: selector.to_owned(),
+                matches: found
+                    .iter()
+                    .map(|k| format!("{} {}", k.label, k.address.to_checksum(None)))
+                    .collect(),
+            }),
+        }
+    }
+
+    fn load(&self, selector: &str) -> Result<(KeyInfo, ParsedV1, Vec<u8>), Error> {
+        let info = self.find(selector)?;
+        self.read_key(&info.path)
+    }
+
+    /// Decrypts a key. The passphrase is asked for only after every check on the file
+    /// (including the KDF cap) has passed.
+    pub fn unlock(
+        &self,
+        selector: &str,
+        passphrases: &mut dyn PassphraseProvider,
+    ) -> Result<PrivateKeySigner, Error> {
+        let (info, parsed, _) = self.load(selector)?;
+        let pass = passphrases.passphrase(&PassphraseRequest {
+            purpose: Purpose::Unlock,
+            key: Some(&info),
+        })?;
+        parsed.decrypt(&info.path, &pass)
+    }
+
+    /// Unlocks the key to prove the passphrase and the file are good; returns its
+    /// metadata.
+    pub fn verify(
+        &self,
+        selector: &str,
+        passphrases: &mut dyn PassphraseProvider,
+    ) -> Result<KeyInfo, Error> {
+        let (info, parsed, _) = self.load(selector)?;
+        let pass = passphrases.passphrase(&PassphraseRequest {
+            purpose: Purpose::Unlock,
+            key: Some(&info),
+        })?;
+        parsed.decrypt(&info.path, &pass)?;
+        Ok(info)
+    }
+
+    /// Creates a new random key. `label` defaults to `key-<first 8 hex digits>`.
+    pub fn create(
+        &self,
+        label: Option<&str>,
+        passphrases: &mut dyn PassphraseProvider,
+        kdf: &KdfParams,
+    ) -> Result<KeyInfo, Error> {
+        let mut secret = crate::secret::SecretBytes::zero();
+        // A random 256-bit string is a valid scalar except with probability ~2^-128.
+        let signer = loop {
+            format::random(secret.expose_secret_mut())?;
+            if let Ok(s) = signer_from_secret(Path::new("<random>"), secret.expose_secret()) {
+                break s;
+            }
+        };
+        self.import_signer(&signer, label, passphrases, kdf)
+    }
+
+    /// Imports a raw private key given as 64 hex digits (an optional `0x` and
+    /// surrounding whitespace are ignored).
+    pub fn import_raw(
+        &self,
+        key_hex: &SecretText,
+        label: Option<&str>,
+        passphrases: &mut dyn PassphraseProvider,
+        kdf: &KdfParams,
+    ) -> Result<KeyInfo, Error> {
+        let text = key_hex.expose_secret().trim();
+        let hex = text.strip_prefix("0x").unwrap_or(text);
+        if hex.len() != 64 {
+            return Err(Error::InvalidKey {
+                reason: format!("expected 64 hex digits, found {} characters", hex.len()),
+            });
+        }
+        let mut secret = crate::secret::SecretBytes::zero();
+        hex::decode_to_slice(hex, secret.expose_secret_mut()).map_err(|_| Error::InvalidKey {
+            reason: "not hexadecimal".into(),
+        })?;
+        let signer = PrivateKeySigner::from_slice(secret.expose_secret()).map_err(|_| {
+            Error::InvalidKey {
+                reason: "zero or not below the secp256k1 group order".into(),
+            }
+        })?;
+        self.import_signer(&signer, label, passphrases, kdf)
+    }
+
+    /// Imports a Web3 Secret Storage v3 file (geth, cast, ethers v6, eth-account). Its
+    /// passphrase is asked with [`Purpose::ImportFile`], the new one with
+    /// [`Purpose::Create`].
+    pub fn import_web3_file(
+        &self,
+        path: &Path,
+        label: Option<&str>,
+        passphrases: &mut dyn PassphraseProvider,
+        kdf: &KdfParams,
+    ) -> Result<KeyInfo, Error> {
+        let bytes = read_small(path, false)?;
+        let parsed = match parse_any(path, &bytes)? {
+            AnyFile::Web3(p) => p,
+            AnyFile::V1(_) => {
+                return Err(Error::malformed(
+                    path,
+                    "this is already a bridgectl key file: copy it into the keystore directory instead",
+                ));
+            }
+        };
+        let pass = passphrases.passphrase(&PassphraseRequest {
+            purpose: Purpose::ImportFile,
+            key: None,
+        })?;
+        let signer = parsed.decrypt(path, &pass)?;
+        self.import_signer(&signer, label, passphrases, kdf)
+    }
+
+    /// Imports the key a BIP-39 (English) mnemonic derives at `derivation_path`
+    /// (default [`DEFAULT_DERIVATION_PATH`]).
+    pub fn import_mnemonic(
+        &self,
+        phrase: &SecretText,
+        derivation_path: Option<&str>,
+        label: Option<&str>,
+        passphrases: &mut dyn PassphraseProvider,
+        kdf: &KdfParams,
+    ) -> Result<KeyInfo, Error> {
+        let signer = signer_from_mnemonic(phrase, derivation_path)?;
+        self.import_signer(&signer, label, passphrases, kdf)
+    }
+
+    /// Stores an existing signer's key under a new passphrase ([`Purpose::Create`]).
+    pub fn import_signer(
+        &self,
+        signer: &PrivateKeySigner,
+        label: Option<&str>,
+        passphrases: &mut dyn PassphraseProvider,
+        kdf: &KdfParams,
+    ) -> Result<KeyInfo, Error> {
+        let address = signer.address();
+        let label = match label {
+            Some(l) => l.to_owned(),
+            None => format!("key-{}", &hex::encode(address)[..8]),
+        };
+        format::check_label(&label)?;
+        let created_at = time::OffsetDateTime::now_utc()
+            .replace_nanosecond(0)
+            .ok()
+            .and_then(|t| {
+                t.format(&time::format_description::well_known::Rfc3339)
+                    .ok()
+            })
+            .unwrap_or_else(|| "1970-01-01T00:00:00Z".into());
+        let meta = Meta {
+            address,
+            label,
+            id: uuid::Uuid::new_v4(),
+            created_at,
+        };
+        let path = self.dir.join(format!("{}.{KEY_EXTENSION}", meta.label));
+        // Refuse duplicates before asking for a passphrase; checked again under the lock.
+        self.check_unique(&meta, &path)?;
+        let preview = KeyInfo {
+            address,
+            label: meta.label.clone(),
+            id: meta.id,
+            created_at: meta.created_at.clone(),
+            path: path.clone(),
+            version: format::CURRENT_VERSION,
+            kdf: KdfSummary {
+                algorithm: "argon2id".into(),
+                m_kib: kdf.m_kib(),
+                t: kdf.t(),
+                p: kdf.p(),
+            },
+        };
+        let pass = passphrases.passphrase(&PassphraseRequest {
+            purpose: Purpose::Create,
+            key: Some(&preview),
+        })?;
+        let bytes = format::encrypt(&meta, signer, &pass, kdf)?;
+
+        let _lock = self.lock()?;
+        self.check_unique(&meta, &path)?;
+        let tmp = self.write_checked_temp(&bytes, &pass, address)?;
+        // Never overwrite: link() fails if the name exists, then the temp name goes.
+        if let Err(e) = fs::hard_link(&tmp, &path) {
+            let _ = fs::remove_file(&tmp);
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                return Err(Error::AlreadyExists {
+                    what: format!("labelled '{}'", meta.label),
+                    path,
+                });
+            }
+            return Err(Error::io("cannot create", &path)(e));
+        }
+        fs::remove_file(&tmp).map_err(Error::io("cannot remove", &tmp))?;
+        self.sync_dir()?;
+        Ok(preview)
+    }
+
+    fn check_unique(&self, meta: &Meta, path: &Path) -> Result<(), Error> {
+        for k in self.list()? {
+            if k.address == meta.address {
+                return Err(Error::AlreadyExists {
+                    what: format!("with address {}", meta.address.to_checksum(None)),
+                    path: k.path,
+                });
+            }
+            if k.label == meta.label {
+                return Err(Error::AlreadyExists {
+                    what: format!("labelled '{}'", meta.label),
+                    path: k.path,
+                });
+            }
+        }
+        if fs::symlink_metadata(path).is_ok() {
+            return Err(Error::AlreadyExists {
+                what: format!("labelled '{}'", meta.label),
+                path: path.to_owned(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Writes the key's Web3 v3 export (see [`Web3Params`]). The key's passphrase is
+    /// asked with [`Purpose::Unlock`], the export file's with [`Purpose::ExportFile`].
+    pub fn export_web3(
+        &self,
+        selector: &str,
+        passphrases: &mut dyn PassphraseProvider,
+        params: &Web3Params,
+    ) -> Result<(KeyInfo, String), Error> {
+        let (info, parsed, _) = self.load(selector)?;
+        let pass = passphrases.passphrase(&PassphraseRequest {
+            purpose: Purpose::Unlock,
+            key: Some(&info),
+        })?;
+        let signer = parsed.decrypt(&info.path, &pass)?;
+        let export_pass = passphrases.passphrase(&PassphraseRequest {
+            purpose: Purpose::ExportFile,
+            key: Some(&info),
+        })?;
+        let json = web3::encrypt(&signer, &export_pass, params)?;
+        Ok((info, json))
+    }
+
+    /// Re-encrypts a key under a new passphrase (and `kdf`), replacing its file
+    /// atomically: at every moment the file on disk opens with the old or the new
+    /// passphrase. Label, id and created-at are kept.
+    pub fn change_passphrase(
+        &self,
+        selector: &str,
+        passphrases: &mut dyn PassphraseProvider,
+        kdf: &KdfParams,
+    ) -> Result<KeyInfo, Error> {
+        let (mut info, parsed, bytes) = self.load(selector)?;
+        let old = passphrases.passphrase(&PassphraseRequest {
+            purpose: Purpose::Unlock,
+            key: Some(&info),
+        })?;
+        let signer = parsed.decrypt(&info.path, &old)?;
+        let new = passphrases.passphrase(&PassphraseRequest {
+            purpose: Purpose::Create,
+            key: Some(&info),
+        })?;
+        let new_bytes = format::encrypt(&parsed.meta, &signer, &new, kdf)?;
+
+        let _lock = self.lock()?;
+        if read_small(&info.path, true)? != bytes {
+            return Err(Error::malformed(
+                &info.path,
+                "the file changed while the passphrase was being changed; nothing was written, try again",
+            ));
+        }
+        let tmp = self.write_checked_temp(&new_bytes, &new, info.address)?;
+        if let Err(e) = fs::rename(&tmp, &info.path) {
+            let _ = fs::remove_file(&tmp);
+            return Err(Error::io("cannot replace", &info.path)(e));
+        }
+        self.sync_dir()?;
+        info.kdf = KdfSummary {
+            algorithm: "argon2id".into(),
+            m_kib: kdf.m_kib(),
+            t: kdf.t(),
+            p: kdf.p(),
+        };
+        Ok(info)
+    }
+
+    /// Deletes a key file. The CLI asks for confirmation; the library does not.
+    pub fn remove(&self, selector: &str) -> Result<KeyInfo, Error> {
+        let _lock = self.lock()?;
+        let info = self.find(selector)?;
+        fs::remove_file(&info.path).map_err(Error::io("cannot remove", &info.path))?;
+        self.sync_dir()?;
+        Ok(info)
+    }
+
+    fn lock(&self) -> Result<LockGuard, Error> {
+        let path = self.dir.join(LOCK_FILE);
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(Error::io("cannot open the lock file", &path))?;
+        file.lock().map_err(Error::io("cannot lock", &path))?;
+        let guard = LockGuard(file);
+        // Under the lock no other writer is running, so any temp file is a leftover of
+        // a crash: remove it.
+        if let Ok(entries) = fs::read_dir(&self.dir) {
+            for entry in entries.flatten() {
+                if entry
+                    .file_name()
+                    .to_str()
+                    .is_some_and(|n| n.starts_with(TEMP_PREFIX))
+                {
+                    let _ = fs::remove_file(entry.path());
+                }
+            }
+        }
+        Ok(guard)
+    }
+
+    /// Writes `bytes` to a new temp file in the keystore (0600, exclusive), fsyncs it,
+    /// reads it back and decrypts it with `pass`; returns the temp path.
+    fn write_checked_temp(
+        &self,
+        bytes: &[u8],
+        pass: &Passphrase,
+        address: Address,
+    ) -> Result<PathBuf, Error> {
+        let tmp = self
+            .dir
+            .join(format!("{TEMP_PREFIX}{}", uuid::Uuid::new_v4().simple()));
+        let write = || -> std::io::Result<()> {
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            f.write_all(bytes)?;
+            f.sync_all()
+        };
+        if let Err(e) = write() {
+            let _ = fs::remove_file(&tmp);
+            return Err(Error::io("cannot write", &tmp)(e));
+        }
+        let check = || -> Result<(), Error> {
+            let back = read_small(&tmp, true)?;
+            if back != bytes {
+                return Err(Error::malformed(
+                    &tmp,
+                    "read back differs from what was written",
+                ));
+            }
+            let AnyFile::V1(parsed) = parse_any(&tmp, &back)? else {
+                return Err(Error::malformed(&tmp, "not a v1 key file"));
+            };
+            let signer = parsed.decrypt(&tmp, pass)?;
+            if signer.address() != address {
+                return Err(Error::malformed(&tmp, "decrypts to another address"));
+            }
+            Ok(())
+        };
+        if let Err(e) = check() {
+            let _ = fs::remove_file(&tmp);
+            return Err(Error::WriteCheck {
+                path: tmp,
+                reason: e.to_string(),
+            });
+        }
+        Ok(tmp)
+    }
+
+    fn sync_dir(&self) -> Result<(), Error> {
+        File::open(&self.dir)
+            .and_then(|d| d.sync_all())
+            .map_err(Error::io("cannot sync", &self.dir))
+    }
+}
+
+/// Derives the signer of a BIP-39 (English) mnemonic at `derivation_path`.
+/// Errors never quote the phrase.
+pub fn signer_from_mnemonic(
+    phrase: &SecretText,
+    derivation_path: Option<&str>,
+) -> Result<PrivateKeySigner, Error> {
+    use alloy_signer_local::{MnemonicBuilder, coins_bip39::English};
+    let path = derivation_path.unwrap_or(DEFAULT_DERIVATION_PATH);
+    let words = phrase.expose_secret().split_whitespace().count();
+    if ![12, 15, 18, 21, 24].contains(&words) {
+        return Err(Error::Mnemonic {
+            reason: format!("expected 12, 15, 18, 21 or 24 words, found {words}"),
+        });
+    }
+    let normalized = zeroize::Zeroizing::new(
+        phrase
+            .expose_secret()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" "),
+    );
+    let builder = MnemonicBuilder::<English>::default()
+        .phrase(normalized.as_str())
+        .derivation_path(path)
+        .map_err(|_| Error::Mnemonic {
+            reason: format!("invalid derivation path '{path}'"),
+        })?;
+    builder.build().map_err(|_| Error::Mnemonic {
+        reason: "not a valid English BIP-39 phrase (unknown word or bad checksum)".into(),
+    })
+}

@@ -1,10 +1,17 @@
-//! bridgectl-tx (stub being written).
-/// Errors.
-#[derive(Debug)]
-pub struct Error;
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "stub")
-    }
-}
-impl std::error::Error for Error {}
+#![doc = include_str!("../README.md")]
+
+pub mod amount;
+pub mod calldata;
+pub mod decode;
+mod error;
+pub mod policy;
+pub mod rawtx;
+pub mod request;
+pub mod sign;
+pub mod summary;
+
+pub use error::Error;
+pub use policy::Policy;
+pub use rawtx::RawTx;
+pub use request::{SignInput, SignRequest};
+pub use sign::{SignedBundle, SignedTx, sign_legacy};

@@ -1,0 +1,256 @@
+//! Decoding signed transactions: legacy (what bridgectl signs) and, for display only,
+//! typed EIP-2718 transactions. Strict: malformed RLP, trailing bytes, an invalid `v`,
+//! `r` or `s` (including a high `s`, EIP-2) are errors; the sender is recovered.
+
+use alloy_consensus::{Transaction, TxEnvelope, transaction::to_eip155_value};
+use alloy_eips::eip2718::Decodable2718;
+use alloy_primitives::{Address, B256, Bytes, U256, keccak256, uint};
+use serde::Serialize;
+
+use crate::Error;
+
+/// The order of the secp256k1 group.
+const SECP256K1N: U256 =
+    uint!(0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141_U256);
+
+/// A decoded, signature-checked transaction.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecodedTx {
+    /// `legacy`, `eip2930`, `eip1559`, `eip4844` or `eip7702`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The chain id; `None` for a pre-EIP-155 legacy signature.
+    pub chain_id: Option<u64>,
+    /// The nonce.
+    pub nonce: u64,
+    /// The gas limit.
+    pub gas_limit: u64,
+    /// Legacy and EIP-2930 gas price.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gas_price: Option<u128>,
+    /// EIP-1559 style fee cap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_fee_per_gas: Option<u128>,
+    /// EIP-1559 style priority fee.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_priority_fee_per_gas: Option<u128>,
+    /// The callee, `None` for contract creation.
+    pub to: Option<Address>,
+    /// Wei sent along.
+    pub value: U256,
+    /// Calldata.
+    pub input: Bytes,
+    /// `v` as encoded (legacy) or the y-parity (typed).
+    pub v: u128,
+    /// Signature `r`.
+    pub r: U256,
+    /// Signature `s`.
+    pub s: U256,
+    /// The hash that was signed.
+    pub signing_hash: B256,
+    /// The transaction hash.
+    pub hash: B256,
+    /// The recovered sender.
+    pub sender: Address,
+    /// The intrinsic gas under current (Shanghai/Cancun) rules.
+    pub intrinsic_gas: u64,
+}
+
+impl DecodedTx {
+    /// Consensus rules this transaction breaks although it decodes: it could never be
+    /// included in a block. Empty for a valid transaction.
+    pub fn validity_errors(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.gas_limit < self.intrinsic_gas {
+            out.push(format!(
+                "gas limit {} is below the intrinsic gas {}",
+                self.gas_limit, self.intrinsic_gas
+            ));
+        }
+        if self.nonce == u64::MAX {
+            out.push("nonce 2^64-1 is not allowed (EIP-2681)".into());
+        }
+        out
+    }
+
+    /// Whether this is a legacy transaction signed without a chain id (pre-EIP-155,
+    /// replayable on every chain). bridgectl never makes one.
+    pub fn is_pre_eip155(&self) -> bool {
+        self.kind == "legacy" && self.chain_id.is_none()
+    }
+}
+
+fn malformed(reason: impl Into<String>, source: Option<alloy_eips::eip2718::Eip2718Error>) -> Error {
+    Error::Malformed {
+        reason: reason.into(),
+        source,
+    }
+}
+
+/// Parses `0x` hex (or bare hex) text into bytes, for `tx decode`.
+pub fn parse_hex_bytes(text: &str) -> Result<Vec<u8>, Error> {
+    let t = text.trim();
+    let h = t.strip_prefix("0x").unwrap_or(t);
+    if h.is_empty() {
+        return Err(malformed("empty input", None));
+    }
+    if h.len() % 2 != 0 {
+        return Err(malformed("odd number of hex digits", None));
+    }
+    if let Some((i, c)) = h.char_indices().find(|(_, c)| !c.is_ascii_hexdigit()) {
+        return Err(malformed(format!("non-hex character {c:?} at offset {i}"), None));
+    }
+    alloy_primitives::hex::decode(h).map_err(|e| malformed(format!("bad hex: {e}"), None))
+}
+
+/// Decodes a signed transaction and recovers its sender.
+pub fn decode_signed(bytes: &[u8]) -> Result<DecodedTx, Error> {
+    let Some(first) = bytes.first() else {
+        return Err(malformed("empty input", None));
+    };
+    if *first >= 0x80 && *first < 0xc0 {
+        return Err(malformed(
+            "an RLP string, not a transaction (a legacy transaction is an RLP list, a typed one starts with its type byte)",
+            None,
+        ));
+    }
+    let mut buf = bytes;
+    let env = TxEnvelope::decode_2718(&mut buf)
+        .map_err(|e| malformed(format!("cannot decode: {e}"), Some(e)))?;
+    if !buf.is_empty() {
+        return Err(malformed(
+            format!("{} trailing byte(s) after the transaction", buf.len()),
+            None,
+        ));
+    }
+    let sig = *env.signature();
+    let (r, s) = (sig.r(), sig.s());
+    if r.is_zero() || r >= SECP256K1N {
+        return Err(Error::InvalidSignature(format!("r {r:#x} is out of range")));
+    }
+    if s.is_zero() || s >= SECP256K1N {
+        return Err(Error::InvalidSignature(format!("s {s:#x} is out of range")));
+    }
+    if s > SECP256K1N >> 1 {
+        return Err(Error::InvalidSignature(format!(
+            "s {s:#x} is in the upper half of the curve order (EIP-2 allows only low s)"
+        )));
+    }
+    let (kind, v) = match &env {
+        TxEnvelope::Legacy(t) => {
+            if t.tx().chain_id == Some(0) {
+                return Err(Error::InvalidSignature(
+                    "v encodes EIP-155 chain id 0, which is not a valid chain".into(),
+                ));
+            }
+            ("legacy", to_eip155_value(sig.v(), t.tx().chain_id))
+        }
+        TxEnvelope::Eip2930(_) => ("eip2930", u128::from(sig.v())),
+        TxEnvelope::Eip1559(_) => ("eip1559", u128::from(sig.v())),
+        TxEnvelope::Eip4844(_) => ("eip4844", u128::from(sig.v())),
+        TxEnvelope::Eip7702(_) => ("eip7702", u128::from(sig.v())),
+    };
+    let signing_hash = env.signature_hash();
+    let sender = sig
+        .recover_address_from_prehash(&signing_hash)
+        .map_err(|e| Error::InvalidSignature(format!("no public key can be recovered: {e}")))?;
+    let is_legacy = kind == "legacy";
+    let input = env.input().clone();
+    let create = env.to().is_none();
+    let access_list_gas = env.access_list().map_or(0u64, |al| {
+        al.iter()
+            .map(|i| 2400 + 1900 * i.storage_keys.len() as u64)
+            .sum()
+    });
+    let auth_gas = env
+        .authorization_list()
+        .map_or(0u64, |a| 25_000 * a.len() as u64);
+    Ok(DecodedTx {
+        kind,
+        chain_id: env.chain_id(),
+        nonce: env.nonce(),
+        gas_limit: env.gas_limit(),
+        gas_price: env.gas_price(),
+        max_fee_per_gas: (!is_legacy && kind != "eip2930").then(|| env.max_fee_per_gas()),
+        max_priority_fee_per_gas: env.max_priority_fee_per_gas(),
+        to: env.to(),
+        value: env.value(),
+        intrinsic_gas: intrinsic_gas(&input, create)
+            .saturating_add(access_list_gas)
+            .saturating_add(auth_gas),
+        input,
+        v,
+        r,
+        s,
+        signing_hash,
+        hash: keccak256(bytes),
+        sender,
+    })
+}
+
+/// Intrinsic gas (Shanghai rules): 21000, plus 4 per zero and 16 per non-zero calldata
+/// byte, plus 32000 and 2 per init-code word for contract creation.
+pub fn intrinsic_gas(input: &[u8], create: bool) -> u64 {
+    let zeros = input.iter().filter(|b| **b == 0).count() as u64;
+    let nonzeros = input.len() as u64 - zeros;
+    let mut gas = 21_000 + 4 * zeros + 16 * nonzeros;
+    if create {
+        gas += 32_000 + 2 * (input.len() as u64).div_ceil(32);
+    }
+    gas
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn malformed_inputs_are_clear_errors() {
+        let cases: &[(&str, &str)] = &[
+            ("", "empty input"),
+            ("0x", "empty input"),
+            ("0x123", "odd number"),
+            ("0xzz", "non-hex character"),
+            ("0x80", "an RLP string"),
+            ("0xc0", "cannot decode"),
+            ("0xf86c09", "cannot decode"),
+            ("0x05c0", "cannot decode"),
+        ];
+        for (text, want) in cases {
+            let e = parse_hex_bytes(text)
+                .and_then(|b| decode_signed(&b))
+                .expect_err(text)
+                .to_string();
+            assert!(e.contains(want), "{text}: {e:?} lacks {want:?}");
+        }
+    }
+
+    #[test]
+    fn eip155_example_decodes() {
+        let raw = parse_hex_bytes("0xf86c098504a817c800825208943535353535353535353535353535353535353535880de0b6b3a76400008025a028ef61340bd939bc2195fe537567866003e1a15d3c71ff63e1590620aa636276a067cbe9d8997f761aecb703304b3800ccf555c9f3dc64214b297fb1966a3b6d83").expect("hex");
+        let d = decode_signed(&raw).expect("decode");
+        assert_eq!(d.kind, "legacy");
+        assert_eq!(d.chain_id, Some(1));
+        assert_eq!(d.v, 37);
+        assert_eq!(d.nonce, 9);
+        assert_eq!(
+            d.signing_hash.to_string(),
+            "0xdaf5a779ae972f972197303d7b574746c7ef83eadac0f2791ad23db92e4c8e53"
+        );
+        assert_eq!(
+            d.hash.to_string(),
+            "0x33469b22e9f636356c4160a87eb19df52b7412e8eac32a4a55ffe88ea8350788"
+        );
+        assert_eq!(
+            d.sender.to_checksum(None),
+            "0x9d8A62f656a8d1615C1294fd71e9CFb3E4855A4F"
+        );
+        assert!(d.validity_errors().is_empty());
+        // One trailing byte is refused.
+        let mut long = raw.clone();
+        long.push(0);
+        let e = decode_signed(&long).expect_err("trailing").to_string();
+        assert!(e.contains("trailing"), "{e}");
+    }
+}

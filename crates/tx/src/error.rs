@@ -1,0 +1,143 @@
+//! The one error type of the crate.
+
+use alloy_primitives::Address;
+
+/// Everything that can go wrong while parsing, checking, signing or decoding.
+///
+/// Every variant except [`Error::Signer`] and [`Error::Json`] is a *refusal* of the
+/// input: nothing was signed, and a person has to look at what came in. Messages are
+/// lowercase and name the field, what was expected and what was found.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A decimal amount could not be read exactly.
+    #[error("invalid amount {input:?}: {reason}")]
+    Amount {
+        /// The text as given.
+        input: String,
+        /// Why it was refused.
+        reason: String,
+    },
+
+    /// The input is not JSON at all.
+    #[error("input is not valid JSON: {0}")]
+    Json(#[source] serde_json::Error),
+
+    /// A JSON object has fields this version does not know. A changed platform format
+    /// must be looked at by a person, not signed through.
+    #[error("{context}: unknown field(s) {}: refusing a format this version does not know", .fields.join(", "))]
+    UnknownFields {
+        /// Which object (e.g. `rawTx`).
+        context: String,
+        /// The unknown field names.
+        fields: Vec<String>,
+    },
+
+    /// A required field is absent.
+    #[error("{context}: missing field `{field}`{}", hint_suffix(.hint))]
+    MissingField {
+        /// Which object.
+        context: String,
+        /// The missing field.
+        field: String,
+        /// What to do about it, if anything useful can be said.
+        hint: Option<String>,
+    },
+
+    /// A field has the wrong type or an unreadable value.
+    #[error("{context}: field `{field}`: expected {expected}, found {found}")]
+    InvalidField {
+        /// Which object.
+        context: String,
+        /// The field.
+        field: String,
+        /// What a valid value looks like.
+        expected: String,
+        /// What was there (shortened when long).
+        found: String,
+    },
+
+    /// The chain id is 0: no EIP-155 replay protection is possible.
+    #[error("rawTx: chainId is 0: refusing to sign without EIP-155 replay protection")]
+    ZeroChainId,
+
+    /// The input's shape is recognised but says something bridgectl will not sign.
+    #[error("{0}")]
+    Refused(String),
+
+    /// `from` of the transaction is not the address of the key chosen to sign it.
+    #[error("from mismatch: the transaction is from {tx_from} but the key is {key}")]
+    FromMismatch {
+        /// `from` in the transaction.
+        tx_from: Address,
+        /// The signing key's address.
+        key: Address,
+    },
+
+    /// A policy or intent check failed.
+    #[error("{source_name} check failed: {field}: expected {expected}, found {found}")]
+    Policy {
+        /// Where the expectation came from: `policy` or `intent`.
+        source_name: &'static str,
+        /// The field that failed (e.g. `chainId`, `gasPrice`, `args._amount`).
+        field: String,
+        /// The expected value or bound.
+        expected: String,
+        /// The value found in the transaction.
+        found: String,
+    },
+
+    /// Calldata could not be built from a function and its inputs.
+    #[error("calldata for {function}: {reason}")]
+    Calldata {
+        /// The function name.
+        function: String,
+        /// Why.
+        reason: String,
+    },
+
+    /// A signed transaction's bytes are not a valid transaction.
+    #[error("malformed transaction: {reason}")]
+    Malformed {
+        /// What is wrong, in terms of the encoding.
+        reason: String,
+        /// The RLP or EIP-2718 decoder error, when there was one.
+        #[source]
+        source: Option<alloy_eips::eip2718::Eip2718Error>,
+    },
+
+    /// A signed transaction's signature is invalid (v, r or s out of range, or no
+    /// public key can be recovered).
+    #[error("invalid signature: {0}")]
+    InvalidSignature(String),
+
+    /// The signer failed. With a local key this does not happen in practice.
+    #[error("signing failed")]
+    Signer(#[source] alloy_signer::Error),
+}
+
+fn hint_suffix(hint: &Option<String>) -> String {
+    match hint {
+        Some(h) => format!(" ({h})"),
+        None => String::new(),
+    }
+}
+
+impl Error {
+    /// Whether the error is a refusal of the input (as opposed to an internal failure).
+    /// The CLI maps refusals to their own exit code.
+    pub fn is_refusal(&self) -> bool {
+        !matches!(self, Error::Signer(_))
+    }
+}
+
+/// Shortens a found value for an error message, so a 1 KiB hex blob does not flood it.
+pub(crate) fn shorten(s: &str) -> String {
+    const MAX: usize = 80;
+    if s.chars().count() <= MAX {
+        s.to_owned()
+    } else {
+        let head: String = s.chars().take(MAX).collect();
+        format!("{head}... ({} chars)", s.chars().count())
+    }
+}

@@ -1,0 +1,228 @@
+//! Checks of a rawTx against what the user expects, run before any key is unlocked.
+//! Each failure names the field, the expected value and the one found.
+
+use std::collections::BTreeMap;
+
+use alloy_primitives::{Address, U256};
+use serde::{Deserialize, Serialize};
+
+use crate::Error;
+use crate::calldata::{self, Decoded, Value};
+use crate::rawtx::RawTx;
+
+/// Expectations and caps. Every field is optional: `None` (or empty) checks nothing.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Policy {
+    /// The chain id the transaction must be for.
+    #[serde(default)]
+    pub expect_chain_id: Option<u64>,
+    /// The callee the transaction must go to.
+    #[serde(default)]
+    pub expect_to: Option<Address>,
+    /// The function the calldata must call: a name (`redeem`) or signature.
+    #[serde(default)]
+    pub expect_function: Option<String>,
+    /// Arguments the call must have: parameter name -> decimal base units or address.
+    #[serde(default)]
+    pub expect_args: BTreeMap<String, String>,
+    /// The highest acceptable gas price, in wei.
+    #[serde(default)]
+    pub max_gas_price: Option<u128>,
+    /// The highest acceptable `gasLimit * gasPrice`, in wei.
+    #[serde(default)]
+    pub max_fee: Option<U256>,
+}
+
+impl Policy {
+    /// Whether nothing at all is checked.
+    pub fn is_empty(&self) -> bool {
+        *self == Policy::default()
+    }
+
+    /// Fills every unset field of `self` from `fallback` (flags over profile).
+    pub fn or(mut self, fallback: &Policy) -> Policy {
+        self.expect_chain_id = self.expect_chain_id.or(fallback.expect_chain_id);
+        self.expect_to = self.expect_to.or(fallback.expect_to);
+        if self.expect_function.is_none() {
+            self.expect_function.clone_from(&fallback.expect_function);
+        }
+        for (k, v) in &fallback.expect_args {
+            self.expect_args.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        self.max_gas_price = self.max_gas_price.or(fallback.max_gas_price);
+        self.max_fee = self.max_fee.or(fallback.max_fee);
+        self
+    }
+}
+
+/// Checks `tx` against `policy`; `source_name` (`policy` or `intent`) goes in the error.
+pub fn verify(tx: &RawTx, policy: &Policy, source_name: &'static str) -> Result<(), Error> {
+    let fail = |field: &str, expected: String, found: String| Error::Policy {
+        source_name,
+        field: field.into(),
+        expected,
+        found,
+    };
+    if let Some(id) = policy.expect_chain_id {
+        if tx.chain_id != id {
+            return Err(fail("chainId", id.to_string(), tx.chain_id.to_string()));
+        }
+    }
+    if let Some(to) = policy.expect_to {
+        if tx.to != to {
+            return Err(fail("to", to.to_string(), tx.to.to_string()));
+        }
+    }
+    if let Some(cap) = policy.max_gas_price {
+        if tx.gas_price > cap {
+            return Err(fail(
+                "gasPrice",
+                format!("at most {cap} wei"),
+                format!("{} wei", tx.gas_price),
+            ));
+        }
+    }
+    if let Some(cap) = policy.max_fee {
+        let fee = tx.max_fee();
+        if fee > cap {
+            return Err(fail(
+                "maxFee (gasLimit x gasPrice)",
+                format!("at most {cap} wei"),
+                format!("{} x {} = {fee} wei", tx.gas_limit, tx.gas_price),
+            ));
+        }
+    }
+    if policy.expect_function.is_none() && policy.expect_args.is_empty() {
+        return Ok(());
+    }
+    let decoded = calldata::classify(&tx.data);
+    let call = match decoded {
+        Decoded::Call(c) => c,
+        other => {
+            let expected = policy
+                .expect_function
+                .clone()
+                .unwrap_or_else(|| "a known function call".into());
+            return Err(fail("function", expected, describe(&other)));
+        }
+    };
+    if let Some(want) = &policy.expect_function {
+        let Some(f) = calldata::function_by_name(want) else {
+            return Err(fail(
+                "function",
+                format!("{want} (not a function bridgectl knows)"),
+                call.function.signature.to_owned(),
+            ));
+        };
+        if f.selector != call.function.selector {
+            return Err(fail(
+                "function",
+                f.signature.to_owned(),
+                call.function.signature.to_owned(),
+            ));
+        }
+    }
+    for (name, want_text) in &policy.expect_args {
+        let field = format!("args.{name}");
+        let Some(param) = call.function.params.iter().find(|p| p.name == name) else {
+            return Err(fail(
+                &field,
+                want_text.clone(),
+                format!("no such argument in {}", call.function.signature),
+            ));
+        };
+        let want = Value::parse(param.kind, want_text).map_err(|expected| {
+            fail(&field, expected, format!("{want_text:?} in the expectation itself"))
+        })?;
+        let found = call.arg(name).unwrap_or(Value::Uint(U256::ZERO));
+        if want != found {
+            return Err(fail(&field, want.to_string(), found.to_string()));
+        }
+    }
+    Ok(())
+}
+
+fn describe(d: &Decoded) -> String {
+    match d {
+        Decoded::Empty => "no calldata".into(),
+        Decoded::Call(c) => c.function.signature.to_owned(),
+        Decoded::Malformed { function, reason } => {
+            format!("malformed {} call ({reason})", function.signature)
+        }
+        Decoded::Unknown { selector, .. } => {
+            format!("unknown selector 0x{}", alloy_primitives::hex::encode(selector))
+        }
+        Decoded::TooShort { len } => format!("{len} bytes of calldata, not a call"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tx() -> RawTx {
+        let data = calldata::encode(
+            "redeem",
+            &BTreeMap::from([("_amount".to_string(), "1500000000000000000".to_string())]),
+        )
+        .expect("encode");
+        RawTx {
+            from: Address::repeat_byte(0x11),
+            to: Address::repeat_byte(0x35),
+            data: data.into(),
+            nonce: 1,
+            gas_limit: 100_000,
+            gas_price: 50_000_000_000,
+            chain_id: 617317,
+            value: U256::ZERO,
+        }
+    }
+
+    #[test]
+    fn passes_when_all_match() {
+        let p = Policy {
+            expect_chain_id: Some(617317),
+            expect_to: Some(Address::repeat_byte(0x35)),
+            expect_function: Some("redeem".into()),
+            expect_args: BTreeMap::from([("_amount".into(), "1500000000000000000".into())]),
+            max_gas_price: Some(50_000_000_000),
+            max_fee: Some(U256::from(5_000_000_000_000_000u64)),
+        };
+        verify(&tx(), &p, "policy").expect("passes");
+    }
+
+    #[test]
+    fn each_check_refuses_naming_field_expected_found() {
+        let cases: Vec<(Policy, &str)> = vec![
+            (Policy { expect_chain_id: Some(1), ..Policy::default() }, "chainId: expected 1, found 617317"),
+            (Policy { expect_to: Some(Address::repeat_byte(0x36)), ..Policy::default() }, "to: expected 0x3636"),
+            (Policy { expect_function: Some("stake".into()), ..Policy::default() }, "function: expected stake(uint256), found redeem(uint256)"),
+            (Policy { expect_function: Some("mint".into()), ..Policy::default() }, "not a function bridgectl knows"),
+            (Policy { expect_args: BTreeMap::from([("_amount".into(), "1".into())]), ..Policy::default() }, "args._amount: expected 1, found 1500000000000000000"),
+            (Policy { expect_args: BTreeMap::from([("_to".into(), "1".into())]), ..Policy::default() }, "no such argument"),
+            (Policy { max_gas_price: Some(49_999_999_999), ..Policy::default() }, "gasPrice: expected at most 49999999999 wei, found 50000000000 wei"),
+            (Policy { max_fee: Some(U256::from(1)), ..Policy::default() }, "found 100000 x 50000000000 = 5000000000000000 wei"),
+        ];
+        for (p, want) in cases {
+            let e = verify(&tx(), &p, "policy").expect_err(want).to_string();
+            assert!(e.contains(want), "{e:?} lacks {want:?}");
+            assert!(e.starts_with("policy check failed"), "{e}");
+        }
+        let mut unknown = tx();
+        unknown.data = vec![0xde, 0xad, 0xbe, 0xef].into();
+        let e = verify(&unknown, &Policy { expect_function: Some("redeem".into()), ..Policy::default() }, "intent")
+            .expect_err("unknown")
+            .to_string();
+        assert!(e.contains("unknown selector 0xdeadbeef"), "{e}");
+    }
+
+    #[test]
+    fn flags_override_profile() {
+        let flags = Policy { max_fee: Some(U256::from(1)), ..Policy::default() };
+        let profile = Policy { max_fee: Some(U256::from(2)), expect_chain_id: Some(5), ..Policy::default() };
+        let merged = flags.or(&profile);
+        assert_eq!(merged.max_fee, Some(U256::from(1)));
+        assert_eq!(merged.expect_chain_id, Some(5));
+    }
+}

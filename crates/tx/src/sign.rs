@@ -1,0 +1,243 @@
+//! Legacy EIP-155 signing: the only kind bridgectl makes.
+//!
+//! The preimage and the signed encoding both come from alloy-consensus `TxLegacy`
+//! (no hand-written RLP); the signature from a synchronous local signer.
+
+use alloy_consensus::{SignableTransaction, TxLegacy, transaction::RlpEcdsaEncodableTx};
+use alloy_primitives::{Address, B256, Bytes, TxKind, keccak256};
+use alloy_signer::SignerSync;
+use alloy_signer_local::PrivateKeySigner;
+use serde::{Deserialize, Serialize};
+
+use crate::Error;
+use crate::rawtx::RawTx;
+use crate::request::SignInput;
+
+/// The `format` value of a signed bundle.
+pub const BUNDLE_FORMAT: &str = "bridgectl-signed-bundle";
+/// The signed-bundle version this crate writes.
+pub const BUNDLE_VERSION: u64 = 1;
+
+/// A signed transaction, ready to submit as `{"signedTx": raw}`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignedTx {
+    /// The signed RLP bytes.
+    pub raw: Bytes,
+    /// `keccak256(raw)`, the transaction hash.
+    pub hash: B256,
+    /// The signer.
+    pub from: Address,
+    /// The EIP-155 chain id signed for.
+    pub chain_id: u64,
+    /// The nonce.
+    pub nonce: u64,
+}
+
+/// The alloy transaction for `tx`, with its chain id set (EIP-155).
+pub fn to_legacy(tx: &RawTx) -> TxLegacy {
+    TxLegacy {
+        chain_id: Some(tx.chain_id),
+        nonce: tx.nonce,
+        gas_price: tx.gas_price,
+        gas_limit: tx.gas_limit,
+        to: TxKind::Call(tx.to),
+        value: tx.value,
+        input: tx.data.clone(),
+    }
+}
+
+/// The EIP-155 signing hash of `tx`: what the key signs.
+pub fn signing_hash(tx: &RawTx) -> B256 {
+    to_legacy(tx).signature_hash()
+}
+
+/// Signs `tx` with `signer` as a legacy EIP-155 transaction.
+///
+/// Refuses when `tx.from` is not the signer's address. The chain id is non-zero by
+/// construction of [`RawTx`], and checked again here because a pre-EIP-155 signature
+/// must never be made.
+pub fn sign_legacy(tx: &RawTx, signer: &PrivateKeySigner) -> Result<SignedTx, Error> {
+    if tx.chain_id == 0 {
+        return Err(Error::ZeroChainId);
+    }
+    let key = signer.address();
+    if tx.from != key {
+        return Err(Error::FromMismatch {
+            tx_from: tx.from,
+            key,
+        });
+    }
+    let legacy = to_legacy(tx);
+    let sig = signer
+        .sign_hash_sync(&legacy.signature_hash())
+        .map_err(Error::Signer)?;
+    let mut raw = Vec::with_capacity(legacy.rlp_encoded_length_with_signature(&sig));
+    legacy.rlp_encode_signed(&sig, &mut raw);
+    let hash = keccak256(&raw);
+    Ok(SignedTx {
+        raw: raw.into(),
+        hash,
+        from: key,
+        chain_id: tx.chain_id,
+        nonce: tx.nonce,
+    })
+}
+
+/// The output of `bridgectl sign`: the signed transaction plus what it was made from.
+/// Schema in the crate README.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SignedBundle {
+    /// Always [`BUNDLE_FORMAT`].
+    pub format: String,
+    /// Always [`BUNDLE_VERSION`].
+    pub version: u64,
+    /// The signed transaction, `0x` hex: the platform's submit body is
+    /// `{"signedTx": <this>}`.
+    pub signed_tx: Bytes,
+    /// Its hash.
+    pub tx_hash: B256,
+    /// The signer.
+    pub from: Address,
+    /// The callee.
+    pub to: Address,
+    /// The chain id.
+    pub chain_id: u64,
+    /// The nonce.
+    pub nonce: u64,
+    /// SHA-256 of the exact input bytes (`sha256sum` of the request file).
+    pub request_hash: B256,
+    /// The shape of the input (`raw-tx`, `envelope`, `sign-request`).
+    pub request_kind: String,
+    /// The transaction action's `txId`, when the input carried one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_id: Option<String>,
+}
+
+impl SignedBundle {
+    /// The bundle for `signed`, made from `input`.
+    pub fn new(signed: &SignedTx, input: &SignInput) -> Self {
+        let kind = serde_json::to_value(input.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        Self {
+            format: BUNDLE_FORMAT.into(),
+            version: BUNDLE_VERSION,
+            signed_tx: signed.raw.clone(),
+            tx_hash: signed.hash,
+            from: signed.from,
+            to: input.raw_tx.to,
+            chain_id: signed.chain_id,
+            nonce: signed.nonce,
+            request_hash: input.request_hash,
+            request_kind: kind,
+            tx_id: input.tx_id.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloy_primitives::U256;
+
+    fn signer(hex_key: &str) -> PrivateKeySigner {
+        hex_key.parse().expect("key")
+    }
+
+    /// EIP-155's own example (ethereum/EIPs `EIPS/eip-155.md`), pinned.
+    #[test]
+    fn eip155_example() {
+        let key = signer("4646464646464646464646464646464646464646464646464646464646464646");
+        let tx = RawTx {
+            from: key.address(),
+            to: "0x3535353535353535353535353535353535353535".parse().expect("to"),
+            data: Bytes::new(),
+            nonce: 9,
+            gas_limit: 21000,
+            gas_price: 20_000_000_000,
+            chain_id: 1,
+            value: U256::from(1_000_000_000_000_000_000u128),
+        };
+        let mut preimage = Vec::new();
+        to_legacy(&tx).encode_for_signing(&mut preimage);
+        assert_eq!(
+            hex::encode(&preimage),
+            "ec098504a817c800825208943535353535353535353535353535353535353535880de0b6b3a764000080018080"
+        );
+        assert_eq!(
+            signing_hash(&tx).to_string(),
+            "0xdaf5a779ae972f972197303d7b574746c7ef83eadac0f2791ad23db92e4c8e53"
+        );
+        let s = sign_legacy(&tx, &key).expect("sign");
+        assert_eq!(
+            s.raw.to_string(),
+            "0xf86c098504a817c800825208943535353535353535353535353535353535353535880de0b6b3a76400008025a028ef61340bd939bc2195fe537567866003e1a15d3c71ff63e1590620aa636276a067cbe9d8997f761aecb703304b3800ccf555c9f3dc64214b297fb1966a3b6d83"
+        );
+        assert_eq!(
+            s.hash.to_string(),
+            "0x33469b22e9f636356c4160a87eb19df52b7412e8eac32a4a55ffe88ea8350788"
+        );
+        assert_eq!(
+            s.from.to_checksum(None),
+            "0x9d8A62f656a8d1615C1294fd71e9CFb3E4855A4F"
+        );
+        let d = crate::decode::decode_signed(&s.raw).expect("decode");
+        assert_eq!(d.sender, s.from);
+        assert_eq!(d.hash, s.hash);
+    }
+
+    /// The web3.js / alloy-signer-local `signs_tx` vector.
+    #[test]
+    fn second_legacy_vector() {
+        let key = signer("4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318");
+        assert_eq!(
+            key.address().to_checksum(None),
+            "0x2c7536E3605D9C16a7a3D7b1898e529396a65c23"
+        );
+        let tx = RawTx {
+            from: key.address(),
+            to: "0xF0109fC8DF283027b6285cc889F5aA624EaC1F55".parse().expect("to"),
+            data: Bytes::new(),
+            nonce: 0,
+            gas_limit: 2_000_000,
+            gas_price: 21_000_000_000,
+            chain_id: 1,
+            value: U256::from(1_000_000_000u64),
+        };
+        assert_eq!(
+            signing_hash(&tx).to_string(),
+            "0x88cfbd7e51c7a40540b233cf68b62ad1df3e92462f1c6018d6d67eae0f3b08f5"
+        );
+        let s = sign_legacy(&tx, &key).expect("sign");
+        assert_eq!(
+            s.raw.to_string(),
+            "0xf869808504e3b29200831e848094f0109fc8df283027b6285cc889f5aa624eac1f55843b9aca008025a0c9cf86333bcb065d140032ecaab5d9281bde80f21b9687b3e94161de42d51895a0727a108a0b8d101465414033c3f705a9c7b826e596766046ee1183dbc8aeaa68"
+        );
+        assert_eq!(
+            s.hash.to_string(),
+            "0xde8db924885b0803d2edc335f745b2b8750c8848744905684c20b987443a9593"
+        );
+    }
+
+    #[test]
+    fn refuses_other_from_and_zero_chain() {
+        let key = signer("4646464646464646464646464646464646464646464646464646464646464646");
+        let mut tx = RawTx {
+            from: Address::repeat_byte(1),
+            to: Address::repeat_byte(2),
+            data: Bytes::new(),
+            nonce: 0,
+            gas_limit: 21000,
+            gas_price: 1,
+            chain_id: 1,
+            value: U256::ZERO,
+        };
+        let e = sign_legacy(&tx, &key).expect_err("from").to_string();
+        assert!(e.contains("from mismatch"), "{e}");
+        tx.from = key.address();
+        tx.chain_id = 0;
+        assert!(matches!(sign_legacy(&tx, &key), Err(Error::ZeroChainId)));
+    }
+}

@@ -1,0 +1,270 @@
+//! What the person sees before signing: every field that matters, in words, with
+//! warnings for what deserves a second look.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use alloy_primitives::{Address, U256};
+use serde::Serialize;
+
+use crate::amount::{format_native, format_units};
+use crate::calldata::{self, Decoded, ParamKind, Value};
+use crate::rawtx::RawTx;
+use crate::request::Token;
+
+/// Facts from the config and the sign request that make a summary readable.
+#[derive(Clone, Debug, Default)]
+pub struct Context {
+    /// The chain's name (`side`, `sepolia`), when configured.
+    pub chain_name: Option<String>,
+    /// The native currency symbol; `ETH` when unset.
+    pub native_symbol: Option<String>,
+    /// Known addresses and their labels.
+    pub labels: BTreeMap<Address, String>,
+    /// The token the call is about, to format amounts.
+    pub token: Option<Token>,
+    /// The fee cap, to warn when the maximum fee is above it.
+    pub max_fee: Option<U256>,
+    /// A line from the request's intent.
+    pub description: Option<String>,
+}
+
+/// One decoded argument, ready to print.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Arg {
+    /// The parameter name.
+    pub name: String,
+    /// The exact value (decimal base units or address).
+    pub value: String,
+    /// The value for people: an amount in token units, or an address with its label.
+    pub display: String,
+}
+
+/// The summary of one unsigned transaction.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    /// The chain id.
+    pub chain_id: u64,
+    /// Its configured name.
+    pub chain_name: Option<String>,
+    /// The sender.
+    pub from: Address,
+    /// The sender's label.
+    pub from_label: Option<String>,
+    /// The callee.
+    pub to: Address,
+    /// The callee's label.
+    pub to_label: Option<String>,
+    /// The function's signature, or a description of what the calldata is.
+    pub function: String,
+    /// The decoded arguments.
+    pub args: Vec<Arg>,
+    /// The wei sent along.
+    pub value: U256,
+    /// The nonce.
+    pub nonce: u64,
+    /// The gas limit.
+    pub gas_limit: u64,
+    /// The gas price in wei.
+    pub gas_price: u128,
+    /// `gasLimit * gasPrice` in wei.
+    pub max_fee: U256,
+    /// The same in the native unit, for people.
+    pub max_fee_display: String,
+    /// From the request's intent.
+    pub description: Option<String>,
+    /// What deserves a second look.
+    pub warnings: Vec<String>,
+}
+
+impl Summary {
+    /// Summarises `tx` in `ctx`.
+    pub fn new(tx: &RawTx, ctx: &Context) -> Summary {
+        let native = ctx.native_symbol.clone().unwrap_or_else(|| "ETH".into());
+        let label = |a: &Address| ctx.labels.get(a).cloned();
+        let mut warnings = Vec::new();
+        if tx.to == Address::ZERO {
+            warnings.push("to is the zero address: anything sent there is lost".into());
+        }
+        let mut args = Vec::new();
+        let function = match calldata::classify(&tx.data) {
+            Decoded::Empty => "(no calldata: plain transfer)".into(),
+            Decoded::Call(call) => {
+                for (p, v) in &call.args {
+                    let display = match (v, p.kind) {
+                        (Value::Uint(u), ParamKind::Uint256) if p.is_amount => match &ctx.token {
+                            Some(t) => match format_units(*u, t.decimals) {
+                                Ok(s) => format!("{s} {}", t.symbol),
+                                Err(_) => u.to_string(),
+                            },
+                            None => format!("{u} (base units; decimals unknown)"),
+                        },
+                        (Value::Address(a), _) => {
+                            if *a == Address::ZERO {
+                                warnings.push(format!("argument {} is the zero address", p.name));
+                            }
+                            match label(a) {
+                                Some(l) => format!("{a} ({l})"),
+                                None => a.to_string(),
+                            }
+                        }
+                        (v, _) => v.to_string(),
+                    };
+                    args.push(Arg {
+                        name: p.name.into(),
+                        value: v.to_string(),
+                        display,
+                    });
+                }
+                call.function.signature.to_owned()
+            }
+            Decoded::Malformed { function, reason } => {
+                warnings.push(format!("calldata does not decode as {}: {reason}", function.signature));
+                format!("malformed {}", function.signature)
+            }
+            Decoded::Unknown { selector, len } => {
+                let sel = alloy_primitives::hex::encode(selector);
+                warnings.push(format!(
+                    "unknown function selector 0x{sel}: bridgectl cannot tell what this call does"
+                ));
+                format!("unknown selector 0x{sel} ({len} bytes of calldata)")
+            }
+            Decoded::TooShort { len } => {
+                warnings.push(format!("{len} bytes of calldata: not a function call"));
+                format!("{len} bytes of calldata")
+            }
+        };
+        if !tx.value.is_zero() {
+            warnings.push(format!(
+                "sends {} along (the platform never sets value)",
+                format_native(tx.value, &native)
+            ));
+        }
+        let max_fee = tx.max_fee();
+        if let Some(cap) = ctx.max_fee {
+            if max_fee > cap {
+                warnings.push(format!(
+                    "maximum fee {} is above the cap {}",
+                    format_native(max_fee, &native),
+                    format_native(cap, &native)
+                ));
+            }
+        }
+        Summary {
+            chain_id: tx.chain_id,
+            chain_name: ctx.chain_name.clone(),
+            from: tx.from,
+            from_label: label(&tx.from),
+            to: tx.to,
+            to_label: label(&tx.to),
+            function,
+            args,
+            value: tx.value,
+            nonce: tx.nonce,
+            gas_limit: tx.gas_limit,
+            gas_price: tx.gas_price,
+            max_fee,
+            max_fee_display: format_native(max_fee, &native),
+            description: ctx.description.clone(),
+            warnings,
+        }
+    }
+}
+
+fn with_label(a: &Address, l: &Option<String>) -> String {
+    match l {
+        Some(l) => format!("{a} ({l})"),
+        None => a.to_string(),
+    }
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(d) = &self.description {
+            writeln!(f, "intent:    {d}")?;
+        }
+        match &self.chain_name {
+            Some(n) => writeln!(f, "chain:     {} ({n})", self.chain_id)?,
+            None => writeln!(f, "chain:     {}", self.chain_id)?,
+        }
+        writeln!(f, "from:      {}", with_label(&self.from, &self.from_label))?;
+        writeln!(f, "to:        {}", with_label(&self.to, &self.to_label))?;
+        writeln!(f, "call:      {}", self.function)?;
+        for a in &self.args {
+            writeln!(f, "  {:<12} {}", a.name, a.display)?;
+        }
+        if !self.value.is_zero() {
+            writeln!(f, "value:     {} wei", self.value)?;
+        }
+        writeln!(f, "nonce:     {}", self.nonce)?;
+        writeln!(
+            f,
+            "max fee:   {} gas x {} wei = {} wei ({})",
+            self.gas_limit, self.gas_price, self.max_fee, self.max_fee_display
+        )?;
+        for w in &self.warnings {
+            writeln!(f, "WARNING:   {w}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloy_primitives::Bytes;
+
+    fn tx(data: Vec<u8>, to: Address) -> RawTx {
+        RawTx {
+            from: Address::repeat_byte(0x11),
+            to,
+            data: Bytes::from(data),
+            nonce: 7,
+            gas_limit: 100_000,
+            gas_price: 50_000_000_000,
+            chain_id: 617317,
+            value: U256::ZERO,
+        }
+    }
+
+    #[test]
+    fn redeem_with_token_and_labels() {
+        let data = calldata::encode(
+            "redeem",
+            &BTreeMap::from([("_amount".to_string(), "1500000000000000000".to_string())]),
+        )
+        .expect("encode");
+        let st = Address::repeat_byte(0x35);
+        let ctx = Context {
+            chain_name: Some("side".into()),
+            labels: BTreeMap::from([(st, "ST token".to_string())]),
+            token: Some(Token {
+                symbol: "ST".into(),
+                decimals: 18,
+            }),
+            max_fee: Some(U256::from(1u64)),
+            ..Context::default()
+        };
+        let s = Summary::new(&tx(data, st), &ctx);
+        let text = s.to_string();
+        assert!(text.contains("chain:     617317 (side)"), "{text}");
+        assert!(text.contains("(ST token)"), "{text}");
+        assert!(text.contains("call:      redeem(uint256)"), "{text}");
+        assert!(text.contains("_amount      1.5 ST"), "{text}");
+        assert!(text.contains("100000 gas x 50000000000 wei = 5000000000000000 wei (0.005 ETH)"), "{text}");
+        assert!(text.contains("WARNING:   maximum fee 0.005 ETH is above the cap 1 wei"), "{text}");
+    }
+
+    #[test]
+    fn warnings_for_zero_address_and_unknown_selector() {
+        let s = Summary::new(&tx(vec![0xde, 0xad, 0xbe, 0xef], Address::ZERO), &Context::default());
+        let text = s.to_string();
+        assert!(text.contains("to is the zero address"), "{text}");
+        assert!(text.contains("unknown function selector 0xdeadbeef"), "{text}");
+        let data = calldata::erc20_transfer(Address::ZERO, U256::from(5));
+        let s = Summary::new(&tx(data, Address::repeat_byte(1)), &Context::default());
+        assert!(s.warnings.iter().any(|w| w.contains("argument _to is the zero address")));
+        assert!(s.to_string().contains("5 (base units; decimals unknown)"));
+    }
+}

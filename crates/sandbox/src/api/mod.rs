@@ -1,0 +1,275 @@
+//! The HTTP API: platform routes (`/mx`, `/tx`, `/svc`), web3 webhook routes (`/web3/v1`),
+//! and sandbox-only routes (`/sandbox/v1`). [`app`] builds the router; every answer is the
+//! platform's envelope (web3 success bodies use the web3 API's own shapes).
+
+mod platform;
+mod web3;
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{Next, from_fn_with_state};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, patch, post};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::state::{AppState, lock};
+
+/// An error answer: the platform's error envelope
+/// `{result: false, status, code, message}` with a stable `code` (see the README).
+#[derive(Debug)]
+pub struct ApiError {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// Stable machine code.
+    pub code: &'static str,
+    /// Lowercase human message naming the field or thing.
+    pub message: String,
+}
+
+impl ApiError {
+    /// An error with a status, a code and a message.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn bad(code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    pub(crate) fn not_found(code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, code, message)
+    }
+
+    pub(crate) fn node(e: crate::rpc::RpcError) -> ApiError {
+        match e {
+            crate::rpc::RpcError::Node { message, .. } => {
+                ApiError::bad("EXECUTION_REVERTED", format!("the node refused the call: {message}"))
+            }
+            other => ApiError::new(
+                StatusCode::BAD_GATEWAY,
+                "NODE_UNAVAILABLE",
+                format!("the chain node failed: {other}"),
+            ),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({
+            "result": false,
+            "status": self.status.as_u16(),
+            "code": self.code,
+            "message": self.message,
+        });
+        (self.status, axum::Json(body)).into_response()
+    }
+}
+
+/// The success envelope `{result: true, status: 200, code: "OK", data}`.
+pub(crate) fn ok(data: Value) -> Response {
+    axum::Json(json!({"result": true, "status": 200, "code": "OK", "data": data})).into_response()
+}
+
+/// A JSON body, for POST and for the platform's GETs with a body. Requires
+/// `Content-Type: application/json`; errors are envelopes naming what is wrong.
+pub(crate) struct JsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let is_json = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("application/json"));
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(|e| ApiError::bad("INVALID_JSON", format!("cannot read the request body: {e}")))?;
+        if bytes.is_empty() {
+            return Err(ApiError::bad(
+                "INVALID_JSON",
+                "request body is missing: expected a JSON object",
+            ));
+        }
+        if !is_json {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "UNSUPPORTED_MEDIA_TYPE",
+                "expected header content-type: application/json",
+            ));
+        }
+        serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| {
+            use serde_json::error::Category;
+            match e.classify() {
+                Category::Data => ApiError::bad("INVALID_FIELD", format!("invalid request body: {e}")),
+                _ => ApiError::bad("INVALID_JSON", format!("request body is not valid JSON: {e}")),
+            }
+        })
+    }
+}
+
+/// Builds the whole API over `state`.
+pub fn app(state: AppState) -> Router {
+    let f = |route: &'static str| from_fn_with_state((state.clone(), route), faults);
+    let webhooks = "/web3/v1/{chain}/{network}/webhooks";
+    Router::new()
+        .route("/svc/v2/auth-tokens", post(platform::issue_token).route_layer(f("auth")))
+        .route("/web3/v1/auth-token", post(web3::issue_token).route_layer(f("auth")))
+        .route("/mx/v2.0/swap/{user}", post(platform::swap).route_layer(f("swap")))
+        .route("/mx/v2.0/wallets/{address}/sign", post(platform::sign).route_layer(f("sign")))
+        .route("/mx/v2.0/wallets/{address}/nonce", get(platform::nonce).route_layer(f("nonce")))
+        .route(
+            "/mx/v2.0/transaction/send/signed-tx",
+            post(platform::submit).route_layer(f("submit")),
+        )
+        .route(
+            "/tx/v2.0/transactions/{action}",
+            post(platform::execute).route_layer(f("execute")),
+        )
+        .route(
+            "/mx/v2.0/transactions/redeems/{id}",
+            get(platform::redemption).route_layer(f("redeems")),
+        )
+        .route(
+            "/mx/v2.0/token/main-tokens/{symbol}/transfer/raw-tx",
+            get(platform::raw_transfer).route_layer(f("raw_tx")),
+        )
+        .route(
+            "/tx/v2.0/wallets/{address}/{mt}/balance",
+            get(platform::balance_mt).route_layer(f("balance")),
+        )
+        .route(
+            "/tx/v2.0/wallets/{address}/{mt}/{st}/balance",
+            get(platform::balance_st).route_layer(f("balance")),
+        )
+        .route(
+            "/sandbox/v1/fee-delegation/{address}",
+            post(platform::register).get(platform::registration).route_layer(f("fee_delegation")),
+        )
+        .route(
+            "/sandbox/v1/managed-accounts",
+            post(platform::create_managed)
+                .get(platform::list_managed)
+                .route_layer(f("managed_accounts")),
+        )
+        .route("/sandbox/v1/swaps", get(platform::list_swaps).route_layer(f("swap")))
+        .route(
+            webhooks,
+            post(web3::create).get(web3::list).route_layer(f("webhooks")),
+        )
+        .route(
+            "/web3/v1/{chain}/{network}/webhooks/{id}",
+            patch(web3::update).delete(web3::delete).get(web3::get_one).route_layer(f("webhooks")),
+        )
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(from_fn_with_state(state.clone(), auth))
+        .with_state(state)
+}
+
+async fn not_found(req: Request) -> ApiError {
+    ApiError::not_found("NOT_FOUND", format!("no route for {} {}", req.method(), req.uri().path()))
+}
+
+async fn method_not_allowed(req: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "METHOD_NOT_ALLOWED",
+        format!("method {} is not allowed on {}", req.method(), req.uri().path()),
+    )
+}
+
+/// Paths that hand out tokens, so they cannot require one.
+const OPEN_PATHS: &[&str] = &["/svc/v2/auth-tokens", "/web3/v1/auth-token"];
+
+async fn auth(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    if OPEN_PATHS.contains(&req.uri().path()) {
+        return next.run(req).await;
+    }
+    let token = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    let Some(token) = token else {
+        return ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "UNAUTHORIZED",
+            "missing header authorization: Bearer <access token>",
+        )
+        .into_response();
+    };
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let valid = lock(&state.0.tokens)
+        .get(token)
+        .is_some_and(|exp| exp.is_none_or(|e| e > now));
+    if !valid {
+        return ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "UNAUTHORIZED",
+            "the access token is unknown or expired",
+        )
+        .into_response();
+    }
+    next.run(req).await
+}
+
+/// Draws true with probability `rate`.
+pub(crate) fn chance(rate: f64) -> bool {
+    if rate <= 0.0 {
+        return false;
+    }
+    if rate >= 1.0 {
+        return true;
+    }
+    let mut b = [0u8; 8];
+    if getrandom::fill(&mut b).is_err() {
+        return false;
+    }
+    ((u64::from_le_bytes(b) >> 11) as f64 / (1u64 << 53) as f64) < rate
+}
+
+async fn faults(
+    State((state, route)): State<(AppState, &'static str)>,
+    req: Request,
+    next: Next,
+) -> Response {
+    if let Some(f) = state.fault(route) {
+        if f.latency_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(f.latency_ms)).await;
+        }
+        if chance(f.error_rate) {
+            return ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "SERVICE_UNAVAILABLE",
+                format!("injected fault on route {route}: nothing was done, try again"),
+            )
+            .into_response();
+        }
+    }
+    next.run(req).await
+}
+
+/// For submit and execute: whether to replace the answer, after the work, by a 502.
+pub(crate) fn dropped(state: &AppState, route: &str) -> Option<ApiError> {
+    let f = state.fault(route)?;
+    chance(f.drop_after_work).then(|| {
+        ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            "BAD_GATEWAY",
+            "upstream connection lost before the response was sent",
+        )
+    })
+}

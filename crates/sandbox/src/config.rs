@@ -1,0 +1,419 @@
+//! [`SandboxConfig`]: everything a sandbox can be told, with defaults that work out of the
+//! box, loadable from TOML (`bridgectl sandbox --config FILE`).
+//!
+//! ```toml
+//! token = "sandbox-token"
+//! reserve = "1000000"          # whole MT held by the bridge to pay redemptions
+//! dev_mt = "1000"              # whole MT given to the development account
+//! [main]
+//! chain_id = 31337
+//! environment_id = "sandbox-main"
+//! symbol = "MT"
+//! decimals = 18
+//! block_time_ms = 1000         # 0 = mine on every transaction
+//! [side]
+//! chain_id = 31338
+//! decimals = 6
+//! [ratio]                      # `mt` whole MT are worth `st` whole ST
+//! mt = 1
+//! st = 2
+//! [[actions]]
+//! name = "redeem"
+//! contract = "ST"
+//! function = "redeem"
+//! [faults.submit]
+//! latency_ms = 200
+//! error_rate = 0.1             # share of requests answered 503 before any work
+//! drop_after_work = 0.1        # share answered 502 after the work was done
+//! ```
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::Error;
+use crate::secret::Secret;
+
+/// The routes fault knobs can be attached to (keys of `[faults.<route>]`).
+pub const FAULT_ROUTES: &[&str] = &[
+    "auth",
+    "swap",
+    "sign",
+    "submit",
+    "execute",
+    "redeems",
+    "nonce",
+    "raw_tx",
+    "balance",
+    "fee_delegation",
+    "managed_accounts",
+    "webhooks",
+];
+
+/// The whole sandbox configuration. `SandboxConfig::default()` starts a working sandbox.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// The bearer token every request may carry (issued tokens work too).
+    pub token: Secret,
+    /// The access key for `POST /svc/v2/auth-tokens` and the web3 `POST /v1/auth-token`.
+    pub access_key: String,
+    /// The secret key that goes with `access_key`.
+    pub secret_key: Secret,
+    /// The main chain (MT).
+    pub main: ChainConfig,
+    /// The side chain (ST).
+    pub side: ChainConfig,
+    /// The conversion ratio fixed when the tokens were pegged.
+    pub ratio: Ratio,
+    /// Whole MT held by the bridge account to pay redemptions (a decimal integer).
+    pub reserve: String,
+    /// Whole MT given to the development account at start (a decimal integer).
+    pub dev_mt: String,
+    /// Whole ST minted to the development account at start (a decimal integer).
+    pub dev_st: String,
+    /// How many managed accounts (keys held by the sandbox) exist at start.
+    pub managed_accounts: usize,
+    /// The transaction actions; empty means one per ST function, named after it.
+    pub actions: Vec<ActionConfig>,
+    /// The relayer (swaps and redemptions).
+    pub relayer: RelayerConfig,
+    /// Webhook deliveries.
+    pub webhooks: WebhookConfig,
+    /// Fault knobs per route (keys from [`FAULT_ROUTES`]).
+    pub faults: BTreeMap<String, FaultConfig>,
+    /// The anvil binary; unset means `BRIDGECTL_ANVIL`, then the repository's tools
+    /// folder, then `PATH` (see [`crate::anvil::find_anvil`]).
+    pub anvil: Option<PathBuf>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            token: Secret::new("sandbox-token"),
+            access_key: "sandbox-access-key".into(),
+            secret_key: Secret::new("sandbox-secret-key"),
+            main: ChainConfig {
+                chain_id: 31337,
+                environment_id: "sandbox-main".into(),
+                symbol: "MT".into(),
+                name: "Main Token".into(),
+                decimals: 18,
+                block_time_ms: 1000,
+            },
+            side: ChainConfig {
+                chain_id: 31338,
+                environment_id: "sandbox-side".into(),
+                symbol: "ST".into(),
+                name: "Side Token".into(),
+                decimals: 18,
+                block_time_ms: 0,
+            },
+            ratio: Ratio { mt: 1, st: 1 },
+            reserve: "1000000".into(),
+            dev_mt: "1000".into(),
+            dev_st: "100".into(),
+            managed_accounts: 1,
+            actions: Vec::new(),
+            relayer: RelayerConfig::default(),
+            webhooks: WebhookConfig::default(),
+            faults: BTreeMap::new(),
+            anvil: None,
+        }
+    }
+}
+
+/// One chain of the sandbox.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChainConfig {
+    /// EIP-155 chain id (main and side must differ).
+    pub chain_id: u64,
+    /// The platform's environment id for this chain.
+    pub environment_id: String,
+    /// The token's symbol.
+    pub symbol: String,
+    /// The token's name.
+    pub name: String,
+    /// The token's decimals.
+    pub decimals: u8,
+    /// Interval mining in milliseconds; 0 mines a block for every transaction.
+    pub block_time_ms: u64,
+}
+
+/// `mt` whole MT are worth `st` whole ST (both positive integers).
+#[derive(Debug, Clone, Copy, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Ratio {
+    /// Whole MT side of the ratio.
+    pub mt: u64,
+    /// Whole ST side of the ratio.
+    pub st: u64,
+}
+
+/// Which contract an action calls.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+pub enum ContractKind {
+    /// The side token (the platform's own case).
+    #[serde(rename = "ST")]
+    St,
+    /// The main-chain ERC-20.
+    #[serde(rename = "MT")]
+    Mt,
+}
+
+/// A transaction action: a contract function mapped to `POST /tx/v2.0/transactions/{name}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActionConfig {
+    /// Action name, the last path segment; unique.
+    pub name: String,
+    /// The contract (`"ST"` or `"MT"`).
+    #[serde(default = "default_contract")]
+    pub contract: ContractKind,
+    /// The Solidity function name.
+    pub function: String,
+    /// Free text.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+fn default_contract() -> ContractKind {
+    ContractKind::St
+}
+
+/// Relayer timing.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RelayerConfig {
+    /// How often the relayer looks at both chains, in milliseconds.
+    pub poll_ms: u64,
+}
+
+impl Default for RelayerConfig {
+    fn default() -> Self {
+        RelayerConfig { poll_ms: 100 }
+    }
+}
+
+/// Webhook delivery policy.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebhookConfig {
+    /// First retry delay after a failed delivery, doubled on each further failure.
+    pub retry_base_ms: u64,
+    /// Upper bound of the retry delay.
+    pub retry_max_ms: u64,
+    /// A webhook whose deliveries fail this many times in a row is removed without notice.
+    pub remove_after_failures: u32,
+    /// Time allowed to the listener per POST.
+    pub timeout_ms: u64,
+}
+
+impl Default for WebhookConfig {
+    fn default() -> Self {
+        WebhookConfig {
+            retry_base_ms: 500,
+            retry_max_ms: 30_000,
+            remove_after_failures: 10,
+            timeout_ms: 5_000,
+        }
+    }
+}
+
+/// Faults injected on one route, on purpose, so clients' recovery is tested for real.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct FaultConfig {
+    /// Added latency before the request is handled.
+    pub latency_ms: u64,
+    /// Share (0..=1) of requests answered `503 SERVICE_UNAVAILABLE` before any work.
+    pub error_rate: f64,
+    /// Share (0..=1) of requests (submit and execute only) whose work is done and whose
+    /// answer is then replaced by `502 BAD_GATEWAY`, as when a gateway loses the response.
+    pub drop_after_work: f64,
+}
+
+impl SandboxConfig {
+    /// Loads and validates a TOML file.
+    pub fn from_file(path: &Path) -> Result<SandboxConfig, Error> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::ReadConfig {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::from_toml(&text, path)
+    }
+
+    /// Parses and validates TOML text; `origin` names it in errors.
+    pub fn from_toml(text: &str, origin: &Path) -> Result<SandboxConfig, Error> {
+        let config: SandboxConfig = toml::from_str(text).map_err(|source| Error::ParseConfig {
+            path: origin.to_owned(),
+            source,
+        })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// The actions in force: the configured ones, or one per ST function.
+    pub fn effective_actions(&self) -> Vec<ActionConfig> {
+        if !self.actions.is_empty() {
+            return self.actions.clone();
+        }
+        crate::contracts::ST_FUNCTIONS
+            .iter()
+            .map(|f| ActionConfig {
+                name: (*f).to_owned(),
+                contract: ContractKind::St,
+                function: (*f).to_owned(),
+                description: None,
+            })
+            .collect()
+    }
+
+    /// Checks everything that parsing alone cannot.
+    pub fn validate(&self) -> Result<(), Error> {
+        let bad = |m: String| Err(Error::Config(m));
+        if self.main.chain_id == self.side.chain_id {
+            return bad(format!(
+                "main.chain_id and side.chain_id must differ (both {})",
+                self.main.chain_id
+            ));
+        }
+        if self.main.environment_id == self.side.environment_id {
+            return bad("main.environment_id and side.environment_id must differ".into());
+        }
+        for (which, c) in [("main", &self.main), ("side", &self.side)] {
+            if c.decimals > 36 {
+                return bad(format!("{which}.decimals: expected 0..=36, found {}", c.decimals));
+            }
+            if c.symbol.is_empty() || !c.symbol.chars().all(|ch| ch.is_ascii_alphanumeric()) {
+                return bad(format!(
+                    "{which}.symbol: expected letters and digits, found {:?}",
+                    c.symbol
+                ));
+            }
+        }
+        if self.ratio.mt == 0 || self.ratio.st == 0 {
+            return bad(format!(
+                "ratio: both sides must be positive, found mt = {}, st = {}",
+                self.ratio.mt, self.ratio.st
+            ));
+        }
+        for (field, value) in [
+            ("reserve", &self.reserve),
+            ("dev_mt", &self.dev_mt),
+            ("dev_st", &self.dev_st),
+        ] {
+            crate::amount::whole_tokens(value, 0).map_err(|e| Error::Config(format!("{field}: {e}")))?;
+        }
+        if self.token.expose_secret().is_empty() {
+            return bad("token: must not be empty".into());
+        }
+        let mut seen = HashSet::new();
+        for a in &self.actions {
+            if a.name.is_empty()
+                || !a
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                return bad(format!(
+                    "actions: name {:?} must be letters, digits, '-' or '_' (it is a path segment)",
+                    a.name
+                ));
+            }
+            if !seen.insert(a.name.as_str()) {
+                return bad(format!(
+                    "actions: duplicate action name {:?} (names are unique per account)",
+                    a.name
+                ));
+            }
+            let abi = crate::contracts::abi(a.contract);
+            if abi.function(&a.function).is_none_or(|f| f.is_empty()) {
+                return bad(format!(
+                    "actions: {:?} maps function {:?}, which the {:?} contract does not have",
+                    a.name, a.function, a.contract
+                ));
+            }
+        }
+        for (route, f) in &self.faults {
+            if !FAULT_ROUTES.contains(&route.as_str()) {
+                return bad(format!(
+                    "faults.{route}: unknown route; expected one of {}",
+                    FAULT_ROUTES.join(", ")
+                ));
+            }
+            for (name, v) in [("error_rate", f.error_rate), ("drop_after_work", f.drop_after_work)] {
+                if !(0.0..=1.0).contains(&v) {
+                    return bad(format!("faults.{route}.{name}: expected 0..=1, found {v}"));
+                }
+            }
+        }
+        if self.webhooks.remove_after_failures == 0 {
+            return bad("webhooks.remove_after_failures: must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<SandboxConfig, Error> {
+        SandboxConfig::from_toml(text, Path::new("<test>"))
+    }
+
+    #[test]
+    fn default_is_valid_and_has_the_ten_actions() {
+        let c = SandboxConfig::default();
+        c.validate().expect("default valid");
+        let names: Vec<_> = c.effective_actions().into_iter().map(|a| a.name).collect();
+        assert_eq!(names.len(), 10);
+        assert!(names.contains(&"redeem".to_owned()));
+        assert!(names.contains(&"transferWithFee".to_owned()));
+    }
+
+    #[test]
+    fn duplicate_action_names_are_refused() {
+        let err = load(
+            "[[actions]]\nname = \"r\"\nfunction = \"redeem\"\n[[actions]]\nname = \"r\"\nfunction = \"stake\"\n",
+        )
+        .expect_err("duplicate");
+        assert!(err.to_string().contains("duplicate action name \"r\""), "{err}");
+    }
+
+    #[test]
+    fn unknown_function_and_route_and_field_are_refused() {
+        let err = load("[[actions]]\nname = \"x\"\nfunction = \"mint2\"\n").expect_err("fn");
+        assert!(err.to_string().contains("\"mint2\""), "{err}");
+        let err = load("[faults.nope]\nlatency_ms = 1\n").expect_err("route");
+        assert!(err.to_string().contains("faults.nope"), "{err}");
+        let err = load("tokn = \"x\"\n").expect_err("field");
+        assert!(format!("{:#}", anyhow_like(&err)).contains("tokn"), "{err:?}");
+        let err = load("[ratio]\nmt = 0\nst = 1\n").expect_err("ratio");
+        assert!(err.to_string().contains("ratio"), "{err}");
+    }
+
+    fn anyhow_like(e: &Error) -> String {
+        let mut s = e.to_string();
+        let mut cur: Option<&dyn std::error::Error> = std::error::Error::source(e);
+        while let Some(c) = cur {
+            s.push_str(": ");
+            s.push_str(&c.to_string());
+            cur = c.source();
+        }
+        s
+    }
+
+    #[test]
+    fn toml_overrides_apply() {
+        let c = load("dev_mt = \"5\"\n[side]\nchain_id = 9\nenvironment_id = \"s\"\nsymbol = \"XST\"\nname = \"X\"\ndecimals = 6\nblock_time_ms = 0\n[ratio]\nmt = 1\nst = 2\n")
+            .expect("valid");
+        assert_eq!(c.side.decimals, 6);
+        assert_eq!(c.ratio, Ratio { mt: 1, st: 2 });
+        assert_eq!(c.dev_mt, "5");
+        assert_eq!(c.main.chain_id, 31337);
+    }
+}

@@ -1,0 +1,300 @@
+//! The shared state behind the API, the relayer and the webhook deliverer.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
+use alloy_signer_local::PrivateKeySigner;
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::SandboxInfo;
+use crate::chain::Chain;
+use crate::config::{ActionConfig, FaultConfig, Ratio, WebhookConfig};
+use crate::secret::Secret;
+
+/// Everything the routes and background tasks share. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState(pub(crate) Arc<Inner>);
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState").field("base_url", &self.0.info.base_url).finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct Inner {
+    pub info: SandboxInfo,
+    pub main: Chain,
+    pub side: Chain,
+    pub ratio: Ratio,
+    pub poll_ms: u64,
+    pub bridge: PrivateKeySigner,
+    pub actions: BTreeMap<String, ActionConfig>,
+    pub webhook_config: WebhookConfig,
+    pub access_key: String,
+    pub secret_key: Secret,
+    /// accepted bearer tokens -> expiry (unix seconds; None never expires)
+    pub tokens: Mutex<HashMap<String, Option<i64>>>,
+    pub faults: RwLock<BTreeMap<String, FaultConfig>>,
+    pub managed: Mutex<HashMap<Address, PrivateKeySigner>>,
+    pub registered: Mutex<HashSet<Address>>,
+    /// swap address -> its record
+    pub swap_addresses: Mutex<HashMap<Address, SwapAddress>>,
+    pub swaps: Mutex<Vec<SwapRecord>>,
+    pub executions: Mutex<HashMap<Uuid, Execution>>,
+    /// side-chain tx hash -> redemption
+    pub redemptions: Mutex<HashMap<B256, Redemption>>,
+    pub webhooks: Mutex<BTreeMap<u64, Webhook>>,
+    pub next_webhook_id: Mutex<u64>,
+    pub latest_main_block: tokio::sync::watch::Sender<u64>,
+    pub swap_salt: B256,
+    /// background tasks (relayer, deliverers), aborted at shutdown
+    pub tasks: Mutex<Vec<tokio::task::AbortHandle>>,
+}
+
+/// Locks a std mutex, recovering from poisoning (a panicked holder leaves plain data).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// An issued swap address.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SwapAddress {
+    /// The address MT is sent to.
+    pub swap_address: Address,
+    /// Who receives the ST.
+    pub user_address: Address,
+    /// Main environment id.
+    pub main_environment_id: String,
+    /// Side environment id.
+    pub side_environment_id: String,
+    /// MT symbol.
+    pub main_token_symbol: String,
+    /// ST symbol.
+    pub side_token_symbol: String,
+}
+
+/// One MT deposit seen at a swap address, and what the relayer did with it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SwapRecord {
+    /// The MT transfer on the main chain.
+    pub main_tx_hash: B256,
+    /// Who sent the MT.
+    pub from: Address,
+    /// The swap address it went to.
+    pub swap_address: Address,
+    /// Who gets the ST.
+    pub user_address: Address,
+    /// MT base units received.
+    pub mt_amount: String,
+    /// ST base units credited (or that would have been).
+    pub st_amount: String,
+    /// `minting`, `completed` or `failed`.
+    pub status: String,
+    /// The ST mint on the side chain.
+    pub side_tx_hash: Option<B256>,
+    /// Why it failed.
+    pub reason: Option<String>,
+}
+
+/// A transaction action call, remembered so its txId is never reused and so the redemption
+/// it leads to can be found by txId.
+#[derive(Debug, Clone)]
+pub struct Execution {
+    /// The sender.
+    pub from: Address,
+    /// Chain of the rawTx.
+    pub chain_id: u64,
+    /// Nonce of the rawTx (EOA case).
+    pub nonce: Option<u64>,
+    /// Contract called.
+    pub to: Address,
+    /// Call data.
+    pub data: Bytes,
+    /// Hash once known (managed: at once; EOA: when the signed tx is submitted).
+    pub tx_hash: Option<B256>,
+}
+
+/// A redemption of ST into MT.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Redemption {
+    /// The execute txId, when the redeem came through a transaction action.
+    pub tx_id: Option<Uuid>,
+    /// The ST `redeem` transaction on the side chain.
+    pub tx_hash: B256,
+    /// `requested`, `confirmed`, `completed` or `failed`.
+    pub status: String,
+    /// Side environment id.
+    pub side_environment_id: String,
+    /// Main environment id.
+    pub main_environment_id: String,
+    /// Who redeemed (and receives the MT).
+    pub redeemer: Address,
+    /// ST base units redeemed (known once confirmed).
+    pub st_amount: Option<String>,
+    /// MT base units paid (known once confirmed).
+    pub mt_amount: Option<String>,
+    /// The MT payout on the main chain.
+    pub main_tx_hash: Option<B256>,
+    /// Why it failed.
+    pub reason: Option<String>,
+    /// When the sandbox first saw it (ISO-8601).
+    pub created_at: String,
+    /// Last status change (ISO-8601).
+    pub updated_at: String,
+}
+
+/// A webhook subscription.
+#[derive(Debug, Clone)]
+pub struct Webhook {
+    /// Numeric id.
+    pub id: u64,
+    /// Lowercase chain path segment it was created under.
+    pub chain: String,
+    /// Lowercase network path segment.
+    pub network: String,
+    /// Event type.
+    pub event_type: String,
+    /// Free text.
+    pub description: String,
+    /// `{webhookUrl}`.
+    pub notification: serde_json::Value,
+    /// Event-type specific filter.
+    pub condition: serde_json::Value,
+    /// Deliveries on or off.
+    pub is_active: bool,
+    /// HMAC key for `x-signature`.
+    pub signing_key: Secret,
+    /// ISO-8601 creation time.
+    pub created_at: String,
+    /// Deliveries made so far (the next sequenceNumber is this + 1).
+    pub sequence: u64,
+    /// Failed POSTs in a row.
+    pub consecutive_failures: u32,
+    /// Successful deliveries (for tests and the list).
+    pub delivered: u64,
+}
+
+impl Webhook {
+    /// The listener URL.
+    pub fn url(&self) -> Option<String> {
+        self.notification.get("webhookUrl")?.as_str().map(str::to_owned)
+    }
+
+    /// The record as the web3 API shows it (with the signing key, as the successor API does).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "subscriptionId": self.id.to_string(),
+            "description": self.description,
+            "protocol": self.chain.to_uppercase(),
+            "network": self.network.to_uppercase(),
+            "subscriptionType": "WEBHOOK",
+            "eventType": self.event_type,
+            "notification": self.notification,
+            "condition": self.condition,
+            "isActive": self.is_active,
+            "signingKey": self.signing_key.expose_secret(),
+            "createdAt": self.created_at,
+        })
+    }
+}
+
+/// Now as ISO-8601 UTC.
+pub(crate) fn now() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+impl AppState {
+    /// What the sandbox tells its users (URLs, ids, accounts).
+    pub fn info(&self) -> &SandboxInfo {
+        &self.0.info
+    }
+
+    /// Sets (or clears, with the default) the fault knobs of one route at run time.
+    pub fn set_fault(&self, route: &str, fault: FaultConfig) {
+        let mut f = self.0.faults.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if fault == FaultConfig::default() {
+            f.remove(route);
+        } else {
+            f.insert(route.to_owned(), fault);
+        }
+    }
+
+    pub(crate) fn fault(&self, route: &str) -> Option<FaultConfig> {
+        self.0
+            .faults
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(route)
+            .cloned()
+    }
+
+    /// The deposits seen at swap addresses, in order.
+    pub fn swaps(&self) -> Vec<SwapRecord> {
+        lock(&self.0.swaps).clone()
+    }
+
+    /// A redemption by its side-chain tx hash.
+    pub fn redemption(&self, hash: B256) -> Option<Redemption> {
+        lock(&self.0.redemptions).get(&hash).cloned()
+    }
+
+    /// Webhooks currently registered: (id, active, delivered, consecutive failures).
+    pub fn webhook_status(&self) -> Vec<(u64, bool, u64, u32)> {
+        lock(&self.0.webhooks)
+            .values()
+            .map(|w| (w.id, w.is_active, w.delivered, w.consecutive_failures))
+            .collect()
+    }
+
+    /// Whether `address` is registered for fee delegation.
+    pub fn is_registered(&self, address: Address) -> bool {
+        lock(&self.0.registered).contains(&address)
+    }
+
+    /// Registers `address` for fee delegation: the sandbox models the delegated gas by
+    /// topping the account up to 100 ETH on both chains.
+    pub async fn register_fee_delegation(&self, address: Address) -> Result<(), crate::rpc::RpcError> {
+        let floor = U256::from(100u64) * U256::from(10u64).pow(U256::from(18u64));
+        for chain in [&self.0.main, &self.0.side] {
+            if chain.rpc.balance(address).await? < floor {
+                chain.rpc.set_balance(address, floor).await?;
+            }
+        }
+        lock(&self.0.registered).insert(address);
+        Ok(())
+    }
+
+    /// Adds a managed account (the sandbox holds its key), registered and funded.
+    pub async fn add_managed(&self, signer: PrivateKeySigner) -> Result<Address, crate::rpc::RpcError> {
+        let address = signer.address();
+        self.register_fee_delegation(address).await?;
+        lock(&self.0.managed).insert(address, signer);
+        Ok(address)
+    }
+
+    /// The swap address for one (user, environments, symbols): derived, so the same on
+    /// every call, and unique per sandbox (salted).
+    pub(crate) fn swap_address(&self, rec: &SwapAddress) -> Address {
+        let mut pre = Vec::new();
+        pre.extend_from_slice(b"bridgectl-sandbox swap address");
+        pre.extend_from_slice(self.0.swap_salt.as_slice());
+        pre.extend_from_slice(rec.user_address.as_slice());
+        for s in [
+            &rec.main_environment_id,
+            &rec.side_environment_id,
+            &rec.main_token_symbol,
+            &rec.side_token_symbol,
+        ] {
+            pre.extend_from_slice(&(s.len() as u64).to_be_bytes());
+            pre.extend_from_slice(s.as_bytes());
+        }
+        Address::from_slice(&keccak256(&pre)[12..])
+    }
+}

@@ -45,7 +45,7 @@ fn cases() -> Vec<Case> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/TransactionTests");
     let mut paths = Vec::new();
     files(&root, &mut paths);
-    assert!(paths.len() >= 5, "only {} vector files", paths.len());
+    assert!(paths.len() >= 20, "only {} vector files", paths.len());
     paths
         .iter()
         .map(|p| {
@@ -92,8 +92,10 @@ fn transaction_tests_subset() {
                 "{} sender",
                 c.name
             );
-            let gas = format!("{:#x}", d.intrinsic_gas);
-            assert_eq!(gas, c.expect["intrinsicGas"], "{} intrinsic gas", c.name);
+            // Older fills do not list the intrinsic gas.
+            if let Some(want) = c.expect.get("intrinsicGas") {
+                assert_eq!(&format!("{:#x}", d.intrinsic_gas), want, "{} intrinsic gas", c.name);
+            }
             accepted += 1;
         }
     }

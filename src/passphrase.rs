@@ -138,9 +138,8 @@ fn prompt(request: &PassphraseRequest<'_>) -> Result<Passphrase, bridgectl_keyst
     let first = Zeroizing::new(
         rpassword::prompt_password(format!("{}: ", request.prompt())).map_err(unavailable)?,
     );
-    if request.purpose == Purpose::Create {
-        let again =
-            Zeroizing::new(rpassword::prompt_password("repeat it: ").map_err(unavailable)?);
+    if matches!(request.purpose, Purpose::Create | Purpose::ExportFile) {
+        let again = Zeroizing::new(rpassword::prompt_password("repeat it: ").map_err(unavailable)?);
         if *first != *again {
             return Err(bridgectl_keystore::Error::PassphraseUnavailable {
                 reason: "the two passphrases differ".into(),

@@ -1,22 +1,521 @@
-//! `bridgectl key ...` (stub, being written).
-use clap::Subcommand;
+//! `bridgectl key ...`: create, import, export, list, show, re-encrypt, remove and verify
+//! keys in the encrypted keystore (`bridgectl-keystore`).
+//!
+//! Secrets never come from argv: passphrases through [`crate::passphrase`], raw keys and
+//! mnemonics from stdin or a hidden prompt.
 
-use crate::cli::GlobalOpts;
-use crate::exit::Code;
+use std::io::{IsTerminal, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use bridgectl_keystore::{
+    Error as KsError, KdfParams, KeyInfo, Keystore, Passphrase, PassphraseProvider,
+    PassphraseRequest, Purpose, SecretText, Web3Params,
+};
+use clap::{Args, Subcommand};
+use serde::Serialize;
+use zeroize::Zeroizing;
+
+use crate::cli::{GlobalOpts, PassphraseOpts};
+use crate::exit::{Code, WithCode, coded};
+use crate::output;
+use crate::passphrase::{CliPassphrases, Source};
 
 /// Key management commands.
 #[derive(Debug, Subcommand)]
 pub enum KeyCommand {
-    /// List keys.
+    /// Create a new random key.
+    New(NewArgs),
+    /// Import a key: a raw hex key (from stdin or a hidden prompt), a Web3 Secret
+    /// Storage v3 file (geth, cast, ethers, eth-account) or a BIP-39 mnemonic.
+    Import(ImportArgs),
+    /// Export a key as a Web3 Secret Storage v3 file (or, unsafely, as raw hex).
+    Export(ExportArgs),
+    /// List keys (no passphrase needed).
     List,
+    /// Show one key's metadata (no passphrase needed).
+    Show(SelectArgs),
+    /// Change a key's passphrase; the file is replaced atomically.
+    Passwd(PasswdArgs),
+    /// Remove a key file.
+    Rm(RmArgs),
+    /// Decrypt a key to check its passphrase and file, without using it.
+    Verify(VerifyArgs),
 }
 
-/// Runs a key command.
-pub fn run(_global: &GlobalOpts, _cmd: KeyCommand) -> anyhow::Result<()> {
-    anyhow::bail!("not yet")
+/// The test-only KDF switch shared by the commands that write key files.
+#[derive(Debug, Args, Clone, Default)]
+pub struct TestKdfOpts {
+    /// TESTS ONLY: encrypt with a trivially cheap KDF. A key written with this can be
+    /// brute-forced in seconds.
+    #[arg(long, hide = true)]
+    pub unsafe_test_kdf: bool,
+}
+
+impl TestKdfOpts {
+    fn kdf(&self) -> KdfParams {
+        if self.unsafe_test_kdf {
+            KdfParams::insecure_for_tests()
+        } else {
+            KdfParams::default()
+        }
+    }
+}
+
+/// Arguments of `key new`.
+#[derive(Debug, Args)]
+pub struct NewArgs {
+    /// Label for the key (letters, digits, '-', '_', '.') [default: key-<address prefix>].
+    pub label: Option<String>,
+    #[command(flatten)]
+    pub passphrase: PassphraseOpts,
+    #[command(flatten)]
+    pub test_kdf: TestKdfOpts,
+}
+
+/// Arguments of `key import`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["raw", "web3", "mnemonic"])))]
+pub struct ImportArgs {
+    /// Label for the key [default: key-<address prefix>].
+    pub label: Option<String>,
+    /// Read a raw hex private key from stdin (or a hidden prompt on a terminal).
+    #[arg(long)]
+    pub raw: bool,
+    /// Import this Web3 Secret Storage v3 JSON file.
+    #[arg(long, value_name = "FILE")]
+    pub web3: Option<PathBuf>,
+    /// Read a BIP-39 mnemonic from stdin (or a hidden prompt on a terminal).
+    #[arg(long)]
+    pub mnemonic: bool,
+    /// Derivation path for --mnemonic.
+    #[arg(long, default_value = bridgectl_keystore::DEFAULT_DERIVATION_PATH, requires = "mnemonic")]
+    pub derivation_path: String,
+    /// Passphrase of the --web3 file, first line of FILE [default: the --passphrase-file
+    /// source].
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "web3",
+        help_heading = "Passphrase"
+    )]
+    pub file_passphrase_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub passphrase: PassphraseOpts,
+    #[command(flatten)]
+    pub test_kdf: TestKdfOpts,
+}
+
+/// Arguments of `key export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The key: address, label or id.
+    pub key: String,
+    /// Write the file here (created 0600, never overwritten) instead of stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Passphrase for the exported file, first line of FILE [default: the key's own
+    /// passphrase source].
+    #[arg(long, value_name = "FILE", help_heading = "Passphrase")]
+    pub export_passphrase_file: Option<PathBuf>,
+    /// Print the raw private key in hex instead. Anyone who sees it owns the funds.
+    #[arg(long, conflicts_with_all = ["export_passphrase_file", "unsafe_test_kdf"])]
+    pub unsafe_raw: bool,
+    #[command(flatten)]
+    pub passphrase: PassphraseOpts,
+    /// TESTS ONLY: export with scrypt n=2^10 instead of n=2^18.
+    #[arg(long, hide = true)]
+    pub unsafe_test_kdf: bool,
+}
+
+/// A key selector.
+#[derive(Debug, Args)]
+pub struct SelectArgs {
+    /// The key: address (any case, with or without 0x), label or id.
+    pub key: String,
+}
+
+/// Arguments of `key passwd`.
+#[derive(Debug, Args)]
+pub struct PasswdArgs {
+    /// The key: address, label or id.
+    pub key: String,
+    /// The new passphrase, first line of FILE [default: a prompt, with confirmation].
+    #[arg(long, value_name = "FILE", help_heading = "Passphrase")]
+    pub new_passphrase_file: Option<PathBuf>,
+    /// The current passphrase's source.
+    #[command(flatten)]
+    pub passphrase: PassphraseOpts,
+    #[command(flatten)]
+    pub test_kdf: TestKdfOpts,
+}
+
+/// Arguments of `key rm`.
+#[derive(Debug, Args)]
+pub struct RmArgs {
+    /// The key: address, label or id.
+    pub key: String,
+    /// Remove without asking.
+    #[arg(long)]
+    pub yes: bool,
+}
+
+/// Arguments of `key verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The key: address, label or id.
+    pub key: String,
+    #[command(flatten)]
+    pub passphrase: PassphraseOpts,
+}
+
+/// Opens the keystore named by `--keystore` / `BRIDGECTL_KEYSTORE`, else the default
+/// under the XDG data dir.
+pub fn open_keystore(global: &GlobalOpts) -> anyhow::Result<Keystore> {
+    let dir = match &global.keystore {
+        Some(dir) => dir.clone(),
+        None => Keystore::default_dir().ok_or(KsError::NoDefaultDir)?,
+    };
+    Ok(Keystore::open(dir)?)
 }
 
 /// Exit code for a keystore error.
-pub fn exit_code_for(_err: &bridgectl_keystore::Error) -> Code {
-    Code::Failure
+pub fn exit_code_for(err: &KsError) -> Code {
+    match err {
+        KsError::WrongPassphrase { .. } | KsError::PassphraseUnavailable { .. } => Code::Passphrase,
+        KsError::NotFound { .. } => Code::NotFound,
+        KsError::ExcessiveWork { .. }
+        | KsError::InsecurePermissions { .. }
+        | KsError::Malformed { .. }
+        | KsError::Json { .. }
+        | KsError::UnsupportedVersion { .. }
+        | KsError::Unsupported { .. }
+        | KsError::AddressMismatch { .. }
+        | KsError::WriteCheck { .. }
+        | KsError::AlreadyExists { .. }
+        | KsError::InvalidKey { .. }
+        | KsError::Mnemonic { .. } => Code::Refused,
+        KsError::Ambiguous { .. } | KsError::InvalidLabel { .. } | KsError::WeakKdf { .. } => {
+            Code::Usage
+        }
+        _ => Code::Failure,
+    }
+}
+
+/// Answers some purposes from a second source (the new passphrase of `passwd`, the
+/// foreign file's of `import`, the exported file's of `export`), the rest from the main
+/// one.
+struct Routed {
+    main: CliPassphrases,
+    second: CliPassphrases,
+    second_for: Purpose,
+}
+
+impl Routed {
+    fn new(main: CliPassphrases, second: CliPassphrases, second_for: Purpose) -> Self {
+        Self {
+            main,
+            second,
+            second_for,
+        }
+    }
+
+    fn ensure_available(&self) -> anyhow::Result<()> {
+        self.main.ensure_available()?;
+        self.second.ensure_available()
+    }
+}
+
+impl PassphraseProvider for Routed {
+    fn passphrase(&mut self, request: &PassphraseRequest<'_>) -> Result<Passphrase, KsError> {
+        if request.purpose == self.second_for {
+            self.second.passphrase(request)
+        } else {
+            self.main.passphrase(request)
+        }
+    }
+}
+
+/// The main source, or `file` for the second purpose when given.
+fn routed(opts: &PassphraseOpts, file: Option<&PathBuf>, second_for: Purpose) -> Routed {
+    let second = match file {
+        Some(path) => CliPassphrases::from_source(Source::File(path.clone())),
+        None => CliPassphrases::new(opts),
+    };
+    Routed::new(CliPassphrases::new(opts), second, second_for)
+}
+
+/// Runs a key command.
+pub fn run(global: &GlobalOpts, cmd: KeyCommand) -> anyhow::Result<()> {
+    let store = open_keystore(global)?;
+    match cmd {
+        KeyCommand::New(args) => {
+            let mut pass = CliPassphrases::new(&args.passphrase);
+            pass.ensure_available()?;
+            let info = store.create(args.label.as_deref(), &mut pass, &args.test_kdf.kdf())?;
+            report_key(global, "created", &info)
+        }
+        KeyCommand::Import(args) => import(global, &store, args),
+        KeyCommand::Export(args) => export(global, &store, args),
+        KeyCommand::List => {
+            let keys = store.list()?;
+            if global.json {
+                return output::json(&keys);
+            }
+            if keys.is_empty() {
+                output::note(format!("no keys in {}", store.dir().display()));
+            }
+            for k in &keys {
+                output::line(format!(
+                    "{:<20} {} {}",
+                    k.label,
+                    k.address.to_checksum(None),
+                    k.created_at
+                ))?;
+            }
+            Ok(())
+        }
+        KeyCommand::Show(args) => {
+            let info = store.find(&args.key)?;
+            if global.json {
+                return output::json(&info);
+            }
+            print_info(&info)
+        }
+        KeyCommand::Passwd(args) => {
+            let second = match &args.new_passphrase_file {
+                Some(path) => CliPassphrases::from_source(Source::File(path.clone())),
+                // Never from the environment: that would set the same passphrase again.
+                None => CliPassphrases::from_source(Source::Prompt),
+            };
+            let mut pass = Routed::new(
+                CliPassphrases::new(&args.passphrase),
+                second,
+                Purpose::Create,
+            );
+            pass.ensure_available()?;
+            let info = store.change_passphrase(&args.key, &mut pass, &args.test_kdf.kdf())?;
+            report_key(global, "passphrase changed for", &info)
+        }
+        KeyCommand::Rm(args) => {
+            let info = store.find(&args.key)?;
+            if !args.yes {
+                confirm_removal(&info)?;
+            }
+            let info = store.remove(&info.id.to_string())?;
+            if global.json {
+                return output::json(&serde_json::json!({ "removed": info }));
+            }
+            output::line(format!(
+                "removed {} ({})",
+                info.label,
+                info.address.to_checksum(None)
+            ))
+        }
+        KeyCommand::Verify(args) => {
+            let mut pass = CliPassphrases::new(&args.passphrase);
+            pass.ensure_available()?;
+            let info = store.verify(&args.key, &mut pass)?;
+            if global.json {
+                return output::json(&serde_json::json!({ "ok": true, "key": info }));
+            }
+            output::line(format!(
+                "ok: {} decrypts to {}",
+                info.label,
+                info.address.to_checksum(None)
+            ))
+        }
+    }
+}
+
+fn import(global: &GlobalOpts, store: &Keystore, args: ImportArgs) -> anyhow::Result<()> {
+    let label = args.label.as_deref();
+    let kdf = args.test_kdf.kdf();
+    let info = if let Some(path) = &args.web3 {
+        let mut pass = routed(
+            &args.passphrase,
+            args.file_passphrase_file.as_ref(),
+            Purpose::ImportFile,
+        );
+        pass.ensure_available()?;
+        store.import_web3_file(path, label, &mut pass, &kdf)?
+    } else {
+        let secret = if args.raw {
+            read_secret_input("private key (hex)")?
+        } else {
+            read_secret_input("mnemonic phrase")?
+        };
+        let mut pass = CliPassphrases::new(&args.passphrase);
+        pass.ensure_available()?;
+        if args.raw {
+            store.import_raw(&secret, label, &mut pass, &kdf)?
+        } else {
+            store.import_mnemonic(&secret, Some(&args.derivation_path), label, &mut pass, &kdf)?
+        }
+    };
+    report_key(global, "imported", &info)
+}
+
+fn export(global: &GlobalOpts, store: &Keystore, args: ExportArgs) -> anyhow::Result<()> {
+    if args.unsafe_raw {
+        let mut pass = CliPassphrases::new(&args.passphrase);
+        pass.ensure_available()?;
+        let signer = store.unlock(&args.key, &mut pass)?;
+        let hex_key = Zeroizing::new(format!(
+            "0x{}",
+            hex::encode(*Zeroizing::new(signer.to_bytes().0))
+        ));
+        output::note("warning: this is the raw private key; anyone who sees it owns the funds");
+        let text = if global.json {
+            Zeroizing::new(serde_json::to_string_pretty(&serde_json::json!({
+                "address": signer.address().to_checksum(None),
+                "private_key": hex_key.as_str(),
+            }))?)
+        } else {
+            hex_key
+        };
+        return write_output(args.out.as_deref(), text.as_bytes());
+    }
+    let params = if args.unsafe_test_kdf {
+        Web3Params::insecure_for_tests()
+    } else {
+        Web3Params::default()
+    };
+    let mut pass = routed(
+        &args.passphrase,
+        args.export_passphrase_file.as_ref(),
+        Purpose::ExportFile,
+    );
+    pass.ensure_available()?;
+    let (info, json) = store.export_web3(&args.key, &mut pass, &params)?;
+    match &args.out {
+        None => write_output(None, json.as_bytes()),
+        Some(path) => {
+            write_output(Some(path), json.as_bytes())?;
+            if global.json {
+                return output::json(&Exported {
+                    key: &info,
+                    path,
+                    format: "web3-secret-storage-v3",
+                });
+            }
+            output::line(format!(
+                "exported {} ({}) to {}",
+                info.label,
+                info.address.to_checksum(None),
+                path.display()
+            ))
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Exported<'a> {
+    key: &'a KeyInfo,
+    path: &'a Path,
+    format: &'static str,
+}
+
+/// Writes to a new 0600 file (never overwriting) or to stdout.
+fn write_output(out: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
+    match out {
+        Some(path) => {
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path)
+                .with_context(|| {
+                    format!("cannot create {} (it is never overwritten)", path.display())
+                })
+                .code(Code::Refused)?;
+            f.write_all(bytes)?;
+            f.write_all(b"\n")?;
+            f.sync_all()?;
+            Ok(())
+        }
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(bytes)?;
+            stdout.write_all(b"\n")?;
+            Ok(())
+        }
+    }
+}
+
+/// Reads a secret from stdin (piped) or a hidden prompt (terminal); never from argv.
+fn read_secret_input(what: &str) -> anyhow::Result<SecretText> {
+    if std::io::stdin().is_terminal() {
+        let text = rpassword::prompt_password(format!("{what}: "))
+            .with_context(|| format!("cannot read the {what} from the terminal"))?;
+        return Ok(SecretText::new(text));
+    }
+    let mut text = Zeroizing::new(String::new());
+    std::io::stdin()
+        .take(64 * 1024)
+        .read_to_string(&mut text)
+        .with_context(|| format!("cannot read the {what} from stdin"))?;
+    if text.trim().is_empty() {
+        return Err(coded(
+            Code::Usage,
+            format!("no {what} on stdin: pipe it in, or run on a terminal to be prompted"),
+        ));
+    }
+    Ok(SecretText::new(std::mem::take(&mut *text)))
+}
+
+fn confirm_removal(info: &KeyInfo) -> anyhow::Result<()> {
+    if !std::io::stdin().is_terminal() {
+        return Err(coded(
+            Code::Declined,
+            format!(
+                "refusing to remove key '{}' without --yes (no terminal to confirm on)",
+                info.label
+            ),
+        ));
+    }
+    output::note(format!(
+        "remove key '{}' ({}) at {}? this cannot be undone unless you have a backup [y/N]",
+        info.label,
+        info.address.to_checksum(None),
+        info.path.display()
+    ));
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .context("cannot read the answer")?;
+    if matches!(answer.trim(), "y" | "Y" | "yes") {
+        Ok(())
+    } else {
+        Err(coded(Code::Declined, "not removed"))
+    }
+}
+
+fn report_key(global: &GlobalOpts, what: &str, info: &KeyInfo) -> anyhow::Result<()> {
+    if global.json {
+        return output::json(info);
+    }
+    output::line(format!(
+        "{what} {} {} ({})",
+        info.label,
+        info.address.to_checksum(None),
+        info.path.display()
+    ))
+}
+
+fn print_info(info: &KeyInfo) -> anyhow::Result<()> {
+    output::line(format!("label:      {}", info.label))?;
+    output::line(format!("address:    {}", info.address.to_checksum(None)))?;
+    output::line(format!("id:         {}", info.id))?;
+    output::line(format!("created at: {}", info.created_at))?;
+    output::line(format!(
+        "file:       {} (format v{})",
+        info.path.display(),
+        info.version
+    ))?;
+    output::line(format!(
+        "kdf:        {} m={} KiB t={} p={}",
+        info.kdf.algorithm, info.kdf.m_kib, info.kdf.t, info.kdf.p
+    ))
 }

@@ -148,6 +148,14 @@ pub(crate) fn check_label(label: &str) -> Result<(), Error> {
     {
         return Err(bad("must not look like an address or a key id"));
     }
+    // A private key pasted where the label goes must not end up in a file name.
+    let hex = label.strip_prefix("0x").unwrap_or(label);
+    if hex.len() >= 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(Error::InvalidLabel {
+            label: "<redacted>".into(),
+            reason: "looks like a private key: secrets are read from stdin or a prompt, never from arguments".into(),
+        });
+    }
     Ok(())
 }
 

@@ -1,0 +1,438 @@
+//! The keystore directory: selectors, uniqueness, permissions, passphrase change,
+//! removal, leftovers of crashes, imports, and that no secret shows in `Debug`.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use bridgectl_keystore::{
+    Error, KdfParams, Keystore, Passphrase, PassphraseProvider, PassphraseRequest, Purpose,
+    SecretText, Web3Params, unlock_file,
+};
+
+const KEY_4646: &str = "4646464646464646464646464646464646464646464646464646464646464646";
+const ADDR_4646: &str = "0x9d8A62f656a8d1615C1294fd71e9CFb3E4855A4F";
+const ANVIL_MNEMONIC: &str = "test test test test test test test test test test test junk";
+
+fn test_kdf() -> KdfParams {
+    KdfParams::insecure_for_tests()
+}
+
+fn pass(s: &str) -> Passphrase {
+    Passphrase::new(s.to_owned())
+}
+
+fn store() -> (tempfile::TempDir, Keystore) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Keystore::open(dir.path().join("ks")).expect("open");
+    (dir, store)
+}
+
+fn import_4646(store: &Keystore, label: &str) -> bridgectl_keystore::KeyInfo {
+    store
+        .import_raw(
+            &SecretText::new(format!("0x{KEY_4646}\n")),
+            Some(label),
+            &mut pass("pw"),
+            &test_kdf(),
+        )
+        .expect("import")
+}
+
+/// Answers each purpose with its own passphrase and records what was asked.
+struct Scripted {
+    asked: Vec<Purpose>,
+    unlock: &'static str,
+    create: &'static str,
+}
+
+impl PassphraseProvider for Scripted {
+    fn passphrase(&mut self, request: &PassphraseRequest<'_>) -> Result<Passphrase, Error> {
+        self.asked.push(request.purpose);
+        Ok(pass(match request.purpose {
+            Purpose::Create | Purpose::ExportFile => self.create,
+            Purpose::Unlock | Purpose::ImportFile => self.unlock,
+        }))
+    }
+}
+
+#[test]
+fn creates_dir_0700_and_files_0600() {
+    let (_d, store) = store();
+    let mode = std::fs::metadata(store.dir())
+        .expect("dir")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700);
+    let info = store
+        .create(Some("ops"), &mut pass("pw"), &test_kdf())
+        .expect("create");
+    assert_eq!(info.path, store.dir().join("ops.key"));
+    let mode = std::fs::metadata(&info.path)
+        .expect("file")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let signer = store.unlock("ops", &mut pass("pw")).expect("unlock");
+    assert_eq!(signer.address(), info.address);
+}
+
+#[test]
+fn selectors_address_any_case_label_and_id() {
+    let (_d, store) = store();
+    let info = import_4646(&store, "ops");
+    let lower = ADDR_4646.to_lowercase();
+    for sel in [
+        ADDR_4646.to_owned(),
+        lower.clone(),
+        lower.trim_start_matches("0x").to_owned(),
+        ADDR_4646.to_uppercase().replacen("0X", "0x", 1),
+        "ops".to_owned(),
+        info.id.to_string(),
+    ] {
+        assert_eq!(
+            store.find(&sel).expect(&sel).address.to_checksum(None),
+            ADDR_4646
+        );
+    }
+    let err = store.find("nobody").expect_err("missing");
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
+    assert!(err.to_string().contains("'nobody'"), "{err}");
+}
+
+#[test]
+fn ambiguous_selector_is_an_error() {
+    let (_d, store) = store();
+    let info = import_4646(&store, "ops");
+    // A copy under another name (as a careless backup would make) has the same label.
+    std::fs::copy(&info.path, store.dir().join("ops-copy.key")).expect("copy");
+    let err = store.find("ops").expect_err("two files say 'ops'");
+    assert!(matches!(err, Error::Ambiguous { .. }), "{err}");
+}
+
+#[test]
+fn never_overwrites_label_or_address() {
+    let (_d, store) = store();
+    let first = import_4646(&store, "ops");
+    let before = std::fs::read(&first.path).expect("read");
+    let err = store
+        .create(Some("ops"), &mut pass("other"), &test_kdf())
+        .expect_err("same label");
+    assert!(matches!(err, Error::AlreadyExists { .. }), "{err}");
+    let err = store
+        .import_raw(
+            &SecretText::new(KEY_4646.into()),
+            Some("again"),
+            &mut pass("x"),
+            &test_kdf(),
+        )
+        .expect_err("same address");
+    assert!(matches!(err, Error::AlreadyExists { .. }), "{err}");
+    assert_eq!(
+        std::fs::read(&first.path).expect("read"),
+        before,
+        "file changed"
+    );
+    assert_eq!(store.list().expect("list").len(), 1);
+}
+
+#[test]
+fn group_or_world_access_is_refused_with_a_fix() {
+    let (_d, store) = store();
+    let info = import_4646(&store, "ops");
+    std::fs::set_permissions(&info.path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let err = store.unlock("ops", &mut pass("pw")).expect_err("0644 file");
+    assert!(
+        matches!(err, Error::InsecurePermissions { mode: 0o644, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("chmod 600"), "{err}");
+    std::fs::set_permissions(&info.path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+
+    std::fs::set_permissions(store.dir(), std::fs::Permissions::from_mode(0o750)).expect("chmod");
+    let err = Keystore::open(store.dir()).expect_err("0750 dir");
+    assert!(err.to_string().contains("chmod 700"), "{err}");
+}
+
+#[test]
+fn symlinked_key_file_is_refused() {
+    let (d, store) = store();
+    let info = import_4646(&store, "ops");
+    let outside = d.path().join("outside.key");
+    std::fs::rename(&info.path, &outside).expect("move out");
+    std::os::unix::fs::symlink(&outside, &info.path).expect("symlink");
+    let err = store.list().expect_err("symlink");
+    assert!(err.to_string().contains("not a regular file"), "{err}");
+}
+
+#[test]
+fn change_passphrase_keeps_identity_and_replaces_file() {
+    let (_d, store) = store();
+    let info = import_4646(&store, "ops");
+    let mut p = Scripted {
+        asked: vec![],
+        unlock: "pw",
+        create: "new pw",
+    };
+    let after = store
+        .change_passphrase("ops", &mut p, &test_kdf())
+        .expect("passwd");
+    assert_eq!(p.asked, [Purpose::Unlock, Purpose::Create]);
+    assert_eq!(
+        (after.id, &after.created_at, &after.label),
+        (info.id, &info.created_at, &info.label)
+    );
+    let err = store
+        .unlock("ops", &mut pass("pw"))
+        .expect_err("old passphrase");
+    assert!(matches!(err, Error::WrongPassphrase { .. }), "{err}");
+    assert_eq!(
+        store
+            .unlock("ops", &mut pass("new pw"))
+            .expect("new")
+            .address(),
+        info.address
+    );
+
+    // A wrong current passphrase changes nothing.
+    let before = std::fs::read(&info.path).expect("read");
+    let mut p = Scripted {
+        asked: vec![],
+        unlock: "wrong",
+        create: "x",
+    };
+    let err = store
+        .change_passphrase("ops", &mut p, &test_kdf())
+        .expect_err("wrong");
+    assert!(matches!(err, Error::WrongPassphrase { .. }), "{err}");
+    assert_eq!(
+        p.asked,
+        [Purpose::Unlock],
+        "must not ask for a new passphrase"
+    );
+    assert_eq!(std::fs::read(&info.path).expect("read"), before);
+}
+
+#[test]
+fn remove_deletes_only_that_key() {
+    let (_d, store) = store();
+    import_4646(&store, "ops");
+    store
+        .create(Some("other"), &mut pass("pw"), &test_kdf())
+        .expect("create");
+    let gone = store.remove("ops").expect("rm");
+    assert!(!gone.path.exists());
+    let left: Vec<_> = store
+        .list()
+        .expect("list")
+        .into_iter()
+        .map(|k| k.label)
+        .collect();
+    assert_eq!(left, ["other"]);
+}
+
+#[test]
+fn crash_leftovers_are_never_keys_and_get_cleaned() {
+    let (_d, store) = store();
+    let info = import_4646(&store, "ops");
+    // What a writer killed before its rename leaves behind.
+    let tmp = store.dir().join(".tmp-0123456789abcdef");
+    std::fs::copy(&info.path, &tmp).expect("copy");
+    assert_eq!(store.list().expect("list").len(), 1);
+    store
+        .create(Some("next"), &mut pass("pw"), &test_kdf())
+        .expect("create");
+    assert!(!tmp.exists(), "the next writer removes stale temp files");
+}
+
+#[test]
+fn kdf_floor_and_defaults() {
+    let err = KdfParams::new(16 * 1024, 3, 1).expect_err("below OWASP");
+    assert!(matches!(err, Error::WeakKdf { .. }), "{err}");
+    let (_d, store) = store();
+    let info = store
+        .create(Some("def"), &mut pass("pw"), &KdfParams::default())
+        .expect("create");
+    assert_eq!((info.kdf.m_kib, info.kdf.t, info.kdf.p), (65536, 3, 4));
+}
+
+#[test]
+fn raw_import_rejects_bad_keys_without_echoing_them() {
+    let (_d, store) = store();
+    for (bad, why) in [
+        ("12", "64 hex digits"),
+        (&"zz".repeat(32)[..], "not hexadecimal"),
+        (&"00".repeat(32)[..], "group order"),
+        (&"ff".repeat(32)[..], "group order"),
+    ] {
+        let err = store
+            .import_raw(
+                &SecretText::new(bad.into()),
+                None,
+                &mut pass("pw"),
+                &test_kdf(),
+            )
+            .expect_err(bad);
+        assert!(err.to_string().contains(why), "{err}");
+        assert!(
+            bad.len() < 8 || !err.to_string().contains(bad),
+            "key echoed: {err}"
+        );
+    }
+}
+
+#[test]
+fn mnemonic_import_with_default_and_explicit_path() {
+    let (_d, store) = store();
+    let phrase = SecretText::new(format!("  {ANVIL_MNEMONIC} \n"));
+    let a = store
+        .import_mnemonic(&phrase, None, Some("a0"), &mut pass("pw"), &test_kdf())
+        .expect("m/44'/60'/0'/0/0");
+    assert_eq!(
+        a.address.to_checksum(None),
+        "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
+    );
+    let b = store
+        .import_mnemonic(
+            &phrase,
+            Some("m/44'/60'/0'/0/1"),
+            Some("a1"),
+            &mut pass("pw"),
+            &test_kdf(),
+        )
+        .expect("index 1");
+    assert_eq!(
+        b.address.to_checksum(None),
+        "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
+    );
+
+    let typo = SecretText::new(ANVIL_MNEMONIC.replace("junk", "junkk"));
+    let err = store
+        .import_mnemonic(&typo, None, None, &mut pass("pw"), &test_kdf())
+        .expect_err("bad word");
+    assert!(!err.to_string().contains("junk"), "phrase echoed: {err}");
+    let err = store
+        .import_mnemonic(&phrase, Some("m/44'/x"), None, &mut pass("pw"), &test_kdf())
+        .expect_err("bad path");
+    assert!(err.to_string().contains("derivation path"), "{err}");
+}
+
+#[test]
+fn web3_import_asks_file_passphrase_then_new_one() {
+    let (_d, store) = store();
+    let vector = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../keystore-fixtures/web3_pbkdf2_vector.json");
+    let mut p = Scripted {
+        asked: vec![],
+        unlock: "testpassword",
+        create: "mine",
+    };
+    let info = store
+        .import_web3_file(&vector, Some("vec"), &mut p, &test_kdf())
+        .expect("import");
+    assert_eq!(p.asked, [Purpose::ImportFile, Purpose::Create]);
+    assert_eq!(
+        info.address.to_checksum(None),
+        "0x008AeEda4D805471dF9b2A5B0f38A0C3bCBA786b"
+    );
+    assert_eq!(
+        store
+            .unlock("vec", &mut pass("mine"))
+            .expect("unlock")
+            .address(),
+        info.address
+    );
+}
+
+#[test]
+fn export_round_trips_through_web3() {
+    let (d, store) = store();
+    let info = import_4646(&store, "ops");
+    let mut p = Scripted {
+        asked: vec![],
+        unlock: "pw",
+        create: "export pw",
+    };
+    let (_, json) = store
+        .export_web3("ops", &mut p, &Web3Params::insecure_for_tests())
+        .expect("export");
+    assert_eq!(p.asked, [Purpose::Unlock, Purpose::ExportFile]);
+    let file = d.path().join("export.json");
+    std::fs::write(&file, &json).expect("write");
+    let signer = unlock_file(&file, &mut pass("export pw")).expect("unlock export");
+    assert_eq!(signer.address(), info.address);
+    assert_eq!(hex::encode(signer.to_bytes()), KEY_4646);
+}
+
+#[test]
+fn passphrase_is_asked_only_after_the_file_checks() {
+    let (_d, store) = store();
+    let info = import_4646(&store, "ops");
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&info.path).expect("read")).expect("json");
+    v["kdf"]["m_kib"] = (4u32 * 1024 * 1024).into();
+    std::fs::write(&info.path, serde_json::to_vec(&v).expect("json")).expect("write");
+    let mut p = Scripted {
+        asked: vec![],
+        unlock: "pw",
+        create: "x",
+    };
+    // list must fail too: the file is hostile.
+    let err = store.unlock(ADDR_4646, &mut p).expect_err("excessive");
+    assert!(matches!(err, Error::ExcessiveWork { .. }), "{err}");
+    assert!(p.asked.is_empty(), "asked for a passphrase before refusing");
+}
+
+/// `Debug` of every secret-holding type (ours and the alloy signer we return) shows no
+/// key material and no passphrase.
+#[test]
+fn debug_output_has_no_secrets() {
+    let (_d, store) = store();
+    let secret_hex = KEY_4646;
+    let passphrase = "correct horse battery staple";
+    let info = store
+        .import_raw(
+            &SecretText::new(secret_hex.into()),
+            Some("ops"),
+            &mut pass(passphrase),
+            &test_kdf(),
+        )
+        .expect("import");
+    let signer = store.unlock("ops", &mut pass(passphrase)).expect("unlock");
+    let wrong = store.unlock("ops", &mut pass("nope")).expect_err("wrong");
+    let key_bytes = signer.to_bytes();
+    let request = PassphraseRequest {
+        purpose: Purpose::Unlock,
+        key: Some(&info),
+    };
+    let debugs = [
+        format!("{:?}", pass(passphrase)),
+        format!("{:#?}", pass(passphrase)),
+        format!("{:?}", SecretText::new(secret_hex.into())),
+        format!("{:?}", SecretText::new(ANVIL_MNEMONIC.into())),
+        format!("{signer:?}"),
+        format!("{signer:#?}"),
+        format!("{:?}", signer.credential()),
+        format!("{store:?}"),
+        format!("{info:?}"),
+        format!("{request:?}"),
+        format!("{wrong:?}"),
+        format!("{:?}", KdfParams::default()),
+        format!("{:?}", Web3Params::default()),
+    ];
+    let needles = [
+        secret_hex.to_owned(),
+        secret_hex.to_uppercase(),
+        format!("{:?}", key_bytes.0),       // [70, 70, ...]
+        format!("{:?}", &key_bytes.0[..8]), // [70, 70, 70, ...
+        passphrase.to_owned(),
+        "test test".to_owned(),
+    ];
+    for d in &debugs {
+        for n in &needles {
+            assert!(
+                !d.contains(n.trim_end_matches(']')),
+                "secret in Debug output: {d}"
+            );
+        }
+    }
+}

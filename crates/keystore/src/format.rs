@@ -456,5 +456,8 @@ mod tests {
         ] {
             assert!(check_label(bad).is_err(), "{bad:?} accepted");
         }
+        let key = "46".repeat(32);
+        let err = check_label(&key).expect_err("a private key as label");
+        assert!(!err.to_string().contains(&key), "key echoed: {err}");
     }
 }

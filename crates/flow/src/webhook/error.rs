@@ -1,0 +1,175 @@
+//! The one error type of the webhook module.
+
+use std::path::PathBuf;
+
+/// What can go wrong in the webhook client, key file, store and listener.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The chain segment is not in the network table.
+    #[error("unknown chain {chain:?}: expected one of {expected}")]
+    UnknownChain {
+        /// What was given.
+        chain: String,
+        /// The accepted chains.
+        expected: String,
+    },
+    /// The network segment is not served for that chain.
+    #[error("unknown network {network:?} for chain {chain}: expected one of {expected}")]
+    UnknownNetwork {
+        /// The chain.
+        chain: String,
+        /// What was given.
+        network: String,
+        /// The accepted networks of that chain.
+        expected: String,
+    },
+    /// An event type or condition could not be built from what was given.
+    #[error("invalid webhook {field}: {reason}")]
+    Invalid {
+        /// The field or flag, e.g. `condition.period`.
+        field: &'static str,
+        /// What is wrong, with expected and found.
+        reason: String,
+    },
+    /// A URL could not be used.
+    #[error("invalid url {url:?}: {reason}")]
+    Url {
+        /// The URL as given.
+        url: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The web3 token would travel in clear text to another machine.
+    #[error(
+        "refusing to send the web3 token over plain http to {host}: use https (plain http is only allowed to loopback)"
+    )]
+    InsecureUrl {
+        /// The host that is not loopback.
+        host: String,
+    },
+    /// No web3 token source was available.
+    #[error("no web3 token: {0}")]
+    NoToken(String),
+    /// The token file could not be read or was empty.
+    #[error("web3 token file {path}: {reason}")]
+    TokenFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong (never the token).
+        reason: String,
+    },
+    /// The HTTP request itself failed (connection, timeout, TLS).
+    #[error("{method} {url} failed")]
+    Http {
+        /// The method.
+        method: &'static str,
+        /// The URL (never holds the token).
+        url: String,
+        /// The transport error.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The web3 API answered with an error status.
+    #[error("{method} {url}: the web3 api answered {status}: {message}")]
+    Api {
+        /// The method.
+        method: &'static str,
+        /// The URL.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+        /// The `code`/`message` of the error body, or the body text.
+        message: String,
+    },
+    /// The web3 API answered 2xx with a body of an unexpected shape.
+    #[error("{method} {url}: unexpected response: {reason}")]
+    Response {
+        /// The method.
+        method: &'static str,
+        /// The URL.
+        url: String,
+        /// What did not match.
+        reason: String,
+    },
+    /// No webhook with that subscription id.
+    #[error("no webhook with subscriptionId {id} on {chain}/{network}")]
+    NotFound {
+        /// The subscription id.
+        id: String,
+        /// The chain.
+        chain: String,
+        /// The network.
+        network: String,
+    },
+    /// The signing-key file could not be read or written.
+    #[error("signing-key file {path}: {source}")]
+    KeyFile {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The signing-key file is not ours, is corrupt, or is readable by others.
+    #[error("signing-key file {path}: {reason}")]
+    KeyFileFormat {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The event store failed.
+    #[error("event store {path}: {source}")]
+    Store {
+        /// The SQLite file.
+        path: PathBuf,
+        /// The SQLite error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The event store's file or directory could not be created.
+    #[error("event store {path}: {source}")]
+    StoreIo {
+        /// The path.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A write to the event store failed; the delivery was not acknowledged.
+    #[error("event store {path}: write failed")]
+    StoreWrite {
+        /// The SQLite file.
+        path: PathBuf,
+        /// The SQLite error, shared by every request of the failed batch.
+        #[source]
+        source: std::sync::Arc<rusqlite::Error>,
+    },
+    /// The store's writer thread is gone (it failed or was shut down).
+    #[error("event store {path}: the writer has stopped")]
+    WriterGone {
+        /// The SQLite file.
+        path: PathBuf,
+    },
+    /// The listener could not bind or serve.
+    #[error("listener on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A listener setting is invalid.
+    #[error("invalid listener {field}: {reason}")]
+    ListenerConfig {
+        /// The setting, e.g. `path`.
+        field: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The load generator was asked for something unbounded or non-loopback.
+    #[error("load generator: {0}")]
+    Load(String),
+}

@@ -1,0 +1,450 @@
+//! In-process tests of the listener: hostile input, idempotence, hand-off and restart.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use secrecy::SecretString;
+use tokio::sync::oneshot;
+
+use super::handoff::Sinks;
+use super::keys::{KeyEntry, KeyFile, SigningKey};
+use super::listener::{Listener, ListenerConfig, Stats};
+use super::load::block_period_delivery;
+use super::signature::sign;
+use super::store::{SINK_EXEC, SINK_FORWARD, Store};
+
+const KEY: &str = "test-signing-key-7";
+
+struct Running {
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    done: tokio::task::JoinHandle<Result<Stats, super::Error>>,
+}
+
+impl Running {
+    async fn stop(mut self) -> Stats {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.done.await.expect("join").expect("listener ran")
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+}
+
+fn write_keys(dir: &Path) -> PathBuf {
+    let path = dir.join("keys.json");
+    KeyFile::new(&path)
+        .insert(
+            "7",
+            &KeyEntry {
+                signing_key: SigningKey::new(SecretString::from(KEY.to_owned())),
+                chain: "ethereum".into(),
+                network: "sepolia".into(),
+                webhook_url: None,
+                created_at: None,
+            },
+        )
+        .expect("write keys");
+    path
+}
+
+async fn start(dir: &Path, max_body: usize, sinks: Sinks) -> Running {
+    let mut config = ListenerConfig::new(
+        "127.0.0.1:0".parse().expect("addr"),
+        dir.join("events.sqlite"),
+        write_keys(dir),
+    );
+    config.path = "/hooks/s3cret".into();
+    config.max_body = max_body;
+    config.sinks = sinks;
+    let listener = Listener::bind(config).await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (tx, rx) = oneshot::channel::<()>();
+    let done = tokio::spawn(listener.run(async {
+        let _ = rx.await;
+    }));
+    Running {
+        addr,
+        stop: Some(tx),
+        done,
+    }
+}
+
+async fn post(
+    http: &reqwest::Client,
+    url: &str,
+    body: Vec<u8>,
+    sig: Option<String>,
+) -> (u16, String) {
+    let mut req = http.post(url).body(body);
+    if let Some(sig) = sig {
+        req = req.header("x-signature", sig);
+    }
+    let resp = req.send().await.expect("send");
+    let status = resp.status().as_u16();
+    (status, resp.text().await.unwrap_or_default())
+}
+
+fn signed(seq: u64) -> (Vec<u8>, Option<String>) {
+    let body = block_period_delivery("7", seq);
+    let sig = sign(KEY.as_bytes(), &body);
+    (body, Some(sig))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_input_gets_the_documented_outcome() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let max = 8 * 1024;
+    let run = start(dir.path(), max, Sinks::default()).await;
+    let http = reqwest::Client::new();
+    let url = run.url("/hooks/s3cret");
+
+    // A genuine delivery is stored once, however often it is retried.
+    let (body, sig) = signed(1);
+    assert_eq!(
+        post(&http, &url, body.clone(), sig.clone()).await,
+        (200, "stored\n".into())
+    );
+    assert_eq!(
+        post(&http, &url, body, sig).await,
+        (200, "duplicate\n".into())
+    );
+    // A retry with the same ids but a different body (re-serialised) is the same event.
+    let mut other = serde_json::from_slice::<serde_json::Value>(&signed(1).0).expect("json");
+    other["description"] = "re-sent".into();
+    let other = serde_json::to_vec(&other).expect("encode");
+    let other_sig = sign(KEY.as_bytes(), &other);
+    assert_eq!(
+        post(&http, &url, other, Some(other_sig)).await.1,
+        "duplicate\n"
+    );
+
+    // A forged signature is stored unverified and does not shadow the genuine event.
+    let (body2, _) = signed(2);
+    let forged = sign(b"not-the-key", &body2);
+    assert_eq!(
+        post(&http, &url, body2.clone(), Some(forged)).await,
+        (200, "stored\n".into())
+    );
+    let (_, genuine2) = signed(2);
+    assert_eq!(
+        post(&http, &url, body2, genuine2).await,
+        (200, "stored\n".into())
+    );
+    // No signature, and an unknown subscription: stored unverified.
+    assert_eq!(post(&http, &url, signed(3).0, None).await.0, 200);
+    let stranger = block_period_delivery("99", 1);
+    let stranger_sig = sign(b"whatever", &stranger);
+    assert_eq!(post(&http, &url, stranger, Some(stranger_sig)).await.0, 200);
+
+    // Malformed JSON and non-deliveries: 200, quarantined, once.
+    for bad in [
+        &b"{\"subscriptionId\": "[..],
+        b"[1,2]",
+        b"{\"a\":1}",
+        b"{\"subscriptionId\":\"7\",\"sequenceNumber\":-1}",
+    ] {
+        assert_eq!(
+            post(&http, &url, bad.to_vec(), None).await,
+            (200, "quarantined\n".into()),
+            "{}",
+            String::from_utf8_lossy(bad)
+        );
+    }
+    assert_eq!(post(&http, &url, b"[1,2]".to_vec(), None).await.0, 200);
+
+    // Over the limit: 413, nothing stored. At the limit: accepted.
+    assert_eq!(post(&http, &url, vec![b' '; max + 1], None).await.0, 413);
+    assert_eq!(post(&http, &url, vec![b'x'; max], None).await.0, 200);
+
+    // Wrong path: 404; wrong method on the path: 405.
+    assert_eq!(
+        post(&http, &run.url("/hooks/guess"), signed(4).0, signed(4).1)
+            .await
+            .0,
+        404
+    );
+    assert_eq!(
+        post(&http, &run.url("/"), signed(4).0, signed(4).1).await.0,
+        404
+    );
+    let get = http.get(&url).send().await.expect("get").status().as_u16();
+    assert_eq!(get, 405);
+
+    let stats = run.stop().await;
+    assert_eq!(stats.stored, 5);
+    assert_eq!(stats.unverified, 3);
+    assert_eq!(stats.duplicates, 2);
+
+    let store = Store::open_existing(dir.path().join("events.sqlite")).expect("store");
+    let events = store.events(0, 100).expect("events");
+    let summary: Vec<(String, String, bool, String)> = events
+        .iter()
+        .map(|e| {
+            (
+                e.subscription_id.clone(),
+                e.sequence_number.clone(),
+                e.verified,
+                e.verification.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("7".into(), "1".into(), true, "valid".into()),
+            ("7".into(), "2".into(), false, "signature mismatch".into()),
+            ("7".into(), "2".into(), true, "valid".into()),
+            ("7".into(), "3".into(), false, "missing signature".into()),
+            (
+                "99".into(),
+                "1".into(),
+                false,
+                "no signing key for subscription".into()
+            ),
+        ]
+    );
+    // The stored body is the received body, byte for byte.
+    assert_eq!(events[0].body, signed(1).0);
+    let quarantine = store.quarantined(0, 100).expect("quarantine");
+    assert_eq!(quarantine.len(), 5, "{quarantine:?}");
+    assert!(
+        quarantine[0].reason.starts_with("not json"),
+        "{}",
+        quarantine[0].reason
+    );
+    assert!(
+        quarantine[1].reason.contains("not a json object"),
+        "{}",
+        quarantine[1].reason
+    );
+    assert!(
+        quarantine[2].reason.contains("subscriptionId is missing"),
+        "{}",
+        quarantine[2].reason
+    );
+    assert!(
+        quarantine[3].reason.contains("sequenceNumber"),
+        "{}",
+        quarantine[3].reason
+    );
+    assert_eq!(quarantine[4].body.len(), max);
+}
+
+async fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
+    for _ in 0..300 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exec_is_retried_until_it_succeeds_and_never_sees_forged_events() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out.txt");
+    let count = dir.path().join("count");
+    // Fails the first two runs, then appends "<seq>:<sha of stdin>" per event.
+    let cmd = format!(
+        "n=$(cat {c} 2>/dev/null || echo 0); echo $((n+1)) > {c}; [ $n -ge 2 ] || exit 1; \
+         echo \"$BRIDGECTL_SEQUENCE_NUMBER:$(sha256sum | cut -c1-64)\" >> {o}",
+        c = count.display(),
+        o = out.display()
+    );
+    let sinks = Sinks {
+        exec: Some(cmd),
+        forward: None,
+    };
+    let run = start(dir.path(), 64 * 1024, sinks).await;
+    let http = reqwest::Client::new();
+    let url = run.url("/hooks/s3cret");
+    for seq in 1..=3 {
+        let (b, s) = signed(seq);
+        assert_eq!(post(&http, &url, b, s).await.0, 200);
+    }
+    let forged = block_period_delivery("7", 4);
+    assert_eq!(
+        post(&http, &url, forged.clone(), Some(sign(b"x", &forged)))
+            .await
+            .0,
+        200
+    );
+
+    let store = Store::open_existing(dir.path().join("events.sqlite")).expect("store");
+    wait_until("three events handed to exec", || {
+        store
+            .events(0, 10)
+            .map(|e| e.iter().filter(|e| e.handed_off & SINK_EXEC != 0).count() == 3)
+            .unwrap_or(false)
+    })
+    .await;
+    run.stop().await;
+
+    let lines = std::fs::read_to_string(&out).expect("exec output");
+    let mut seen: Vec<&str> = lines.lines().collect();
+    seen.sort_unstable();
+    let expected: Vec<String> = (1..=3)
+        .map(|seq| {
+            use sha2::Digest;
+            format!("{seq}:{}", hex::encode(sha2::Sha256::digest(signed(seq).0)))
+        })
+        .collect();
+    assert_eq!(seen, expected);
+    let events = store.events(0, 10).expect("events");
+    // Two failed runs, then one successful run per event: five attempts in all.
+    let attempts: i64 = events[..3].iter().map(|e| e.attempts).sum();
+    assert_eq!(attempts, 5, "{events:?}");
+    assert_eq!(
+        events[3].handed_off, 0,
+        "the forged event must not be handed on"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pending_hand_offs_survive_a_restart_and_forward_carries_the_signature() {
+    use std::sync::{Arc, Mutex};
+    let dir = tempfile::tempdir().expect("tempdir");
+
+    // First run: the exec always fails, so the events stay pending.
+    let failing = Sinks {
+        exec: Some("exit 3".into()),
+        forward: None,
+    };
+    let run = start(dir.path(), 64 * 1024, failing).await;
+    let http = reqwest::Client::new();
+    let url = run.url("/hooks/s3cret");
+    for seq in 1..=2 {
+        let (b, s) = signed(seq);
+        assert_eq!(post(&http, &url, b, s).await.0, 200);
+    }
+    let store = Store::open_existing(dir.path().join("events.sqlite")).expect("store");
+    wait_until("a failed attempt", || {
+        store
+            .events(0, 10)
+            .map(|e| e.first().is_some_and(|e| e.attempts >= 1))
+            .unwrap_or(false)
+    })
+    .await;
+    run.stop().await;
+    let first = store.events(0, 10).expect("events");
+    assert!(first.iter().all(|e| e.handed_off == 0));
+    assert!(
+        first[0]
+            .last_error
+            .as_deref()
+            .unwrap_or("")
+            .contains("exit"),
+        "{:?}",
+        first[0].last_error
+    );
+
+    // A receiver that fails once, then accepts.
+    let got: Arc<Mutex<Vec<(Vec<u8>, Option<String>)>>> = Arc::default();
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let app = {
+        let got = got.clone();
+        let calls = calls.clone();
+        axum::Router::new().route(
+            "/in",
+            axum::routing::post(
+                move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                    let got = got.clone();
+                    let calls = calls.clone();
+                    async move {
+                        if calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                            return axum::http::StatusCode::SERVICE_UNAVAILABLE;
+                        }
+                        let sig = headers
+                            .get("x-signature")
+                            .and_then(|v| v.to_str().ok())
+                            .map(str::to_owned);
+                        got.lock().expect("lock").push((body.to_vec(), sig));
+                        axum::http::StatusCode::OK
+                    }
+                },
+            ),
+        )
+    };
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let sink_addr = tcp.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(tcp, app).await });
+
+    // Second run: exec succeeds now and a forward is added; both old events go out.
+    let ok = Sinks {
+        exec: Some("cat > /dev/null".into()),
+        forward: Some(format!("http://{sink_addr}/in")),
+    };
+    let run = start(dir.path(), 64 * 1024, ok).await;
+    wait_until("both events handed to both sinks", || {
+        store
+            .events(0, 10)
+            .map(|e| e.iter().all(|e| e.handed_off == SINK_EXEC | SINK_FORWARD))
+            .unwrap_or(false)
+    })
+    .await;
+    run.stop().await;
+    let got = got.lock().expect("lock").clone();
+    let mut seqs: Vec<Vec<u8>> = got.iter().map(|(b, _)| b.clone()).collect();
+    seqs.sort();
+    let mut want = vec![signed(1).0, signed(2).0];
+    want.sort();
+    assert_eq!(seqs, want);
+    for (body, sig) in &got {
+        let sig = sig.as_deref().expect("x-signature forwarded");
+        assert!(super::signature::verify(KEY.as_bytes(), body, sig));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_is_stored_completely_with_few_commits() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = start(dir.path(), 64 * 1024, Sinks::default()).await;
+    let addr = run.addr;
+    let report = tokio::task::spawn_blocking(move || {
+        super::load::run(
+            &super::load::LoadSpec {
+                addr,
+                path: "/hooks/s3cret".into(),
+                requests: 2000,
+                connections: 32,
+                timeout: Duration::from_secs(30),
+            },
+            &|i| signed(i as u64 + 1),
+            None,
+        )
+    })
+    .await
+    .expect("join")
+    .expect("load");
+    let stats = run.stop().await;
+    assert_eq!(report.ok(), 2000, "{:?}", report.statuses);
+    assert_eq!(stats.stored, 2000);
+    let counts = Store::open_existing(dir.path().join("events.sqlite"))
+        .expect("store")
+        .counts()
+        .expect("counts");
+    assert_eq!((counts.events, counts.verified), (2000, 2000));
+}
+
+#[test]
+fn load_generator_refuses_non_loopback_and_unbounded_runs() {
+    let spec = |addr: &str, requests, connections| super::load::LoadSpec {
+        addr: addr.parse().expect("addr"),
+        path: "/".into(),
+        requests,
+        connections,
+        timeout: Duration::from_secs(1),
+    };
+    let body = |_| (Vec::new(), None);
+    assert!(super::load::run(&spec("10.0.0.1:80", 1, 1), &body, None).is_err());
+    assert!(super::load::run(&spec("127.0.0.1:9", 2_000_000, 1), &body, None).is_err());
+    assert!(super::load::run(&spec("127.0.0.1:9", 1, 0), &body, None).is_err());
+}

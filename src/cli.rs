@@ -37,7 +37,12 @@ pub struct GlobalOpts {
     pub config: Option<PathBuf>,
 
     /// Profile of the config file to use.
-    #[arg(long, global = true, env = "BRIDGECTL_PROFILE", default_value = "default")]
+    #[arg(
+        long,
+        global = true,
+        env = "BRIDGECTL_PROFILE",
+        default_value = "default"
+    )]
     pub profile: String,
 }
 
@@ -63,6 +68,23 @@ pub enum Command {
     Tx(cmd::tx::TxCommand),
     /// Run the platform locally over two anvil chains, for trying the whole flow.
     Sandbox(cmd::sandbox::SandboxArgs),
+    /// Redeem ST into MT: execute the redeem action, verify, sign locally, submit, wait.
+    Redeem(cmd::redeem::RedeemArgs),
+    /// Swap MT into ST: send MT to the swap address, signed locally.
+    Swap(cmd::swap::SwapArgs),
+    /// Transfer MT or ST to any address.
+    Transfer(cmd::transfer::TransferArgs),
+    /// Transaction actions.
+    #[command(subcommand)]
+    Action(cmd::action::ActionCommand),
+    /// Submit a signed bundle from the offline signer, after checking it.
+    Submit(cmd::submit::SubmitArgs),
+    /// Finish an interrupted flow by resending its signed transaction.
+    Resume(cmd::resume::ResumeArgs),
+    /// Show the journal of flows.
+    History(cmd::history::HistoryArgs),
+    /// Run the whole job on the embedded sandbox: throwaway key, swap, redeem, balances.
+    Demo(cmd::demo::DemoArgs),
     /// Print shell completions.
     Completions(cmd::completions::CompletionsArgs),
 }

@@ -21,6 +21,10 @@ pub enum Code {
     Declined = 5,
     /// A key, file or record that was asked for does not exist.
     NotFound = 6,
+    /// The platform or a node answered with an error, or could not be reached.
+    Remote = 7,
+    /// Gave up waiting for a result; the flow is journaled and `resume` continues it.
+    Timeout = 8,
 }
 
 /// Marks an error with the exit code it must produce.
@@ -71,6 +75,20 @@ pub fn code_for(err: &anyhow::Error) -> Code {
         }
         if let Some(ks) = cause.downcast_ref::<bridgectl_keystore::Error>() {
             return crate::cmd::key::exit_code_for(ks);
+        }
+        if let Some(flow) = cause.downcast_ref::<bridgectl_flow::Error>() {
+            use bridgectl_flow::Error as F;
+            return match flow {
+                F::Tx(e) => crate::cmd::sign::exit_code_for(e),
+                F::Keystore(e) => crate::cmd::key::exit_code_for(e),
+                F::Declined(_) => Code::Declined,
+                F::BundleMismatch(_) => Code::Refused,
+                F::NotInJournal(_) => Code::NotFound,
+                F::Timeout { .. } => Code::Timeout,
+                F::Http { .. } | F::Platform { .. } | F::UnexpectedShape { .. } => Code::Remote,
+                F::PlaintextRefused { .. } => Code::Refused,
+                _ => Code::Failure,
+            };
         }
         if let Some(tx) = cause.downcast_ref::<bridgectl_tx::Error>() {
             return crate::cmd::sign::exit_code_for(tx);

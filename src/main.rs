@@ -7,9 +7,12 @@
 
 mod cli;
 mod cmd;
+mod config;
 mod exit;
 mod output;
 mod passphrase;
+mod review;
+mod session;
 
 use std::process::ExitCode;
 

@@ -1,9 +1,17 @@
 //! One module per subcommand, each with an `*Args` struct and a `run()`.
 
+pub mod action;
 pub mod completions;
+pub mod demo;
+pub mod history;
 pub mod key;
+pub mod redeem;
+pub mod resume;
 pub mod sandbox;
 pub mod sign;
+pub mod submit;
+pub mod swap;
+pub mod transfer;
 pub mod tx;
 
 use crate::cli::{Cli, Command};
@@ -16,6 +24,14 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sign(args) => sign::run(&global, args),
         Command::Tx(cmd) => tx::run(&global, cmd),
         Command::Sandbox(args) => sandbox::run(&global, args),
+        Command::Redeem(args) => redeem::run(&global, args),
+        Command::Swap(args) => swap::run(&global, args),
+        Command::Transfer(args) => transfer::run(&global, args),
+        Command::Action(cmd) => action::run(&global, cmd),
+        Command::Submit(args) => submit::run(&global, args),
+        Command::Resume(args) => resume::run(&global, args),
+        Command::History(args) => history::run(&global, args),
+        Command::Demo(args) => demo::run(&global, args),
         Command::Completions(args) => completions::run(args),
     }
 }

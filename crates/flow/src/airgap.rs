@@ -1,0 +1,167 @@
+//! The air gap: the online half writes a sign request, the offline half (`bridgectl
+//! sign`) writes a signed bundle, and the online half checks the bundle against its
+//! request before anything is submitted.
+//!
+//! What crosses the gap is a plain JSON file checked on both sides: the offline side
+//! verifies the request's rawTx against its intent; this side verifies that the signed
+//! bytes are exactly that rawTx, signed by its `from`, and that the bundle names the
+//! request file it was made from (SHA-256 of its bytes).
+
+use bridgectl_tx::decode::DecodedTx;
+use bridgectl_tx::request::{SignInput, request_hash};
+use bridgectl_tx::{RawTx, SignedBundle};
+
+use crate::Error;
+
+/// Checks that `decoded` is exactly `raw` signed by `raw.from`: legacy, EIP-155, every
+/// field equal. Used for bundles from the air gap and for managed signatures.
+pub fn check_signed_matches(decoded: &DecodedTx, raw: &RawTx) -> Result<(), Error> {
+    let mismatch = |field: &str, want: String, got: String| {
+        Err(Error::BundleMismatch(format!(
+            "{field}: the request says {want}, the signed transaction has {got}"
+        )))
+    };
+    if decoded.kind != "legacy" {
+        return mismatch("type", "legacy".into(), decoded.kind.into());
+    }
+    if decoded.chain_id != Some(raw.chain_id) {
+        return mismatch(
+            "chainId",
+            raw.chain_id.to_string(),
+            decoded
+                .chain_id
+                .map_or("none (pre-EIP-155)".into(), |c| c.to_string()),
+        );
+    }
+    if decoded.sender != raw.from {
+        return mismatch(
+            "from (recovered signer)",
+            raw.from.to_string(),
+            decoded.sender.to_string(),
+        );
+    }
+    if decoded.to != Some(raw.to) {
+        return mismatch(
+            "to",
+            raw.to.to_string(),
+            decoded
+                .to
+                .map_or("contract creation".into(), |t| t.to_string()),
+        );
+    }
+    if decoded.nonce != raw.nonce {
+        return mismatch("nonce", raw.nonce.to_string(), decoded.nonce.to_string());
+    }
+    if decoded.gas_limit != raw.gas_limit {
+        return mismatch(
+            "gasLimit",
+            raw.gas_limit.to_string(),
+            decoded.gas_limit.to_string(),
+        );
+    }
+    if decoded.gas_price != Some(raw.gas_price) {
+        return mismatch(
+            "gasPrice",
+            raw.gas_price.to_string(),
+            decoded.gas_price.map_or("none".into(), |g| g.to_string()),
+        );
+    }
+    if decoded.value != raw.value {
+        return mismatch("value", raw.value.to_string(), decoded.value.to_string());
+    }
+    if decoded.input != raw.data {
+        return mismatch("data", raw.data.to_string(), decoded.input.to_string());
+    }
+    Ok(())
+}
+
+/// A bundle that passed [`check_bundle`]: what may be submitted.
+#[derive(Debug, Clone)]
+pub struct CheckedBundle {
+    /// The bundle.
+    pub bundle: SignedBundle,
+    /// The decoded signed transaction.
+    pub decoded: DecodedTx,
+    /// The request it answers, when given.
+    pub request: Option<SignInput>,
+}
+
+/// Parses a signed bundle and checks it: its hash is the hash of its bytes, its
+/// recovered sender and fields are its own claims, and, when the request file's bytes
+/// are given, that it was made from exactly that file and signs exactly its rawTx.
+pub fn check_bundle(
+    bundle_bytes: &[u8],
+    request_bytes: Option<&[u8]>,
+) -> Result<CheckedBundle, Error> {
+    let bundle: SignedBundle = serde_json::from_slice(bundle_bytes).map_err(|e| {
+        Error::BadInput(format!("not a signed bundle (bridgectl sign output): {e}"))
+    })?;
+    if bundle.format != bridgectl_tx::sign::BUNDLE_FORMAT {
+        return Err(Error::BundleMismatch(format!(
+            "format is {:?}, expected {:?}",
+            bundle.format,
+            bridgectl_tx::sign::BUNDLE_FORMAT
+        )));
+    }
+    if bundle.version != bridgectl_tx::sign::BUNDLE_VERSION {
+        return Err(Error::BundleMismatch(format!(
+            "version {} is not supported (this bridgectl reads {})",
+            bundle.version,
+            bridgectl_tx::sign::BUNDLE_VERSION
+        )));
+    }
+    let decoded = bridgectl_tx::decode::decode_signed(&bundle.signed_tx)?;
+    let claims = [
+        (
+            "txHash",
+            bundle.tx_hash.to_string(),
+            decoded.hash.to_string(),
+        ),
+        ("from", bundle.from.to_string(), decoded.sender.to_string()),
+        (
+            "chainId",
+            bundle.chain_id.to_string(),
+            decoded.chain_id.map_or("none".into(), |c| c.to_string()),
+        ),
+        ("nonce", bundle.nonce.to_string(), decoded.nonce.to_string()),
+        (
+            "to",
+            bundle.to.to_string(),
+            decoded.to.map_or("none".into(), |t| t.to_string()),
+        ),
+    ];
+    for (field, claimed, actual) in claims {
+        if claimed != actual {
+            return Err(Error::BundleMismatch(format!(
+                "{field}: the bundle claims {claimed}, its signed transaction has {actual}"
+            )));
+        }
+    }
+    let request = match request_bytes {
+        None => None,
+        Some(bytes) => {
+            let hash = request_hash(bytes);
+            if hash != bundle.request_hash {
+                return Err(Error::BundleMismatch(format!(
+                    "requestHash: the bundle was made from input {}, this request file is {hash}",
+                    bundle.request_hash
+                )));
+            }
+            let input = SignInput::parse(bytes)?;
+            check_signed_matches(&decoded, &input.raw_tx)?;
+            if let (Some(want), Some(got)) = (&input.tx_id, &bundle.tx_id) {
+                if want != got {
+                    return Err(Error::BundleMismatch(format!(
+                        "txId: the request has {want}, the bundle {got}"
+                    )));
+                }
+            }
+            Some(input)
+        }
+    };
+    Ok(CheckedBundle {
+        bundle,
+        decoded,
+        request,
+    })
+}

@@ -1,0 +1,725 @@
+//! A typed client for the platform API (`{base_url}`): swap addresses, transaction
+//! actions, managed signing, signed-transaction submission, redemption results, next
+//! nonce, raw MT transfers, balances and the access-token exchange.
+//!
+//! Wire details follow `platform-facts.md`: every answer is an envelope
+//! `{result, status, code, data}` or `{result: false, status, code, message}`; some GET
+//! operations carry a JSON body. Where the real response shape is unknown (swap address,
+//! redemption record) the client accepts the documented candidates and keeps the raw
+//! `data` so the CLI can show it in `--json` output.
+//!
+//! Retries: only where resending cannot do harm. GETs are retried on connection errors
+//! and 5xx; submitting a signed transaction is retried too, because the same bytes can
+//! only ever be the same transaction (a node answering "already known" is success).
+//! Executing a transaction action is never retried: the platform would see a reused txId.
+
+use std::time::Duration;
+
+use alloy_primitives::{Address, B256, U256};
+use reqwest::Method;
+use secrecy::{ExposeSecret, SecretString};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::Error;
+
+/// The platform's bearer token. Never printed, never logged: `Debug` shows nothing of it.
+#[derive(Clone)]
+pub struct AccessToken(SecretString);
+
+impl AccessToken {
+    /// Wraps a token.
+    pub fn new(token: impl Into<String>) -> Self {
+        Self(SecretString::from(token.into()))
+    }
+
+    /// The token itself, for the `Authorization` header only.
+    pub fn expose_secret(&self) -> &str {
+        self.0.expose_secret()
+    }
+}
+
+impl std::fmt::Debug for AccessToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AccessToken(<redacted>)")
+    }
+}
+
+/// Timeouts and retry budget of a [`PlatformClient`].
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Time allowed to connect.
+    pub connect_timeout: Duration,
+    /// Time allowed for a whole request, body included.
+    pub request_timeout: Duration,
+    /// How many times a retry-safe request is retried after the first attempt.
+    pub retries: u32,
+    /// First backoff; doubles each retry.
+    pub backoff: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            connect_timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(30),
+            retries: 3,
+            backoff: Duration::from_millis(200),
+        }
+    }
+}
+
+/// Refuses to send a secret over plain http to anything but this machine.
+///
+/// A bearer token on the wire in cleartext is as good as handed out; loopback is the one
+/// exception, for the sandbox and tests.
+pub fn check_url_safe_for_secrets(url: &str) -> Result<reqwest::Url, Error> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| Error::BadUrl {
+        url: url.to_owned(),
+        reason: e.to_string(),
+    })?;
+    match parsed.scheme() {
+        "https" => Ok(parsed),
+        "http" => {
+            let loopback = match parsed.host() {
+                Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+                Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+                Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+                None => false,
+            };
+            if loopback {
+                Ok(parsed)
+            } else {
+                Err(Error::PlaintextRefused {
+                    url: url.to_owned(),
+                })
+            }
+        }
+        other => Err(Error::BadUrl {
+            url: url.to_owned(),
+            reason: format!("unsupported scheme {other:?}: use https"),
+        }),
+    }
+}
+
+/// An answer the platform gave that is an error envelope (or an HTTP error without one).
+#[derive(Debug, Clone, Serialize)]
+pub struct PlatformError {
+    /// HTTP status.
+    pub status: u16,
+    /// The platform's string code, e.g. `NONCE_TOO_LOW`; `HTTP_<status>` when the body
+    /// was not an envelope.
+    pub code: String,
+    /// The platform's message.
+    pub message: String,
+}
+
+impl std::fmt::Display for PlatformError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {} (HTTP {})", self.code, self.message, self.status)
+    }
+}
+
+/// Body of operation 1.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SwapAddressRequest {
+    /// Main-network environment id.
+    pub main_environment_id: String,
+    /// Side-chain environment id.
+    pub side_environment_id: String,
+    /// MT symbol.
+    pub main_token_symbol: String,
+    /// ST symbol.
+    pub side_token_symbol: String,
+}
+
+/// The swap address issued for a user, with the raw `data` as received.
+#[derive(Debug, Clone, Serialize)]
+pub struct SwapAddress {
+    /// Where to send MT.
+    pub address: Address,
+    /// `data` of the envelope, unchanged.
+    pub raw: Value,
+}
+
+/// Body of operation 4.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecuteRequest {
+    /// UUID v4, fresh for every request.
+    pub tx_id: String,
+    /// The executing account.
+    pub from: Address,
+    /// Function parameter name -> decimal string / address.
+    pub inputs: serde_json::Map<String, Value>,
+}
+
+/// A redemption record, in the candidate shapes of `platform-facts.md`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Redemption {
+    /// Status as the platform spells it (lowercased), e.g. `requested`, `completed`.
+    pub status: String,
+    /// `data` of the envelope, unchanged.
+    pub raw: Value,
+}
+
+impl Redemption {
+    /// Whether no further change is expected.
+    pub fn is_terminal(&self) -> bool {
+        matches!(
+            self.status.as_str(),
+            "completed" | "complete" | "success" | "succeeded" | "failed" | "failure" | "rejected"
+        )
+    }
+
+    /// Whether it ended well.
+    pub fn is_success(&self) -> bool {
+        matches!(
+            self.status.as_str(),
+            "completed" | "complete" | "success" | "succeeded"
+        )
+    }
+}
+
+/// A token issued by the access-key exchange.
+#[derive(Debug, Clone)]
+pub struct IssuedToken {
+    /// The bearer token.
+    pub token: AccessToken,
+    /// When it expires, as the platform wrote it (ISO-8601).
+    pub expiry_at: String,
+}
+
+/// The platform API client. Cheap to clone; connections are reused.
+#[derive(Debug, Clone)]
+pub struct PlatformClient {
+    http: reqwest::Client,
+    base: reqwest::Url,
+    token: AccessToken,
+    options: ClientOptions,
+}
+
+fn build_http(options: &ClientOptions) -> Result<reqwest::Client, Error> {
+    reqwest::Client::builder()
+        .connect_timeout(options.connect_timeout)
+        .timeout(options.request_timeout)
+        .pool_idle_timeout(Duration::from_secs(60))
+        .build()
+        .map_err(|e| Error::Http {
+            what: "building the HTTP client".into(),
+            source: e,
+        })
+}
+
+impl PlatformClient {
+    /// A client for `base_url`. Refuses plain http to a non-loopback host, since every
+    /// request carries the token.
+    pub fn new(base_url: &str, token: AccessToken, options: ClientOptions) -> Result<Self, Error> {
+        let mut base = check_url_safe_for_secrets(base_url)?;
+        if !base.path().ends_with('/') {
+            let path = format!("{}/", base.path());
+            base.set_path(&path);
+        }
+        Ok(Self {
+            http: build_http(&options)?,
+            base,
+            token,
+            options,
+        })
+    }
+
+    /// Exchanges an access key and secret key for a bearer token
+    /// (`POST {base}/svc/v2/auth-tokens`).
+    pub async fn issue_token(
+        base_url: &str,
+        access_key: &str,
+        secret_key: &SecretString,
+        expires_in_secs: u64,
+        options: ClientOptions,
+    ) -> Result<IssuedToken, Error> {
+        let placeholder = Self::new(base_url, AccessToken::new(""), options)?;
+        let body = json!({
+            "accessKey": access_key,
+            "secretKey": secret_key.expose_secret(),
+            "expiresIn": expires_in_secs,
+        });
+        let data = placeholder
+            .call(
+                Method::POST,
+                "svc/v2/auth-tokens",
+                &[],
+                Some(&body),
+                false,
+                false,
+            )
+            .await?;
+        let token = data
+            .pointer("/authToken/token")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Error::UnexpectedShape {
+                what: "auth token".into(),
+                expected: "data.authToken.token".into(),
+                data: redact_token(&data),
+            })?;
+        let expiry_at = data
+            .pointer("/authToken/expiryAt")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        Ok(IssuedToken {
+            token: AccessToken::new(token),
+            expiry_at,
+        })
+    }
+
+    /// The base URL.
+    pub fn base_url(&self) -> &reqwest::Url {
+        &self.base
+    }
+
+    /// Operation 1: the swap address for `user`.
+    pub async fn swap_address(
+        &self,
+        user: Address,
+        request: &SwapAddressRequest,
+    ) -> Result<SwapAddress, Error> {
+        let body = serde_json::to_value(request).map_err(Error::Encode)?;
+        let data = self
+            .call(
+                Method::POST,
+                &format!("mx/v2.0/swap/{user}"),
+                &[],
+                Some(&body),
+                false,
+                true,
+            )
+            .await?;
+        // The field name is unknown: accept the candidates, in order.
+        let address = [
+            "/swapAddress",
+            "/address",
+            "/swap/address",
+            "/swapAddress/address",
+        ]
+        .iter()
+        .find_map(|p| data.pointer(p).and_then(Value::as_str))
+        .or_else(|| data.as_str())
+        .ok_or_else(|| Error::UnexpectedShape {
+            what: "swap address".into(),
+            expected: "data.swapAddress or data.address".into(),
+            data: data.clone(),
+        })?;
+        let address = address.parse().map_err(|_| Error::UnexpectedShape {
+            what: "swap address".into(),
+            expected: "a 20-byte hex address".into(),
+            data: data.clone(),
+        })?;
+        Ok(SwapAddress { address, raw: data })
+    }
+
+    /// Operation 2: asks the platform to sign `raw_tx` for a managed account.
+    /// Returns the signed transaction bytes.
+    pub async fn sign_managed(&self, address: Address, raw_tx: &Value) -> Result<Vec<u8>, Error> {
+        let body = json!({ "rawTx": raw_tx });
+        let data = self
+            .call(
+                Method::POST,
+                &format!("mx/v2.0/wallets/{address}/sign"),
+                &[],
+                Some(&body),
+                false,
+                true,
+            )
+            .await?;
+        let hex_str = data
+            .get("signedTx")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Error::UnexpectedShape {
+                what: "managed signature".into(),
+                expected: "data.signedTx".into(),
+                data: data.clone(),
+            })?;
+        decode_hex(hex_str, "data.signedTx")
+    }
+
+    /// Operation 3: submits a signed transaction. Safe to retry (same bytes, same hash).
+    pub async fn submit_signed(&self, signed_tx: &[u8]) -> Result<B256, Error> {
+        let body = json!({ "signedTx": format!("0x{}", hex::encode(signed_tx)) });
+        let data = self
+            .call(
+                Method::POST,
+                "mx/v2.0/transaction/send/signed-tx",
+                &[],
+                Some(&body),
+                true,
+                true,
+            )
+            .await?;
+        // The real platform nests it: data.txHash.txHash; accept a flat one too.
+        let hash = data
+            .pointer("/txHash/txHash")
+            .or_else(|| data.get("txHash"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| Error::UnexpectedShape {
+                what: "submit result".into(),
+                expected: "data.txHash.txHash".into(),
+                data: data.clone(),
+            })?;
+        hash.parse().map_err(|_| Error::UnexpectedShape {
+            what: "submit result".into(),
+            expected: "a 32-byte hex hash".into(),
+            data: data.clone(),
+        })
+    }
+
+    /// Operation 4: executes a transaction action. Never retried (see module docs).
+    /// Returns `data` unchanged; [`crate::action::ActionOutcome::classify`] reads it.
+    pub async fn execute_action(
+        &self,
+        action: &str,
+        request: &ExecuteRequest,
+    ) -> Result<Value, Error> {
+        check_path_segment(action, "action name")?;
+        let body = serde_json::to_value(request).map_err(Error::Encode)?;
+        self.call(
+            Method::POST,
+            &format!("tx/v2.0/transactions/{action}"),
+            &[],
+            Some(&body),
+            false,
+            true,
+        )
+        .await
+    }
+
+    /// Operation 5: the redemption record for a txId or a tx hash.
+    pub async fn redemption(
+        &self,
+        tx_id_or_hash: &str,
+        side_environment_id: &str,
+    ) -> Result<Redemption, Error> {
+        check_path_segment(tx_id_or_hash, "txId or tx hash")?;
+        let body = json!({ "sideEnvironmentId": side_environment_id });
+        let data = self
+            .call(
+                Method::GET,
+                &format!("mx/v2.0/transactions/redeems/{tx_id_or_hash}"),
+                &[],
+                Some(&body),
+                true,
+                true,
+            )
+            .await?;
+        let status = ["/status", "/redeemStatus", "/state", "/redemption/status"]
+            .iter()
+            .find_map(|p| data.pointer(p).and_then(Value::as_str))
+            .ok_or_else(|| Error::UnexpectedShape {
+                what: "redemption record".into(),
+                expected: "data.status".into(),
+                data: data.clone(),
+            })?
+            .to_ascii_lowercase();
+        Ok(Redemption { status, raw: data })
+    }
+
+    /// The next nonce of `address` in an environment (`GET .../wallets/{a}/nonce` with a
+    /// JSON body).
+    pub async fn next_nonce(&self, address: Address, environment_id: &str) -> Result<u64, Error> {
+        let body = json!({ "environmentId": environment_id });
+        let data = self
+            .call(
+                Method::GET,
+                &format!("mx/v2.0/wallets/{address}/nonce"),
+                &[],
+                Some(&body),
+                true,
+                true,
+            )
+            .await?;
+        let nonce = data.get("nonce").ok_or_else(|| Error::UnexpectedShape {
+            what: "next nonce".into(),
+            expected: "data.nonce".into(),
+            data: data.clone(),
+        })?;
+        quantity_u64(nonce).ok_or_else(|| Error::UnexpectedShape {
+            what: "next nonce".into(),
+            expected: "an integer or a 0x-hex quantity".into(),
+            data: data.clone(),
+        })
+    }
+
+    /// A raw MT transfer transaction built by the platform
+    /// (`GET .../token/main-tokens/{symbol}/transfer/raw-tx?...`). Returns `data.rawTx`.
+    pub async fn raw_mt_transfer(
+        &self,
+        symbol: &str,
+        main_environment_id: &str,
+        from: Address,
+        to: Address,
+        amount: U256,
+    ) -> Result<Value, Error> {
+        check_path_segment(symbol, "token symbol")?;
+        let query = [
+            ("mainEnvironmentId", main_environment_id.to_owned()),
+            ("fromAddress", from.to_string()),
+            ("toAddress", to.to_string()),
+            ("amount", amount.to_string()),
+        ];
+        let data = self
+            .call(
+                Method::GET,
+                &format!("mx/v2.0/token/main-tokens/{symbol}/transfer/raw-tx"),
+                &query,
+                None,
+                true,
+                true,
+            )
+            .await?;
+        data.get("rawTx")
+            .cloned()
+            .ok_or_else(|| Error::UnexpectedShape {
+                what: "raw transfer".into(),
+                expected: "data.rawTx".into(),
+                data: data.clone(),
+            })
+    }
+
+    /// Token balance of `address` (`GET /tx/v2.0/wallets/{a}/{mt}[/{st}]/balance`), in
+    /// the token's smallest unit.
+    pub async fn balance(
+        &self,
+        address: Address,
+        main_symbol: &str,
+        side_symbol: Option<&str>,
+    ) -> Result<U256, Error> {
+        check_path_segment(main_symbol, "token symbol")?;
+        let path = match side_symbol {
+            Some(st) => {
+                check_path_segment(st, "token symbol")?;
+                format!("tx/v2.0/wallets/{address}/{main_symbol}/{st}/balance")
+            }
+            None => format!("tx/v2.0/wallets/{address}/{main_symbol}/balance"),
+        };
+        let data = self.call(Method::GET, &path, &[], None, true, true).await?;
+        let balance = data.get("balance").ok_or_else(|| Error::UnexpectedShape {
+            what: "balance".into(),
+            expected: "data.balance".into(),
+            data: data.clone(),
+        })?;
+        let text = match balance {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            _ => String::new(),
+        };
+        text.parse::<U256>().map_err(|_| Error::UnexpectedShape {
+            what: "balance".into(),
+            expected: "a decimal integer string".into(),
+            data: data.clone(),
+        })
+    }
+
+    /// Sends one request and unwraps the envelope; retries when `retry_safe`.
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<&Value>,
+        retry_safe: bool,
+        authenticated: bool,
+    ) -> Result<Value, Error> {
+        let url = self.base.join(path).map_err(|e| Error::BadUrl {
+            url: format!("{}{path}", self.base),
+            reason: e.to_string(),
+        })?;
+        let attempts = if retry_safe {
+            self.options.retries + 1
+        } else {
+            1
+        };
+        let mut backoff = self.options.backoff;
+        let mut last: Option<Error> = None;
+        for attempt in 0..attempts {
+            if attempt > 0 {
+                tokio::time::sleep(backoff).await;
+                backoff = backoff.saturating_mul(2);
+            }
+            let mut req = self.http.request(method.clone(), url.clone());
+            if !query.is_empty() {
+                req = req.query(query);
+            }
+            if authenticated {
+                req = req.bearer_auth(self.token.expose_secret());
+            }
+            if let Some(body) = body {
+                req = req.json(body);
+            }
+            match req.send().await {
+                Ok(resp) => match read_envelope(&method, &url, resp).await {
+                    Ok(data) => return Ok(data),
+                    Err(err @ Error::Platform { .. }) if err.is_server_error() && retry_safe => {
+                        last = Some(err);
+                    }
+                    Err(err) => return Err(err),
+                },
+                Err(source) => {
+                    let err = Error::Http {
+                        what: format!("{method} {}", url.path()),
+                        source,
+                    };
+                    if !retry_safe {
+                        return Err(err);
+                    }
+                    last = Some(err);
+                }
+            }
+        }
+        Err(last.unwrap_or_else(|| Error::UnexpectedShape {
+            what: "request".into(),
+            expected: "an attempt".into(),
+            data: Value::Null,
+        }))
+    }
+}
+
+async fn read_envelope(
+    method: &Method,
+    url: &reqwest::Url,
+    resp: reqwest::Response,
+) -> Result<Value, Error> {
+    let status = resp.status();
+    let bytes = resp.bytes().await.map_err(|source| Error::Http {
+        what: format!("reading the answer to {method} {}", url.path()),
+        source,
+    })?;
+    let parsed: Option<Value> = serde_json::from_slice(&bytes).ok();
+    let ok_envelope = parsed
+        .as_ref()
+        .and_then(|v| v.get("result"))
+        .and_then(Value::as_bool);
+    if status.is_success() && ok_envelope != Some(false) {
+        let value = parsed.ok_or_else(|| Error::UnexpectedShape {
+            what: format!("answer to {method} {}", url.path()),
+            expected: "a JSON envelope".into(),
+            data: Value::String(String::from_utf8_lossy(&bytes).chars().take(200).collect()),
+        })?;
+        // Some operations (webhook update/delete) answer `{result: true}` with no data.
+        return Ok(value.get("data").cloned().unwrap_or(value));
+    }
+    let (code, message) = match &parsed {
+        Some(v) => (
+            v.get("code")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .unwrap_or_else(|| format!("HTTP_{}", status.as_u16())),
+            v.get("message")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .unwrap_or_else(|| status.canonical_reason().unwrap_or("error").to_owned()),
+        ),
+        None => (
+            format!("HTTP_{}", status.as_u16()),
+            String::from_utf8_lossy(&bytes).chars().take(200).collect(),
+        ),
+    };
+    Err(Error::Platform {
+        operation: format!("{method} {}", url.path()),
+        error: PlatformError {
+            status: status.as_u16(),
+            code,
+            message,
+        },
+    })
+}
+
+/// Path segments come from users and configs: refuse anything that could walk the path.
+fn check_path_segment(segment: &str, what: &str) -> Result<(), Error> {
+    let ok = !segment.is_empty()
+        && segment
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && segment != "."
+        && segment != "..";
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::BadInput(format!(
+            "invalid {what} {segment:?}: only letters, digits, '-', '_' and '.' are allowed"
+        )))
+    }
+}
+
+fn decode_hex(text: &str, what: &str) -> Result<Vec<u8>, Error> {
+    let digits = text.strip_prefix("0x").unwrap_or(text);
+    hex::decode(digits).map_err(|_| Error::UnexpectedShape {
+        what: what.to_owned(),
+        expected: "0x-prefixed hex".into(),
+        data: Value::String(text.chars().take(80).collect()),
+    })
+}
+
+/// Reads a JSON integer, decimal string or 0x-hex string as u64.
+pub(crate) fn quantity_u64(value: &Value) -> Option<u64> {
+    match value {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => match s.strip_prefix("0x") {
+            Some(hex) => u64::from_str_radix(hex, 16).ok(),
+            None => s.parse().ok(),
+        },
+        _ => None,
+    }
+}
+
+fn redact_token(data: &Value) -> Value {
+    let mut copy = data.clone();
+    if let Some(t) = copy.pointer_mut("/authToken/token") {
+        *t = Value::String("<redacted>".into());
+    }
+    copy
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_http_only_to_loopback() {
+        assert!(check_url_safe_for_secrets("http://127.0.0.1:8080").is_ok());
+        assert!(check_url_safe_for_secrets("http://localhost:1").is_ok());
+        assert!(check_url_safe_for_secrets("http://[::1]:1").is_ok());
+        assert!(check_url_safe_for_secrets("https://api.example.com").is_ok());
+        let err = check_url_safe_for_secrets("http://api.example.com").unwrap_err();
+        assert!(err.to_string().contains("plain http"), "{err}");
+        assert!(check_url_safe_for_secrets("http://10.0.0.1").is_err());
+        assert!(check_url_safe_for_secrets("ftp://x").is_err());
+    }
+
+    #[test]
+    fn token_debug_is_redacted() {
+        let t = AccessToken::new("super-secret-token-123");
+        let client = PlatformClient::new("http://127.0.0.1:1", t.clone(), Default::default())
+            .expect("client");
+        for text in [format!("{t:?}"), format!("{client:?}")] {
+            assert!(!text.contains("super-secret-token-123"), "{text}");
+        }
+    }
+
+    #[test]
+    fn path_segments_are_checked() {
+        assert!(check_path_segment("redeem-st_1", "x").is_ok());
+        assert!(check_path_segment("../admin", "x").is_err());
+        assert!(check_path_segment("a/b", "x").is_err());
+        assert!(check_path_segment("", "x").is_err());
+        assert!(check_path_segment("..", "x").is_err());
+    }
+
+    #[test]
+    fn quantities() {
+        assert_eq!(quantity_u64(&json!(7)), Some(7));
+        assert_eq!(quantity_u64(&json!("0x1f")), Some(31));
+        assert_eq!(quantity_u64(&json!("12")), Some(12));
+        assert_eq!(quantity_u64(&json!("0xzz")), None);
+        assert_eq!(quantity_u64(&json!(null)), None);
+    }
+}

@@ -1,0 +1,123 @@
+//! The one error type of the flows (the webhook module has its own).
+
+use serde_json::Value;
+
+use crate::client::PlatformError;
+
+/// What can go wrong talking to the platform, checking what it returned, or keeping the
+/// journal.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A URL could not be used.
+    #[error("invalid url {url:?}: {reason}")]
+    BadUrl {
+        /// The URL as given.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+
+    /// A secret would have gone over plain http to another machine.
+    #[error(
+        "refusing to send the access token over plain http to {url}: use https (plain http \
+         is allowed only to 127.0.0.1/localhost)"
+    )]
+    PlaintextRefused {
+        /// The URL.
+        url: String,
+    },
+
+    /// The request did not get an answer (connection refused, timeout, reset).
+    #[error("{what}: {source}")]
+    Http {
+        /// What was being done.
+        what: String,
+        /// The transport error.
+        #[source]
+        source: reqwest::Error,
+    },
+
+    /// The platform answered with an error envelope or an HTTP error.
+    #[error("{operation}: {error}")]
+    Platform {
+        /// Method and path.
+        operation: String,
+        /// Status, code and message.
+        error: PlatformError,
+    },
+
+    /// The answer is not in any shape this client knows.
+    #[error("unexpected {what} from the platform: expected {expected}, got {data}")]
+    UnexpectedShape {
+        /// What was being read.
+        what: String,
+        /// The shape(s) looked for.
+        expected: String,
+        /// What came (may be shortened).
+        data: Value,
+    },
+
+    /// A request body could not be encoded.
+    #[error("cannot encode the request: {0}")]
+    Encode(#[source] serde_json::Error),
+
+    /// An argument given by the user or the config is unusable.
+    #[error("{0}")]
+    BadInput(String),
+
+    /// The raw transaction failed parsing or the checks against the intent; nothing was
+    /// signed.
+    #[error(transparent)]
+    Tx(#[from] bridgectl_tx::Error),
+
+    /// Unlocking the key failed.
+    #[error(transparent)]
+    Keystore(#[from] bridgectl_keystore::Error),
+
+    /// The journal database failed.
+    #[error("journal {path}: {source}")]
+    Journal {
+        /// The database file.
+        path: String,
+        /// The SQLite error.
+        #[source]
+        source: rusqlite::Error,
+    },
+
+    /// A record asked for is not in the journal.
+    #[error("no flow with txId {0} in the journal")]
+    NotInJournal(String),
+
+    /// The signed bundle does not match the request it claims to answer.
+    #[error("signed bundle does not match its request: {0}")]
+    BundleMismatch(String),
+
+    /// Waiting ran out of time; the flow can be finished later with `resume`.
+    #[error("gave up waiting after {seconds}s for {what}")]
+    Timeout {
+        /// What was awaited.
+        what: String,
+        /// How long.
+        seconds: u64,
+    },
+
+    /// The user (through the approval callback) declined.
+    #[error("declined: {0}")]
+    Declined(String),
+}
+
+impl Error {
+    /// 5xx from the platform: the request may be retried if it is retry-safe.
+    pub fn is_server_error(&self) -> bool {
+        matches!(self, Error::Platform { error, .. } if error.status >= 500)
+    }
+
+    /// The platform's error code, if this is an error envelope.
+    pub fn platform_code(&self) -> Option<&str> {
+        match self {
+            Error::Platform { error, .. } => Some(&error.code),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,481 @@
+//! The journal: every flow and each of its steps, durable in SQLite before the next step
+//! runs.
+//!
+//! The rule that matters most: a signed transaction is committed here (with
+//! `synchronous = FULL`, so it survives a power cut) **before** it is submitted. If the
+//! process dies or the answer to the submission is lost, `resume` finds the same signed
+//! bytes and sends them again; nothing ever signs a second transaction with a new nonce
+//! on its own.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::Error;
+
+/// Where a flow stands. Stored as lowercase text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FlowState {
+    /// Recorded; nothing sent yet.
+    Started,
+    /// A transaction action was executed; its answer is recorded.
+    Executed,
+    /// The raw transaction passed every check against the intent.
+    Verified,
+    /// Signed; the signed bytes are in the journal and not yet known to be sent.
+    Signed,
+    /// The platform (or node) accepted the signed transaction.
+    Submitted,
+    /// Done: mined, redeemed, credited.
+    Completed,
+    /// Ended in failure; see the last step.
+    Failed,
+}
+
+impl FlowState {
+    /// The stored spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlowState::Started => "started",
+            FlowState::Executed => "executed",
+            FlowState::Verified => "verified",
+            FlowState::Signed => "signed",
+            FlowState::Submitted => "submitted",
+            FlowState::Completed => "completed",
+            FlowState::Failed => "failed",
+        }
+    }
+
+    fn parse(text: &str) -> FlowState {
+        match text {
+            "started" => FlowState::Started,
+            "executed" => FlowState::Executed,
+            "verified" => FlowState::Verified,
+            "signed" => FlowState::Signed,
+            "submitted" => FlowState::Submitted,
+            "completed" => FlowState::Completed,
+            _ => FlowState::Failed,
+        }
+    }
+}
+
+/// One flow as recorded.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FlowRecord {
+    /// The txId (UUID v4) that names the flow.
+    pub tx_id: String,
+    /// `redeem`, `swap`, `transfer`, `action`, `submit`.
+    pub kind: String,
+    /// Where it stands.
+    pub state: FlowState,
+    /// The signing account.
+    pub from: Option<String>,
+    /// What the user asked for.
+    pub intent: Value,
+    /// The raw transaction as received, if any.
+    pub raw_tx: Option<Value>,
+    /// The signed transaction, 0x hex, once signed.
+    pub signed_tx: Option<String>,
+    /// Its hash.
+    pub tx_hash: Option<String>,
+    /// Chain it is for.
+    pub chain_id: Option<u64>,
+    /// Its nonce.
+    pub nonce: Option<u64>,
+    /// The last result seen (e.g. the redemption record).
+    pub result: Option<Value>,
+    /// When the flow began (RFC 3339, UTC).
+    pub created_at: String,
+    /// Last change.
+    pub updated_at: String,
+}
+
+/// One step of a flow.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepRecord {
+    /// When (RFC 3339, UTC).
+    pub at: String,
+    /// What happened, e.g. `executed`, `verified`, `signed`, `submit-failed`.
+    pub step: String,
+    /// Details.
+    pub detail: Value,
+}
+
+/// A signed transaction, as the journal keeps it.
+#[derive(Debug, Clone)]
+pub struct SignedEntry<'a> {
+    /// The signed bytes.
+    pub raw: &'a [u8],
+    /// Their keccak hash.
+    pub hash: String,
+    /// Chain id.
+    pub chain_id: u64,
+    /// Nonce.
+    pub nonce: u64,
+}
+
+/// The journal database. Thread-safe; every write is its own durable transaction.
+#[derive(Debug)]
+pub struct Journal {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS flows (
+    tx_id      TEXT PRIMARY KEY,
+    kind       TEXT NOT NULL,
+    state      TEXT NOT NULL,
+    from_addr  TEXT,
+    intent     TEXT NOT NULL,
+    raw_tx     TEXT,
+    signed_tx  TEXT,
+    tx_hash    TEXT,
+    chain_id   INTEGER,
+    nonce      TEXT,
+    result     TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS steps (
+    id     INTEGER PRIMARY KEY AUTOINCREMENT,
+    tx_id  TEXT NOT NULL REFERENCES flows(tx_id),
+    at     TEXT NOT NULL,
+    step   TEXT NOT NULL,
+    detail TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS steps_by_flow ON steps(tx_id, id);
+CREATE INDEX IF NOT EXISTS flows_by_hash ON flows(tx_hash);
+";
+
+fn now() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+impl Journal {
+    /// `$XDG_STATE_HOME/bridgectl/journal.sqlite3` (or the data dir where there is no
+    /// state dir).
+    pub fn default_path() -> Option<PathBuf> {
+        dirs::state_dir()
+            .or_else(dirs::data_dir)
+            .map(|d| d.join("bridgectl").join("journal.sqlite3"))
+    }
+
+    /// Opens (creating if needed) the journal at `path`: directory 0700, file 0600,
+    /// WAL with full fsync on every commit.
+    pub fn open(path: impl AsRef<Path>) -> Result<Journal, Error> {
+        let path = path.as_ref().to_path_buf();
+        let err = |source| Error::Journal {
+            path: path.display().to_string(),
+            source,
+        };
+        if let Some(dir) = path.parent() {
+            create_private_dir(dir).map_err(|e| {
+                Error::BadInput(format!("cannot create journal dir {}: {e}", dir.display()))
+            })?;
+        }
+        let conn = Connection::open(&path).map_err(err)?;
+        restrict_file(&path);
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;",
+        )
+        .map_err(err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(err)?;
+        conn.execute_batch(SCHEMA).map_err(err)?;
+        Ok(Journal {
+            conn: Mutex::new(conn),
+            path,
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>) -> Result<T, Error> {
+        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut conn).map_err(|source| Error::Journal {
+            path: self.path.display().to_string(),
+            source,
+        })
+    }
+
+    /// Records a new flow and its first step.
+    pub fn begin(
+        &self,
+        tx_id: &str,
+        kind: &str,
+        from: Option<&str>,
+        intent: &Value,
+    ) -> Result<(), Error> {
+        let at = now();
+        self.with(|c| {
+            let t = c.transaction()?;
+            t.execute(
+                "INSERT INTO flows (tx_id, kind, state, from_addr, intent, created_at, updated_at)
+                 VALUES (?1, ?2, 'started', ?3, ?4, ?5, ?5)",
+                params![tx_id, kind, from, intent.to_string(), at],
+            )?;
+            t.execute(
+                "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, 'started', ?3)",
+                params![tx_id, at, intent.to_string()],
+            )?;
+            t.commit()
+        })
+    }
+
+    /// Records a step and moves the flow to `state`.
+    pub fn step(
+        &self,
+        tx_id: &str,
+        state: FlowState,
+        step: &str,
+        detail: &Value,
+    ) -> Result<(), Error> {
+        let at = now();
+        self.with(|c| {
+            let t = c.transaction()?;
+            let n = t.execute(
+                "UPDATE flows SET state = ?2, updated_at = ?3 WHERE tx_id = ?1",
+                params![tx_id, state.as_str(), at],
+            )?;
+            if n == 0 {
+                return Err(rusqlite::Error::QueryReturnedNoRows);
+            }
+            t.execute(
+                "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, ?3, ?4)",
+                params![tx_id, at, step, detail.to_string()],
+            )?;
+            t.commit()
+        })
+    }
+
+    /// Records a step without changing the state (progress, retries, errors on the way).
+    pub fn note(&self, tx_id: &str, step: &str, detail: &Value) -> Result<(), Error> {
+        let at = now();
+        self.with(|c| {
+            c.execute(
+                "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, ?3, ?4)",
+                params![tx_id, at, step, detail.to_string()],
+            )
+            .map(|_| ())
+        })
+    }
+
+    /// Records the raw transaction as received from the platform.
+    pub fn record_raw_tx(&self, tx_id: &str, raw_tx: &Value) -> Result<(), Error> {
+        self.with(|c| {
+            c.execute(
+                "UPDATE flows SET raw_tx = ?2, state = 'executed', updated_at = ?3 WHERE tx_id = ?1",
+                params![tx_id, raw_tx.to_string(), now()],
+            )
+            .map(|_| ())
+        })?;
+        self.note(tx_id, "executed", raw_tx)
+    }
+
+    /// Records the signed transaction. Durable when this returns: only then may it be
+    /// submitted.
+    pub fn record_signed(&self, tx_id: &str, signed: &SignedEntry<'_>) -> Result<(), Error> {
+        let at = now();
+        let hex = format!("0x{}", hex::encode(signed.raw));
+        self.with(|c| {
+            let t = c.transaction()?;
+            t.execute(
+                "UPDATE flows SET signed_tx = ?2, tx_hash = ?3, chain_id = ?4, nonce = ?5,
+                        state = 'signed', updated_at = ?6 WHERE tx_id = ?1",
+                params![
+                    tx_id,
+                    hex,
+                    signed.hash,
+                    signed.chain_id as i64,
+                    signed.nonce.to_string(),
+                    at
+                ],
+            )?;
+            t.execute(
+                "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, 'signed', ?3)",
+                params![
+                    tx_id,
+                    at,
+                    serde_json::json!({"txHash": signed.hash, "chainId": signed.chain_id,
+                                       "nonce": signed.nonce})
+                    .to_string()
+                ],
+            )?;
+            t.commit()
+        })
+    }
+
+    /// Records the last result seen (e.g. a redemption record).
+    pub fn record_result(&self, tx_id: &str, result: &Value) -> Result<(), Error> {
+        self.with(|c| {
+            c.execute(
+                "UPDATE flows SET result = ?2, updated_at = ?3 WHERE tx_id = ?1",
+                params![tx_id, result.to_string(), now()],
+            )
+            .map(|_| ())
+        })
+    }
+
+    /// One flow.
+    pub fn get(&self, tx_id: &str) -> Result<FlowRecord, Error> {
+        self.with(|c| {
+            c.query_row(
+                &format!("SELECT {COLUMNS} FROM flows WHERE tx_id = ?1"),
+                params![tx_id],
+                row_to_record,
+            )
+            .optional()
+        })?
+        .ok_or_else(|| Error::NotInJournal(tx_id.to_owned()))
+    }
+
+    /// The most recent flows, newest first.
+    pub fn list(&self, limit: usize) -> Result<Vec<FlowRecord>, Error> {
+        self.with(|c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT {COLUMNS} FROM flows ORDER BY created_at DESC, rowid DESC LIMIT ?1"
+            ))?;
+            let rows = stmt.query_map(params![limit as i64], row_to_record)?;
+            rows.collect()
+        })
+    }
+
+    /// The steps of one flow, oldest first.
+    pub fn steps(&self, tx_id: &str) -> Result<Vec<StepRecord>, Error> {
+        self.with(|c| {
+            let mut stmt =
+                c.prepare("SELECT at, step, detail FROM steps WHERE tx_id = ?1 ORDER BY id")?;
+            let rows = stmt.query_map(params![tx_id], |r| {
+                let detail: String = r.get(2)?;
+                Ok(StepRecord {
+                    at: r.get(0)?,
+                    step: r.get(1)?,
+                    detail: serde_json::from_str(&detail).unwrap_or(Value::String(detail)),
+                })
+            })?;
+            rows.collect()
+        })
+    }
+}
+
+const COLUMNS: &str = "tx_id, kind, state, from_addr, intent, raw_tx, signed_tx, tx_hash, \
+                       chain_id, nonce, result, created_at, updated_at";
+
+fn json_col(text: Option<String>) -> Option<Value> {
+    text.map(|t| serde_json::from_str(&t).unwrap_or(Value::String(t)))
+}
+
+fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<FlowRecord> {
+    let state: String = r.get(2)?;
+    let intent: String = r.get(4)?;
+    let nonce: Option<String> = r.get(9)?;
+    let chain_id: Option<i64> = r.get(8)?;
+    Ok(FlowRecord {
+        tx_id: r.get(0)?,
+        kind: r.get(1)?,
+        state: FlowState::parse(&state),
+        from: r.get(3)?,
+        intent: serde_json::from_str(&intent).unwrap_or(Value::String(intent)),
+        raw_tx: json_col(r.get(5)?),
+        signed_tx: r.get(6)?,
+        tx_hash: r.get(7)?,
+        chain_id: chain_id.map(|c| c as u64),
+        nonce: nonce.and_then(|n| n.parse().ok()),
+        result: json_col(r.get(10)?),
+        created_at: r.get(11)?,
+        updated_at: r.get(12)?,
+    })
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+fn restrict_file(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    // Best effort: the journal holds signed transactions (public once sent) and intents,
+    // no secrets; 0600 keeps other users from reading what you did.
+    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_flow_round_trips_with_its_steps() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("j/journal.sqlite3");
+        let j = Journal::open(&path).expect("open");
+        j.begin("id-1", "redeem", Some("0xabc"), &json!({"amount": "1"}))
+            .expect("begin");
+        j.record_raw_tx("id-1", &json!({"nonce": "0x1"}))
+            .expect("raw");
+        j.step("id-1", FlowState::Verified, "verified", &json!({}))
+            .expect("verify");
+        j.record_signed(
+            "id-1",
+            &SignedEntry {
+                raw: &[0xf8, 0x01],
+                hash: "0xhash".into(),
+                chain_id: 31337,
+                nonce: u64::MAX,
+            },
+        )
+        .expect("signed");
+        drop(j);
+
+        // A new process sees everything that was committed.
+        let j = Journal::open(&path).expect("reopen");
+        let rec = j.get("id-1").expect("get");
+        assert_eq!(rec.state, FlowState::Signed);
+        assert_eq!(rec.signed_tx.as_deref(), Some("0xf801"));
+        assert_eq!(rec.nonce, Some(u64::MAX));
+        assert_eq!(rec.chain_id, Some(31337));
+        assert_eq!(rec.raw_tx, Some(json!({"nonce": "0x1"})));
+        let steps: Vec<_> = j
+            .steps("id-1")
+            .expect("steps")
+            .into_iter()
+            .map(|s| s.step)
+            .collect();
+        assert_eq!(steps, ["started", "executed", "verified", "signed"]);
+        assert_eq!(j.list(10).expect("list").len(), 1);
+
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).expect("meta").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+
+    #[test]
+    fn unknown_flows_are_reported() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let j = Journal::open(dir.path().join("j.sqlite3")).expect("open");
+        assert!(matches!(j.get("nope"), Err(Error::NotInJournal(_))));
+        assert!(j.step("nope", FlowState::Failed, "x", &json!({})).is_err());
+        j.begin("a", "swap", None, &json!({})).expect("begin");
+        assert!(
+            j.begin("a", "swap", None, &json!({})).is_err(),
+            "txId reused"
+        );
+    }
+}

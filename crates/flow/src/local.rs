@@ -1,0 +1,391 @@
+//! Transactions bridgectl builds itself: token transfers (the MT transfer of a swap, a
+//! plain MT or ST transfer) and managed-account signing (operation 2, then 3).
+//!
+//! The calldata is built here, never taken from outside. The nonce and gas come from
+//! the node (`pending`) or the platform, and are still checked against the caps.
+
+use std::time::{Duration, Instant};
+
+use alloy_primitives::{Address, U256};
+use bridgectl_tx::RawTx;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::Error;
+use crate::client::SwapAddressRequest;
+use crate::engine::{Approver, ChainSide, Flows, Progress, Submitted, transfer_intent};
+use crate::journal::FlowState;
+use crate::rpc::NodeClient;
+
+/// Where a locally built transaction's nonce comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NonceSource {
+    /// The platform's next-nonce operation.
+    Platform,
+    /// The node's `pending` transaction count.
+    Node,
+    /// Given by the user.
+    Fixed(u64),
+}
+
+/// Where a locally built transaction's gas limit and price come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GasSource {
+    /// The node: `eth_estimateGas` (+20% headroom) and `eth_gasPrice`.
+    Node,
+    /// The platform's raw MT transfer operation (MT only).
+    Platform,
+    /// Given by the user.
+    Fixed {
+        /// Gas limit.
+        limit: u64,
+        /// Gas price in wei.
+        price: u128,
+    },
+}
+
+/// Which token a transfer moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Which {
+    /// The main-network token.
+    Mt,
+    /// The side-chain token.
+    St,
+}
+
+/// The outcome of a swap.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SwapOutcome {
+    /// The swap address MT was sent to.
+    pub swap_address: Address,
+    /// `data` of the swap-address answer, unchanged.
+    pub swap_address_raw: serde_json::Value,
+    /// The MT transfer.
+    pub submitted: Submitted,
+    /// ST balance before, when waited for.
+    pub st_before: Option<U256>,
+    /// ST balance after the credit, when waited for.
+    pub st_after: Option<U256>,
+}
+
+impl Flows<'_> {
+    fn side(&self, which: Which) -> Result<&ChainSide, Error> {
+        let bridge = self.bridge()?;
+        Ok(match which {
+            Which::Mt => &bridge.main,
+            Which::St => &bridge.side,
+        })
+    }
+
+    fn node(&self, which: Which) -> Result<NodeClient, Error> {
+        let side = self.side(which)?;
+        let url = side.rpc_url.as_deref().ok_or_else(|| {
+            Error::BadInput(format!(
+                "no node URL configured for the {} chain (set rpc_url in the profile)",
+                side.symbol
+            ))
+        })?;
+        NodeClient::new(url)
+    }
+
+    /// Builds the unsigned `transfer(to, amount)` of `which` from `from`.
+    pub async fn build_transfer(
+        &self,
+        which: Which,
+        from: Address,
+        to: Address,
+        amount: U256,
+        nonce: NonceSource,
+        gas: GasSource,
+    ) -> Result<RawTx, Error> {
+        let side = self.side(which)?;
+        let data = bridgectl_tx::calldata::erc20_transfer(to, amount);
+        let nonce = match nonce {
+            NonceSource::Fixed(n) => n,
+            NonceSource::Platform => self.client.next_nonce(from, &side.environment_id).await?,
+            NonceSource::Node => self.node(which)?.pending_nonce(from).await?,
+        };
+        let (gas_limit, gas_price) = match gas {
+            GasSource::Fixed { limit, price } => (limit, price),
+            GasSource::Node => {
+                let node = self.node(which)?;
+                let estimate = node.estimate_gas(from, side.token, &data).await?;
+                // Headroom: state can change between estimate and inclusion.
+                (
+                    estimate.saturating_add(estimate / 5),
+                    node.gas_price().await?,
+                )
+            }
+            GasSource::Platform => {
+                if which != Which::Mt {
+                    return Err(Error::BadInput(
+                        "the platform's raw-transfer operation builds MT transfers only; use \
+                         the node or fixed gas for ST"
+                            .into(),
+                    ));
+                }
+                let raw = self
+                    .client
+                    .raw_mt_transfer(&side.symbol, &side.environment_id, from, to, amount)
+                    .await?;
+                let theirs = RawTx::from_value(&raw)?;
+                (theirs.gas_limit, theirs.gas_price)
+            }
+        };
+        Ok(RawTx {
+            from,
+            to: side.token,
+            data: data.into(),
+            nonce,
+            gas_limit,
+            gas_price,
+            chain_id: side.chain_id,
+            value: U256::ZERO,
+        })
+    }
+
+    /// Transfers `amount` (base units) of MT or ST from `from` to `to`, signed locally.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn transfer(
+        &self,
+        which: Which,
+        from: Address,
+        to: Address,
+        amount: U256,
+        nonce: NonceSource,
+        gas: GasSource,
+        approver: &mut dyn Approver,
+        progress: &mut dyn Progress,
+    ) -> Result<Submitted, Error> {
+        let side = self.side(which)?;
+        let intent = transfer_intent(
+            side,
+            to,
+            amount,
+            &format!("transfer {} to {to}", side.symbol),
+        );
+        let tx_id = uuid::Uuid::new_v4().to_string();
+        self.journal.begin(
+            &tx_id,
+            "transfer",
+            Some(&from.to_string()),
+            &json!({"token": side.symbol, "to": to, "amount": amount.to_string()}),
+        )?;
+        let raw = self
+            .build_transfer(which, from, to, amount, nonce, gas)
+            .await
+            .inspect_err(|e| self.fail(&tx_id, "build-failed", e))?;
+        self.journal
+            .record_raw_tx(&tx_id, &serde_json::to_value(&raw).unwrap_or_default())?;
+        self.sign_and_submit(&tx_id, "transfer", from, &raw, &intent, approver, progress)
+            .await
+    }
+
+    /// Swaps MT into ST: issue the swap address, send MT there, and with `wait` poll
+    /// the ST balance until it moves.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn swap(
+        &self,
+        from: Address,
+        amount: U256,
+        nonce: NonceSource,
+        gas: GasSource,
+        wait: bool,
+        approver: &mut dyn Approver,
+        progress: &mut dyn Progress,
+    ) -> Result<SwapOutcome, Error> {
+        let bridge = self.bridge()?;
+        let (main, side) = (&bridge.main, &bridge.side);
+        let tx_id = uuid::Uuid::new_v4().to_string();
+        self.journal.begin(
+            &tx_id,
+            "swap",
+            Some(&from.to_string()),
+            &json!({"amount": amount.to_string(), "mt": main.symbol, "st": side.symbol}),
+        )?;
+        progress.step("issuing the swap address");
+        let swap = self
+            .client
+            .swap_address(
+                from,
+                &SwapAddressRequest {
+                    main_environment_id: main.environment_id.clone(),
+                    side_environment_id: side.environment_id.clone(),
+                    main_token_symbol: main.symbol.clone(),
+                    side_token_symbol: side.symbol.clone(),
+                },
+            )
+            .await
+            .inspect_err(|e| self.fail(&tx_id, "swap-address-failed", e))?;
+        self.journal.note(
+            &tx_id,
+            "swap-address",
+            &json!({"address": swap.address, "raw": swap.raw}),
+        )?;
+        progress.step(&format!("swap address {}", swap.address));
+        let st_before = if wait {
+            Some(self.st_balance(from).await?)
+        } else {
+            None
+        };
+        let raw = self
+            .build_transfer(Which::Mt, from, swap.address, amount, nonce, gas)
+            .await
+            .inspect_err(|e| self.fail(&tx_id, "build-failed", e))?;
+        self.journal
+            .record_raw_tx(&tx_id, &serde_json::to_value(&raw).unwrap_or_default())?;
+        let intent = transfer_intent(
+            main,
+            swap.address,
+            amount,
+            &format!(
+                "swap: send {} to the swap address {}",
+                main.symbol, swap.address
+            ),
+        );
+        let submitted = self
+            .sign_and_submit(&tx_id, "swap", from, &raw, &intent, approver, progress)
+            .await?;
+        let st_after = match st_before {
+            Some(before) => Some(self.wait_st_credit(&tx_id, from, before, progress).await?),
+            None => None,
+        };
+        if wait {
+            self.complete(
+                &tx_id,
+                &json!({"stBefore": st_before.map(|b| b.to_string()),
+                        "stAfter": st_after.map(|a| a.to_string())}),
+                true,
+            )?;
+        }
+        Ok(SwapOutcome {
+            swap_address: swap.address,
+            swap_address_raw: swap.raw,
+            submitted,
+            st_before,
+            st_after,
+        })
+    }
+
+    /// The ST balance of `owner`: from the side node if configured, else the platform.
+    pub async fn st_balance(&self, owner: Address) -> Result<U256, Error> {
+        self.token_balance(Which::St, owner).await
+    }
+
+    /// A token balance: from the node if configured, else the platform's balance
+    /// operation.
+    pub async fn token_balance(&self, which: Which, owner: Address) -> Result<U256, Error> {
+        let side = self.side(which)?;
+        if side.rpc_url.is_some() {
+            return self.node(which)?.token_balance(side.token, owner).await;
+        }
+        match which {
+            Which::Mt => self.client.balance(owner, &side.symbol, None).await,
+            Which::St => {
+                self.client
+                    .balance(owner, &self.bridge()?.main.symbol, Some(&side.symbol))
+                    .await
+            }
+        }
+    }
+
+    async fn wait_st_credit(
+        &self,
+        tx_id: &str,
+        owner: Address,
+        before: U256,
+        progress: &mut dyn Progress,
+    ) -> Result<U256, Error> {
+        progress.step("waiting for the ST credit");
+        let start = Instant::now();
+        loop {
+            let now = self.st_balance(owner).await?;
+            if now > before {
+                self.journal.note(
+                    tx_id,
+                    "credited",
+                    &json!({"before": before.to_string(), "after": now.to_string()}),
+                )?;
+                return Ok(now);
+            }
+            if start.elapsed() >= self.wait.timeout {
+                return Err(Error::Timeout {
+                    what: format!("the ST credit of swap {tx_id}"),
+                    seconds: self.wait.timeout.as_secs(),
+                });
+            }
+            tokio::time::sleep(self.wait.interval.min(Duration::from_secs(2))).await;
+        }
+    }
+
+    /// A managed-account transfer: the platform signs (operation 2) the transaction we
+    /// built, we check that what it signed is exactly that, then submit (operation 3).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn managed_transfer(
+        &self,
+        which: Which,
+        from: Address,
+        to: Address,
+        amount: U256,
+        nonce: NonceSource,
+        gas: GasSource,
+        progress: &mut dyn Progress,
+    ) -> Result<Submitted, Error> {
+        let side = self.side(which)?;
+        let tx_id = uuid::Uuid::new_v4().to_string();
+        self.journal.begin(
+            &tx_id,
+            "managed-transfer",
+            Some(&from.to_string()),
+            &json!({"token": side.symbol, "to": to, "amount": amount.to_string()}),
+        )?;
+        let raw = self
+            .build_transfer(which, from, to, amount, nonce, gas)
+            .await
+            .inspect_err(|e| self.fail(&tx_id, "build-failed", e))?;
+        let raw_json = serde_json::to_value(&raw).unwrap_or_default();
+        self.journal.record_raw_tx(&tx_id, &raw_json)?;
+        progress.step("asking the platform to sign for the managed account");
+        let signed = self
+            .client
+            .sign_managed(from, &raw_json)
+            .await
+            .inspect_err(|e| self.fail(&tx_id, "sign-failed", e))?;
+        let decoded = bridgectl_tx::decode::decode_signed(&signed)
+            .map_err(Error::Tx)
+            .inspect_err(|e| self.fail(&tx_id, "refused", e))?;
+        crate::airgap::check_signed_matches(&decoded, &raw)
+            .inspect_err(|e| self.fail(&tx_id, "refused", e))?;
+        self.journal.record_signed(
+            &tx_id,
+            &crate::journal::SignedEntry {
+                raw: &signed,
+                hash: decoded.hash.to_string(),
+                chain_id: raw.chain_id,
+                nonce: raw.nonce,
+            },
+        )?;
+        self.submit_journaled(
+            &tx_id,
+            &signed,
+            decoded.hash,
+            raw.chain_id,
+            raw.nonce,
+            from,
+            progress,
+        )
+        .await
+    }
+
+    /// Journals a failure (best effort: the original error is what the caller reports).
+    pub(crate) fn fail(&self, tx_id: &str, step: &str, err: &Error) {
+        let _ = self.journal.step(
+            tx_id,
+            FlowState::Failed,
+            step,
+            &json!({"error": err.to_string()}),
+        );
+    }
+}

@@ -1,0 +1,252 @@
+//! A small JSON-RPC client for an EVM node: the direct path the spec allows for redeem
+//! ("a node RPC endpoint and the contract address"), nonces from `pending`, gas prices,
+//! receipts and token balances.
+//!
+//! Deliberately tiny: a handful of methods, typed results, the same error type as the
+//! platform client. Node URLs carry no secret here, but plain http to a non-loopback node
+//! is still refused unless it is https, because a lying node can feed a wrong chain id or
+//! nonce.
+
+use std::time::Duration;
+
+use alloy_primitives::{Address, B256, U256};
+use serde_json::{Value, json};
+
+use crate::Error;
+use crate::client::check_url_safe_for_secrets;
+
+/// A node's JSON-RPC endpoint.
+#[derive(Debug, Clone)]
+pub struct NodeClient {
+    http: reqwest::Client,
+    url: reqwest::Url,
+}
+
+/// The parts of a receipt the flows look at.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Receipt {
+    /// The transaction hash.
+    pub transaction_hash: B256,
+    /// Block it was mined in.
+    pub block_number: u64,
+    /// `true` when the transaction did not revert.
+    pub success: bool,
+    /// Gas used.
+    pub gas_used: u64,
+}
+
+fn parse_quantity(v: &Value, what: &str) -> Result<U256, Error> {
+    v.as_str()
+        .and_then(|s| s.strip_prefix("0x"))
+        .and_then(|h| U256::from_str_radix(h, 16).ok())
+        .ok_or_else(|| Error::UnexpectedShape {
+            what: what.to_owned(),
+            expected: "a 0x-hex quantity".into(),
+            data: v.clone(),
+        })
+}
+
+fn to_u64(v: U256, what: &str) -> Result<u64, Error> {
+    u64::try_from(v).map_err(|_| Error::UnexpectedShape {
+        what: what.to_owned(),
+        expected: "a quantity below 2^64".into(),
+        data: Value::String(v.to_string()),
+    })
+}
+
+impl NodeClient {
+    /// A client for the node at `url`.
+    pub fn new(url: &str) -> Result<Self, Error> {
+        let url = check_url_safe_for_secrets(url)?;
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| Error::Http {
+                what: "building the HTTP client".into(),
+                source: e,
+            })?;
+        Ok(Self { http, url })
+    }
+
+    /// One JSON-RPC call; a JSON-RPC error becomes [`Error::Platform`] with code
+    /// `RPC_<code>` so node errors read like platform errors.
+    pub async fn call(&self, method: &str, params: Value) -> Result<Value, Error> {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let resp = self
+            .http
+            .post(self.url.clone())
+            .json(&body)
+            .send()
+            .await
+            .map_err(|source| Error::Http {
+                what: format!("node {method}"),
+                source,
+            })?;
+        let status = resp.status().as_u16();
+        let v: Value = resp.json().await.map_err(|source| Error::Http {
+            what: format!("reading node answer to {method}"),
+            source,
+        })?;
+        if let Some(err) = v.get("error") {
+            return Err(Error::Platform {
+                operation: format!("node {method}"),
+                error: crate::client::PlatformError {
+                    status,
+                    code: format!(
+                        "RPC_{}",
+                        err.get("code").and_then(Value::as_i64).unwrap_or(0)
+                    ),
+                    message: err
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("error")
+                        .to_owned(),
+                },
+            });
+        }
+        Ok(v.get("result").cloned().unwrap_or(Value::Null))
+    }
+
+    /// `eth_chainId`.
+    pub async fn chain_id(&self) -> Result<u64, Error> {
+        let v = self.call("eth_chainId", json!([])).await?;
+        to_u64(parse_quantity(&v, "chain id")?, "chain id")
+    }
+
+    /// The next nonce counting pending transactions (`eth_getTransactionCount`,
+    /// `pending`), so a transaction still in the pool is not replaced by accident.
+    pub async fn pending_nonce(&self, address: Address) -> Result<u64, Error> {
+        let v = self
+            .call("eth_getTransactionCount", json!([address, "pending"]))
+            .await?;
+        to_u64(parse_quantity(&v, "nonce")?, "nonce")
+    }
+
+    /// `eth_gasPrice`.
+    pub async fn gas_price(&self) -> Result<u128, Error> {
+        let v = self.call("eth_gasPrice", json!([])).await?;
+        u128::try_from(parse_quantity(&v, "gas price")?).map_err(|_| Error::UnexpectedShape {
+            what: "gas price".into(),
+            expected: "below 2^128".into(),
+            data: v,
+        })
+    }
+
+    /// `eth_estimateGas` for a call from `from` to `to` with `data`.
+    pub async fn estimate_gas(
+        &self,
+        from: Address,
+        to: Address,
+        data: &[u8],
+    ) -> Result<u64, Error> {
+        let v = self
+            .call(
+                "eth_estimateGas",
+                json!([{"from": from, "to": to, "data": format!("0x{}", hex::encode(data))}]),
+            )
+            .await?;
+        to_u64(parse_quantity(&v, "gas estimate")?, "gas estimate")
+    }
+
+    /// `eth_sendRawTransaction`; "already known" counts as success, since the same bytes
+    /// are the same transaction.
+    pub async fn send_raw(&self, raw: &[u8], hash: B256) -> Result<B256, Error> {
+        match self
+            .call(
+                "eth_sendRawTransaction",
+                json!([format!("0x{}", hex::encode(raw))]),
+            )
+            .await
+        {
+            Ok(v) => {
+                v.as_str()
+                    .and_then(|s| s.parse().ok())
+                    .ok_or_else(|| Error::UnexpectedShape {
+                        what: "send result".into(),
+                        expected: "a tx hash".into(),
+                        data: v,
+                    })
+            }
+            Err(Error::Platform { error, .. })
+                if error.message.to_ascii_lowercase().contains("already known")
+                    || error
+                        .message
+                        .to_ascii_lowercase()
+                        .contains("already imported") =>
+            {
+                Ok(hash)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The receipt, or `None` while the transaction is not mined.
+    pub async fn receipt(&self, hash: B256) -> Result<Option<Receipt>, Error> {
+        let v = self
+            .call("eth_getTransactionReceipt", json!([hash]))
+            .await?;
+        if v.is_null() {
+            return Ok(None);
+        }
+        let block_number = to_u64(parse_quantity(&v["blockNumber"], "block number")?, "block")?;
+        let gas_used = to_u64(parse_quantity(&v["gasUsed"], "gas used")?, "gas used")?;
+        let success = parse_quantity(&v["status"], "status")? == U256::from(1);
+        Ok(Some(Receipt {
+            transaction_hash: hash,
+            block_number,
+            success,
+            gas_used,
+        }))
+    }
+
+    /// Polls for the receipt every `interval` until `timeout`.
+    pub async fn wait_receipt(
+        &self,
+        hash: B256,
+        interval: Duration,
+        timeout: Duration,
+    ) -> Result<Receipt, Error> {
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(r) = self.receipt(hash).await? {
+                return Ok(r);
+            }
+            if start.elapsed() >= timeout {
+                return Err(Error::Timeout {
+                    what: format!("the receipt of {hash}"),
+                    seconds: timeout.as_secs(),
+                });
+            }
+            tokio::time::sleep(interval).await;
+        }
+    }
+
+    /// ERC-20 `balanceOf(owner)` on `token` (`eth_call` at `latest`).
+    pub async fn token_balance(&self, token: Address, owner: Address) -> Result<U256, Error> {
+        // balanceOf(address) = 0x70a08231
+        let mut data = vec![0x70, 0xa0, 0x82, 0x31];
+        data.extend_from_slice(&[0u8; 12]);
+        data.extend_from_slice(owner.as_slice());
+        let v = self
+            .call(
+                "eth_call",
+                json!([{"to": token, "data": format!("0x{}", hex::encode(&data))}, "latest"]),
+            )
+            .await?;
+        parse_quantity(&v, "balance").or_else(|_| {
+            // eth_call returns 32 bytes of data, not a quantity: read it as such.
+            v.as_str()
+                .and_then(|s| s.strip_prefix("0x"))
+                .and_then(|h| hex::decode(h).ok())
+                .filter(|b| b.len() == 32)
+                .map(|b| U256::from_be_slice(&b))
+                .ok_or_else(|| Error::UnexpectedShape {
+                    what: "balanceOf result".into(),
+                    expected: "32 bytes".into(),
+                    data: v.clone(),
+                })
+        })
+    }
+}

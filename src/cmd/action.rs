@@ -1,0 +1,204 @@
+//! `bridgectl action exec NAME --from A --input k=v ...`: executes a transaction action.
+//! For an EOA the returned raw transaction is checked against the inputs (and
+//! `--function`), then signed and submitted, or written as a sign request for the air
+//! gap with `--out`; for a managed account the platform's txId and hash are shown; for
+//! a view function, its value.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use alloy_primitives::Address;
+use bridgectl_flow::action::{ActionCall, ActionOutcome};
+use bridgectl_flow::engine::{Flows, Submitter};
+use bridgectl_flow::journal::FlowState;
+use bridgectl_tx::request::{Intent, Origin, SignRequest};
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use crate::cli::GlobalOpts;
+use crate::session::{FlowOpts, Session, StderrProgress};
+
+/// Transaction-action commands.
+#[derive(Debug, Subcommand)]
+pub enum ActionCommand {
+    /// Execute a transaction action.
+    Exec(ExecArgs),
+}
+
+/// Arguments of `bridgectl action exec`.
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// The action name (the last path segment of the action's URL).
+    pub name: String,
+    /// The executing account.
+    #[arg(long)]
+    pub from: Address,
+    /// An input of the function, `name=value` (decimal base units or an address);
+    /// repeat for each parameter.
+    #[arg(long = "input", value_name = "NAME=VALUE")]
+    pub inputs: Vec<String>,
+    /// The function the action is mapped to (`redeem`, `transfer`, ...): the returned
+    /// calldata must call it.
+    #[arg(long)]
+    pub function: Option<String>,
+    /// The contract the transaction must go to.
+    #[arg(long)]
+    pub expect_to: Option<Address>,
+    /// The chain the transaction must be for.
+    #[arg(long)]
+    pub expect_chain_id: Option<u64>,
+    /// Do not sign here: write a sign request for `bridgectl sign` on an offline machine.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Shared options.
+    #[command(flatten)]
+    pub flow: FlowOpts,
+}
+
+/// Runs an action command.
+pub fn run(global: &GlobalOpts, cmd: ActionCommand) -> anyhow::Result<()> {
+    match cmd {
+        ActionCommand::Exec(args) => exec(global, args),
+    }
+}
+
+fn parse_inputs(inputs: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut map = BTreeMap::new();
+    for item in inputs {
+        let (k, v) = item
+            .split_once('=')
+            .ok_or_else(|| anyhow::anyhow!("--input {item:?}: expected NAME=VALUE"))?;
+        if map.insert(k.to_owned(), v.to_owned()).is_some() {
+            anyhow::bail!("--input {k} given twice");
+        }
+    }
+    Ok(map)
+}
+
+fn exec(global: &GlobalOpts, args: ExecArgs) -> anyhow::Result<()> {
+    let session = Session::new(global, &args.flow)?;
+    let inputs = parse_inputs(&args.inputs)?;
+    let call = ActionCall {
+        action: args.name.clone(),
+        from: args.from,
+        inputs: inputs.clone(),
+        intent: Intent {
+            function: args.function.clone(),
+            args: inputs,
+            to: args.expect_to,
+            chain_id: args.expect_chain_id,
+            token: None,
+            description: Some(format!("action {}", args.name)),
+        },
+    };
+    // A local key is needed only to sign here; `--out` and managed accounts need none.
+    let local_key = args.out.is_none() && session.keystore.find(&args.from.to_string()).is_ok();
+    if local_key {
+        session.check_signer(args.from)?;
+    }
+    let flows = session.flows(Submitter::Platform)?;
+    let (tx_id, outcome) = session.runtime.block_on(flows.execute("action", &call))?;
+    let raw_json = match outcome {
+        ActionOutcome::Eoa { raw_tx } => raw_tx,
+        ActionOutcome::Managed {
+            tx_id: their_id,
+            tx_hash,
+        } => {
+            return report(
+                global,
+                &json!({"kind": "managed", "txId": their_id.unwrap_or(tx_id), "txHash": tx_hash}),
+            );
+        }
+        ActionOutcome::View { value } => {
+            return report(global, &json!({"kind": "view", "value": value}));
+        }
+    };
+    let raw = flows.parse_raw_tx(&tx_id, &raw_json)?;
+    let intent = Flows::action_intent(&call);
+    flows.verify(&tx_id, args.from, &raw, &intent)?;
+    if let Some(out) = &args.out {
+        let request = SignRequest::new(
+            raw,
+            intent,
+            Origin {
+                base_url: Some(session.client.base_url().to_string()),
+                action: Some(args.name.clone()),
+                tx_id: Some(tx_id.clone()),
+                profile: Some(global.profile.clone()),
+                created_at: Some(now()),
+            },
+        );
+        let bytes = serde_json::to_vec_pretty(&request)?;
+        crate::session::write_private(out, &bytes)?;
+        session.journal.note(
+            &tx_id,
+            "sign-request-written",
+            &json!({"path": out.display().to_string()}),
+        )?;
+        return report(
+            global,
+            &json!({"kind": "sign-request", "txId": tx_id, "out": out}),
+        );
+    }
+    if !local_key {
+        session
+            .journal
+            .step(&tx_id, FlowState::Failed, "no-key", &json!({}))?;
+        anyhow::bail!(
+            "the platform returned a transaction to sign for {}, but no key for it is in the \
+             keystore: import it, or use --out to sign on another machine",
+            args.from
+        );
+    }
+    let mut approver = session.approver();
+    let signed = flows.approve_and_sign(&tx_id, "action", &raw, &intent, &mut approver)?;
+    let submitted = session.runtime.block_on(flows.submit_journaled(
+        &tx_id,
+        &signed.raw,
+        signed.hash,
+        signed.chain_id,
+        signed.nonce,
+        signed.from,
+        &mut StderrProgress,
+    ))?;
+    report(
+        global,
+        &json!({"kind": "eoa", "txId": tx_id, "txHash": submitted.tx_hash, "nonce": submitted.nonce,
+                "chainId": submitted.chain_id, "rawTx": raw_json}),
+    )
+}
+
+fn now() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+fn report(global: &GlobalOpts, value: &serde_json::Value) -> anyhow::Result<()> {
+    if global.json {
+        return crate::output::json(value);
+    }
+    let get = |k: &str| {
+        value
+            .get(k)
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+    };
+    match value.get("kind").and_then(|k| k.as_str()) {
+        Some("managed") => crate::output::line(format_args!(
+            "executed by the platform for the managed account: txId {}, tx {}",
+            get("txId").unwrap_or_default(),
+            get("txHash").unwrap_or_default()
+        )),
+        Some("view") => crate::output::line(get("value").unwrap_or_default()),
+        Some("sign-request") => crate::output::line(format_args!(
+            "sign request written to {} (txId {}): sign it offline with `bridgectl sign`, then `bridgectl submit`",
+            get("out").unwrap_or_default(),
+            get("txId").unwrap_or_default()
+        )),
+        _ => crate::output::line(format_args!(
+            "submitted tx {} (txId {})",
+            get("txHash").unwrap_or_default(),
+            get("txId").unwrap_or_default()
+        )),
+    }
+}

@@ -1,0 +1,83 @@
+//! `bridgectl redeem`: ST back into MT through the redeem transaction action. The raw
+//! transaction the platform returns is checked against this intent before the key is
+//! unlocked; the signed transaction is journaled before it is submitted.
+
+use alloy_primitives::Address;
+use bridgectl_flow::engine::Submitter;
+use clap::Args;
+use serde_json::json;
+
+use crate::cli::GlobalOpts;
+use crate::session::{FlowOpts, Session, StderrProgress, parse_amount};
+
+/// Arguments of `bridgectl redeem`.
+#[derive(Debug, Args)]
+pub struct RedeemArgs {
+    /// The account that holds the ST (a key in the keystore).
+    #[arg(long)]
+    pub from: Address,
+    /// How much ST, in token units (`1.5`); exact, never rounded.
+    #[arg(long)]
+    pub amount: String,
+    /// Submit through the side chain's node (profile side_rpc_url) instead of the
+    /// platform's submit operation.
+    #[arg(long)]
+    pub direct: bool,
+    /// Shared options.
+    #[command(flatten)]
+    pub flow: FlowOpts,
+}
+
+/// Runs `bridgectl redeem`.
+pub fn run(global: &GlobalOpts, args: RedeemArgs) -> anyhow::Result<()> {
+    let session = Session::new(global, &args.flow)?;
+    let bridge = session.bridge()?;
+    let amount = parse_amount(&args.amount, bridge.side.decimals, "--amount")?;
+    session.check_signer(args.from)?;
+    let submitter = if args.direct {
+        let url = session
+            .profile
+            .need(&session.profile.side_rpc_url, "side_rpc_url")?;
+        Submitter::Node(bridgectl_flow::rpc::NodeClient::new(url)?)
+    } else {
+        Submitter::Platform
+    };
+    let flows = session.flows(submitter)?;
+    let mut approver = session.approver();
+    let outcome = session.runtime.block_on(flows.redeem(
+        args.from,
+        amount,
+        &mut approver,
+        &mut StderrProgress,
+    ))?;
+    let status = outcome.redemption.as_ref().map(|r| r.status.clone());
+    if global.json {
+        crate::output::json(&json!({
+            "txId": outcome.submitted.tx_id,
+            "txHash": outcome.submitted.tx_hash,
+            "from": outcome.submitted.from,
+            "chainId": outcome.submitted.chain_id,
+            "nonce": outcome.submitted.nonce,
+            "amount": amount.to_string(),
+            "status": status,
+            "redemption": outcome.redemption.as_ref().map(|r| &r.raw),
+        }))?;
+    } else {
+        crate::output::line(format_args!(
+            "redeemed {} {}: tx {} (txId {}), redemption {}",
+            args.amount,
+            bridge.side.symbol,
+            outcome.submitted.tx_hash,
+            outcome.submitted.tx_id,
+            status.as_deref().unwrap_or("unknown")
+        ))?;
+    }
+    match &outcome.redemption {
+        Some(r) if !r.is_success() => Err(anyhow::anyhow!(
+            "redemption {} ended {}",
+            outcome.submitted.tx_id,
+            r.status
+        )),
+        _ => Ok(()),
+    }
+}

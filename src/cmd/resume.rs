@@ -1,0 +1,65 @@
+//! `bridgectl resume TXID`: finishes an interrupted flow by resending the SAME signed
+//! bytes from the journal (a node's "already known" is success), then waits for the
+//! result as the flow would have. Never signs anything, never picks a new nonce.
+
+use bridgectl_flow::engine::Submitter;
+use clap::Args;
+use serde_json::json;
+
+use crate::cli::GlobalOpts;
+use crate::session::{FlowOpts, Session, StderrProgress};
+
+/// Arguments of `bridgectl resume`.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The flow's txId (see `bridgectl history`).
+    pub tx_id: String,
+    /// Shared options.
+    #[command(flatten)]
+    pub flow: FlowOpts,
+}
+
+/// Runs `bridgectl resume`.
+pub fn run(global: &GlobalOpts, args: ResumeArgs) -> anyhow::Result<()> {
+    let session = Session::new(global, &args.flow)?;
+    let flows = session.flows(Submitter::Platform)?;
+    let mut progress = StderrProgress;
+    let (record, submitted) = session
+        .runtime
+        .block_on(flows.resume_submit(&args.tx_id, &mut progress))?;
+    let mut status = None;
+    if record.kind == "redeem" {
+        let r = session.runtime.block_on(flows.wait_redemption(
+            &args.tx_id,
+            submitted.tx_hash,
+            &mut progress,
+        ))?;
+        status = Some(r.status.clone());
+    } else {
+        flows.complete(&args.tx_id, &json!({"txHash": submitted.tx_hash}), true)?;
+    }
+    if global.json {
+        crate::output::json(&json!({
+            "txId": args.tx_id,
+            "kind": record.kind,
+            "txHash": submitted.tx_hash,
+            "alreadyKnown": submitted.already_known,
+            "status": status,
+        }))
+    } else {
+        crate::output::line(format_args!(
+            "resumed {} {}: tx {}{}{}",
+            record.kind,
+            args.tx_id,
+            submitted.tx_hash,
+            if submitted.already_known {
+                " (already known to the platform)"
+            } else {
+                ""
+            },
+            status
+                .map(|s| format!(", redemption {s}"))
+                .unwrap_or_default()
+        ))
+    }
+}

@@ -1,0 +1,135 @@
+//! `bridgectl submit BUNDLE [--request REQUEST]`: the online half after the air gap.
+//! The signed bundle is checked before anything is sent: its hash and recovered signer
+//! are its own claims, and with the request file it answers, that it was made from
+//! exactly that file and signs exactly its rawTx. The bundle goes into the journal
+//! before it is submitted.
+
+use std::path::PathBuf;
+
+use bridgectl_flow::engine::Submitter;
+use bridgectl_flow::journal::SignedEntry;
+use clap::Args;
+use serde_json::json;
+
+use crate::cli::GlobalOpts;
+use crate::exit::{Code, WithCode};
+use crate::session::{FlowOpts, Session, StderrProgress};
+
+/// Arguments of `bridgectl submit`.
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    /// The signed bundle written by `bridgectl sign`.
+    pub bundle: PathBuf,
+    /// The sign request the bundle answers (written by `action exec --out`): checked
+    /// field by field against the signed transaction.
+    #[arg(long, value_name = "FILE")]
+    pub request: Option<PathBuf>,
+    /// Send through the node of the transaction's chain (profile rpc url) instead of
+    /// the platform, and wait for the receipt.
+    #[arg(long)]
+    pub direct: bool,
+    /// Shared options.
+    #[command(flatten)]
+    pub flow: FlowOpts,
+}
+
+fn read(path: &PathBuf, what: &str) -> anyhow::Result<Vec<u8>> {
+    std::fs::read(path)
+        .map_err(|e| anyhow::anyhow!("cannot read {what} {}: {e}", path.display()))
+        .code(Code::NotFound)
+}
+
+/// Runs `bridgectl submit`.
+pub fn run(global: &GlobalOpts, args: SubmitArgs) -> anyhow::Result<()> {
+    let bundle_bytes = read(&args.bundle, "signed bundle")?;
+    let request_bytes = args
+        .request
+        .as_ref()
+        .map(|p| read(p, "sign request"))
+        .transpose()?;
+    let checked = bridgectl_flow::airgap::check_bundle(&bundle_bytes, request_bytes.as_deref())
+        .code(Code::Refused)?;
+    let session = Session::new(global, &args.flow)?;
+    let submitter = if args.direct {
+        let chain = checked.bundle.chain_id;
+        let p = &session.profile;
+        let url = if Some(chain) == p.side_chain_id {
+            p.side_rpc_url.as_deref()
+        } else if Some(chain) == p.main_chain_id {
+            p.main_rpc_url.as_deref()
+        } else {
+            None
+        }
+        .ok_or_else(|| anyhow::anyhow!("--direct: no rpc url in the profile for chain {chain}"))?;
+        Submitter::Node(bridgectl_flow::rpc::NodeClient::new(url)?)
+    } else {
+        Submitter::Platform
+    };
+    let flows = session.flows(submitter)?;
+    let b = &checked.bundle;
+    // Continue the flow `action exec --out` began, or start one for a bundle from
+    // elsewhere.
+    let tx_id = match &b.tx_id {
+        Some(id) if session.journal.get(id).is_ok() => id.clone(),
+        _ => {
+            let id = uuid::Uuid::new_v4().to_string();
+            session.journal.begin(
+                &id,
+                "submit",
+                Some(&b.from.to_string()),
+                &json!({"bundle": args.bundle.display().to_string(), "theirTxId": b.tx_id}),
+            )?;
+            id
+        }
+    };
+    let existing = session.journal.get(&tx_id)?;
+    if let Some(prev) = &existing.tx_hash {
+        if prev.parse().ok() != Some(b.tx_hash) {
+            anyhow::bail!(
+                "flow {tx_id} already signed another transaction ({prev}); refusing to send a \
+                 second one for it (bundle has {})",
+                b.tx_hash
+            );
+        }
+    }
+    session.journal.record_signed(
+        &tx_id,
+        &SignedEntry {
+            raw: &b.signed_tx,
+            hash: b.tx_hash.to_string(),
+            chain_id: b.chain_id,
+            nonce: b.nonce,
+        },
+    )?;
+    let submitted = session.runtime.block_on(flows.submit_journaled(
+        &tx_id,
+        &b.signed_tx,
+        b.tx_hash,
+        b.chain_id,
+        b.nonce,
+        b.from,
+        &mut StderrProgress,
+    ))?;
+    if global.json {
+        crate::output::json(&json!({
+            "txId": tx_id,
+            "txHash": submitted.tx_hash,
+            "from": submitted.from,
+            "chainId": submitted.chain_id,
+            "nonce": submitted.nonce,
+            "alreadyKnown": submitted.already_known,
+            "checkedAgainstRequest": checked.request.is_some(),
+        }))
+    } else {
+        crate::output::line(format_args!(
+            "submitted tx {} (txId {}){}",
+            submitted.tx_hash,
+            tx_id,
+            if checked.request.is_some() {
+                ", checked against its request"
+            } else {
+                ""
+            }
+        ))
+    }
+}

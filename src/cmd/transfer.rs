@@ -1,0 +1,117 @@
+//! `bridgectl transfer`: MT or ST to any recipient, signed locally, or for a managed
+//! account signed by the platform (operation 2, checked against what was asked) and
+//! submitted (operation 3).
+
+use alloy_primitives::Address;
+use bridgectl_flow::engine::Submitter;
+use bridgectl_flow::local::Which;
+use clap::{Args, ValueEnum};
+use serde_json::json;
+
+use crate::cli::GlobalOpts;
+use crate::cmd::swap::BuildOpts;
+use crate::session::{FlowOpts, Session, StderrProgress, parse_amount};
+
+/// Which token.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum TokenArg {
+    /// The main-network token.
+    Mt,
+    /// The side-chain token.
+    St,
+}
+
+/// Arguments of `bridgectl transfer`.
+#[derive(Debug, Args)]
+pub struct TransferArgs {
+    /// MT or ST.
+    #[arg(long, value_enum)]
+    pub token: TokenArg,
+    /// The sender.
+    #[arg(long)]
+    pub from: Address,
+    /// The recipient.
+    #[arg(long)]
+    pub to: Address,
+    /// How much, in token units.
+    #[arg(long)]
+    pub amount: String,
+    /// `from` is a managed account: the platform signs (no local key is used).
+    #[arg(long)]
+    pub managed: bool,
+    /// Submit through the node instead of the platform, and wait for the receipt.
+    #[arg(long)]
+    pub direct: bool,
+    /// Nonce and gas.
+    #[command(flatten)]
+    pub build: BuildOpts,
+    /// Shared options.
+    #[command(flatten)]
+    pub flow: FlowOpts,
+}
+
+/// Runs `bridgectl transfer`.
+pub fn run(global: &GlobalOpts, args: TransferArgs) -> anyhow::Result<()> {
+    let session = Session::new(global, &args.flow)?;
+    let bridge = session.bridge()?;
+    let (which, side) = match args.token {
+        TokenArg::Mt => (Which::Mt, &bridge.main),
+        TokenArg::St => (Which::St, &bridge.side),
+    };
+    let amount = parse_amount(&args.amount, side.decimals, "--amount")?;
+    let (nonce, gas) = args.build.sources(side.rpc_url.is_some())?;
+    let submitter = if args.direct {
+        let url = side.rpc_url.as_deref().ok_or_else(|| {
+            anyhow::anyhow!(
+                "--direct needs an rpc url for the {} chain in the profile",
+                side.symbol
+            )
+        })?;
+        Submitter::Node(bridgectl_flow::rpc::NodeClient::new(url)?)
+    } else {
+        Submitter::Platform
+    };
+    let flows = session.flows(submitter)?;
+    let submitted = if args.managed {
+        session.runtime.block_on(flows.managed_transfer(
+            which,
+            args.from,
+            args.to,
+            amount,
+            nonce,
+            gas,
+            &mut StderrProgress,
+        ))?
+    } else {
+        session.check_signer(args.from)?;
+        let mut approver = session.approver();
+        session.runtime.block_on(flows.transfer(
+            which,
+            args.from,
+            args.to,
+            amount,
+            nonce,
+            gas,
+            &mut approver,
+            &mut StderrProgress,
+        ))?
+    };
+    if global.json {
+        crate::output::json(&json!({
+            "txId": submitted.tx_id,
+            "txHash": submitted.tx_hash,
+            "from": submitted.from,
+            "to": args.to,
+            "token": side.symbol,
+            "amount": amount.to_string(),
+            "chainId": submitted.chain_id,
+            "nonce": submitted.nonce,
+        }))?;
+    } else {
+        crate::output::line(format_args!(
+            "transferred {} {} to {}: tx {}",
+            args.amount, side.symbol, args.to, submitted.tx_hash
+        ))?;
+    }
+    Ok(())
+}

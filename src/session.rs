@@ -1,0 +1,368 @@
+//! Everything an online command needs, built once from the profile: the platform
+//! client (with its token), the journal, the bridge description, the keystore, and the
+//! CLI's approver and progress.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use alloy_primitives::{Address, U256};
+use alloy_signer_local::PrivateKeySigner;
+use anyhow::{Context, Result, anyhow, bail};
+use bridgectl_flow::client::{AccessToken, ClientOptions, PlatformClient};
+use bridgectl_flow::engine::{
+    Approver, Bridge, ChainSide, Flows, Progress, Review, Submitter, WaitOptions,
+};
+use bridgectl_flow::journal::Journal;
+use bridgectl_keystore::Keystore;
+use clap::Args;
+use secrecy::SecretString;
+use serde::{Deserialize, Serialize};
+
+use crate::cli::{GlobalOpts, PassphraseOpts};
+use crate::config::Profile;
+use crate::passphrase::CliPassphrases;
+
+/// Options shared by the commands that talk to the platform and sign.
+#[derive(Debug, Args, Clone, Default)]
+pub struct FlowOpts {
+    /// File holding the platform access token [env: BRIDGECTL_TOKEN_FILE, or profile
+    /// token_file; BRIDGECTL_ACCESS_TOKEN takes precedence].
+    #[arg(
+        long,
+        env = "BRIDGECTL_TOKEN_FILE",
+        value_name = "FILE",
+        help_heading = "Platform"
+    )]
+    pub token_file: Option<PathBuf>,
+
+    /// Sign without asking for confirmation (the summary is still shown).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+
+    /// Highest gas price to sign, in wei or with a unit (`50gwei`); over the profile's.
+    #[arg(long, value_name = "AMOUNT", help_heading = "Policy")]
+    pub max_gas_price: Option<String>,
+
+    /// Highest gasLimit x gasPrice to sign, in wei or with a unit (`0.01eth`).
+    #[arg(long, value_name = "AMOUNT", help_heading = "Policy")]
+    pub max_fee: Option<String>,
+
+    /// Give up waiting for results after this many seconds (resume later).
+    #[arg(long, default_value_t = 120, value_name = "SECS")]
+    pub timeout: u64,
+
+    /// Journal database [default: $XDG_STATE_HOME/bridgectl/journal.sqlite3].
+    #[arg(long, env = "BRIDGECTL_JOURNAL", value_name = "FILE")]
+    pub journal: Option<PathBuf>,
+
+    /// Passphrase source.
+    #[command(flatten)]
+    pub passphrase: PassphraseOpts,
+}
+
+/// The built pieces.
+pub struct Session {
+    /// The profile in force.
+    pub profile: Profile,
+    /// The platform client.
+    pub client: PlatformClient,
+    /// The journal.
+    pub journal: Journal,
+    /// The bridge description (may be partial: see [`Session::bridge`]).
+    pub bridge: Option<Bridge>,
+    /// The keystore.
+    pub keystore: Keystore,
+    /// The async runtime the flows run on.
+    pub runtime: tokio::runtime::Runtime,
+    opts: FlowOpts,
+}
+
+/// A cached exchanged token.
+#[derive(Serialize, Deserialize)]
+struct CachedToken {
+    token: String,
+    #[serde(rename = "expiryAt")]
+    expiry_at: String,
+}
+
+/// Opens the journal named by the option or the default path.
+pub fn open_journal(path: Option<&PathBuf>) -> Result<Journal> {
+    let path = match path {
+        Some(p) => p.clone(),
+        None => Journal::default_path()
+            .ok_or_else(|| anyhow!("no state directory: set BRIDGECTL_JOURNAL"))?,
+    };
+    Ok(Journal::open(&path)?)
+}
+
+impl Session {
+    /// Builds the session; fails early and clearly when a required setting is missing.
+    pub fn new(global: &GlobalOpts, opts: &FlowOpts) -> Result<Session> {
+        let profile = crate::config::load_profile(global)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the async runtime")?;
+        let base_url = profile.need(&profile.base_url, "base_url")?.clone();
+        let token = runtime.block_on(resolve_token(&profile, opts, &base_url))?;
+        let client = PlatformClient::new(&base_url, token, ClientOptions::default())?;
+        let journal = open_journal(opts.journal.as_ref())?;
+        let keystore = crate::cmd::key::open_keystore(global)?;
+        let bridge = bridge_from(&profile).ok();
+        Ok(Session {
+            profile,
+            client,
+            journal,
+            bridge,
+            keystore,
+            runtime,
+            opts: opts.clone(),
+        })
+    }
+
+    /// The bridge description, or the error naming what is missing.
+    pub fn bridge(&self) -> Result<&Bridge> {
+        match &self.bridge {
+            Some(b) => Ok(b),
+            None => Err(bridge_from(&self.profile)
+                .err()
+                .unwrap_or_else(|| anyhow!("profile incomplete"))),
+        }
+    }
+
+    /// The user's caps: flags over the profile's policy.
+    pub fn policy(&self) -> Result<bridgectl_tx::Policy> {
+        let mut flags = bridgectl_tx::Policy::default();
+        if let Some(p) = &self.opts.max_gas_price {
+            let wei = bridgectl_tx::amount::parse_native(p).context("--max-gas-price")?;
+            flags.max_gas_price =
+                Some(u128::try_from(wei).map_err(|_| anyhow!("--max-gas-price is above 2^128"))?);
+        }
+        if let Some(f) = &self.opts.max_fee {
+            flags.max_fee = Some(bridgectl_tx::amount::parse_native(f).context("--max-fee")?);
+        }
+        Ok(flags.or(&self.profile.policy))
+    }
+
+    /// The flows over this session.
+    pub fn flows(&self, submitter: Submitter) -> Result<Flows<'_>> {
+        Ok(Flows {
+            client: &self.client,
+            journal: &self.journal,
+            bridge: self.bridge.as_ref(),
+            policy: self.policy()?,
+            submitter,
+            wait: WaitOptions {
+                interval: Duration::from_millis(300),
+                timeout: Duration::from_secs(self.opts.timeout),
+            },
+        })
+    }
+
+    /// The approver: summary, confirmation, then the keystore.
+    pub fn approver(&self) -> CliApprover<'_> {
+        CliApprover {
+            keystore: &self.keystore,
+            passphrases: CliPassphrases::new(&self.opts.passphrase),
+            yes: self.opts.yes,
+            profile: &self.profile,
+        }
+    }
+
+    /// Checks before any request that `from` has a key here and a passphrase can be
+    /// had, so a flow never starts on the platform only to stop at the prompt.
+    pub fn check_signer(&self, from: Address) -> Result<()> {
+        self.keystore.find(&from.to_string())?;
+        CliPassphrases::new(&self.opts.passphrase).ensure_available()?;
+        if !self.opts.yes {
+            use std::io::IsTerminal;
+            if !std::io::stdin().is_terminal() {
+                return Err(crate::exit::coded(
+                    crate::exit::Code::Declined,
+                    "not confirmed: stdin is not a terminal to ask on; pass --yes to sign without asking",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The bridge from the profile; an error names the first missing setting.
+pub fn bridge_from(p: &Profile) -> Result<Bridge> {
+    Ok(Bridge {
+        main: ChainSide {
+            environment_id: p
+                .need(&p.main_environment_id, "main_environment_id")?
+                .clone(),
+            symbol: p.need(&p.main_symbol, "main_symbol")?.clone(),
+            decimals: *p.need(&p.main_decimals, "main_decimals")?,
+            token: *p.need(&p.mt_contract, "mt_contract")?,
+            chain_id: *p.need(&p.main_chain_id, "main_chain_id")?,
+            rpc_url: p.main_rpc_url.clone(),
+        },
+        side: ChainSide {
+            environment_id: p
+                .need(&p.side_environment_id, "side_environment_id")?
+                .clone(),
+            symbol: p.need(&p.side_symbol, "side_symbol")?.clone(),
+            decimals: *p.need(&p.side_decimals, "side_decimals")?,
+            token: *p.need(&p.st_contract, "st_contract")?,
+            chain_id: *p.need(&p.side_chain_id, "side_chain_id")?,
+            rpc_url: p.side_rpc_url.clone(),
+        },
+        redeem_action: p.redeem_action.clone().unwrap_or_else(|| "redeem".into()),
+    })
+}
+
+fn read_secret_file(path: &std::path::Path, what: &str) -> Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read {what} file {}", path.display()))?;
+    let first = text.lines().next().unwrap_or("").trim().to_owned();
+    if first.is_empty() {
+        bail!("{what} file {} is empty", path.display());
+    }
+    Ok(first)
+}
+
+/// The access token: `BRIDGECTL_ACCESS_TOKEN`, then a token file, then the access-key
+/// exchange (cached with its expiry, 0600, under the state dir).
+async fn resolve_token(profile: &Profile, opts: &FlowOpts, base_url: &str) -> Result<AccessToken> {
+    if let Ok(t) = std::env::var("BRIDGECTL_ACCESS_TOKEN") {
+        if !t.is_empty() {
+            return Ok(AccessToken::new(t));
+        }
+    }
+    if let Some(path) = opts.token_file.as_ref().or(profile.token_file.as_ref()) {
+        return Ok(AccessToken::new(read_secret_file(path, "token")?));
+    }
+    let Some(access_key) = &profile.access_key else {
+        bail!(
+            "no access token: set BRIDGECTL_ACCESS_TOKEN, --token-file (or token_file in the \
+             profile), or access_key in the profile with BRIDGECTL_SECRET_KEY(_FILE)"
+        );
+    };
+    let cache = token_cache_path(base_url, access_key);
+    if let Some(path) = &cache {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if let Ok(c) = serde_json::from_str::<CachedToken>(&text) {
+                if still_valid(&c.expiry_at) {
+                    return Ok(AccessToken::new(c.token));
+                }
+            }
+        }
+    }
+    let secret = match std::env::var("BRIDGECTL_SECRET_KEY") {
+        Ok(s) if !s.is_empty() => s,
+        _ => match std::env::var_os("BRIDGECTL_SECRET_KEY_FILE") {
+            Some(p) => read_secret_file(std::path::Path::new(&p), "secret key")?,
+            None => bail!(
+                "access_key is set but neither BRIDGECTL_SECRET_KEY nor BRIDGECTL_SECRET_KEY_FILE is"
+            ),
+        },
+    };
+    let issued = PlatformClient::issue_token(
+        base_url,
+        access_key,
+        &SecretString::from(secret),
+        604_800,
+        ClientOptions::default(),
+    )
+    .await?;
+    if let Some(path) = &cache {
+        let cached = CachedToken {
+            token: issued.token.expose_secret().to_owned(),
+            expiry_at: issued.expiry_at.clone(),
+        };
+        // Best effort: a failed cache write only costs another exchange next time.
+        let _ = write_private(path, serde_json::to_string(&cached)?.as_bytes());
+    }
+    Ok(issued.token)
+}
+
+fn still_valid(expiry_at: &str) -> bool {
+    use time::format_description::well_known::Rfc3339;
+    time::OffsetDateTime::parse(expiry_at, &Rfc3339)
+        .map(|t| t > time::OffsetDateTime::now_utc() + time::Duration::minutes(1))
+        .unwrap_or(false)
+}
+
+fn token_cache_path(base_url: &str, access_key: &str) -> Option<PathBuf> {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(format!("{base_url}\n{access_key}").as_bytes());
+    dirs::state_dir().or_else(dirs::data_dir).map(|d| {
+        d.join("bridgectl")
+            .join("tokens")
+            .join(format!("{}.json", hex::encode(&digest[..8])))
+    })
+}
+
+/// Writes `bytes` to `path` atomically with mode 0600 (temp file, fsync, rename).
+pub fn write_private(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let dir = path.parent().unwrap_or_else(|| std::path::Path::new("."));
+    if !dir.as_os_str().is_empty() && !dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+    }
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("out"),
+        std::process::id()
+    ));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .with_context(|| format!("cannot create {}", tmp.display()))?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
+    if let Ok(d) = std::fs::File::open(if dir.as_os_str().is_empty() {
+        std::path::Path::new(".")
+    } else {
+        dir
+    }) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// The CLI's approver.
+pub struct CliApprover<'a> {
+    keystore: &'a Keystore,
+    passphrases: CliPassphrases,
+    yes: bool,
+    profile: &'a Profile,
+}
+
+impl Approver for CliApprover<'_> {
+    fn approve(&mut self, review: &Review<'_>) -> Result<PrivateKeySigner, bridgectl_flow::Error> {
+        let ctx = crate::review::context(self.profile, review.raw_tx.chain_id, Some(review.intent));
+        crate::review::show(review.raw_tx, &ctx);
+        crate::review::confirm(self.yes, "sign and submit this transaction?")
+            .map_err(|e| bridgectl_flow::Error::Declined(format!("{e:#}")))?;
+        let signer = self
+            .keystore
+            .unlock(&review.raw_tx.from.to_string(), &mut self.passphrases)?;
+        Ok(signer)
+    }
+}
+
+/// Progress lines on stderr.
+pub struct StderrProgress;
+
+impl Progress for StderrProgress {
+    fn step(&mut self, message: &str) {
+        crate::output::note(format_args!("» {message}"));
+    }
+}
+
+/// Parses an amount of a token with `decimals`, naming the flag in the error.
+pub fn parse_amount(text: &str, decimals: u8, flag: &str) -> Result<U256> {
+    bridgectl_tx::amount::parse_units(text, decimals).with_context(|| format!("{flag} {text:?}"))
+}

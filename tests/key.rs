@@ -1,1 +1,658 @@
 //! `bridgectl key ...` end to end.
+
+use std::collections::BTreeSet;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::{Dir, TestCommand, pinned_tool, repo_root};
+
+const KEY_4646: &str = "4646464646464646464646464646464646464646464646464646464646464646";
+const ADDR_4646: &str = "0x9d8A62f656a8d1615C1294fd71e9CFb3E4855A4F";
+
+/// Exit codes from src/exit.rs.
+const EXIT_REFUSED: i32 = 3;
+const EXIT_PASSPHRASE: i32 = 4;
+const EXIT_DECLINED: i32 = 5;
+const EXIT_NOT_FOUND: i32 = 6;
+
+fn passfile(dir: &Dir, name: &str, passphrase: &str) -> PathBuf {
+    dir.write(name, format!("{passphrase}\n"))
+}
+
+/// `key import --raw` of the 0x46… key with the test KDF, passphrase `pw`.
+fn import_4646(dir: &Dir, label: &str) -> serde_json::Value {
+    let pw = passfile(dir, "pw", "pw");
+    let out = dir
+        .command()
+        .args([
+            "--json",
+            "key",
+            "import",
+            label,
+            "--raw",
+            "--unsafe-test-kdf",
+        ])
+        .args([Path::new("--passphrase-file"), &pw])
+        .output_with_stdin(format!("0x{KEY_4646}\n").as_bytes());
+    crate::util::assert_success(&Command::new("bridgectl key import"), &out);
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
+fn stderr_of(cmd: &mut TestCommand, code: i32) -> String {
+    cmd.fails_with(code)
+}
+
+bctest!(new_list_show_json, |dir: Dir, mut cmd: TestCommand| {
+    let pw = passfile(&dir, "pw", "pw");
+    let created = cmd
+        .args(["--json", "key", "new", "ops", "--unsafe-test-kdf"])
+        .args([Path::new("--passphrase-file"), &pw])
+        .json();
+    assert_eq!(created["label"], "ops");
+    let address = created["address"].as_str().expect("address").to_owned();
+    assert_eq!(address.len(), 42);
+
+    // list and show need no passphrase at all (none is configured here).
+    let list = dir.command().args(["--json", "key", "list"]).json();
+    assert_eq!(list.as_array().expect("array").len(), 1);
+    assert_eq!(list[0]["address"], address.as_str());
+    assert_eq!(list[0]["kdf"]["algorithm"], "argon2id");
+    let show = dir
+        .command()
+        .args(["--json", "key", "show", &address.to_lowercase()])
+        .json();
+    assert_eq!(show["id"], created["id"]);
+    let text = dir.command().args(["key", "list"]).stdout();
+    assert!(text.contains("ops") && text.contains(&address), "{text}");
+
+    let mode = std::fs::metadata(dir.keystore().join("ops.key"))
+        .expect("key file")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+});
+
+bctest!(
+    no_tty_and_no_source_fails_at_once,
+    |_dir: Dir, mut cmd: TestCommand| {
+        cmd.args(["key", "new", "ops"]);
+        let start = Instant::now();
+        let err = stderr_of(&mut cmd, EXIT_PASSPHRASE);
+        assert!(err.contains("no passphrase source"), "{err}");
+        assert!(err.contains("--passphrase-file"), "{err}");
+        assert!(start.elapsed() < Duration::from_secs(5));
+    }
+);
+
+bctest!(env_passphrase_for_ci, |dir: Dir, mut cmd: TestCommand| {
+    cmd.args(["--json", "key", "new", "ci", "--unsafe-test-kdf"])
+        .env("BRIDGECTL_PASSPHRASE", "from-env");
+    cmd.json();
+    let pw = passfile(&dir, "p", "from-env");
+    dir.command()
+        .args(["key", "verify", "ci"])
+        .args([Path::new("--passphrase-file"), &pw])
+        .stdout();
+    dir.command()
+        .args(["key", "verify", "ci"])
+        .env("BRIDGECTL_PASSPHRASE", "wrong")
+        .fails_with(EXIT_PASSPHRASE);
+});
+
+bctest!(
+    raw_import_from_stdin_only,
+    |dir: Dir, mut cmd: TestCommand| {
+        let info = import_4646(&dir, "eip155");
+        assert_eq!(info["address"], ADDR_4646);
+        // A key given as an argument lands in the label slot and is refused unechoed.
+        let pw = passfile(&dir, "pw2", "pw");
+        let out = cmd
+            .args(["key", "import", KEY_4646, "--raw", "--unsafe-test-kdf"])
+            .args([Path::new("--passphrase-file"), &pw])
+            .output_with_stdin(format!("{KEY_4646}\n").as_bytes());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("looks like a private key"), "{err}");
+        assert!(!err.contains(KEY_4646), "key echoed: {err}");
+        // Empty stdin is a clear error.
+        let out = dir
+            .command()
+            .args(["key", "import", "x", "--raw", "--unsafe-test-kdf"])
+            .args([Path::new("--passphrase-file"), &pw])
+            .output_with_stdin(b"");
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("no private key (hex) on stdin"));
+    }
+);
+
+bctest!(mnemonic_import, |dir: Dir, mut cmd: TestCommand| {
+    let pw = passfile(&dir, "pw", "pw");
+    let out = cmd
+        .args(["--json", "key", "import", "anvil1", "--mnemonic"])
+        .args(["--derivation-path", "m/44'/60'/0'/0/1", "--unsafe-test-kdf"])
+        .args([Path::new("--passphrase-file"), &pw])
+        .output_with_stdin(b"test test test test test test test test test test test junk\n");
+    crate::util::assert_success(&cmd.cmd, &out);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["address"], "0x70997970C51812dc3A010C7d01b50e0d17dc79C8");
+});
+
+bctest!(
+    passwd_new_passphrase_from_file,
+    |dir: Dir, mut cmd: TestCommand| {
+        import_4646(&dir, "ops");
+        let old = passfile(&dir, "old", "pw");
+        let new = passfile(&dir, "new", "new passphrase");
+        cmd.args(["key", "passwd", "ops", "--unsafe-test-kdf"])
+            .args([Path::new("--passphrase-file"), &old])
+            .args([Path::new("--new-passphrase-file"), &new]);
+        cmd.stdout();
+        dir.command()
+            .args(["key", "verify", "ops"])
+            .args([Path::new("--passphrase-file"), &new])
+            .stdout();
+        let err = dir
+            .command()
+            .args(["key", "verify", "ops"])
+            .args([Path::new("--passphrase-file"), &old])
+            .fails_with(EXIT_PASSPHRASE);
+        assert!(err.contains("wrong passphrase"), "{err}");
+        // Without --new-passphrase-file and no terminal: refused, even with the env var set.
+        dir.command()
+            .args(["key", "passwd", "ops"])
+            .env("BRIDGECTL_PASSPHRASE", "new passphrase")
+            .fails_with(EXIT_PASSPHRASE);
+    }
+);
+
+bctest!(
+    rm_needs_yes_without_tty,
+    |dir: Dir, mut cmd: TestCommand| {
+        import_4646(&dir, "ops");
+        let err = cmd.args(["key", "rm", "ops"]).fails_with(EXIT_DECLINED);
+        assert!(err.contains("--yes"), "{err}");
+        assert!(dir.keystore().join("ops.key").exists());
+        let v = dir
+            .command()
+            .args(["--json", "key", "rm", ADDR_4646, "--yes"])
+            .json();
+        assert_eq!(v["removed"]["label"], "ops");
+        assert!(!dir.keystore().join("ops.key").exists());
+        dir.command()
+            .args(["key", "show", "ops"])
+            .fails_with(EXIT_NOT_FOUND);
+    }
+);
+
+bctest!(
+    export_unsafe_raw_and_never_overwrite,
+    |dir: Dir, mut cmd: TestCommand| {
+        import_4646(&dir, "ops");
+        let pw = passfile(&dir, "pw3", "pw");
+        let raw = cmd
+            .args(["key", "export", "ops", "--unsafe-raw"])
+            .args([Path::new("--passphrase-file"), &pw])
+            .stdout();
+        assert_eq!(raw.trim(), format!("0x{KEY_4646}"));
+        let out = dir.join("exported.json");
+        let v = dir
+            .command()
+            .args(["--json", "key", "export", "ops", "--unsafe-test-kdf"])
+            .args([Path::new("--passphrase-file"), &pw])
+            .args([Path::new("--out"), &out])
+            .json();
+        assert_eq!(v["format"], "web3-secret-storage-v3");
+        let mode = std::fs::metadata(&out).expect("out").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let before = std::fs::read(&out).expect("read");
+        dir.command()
+            .args(["key", "export", "ops", "--unsafe-test-kdf"])
+            .args([Path::new("--passphrase-file"), &pw])
+            .args([Path::new("--out"), &out])
+            .fails_with(EXIT_REFUSED);
+        assert_eq!(std::fs::read(&out).expect("read"), before);
+    }
+);
+
+bctest!(
+    insecure_permissions_refused_with_fix,
+    |dir: Dir, _cmd: TestCommand| {
+        let info = import_4646(&dir, "ops");
+        let path = PathBuf::from(info["path"].as_str().expect("path"));
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+        let err = dir.command().args(["key", "list"]).fails_with(EXIT_REFUSED);
+        assert!(err.contains("chmod 600"), "{err}");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        std::fs::set_permissions(dir.keystore(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+        let err = dir.command().args(["key", "list"]).fails_with(EXIT_REFUSED);
+        assert!(err.contains("chmod 700"), "{err}");
+    }
+);
+
+// The tamper and hostile-file matrix through the CLI: each fixture dropped into a
+// keystore is refused with a clear message and the documented exit code, never a panic.
+bctest!(tamper_matrix_through_cli, |dir: Dir, _cmd: TestCommand| {
+    let fixtures = repo_root().join("keystore-fixtures");
+    let cases = [
+        (
+            "fail_v1_tampered_address.key",
+            EXIT_PASSPHRASE,
+            "was modified",
+        ),
+        (
+            "fail_v1_tampered_label.key",
+            EXIT_PASSPHRASE,
+            "was modified",
+        ),
+        (
+            "fail_v1_tampered_kdf_m.key",
+            EXIT_PASSPHRASE,
+            "was modified",
+        ),
+        ("fail_v1_tampered_id.key", EXIT_PASSPHRASE, "was modified"),
+        (
+            "fail_v1_tampered_created_at.key",
+            EXIT_PASSPHRASE,
+            "was modified",
+        ),
+        (
+            "fail_v1_tampered_kdf_salt.key",
+            EXIT_PASSPHRASE,
+            "was modified",
+        ),
+        (
+            "fail_v1_tampered_cipher_nonce.key",
+            EXIT_PASSPHRASE,
+            "was modified",
+        ),
+        (
+            "fail_v1_flipped_ciphertext.key",
+            EXIT_PASSPHRASE,
+            "was modified",
+        ),
+        (
+            "fail_v1_unknown_version.key",
+            EXIT_REFUSED,
+            "format version 2",
+        ),
+        (
+            "fail_v1_excessive_memory.key",
+            EXIT_REFUSED,
+            "excessive kdf work",
+        ),
+        (
+            "fail_v1_truncated.key",
+            EXIT_REFUSED,
+            "not a valid key file",
+        ),
+        (
+            "fail_v1_unknown_field.key",
+            EXIT_REFUSED,
+            "unknown field `comment`",
+        ),
+        (
+            "fail_v1_tampered_kdf_algorithm.key",
+            EXIT_REFUSED,
+            "argon2i",
+        ),
+    ];
+    let pass = fixtures.join("v1_test_cost.passphrase");
+    for (name, code, needle) in cases {
+        let selector = if name.contains("tampered_label") {
+            "fixture-renamed"
+        } else {
+            "fixture-test-cost"
+        };
+        let ks = dir.join(name);
+        std::fs::create_dir(&ks).expect("mkdir");
+        std::fs::set_permissions(&ks, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+        let target = ks.join("fixture.key");
+        std::fs::copy(fixtures.join(name), &target).expect("copy");
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        let out = dir
+            .command()
+            .env("BRIDGECTL_KEYSTORE", &ks)
+            .args(["key", "verify", selector])
+            .args([Path::new("--passphrase-file"), &pass])
+            .output();
+        let err = String::from_utf8_lossy(&out.stderr);
+        // The unreadable ones fail listing first (not found is not acceptable: the file
+        // must be named as refused).
+        assert_eq!(out.status.code(), Some(code), "{name}: {err}");
+        assert!(err.contains(needle), "{name}: {err}");
+        assert!(err.starts_with("error: "), "{name}: {err}");
+        assert!(!err.contains("panicked"), "{name}: {err}");
+    }
+});
+
+// Web3 files from cast, ethers v6 and eth-account import through the CLI with the
+// file's own passphrase and a new one.
+bctest!(import_web3_fixtures, |dir: Dir, _cmd: TestCommand| {
+    let fixtures = repo_root().join("keystore-fixtures");
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixtures.join("manifest.json")).expect("manifest"),
+    )
+    .expect("json");
+    let new = passfile(&dir, "new", "new pw");
+    for name in [
+        "cast_wallet_new.json",
+        "ethers_v6.json",
+        "geth_31_byte_key.json",
+        "web3_pbkdf2_vector.json",
+    ] {
+        let file = fixtures.join(name);
+        let label = name.trim_end_matches(".json").replace('_', "-");
+        let v = dir
+            .command()
+            .args(["--json", "key", "import", &label, "--unsafe-test-kdf"])
+            .args([Path::new("--web3"), &file])
+            .args([
+                Path::new("--file-passphrase-file"),
+                &file.with_extension("passphrase"),
+            ])
+            .args([Path::new("--passphrase-file"), &new])
+            .json();
+        assert_eq!(v["address"], manifest[name]["address"], "{name}");
+    }
+    let v = dir.command().args(["--json", "key", "list"]).json();
+    assert_eq!(v.as_array().expect("array").len(), 4);
+});
+
+fn cast() -> Command {
+    Command::new(pinned_tool("cast"))
+}
+
+// `cast wallet new` -> `bridgectl key import --web3` gives the same address.
+bctest!(
+    cast_new_imports_with_same_address,
+    |dir: Dir, _cmd: TestCommand| {
+        let casts = dir.join("cast-keystores");
+        std::fs::create_dir_all(&casts).expect("mkdir");
+        let out = cast()
+            .args(["wallet", "new"])
+            .arg(&casts)
+            .arg("fromcast")
+            .env("HOME", dir.path())
+            // The cast password goes through its env var, only in this test.
+            .env("CAST_PASSWORD", "cast pw")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run cast");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "cast failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let cast_address = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Address:"))
+            .map(|a| a.trim().to_owned())
+            .unwrap_or_else(|| panic!("no address in cast output:\n{text}"));
+        let file_pw = passfile(&dir, "castpw", "cast pw");
+        let new_pw = passfile(&dir, "newpw", "mine");
+        let v = dir
+            .command()
+            .args(["--json", "key", "import", "fromcast", "--unsafe-test-kdf"])
+            .args([Path::new("--web3"), &casts.join("fromcast")])
+            .args([Path::new("--file-passphrase-file"), &file_pw])
+            .args([Path::new("--passphrase-file"), &new_pw])
+            .json();
+        assert_eq!(v["address"], cast_address.as_str());
+    }
+);
+
+// `bridgectl key export` (default scrypt n=2^18, r=8, p=1) -> `cast wallet
+// decrypt-keystore` gives back the same private key.
+bctest!(export_decrypts_with_cast, |dir: Dir, _cmd: TestCommand| {
+    import_4646(&dir, "ops");
+    let pw = passfile(&dir, "pw-e", "pw");
+    let export_pw = passfile(&dir, "export-pw", "exported pw");
+    let exports = dir.join("exports");
+    std::fs::create_dir_all(&exports).expect("mkdir");
+    let file = exports.join("ops.json");
+    dir.command()
+        .args(["key", "export", "ops"])
+        .args([Path::new("--passphrase-file"), &pw])
+        .args([Path::new("--export-passphrase-file"), &export_pw])
+        .args([Path::new("--out"), &file])
+        .stdout();
+    let exported: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).expect("read")).expect("json");
+    assert_eq!(exported["crypto"]["kdfparams"]["n"], 262144);
+    assert_eq!(exported["crypto"]["kdfparams"]["r"], 8);
+    assert_eq!(exported["crypto"]["kdfparams"]["p"], 1);
+    assert_eq!(exported["address"], ADDR_4646[2..].to_lowercase());
+    let out = cast()
+        .args(["wallet", "decrypt-keystore", "ops.json", "-k"])
+        .arg(&exports)
+        .env("HOME", dir.path())
+        .env("CAST_UNSAFE_PASSWORD", "exported pw")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run cast");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "cast failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains(&format!("0x{KEY_4646}")),
+        "cast printed: {text}"
+    );
+});
+
+/// Small deterministic generator for kill delays; the seed is printed so a failure can
+/// be replayed with BRIDGECTL_CRASH_SEED.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// True when a writer's temp file is in the keystore (a kill landed mid-write).
+fn has_temp_file(dir: &Dir) -> bool {
+    std::fs::read_dir(dir.keystore())
+        .expect("read keystore")
+        .any(|e| {
+            e.expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .starts_with(".tmp-")
+        })
+}
+
+/// Runs `verify` on `label` with the passphrase in `pw`; true when it decrypts.
+fn verifies(dir: &Dir, label: &str, pw: &Path) -> bool {
+    let out = dir
+        .command()
+        .args(["key", "verify", label])
+        .args([Path::new("--passphrase-file"), pw])
+        .output();
+    match out.status.code() {
+        Some(0) => true,
+        Some(EXIT_PASSPHRASE) => false,
+        _ => panic!(
+            "verify {label} failed unexpectedly: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
+}
+
+// Child processes writing keys (`key new`, `key passwd`) are SIGKILLed at random
+// moments until at least 200 kills landed while the child was running. After each
+// passwd kill the key opens with the old or the new passphrase; at the end no key
+// that was reported created is lost, every listed key decrypts, and leftover temp
+// files are never listed.
+bctest!(
+    crash_test_sigkill_during_writes,
+    |dir: Dir, _cmd: TestCommand| {
+        const WANT_KILLS: usize = 200;
+        let seed = std::env::var("BRIDGECTL_CRASH_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos() as u64)
+                    .unwrap_or(1)
+                    | 1
+            });
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!("crash test seed: BRIDGECTL_CRASH_SEED={seed}");
+        }
+        let mut rng = XorShift(seed);
+        let pa = passfile(&dir, "pa", "alpha");
+        let pb = passfile(&dir, "pb", "beta");
+        let spawn = |args: &[&str], pw: &Path, new_pw: Option<&Path>| {
+            let mut c = dir.command();
+            c.args(args)
+                .args(["--unsafe-test-kdf"])
+                .args([Path::new("--passphrase-file"), pw]);
+            if let Some(n) = new_pw {
+                c.args([Path::new("--new-passphrase-file"), n]);
+            }
+            c.cmd.stdout(Stdio::null()).stderr(Stdio::null());
+            c.cmd.spawn().expect("spawn bridgectl")
+        };
+
+        // Base keys for passwd, and a calibration of how long one write takes.
+        let bases = ["base0", "base1", "base2"];
+        let mut longest = Duration::ZERO;
+        for b in bases {
+            let start = Instant::now();
+            let status = spawn(&["key", "new", b], &pa, None).wait().expect("wait");
+            assert!(status.success(), "creating {b}");
+            longest = longest.max(start.elapsed());
+        }
+        let window_us = (longest.as_micros() as u64 * 3 / 2).max(1000);
+
+        let mut created: BTreeSet<String> = bases.iter().map(|s| s.to_string()).collect();
+        let mut maybe: BTreeSet<String> = BTreeSet::new();
+        let mut killed_with_temp = 0usize;
+        let (mut kills, mut new_kills, mut passwd_kills, mut finished) =
+            (0usize, 0usize, 0usize, 0usize);
+        let mut i = 0usize;
+        while kills < WANT_KILLS {
+            assert!(i < 20 * WANT_KILLS, "only {kills} kills landed in {i} runs");
+            let is_new = i % 2 == 0;
+            let (label, child) = if is_new {
+                let label = format!("crash{i}");
+                let child = spawn(&["key", "new", &label], &pa, None);
+                (label, child)
+            } else {
+                let label = bases[(i / 2) % bases.len()].to_owned();
+                let (cur, next) = if verifies(&dir, &label, &pa) {
+                    (&pa, &pb)
+                } else {
+                    (&pb, &pa)
+                };
+                let child = spawn(&["key", "passwd", &label], cur, Some(next));
+                (label, child)
+            };
+            let mut child = child;
+            std::thread::sleep(Duration::from_micros(
+                window_us / 4 + rng.next() % window_us,
+            ));
+            let _ = child.kill();
+            let status = child.wait().expect("wait");
+            if status.signal() == Some(9) {
+                kills += 1;
+                if has_temp_file(&dir) {
+                    killed_with_temp += 1;
+                    let listed = dir.command().args(["--json", "key", "list"]).json();
+                    let names: Vec<&str> = listed
+                        .as_array()
+                        .expect("array")
+                        .iter()
+                        .map(|k| k["path"].as_str().expect("path"))
+                        .collect();
+                    assert!(
+                        names
+                            .iter()
+                            .all(|p| p.ends_with(".key") && !p.contains("/.tmp-")),
+                        "a temp file was listed as a key: {names:?}"
+                    );
+                }
+                if is_new {
+                    new_kills += 1;
+                    maybe.insert(label.clone());
+                } else {
+                    passwd_kills += 1;
+                }
+            } else {
+                assert!(
+                    status.success(),
+                    "run {i} ({label}) failed on its own: {status}"
+                );
+                finished += 1;
+                if is_new {
+                    created.insert(label.clone());
+                }
+            }
+            if !is_new {
+                // Intact with exactly one of the two passphrases.
+                let (a, b) = (verifies(&dir, &label, &pa), verifies(&dir, &label, &pb));
+                assert!(
+                    a ^ b,
+                    "{label} after run {i}: opens with alpha={a}, beta={b}"
+                );
+            }
+            i += 1;
+        }
+
+        let listed: BTreeSet<String> = dir
+            .command()
+            .args(["--json", "key", "list"])
+            .json()
+            .as_array()
+            .expect("array")
+            .iter()
+            .map(|k| k["label"].as_str().expect("label").to_owned())
+            .collect();
+        let lost: Vec<_> = created.difference(&listed).collect();
+        assert!(lost.is_empty(), "keys lost: {lost:?}");
+        let unexpected: Vec<_> = listed
+            .iter()
+            .filter(|l| !created.contains(*l) && !maybe.contains(*l))
+            .collect();
+        assert!(unexpected.is_empty(), "keys nobody created: {unexpected:?}");
+        for label in &listed {
+            let ok = if bases.contains(&label.as_str()) {
+                verifies(&dir, label, &pa) || verifies(&dir, label, &pb)
+            } else {
+                verifies(&dir, label, &pa)
+            };
+            assert!(ok, "{label} does not decrypt");
+        }
+        let entries: Vec<String> = std::fs::read_dir(dir.keystore())
+            .expect("read keystore")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        let key_files = entries.iter().filter(|n| n.ends_with(".key")).count();
+        assert_eq!(key_files, listed.len(), "key files vs listed: {entries:?}");
+        let temps = entries.iter().filter(|n| n.starts_with(".tmp-")).count();
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!(
+                "crash test: {i} runs, {kills} SIGKILLs mid-run ({new_kills} new, \
+                 {passwd_kills} passwd), {killed_with_temp} of them left a temp file, \
+                 {finished} runs finished, {} keys at the end ({} from killed `new` runs \
+                 that had already linked), {temps} temp files left",
+                listed.len(),
+                listed.intersection(&maybe).count()
+            );
+        }
+    }
+);

@@ -546,7 +546,7 @@ bctest!(
         let mut i = 0usize;
         while kills < WANT_KILLS {
             assert!(i < 20 * WANT_KILLS, "only {kills} kills landed in {i} runs");
-            let is_new = i % 2 == 0;
+            let is_new = i.is_multiple_of(2);
             let (label, child) = if is_new {
                 let label = format!("crash{i}");
                 let child = spawn(&["key", "new", &label], &pa, None);

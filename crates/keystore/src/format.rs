@@ -384,7 +384,8 @@ mod tests {
         let pass = Passphrase::new("pw".into());
         let bytes = encrypt(&meta, &signer, &pass, &KdfParams::insecure_for_tests()).expect("enc");
         // Changes that still parse: each must fail decryption, not slip through.
-        let edits: &[(&str, fn(&mut serde_json::Value))] = &[
+        type Edit = fn(&mut serde_json::Value);
+        let edits: &[(&str, Edit)] = &[
             ("label", |v| v["label"] = "other".into()),
             ("id", |v| {
                 v["id"] = "00000000-0000-0000-0000-000000000001".into()

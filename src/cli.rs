@@ -85,6 +85,9 @@ pub enum Command {
     History(cmd::history::HistoryArgs),
     /// Run the whole job on the embedded sandbox: throwaway key, swap, redeem, balances.
     Demo(cmd::demo::DemoArgs),
+    /// Webhooks: create/list/get/update/delete, and a listener that never loses an event.
+    #[command(subcommand)]
+    Webhook(cmd::webhook::WebhookCommand),
     /// Print shell completions.
     Completions(cmd::completions::CompletionsArgs),
 }

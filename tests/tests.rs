@@ -7,3 +7,4 @@ mod util;
 
 mod key;
 mod sign;
+mod webhook;

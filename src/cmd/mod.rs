@@ -13,6 +13,7 @@ pub mod submit;
 pub mod swap;
 pub mod transfer;
 pub mod tx;
+pub mod webhook;
 
 use crate::cli::{Cli, Command};
 
@@ -32,6 +33,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Resume(args) => resume::run(&global, args),
         Command::History(args) => history::run(&global, args),
         Command::Demo(args) => demo::run(&global, args),
+        Command::Webhook(cmd) => webhook::run(&global, cmd),
         Command::Completions(args) => completions::run(args),
     }
 }

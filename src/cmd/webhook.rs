@@ -1,0 +1,703 @@
+//! `bridgectl webhook`: the web3 API's webhooks (create, list, get, update, delete), a
+//! listener that never loses an event (`listen`), and a reader of what it stored (`events`).
+//!
+//! Web3 token, in this order: `--web3-token-file` / `BRIDGECTL_WEB3_TOKEN_FILE` (first
+//! line), `BRIDGECTL_WEB3_TOKEN`, then a key exchange with `BRIDGECTL_WEB3_NODE_ID`,
+//! `BRIDGECTL_WEB3_KEY_ID` and `BRIDGECTL_WEB3_KEY_SECRET`. Never argv, never printed.
+//!
+//! Files (defaults under `$XDG_STATE_HOME/bridgectl/`):
+//! - `webhook-keys.json` (`--keys`, `BRIDGECTL_WEBHOOK_KEYS`): signing keys from `create`,
+//!   mode 0600; `listen` verifies `x-signature` against them.
+//! - `webhook-events.sqlite` (`--store`, `BRIDGECTL_WEBHOOK_STORE`): the listener's store.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context as _, anyhow};
+use bridgectl_flow::webhook::client::{
+    self, Client, ConditionInput, EventType, NewWebhook, Webhook, WebhookUpdate,
+};
+use bridgectl_flow::webhook::handoff::Sinks;
+use bridgectl_flow::webhook::keys::{KeyEntry, KeyFile};
+use bridgectl_flow::webhook::listener::{DEFAULT_MAX_BODY, Listener, ListenerConfig};
+use bridgectl_flow::webhook::store::{Quarantined, Store, StoredEvent};
+use bridgectl_flow::webhook::{Error as WebhookError, networks};
+use clap::{Args, Subcommand};
+use secrecy::SecretString;
+use serde_json::{Value, json};
+
+use crate::cli::GlobalOpts;
+use crate::exit::{Code, coded};
+use crate::output;
+
+/// `bridgectl webhook ...`
+#[derive(Debug, Subcommand)]
+pub enum WebhookCommand {
+    /// Create a webhook; its signing key is stored locally (0600) for `listen`.
+    Create(CreateArgs),
+    /// List the webhooks of a chain/network.
+    List(ListArgs),
+    /// Show one webhook.
+    Get(IdArgs),
+    /// Change a webhook: `--active false` stops its deliveries.
+    Update(UpdateArgs),
+    /// Delete a webhook for good (and its stored signing key).
+    Delete(IdArgs),
+    /// Receive deliveries: answer 200 only once each is durable in the store.
+    Listen(ListenArgs),
+    /// Show what the listener stored.
+    Events(EventsArgs),
+}
+
+/// Where the web3 API is and which chain/network.
+#[derive(Debug, Args, Clone)]
+pub struct Web3Opts {
+    /// Web3 API URL [default: the profile's web3_url].
+    #[arg(
+        long,
+        env = "BRIDGECTL_WEB3_URL",
+        value_name = "URL",
+        help_heading = "Web3 API"
+    )]
+    pub web3_url: Option<String>,
+
+    /// Read the web3 token from the first line of FILE (keep it 0600).
+    #[arg(
+        long,
+        env = "BRIDGECTL_WEB3_TOKEN_FILE",
+        value_name = "FILE",
+        help_heading = "Web3 API"
+    )]
+    pub web3_token_file: Option<PathBuf>,
+
+    /// Chain path segment, e.g. ethereum, polygon.
+    #[arg(long, env = "BRIDGECTL_WEB3_CHAIN", help_heading = "Web3 API")]
+    pub chain: String,
+
+    /// Network path segment, e.g. mainnet, sepolia.
+    #[arg(long, env = "BRIDGECTL_WEB3_NETWORK", help_heading = "Web3 API")]
+    pub network: String,
+
+    /// Signing-key file [default: $XDG_STATE_HOME/bridgectl/webhook-keys.json].
+    #[arg(long, env = "BRIDGECTL_WEBHOOK_KEYS", value_name = "FILE")]
+    pub keys: Option<PathBuf>,
+}
+
+/// Condition flags, checked against the event type.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ConditionOpts {
+    /// BLOCK_PERIOD: one notification every N blocks (N >= 1).
+    #[arg(long, value_name = "N", help_heading = "Condition")]
+    pub period: Option<u64>,
+    /// Address to watch (ADDRESS_ACTIVITY, *_TRANSACTION; one for BELOW_THRESHOLD_BALANCE).
+    #[arg(long = "address", value_name = "ADDRESS", help_heading = "Condition")]
+    pub addresses: Vec<String>,
+    /// Token contract to watch (TOKEN_TRANSFER).
+    #[arg(long = "token", value_name = "ADDRESS", help_heading = "Condition")]
+    pub tokens: Vec<String>,
+    /// BELOW_THRESHOLD_BALANCE: the balance, in wei, below which to notify.
+    #[arg(long, value_name = "WEI", help_heading = "Condition")]
+    pub threshold: Option<String>,
+    /// The condition object verbatim, instead of the flags above.
+    #[arg(long, value_name = "JSON", help_heading = "Condition")]
+    pub condition_json: Option<String>,
+}
+
+impl ConditionOpts {
+    fn input(&self) -> ConditionInput {
+        ConditionInput {
+            period: self.period,
+            addresses: self.addresses.clone(),
+            tokens: self.tokens.clone(),
+            threshold: self.threshold.clone(),
+            json: self.condition_json.clone(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.period.is_none()
+            && self.addresses.is_empty()
+            && self.tokens.is_empty()
+            && self.threshold.is_none()
+            && self.condition_json.is_none()
+    }
+}
+
+/// Arguments of `webhook create`.
+#[derive(Debug, Args)]
+pub struct CreateArgs {
+    /// Event type, e.g. BLOCK_PERIOD, TOKEN_TRANSFER.
+    #[arg(long = "type", value_name = "EVENT_TYPE")]
+    pub event_type: String,
+    /// The listener URL deliveries are POSTed to.
+    #[arg(long, value_name = "URL")]
+    pub url: String,
+    /// Free text.
+    #[arg(long)]
+    pub description: Option<String>,
+    /// The condition.
+    #[command(flatten)]
+    pub condition: ConditionOpts,
+    /// The web3 API.
+    #[command(flatten)]
+    pub web3: Web3Opts,
+}
+
+/// Arguments of `webhook list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// The web3 API.
+    #[command(flatten)]
+    pub web3: Web3Opts,
+}
+
+/// Arguments of `webhook get` and `webhook delete`.
+#[derive(Debug, Args)]
+pub struct IdArgs {
+    /// The subscriptionId `create` printed.
+    pub id: String,
+    /// The web3 API.
+    #[command(flatten)]
+    pub web3: Web3Opts,
+}
+
+/// Arguments of `webhook update`.
+#[derive(Debug, Args)]
+pub struct UpdateArgs {
+    /// The subscriptionId.
+    pub id: String,
+    /// Enable (true) or disable (false) deliveries.
+    #[arg(long, value_name = "true|false")]
+    pub active: Option<bool>,
+    /// A new listener URL.
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// A new description.
+    #[arg(long)]
+    pub description: Option<String>,
+    /// The event type the condition flags are for [default: BLOCK_PERIOD when only
+    /// --period is given].
+    #[arg(long = "type", value_name = "EVENT_TYPE")]
+    pub event_type: Option<String>,
+    /// A new condition.
+    #[command(flatten)]
+    pub condition: ConditionOpts,
+    /// The web3 API.
+    #[command(flatten)]
+    pub web3: Web3Opts,
+}
+
+/// Arguments of `webhook listen`.
+#[derive(Debug, Args)]
+pub struct ListenArgs {
+    /// Address to listen on, e.g. 127.0.0.1:8080 (port 0 picks one; see the first line).
+    #[arg(long, value_name = "ADDR")]
+    pub bind: SocketAddr,
+    /// The one path deliveries are accepted on; make it unguessable: /hooks/<secret>.
+    #[arg(long, default_value = "/", value_name = "PATH")]
+    pub path: String,
+    /// Event store [default: $XDG_STATE_HOME/bridgectl/webhook-events.sqlite].
+    #[arg(long, env = "BRIDGECTL_WEBHOOK_STORE", value_name = "FILE")]
+    pub store: Option<PathBuf>,
+    /// Signing-key file [default: $XDG_STATE_HOME/bridgectl/webhook-keys.json].
+    #[arg(long, env = "BRIDGECTL_WEBHOOK_KEYS", value_name = "FILE")]
+    pub keys: Option<PathBuf>,
+    /// Largest accepted body in bytes; larger ones get 413.
+    #[arg(long, default_value_t = DEFAULT_MAX_BODY, value_name = "BYTES")]
+    pub max_body: usize,
+    /// Run `sh -c CMD` per verified event, the body on stdin; retried until it exits 0.
+    #[arg(long, value_name = "CMD")]
+    pub exec: Option<String>,
+    /// POST each verified event to URL; retried until it answers 2xx.
+    #[arg(long, value_name = "URL")]
+    pub forward: Option<String>,
+}
+
+/// Arguments of `webhook events`.
+#[derive(Debug, Args)]
+pub struct EventsArgs {
+    /// Event store [default: $XDG_STATE_HOME/bridgectl/webhook-events.sqlite].
+    #[arg(long, env = "BRIDGECTL_WEBHOOK_STORE", value_name = "FILE")]
+    pub store: Option<PathBuf>,
+    /// Keep printing new events as they arrive (JSON lines with --json), until Ctrl-C.
+    #[arg(long, short = 'f')]
+    pub follow: bool,
+    /// Show the quarantine (bodies that were not events) instead.
+    #[arg(long)]
+    pub quarantine: bool,
+    /// Only rows with an id above N.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub since: i64,
+    /// At most N rows (without --follow).
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub limit: usize,
+}
+
+/// Runs `bridgectl webhook ...`.
+pub fn run(global: &GlobalOpts, cmd: WebhookCommand) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("could not start the async runtime")?;
+    match cmd {
+        WebhookCommand::Create(args) => rt.block_on(create(global, args)),
+        WebhookCommand::List(args) => rt.block_on(list(global, args)),
+        WebhookCommand::Get(args) => rt.block_on(get(global, args)),
+        WebhookCommand::Update(args) => rt.block_on(update(global, args)),
+        WebhookCommand::Delete(args) => rt.block_on(delete(global, args)),
+        WebhookCommand::Listen(args) => rt.block_on(listen(global, args)),
+        WebhookCommand::Events(args) => rt.block_on(events(global, args)),
+    }
+}
+
+/// The exit code a webhook error means.
+fn code_of(e: &WebhookError) -> Code {
+    match e {
+        WebhookError::NotFound { .. } | WebhookError::Api { status: 404, .. } => Code::NotFound,
+        WebhookError::UnknownChain { .. }
+        | WebhookError::UnknownNetwork { .. }
+        | WebhookError::Invalid { .. }
+        | WebhookError::Url { .. }
+        | WebhookError::ListenerConfig { .. } => Code::Usage,
+        WebhookError::InsecureUrl { .. } => Code::Refused,
+        _ => Code::Failure,
+    }
+}
+
+fn coded_err(e: WebhookError) -> anyhow::Error {
+    let code = code_of(&e);
+    anyhow::Error::new(crate::exit::Coded {
+        code,
+        source: anyhow::Error::new(e),
+    })
+}
+
+fn state_dir() -> anyhow::Result<PathBuf> {
+    dirs::state_dir()
+        .map(|d| d.join("bridgectl"))
+        .ok_or_else(|| anyhow!("no state directory: set XDG_STATE_HOME or HOME, or give the path"))
+}
+
+fn keys_path(explicit: &Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    match explicit {
+        Some(p) => Ok(p.clone()),
+        None => Ok(state_dir()?.join("webhook-keys.json")),
+    }
+}
+
+fn store_path(explicit: &Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    match explicit {
+        Some(p) => Ok(p.clone()),
+        None => Ok(state_dir()?.join("webhook-events.sqlite")),
+    }
+}
+
+fn env_nonempty(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// Checks chain/network, finds the URL and the token, and builds the client. The chain
+/// check comes first: a typo never costs a request, not even the token exchange.
+async fn connect(global: &GlobalOpts, web3: &Web3Opts) -> anyhow::Result<Client> {
+    networks::check(&web3.chain, &web3.network).map_err(coded_err)?;
+    let url = match &web3.web3_url {
+        Some(u) => u.clone(),
+        None => crate::config::load_profile(global)?
+            .web3_url
+            .ok_or_else(|| {
+                coded(
+                    Code::Usage,
+                    "no web3 url: give --web3-url, BRIDGECTL_WEB3_URL or web3_url in the profile",
+                )
+            })?,
+    };
+    // Refuse an insecure URL before a token is read or exchanged.
+    client::check_url(&url).map_err(coded_err)?;
+    let token = web3_token(&url, web3).await?;
+    Client::new(&url, token).map_err(coded_err)
+}
+
+async fn web3_token(url: &str, web3: &Web3Opts) -> anyhow::Result<SecretString> {
+    if let Some(path) = &web3.web3_token_file {
+        let text = zeroize::Zeroizing::new(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read web3 token file {}", path.display()))?,
+        );
+        let line = text.lines().next().unwrap_or("").trim();
+        if line.is_empty() {
+            return Err(coded(
+                Code::Usage,
+                format!("web3 token file {} is empty", path.display()),
+            ));
+        }
+        return Ok(SecretString::from(line.to_owned()));
+    }
+    if let Some(token) = env_nonempty("BRIDGECTL_WEB3_TOKEN") {
+        return Ok(SecretString::from(token));
+    }
+    let node = env_nonempty("BRIDGECTL_WEB3_NODE_ID");
+    let key_id = env_nonempty("BRIDGECTL_WEB3_KEY_ID");
+    let secret = env_nonempty("BRIDGECTL_WEB3_KEY_SECRET").map(SecretString::from);
+    match (node, key_id, secret) {
+        (Some(node), Some(key_id), Some(secret)) => {
+            client::exchange_token(url, &node, &key_id, &secret)
+                .await
+                .map_err(coded_err)
+                .context("web3 token exchange failed")
+        }
+        _ => Err(coded(
+            Code::Usage,
+            "no web3 token: set --web3-token-file, BRIDGECTL_WEB3_TOKEN, or BRIDGECTL_WEB3_NODE_ID + BRIDGECTL_WEB3_KEY_ID + BRIDGECTL_WEB3_KEY_SECRET",
+        )),
+    }
+}
+
+fn parse_type(s: &str) -> anyhow::Result<EventType> {
+    s.parse::<EventType>().map_err(coded_err)
+}
+
+async fn create(global: &GlobalOpts, args: CreateArgs) -> anyhow::Result<()> {
+    let event_type = parse_type(&args.event_type)?;
+    let condition =
+        client::build_condition(event_type, &args.condition.input()).map_err(coded_err)?;
+    let keys = KeyFile::new(keys_path(&args.web3.keys)?);
+    // Fail on a bad key file before creating a webhook whose key could not be kept.
+    keys.load().map_err(coded_err)?;
+    let client = connect(global, &args.web3).await?;
+    let created = client
+        .create(
+            &args.web3.chain,
+            &args.web3.network,
+            &NewWebhook {
+                event_type,
+                description: args.description.clone(),
+                webhook_url: args.url.clone(),
+                condition,
+            },
+        )
+        .await
+        .map_err(coded_err)?;
+    let id = created.webhook.subscription_id.clone();
+    keys.insert(
+        &id,
+        &KeyEntry {
+            signing_key: created.signing_key.clone(),
+            chain: args.web3.chain.clone(),
+            network: args.web3.network.clone(),
+            webhook_url: Some(args.url.clone()),
+            created_at: created.webhook.created_at.clone(),
+        },
+    )
+    .map_err(coded_err)
+    .with_context(|| {
+        format!("webhook {id} was created but its signing key could not be stored; delete it and create it again")
+    })?;
+    if global.json {
+        let mut v = serde_json::to_value(&created.webhook)?;
+        v["signingKeyFile"] = json!(keys.path());
+        output::json(&v)
+    } else {
+        output::line(format!(
+            "created webhook {id}: {} {} on {}/{} -> {}",
+            event_type,
+            created
+                .webhook
+                .condition
+                .as_ref()
+                .map(Value::to_string)
+                .unwrap_or_default(),
+            args.web3.chain,
+            args.web3.network,
+            args.url
+        ))?;
+        output::line(format!("signing key stored in {}", keys.path().display()))
+    }
+}
+
+fn describe(w: &Webhook) -> String {
+    let active = match w.is_active {
+        Some(true) => "active",
+        Some(false) => "inactive",
+        None => "?",
+    };
+    format!(
+        "{:<8} {:<8} {:<24} {:<20} {}",
+        w.subscription_id,
+        active,
+        w.event_type.as_deref().unwrap_or("?"),
+        w.condition
+            .as_ref()
+            .map(Value::to_string)
+            .unwrap_or_default(),
+        w.webhook_url.as_deref().unwrap_or("")
+    )
+}
+
+async fn list(global: &GlobalOpts, args: ListArgs) -> anyhow::Result<()> {
+    let client = connect(global, &args.web3).await?;
+    let page = client
+        .list(&args.web3.chain, &args.web3.network)
+        .await
+        .map_err(coded_err)?;
+    if global.json {
+        return output::json(&page);
+    }
+    if page.items.is_empty() {
+        output::note(format!(
+            "no webhooks on {}/{}",
+            args.web3.chain, args.web3.network
+        ));
+    }
+    for w in &page.items {
+        output::line(describe(w))?;
+    }
+    Ok(())
+}
+
+async fn get(global: &GlobalOpts, args: IdArgs) -> anyhow::Result<()> {
+    let client = connect(global, &args.web3).await?;
+    let w = client
+        .get(&args.web3.chain, &args.web3.network, &args.id)
+        .await
+        .map_err(coded_err)?;
+    if global.json {
+        return output::json(&w);
+    }
+    output::line(describe(&w))
+}
+
+async fn update(global: &GlobalOpts, args: UpdateArgs) -> anyhow::Result<()> {
+    let condition = if args.condition.is_empty() {
+        None
+    } else {
+        let event_type = match &args.event_type {
+            Some(t) => parse_type(t)?,
+            None if args.condition.condition_json.is_some() => EventType::Log,
+            None => EventType::BlockPeriod,
+        };
+        let input = args.condition.input();
+        // --condition-json without --type is taken verbatim.
+        let value = if args.event_type.is_none() && input.json.is_some() {
+            client::build_condition(EventType::Log, &input)
+        } else {
+            client::build_condition(event_type, &input)
+        };
+        Some(value.map_err(coded_err)?)
+    };
+    let change = WebhookUpdate {
+        webhook_url: args.url.clone(),
+        description: args.description.clone(),
+        is_active: args.active,
+        condition,
+    };
+    let client = connect(global, &args.web3).await?;
+    client
+        .update(&args.web3.chain, &args.web3.network, &args.id, &change)
+        .await
+        .map_err(coded_err)?;
+    if global.json {
+        output::json(&json!({"subscriptionId": args.id, "updated": true}))
+    } else {
+        output::line(format!("updated webhook {}", args.id))
+    }
+}
+
+async fn delete(global: &GlobalOpts, args: IdArgs) -> anyhow::Result<()> {
+    let keys = KeyFile::new(keys_path(&args.web3.keys)?);
+    let client = connect(global, &args.web3).await?;
+    client
+        .delete(&args.web3.chain, &args.web3.network, &args.id)
+        .await
+        .map_err(coded_err)?;
+    let removed = keys.remove(&args.id).map_err(coded_err)?;
+    if global.json {
+        output::json(&json!({
+            "subscriptionId": args.id,
+            "deleted": true,
+            "signingKeyRemoved": removed,
+        }))
+    } else {
+        output::line(format!("deleted webhook {}", args.id))
+    }
+}
+
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}
+
+async fn listen(global: &GlobalOpts, args: ListenArgs) -> anyhow::Result<()> {
+    let store = store_path(&args.store)?;
+    let keys = keys_path(&args.keys)?;
+    let mut config = ListenerConfig::new(args.bind, &store, &keys);
+    config.path = args.path.clone();
+    config.max_body = args.max_body;
+    config.sinks = Sinks {
+        exec: args.exec.clone(),
+        forward: args.forward.clone(),
+    };
+    let listener = Listener::bind(config).await.map_err(coded_err)?;
+    let addr = listener.local_addr().map_err(coded_err)?;
+    let url = format!("http://{addr}{}", args.path);
+    if global.json {
+        let line = serde_json::to_string(&json!({
+            "listening": url,
+            "addr": addr.to_string(),
+            "path": args.path,
+            "store": store,
+        }))?;
+        output::line(line)?;
+    } else {
+        output::note(format!(
+            "listening on {url} (store {}, keys {}); Ctrl-C stops",
+            store.display(),
+            keys.display()
+        ));
+    }
+    let _ = std::io::stdout().flush();
+    let stats = listener.run(shutdown_signal()).await.map_err(coded_err)?;
+    if global.json {
+        output::line(serde_json::to_string(&json!({ "stopped": stats }))?)
+    } else {
+        output::note(format!(
+            "stopped: {} stored ({} unverified), {} duplicates, {} quarantined, {} failed",
+            stats.stored, stats.unverified, stats.duplicates, stats.quarantined, stats.failed
+        ));
+        Ok(())
+    }
+}
+
+fn rfc3339(ms: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| ms.to_string())
+}
+
+fn event_json(e: &StoredEvent) -> anyhow::Result<Value> {
+    let mut v = serde_json::to_value(e)?;
+    v["receivedAt"] = json!(rfc3339(e.received_at_ms));
+    v["event"] = serde_json::from_slice(&e.body).unwrap_or(Value::Null);
+    Ok(v)
+}
+
+fn event_line(e: &StoredEvent) -> String {
+    let check = if e.verified {
+        "verified".to_owned()
+    } else {
+        format!("UNVERIFIED ({})", e.verification)
+    };
+    let mut line = format!(
+        "{:<6} {} sub={} seq={} {} {}",
+        e.id,
+        rfc3339(e.received_at_ms),
+        e.subscription_id,
+        e.sequence_number,
+        e.event_type.as_deref().unwrap_or("?"),
+        check
+    );
+    if e.handed_off != 0 {
+        line.push_str(&format!(" handed-off={}", e.handed_off));
+    }
+    if let Some(err) = &e.last_error {
+        line.push_str(&format!(" last-error={err:?} attempts={}", e.attempts));
+    }
+    line
+}
+
+fn quarantine_json(q: &Quarantined) -> anyhow::Result<Value> {
+    let mut v = serde_json::to_value(q)?;
+    v["receivedAt"] = json!(rfc3339(q.received_at_ms));
+    v["body"] = json!(String::from_utf8_lossy(&q.body));
+    Ok(v)
+}
+
+async fn events(global: &GlobalOpts, args: EventsArgs) -> anyhow::Result<()> {
+    let path = store_path(&args.store)?;
+    if !path.exists() {
+        return Err(coded(
+            Code::NotFound,
+            format!(
+                "no event store at {}: has `bridgectl webhook listen` run with this --store?",
+                path.display()
+            ),
+        ));
+    }
+    let store = Store::open_existing(&path).map_err(coded_err)?;
+    let mut after = args.since;
+    let stop = shutdown_signal();
+    tokio::pin!(stop);
+    let mut first = true;
+    loop {
+        let limit = if args.follow { 1000 } else { args.limit };
+        let s = store.clone();
+        let quarantine = args.quarantine;
+        let rows: Vec<(i64, Value, String)> = tokio::task::spawn_blocking(move || {
+            if quarantine {
+                s.quarantined(after, limit)
+                    .map_err(coded_err)?
+                    .iter()
+                    .map(|q| {
+                        Ok((
+                            q.id,
+                            quarantine_json(q)?,
+                            format!("{:<6} {} {}", q.id, rfc3339(q.received_at_ms), q.reason),
+                        ))
+                    })
+                    .collect::<anyhow::Result<Vec<_>>>()
+            } else {
+                s.events(after, limit)
+                    .map_err(coded_err)?
+                    .iter()
+                    .map(|e| Ok((e.id, event_json(e)?, event_line(e))))
+                    .collect::<anyhow::Result<Vec<_>>>()
+            }
+        })
+        .await
+        .context("reading the store")??;
+        if let Some(last) = rows.last() {
+            after = last.0;
+        }
+        if !args.follow {
+            if global.json {
+                let values: Vec<Value> = rows.into_iter().map(|r| r.1).collect();
+                return output::json(&values);
+            }
+            if rows.is_empty() && first {
+                output::note("no events");
+            }
+            for r in rows {
+                output::line(r.2)?;
+            }
+            return Ok(());
+        }
+        first = false;
+        for r in rows {
+            if global.json {
+                output::line(serde_json::to_string(&r.1)?)?;
+            } else {
+                output::line(r.2)?;
+            }
+        }
+        let _ = std::io::stdout().flush();
+        tokio::select! {
+            _ = &mut stop => return Ok(()),
+            _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+        }
+    }
+}

@@ -105,7 +105,7 @@ impl Session {
             .context("cannot start the async runtime")?;
         let base_url = profile.need(&profile.base_url, "base_url")?.clone();
         let token = runtime.block_on(resolve_token(&profile, opts, &base_url))?;
-        let client = PlatformClient::new(&base_url, token, ClientOptions::default())?;
+        let client = PlatformClient::new(&base_url, token, client_options()?)?;
         let journal = open_journal(opts.journal.as_ref())?;
         let keystore = crate::cmd::key::open_keystore(global)?;
         let bridge = bridge_from(&profile).ok();
@@ -185,6 +185,18 @@ impl Session {
         }
         Ok(())
     }
+}
+
+/// HTTP options; `BRIDGECTL_RETRIES` sets how often a retry-safe request is retried
+/// (default 3; 0 turns retries off, e.g. to see every fault).
+fn client_options() -> Result<ClientOptions> {
+    let mut options = ClientOptions::default();
+    if let Ok(v) = std::env::var("BRIDGECTL_RETRIES") {
+        options.retries = v
+            .parse()
+            .map_err(|_| anyhow!("BRIDGECTL_RETRIES={v:?}: expected a small integer"))?;
+    }
+    Ok(options)
 }
 
 /// The bridge from the profile; an error names the first missing setting.

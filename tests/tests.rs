@@ -3,8 +3,10 @@
 
 #[macro_use]
 mod macros;
+mod live;
 mod util;
 
+mod flow;
 mod key;
 mod sign;
 mod webhook;

@@ -255,17 +255,29 @@ impl Flows<'_> {
     ) -> Result<Redemption, Error> {
         let start = std::time::Instant::now();
         let mut last_status = String::new();
+        let side_env = self.bridge()?.side.environment_id.clone();
+        let timed_out = |last: &str| Error::Timeout {
+            what: format!(
+                "redemption {tx_id} (last status {}); `bridgectl resume {tx_id}` continues \
+                 waiting",
+                if last.is_empty() { "none" } else { last }
+            ),
+            seconds: self.wait.timeout.as_secs(),
+        };
         loop {
-            let found = match self
-                .client
-                .redemption(tx_id, &self.bridge()?.side.environment_id)
-                .await
-            {
+            // The whole wait is bounded, a slow answer included.
+            let remaining = self.wait.timeout.saturating_sub(start.elapsed());
+            let Ok(answer) =
+                tokio::time::timeout(remaining, self.client.redemption(tx_id, &side_env)).await
+            else {
+                return Err(timed_out(&last_status));
+            };
+            let found = match answer {
                 Ok(r) => Some(r),
                 // Not recorded yet (the relayer has not seen the block): keep waiting.
                 Err(Error::Platform { error, .. }) if error.status == 404 => self
                     .client
-                    .redemption(&tx_hash.to_string(), &self.bridge()?.side.environment_id)
+                    .redemption(&tx_hash.to_string(), &side_env)
                     .await
                     .ok(),
                 Err(e) => return Err(e),
@@ -284,18 +296,7 @@ impl Flows<'_> {
                 self.journal.record_result(tx_id, &r.raw)?;
             }
             if start.elapsed() >= self.wait.timeout {
-                return Err(Error::Timeout {
-                    what: format!(
-                        "redemption {tx_id} (last status {}); `bridgectl resume {tx_id}` \
-                         continues waiting",
-                        if last_status.is_empty() {
-                            "none"
-                        } else {
-                            &last_status
-                        }
-                    ),
-                    seconds: self.wait.timeout.as_secs(),
-                });
+                return Err(timed_out(&last_status));
             }
             tokio::time::sleep(self.wait.interval).await;
         }

@@ -179,8 +179,47 @@ impl Flows<'_> {
             .inspect_err(|e| self.fail(&tx_id, "build-failed", e))?;
         self.journal
             .record_raw_tx(&tx_id, &serde_json::to_value(&raw).unwrap_or_default())?;
-        self.sign_and_submit(&tx_id, "transfer", from, &raw, &intent, approver, progress)
-            .await
+        let submitted = self
+            .sign_and_submit(&tx_id, "transfer", from, &raw, &intent, approver, progress)
+            .await?;
+        self.await_inclusion(which, &submitted, progress).await?;
+        Ok(submitted)
+    }
+
+    /// Waits until a submitted transaction is mined when the chain's node is known, and
+    /// completes the flow; a revert is an error. Without a node there is nothing to ask,
+    /// and the flow is completed on the platform's acceptance.
+    pub async fn await_inclusion(
+        &self,
+        which: Which,
+        submitted: &Submitted,
+        progress: &mut dyn Progress,
+    ) -> Result<(), Error> {
+        let node = match (&self.submitter, self.node(which)) {
+            // The node submitter already waited for the receipt.
+            (crate::engine::Submitter::Node(_), _) | (_, Err(_)) => {
+                return self.complete(
+                    &submitted.tx_id,
+                    &json!({"txHash": submitted.tx_hash}),
+                    true,
+                );
+            }
+            (_, Ok(node)) => node,
+        };
+        progress.step("waiting for the receipt");
+        let receipt = node
+            .wait_receipt(submitted.tx_hash, self.wait.interval, self.wait.timeout)
+            .await?;
+        let result = serde_json::to_value(&receipt).unwrap_or_default();
+        if receipt.success {
+            self.complete(&submitted.tx_id, &result, true)
+        } else {
+            self.complete(&submitted.tx_id, &result, false)?;
+            Err(Error::BadInput(format!(
+                "transaction {} was mined in block {} but reverted",
+                submitted.tx_hash, receipt.block_number
+            )))
+        }
     }
 
     /// Swaps MT into ST: issue the swap address, send MT there, and with `wait` poll
@@ -250,7 +289,11 @@ impl Flows<'_> {
             .await?;
         let st_after = match st_before {
             Some(before) => Some(self.wait_st_credit(&tx_id, from, before, progress).await?),
-            None => None,
+            None => {
+                self.await_inclusion(Which::Mt, &submitted, progress)
+                    .await?;
+                None
+            }
         };
         if wait {
             self.complete(
@@ -367,16 +410,19 @@ impl Flows<'_> {
                 nonce: raw.nonce,
             },
         )?;
-        self.submit_journaled(
-            &tx_id,
-            &signed,
-            decoded.hash,
-            raw.chain_id,
-            raw.nonce,
-            from,
-            progress,
-        )
-        .await
+        let submitted = self
+            .submit_journaled(
+                &tx_id,
+                &signed,
+                decoded.hash,
+                raw.chain_id,
+                raw.nonce,
+                from,
+                progress,
+            )
+            .await?;
+        self.await_inclusion(which, &submitted, progress).await?;
+        Ok(submitted)
     }
 
     /// Journals a failure (best effort: the original error is what the caller reports).

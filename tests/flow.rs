@@ -1,0 +1,483 @@
+//! The online flows end to end: the CLI binary against a live sandbox over real anvil
+//! chains. Every output is checked for secrets (see `live.rs`).
+
+use std::time::{Duration, Instant};
+
+use alloy_primitives::U256;
+use bridgectl_sandbox::FaultConfig;
+use serde_json::Value;
+
+use crate::live::Live;
+
+fn units(n: u64, decimals: u8) -> U256 {
+    U256::from(n) * U256::from(10u64).pow(U256::from(decimals))
+}
+
+fn steps(live: &Live, tx_id: &str) -> Vec<String> {
+    let h = live.ok(&["history", tx_id]);
+    h["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| s["step"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn redeem_end_to_end_journals_every_step() {
+    let live = Live::new("redeem_e2e");
+    let dev = live.dev.to_string();
+    let st_dec = live.sb.info.side.decimals;
+    let mt_dec = live.sb.info.main.decimals;
+    let (st0, mt0) = (live.balance(true, live.dev), live.balance(false, live.dev));
+    let out = live.ok(&["redeem", "--from", &dev, "--amount", "1.5", "--yes"]);
+    assert_eq!(out["status"], "completed", "{out:#}");
+    let amount = units(15, st_dec) / U256::from(10);
+    assert_eq!(out["amount"], amount.to_string());
+    assert!(live.mined(true, out["txHash"].as_str().expect("hash")));
+    // ST burned exactly; MT paid at the inverse ratio.
+    assert_eq!(live.balance(true, live.dev), st0 - amount);
+    let ratio = &live.sb.info.ratio;
+    let mt_paid = live.balance(false, live.dev) - mt0;
+    let expected = amount * units(ratio.mt, mt_dec) / units(ratio.st, st_dec);
+    assert_eq!(mt_paid, expected, "ratio {ratio:?}");
+    let tx_id = out["txId"].as_str().expect("txId");
+    let s = steps(&live, tx_id);
+    let order = [
+        "started",
+        "executed",
+        "verified",
+        "signed",
+        "submitted",
+        "completed",
+    ];
+    let mut last = 0;
+    for want in order {
+        let at = s
+            .iter()
+            .position(|x| x == want)
+            .unwrap_or_else(|| panic!("step {want} missing in {s:?}"));
+        assert!(at >= last, "step {want} out of order in {s:?}");
+        last = at;
+    }
+}
+
+#[test]
+fn swap_with_wait_credits_st_at_the_ratio() {
+    let live = Live::new("swap_e2e");
+    let dev = live.dev.to_string();
+    let out = live.ok(&["swap", "--from", &dev, "--amount", "2", "--wait", "--yes"]);
+    let before: U256 = out["stBefore"]
+        .as_str()
+        .expect("before")
+        .parse()
+        .expect("u256");
+    let after: U256 = out["stAfter"]
+        .as_str()
+        .expect("after")
+        .parse()
+        .expect("u256");
+    let info = &live.sb.info;
+    let mt = units(2, info.main.decimals);
+    let expected =
+        mt * units(info.ratio.st, info.side.decimals) / units(info.ratio.mt, info.main.decimals);
+    assert_eq!(after - before, expected);
+    assert!(live.mined(false, out["txHash"].as_str().expect("hash")));
+    // The same swap address on a repeat call.
+    let again = live.ok(&["swap", "--from", &dev, "--amount", "1", "--yes"]);
+    assert_eq!(again["swapAddress"], out["swapAddress"]);
+}
+
+#[test]
+fn transfers_of_mt_and_st_and_a_managed_transfer() {
+    let live = Live::new("transfer_e2e");
+    let dev = live.dev.to_string();
+    let managed = live.sb.info.managed_accounts[0];
+    let m = managed.to_string();
+    let mt0 = live.balance(false, managed);
+    live.ok(&[
+        "transfer", "--token", "mt", "--from", &dev, "--to", &m, "--amount", "3", "--yes",
+    ]);
+    assert_eq!(
+        live.balance(false, managed) - mt0,
+        units(3, live.sb.info.main.decimals)
+    );
+    let st0 = live.balance(true, managed);
+    let out = live.ok(&[
+        "transfer", "--token", "st", "--from", &dev, "--to", &m, "--amount", "0.25", "--yes",
+        "--direct",
+    ]);
+    assert!(live.mined(true, out["txHash"].as_str().expect("hash")));
+    assert_eq!(
+        live.balance(true, managed) - st0,
+        units(25, live.sb.info.side.decimals) / U256::from(100)
+    );
+    // The managed account has no key here: the platform signs (op 2), we check and
+    // submit (op 3).
+    let dev0 = live.balance(false, live.dev);
+    live.ok(&[
+        "transfer",
+        "--token",
+        "mt",
+        "--managed",
+        "--from",
+        &m,
+        "--to",
+        &dev,
+        "--amount",
+        "1",
+    ]);
+    assert_eq!(
+        live.balance(false, live.dev) - dev0,
+        units(1, live.sb.info.main.decimals)
+    );
+}
+
+#[test]
+fn action_exec_for_eoa_managed_and_view() {
+    let live = Live::new("action_e2e");
+    let dev = live.dev.to_string();
+    let amount = units(1, live.sb.info.side.decimals).to_string();
+    let input = format!("_amount={amount}");
+    let eoa = live.ok(&[
+        "action",
+        "exec",
+        "stake",
+        "--from",
+        &dev,
+        "--input",
+        &input,
+        "--function",
+        "stake",
+        "--yes",
+    ]);
+    assert_eq!(eoa["kind"], "eoa");
+    assert!(live.mined(true, eoa["txHash"].as_str().expect("hash")));
+
+    let managed = live.sb.info.managed_accounts[0].to_string();
+    let owner = format!("_owner={dev}");
+    let view = live.ok(&[
+        "action",
+        "exec",
+        "balanceOf",
+        "--from",
+        &managed,
+        "--input",
+        &owner,
+    ]);
+    assert_eq!(view["kind"], "view");
+    let shown = view["value"]
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| view["value"].to_string());
+    assert_eq!(
+        shown.trim_matches('"'),
+        live.balance(true, live.dev).to_string()
+    );
+
+    let to = format!("_to={dev}");
+    let m = live.ok(&[
+        "action", "exec", "transfer", "--from", &managed, "--input", &to, "--input", "_value=0",
+    ]);
+    assert_eq!(m["kind"], "managed", "{m:#}");
+    assert!(live.mined(true, m["txHash"].as_str().expect("hash")));
+}
+
+#[test]
+fn air_gap_round_trip_through_files() {
+    let live = Live::new("airgap_e2e");
+    let dev = live.dev.to_string();
+    let amount = units(1, live.sb.info.side.decimals).to_string();
+    let input = format!("_amount={amount}");
+    let req = live.dir.join("request.json");
+    let req_s = req.to_str().expect("utf8").to_owned();
+    let out = live.ok(&[
+        "action",
+        "exec",
+        "redeem",
+        "--from",
+        &dev,
+        "--input",
+        &input,
+        "--function",
+        "redeem",
+        "--out",
+        &req_s,
+    ]);
+    assert_eq!(out["kind"], "sign-request");
+
+    // The offline side: its own keystore, no token, no profile, no network settings.
+    let offline = crate::util::Dir::new("airgap_offline");
+    let key = live.sb.info.dev.private_key.expose_secret().to_owned();
+    offline.write("pass", format!("{}\n", live.passphrase));
+    let mut import = offline.command();
+    import
+        .env("BRIDGECTL_PASSPHRASE_FILE", offline.join("pass"))
+        .args(["key", "import", "--raw", "--unsafe-test-kdf"]);
+    let o = import.output_with_stdin(format!("{key}\n").as_bytes());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let signed = live.dir.join("signed.json");
+    let mut sign = offline.command();
+    sign.env("BRIDGECTL_PASSPHRASE_FILE", offline.join("pass"))
+        .args([
+            "sign",
+            &req_s,
+            "--yes",
+            "--out",
+            signed.to_str().expect("utf8"),
+        ]);
+    let o = sign.output();
+    live.check_secrets(&o);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    // A request edited after signing is caught before anything is sent.
+    let tampered = live.dir.join("tampered.json");
+    let text = std::fs::read_to_string(&req).expect("req");
+    std::fs::write(&tampered, text.replace("redeem", "redeem ")).expect("write");
+    let nonce0 = live.nonce(true, live.dev);
+    let err = live.fails(
+        &[
+            "submit",
+            signed.to_str().expect("utf8"),
+            "--request",
+            tampered.to_str().expect("utf8"),
+        ],
+        3,
+    );
+    assert!(err.contains("requestHash"), "{err}");
+    assert_eq!(live.nonce(true, live.dev), nonce0, "nothing was sent");
+
+    let sub = live.ok(&[
+        "submit",
+        signed.to_str().expect("utf8"),
+        "--request",
+        &req_s,
+    ]);
+    assert_eq!(sub["checkedAgainstRequest"], true);
+    assert!(live.mined(true, sub["txHash"].as_str().expect("hash")));
+    // The flow `action exec --out` began is the one that was completed.
+    assert_eq!(sub["txId"], out["txId"]);
+}
+
+#[test]
+fn dropped_submit_response_is_resumed_with_the_same_hash() {
+    let live = Live::new("resume_dropped");
+    let dev = live.dev.to_string();
+    live.sb.fault(
+        "submit",
+        FaultConfig {
+            drop_after_work: 1.0,
+            ..Default::default()
+        },
+    );
+    let nonce0 = live.nonce(true, live.dev);
+    let mut c = live.cmd();
+    c.env("BRIDGECTL_RETRIES", "0")
+        .args(["redeem", "--from", &dev, "--amount", "1", "--yes", "--json"]);
+    let out = c.output();
+    live.check_secrets(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let flows = live.ok(&["history"]);
+    let flow = &flows[0];
+    assert_eq!(flow["state"], "signed", "{flow:#}");
+    let tx_id = flow["txId"].as_str().expect("txId").to_owned();
+    let hash = flow["txHash"].as_str().expect("hash").to_owned();
+    assert!(steps(&live, &tx_id).contains(&"submit-failed".to_owned()));
+
+    live.sb.clear("submit");
+    let resumed = live.ok(&["resume", &tx_id]);
+    assert_eq!(resumed["txHash"], hash.as_str());
+    assert_eq!(
+        resumed["alreadyKnown"], true,
+        "the first send had reached the chain"
+    );
+    assert_eq!(resumed["status"], "completed");
+    assert_eq!(
+        live.nonce(true, live.dev),
+        nonce0 + 1,
+        "exactly one transaction"
+    );
+}
+
+#[test]
+fn a_dropped_submit_response_is_retried_safely() {
+    let live = Live::new("retry_dropped");
+    let dev = live.dev.to_string();
+    live.sb.fault(
+        "submit",
+        FaultConfig {
+            drop_after_work: 1.0,
+            ..Default::default()
+        },
+    );
+    let nonce0 = live.nonce(true, live.dev);
+    let out = live.ok(&["redeem", "--from", &dev, "--amount", "1", "--yes"]);
+    assert_eq!(out["status"], "completed");
+    assert_eq!(
+        live.nonce(true, live.dev),
+        nonce0 + 1,
+        "the retry resent the same bytes"
+    );
+}
+
+#[test]
+fn server_errors_are_retried_on_reads_and_reported_on_execute() {
+    let live = Live::new("faults_5xx");
+    let dev = live.dev.to_string();
+    // Execute is never retried: a 503 is a clear error and nothing is signed.
+    live.sb.fault(
+        "execute",
+        FaultConfig {
+            error_rate: 1.0,
+            ..Default::default()
+        },
+    );
+    let nonce0 = live.nonce(true, live.dev);
+    let err = live.fails(&["redeem", "--from", &dev, "--amount", "1", "--yes"], 7);
+    assert!(
+        err.contains("SERVICE_UNAVAILABLE") && err.contains("HTTP 503"),
+        "{err}"
+    );
+    live.sb.clear("execute");
+    assert_eq!(live.nonce(true, live.dev), nonce0);
+    // Half of the redemption-result reads fail: the retries carry the flow through.
+    live.sb.fault(
+        "redeems",
+        FaultConfig {
+            error_rate: 0.5,
+            ..Default::default()
+        },
+    );
+    let out = live.ok(&["redeem", "--from", &dev, "--amount", "1", "--yes"]);
+    assert_eq!(out["status"], "completed");
+}
+
+#[test]
+fn a_timeout_is_exit_8_and_resume_finishes() {
+    let live = Live::new("faults_timeout");
+    let dev = live.dev.to_string();
+    live.sb.fault(
+        "redeems",
+        FaultConfig {
+            error_rate: 1.0,
+            ..Default::default()
+        },
+    );
+    let mut c = live.cmd();
+    c.env("BRIDGECTL_RETRIES", "0").args([
+        "redeem",
+        "--from",
+        &dev,
+        "--amount",
+        "1",
+        "--yes",
+        "--timeout",
+        "1",
+    ]);
+    let out = c.output();
+    live.check_secrets(&out);
+    // A 503 on the status read is a platform error (7) without retries...
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    live.sb.clear("redeems");
+    live.sb.fault(
+        "redeems",
+        FaultConfig {
+            latency_ms: 1500,
+            ..Default::default()
+        },
+    );
+    // ...and a status that does not come in time is a timeout (8).
+    let err = live.fails(
+        &[
+            "redeem",
+            "--from",
+            &dev,
+            "--amount",
+            "1",
+            "--yes",
+            "--timeout",
+            "1",
+        ],
+        8,
+    );
+    assert!(err.contains("resume"), "{err}");
+    live.sb.clear("redeems");
+    let flows = live.ok(&["history"]);
+    let tx_id = flows[0]["txId"].as_str().expect("txId").to_owned();
+    let resumed = live.ok(&["resume", &tx_id]);
+    assert_eq!(resumed["status"], "completed");
+}
+
+#[test]
+fn killed_between_sign_and_submit_then_resumed() {
+    let live = Live::new("kill_resume");
+    let dev = live.dev.to_string();
+    // Hold the submission long enough to kill the client after it has signed.
+    live.sb.fault(
+        "submit",
+        FaultConfig {
+            latency_ms: 30_000,
+            ..Default::default()
+        },
+    );
+    let nonce0 = live.nonce(true, live.dev);
+    let mut c = live.cmd();
+    c.args(["redeem", "--from", &dev, "--amount", "1", "--yes"]);
+    let mut child = c
+        .cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let journal =
+        bridgectl_flow::journal::Journal::open(live.dir.join("journal.sqlite3")).expect("journal");
+    let start = Instant::now();
+    let tx_id = loop {
+        let signed = journal
+            .list(5)
+            .expect("list")
+            .into_iter()
+            .find(|f| f.signed_tx.is_some());
+        if let Some(f) = signed {
+            break f.tx_id;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "never signed");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let rec = journal.get(&tx_id).expect("rec");
+    assert!(matches!(rec.state.as_str(), "signed"), "{:?}", rec.state);
+    live.sb.clear("submit");
+    let resumed = live.ok(&["resume", &tx_id]);
+    assert_eq!(resumed["txHash"].as_str(), rec.tx_hash.as_deref());
+    assert_eq!(resumed["status"], "completed");
+    assert_eq!(
+        live.nonce(true, live.dev),
+        nonce0 + 1,
+        "exactly one transaction"
+    );
+}
+
+#[test]
+fn history_lists_flows_and_unknown_flows_are_not_found() {
+    let live = Live::new("history");
+    let dev = live.dev.to_string();
+    live.ok(&["redeem", "--from", &dev, "--amount", "1", "--yes"]);
+    let list = live.ok(&["history"]);
+    assert_eq!(list.as_array().map(Vec::len), Some(1));
+    assert_eq!(list[0]["kind"], "redeem");
+    assert_eq!(list[0]["state"], "completed");
+    live.fails(&["history", "00000000-0000-4000-8000-000000000000"], 6);
+    let _: Value = list;
+}

@@ -1,0 +1,276 @@
+//! A live sandbox (two real anvil chains and the platform API on 127.0.0.1) for the
+//! end-to-end tests, with a test dir whose profile points at it and a keystore holding
+//! the sandbox's development key.
+//!
+//! Every command run through [`Live`] has its stdout and stderr checked for the private
+//! key, the passphrase and the access token: none may ever appear.
+
+#![allow(dead_code)]
+
+use std::process::Output;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use alloy_primitives::{Address, B256, U256};
+use bridgectl_flow::rpc::NodeClient;
+use bridgectl_sandbox::{AppState, FaultConfig, Sandbox, SandboxConfig, SandboxInfo};
+
+use crate::util::{Dir, TestCommand};
+
+/// A sandbox running on its own thread and runtime until dropped.
+pub struct LiveSandbox {
+    /// Where everything is.
+    pub info: SandboxInfo,
+    /// The API's state, to set faults.
+    pub state: AppState,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LiveSandbox {
+    /// Starts a sandbox with `config`.
+    pub fn start(config: SandboxConfig) -> LiveSandbox {
+        let (info_tx, info_rx) = mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let sandbox = match Sandbox::start(config).await {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = info_tx.send(Err(e.to_string()));
+                        return;
+                    }
+                };
+                let _ = info_tx.send(Ok((sandbox.info().clone(), sandbox.state().clone())));
+                let _ = stop_rx.await;
+                sandbox.shutdown().await.expect("sandbox shutdown");
+            });
+        });
+        let (info, state) = info_rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("sandbox did not start in time")
+            .unwrap_or_else(|e| panic!("sandbox failed to start: {e}"));
+        LiveSandbox {
+            info,
+            state,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// Sets a fault on `route` (see the sandbox README for route names).
+    pub fn fault(&self, route: &str, fault: FaultConfig) {
+        self.state.set_fault(route, fault);
+    }
+
+    /// Clears the faults of `route`.
+    pub fn clear(&self, route: &str) {
+        self.state.set_fault(route, FaultConfig::default());
+    }
+
+    /// A node client for the side (`true`) or main chain.
+    pub fn node(&self, side: bool) -> NodeClient {
+        let url = if side {
+            &self.info.side.rpc_url
+        } else {
+            &self.info.main.rpc_url
+        };
+        NodeClient::new(url).expect("node client")
+    }
+}
+
+impl Drop for LiveSandbox {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Runs a future to completion on a small runtime (for node queries in assertions).
+pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(f)
+}
+
+/// A test dir wired to a live sandbox: profile, token, keystore with the dev key.
+pub struct Live {
+    /// The test dir.
+    pub dir: Dir,
+    /// The sandbox.
+    pub sb: LiveSandbox,
+    /// The passphrase of every key in the test keystore.
+    pub passphrase: String,
+    /// Secrets that must never appear in any output.
+    pub secrets: Vec<String>,
+    /// The development account.
+    pub dev: Address,
+}
+
+impl Live {
+    /// Starts a default sandbox for the test named `name`.
+    pub fn new(name: &'static str) -> Live {
+        Live::with_config(name, SandboxConfig::default())
+    }
+
+    /// Starts a sandbox with `config`.
+    pub fn with_config(name: &'static str, config: SandboxConfig) -> Live {
+        let dir = Dir::new(name);
+        let sb = LiveSandbox::start(config);
+        let passphrase = format!("pass-{}", uuid::Uuid::new_v4().simple());
+        dir.write("passphrase", format!("{passphrase}\n"));
+        let info = &sb.info;
+        let profile = format!(
+            r#"[profiles.default]
+base_url = "{base}"
+web3_url = "{web3}"
+main_environment_id = "{menv}"
+side_environment_id = "{senv}"
+main_symbol = "{msym}"
+side_symbol = "{ssym}"
+main_decimals = {mdec}
+side_decimals = {sdec}
+mt_contract = "{mt}"
+st_contract = "{st}"
+main_chain_id = {mcid}
+side_chain_id = {scid}
+main_rpc_url = "{mrpc}"
+side_rpc_url = "{srpc}"
+redeem_action = "redeem"
+"#,
+            base = info.base_url,
+            web3 = info.web3_url,
+            menv = info.main.environment_id,
+            senv = info.side.environment_id,
+            msym = info.main.symbol,
+            ssym = info.side.symbol,
+            mdec = info.main.decimals,
+            sdec = info.side.decimals,
+            mt = info.main.token_address,
+            st = info.side.token_address,
+            mcid = info.main.chain_id,
+            scid = info.side.chain_id,
+            mrpc = info.main.rpc_url,
+            srpc = info.side.rpc_url,
+        );
+        dir.write("xdg/config/bridgectl/config.toml", profile);
+        let secrets = vec![
+            info.dev.private_key.expose_secret().to_owned(),
+            passphrase.clone(),
+            info.token.expose_secret().to_owned(),
+        ];
+        let dev = info.dev.address;
+        let live = Live {
+            dir,
+            sb,
+            passphrase,
+            secrets,
+            dev,
+        };
+        let key = live.sb.info.dev.private_key.expose_secret().to_owned();
+        live.import_key(&key, "dev");
+        live
+    }
+
+    /// Imports a raw key into the test keystore with the test KDF cost.
+    pub fn import_key(&self, key_hex: &str, label: &str) {
+        let out = self
+            .cmd()
+            .args(["key", "import", label, "--raw", "--unsafe-test-kdf"])
+            .output_with_stdin(format!("{key_hex}\n").as_bytes());
+        self.check_secrets(&out);
+        assert!(
+            out.status.success(),
+            "key import failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// A command with the token and passphrase sources set.
+    pub fn cmd(&self) -> TestCommand {
+        let mut c = self.dir.command();
+        c.env("BRIDGECTL_ACCESS_TOKEN", self.sb.info.token.expose_secret())
+            .env("BRIDGECTL_PASSPHRASE_FILE", self.dir.join("passphrase"))
+            .env("BRIDGECTL_JOURNAL", self.dir.join("journal.sqlite3"));
+        c
+    }
+
+    /// Fails the test if any secret is in the output.
+    pub fn check_secrets(&self, out: &Output) {
+        for stream in [&out.stdout, &out.stderr] {
+            let text = String::from_utf8_lossy(stream);
+            for s in &self.secrets {
+                assert!(
+                    !text.contains(s.as_str()),
+                    "a secret appeared in the output:\n{text}"
+                );
+            }
+        }
+    }
+
+    /// Runs `args`, checks secrets, asserts success, parses stdout as JSON.
+    pub fn ok(&self, args: &[&str]) -> serde_json::Value {
+        let mut c = self.cmd();
+        c.args(args).args(["--json"]);
+        self.ok_cmd(c)
+    }
+
+    /// Runs a prepared command, checks secrets, asserts success, parses JSON.
+    pub fn ok_cmd(&self, mut c: TestCommand) -> serde_json::Value {
+        let out = c.output();
+        self.check_secrets(&out);
+        crate::util::assert_success(&c.cmd, &out);
+        let text = String::from_utf8_lossy(&out.stdout);
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}):\n{text}"))
+    }
+
+    /// Runs `args`, checks secrets, asserts exit `code`, returns stderr.
+    pub fn fails(&self, args: &[&str], code: i32) -> String {
+        let mut c = self.cmd();
+        c.args(args);
+        let out = c.output();
+        self.check_secrets(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "expected exit {code} from {args:?}\nstdout:\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    /// The ST (side) or MT balance of `who`, from the node.
+    pub fn balance(&self, side: bool, who: Address) -> U256 {
+        let token = if side {
+            self.sb.info.side.token_address
+        } else {
+            self.sb.info.main.token_address
+        };
+        block_on(self.sb.node(side).token_balance(token, who)).expect("balance")
+    }
+
+    /// The `pending` nonce of `who`.
+    pub fn nonce(&self, side: bool, who: Address) -> u64 {
+        block_on(self.sb.node(side).pending_nonce(who)).expect("nonce")
+    }
+
+    /// Whether `hash` is a mined transaction.
+    pub fn mined(&self, side: bool, hash: &str) -> bool {
+        let hash: B256 = hash.parse().expect("hash");
+        block_on(self.sb.node(side).receipt(hash))
+            .expect("receipt")
+            .is_some_and(|r| r.success)
+    }
+}

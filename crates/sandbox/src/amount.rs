@@ -10,7 +10,9 @@ use crate::config::Ratio;
 /// `value` whole tokens (a decimal integer string) in base units of `decimals`.
 pub fn whole_tokens(value: &str, decimals: u8) -> Result<U256, String> {
     if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("expected a whole number of tokens, found {value:?}"));
+        return Err(format!(
+            "expected a whole number of tokens, found {value:?}"
+        ));
     }
     let n = U256::from_str_radix(value, 10).map_err(|_| format!("{value:?} overflows uint256"))?;
     n.checked_mul(pow10(decimals))
@@ -63,9 +65,15 @@ mod tests {
     fn conversion_honours_ratio_and_decimals() {
         let r = Ratio { mt: 1, st: 2 };
         // 1.5 MT (18 decimals) -> 3 ST (6 decimals)
-        assert_eq!(mt_to_st(u("1500000000000000000"), r, 18, 6), Some(u("3000000")));
+        assert_eq!(
+            mt_to_st(u("1500000000000000000"), r, 18, 6),
+            Some(u("3000000"))
+        );
         // and back
-        assert_eq!(st_to_mt(u("3000000"), r, 18, 6), Some(u("1500000000000000000")));
+        assert_eq!(
+            st_to_mt(u("3000000"), r, 18, 6),
+            Some(u("1500000000000000000"))
+        );
         // rounding down: 1 wei of MT is less than one ST base unit
         assert_eq!(mt_to_st(U256::from(1u8), r, 18, 6), Some(U256::ZERO));
         // 3 MT : 1 ST, same decimals, rounds down
@@ -73,6 +81,9 @@ mod tests {
         assert_eq!(mt_to_st(U256::from(10u8), r, 18, 18), Some(U256::from(3u8)));
         // overflow is reported, not wrapped
         assert_eq!(mt_to_st(U256::MAX, Ratio { mt: 1, st: 2 }, 0, 0), None);
-        assert_eq!(mt_to_st(U256::MAX, Ratio { mt: 1, st: 1 }, 0, 0), Some(U256::MAX));
+        assert_eq!(
+            mt_to_st(U256::MAX, Ratio { mt: 1, st: 1 }, 0, 0),
+            Some(U256::MAX)
+        );
     }
 }

@@ -36,7 +36,11 @@ pub fn find_anvil(configured: Option<&Path>) -> Result<PathBuf, Error> {
     if let Ok(exe) = std::env::current_exe() {
         roots.extend(exe.ancestors().skip(1).map(Path::to_owned));
     }
-    roots.extend(Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().map(Path::to_owned));
+    roots.extend(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .ancestors()
+            .map(Path::to_owned),
+    );
     for root in roots {
         let c = root.join(rel);
         if !candidates.contains(&c) {
@@ -96,7 +100,10 @@ impl Anvil {
             path: binary.to_owned(),
             reason,
         };
-        let stdout = child.stdout.take().ok_or_else(|| fail("no stdout".into()))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| fail("no stdout".into()))?;
         let mut lines = BufReader::new(stdout).lines();
         let found = tokio::time::timeout(Duration::from_secs(30), async {
             while let Some(line) = lines.next_line().await.ok().flatten() {

@@ -29,7 +29,10 @@ pub struct Unsigned {
 }
 
 /// Signs `tx` as a legacy EIP-155 transaction: returns the raw bytes and the hash.
-pub fn sign_legacy(signer: &PrivateKeySigner, tx: &Unsigned) -> Result<(Bytes, B256), alloy_signer::Error> {
+pub fn sign_legacy(
+    signer: &PrivateKeySigner,
+    tx: &Unsigned,
+) -> Result<(Bytes, B256), alloy_signer::Error> {
     let legacy = TxLegacy {
         chain_id: Some(tx.chain_id),
         nonce: tx.nonce,
@@ -83,7 +86,12 @@ impl Chain {
 
     /// Signs with `signer` and sends a call (or a creation when `to` is `None`), with gas
     /// estimated from live state plus a margin. Returns the transaction hash.
-    pub async fn send(&self, signer: &PrivateKeySigner, to: Option<Address>, data: Bytes) -> Result<B256, SendError> {
+    pub async fn send(
+        &self,
+        signer: &PrivateKeySigner,
+        to: Option<Address>,
+        data: Bytes,
+    ) -> Result<B256, SendError> {
         self.send_with_gas(signer, to, data, None).await
     }
 
@@ -119,7 +127,10 @@ impl Chain {
     async fn estimate_create(&self, from: Address, data: &Bytes) -> Result<u64, RpcError> {
         let v: alloy_primitives::U64 = self
             .rpc
-            .call("eth_estimateGas", serde_json::json!([{"from": from, "data": data}]))
+            .call(
+                "eth_estimateGas",
+                serde_json::json!([{"from": from, "data": data}]),
+            )
             .await?;
         Ok(v.to())
     }

@@ -285,7 +285,10 @@ impl SandboxConfig {
         }
         for (which, c) in [("main", &self.main), ("side", &self.side)] {
             if c.decimals > 36 {
-                return bad(format!("{which}.decimals: expected 0..=36, found {}", c.decimals));
+                return bad(format!(
+                    "{which}.decimals: expected 0..=36, found {}",
+                    c.decimals
+                ));
             }
             if c.symbol.is_empty() || !c.symbol.chars().all(|ch| ch.is_ascii_alphanumeric()) {
                 return bad(format!(
@@ -305,7 +308,8 @@ impl SandboxConfig {
             ("dev_mt", &self.dev_mt),
             ("dev_st", &self.dev_st),
         ] {
-            crate::amount::whole_tokens(value, 0).map_err(|e| Error::Config(format!("{field}: {e}")))?;
+            crate::amount::whole_tokens(value, 0)
+                .map_err(|e| Error::Config(format!("{field}: {e}")))?;
         }
         if self.token.expose_secret().is_empty() {
             return bad("token: must not be empty".into());
@@ -344,7 +348,10 @@ impl SandboxConfig {
                     FAULT_ROUTES.join(", ")
                 ));
             }
-            for (name, v) in [("error_rate", f.error_rate), ("drop_after_work", f.drop_after_work)] {
+            for (name, v) in [
+                ("error_rate", f.error_rate),
+                ("drop_after_work", f.drop_after_work),
+            ] {
                 if !(0.0..=1.0).contains(&v) {
                     return bad(format!("faults.{route}.{name}: expected 0..=1, found {v}"));
                 }
@@ -381,7 +388,10 @@ mod tests {
             "[[actions]]\nname = \"r\"\nfunction = \"redeem\"\n[[actions]]\nname = \"r\"\nfunction = \"stake\"\n",
         )
         .expect_err("duplicate");
-        assert!(err.to_string().contains("duplicate action name \"r\""), "{err}");
+        assert!(
+            err.to_string().contains("duplicate action name \"r\""),
+            "{err}"
+        );
     }
 
     #[test]
@@ -391,7 +401,10 @@ mod tests {
         let err = load("[faults.nope]\nlatency_ms = 1\n").expect_err("route");
         assert!(err.to_string().contains("faults.nope"), "{err}");
         let err = load("tokn = \"x\"\n").expect_err("field");
-        assert!(format!("{:#}", anyhow_like(&err)).contains("tokn"), "{err:?}");
+        assert!(
+            format!("{:#}", anyhow_like(&err)).contains("tokn"),
+            "{err:?}"
+        );
         let err = load("[ratio]\nmt = 0\nst = 1\n").expect_err("ratio");
         assert!(err.to_string().contains("ratio"), "{err}");
     }

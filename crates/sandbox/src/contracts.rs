@@ -42,15 +42,21 @@ struct Compiled {
 fn compiled() -> Result<&'static Compiled, Error> {
     static CELL: OnceLock<Result<Compiled, (&'static str, String)>> = OnceLock::new();
     let parsed = CELL.get_or_init(|| {
-        let mt = serde_json::from_str(MAIN_TOKEN_ARTIFACT).map_err(|e| ("MainToken", e.to_string()))?;
-        let st = serde_json::from_str(SIDE_TOKEN_ARTIFACT).map_err(|e| ("SideToken", e.to_string()))?;
+        let mt =
+            serde_json::from_str(MAIN_TOKEN_ARTIFACT).map_err(|e| ("MainToken", e.to_string()))?;
+        let st =
+            serde_json::from_str(SIDE_TOKEN_ARTIFACT).map_err(|e| ("SideToken", e.to_string()))?;
         Ok(Compiled { mt, st })
     });
     match parsed {
         Ok(c) => Ok(c),
         Err((name, _)) => {
             // Re-parse to hand back a real serde error as the source.
-            let text = if *name == "MainToken" { MAIN_TOKEN_ARTIFACT } else { SIDE_TOKEN_ARTIFACT };
+            let text = if *name == "MainToken" {
+                MAIN_TOKEN_ARTIFACT
+            } else {
+                SIDE_TOKEN_ARTIFACT
+            };
             match serde_json::from_str::<Artifact>(text) {
                 Err(source) => Err(Error::Artifact { name, source }),
                 Ok(_) => Err(Error::Deploy(format!("artifact {name} failed to load"))),
@@ -124,13 +130,18 @@ mod tests {
         check().expect("artifacts parse");
         let abi = abi(ContractKind::St);
         for (name, sel) in expected {
-            let f = abi.function(name).and_then(|f| f.first()).unwrap_or_else(|| panic!("{name} missing"));
+            let f = abi
+                .function(name)
+                .and_then(|f| f.first())
+                .unwrap_or_else(|| panic!("{name} missing"));
             assert_eq!(hex::encode(f.selector()), sel, "{name}");
         }
         assert_eq!(ST_FUNCTIONS.len(), 10);
         assert!(abi.events.contains_key("Redeem"));
         assert_eq!(
-            abi.event("Redeem").and_then(|e| e.first()).map(|e| e.selector()),
+            abi.event("Redeem")
+                .and_then(|e| e.first())
+                .map(|e| e.selector()),
             Some(redeem_topic())
         );
     }
@@ -147,9 +158,10 @@ mod tests {
             .expect("run contracts/build.sh (needs node; run `make tools`)");
         assert!(status.success(), "contracts/build.sh failed");
         for name in ["MainToken", "SideToken"] {
-            let fresh = std::fs::read_to_string(out.path().join(format!("{name}.json"))).expect("fresh");
-            let committed =
-                std::fs::read_to_string(here.join(format!("artifacts/{name}.json"))).expect("committed");
+            let fresh =
+                std::fs::read_to_string(out.path().join(format!("{name}.json"))).expect("fresh");
+            let committed = std::fs::read_to_string(here.join(format!("artifacts/{name}.json")))
+                .expect("committed");
             assert!(
                 fresh == committed,
                 "{name}.json is stale: run crates/sandbox/contracts/build.sh and commit"

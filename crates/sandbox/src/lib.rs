@@ -124,13 +124,18 @@ pub struct Sandbox {
 
 impl std::fmt::Debug for Sandbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sandbox").field("info", self.info()).finish_non_exhaustive()
+        f.debug_struct("Sandbox")
+            .field("info", self.info())
+            .finish_non_exhaustive()
     }
 }
 
 fn signer(hex_key: &str) -> Result<PrivateKeySigner, Error> {
-    let bytes = zeroize::Zeroizing::new(hex::decode(hex_key).map_err(|e| Error::Deploy(format!("bad built-in key: {e}")))?);
-    PrivateKeySigner::from_slice(&bytes).map_err(|e| Error::Deploy(format!("bad built-in key: {e}")))
+    let bytes = zeroize::Zeroizing::new(
+        hex::decode(hex_key).map_err(|e| Error::Deploy(format!("bad built-in key: {e}")))?,
+    );
+    PrivateKeySigner::from_slice(&bytes)
+        .map_err(|e| Error::Deploy(format!("bad built-in key: {e}")))
 }
 
 fn deploy_err(what: &str) -> impl Fn(chain::SendError) -> Error + '_ {
@@ -150,8 +155,16 @@ impl Sandbox {
             Anvil::spawn(&binary, config.side.chain_id, config.side.block_time_ms),
         );
         let anvils = vec![main_node?, side_node?];
-        let main = Chain::new("main", config.main.chain_id, Rpc::new(anvils[0].url().to_owned()));
-        let side = Chain::new("side", config.side.chain_id, Rpc::new(anvils[1].url().to_owned()));
+        let main = Chain::new(
+            "main",
+            config.main.chain_id,
+            Rpc::new(anvils[0].url().to_owned()),
+        );
+        let side = Chain::new(
+            "side",
+            config.side.chain_id,
+            Rpc::new(anvils[1].url().to_owned()),
+        );
         for chain in [&main, &side] {
             let id = chain.rpc.chain_id().await.map_err(|source| Error::Rpc {
                 chain: chain.name,
@@ -183,16 +196,24 @@ impl Sandbox {
             code.extend_from_slice(&DynSolValue::Tuple(args).abi_encode_params());
             Ok(code.into())
         };
-        let main_nonce = main.rpc.pending_nonce(bridge.address()).await.map_err(|source| Error::Rpc {
-            chain: "main",
-            method: "eth_getTransactionCount",
-            source,
-        })?;
-        let side_nonce = side.rpc.pending_nonce(bridge.address()).await.map_err(|source| Error::Rpc {
-            chain: "side",
-            method: "eth_getTransactionCount",
-            source,
-        })?;
+        let main_nonce = main
+            .rpc
+            .pending_nonce(bridge.address())
+            .await
+            .map_err(|source| Error::Rpc {
+                chain: "main",
+                method: "eth_getTransactionCount",
+                source,
+            })?;
+        let side_nonce = side
+            .rpc
+            .pending_nonce(bridge.address())
+            .await
+            .map_err(|source| Error::Rpc {
+                chain: "side",
+                method: "eth_getTransactionCount",
+                source,
+            })?;
         let mt_address = bridge.address().create(main_nonce);
         let st_address = bridge.address().create(side_nonce);
         let mt_code = ctor(
@@ -215,19 +236,33 @@ impl Sandbox {
         )?;
         let transfer = |to: Address, v: U256| -> Bytes {
             let mut d = contracts::TRANSFER_SELECTOR.to_vec();
-            d.extend_from_slice(&DynSolValue::Tuple(vec![DynSolValue::Address(to), DynSolValue::Uint(v, 256)]).abi_encode_params());
+            d.extend_from_slice(
+                &DynSolValue::Tuple(vec![DynSolValue::Address(to), DynSolValue::Uint(v, 256)])
+                    .abi_encode_params(),
+            );
             d.into()
         };
         let mut mint = transfer(dev.address(), dev_st).to_vec();
         mint[..4].copy_from_slice(&[0x40, 0xc1, 0x0f, 0x19]);
         let mut waits: Vec<(&Chain, B256)> = Vec::new();
-        let h = main.send_with_gas(&bridge, None, mt_code, Some(3_000_000)).await.map_err(deploy_err("deploying MT"))?;
+        let h = main
+            .send_with_gas(&bridge, None, mt_code, Some(3_000_000))
+            .await
+            .map_err(deploy_err("deploying MT"))?;
         waits.push((&main, h));
-        let h = side.send_with_gas(&bridge, None, st_code, Some(3_000_000)).await.map_err(deploy_err("deploying ST"))?;
+        let h = side
+            .send_with_gas(&bridge, None, st_code, Some(3_000_000))
+            .await
+            .map_err(deploy_err("deploying ST"))?;
         waits.push((&side, h));
         if !dev_mt.is_zero() {
             let h = main
-                .send_with_gas(&bridge, Some(mt_address), transfer(dev.address(), dev_mt), Some(100_000))
+                .send_with_gas(
+                    &bridge,
+                    Some(mt_address),
+                    transfer(dev.address(), dev_mt),
+                    Some(100_000),
+                )
                 .await
                 .map_err(deploy_err("funding the dev account with MT"))?;
             waits.push((&main, h));
@@ -242,18 +277,28 @@ impl Sandbox {
         for (chain, hash) in waits {
             let r = tokio::time::timeout(Duration::from_secs(60), chain.wait(hash))
                 .await
-                .map_err(|_| Error::Deploy(format!("{} chain: {hash} not mined within 60 s", chain.name)))?
+                .map_err(|_| {
+                    Error::Deploy(format!(
+                        "{} chain: {hash} not mined within 60 s",
+                        chain.name
+                    ))
+                })?
                 .map_err(|source| Error::Rpc {
                     chain: chain.name,
                     method: "eth_getTransactionReceipt",
                     source,
                 })?;
             if r.status.to::<u64>() != 1 {
-                return Err(Error::Deploy(format!("{} chain: set-up transaction {hash} reverted", chain.name)));
+                return Err(Error::Deploy(format!(
+                    "{} chain: set-up transaction {hash} reverted",
+                    chain.name
+                )));
             }
         }
 
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(Error::Bind)?;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(Error::Bind)?;
         let port = listener.local_addr().map_err(Error::Bind)?.port();
         let base_url = format!("http://127.0.0.1:{port}");
         let chain_info = |c: &ChainConfig, rpc: &Chain, token: Address| ChainInfo {
@@ -326,7 +371,10 @@ impl Sandbox {
             method: "anvil_setBalance",
             source,
         };
-        state.register_fee_delegation(dev.address()).await.map_err(rpc_err)?;
+        state
+            .register_fee_delegation(dev.address())
+            .await
+            .map_err(rpc_err)?;
         for s in managed {
             state.add_managed(s).await.map_err(rpc_err)?;
         }
@@ -368,7 +416,10 @@ impl Sandbox {
         }
         if let Some(server) = self.server.take() {
             // Open keep-alive connections may hold graceful shutdown; do not wait forever.
-            if tokio::time::timeout(Duration::from_secs(2), &mut *Box::pin(server)).await.is_err() {
+            if tokio::time::timeout(Duration::from_secs(2), &mut *Box::pin(server))
+                .await
+                .is_err()
+            {
                 // The task is detached and dies with the runtime.
             }
         }

@@ -30,8 +30,20 @@ pub(crate) async fn spawn(state: AppState) -> Result<(), crate::Error> {
         method: "eth_blockNumber",
         source,
     };
-    let main_head = state.0.main.rpc.block_number().await.map_err(|e| rpc_err("main", e))?;
-    let side_head = state.0.side.rpc.block_number().await.map_err(|e| rpc_err("side", e))?;
+    let main_head = state
+        .0
+        .main
+        .rpc
+        .block_number()
+        .await
+        .map_err(|e| rpc_err("main", e))?;
+    let side_head = state
+        .0
+        .side
+        .rpc
+        .block_number()
+        .await
+        .map_err(|e| rpc_err("side", e))?;
     state.0.latest_main_block.send_replace(main_head);
     let poll = Duration::from_millis(state.0.poll_ms.max(10));
     let s = state.clone();
@@ -82,7 +94,12 @@ impl Relayer {
         let logs = st
             .main
             .rpc
-            .logs(st.info.main.token_address, transfer_topic(), self.main_done + 1, head)
+            .logs(
+                st.info.main.token_address,
+                transfer_topic(),
+                self.main_done + 1,
+                head,
+            )
             .await?;
         for log in logs {
             if log.topics.len() < 3 || log.data.len() < 32 {
@@ -119,9 +136,16 @@ impl Relayer {
                     Some(a) => {
                         let data = call(
                             [0x40, 0xc1, 0x0f, 0x19], // mint(address,uint256)
-                            vec![DynSolValue::Address(swap.user_address), DynSolValue::Uint(a, 256)],
+                            vec![
+                                DynSolValue::Address(swap.user_address),
+                                DynSolValue::Uint(a, 256),
+                            ],
                         );
-                        match st.side.send(&st.bridge, Some(st.info.side.token_address), data).await {
+                        match st
+                            .side
+                            .send(&st.bridge, Some(st.info.side.token_address), data)
+                            .await
+                        {
                             Ok(h) => {
                                 rec.status = "minting".into();
                                 rec.side_tx_hash = Some(h);
@@ -155,7 +179,12 @@ impl Relayer {
         let logs = st
             .side
             .rpc
-            .logs(st.info.side.token_address, redeem_topic(), self.side_done + 1, head)
+            .logs(
+                st.info.side.token_address,
+                redeem_topic(),
+                self.side_done + 1,
+                head,
+            )
             .await?;
         for log in logs {
             if log.topics.len() < 2 || log.data.len() < 32 {
@@ -165,7 +194,12 @@ impl Relayer {
             let st_amount = U256::from_be_slice(&log.data[..32]);
             let hash = log.transaction_hash;
             self.state.note_redeem(hash, None, redeemer);
-            let mt = st_to_mt(st_amount, st.ratio, st.info.main.decimals, st.info.side.decimals);
+            let mt = st_to_mt(
+                st_amount,
+                st.ratio,
+                st.info.main.decimals,
+                st.info.side.decimals,
+            );
             update(&self.state, hash, |r| {
                 r.status = "confirmed".into();
                 r.st_amount = Some(st_amount.to_string());
@@ -199,7 +233,9 @@ impl Relayer {
             .await
             .map_err(|e| format!("cannot read the reserve: {}", e.message))?;
         if reserve < mt {
-            return Err(format!("the MT reserve is too small: it holds {reserve}, the redemption needs {mt}"));
+            return Err(format!(
+                "the MT reserve is too small: it holds {reserve}, the redemption needs {mt}"
+            ));
         }
         let data = call(
             contracts::TRANSFER_SELECTOR,

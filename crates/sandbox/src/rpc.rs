@@ -91,7 +91,11 @@ impl Rpc {
     }
 
     /// One call.
-    pub async fn call<T: DeserializeOwned>(&self, method: &str, params: Value) -> Result<T, RpcError> {
+    pub async fn call<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Result<T, RpcError> {
         let id = self.id.fetch_add(1, Ordering::Relaxed);
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         let resp: Value = self
@@ -143,15 +147,28 @@ impl Rpc {
     }
 
     /// `eth_estimateGas` of a call from `from` to `to` with `data`.
-    pub async fn estimate_gas(&self, from: Address, to: Address, data: &Bytes) -> Result<u64, RpcError> {
+    pub async fn estimate_gas(
+        &self,
+        from: Address,
+        to: Address,
+        data: &Bytes,
+    ) -> Result<u64, RpcError> {
         Ok(self
-            .call::<U64>("eth_estimateGas", json!([{"from": from, "to": to, "data": data}]))
+            .call::<U64>(
+                "eth_estimateGas",
+                json!([{"from": from, "to": to, "data": data}]),
+            )
             .await?
             .to())
     }
 
     /// `eth_call` at the latest block.
-    pub async fn eth_call(&self, from: Option<Address>, to: Address, data: &Bytes) -> Result<Bytes, RpcError> {
+    pub async fn eth_call(
+        &self,
+        from: Option<Address>,
+        to: Address,
+        data: &Bytes,
+    ) -> Result<Bytes, RpcError> {
         let mut tx = json!({"to": to, "data": data});
         if let Some(from) = from {
             tx["from"] = json!(from);
@@ -161,8 +178,11 @@ impl Rpc {
 
     /// `eth_sendRawTransaction`.
     pub async fn send_raw(&self, raw: &[u8]) -> Result<B256, RpcError> {
-        self.call("eth_sendRawTransaction", json!([Bytes::copy_from_slice(raw)]))
-            .await
+        self.call(
+            "eth_sendRawTransaction",
+            json!([Bytes::copy_from_slice(raw)]),
+        )
+        .await
     }
 
     /// `eth_getTransactionReceipt` (`None` while pending).
@@ -171,7 +191,13 @@ impl Rpc {
     }
 
     /// `eth_getLogs` over `from..=to` for one contract and one event topic.
-    pub async fn logs(&self, address: Address, topic0: B256, from: u64, to: u64) -> Result<Vec<Log>, RpcError> {
+    pub async fn logs(
+        &self,
+        address: Address,
+        topic0: B256,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<Log>, RpcError> {
         self.call(
             "eth_getLogs",
             json!([{
@@ -192,7 +218,8 @@ impl Rpc {
 
     /// `eth_getBalance` at the latest block.
     pub async fn balance(&self, address: Address) -> Result<U256, RpcError> {
-        self.call("eth_getBalance", json!([address, "latest"])).await
+        self.call("eth_getBalance", json!([address, "latest"]))
+            .await
     }
 
     /// `anvil_setBalance`: how the sandbox pays gas for fee-delegation-registered accounts.

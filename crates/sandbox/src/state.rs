@@ -19,7 +19,9 @@ pub struct AppState(pub(crate) Arc<Inner>);
 
 impl std::fmt::Debug for AppState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AppState").field("base_url", &self.0.info.base_url).finish_non_exhaustive()
+        f.debug_struct("AppState")
+            .field("base_url", &self.0.info.base_url)
+            .finish_non_exhaustive()
     }
 }
 
@@ -182,7 +184,10 @@ pub struct Webhook {
 impl Webhook {
     /// The listener URL.
     pub fn url(&self) -> Option<String> {
-        self.notification.get("webhookUrl")?.as_str().map(str::to_owned)
+        self.notification
+            .get("webhookUrl")?
+            .as_str()
+            .map(str::to_owned)
     }
 
     /// The record as the web3 API shows it (with the signing key, as the successor API does).
@@ -218,7 +223,11 @@ impl AppState {
 
     /// Sets (or clears, with the default) the fault knobs of one route at run time.
     pub fn set_fault(&self, route: &str, fault: FaultConfig) {
-        let mut f = self.0.faults.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut f = self
+            .0
+            .faults
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if fault == FaultConfig::default() {
             f.remove(route);
         } else {
@@ -260,7 +269,10 @@ impl AppState {
 
     /// Registers `address` for fee delegation: the sandbox models the delegated gas by
     /// topping the account up to 100 ETH on both chains.
-    pub async fn register_fee_delegation(&self, address: Address) -> Result<(), crate::rpc::RpcError> {
+    pub async fn register_fee_delegation(
+        &self,
+        address: Address,
+    ) -> Result<(), crate::rpc::RpcError> {
         let floor = U256::from(100u64) * U256::from(10u64).pow(U256::from(18u64));
         for chain in [&self.0.main, &self.0.side] {
             if chain.rpc.balance(address).await? < floor {
@@ -272,7 +284,10 @@ impl AppState {
     }
 
     /// Adds a managed account (the sandbox holds its key), registered and funded.
-    pub async fn add_managed(&self, signer: PrivateKeySigner) -> Result<Address, crate::rpc::RpcError> {
+    pub async fn add_managed(
+        &self,
+        signer: PrivateKeySigner,
+    ) -> Result<Address, crate::rpc::RpcError> {
         let address = signer.address();
         self.register_fee_delegation(address).await?;
         lock(&self.0.managed).insert(address, signer);

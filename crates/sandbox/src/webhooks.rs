@@ -42,7 +42,11 @@ pub fn check_network(chain: &str, network: &str) -> Result<(), String> {
     match NETWORKS.iter().find(|(c, _)| *c == chain) {
         None => Err(format!(
             "path chain: unsupported {chain:?}; expected one of {}",
-            NETWORKS.iter().map(|(c, _)| *c).collect::<Vec<_>>().join(", ")
+            NETWORKS
+                .iter()
+                .map(|(c, _)| *c)
+                .collect::<Vec<_>>()
+                .join(", ")
         )),
         Some((_, nets)) if !nets.contains(&network) => Err(format!(
             "path network: {chain} has no network {network:?}; expected one of {}",
@@ -117,7 +121,12 @@ async fn deliver_loop(state: AppState, id: u64) {
             let Some(hook) = lock(&state.0.webhooks).get(&id).cloned() else {
                 return;
             };
-            let period = hook.condition.get("period").and_then(Value::as_u64).unwrap_or(1).max(1);
+            let period = hook
+                .condition
+                .get("period")
+                .and_then(Value::as_u64)
+                .unwrap_or(1)
+                .max(1);
             if !hook.is_active || (n - start) % period != 0 {
                 continue;
             }

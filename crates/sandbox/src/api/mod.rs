@@ -51,9 +51,10 @@ impl ApiError {
 
     pub(crate) fn node(e: crate::rpc::RpcError) -> ApiError {
         match e {
-            crate::rpc::RpcError::Node { message, .. } => {
-                ApiError::bad("EXECUTION_REVERTED", format!("the node refused the call: {message}"))
-            }
+            crate::rpc::RpcError::Node { message, .. } => ApiError::bad(
+                "EXECUTION_REVERTED",
+                format!("the node refused the call: {message}"),
+            ),
             other => ApiError::new(
                 StatusCode::BAD_GATEWAY,
                 "NODE_UNAVAILABLE",
@@ -92,10 +93,14 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
             .headers()
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("application/json"));
-        let bytes = Bytes::from_request(req, state)
-            .await
-            .map_err(|e| ApiError::bad("INVALID_JSON", format!("cannot read the request body: {e}")))?;
+            .is_some_and(|v| {
+                v.trim_start()
+                    .to_ascii_lowercase()
+                    .starts_with("application/json")
+            });
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            ApiError::bad("INVALID_JSON", format!("cannot read the request body: {e}"))
+        })?;
         if bytes.is_empty() {
             return Err(ApiError::bad(
                 "INVALID_JSON",
@@ -112,8 +117,13 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
         serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| {
             use serde_json::error::Category;
             match e.classify() {
-                Category::Data => ApiError::bad("INVALID_FIELD", format!("invalid request body: {e}")),
-                _ => ApiError::bad("INVALID_JSON", format!("request body is not valid JSON: {e}")),
+                Category::Data => {
+                    ApiError::bad("INVALID_FIELD", format!("invalid request body: {e}"))
+                }
+                _ => ApiError::bad(
+                    "INVALID_JSON",
+                    format!("request body is not valid JSON: {e}"),
+                ),
             }
         })
     }
@@ -124,11 +134,26 @@ pub fn app(state: AppState) -> Router {
     let f = |route: &'static str| from_fn_with_state((state.clone(), route), faults);
     let webhooks = "/web3/v1/{chain}/{network}/webhooks";
     Router::new()
-        .route("/svc/v2/auth-tokens", post(platform::issue_token).route_layer(f("auth")))
-        .route("/web3/v1/auth-token", post(web3::issue_token).route_layer(f("auth")))
-        .route("/mx/v2.0/swap/{user}", post(platform::swap).route_layer(f("swap")))
-        .route("/mx/v2.0/wallets/{address}/sign", post(platform::sign).route_layer(f("sign")))
-        .route("/mx/v2.0/wallets/{address}/nonce", get(platform::nonce).route_layer(f("nonce")))
+        .route(
+            "/svc/v2/auth-tokens",
+            post(platform::issue_token).route_layer(f("auth")),
+        )
+        .route(
+            "/web3/v1/auth-token",
+            post(web3::issue_token).route_layer(f("auth")),
+        )
+        .route(
+            "/mx/v2.0/swap/{user}",
+            post(platform::swap).route_layer(f("swap")),
+        )
+        .route(
+            "/mx/v2.0/wallets/{address}/sign",
+            post(platform::sign).route_layer(f("sign")),
+        )
+        .route(
+            "/mx/v2.0/wallets/{address}/nonce",
+            get(platform::nonce).route_layer(f("nonce")),
+        )
         .route(
             "/mx/v2.0/transaction/send/signed-tx",
             post(platform::submit).route_layer(f("submit")),
@@ -155,7 +180,9 @@ pub fn app(state: AppState) -> Router {
         )
         .route(
             "/sandbox/v1/fee-delegation/{address}",
-            post(platform::register).get(platform::registration).route_layer(f("fee_delegation")),
+            post(platform::register)
+                .get(platform::registration)
+                .route_layer(f("fee_delegation")),
         )
         .route(
             "/sandbox/v1/managed-accounts",
@@ -163,14 +190,22 @@ pub fn app(state: AppState) -> Router {
                 .get(platform::list_managed)
                 .route_layer(f("managed_accounts")),
         )
-        .route("/sandbox/v1/swaps", get(platform::list_swaps).route_layer(f("swap")))
+        .route(
+            "/sandbox/v1/swaps",
+            get(platform::list_swaps).route_layer(f("swap")),
+        )
         .route(
             webhooks,
-            post(web3::create).get(web3::list).route_layer(f("webhooks")),
+            post(web3::create)
+                .get(web3::list)
+                .route_layer(f("webhooks")),
         )
         .route(
             "/web3/v1/{chain}/{network}/webhooks/{id}",
-            patch(web3::update).delete(web3::delete).get(web3::get_one).route_layer(f("webhooks")),
+            patch(web3::update)
+                .delete(web3::delete)
+                .get(web3::get_one)
+                .route_layer(f("webhooks")),
         )
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -179,14 +214,21 @@ pub fn app(state: AppState) -> Router {
 }
 
 async fn not_found(req: Request) -> ApiError {
-    ApiError::not_found("NOT_FOUND", format!("no route for {} {}", req.method(), req.uri().path()))
+    ApiError::not_found(
+        "NOT_FOUND",
+        format!("no route for {} {}", req.method(), req.uri().path()),
+    )
 }
 
 async fn method_not_allowed(req: Request) -> ApiError {
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
         "METHOD_NOT_ALLOWED",
-        format!("method {} is not allowed on {}", req.method(), req.uri().path()),
+        format!(
+            "method {} is not allowed on {}",
+            req.method(),
+            req.uri().path()
+        ),
     )
 }
 

@@ -25,11 +25,18 @@ type ApiResult = Result<Response, ApiError>;
 
 /// Parses an address from a request, naming the field on failure.
 pub(crate) fn parse_address(field: &str, value: &str) -> Result<Address, ApiError> {
-    let hex = value.strip_prefix("0x").or_else(|| value.strip_prefix("0X"));
+    let hex = value
+        .strip_prefix("0x")
+        .or_else(|| value.strip_prefix("0X"));
     match hex {
-        Some(h) if h.len() == 40 && h.bytes().all(|b| b.is_ascii_hexdigit()) => value
-            .parse()
-            .map_err(|_| ApiError::bad("INVALID_ADDRESS", format!("{field}: invalid address {value:?}"))),
+        Some(h) if h.len() == 40 && h.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            value.parse().map_err(|_| {
+                ApiError::bad(
+                    "INVALID_ADDRESS",
+                    format!("{field}: invalid address {value:?}"),
+                )
+            })
+        }
         _ => Err(ApiError::bad(
             "INVALID_ADDRESS",
             format!("{field}: expected a 0x-prefixed 20-byte hex address, found {value:?}"),
@@ -39,7 +46,10 @@ pub(crate) fn parse_address(field: &str, value: &str) -> Result<Address, ApiErro
 
 fn hex_quantity(field: &str, v: &str) -> Result<u128, ApiError> {
     let h = v.strip_prefix("0x").ok_or_else(|| {
-        ApiError::bad("INVALID_RAW_TX", format!("{field}: expected a 0x-prefixed hex quantity, found {v:?}"))
+        ApiError::bad(
+            "INVALID_RAW_TX",
+            format!("{field}: expected a 0x-prefixed hex quantity, found {v:?}"),
+        )
     })?;
     if h.is_empty() || h.len() > 32 || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(ApiError::bad(
@@ -67,7 +77,9 @@ impl AppState {
     }
 
     fn chain_by_id(&self, id: u64) -> Option<&Chain> {
-        [&self.0.main, &self.0.side].into_iter().find(|c| c.chain_id == id)
+        [&self.0.main, &self.0.side]
+            .into_iter()
+            .find(|c| c.chain_id == id)
     }
 
     fn env_error(&self, field: &str, found: &str) -> ApiError {
@@ -84,20 +96,22 @@ impl AppState {
     pub(crate) fn note_redeem(&self, hash: B256, tx_id: Option<Uuid>, redeemer: Address) {
         let info = &self.0.info;
         let t = now();
-        lock(&self.0.redemptions).entry(hash).or_insert_with(|| Redemption {
-            tx_id,
-            tx_hash: hash,
-            status: "requested".into(),
-            side_environment_id: info.side.environment_id.clone(),
-            main_environment_id: info.main.environment_id.clone(),
-            redeemer,
-            st_amount: None,
-            mt_amount: None,
-            main_tx_hash: None,
-            reason: None,
-            created_at: t.clone(),
-            updated_at: t,
-        });
+        lock(&self.0.redemptions)
+            .entry(hash)
+            .or_insert_with(|| Redemption {
+                tx_id,
+                tx_hash: hash,
+                status: "requested".into(),
+                side_environment_id: info.side.environment_id.clone(),
+                main_environment_id: info.main.environment_id.clone(),
+                redeemer,
+                st_amount: None,
+                mt_amount: None,
+                main_tx_hash: None,
+                reason: None,
+                created_at: t.clone(),
+                updated_at: t,
+            });
     }
 }
 
@@ -122,7 +136,8 @@ pub(super) async fn issue_token(
             format!("expiresIn: expected 1..=31536000 seconds, found {expires_in}"),
         ));
     }
-    if req.access_key != state.0.access_key || req.secret_key != state.0.secret_key.expose_secret() {
+    if req.access_key != state.0.access_key || req.secret_key != state.0.secret_key.expose_secret()
+    {
         return Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
             "INVALID_CREDENTIALS",
@@ -130,15 +145,22 @@ pub(super) async fn issue_token(
         ));
     }
     let (token, expiry) = state.issue_token(expires_in)?;
-    Ok(ok(json!({"authToken": {"token": token, "expiryAt": expiry}})))
+    Ok(ok(
+        json!({"authToken": {"token": token, "expiryAt": expiry}}),
+    ))
 }
 
 impl AppState {
     /// Issues a random bearer token valid for `seconds`; returns it and its ISO-8601 expiry.
     pub(crate) fn issue_token(&self, seconds: i64) -> Result<(String, String), ApiError> {
         let mut b = [0u8; 32];
-        getrandom::fill(&mut b)
-            .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "no randomness"))?;
+        getrandom::fill(&mut b).map_err(|_| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "INTERNAL",
+                "no randomness",
+            )
+        })?;
         let token = hex::encode(b);
         let expiry = time::OffsetDateTime::now_utc() + time::Duration::seconds(seconds);
         lock(&self.0.tokens).insert(token.clone(), Some(expiry.unix_timestamp()));
@@ -222,18 +244,25 @@ struct RawTxIn {
 fn parse_raw_tx(raw: Value) -> Result<(Option<Address>, Unsigned), ApiError> {
     // The spec calls it a string holding the object; the known clients send the object.
     let raw = match raw {
-        Value::String(s) => serde_json::from_str(&s)
-            .map_err(|e| ApiError::bad("INVALID_RAW_TX", format!("rawTx: not a JSON object: {e}")))?,
+        Value::String(s) => serde_json::from_str(&s).map_err(|e| {
+            ApiError::bad("INVALID_RAW_TX", format!("rawTx: not a JSON object: {e}"))
+        })?,
         other => other,
     };
     let r: RawTxIn = serde_json::from_value(raw)
         .map_err(|e| ApiError::bad("INVALID_RAW_TX", format!("rawTx: {e}")))?;
-    let from = r.from.as_deref().map(|f| parse_address("rawTx.from", f)).transpose()?;
+    let from = r
+        .from
+        .as_deref()
+        .map(|f| parse_address("rawTx.from", f))
+        .transpose()?;
     let to = parse_address("rawTx.to", &r.to)?;
-    let data: Bytes = r
-        .data
-        .parse()
-        .map_err(|_| ApiError::bad("INVALID_RAW_TX", format!("rawTx.data: expected 0x hex, found {:?}", r.data)))?;
+    let data: Bytes = r.data.parse().map_err(|_| {
+        ApiError::bad(
+            "INVALID_RAW_TX",
+            format!("rawTx.data: expected 0x hex, found {:?}", r.data),
+        )
+    })?;
     let chain_id = match &r.chain_id {
         Value::Number(n) => n.as_u64(),
         Value::String(s) => s
@@ -241,7 +270,12 @@ fn parse_raw_tx(raw: Value) -> Result<(Option<Address>, Unsigned), ApiError> {
             .map_or_else(|| s.parse().ok(), |h| u64::from_str_radix(h, 16).ok()),
         _ => None,
     }
-    .ok_or_else(|| ApiError::bad("INVALID_RAW_TX", format!("rawTx.chainId: expected an integer, found {}", r.chain_id)))?;
+    .ok_or_else(|| {
+        ApiError::bad(
+            "INVALID_RAW_TX",
+            format!("rawTx.chainId: expected an integer, found {}", r.chain_id),
+        )
+    })?;
     let value = match r.value.as_deref() {
         None => U256::ZERO,
         Some(v) => U256::from(hex_quantity("rawTx.value", v)?),
@@ -274,12 +308,17 @@ pub(super) async fn sign(
     JsonBody(req): JsonBody<SignRequest>,
 ) -> ApiResult {
     let address = parse_address("path address", &address)?;
-    let signer = lock(&state.0.managed).get(&address).cloned().ok_or_else(|| {
-        ApiError::not_found(
-            "ACCOUNT_NOT_MANAGED",
-            format!("{address} is not a managed account of this sandbox; sign it yourself (EOA)"),
-        )
-    })?;
+    let signer = lock(&state.0.managed)
+        .get(&address)
+        .cloned()
+        .ok_or_else(|| {
+            ApiError::not_found(
+                "ACCOUNT_NOT_MANAGED",
+                format!(
+                    "{address} is not a managed account of this sandbox; sign it yourself (EOA)"
+                ),
+            )
+        })?;
     let (from, tx) = parse_raw_tx(req.raw_tx)?;
     if let Some(from) = from
         && from != address
@@ -298,8 +337,13 @@ pub(super) async fn sign(
             ),
         ));
     }
-    let (raw, hash) = sign_legacy(&signer, &tx)
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", format!("signing failed: {e}")))?;
+    let (raw, hash) = sign_legacy(&signer, &tx).map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "INTERNAL",
+            format!("signing failed: {e}"),
+        )
+    })?;
     Ok(ok(json!({"signedTx": raw, "txHash": hash})))
 }
 
@@ -316,36 +360,63 @@ fn map_send_error(e: crate::rpc::RpcError, hash: B256) -> ApiError {
         crate::rpc::RpcError::Node { message, .. } => {
             let m = message.to_ascii_lowercase();
             if m.contains("nonce too low") {
-                ApiError::bad("NONCE_TOO_LOW", format!("the node refused {hash}: {message}"))
+                ApiError::bad(
+                    "NONCE_TOO_LOW",
+                    format!("the node refused {hash}: {message}"),
+                )
             } else if m.contains("insufficient funds") || m.contains("lack of funds") {
-                ApiError::bad("INSUFFICIENT_FUNDS", format!("the node refused {hash}: {message}"))
+                ApiError::bad(
+                    "INSUFFICIENT_FUNDS",
+                    format!("the node refused {hash}: {message}"),
+                )
             } else if m.contains("already known") || m.contains("already imported") {
-                ApiError::new(StatusCode::CONFLICT, "ALREADY_KNOWN", format!("{hash} is already known: {message}"))
+                ApiError::new(
+                    StatusCode::CONFLICT,
+                    "ALREADY_KNOWN",
+                    format!("{hash} is already known: {message}"),
+                )
             } else if m.contains("chain") {
                 ApiError::bad("WRONG_CHAIN", format!("the node refused {hash}: {message}"))
             } else {
                 ApiError::bad("TX_REJECTED", format!("the node refused {hash}: {message}"))
             }
         }
-        other => ApiError::new(StatusCode::BAD_GATEWAY, "NODE_UNAVAILABLE", format!("the chain node failed: {other}")),
+        other => ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            "NODE_UNAVAILABLE",
+            format!("the chain node failed: {other}"),
+        ),
     }
 }
 
-pub(super) async fn submit(State(state): State<AppState>, JsonBody(req): JsonBody<SubmitRequest>) -> ApiResult {
+pub(super) async fn submit(
+    State(state): State<AppState>,
+    JsonBody(req): JsonBody<SubmitRequest>,
+) -> ApiResult {
     let bad = |m: String| ApiError::bad("INVALID_SIGNED_TX", m);
     let bytes = req
         .signed_tx
         .strip_prefix("0x")
         .and_then(|h| hex::decode(h).ok())
-        .ok_or_else(|| bad(format!("signedTx: expected 0x-prefixed hex, found {} characters that are not", req.signed_tx.len())))?;
+        .ok_or_else(|| {
+            bad(format!(
+                "signedTx: expected 0x-prefixed hex, found {} characters that are not",
+                req.signed_tx.len()
+            ))
+        })?;
     let env = TxEnvelope::decode_2718(&mut bytes.as_slice())
         .map_err(|e| bad(format!("signedTx: not a signed transaction: {e}")))?;
-    let from = env
-        .recover_signer()
-        .map_err(|e| bad(format!("signedTx: the signature does not recover a sender: {e}")))?;
+    let from = env.recover_signer().map_err(|e| {
+        bad(format!(
+            "signedTx: the signature does not recover a sender: {e}"
+        ))
+    })?;
     let hash = *env.tx_hash();
     let chain_id = env.chain_id().ok_or_else(|| {
-        ApiError::bad("WRONG_CHAIN", "signedTx: no chain id (pre-EIP-155 signature); refused")
+        ApiError::bad(
+            "WRONG_CHAIN",
+            "signedTx: no chain id (pre-EIP-155 signature); refused",
+        )
     })?;
     let chain = state.chain_by_id(chain_id).ok_or_else(|| {
         ApiError::bad(
@@ -389,7 +460,11 @@ pub(super) async fn submit(State(state): State<AppState>, JsonBody(req): JsonBod
             format!("{hash} is already known (pending or mined); nothing was sent again"),
         ));
     }
-    chain.rpc.send_raw(&bytes).await.map_err(|e| map_send_error(e, hash))?;
+    chain
+        .rpc
+        .send_raw(&bytes)
+        .await
+        .map_err(|e| map_send_error(e, hash))?;
     // Link to the transaction action that produced it, if any.
     let nonce = env.nonce();
     let mut tx_id = None;
@@ -440,7 +515,11 @@ fn encode_inputs(function: &Function, inputs: &BTreeMap<String, Value>) -> Resul
             return Err(bad(format!(
                 "inputs.{key}: {} has no such parameter; expected: {}",
                 function.name,
-                if names.is_empty() { "none".to_owned() } else { names.join(", ") }
+                if names.is_empty() {
+                    "none".to_owned()
+                } else {
+                    names.join(", ")
+                }
             )));
         }
     }
@@ -450,9 +529,13 @@ fn encode_inputs(function: &Function, inputs: &BTreeMap<String, Value>) -> Resul
             .get(&p.name)
             .ok_or_else(|| bad(format!("inputs.{}: missing ({} {})", p.name, p.ty, p.name)))?;
         let Value::String(s) = v else {
-            return Err(bad(format!("inputs.{}: expected a string, found {v}", p.name)));
+            return Err(bad(format!(
+                "inputs.{}: expected a string, found {v}",
+                p.name
+            )));
         };
-        let ty = DynSolType::parse(&p.ty).map_err(|e| bad(format!("inputs.{}: type {}: {e}", p.name, p.ty)))?;
+        let ty = DynSolType::parse(&p.ty)
+            .map_err(|e| bad(format!("inputs.{}: type {}: {e}", p.name, p.ty)))?;
         let well_formed = match &ty {
             DynSolType::Uint(_) => !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()),
             DynSolType::Address => parse_address("", s).is_ok(),
@@ -471,9 +554,12 @@ fn encode_inputs(function: &Function, inputs: &BTreeMap<String, Value>) -> Resul
                 }
             )));
         }
-        let value = ty
-            .coerce_str(s)
-            .map_err(|e| bad(format!("inputs.{}: expected {}, found {s:?}: {e}", p.name, p.ty)))?;
+        let value = ty.coerce_str(s).map_err(|e| {
+            bad(format!(
+                "inputs.{}: expected {}, found {s:?}: {e}",
+                p.name, p.ty
+            ))
+        })?;
         values.push(value);
     }
     function
@@ -502,20 +588,37 @@ pub(super) async fn execute(
             "ACTION_NOT_FOUND",
             format!(
                 "no transaction action named {action:?}; defined: {}",
-                state.0.actions.keys().cloned().collect::<Vec<_>>().join(", ")
+                state
+                    .0
+                    .actions
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         )
     })?;
     let tx_id = Uuid::parse_str(&req.tx_id)
         .ok()
         .filter(|u| u.get_version_num() == 4)
-        .ok_or_else(|| ApiError::bad("INVALID_TX_ID", format!("txId: expected a UUID v4, found {:?}", req.tx_id)))?;
+        .ok_or_else(|| {
+            ApiError::bad(
+                "INVALID_TX_ID",
+                format!("txId: expected a UUID v4, found {:?}", req.tx_id),
+            )
+        })?;
     let from = parse_address("from", &req.from)?;
     let function = contracts::abi(act.contract)
         .function(&act.function)
         .and_then(|f| f.first())
         .cloned()
-        .ok_or_else(|| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "action maps no function"))?;
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "INTERNAL",
+                "action maps no function",
+            )
+        })?;
     let data = encode_inputs(&function, &req.inputs)?;
     if lock(&state.0.executions).contains_key(&tx_id) {
         return Err(reused(tx_id));
@@ -525,26 +628,64 @@ pub(super) async fn execute(
         ContractKind::St => (&state.0.side, info.side.token_address),
         ContractKind::Mt => (&state.0.main, info.main.token_address),
     };
-    let view = matches!(function.state_mutability, StateMutability::View | StateMutability::Pure);
+    let view = matches!(
+        function.state_mutability,
+        StateMutability::View | StateMutability::Pure
+    );
     if view {
-        let out = chain.rpc.eth_call(Some(from), to, &data).await.map_err(ApiError::node)?;
-        let values = function
-            .abi_decode_output(&out)
-            .map_err(|e| ApiError::new(StatusCode::BAD_GATEWAY, "NODE_ERROR", format!("cannot decode the result: {e}")))?;
+        let out = chain
+            .rpc
+            .eth_call(Some(from), to, &data)
+            .await
+            .map_err(ApiError::node)?;
+        let values = function.abi_decode_output(&out).map_err(|e| {
+            ApiError::new(
+                StatusCode::BAD_GATEWAY,
+                "NODE_ERROR",
+                format!("cannot decode the result: {e}"),
+            )
+        })?;
         let value = match values.as_slice() {
             [one] => show(one),
             many => Value::Array(many.iter().map(show).collect()),
         };
-        remember(&state, tx_id, from, chain.chain_id, None, to, data.clone(), None)?;
-        return Ok(ok(json!({"txId": tx_id, "from": from, "function": function.name, "value": value})));
+        remember(
+            &state,
+            tx_id,
+            from,
+            chain.chain_id,
+            None,
+            to,
+            data.clone(),
+            None,
+        )?;
+        return Ok(ok(
+            json!({"txId": tx_id, "from": from, "function": function.name, "value": value}),
+        ));
     }
     let managed = lock(&state.0.managed).get(&from).cloned();
     if let Some(signer) = managed {
-        let hash = chain.send(&signer, Some(to), data.clone()).await.map_err(|e| match e {
-            crate::chain::SendError::Rpc(r) => ApiError::node(r),
-            other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", other.to_string()),
-        })?;
-        remember(&state, tx_id, from, chain.chain_id, None, to, data.clone(), Some(hash))?;
+        let hash = chain
+            .send(&signer, Some(to), data.clone())
+            .await
+            .map_err(|e| match e {
+                crate::chain::SendError::Rpc(r) => ApiError::node(r),
+                other => ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "INTERNAL",
+                    other.to_string(),
+                ),
+            })?;
+        remember(
+            &state,
+            tx_id,
+            from,
+            chain.chain_id,
+            None,
+            to,
+            data.clone(),
+            Some(hash),
+        )?;
         if act.contract == ContractKind::St && function.name == "redeem" {
             state.note_redeem(hash, Some(tx_id), from);
         }
@@ -553,8 +694,16 @@ pub(super) async fn execute(
         }
         return Ok(ok(json!({"txId": tx_id, "from": from, "txHash": hash})));
     }
-    let gas = chain.rpc.estimate_gas(from, to, &data).await.map_err(ApiError::node)?;
-    let nonce = chain.rpc.pending_nonce(from).await.map_err(ApiError::node)?;
+    let gas = chain
+        .rpc
+        .estimate_gas(from, to, &data)
+        .await
+        .map_err(ApiError::node)?;
+    let nonce = chain
+        .rpc
+        .pending_nonce(from)
+        .await
+        .map_err(ApiError::node)?;
     let gas_price = chain.rpc.gas_price().await.map_err(ApiError::node)?;
     let raw_tx = json!({
         "from": from,
@@ -565,12 +714,23 @@ pub(super) async fn execute(
         "gasPrice": q(gas_price),
         "chainId": chain.chain_id,
     });
-    remember(&state, tx_id, from, chain.chain_id, Some(nonce), to, data, None)?;
+    remember(
+        &state,
+        tx_id,
+        from,
+        chain.chain_id,
+        Some(nonce),
+        to,
+        data,
+        None,
+    )?;
     if let Some(e) = dropped(&state, "execute") {
         return Err(e);
     }
     let req_ts = time::OffsetDateTime::now_utc().unix_timestamp();
-    Ok(ok(json!({"txId": tx_id, "from": from, "rawTx": raw_tx, "reqTs": req_ts})))
+    Ok(ok(
+        json!({"txId": tx_id, "from": from, "rawTx": raw_tx, "reqTs": req_ts}),
+    ))
 }
 
 fn reused(tx_id: Uuid) -> ApiError {
@@ -629,7 +789,10 @@ pub(super) async fn redemption(
     let hash = if let Ok(uuid) = Uuid::parse_str(&id) {
         let ex = lock(&state.0.executions).get(&uuid).cloned();
         let ex = ex.ok_or_else(|| {
-            ApiError::not_found("REDEMPTION_NOT_FOUND", format!("no transaction action was executed with txId {uuid}"))
+            ApiError::not_found(
+                "REDEMPTION_NOT_FOUND",
+                format!("no transaction action was executed with txId {uuid}"),
+            )
         })?;
         ex.tx_hash.ok_or_else(|| {
             ApiError::not_found(
@@ -638,16 +801,25 @@ pub(super) async fn redemption(
             )
         })?
     } else if id.len() == 66 && id.starts_with("0x") {
-        id.parse::<B256>()
-            .map_err(|_| ApiError::bad("INVALID_FIELD", format!("path: {id:?} is not a transaction hash")))?
+        id.parse::<B256>().map_err(|_| {
+            ApiError::bad(
+                "INVALID_FIELD",
+                format!("path: {id:?} is not a transaction hash"),
+            )
+        })?
     } else {
         return Err(ApiError::bad(
             "INVALID_FIELD",
-            format!("path: expected a txId (UUID) or a 0x-prefixed 32-byte transaction hash, found {id:?}"),
+            format!(
+                "path: expected a txId (UUID) or a 0x-prefixed 32-byte transaction hash, found {id:?}"
+            ),
         ));
     };
     let rec = state.redemption(hash).ok_or_else(|| {
-        ApiError::not_found("REDEMPTION_NOT_FOUND", format!("no redemption for transaction {hash}"))
+        ApiError::not_found(
+            "REDEMPTION_NOT_FOUND",
+            format!("no redemption for transaction {hash}"),
+        )
     })?;
     Ok(ok(serde_json::to_value(rec).unwrap_or(Value::Null)))
 }
@@ -669,8 +841,14 @@ pub(super) async fn nonce(
     let chain = state
         .chain_by_env(&req.environment_id)
         .ok_or_else(|| state.env_error("environmentId", &req.environment_id))?;
-    let nonce = chain.rpc.pending_nonce(address).await.map_err(ApiError::node)?;
-    Ok(ok(json!({"address": address, "environmentId": req.environment_id, "nonce": nonce})))
+    let nonce = chain
+        .rpc
+        .pending_nonce(address)
+        .await
+        .map_err(ApiError::node)?;
+    Ok(ok(
+        json!({"address": address, "environmentId": req.environment_id, "nonce": nonce}),
+    ))
 }
 
 pub(super) async fn raw_transfer(
@@ -682,7 +860,10 @@ pub(super) async fn raw_transfer(
     if symbol != info.main.symbol {
         return Err(ApiError::not_found(
             "TOKEN_NOT_FOUND",
-            format!("path symbol: unknown main token {symbol:?}; expected {:?}", info.main.symbol),
+            format!(
+                "path symbol: unknown main token {symbol:?}; expected {:?}",
+                info.main.symbol
+            ),
         ));
     }
     let get = |k: &str| {
@@ -705,14 +886,27 @@ pub(super) async fn raw_transfer(
     }
     let amount = U256::from_str_radix(amount, 10)
         .map_err(|_| ApiError::bad("INVALID_FIELD", "query amount: overflows uint256"))?;
-    let data: Bytes = DynSolValue::Tuple(vec![DynSolValue::Address(to), DynSolValue::Uint(amount, 256)])
-        .abi_encode_params()
+    let data: Bytes = DynSolValue::Tuple(vec![
+        DynSolValue::Address(to),
+        DynSolValue::Uint(amount, 256),
+    ])
+    .abi_encode_params()
+    .into();
+    let data: Bytes = [contracts::TRANSFER_SELECTOR.as_slice(), data.as_ref()]
+        .concat()
         .into();
-    let data: Bytes = [contracts::TRANSFER_SELECTOR.as_slice(), data.as_ref()].concat().into();
     let chain = &state.0.main;
     let token = info.main.token_address;
-    let gas = chain.rpc.estimate_gas(from, token, &data).await.map_err(ApiError::node)?;
-    let nonce = chain.rpc.pending_nonce(from).await.map_err(ApiError::node)?;
+    let gas = chain
+        .rpc
+        .estimate_gas(from, token, &data)
+        .await
+        .map_err(ApiError::node)?;
+    let nonce = chain
+        .rpc
+        .pending_nonce(from)
+        .await
+        .map_err(ApiError::node)?;
     let gas_price = chain.rpc.gas_price().await.map_err(ApiError::node)?;
     Ok(ok(json!({"rawTx": {
         "from": from,
@@ -732,9 +926,17 @@ async fn token_balance(chain: &Chain, token: Address, owner: Address) -> Result<
     ]
     .concat()
     .into();
-    let out = chain.rpc.eth_call(None, token, &data).await.map_err(ApiError::node)?;
+    let out = chain
+        .rpc
+        .eth_call(None, token, &data)
+        .await
+        .map_err(ApiError::node)?;
     if out.len() != 32 {
-        return Err(ApiError::new(StatusCode::BAD_GATEWAY, "NODE_ERROR", "balanceOf returned no uint256"));
+        return Err(ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            "NODE_ERROR",
+            "balanceOf returned no uint256",
+        ));
     }
     Ok(U256::from_be_slice(&out))
 }
@@ -758,7 +960,9 @@ pub(super) async fn balance_mt(
     let address = parse_address("path address", &address)?;
     check_symbol(&state, "main", &mt)?;
     let b = state.mt_balance(address).await?;
-    Ok(ok(json!({"address": address, "symbol": mt, "balance": b.to_string()})))
+    Ok(ok(
+        json!({"address": address, "symbol": mt, "balance": b.to_string()}),
+    ))
 }
 
 pub(super) async fn balance_st(
@@ -769,11 +973,17 @@ pub(super) async fn balance_st(
     check_symbol(&state, "main", &mt)?;
     check_symbol(&state, "side", &st)?;
     let b = state.st_balance(address).await?;
-    Ok(ok(json!({"address": address, "symbol": st, "balance": b.to_string()})))
+    Ok(ok(
+        json!({"address": address, "symbol": st, "balance": b.to_string()}),
+    ))
 }
 
 fn check_symbol(state: &AppState, which: &str, found: &str) -> Result<(), ApiError> {
-    let want = if which == "main" { &state.0.info.main.symbol } else { &state.0.info.side.symbol };
+    let want = if which == "main" {
+        &state.0.info.main.symbol
+    } else {
+        &state.0.info.side.symbol
+    };
     if found != want {
         return Err(ApiError::not_found(
             "TOKEN_NOT_FOUND",
@@ -785,15 +995,26 @@ fn check_symbol(state: &AppState, which: &str, found: &str) -> Result<(), ApiErr
 
 // ---------------------------------------------------------------- sandbox-only
 
-pub(super) async fn register(State(state): State<AppState>, Path(address): Path<String>) -> ApiResult {
+pub(super) async fn register(
+    State(state): State<AppState>,
+    Path(address): Path<String>,
+) -> ApiResult {
     let address = parse_address("path address", &address)?;
-    state.register_fee_delegation(address).await.map_err(ApiError::node)?;
+    state
+        .register_fee_delegation(address)
+        .await
+        .map_err(ApiError::node)?;
     Ok(ok(json!({"address": address, "registered": true})))
 }
 
-pub(super) async fn registration(State(state): State<AppState>, Path(address): Path<String>) -> ApiResult {
+pub(super) async fn registration(
+    State(state): State<AppState>,
+    Path(address): Path<String>,
+) -> ApiResult {
     let address = parse_address("path address", &address)?;
-    Ok(ok(json!({"address": address, "registered": state.is_registered(address)})))
+    Ok(ok(
+        json!({"address": address, "registered": state.is_registered(address)}),
+    ))
 }
 
 pub(super) async fn create_managed(State(state): State<AppState>) -> ApiResult {

@@ -17,7 +17,9 @@ type ApiResult = Result<Response, ApiError>;
 
 pub(super) async fn issue_token(State(state): State<AppState>, headers: HeaderMap) -> ApiResult {
     let h = |k: &str| headers.get(k).and_then(|v| v.to_str().ok()).unwrap_or("");
-    if h("x-key-id") != state.0.access_key || h("x-key-secret") != state.0.secret_key.expose_secret() {
+    if h("x-key-id") != state.0.access_key
+        || h("x-key-secret") != state.0.secret_key.expose_secret()
+    {
         return Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
             "INVALID_CREDENTIALS",
@@ -25,7 +27,10 @@ pub(super) async fn issue_token(State(state): State<AppState>, headers: HeaderMa
         ));
     }
     let (token, _) = state.issue_token(86_400)?;
-    Ok(axum::Json(json!({"access_token": token, "token_type": "Bearer", "expires_in": 86_400})).into_response())
+    Ok(
+        axum::Json(json!({"access_token": token, "token_type": "Bearer", "expires_in": 86_400}))
+            .into_response(),
+    )
 }
 
 fn network(chain: &str, network: &str) -> Result<(), ApiError> {
@@ -52,13 +57,19 @@ fn validate_condition(event_type: &str, c: &Value) -> Result<(), ApiError> {
             Some(p) if p >= 1 => Ok(()),
             _ => Err(ApiError::bad(
                 "INVALID_FIELD",
-                format!("condition.period: expected an integer >= 1, found {}", c.get("period").unwrap_or(&Value::Null)),
+                format!(
+                    "condition.period: expected an integer >= 1, found {}",
+                    c.get("period").unwrap_or(&Value::Null)
+                ),
             )),
         }
     } else if c.is_object() {
         Ok(())
     } else {
-        Err(ApiError::bad("INVALID_FIELD", "condition: expected an object"))
+        Err(ApiError::bad(
+            "INVALID_FIELD",
+            "condition: expected an object",
+        ))
     }
 }
 
@@ -81,14 +92,23 @@ pub(super) async fn create(
     if !EVENT_TYPES.contains(&req.event_type.as_str()) {
         return Err(ApiError::bad(
             "INVALID_EVENT_TYPE",
-            format!("eventType: expected one of {}, found {:?}", EVENT_TYPES.join(", "), req.event_type),
+            format!(
+                "eventType: expected one of {}, found {:?}",
+                EVENT_TYPES.join(", "),
+                req.event_type
+            ),
         ));
     }
     validate_url(&req.notification)?;
     validate_condition(&req.event_type, &req.condition)?;
     let mut key = [0u8; 32];
-    getrandom::fill(&mut key)
-        .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "no randomness"))?;
+    getrandom::fill(&mut key).map_err(|_| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "INTERNAL",
+            "no randomness",
+        )
+    })?;
     let id = {
         let mut n = lock(&state.0.next_webhook_id);
         *n += 1;
@@ -119,7 +139,12 @@ pub(super) async fn create(
 }
 
 fn find(state: &AppState, chain: &str, net: &str, id: &str) -> Result<u64, ApiError> {
-    let missing = || ApiError::not_found("WEBHOOK_NOT_FOUND", format!("no webhook {id:?} on {chain}/{net}"));
+    let missing = || {
+        ApiError::not_found(
+            "WEBHOOK_NOT_FOUND",
+            format!("no webhook {id:?} on {chain}/{net}"),
+        )
+    };
     let n: u64 = id.parse().map_err(|_| missing())?;
     match lock(&state.0.webhooks).get(&n) {
         Some(w) if w.chain == chain && w.network == net => Ok(n),
@@ -135,10 +160,12 @@ pub(super) async fn list(
     network(&chain, &net)?;
     let num = |k: &str, d: usize| -> Result<usize, ApiError> {
         query.get(k).map_or(Ok(d), |v| {
-            v.parse::<usize>()
-                .ok()
-                .filter(|n| *n >= 1)
-                .ok_or_else(|| ApiError::bad("INVALID_FIELD", format!("query {k}: expected an integer >= 1, found {v:?}")))
+            v.parse::<usize>().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                ApiError::bad(
+                    "INVALID_FIELD",
+                    format!("query {k}: expected an integer >= 1, found {v:?}"),
+                )
+            })
         })
     };
     let page = num("page", 1)?;
@@ -153,7 +180,10 @@ pub(super) async fn list(
         .collect();
     let total = all.len();
     let items: Vec<Value> = all.into_iter().skip((page - 1) * rpp).take(rpp).collect();
-    Ok(axum::Json(json!({"total": total, "page": page, "rpp": rpp, "items": items})).into_response())
+    Ok(
+        axum::Json(json!({"total": total, "page": page, "rpp": rpp, "items": items}))
+            .into_response(),
+    )
 }
 
 pub(super) async fn get_one(
@@ -162,7 +192,10 @@ pub(super) async fn get_one(
 ) -> ApiResult {
     network(&chain, &net)?;
     let n = find(&state, &chain, &net, &id)?;
-    let body = lock(&state.0.webhooks).get(&n).map(Webhook::to_json).unwrap_or(Value::Null);
+    let body = lock(&state.0.webhooks)
+        .get(&n)
+        .map(Webhook::to_json)
+        .unwrap_or(Value::Null);
     Ok(axum::Json(body).into_response())
 }
 

@@ -210,14 +210,6 @@ impl Profile {
         self.chains.get(&chain_id.to_string()).map(String::as_str)
     }
 
-    /// The label configured for `address`, if any (keys compared case-insensitively).
-    pub fn label(&self, address: &Address) -> Option<&str> {
-        self.labels
-            .iter()
-            .find(|(k, _)| k.parse::<Address>().ok() == Some(*address))
-            .map(|(_, v)| v.as_str())
-    }
-
     /// A required field, or an error saying how to set it.
     pub fn need<'a, T>(&self, value: &'a Option<T>, field: &str) -> Result<&'a T> {
         value.as_ref().ok_or_else(|| {

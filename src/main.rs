@@ -15,10 +15,16 @@ mod review;
 mod session;
 
 use std::process::ExitCode;
+use std::sync::OnceLock;
+use std::time::Instant;
 
 use clap::Parser;
 
+/// When the process started, for `BRIDGECTL_TIMINGS`.
+static STARTED: OnceLock<Instant> = OnceLock::new();
+
 fn main() -> ExitCode {
+    STARTED.get_or_init(Instant::now);
     let cli = cli::Cli::parse();
     match cmd::run(cli) {
         Ok(()) => ExitCode::SUCCESS,

@@ -166,7 +166,32 @@ impl Session {
             passphrases: CliPassphrases::new(&self.opts.passphrase),
             yes: self.opts.yes,
             profile: &self.profile,
+            unlock_time: Duration::ZERO,
         }
+    }
+
+    /// With `BRIDGECTL_TIMINGS` set, prints where the time went on stderr as one JSON
+    /// line: wall time since the process started, HTTP waits, poll sleeps, key unlock
+    /// (KDF), and what is left: the client's own work.
+    pub fn report_timings(&self, approver: &CliApprover<'_>) {
+        if std::env::var_os("BRIDGECTL_TIMINGS").is_none() {
+            return;
+        }
+        let total = crate::STARTED.get().map_or(Duration::ZERO, |t| t.elapsed());
+        let t = bridgectl_flow::timing::snapshot();
+        let total_us = total.as_micros() as u64;
+        let unlock_us = approver.unlock_time.as_micros() as u64;
+        let client_us = total_us.saturating_sub(t.http_us + t.sleep_us + unlock_us);
+        crate::output::note(serde_json::json!({
+            "timings": {
+                "totalUs": total_us,
+                "httpUs": t.http_us,
+                "httpRequests": t.http_requests,
+                "sleepUs": t.sleep_us,
+                "unlockUs": unlock_us,
+                "clientUs": client_us,
+            }
+        }));
     }
 
     /// Checks before any request that `from` has a key here and a passphrase can be
@@ -350,6 +375,8 @@ pub struct CliApprover<'a> {
     passphrases: CliPassphrases,
     yes: bool,
     profile: &'a Profile,
+    /// Time spent unlocking keys (the KDF), for `BRIDGECTL_TIMINGS`.
+    pub unlock_time: Duration,
 }
 
 impl Approver for CliApprover<'_> {
@@ -358,10 +385,12 @@ impl Approver for CliApprover<'_> {
         crate::review::show(review.raw_tx, &ctx);
         crate::review::confirm(self.yes, "sign and submit this transaction?")
             .map_err(|e| bridgectl_flow::Error::Declined(format!("{e:#}")))?;
+        let started = std::time::Instant::now();
         let signer = self
             .keystore
-            .unlock(&review.raw_tx.from.to_string(), &mut self.passphrases)?;
-        Ok(signer)
+            .unlock(&review.raw_tx.from.to_string(), &mut self.passphrases);
+        self.unlock_time += started.elapsed();
+        Ok(signer?)
     }
 }
 

@@ -50,6 +50,7 @@ pub fn run(global: &GlobalOpts, args: RedeemArgs) -> anyhow::Result<()> {
         &mut approver,
         &mut StderrProgress,
     ))?;
+    session.report_timings(&approver);
     let status = outcome.redemption.as_ref().map(|r| r.status.clone());
     if global.json {
         crate::output::json(&json!({

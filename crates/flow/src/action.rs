@@ -298,7 +298,7 @@ impl Flows<'_> {
             if start.elapsed() >= self.wait.timeout {
                 return Err(timed_out(&last_status));
             }
-            tokio::time::sleep(self.wait.interval).await;
+            crate::timing::sleep(self.wait.interval).await;
         }
     }
 }

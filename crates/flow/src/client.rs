@@ -542,7 +542,7 @@ impl PlatformClient {
         let mut last: Option<Error> = None;
         for attempt in 0..attempts {
             if attempt > 0 {
-                tokio::time::sleep(backoff).await;
+                crate::timing::sleep(backoff).await;
                 backoff = backoff.saturating_mul(2);
             }
             let mut req = self.http.request(method.clone(), url.clone());
@@ -555,8 +555,14 @@ impl PlatformClient {
             if let Some(body) = body {
                 req = req.json(body);
             }
-            match req.send().await {
-                Ok(resp) => match read_envelope(&method, &url, resp).await {
+            let started = std::time::Instant::now();
+            let answer = match req.send().await {
+                Ok(resp) => Ok(read_envelope(&method, &url, resp).await),
+                Err(source) => Err(source),
+            };
+            crate::timing::http_done(started);
+            match answer {
+                Ok(read) => match read {
                     Ok(data) => return Ok(data),
                     Err(err @ Error::Platform { .. }) if err.is_server_error() && retry_safe => {
                         last = Some(err);

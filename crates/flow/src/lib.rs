@@ -17,6 +17,7 @@ pub mod error;
 pub mod journal;
 pub mod local;
 pub mod rpc;
+pub mod timing;
 pub mod webhook;
 
 pub use error::Error;

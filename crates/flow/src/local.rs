@@ -359,7 +359,7 @@ impl Flows<'_> {
                     seconds: self.wait.timeout.as_secs(),
                 });
             }
-            tokio::time::sleep(self.wait.interval.min(Duration::from_secs(2))).await;
+            crate::timing::sleep(self.wait.interval.min(Duration::from_secs(2))).await;
         }
     }
 

@@ -74,21 +74,28 @@ impl NodeClient {
     /// `RPC_<code>` so node errors read like platform errors.
     pub async fn call(&self, method: &str, params: Value) -> Result<Value, Error> {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        let resp = self
-            .http
-            .post(self.url.clone())
-            .json(&body)
-            .send()
-            .await
-            .map_err(|source| Error::Http {
-                what: format!("node {method}"),
+        let started = std::time::Instant::now();
+        let answer = async {
+            let resp = self
+                .http
+                .post(self.url.clone())
+                .json(&body)
+                .send()
+                .await
+                .map_err(|source| Error::Http {
+                    what: format!("node {method}"),
+                    source,
+                })?;
+            let status = resp.status().as_u16();
+            let v: Value = resp.json().await.map_err(|source| Error::Http {
+                what: format!("reading node answer to {method}"),
                 source,
             })?;
-        let status = resp.status().as_u16();
-        let v: Value = resp.json().await.map_err(|source| Error::Http {
-            what: format!("reading node answer to {method}"),
-            source,
-        })?;
+            Ok::<_, Error>((status, v))
+        }
+        .await;
+        crate::timing::http_done(started);
+        let (status, v) = answer?;
         if let Some(err) = v.get("error") {
             return Err(Error::Platform {
                 operation: format!("node {method}"),
@@ -219,7 +226,7 @@ impl NodeClient {
                     seconds: timeout.as_secs(),
                 });
             }
-            tokio::time::sleep(interval).await;
+            crate::timing::sleep(interval).await;
         }
     }
 

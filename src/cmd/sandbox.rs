@@ -1,13 +1,179 @@
-//! `bridgectl sandbox` (stub, being written).
+//! `bridgectl sandbox`: runs the platform locally over two anvil chains until Ctrl-C.
+//!
+//! The sandbox's own TOML (actions, ratio, decimals, faults, block time) is given with
+//! `--sandbox-config`, because the global `--config` already names the CLI's profile file.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Context;
+use bridgectl_sandbox::{Sandbox, SandboxConfig, SandboxInfo};
 use clap::Args;
+use serde_json::json;
 
 use crate::cli::GlobalOpts;
+use crate::output;
 
 /// Arguments of `bridgectl sandbox`.
 #[derive(Debug, Args)]
-pub struct SandboxArgs {}
+pub struct SandboxArgs {
+    /// Sandbox settings in TOML (actions, ratio, decimals, faults, block time...);
+    /// defaults work out of the box. See crates/sandbox/README.md.
+    #[arg(long, env = "BRIDGECTL_SANDBOX_CONFIG", value_name = "FILE")]
+    pub sandbox_config: Option<PathBuf>,
+
+    /// Write a ready CLI profile `[profiles.sandbox]` for this sandbox to FILE (created,
+    /// never overwritten; mode 0600; the token goes to FILE.token, named by `token_file`).
+    #[arg(long, value_name = "FILE")]
+    pub write_profile: Option<PathBuf>,
+}
 
 /// Runs the sandbox until Ctrl-C.
-pub fn run(_global: &GlobalOpts, _args: SandboxArgs) -> anyhow::Result<()> {
-    anyhow::bail!("not yet")
+pub fn run(global: &GlobalOpts, args: SandboxArgs) -> anyhow::Result<()> {
+    let config = match &args.sandbox_config {
+        Some(path) => SandboxConfig::from_file(path)?,
+        None => SandboxConfig::default(),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    // block_on runs on this (the main) thread, which spawns the anvils: they die with it.
+    runtime.block_on(async {
+        let started = Instant::now();
+        output::note("starting the sandbox: two anvil chains, contracts, relayer, API...");
+        let sandbox = Sandbox::start(config)
+            .await
+            .context("the sandbox did not start")?;
+        let ready_ms = started.elapsed().as_millis();
+        let info = sandbox.info().clone();
+        if let Some(path) = &args.write_profile {
+            write_profile(path, &info)?;
+        }
+        if global.json {
+            output::json(&info_json(&info, ready_ms))?;
+        } else {
+            print_text(&info, ready_ms)?;
+        }
+        tokio::signal::ctrl_c()
+            .await
+            .context("cannot wait for Ctrl-C")?;
+        output::note("stopping the sandbox...");
+        sandbox.shutdown().await.context("stopping the sandbox")?;
+        output::note("stopped; no anvil left running");
+        Ok(())
+    })
+}
+
+fn info_json(info: &SandboxInfo, ready_ms: u128) -> serde_json::Value {
+    let chain = |c: &bridgectl_sandbox::ChainInfo| {
+        json!({
+            "environmentId": c.environment_id,
+            "chainId": c.chain_id,
+            "rpcUrl": c.rpc_url,
+            "symbol": c.symbol,
+            "decimals": c.decimals,
+            "tokenAddress": c.token_address,
+        })
+    };
+    json!({
+        "baseUrl": info.base_url,
+        "web3Url": info.web3_url,
+        "token": info.token.expose_secret(),
+        "accessKey": info.access_key,
+        "main": chain(&info.main),
+        "side": chain(&info.side),
+        "ratio": info.ratio,
+        "bridgeAddress": info.bridge_address,
+        "devAccount": {
+            "address": info.dev.address,
+            "privateKey": info.dev.private_key.expose_secret(),
+        },
+        "managedAccounts": info.managed_accounts,
+        "readyMs": ready_ms,
+    })
+}
+
+fn print_text(info: &SandboxInfo, ready_ms: u128) -> anyhow::Result<()> {
+    let mut lines = vec![
+        format!("sandbox ready in {ready_ms} ms (Ctrl-C stops it)"),
+        format!("base url:      {}", info.base_url),
+        format!("web3 url:      {}", info.web3_url),
+        format!("token:         {}", info.token.expose_secret()),
+    ];
+    for (name, c) in [("main", &info.main), ("side", &info.side)] {
+        lines.push(format!(
+            "{name}:          env {} chain {} rpc {} token {} {} ({} decimals)",
+            c.environment_id, c.chain_id, c.rpc_url, c.symbol, c.token_address, c.decimals
+        ));
+    }
+    lines.push(format!(
+        "ratio:         {} MT = {} ST",
+        info.ratio.mt, info.ratio.st
+    ));
+    lines.push(format!(
+        "dev account:   {} (funded, fee-delegation registered)",
+        info.dev.address
+    ));
+    lines.push(format!(
+        "dev key:       {} (anvil's public test key #1: never use it for real funds)",
+        info.dev.private_key.expose_secret()
+    ));
+    for a in &info.managed_accounts {
+        lines.push(format!("managed:       {a}"));
+    }
+    for l in lines {
+        output::line(l)?;
+    }
+    Ok(())
+}
+
+fn write_profile(path: &std::path::Path, info: &SandboxInfo) -> anyhow::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // Absolute, so the profile works from any directory.
+    let path =
+        &std::path::absolute(path).with_context(|| format!("cannot resolve {}", path.display()))?;
+    let token_path = PathBuf::from(format!("{}.token", path.display()));
+    let profile = crate::config::Profile {
+        base_url: Some(info.base_url.clone()),
+        web3_url: Some(info.web3_url.clone()),
+        main_environment_id: Some(info.main.environment_id.clone()),
+        side_environment_id: Some(info.side.environment_id.clone()),
+        main_symbol: Some(info.main.symbol.clone()),
+        side_symbol: Some(info.side.symbol.clone()),
+        main_decimals: Some(info.main.decimals),
+        side_decimals: Some(info.side.decimals),
+        mt_contract: Some(info.main.token_address),
+        st_contract: Some(info.side.token_address),
+        main_chain_id: Some(info.main.chain_id),
+        side_chain_id: Some(info.side.chain_id),
+        main_rpc_url: Some(info.main.rpc_url.clone()),
+        side_rpc_url: Some(info.side.rpc_url.clone()),
+        redeem_action: Some("redeem".into()),
+        token_file: Some(token_path.clone()),
+        access_key: Some(info.access_key.clone()),
+        ..Default::default()
+    };
+    let profile = format!(
+        "# Written by `bridgectl sandbox` for {}; valid while it runs.\n{}",
+        info.base_url,
+        crate::config::render_profile("sandbox", &profile)?
+    );
+    for (p, contents) in [
+        (&token_path, info.token.expose_secret().to_owned() + "\n"),
+        (&path.to_path_buf(), profile),
+    ] {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(p)
+            .with_context(|| format!("cannot create {} (it must not exist yet)", p.display()))?;
+        f.write_all(contents.as_bytes())
+            .and_then(|()| f.sync_all())
+            .with_context(|| format!("cannot write {}", p.display()))?;
+    }
+    output::note(format!("profile written to {}", path.display()));
+    Ok(())
 }

@@ -127,7 +127,7 @@ async fn deliver_loop(state: AppState, id: u64) {
                 .and_then(Value::as_u64)
                 .unwrap_or(1)
                 .max(1);
-            if !hook.is_active || (n - start) % period != 0 {
+            if !hook.is_active || !(n - start).is_multiple_of(period) {
                 continue;
             }
             let Ok(block) = state.0.main.rpc.block(n).await else {

@@ -21,9 +21,15 @@ fn hexq(v: &Value) -> u128 {
 
 /// Signs a platform rawTx object with a local alloy signer, as an EOA wallet does.
 fn sign_raw_tx(key: &PrivateKeySigner, raw: &Value) -> String {
-    assert!(raw.get("value").is_none(), "rawTx must not carry value: {raw}");
+    assert!(
+        raw.get("value").is_none(),
+        "rawTx must not carry value: {raw}"
+    );
     assert!(raw["chainId"].is_u64(), "chainId is a JSON number: {raw}");
-    assert_eq!(raw["from"].as_str().map(str::to_lowercase), Some(key.address().to_string().to_lowercase()));
+    assert_eq!(
+        raw["from"].as_str().map(str::to_lowercase),
+        Some(key.address().to_string().to_lowercase())
+    );
     let tx = TxLegacy {
         chain_id: raw["chainId"].as_u64(),
         nonce: hexq(&raw["nonce"]) as u64,
@@ -31,7 +37,11 @@ fn sign_raw_tx(key: &PrivateKeySigner, raw: &Value) -> String {
         gas_limit: hexq(&raw["gasLimit"]) as u64,
         to: TxKind::Call(raw["to"].as_str().expect("to").parse().expect("address")),
         value: U256::ZERO,
-        input: raw["data"].as_str().expect("data").parse::<Bytes>().expect("hex data"),
+        input: raw["data"]
+            .as_str()
+            .expect("data")
+            .parse::<Bytes>()
+            .expect("hex data"),
     };
     let sig = key.sign_hash_sync(&tx.signature_hash()).expect("sign");
     let env = TxEnvelope::Legacy(tx.into_signed(sig));
@@ -53,7 +63,9 @@ async fn swap_end_to_end_credits_st_by_the_ratio() {
     let c = Client::new(&sb);
     let info = sb.info().clone();
     let key = dev_key(&sb);
-    let user: Address = "0x00000000000000000000000000000000000b0b01".parse().expect("addr");
+    let user: Address = "0x00000000000000000000000000000000000b0b01"
+        .parse()
+        .expect("addr");
     let body = json!({
         "mainEnvironmentId": info.main.environment_id,
         "sideEnvironmentId": info.side.environment_id,
@@ -62,9 +74,16 @@ async fn swap_end_to_end_credits_st_by_the_ratio() {
     });
     let (s, r) = c.post(&format!("/mx/v2.0/swap/{user}"), body.clone()).await;
     assert_eq!(s, 200, "{r}");
-    let swap = r["data"]["swapAddress"].as_str().expect("swapAddress").to_owned();
+    let swap = r["data"]["swapAddress"]
+        .as_str()
+        .expect("swapAddress")
+        .to_owned();
     let (_, again) = c.post(&format!("/mx/v2.0/swap/{user}"), body).await;
-    assert_eq!(again["data"]["swapAddress"].as_str(), Some(swap.as_str()), "stable on repeat");
+    assert_eq!(
+        again["data"]["swapAddress"].as_str(),
+        Some(swap.as_str()),
+        "stable on repeat"
+    );
 
     // raw MT transfer of 1.5 MT from the dev account to the swap address, signed locally.
     let path = format!(
@@ -74,13 +93,29 @@ async fn swap_end_to_end_credits_st_by_the_ratio() {
     let (s, r) = c.get(&path, None).await;
     assert_eq!(s, 200, "{r}");
     let signed = sign_raw_tx(&key, &r["data"]["rawTx"]);
-    let (s, r) = c.post("/mx/v2.0/transaction/send/signed-tx", json!({"signedTx": signed})).await;
+    let (s, r) = c
+        .post(
+            "/mx/v2.0/transaction/send/signed-tx",
+            json!({"signedTx": signed}),
+        )
+        .await;
     assert_eq!(s, 200, "{r}");
-    assert!(r["data"]["txHash"]["txHash"].as_str().is_some_and(|h| h.len() == 66), "{r}");
+    assert!(
+        r["data"]["txHash"]["txHash"]
+            .as_str()
+            .is_some_and(|h| h.len() == 66),
+        "{r}"
+    );
 
     // 1.5 MT at 1 MT = 2 ST with 6 decimals is 3_000_000 ST base units.
-    let st_path = format!("/tx/v2.0/wallets/{user}/{}/{}/balance", info.main.symbol, info.side.symbol);
-    eventually(10, "ST credited", || async { (c.balance(&st_path).await == "3000000").then_some(()) }).await;
+    let st_path = format!(
+        "/tx/v2.0/wallets/{user}/{}/{}/balance",
+        info.main.symbol, info.side.symbol
+    );
+    eventually(10, "ST credited", || async {
+        (c.balance(&st_path).await == "3000000").then_some(())
+    })
+    .await;
     let (s, r) = c.get("/sandbox/v1/swaps", None).await;
     assert_eq!(s, 200);
     let rec = &r["data"]["items"][0];
@@ -110,9 +145,21 @@ async fn swap_end_to_end_credits_st_by_the_ratio() {
         },
     };
     let sig = stranger.sign_hash_sync(&tx.signature_hash()).expect("sign");
-    let raw = format!("0x{}", hex::encode(TxEnvelope::Legacy(tx.into_signed(sig)).encoded_2718()));
-    let (s, r) = c.post("/mx/v2.0/transaction/send/signed-tx", json!({"signedTx": raw})).await;
-    assert_eq!((s, r["code"].as_str()), (403, Some("FEE_DELEGATION_NOT_REGISTERED")), "{r}");
+    let raw = format!(
+        "0x{}",
+        hex::encode(TxEnvelope::Legacy(tx.into_signed(sig)).encoded_2718())
+    );
+    let (s, r) = c
+        .post(
+            "/mx/v2.0/transaction/send/signed-tx",
+            json!({"signedTx": raw}),
+        )
+        .await;
+    assert_eq!(
+        (s, r["code"].as_str()),
+        (403, Some("FEE_DELEGATION_NOT_REGISTERED")),
+        "{r}"
+    );
     finish(sb).await;
 }
 
@@ -122,7 +169,10 @@ async fn redeem_end_to_end_pays_mt_and_completes_then_fails_on_empty_reserve() {
     let c = Client::new(&sb);
     let info = sb.info().clone();
     let key = dev_key(&sb);
-    let mt_path = format!("/tx/v2.0/wallets/{}/{}/balance", info.dev.address, info.main.symbol);
+    let mt_path = format!(
+        "/tx/v2.0/wallets/{}/{}/balance",
+        info.dev.address, info.main.symbol
+    );
     let before = U256::from_str_radix(&c.balance(&mt_path).await, 10).expect("num");
 
     // Redeem 4 ST (6 decimals) -> 2 MT at 1 MT = 2 ST.
@@ -136,25 +186,53 @@ async fn redeem_end_to_end_pays_mt_and_completes_then_fails_on_empty_reserve() {
     assert_eq!(s, 200, "{r}");
     let raw = &r["data"]["rawTx"];
     assert_eq!(raw["chainId"], info.side.chain_id);
-    assert!(raw["data"].as_str().is_some_and(|d| d.starts_with("0xdb006a75")), "{raw}");
+    assert!(
+        raw["data"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("0xdb006a75")),
+        "{raw}"
+    );
     let signed = sign_raw_tx(&key, raw);
-    let (s, r) = c.post("/mx/v2.0/transaction/send/signed-tx", json!({"signedTx": signed.clone()})).await;
+    let (s, r) = c
+        .post(
+            "/mx/v2.0/transaction/send/signed-tx",
+            json!({"signedTx": signed.clone()}),
+        )
+        .await;
     assert_eq!(s, 200, "{r}");
-    let hash = r["data"]["txHash"]["txHash"].as_str().expect("hash").to_owned();
+    let hash = r["data"]["txHash"]["txHash"]
+        .as_str()
+        .expect("hash")
+        .to_owned();
     // Resubmitting the same bytes is recognised, not sent twice.
-    let (s, r) = c.post("/mx/v2.0/transaction/send/signed-tx", json!({"signedTx": signed})).await;
+    let (s, r) = c
+        .post(
+            "/mx/v2.0/transaction/send/signed-tx",
+            json!({"signedTx": signed}),
+        )
+        .await;
     assert_eq!((s, r["code"].as_str()), (409, Some("ALREADY_KNOWN")), "{r}");
 
     let side = json!({"sideEnvironmentId": info.side.environment_id});
     let rec = eventually(10, "redemption completed", || async {
-        let (s, r) = c.get(&format!("/mx/v2.0/transactions/redeems/{tx_id}"), Some(side.clone())).await;
+        let (s, r) = c
+            .get(
+                &format!("/mx/v2.0/transactions/redeems/{tx_id}"),
+                Some(side.clone()),
+            )
+            .await;
         (s == 200 && r["data"]["status"] == "completed").then_some(r)
     })
     .await;
     assert_eq!(rec["data"]["txHash"], hash.as_str());
     assert_eq!(rec["data"]["stAmount"], "4000000");
     assert_eq!(rec["data"]["mtAmount"], "2000000000000000000");
-    let (s, by_hash) = c.get(&format!("/mx/v2.0/transactions/redeems/{hash}"), Some(side.clone())).await;
+    let (s, by_hash) = c
+        .get(
+            &format!("/mx/v2.0/transactions/redeems/{hash}"),
+            Some(side.clone()),
+        )
+        .await;
     assert_eq!(s, 200);
     assert_eq!(by_hash["data"]["status"], "completed");
     let after = U256::from_str_radix(&c.balance(&mt_path).await, 10).expect("num");
@@ -169,14 +247,29 @@ async fn redeem_end_to_end_pays_mt_and_completes_then_fails_on_empty_reserve() {
         )
         .await;
     let signed = sign_raw_tx(&key, &r["data"]["rawTx"]);
-    let (s, r) = c.post("/mx/v2.0/transaction/send/signed-tx", json!({"signedTx": signed})).await;
+    let (s, r) = c
+        .post(
+            "/mx/v2.0/transaction/send/signed-tx",
+            json!({"signedTx": signed}),
+        )
+        .await;
     assert_eq!(s, 200, "{r}");
     let rec = eventually(10, "redemption failed", || async {
-        let (_, r) = c.get(&format!("/mx/v2.0/transactions/redeems/{tx_id}"), Some(side.clone())).await;
+        let (_, r) = c
+            .get(
+                &format!("/mx/v2.0/transactions/redeems/{tx_id}"),
+                Some(side.clone()),
+            )
+            .await;
         (r["data"]["status"] == "failed").then_some(r)
     })
     .await;
-    assert!(rec["data"]["reason"].as_str().is_some_and(|m| m.contains("reserve")), "{rec}");
+    assert!(
+        rec["data"]["reason"]
+            .as_str()
+            .is_some_and(|m| m.contains("reserve")),
+        "{rec}"
+    );
     // A txId is never reused.
     let (s, r) = c
         .post(
@@ -205,40 +298,74 @@ async fn managed_account_execute_signs_and_submits() {
         .await;
     assert_eq!(s, 200, "{r}");
     let (s, r) = c
-        .post("/mx/v2.0/transaction/send/signed-tx", json!({"signedTx": sign_raw_tx(&key, &r["data"]["rawTx"])}))
+        .post(
+            "/mx/v2.0/transaction/send/signed-tx",
+            json!({"signedTx": sign_raw_tx(&key, &r["data"]["rawTx"])}),
+        )
         .await;
     assert_eq!(s, 200, "{r}");
     // The managed account stakes 3 ST: the sandbox signs and submits.
     let tx_id = uuid();
     let (s, r) = c
-        .post("/tx/v2.0/transactions/stake", json!({"txId": tx_id, "from": managed, "inputs": {"_amount": "3000000"}}))
+        .post(
+            "/tx/v2.0/transactions/stake",
+            json!({"txId": tx_id, "from": managed, "inputs": {"_amount": "3000000"}}),
+        )
         .await;
     assert_eq!(s, 200, "{r}");
     assert_eq!(r["data"]["txId"], tx_id.as_str());
-    assert!(r["data"]["txHash"].as_str().is_some_and(|h| h.len() == 66), "{r}");
+    assert!(
+        r["data"]["txHash"].as_str().is_some_and(|h| h.len() == 66),
+        "{r}"
+    );
     assert!(r["data"].get("rawTx").is_none());
-    let st_path = format!("/tx/v2.0/wallets/{managed}/{}/{}/balance", info.main.symbol, info.side.symbol);
-    eventually(10, "staked", || async { (c.balance(&st_path).await == "7000000").then_some(()) }).await;
+    let st_path = format!(
+        "/tx/v2.0/wallets/{managed}/{}/{}/balance",
+        info.main.symbol, info.side.symbol
+    );
+    eventually(10, "staked", || async {
+        (c.balance(&st_path).await == "7000000").then_some(())
+    })
+    .await;
     // A view action returns the value.
     let (s, r) = c
-        .post("/tx/v2.0/transactions/totalSupply", json!({"txId": uuid(), "from": managed, "inputs": {}}))
+        .post(
+            "/tx/v2.0/transactions/totalSupply",
+            json!({"txId": uuid(), "from": managed, "inputs": {}}),
+        )
         .await;
     assert_eq!(s, 200, "{r}");
     assert_eq!(r["data"]["value"], "50000000");
     // Operation 2 signs a given rawTx object for the managed account.
     let (_, nonce) = c
-        .get(&format!("/mx/v2.0/wallets/{managed}/nonce"), Some(json!({"environmentId": info.side.environment_id})))
+        .get(
+            &format!("/mx/v2.0/wallets/{managed}/nonce"),
+            Some(json!({"environmentId": info.side.environment_id})),
+        )
         .await;
     let n = nonce["data"]["nonce"].as_u64().expect("nonce");
     assert_eq!(n, 1);
     let raw = json!({"from": managed, "to": info.side.token_address, "data": "0x2e17de7800000000000000000000000000000000000000000000000000000000000f4240",
         "nonce": format!("{n:#x}"), "gasLimit": "0x30000", "gasPrice": "0x3b9aca00", "chainId": info.side.chain_id});
-    let (s, r) = c.post(&format!("/mx/v2.0/wallets/{managed}/sign"), json!({"rawTx": raw})).await;
+    let (s, r) = c
+        .post(
+            &format!("/mx/v2.0/wallets/{managed}/sign"),
+            json!({"rawTx": raw}),
+        )
+        .await;
     assert_eq!(s, 200, "{r}");
     let signed = r["data"]["signedTx"].as_str().expect("signedTx").to_owned();
-    let (s, r) = c.post("/mx/v2.0/transaction/send/signed-tx", json!({"signedTx": signed})).await;
+    let (s, r) = c
+        .post(
+            "/mx/v2.0/transaction/send/signed-tx",
+            json!({"signedTx": signed}),
+        )
+        .await;
     assert_eq!(s, 200, "{r}");
-    eventually(10, "unstaked", || async { (c.balance(&st_path).await == "8000000").then_some(()) }).await;
+    eventually(10, "unstaked", || async {
+        (c.balance(&st_path).await == "8000000").then_some(())
+    })
+    .await;
     finish(sb).await;
 }
 
@@ -251,42 +378,92 @@ async fn fault_knobs_are_observable() {
     let state = sb.state().clone();
 
     // Latency.
-    state.set_fault("nonce", FaultConfig { latency_ms: 400, ..Default::default() });
+    state.set_fault(
+        "nonce",
+        FaultConfig {
+            latency_ms: 400,
+            ..Default::default()
+        },
+    );
     let t = Instant::now();
     let (s, _) = c
-        .get(&format!("/mx/v2.0/wallets/{}/nonce", info.dev.address), Some(json!({"environmentId": info.main.environment_id})))
+        .get(
+            &format!("/mx/v2.0/wallets/{}/nonce", info.dev.address),
+            Some(json!({"environmentId": info.main.environment_id})),
+        )
         .await;
     assert_eq!(s, 200);
-    assert!(t.elapsed() >= Duration::from_millis(400), "latency not applied: {:?}", t.elapsed());
+    assert!(
+        t.elapsed() >= Duration::from_millis(400),
+        "latency not applied: {:?}",
+        t.elapsed()
+    );
 
     // 5xx before any work: the txId is not consumed.
-    state.set_fault("execute", FaultConfig { error_rate: 1.0, ..Default::default() });
+    state.set_fault(
+        "execute",
+        FaultConfig {
+            error_rate: 1.0,
+            ..Default::default()
+        },
+    );
     let tx_id = uuid();
     let body = json!({"txId": tx_id, "from": info.dev.address, "inputs": {"_amount": "1000000"}});
     let (s, r) = c.post("/tx/v2.0/transactions/redeem", body.clone()).await;
-    assert_eq!((s, r["code"].as_str()), (503, Some("SERVICE_UNAVAILABLE")), "{r}");
+    assert_eq!(
+        (s, r["code"].as_str()),
+        (503, Some("SERVICE_UNAVAILABLE")),
+        "{r}"
+    );
     state.set_fault("execute", FaultConfig::default());
     let (s, r) = c.post("/tx/v2.0/transactions/redeem", body).await;
     assert_eq!(s, 200, "the txId survived the injected 503: {r}");
 
     // Drop after work on submit: the client sees 502, yet the transaction is on chain.
     let signed = sign_raw_tx(&key, &r["data"]["rawTx"]);
-    state.set_fault("submit", FaultConfig { drop_after_work: 1.0, ..Default::default() });
-    let (s, r) = c.post("/mx/v2.0/transaction/send/signed-tx", json!({"signedTx": signed.clone()})).await;
+    state.set_fault(
+        "submit",
+        FaultConfig {
+            drop_after_work: 1.0,
+            ..Default::default()
+        },
+    );
+    let (s, r) = c
+        .post(
+            "/mx/v2.0/transaction/send/signed-tx",
+            json!({"signedTx": signed.clone()}),
+        )
+        .await;
     assert_eq!((s, r["code"].as_str()), (502, Some("BAD_GATEWAY")), "{r}");
     state.set_fault("submit", FaultConfig::default());
     let side = json!({"sideEnvironmentId": info.side.environment_id});
     eventually(10, "dropped redeem still processed", || async {
-        let (_, r) = c.get(&format!("/mx/v2.0/transactions/redeems/{tx_id}"), Some(side.clone())).await;
+        let (_, r) = c
+            .get(
+                &format!("/mx/v2.0/transactions/redeems/{tx_id}"),
+                Some(side.clone()),
+            )
+            .await;
         (r["data"]["status"] == "completed").then_some(())
     })
     .await;
     // Retrying the same bytes is safe: recognised as already known.
-    let (s, r) = c.post("/mx/v2.0/transaction/send/signed-tx", json!({"signedTx": signed})).await;
+    let (s, r) = c
+        .post(
+            "/mx/v2.0/transaction/send/signed-tx",
+            json!({"signedTx": signed}),
+        )
+        .await;
     assert_eq!((s, r["code"].as_str()), (409, Some("ALREADY_KNOWN")), "{r}");
 
     // Drop after work on execute: the txId is consumed although the client saw a 502.
-    state.set_fault("execute", FaultConfig { drop_after_work: 1.0, ..Default::default() });
+    state.set_fault(
+        "execute",
+        FaultConfig {
+            drop_after_work: 1.0,
+            ..Default::default()
+        },
+    );
     let body = json!({"txId": uuid(), "from": info.dev.address, "inputs": {"_amount": "1"}});
     let (s, _) = c.post("/tx/v2.0/transactions/redeem", body.clone()).await;
     assert_eq!(s, 502);
@@ -301,7 +478,10 @@ async fn dropped_sandbox_leaves_no_anvil() {
     let sb = start().await;
     let pids = sb.info().anvil_pids.clone();
     drop(sb);
-    eventually(5, "anvils gone after drop", || async { pids.iter().all(|p| process_is_gone(*p)).then_some(()) }).await;
+    eventually(5, "anvils gone after drop", || async {
+        pids.iter().all(|p| process_is_gone(*p)).then_some(())
+    })
+    .await;
 }
 
 /// Not run alone: the body of the child process of `killed_sandbox_leaves_no_anvil`.
@@ -324,7 +504,13 @@ async fn child_sandbox_process() {
 fn killed_sandbox_leaves_no_anvil() {
     let exe = std::env::current_exe().expect("test exe");
     let mut child = std::process::Command::new(exe)
-        .args(["--exact", "flows::child_sandbox_process", "--ignored", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "flows::child_sandbox_process",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("BRIDGECTL_SANDBOX_CHILD", "1")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -336,17 +522,26 @@ fn killed_sandbox_leaves_no_anvil() {
         let line = line.expect("line");
         // libtest prints "test <name> ... " without a newline first.
         if let Some(rest) = line.split_once("PIDS ").map(|(_, r)| r) {
-            pids = rest.split_whitespace().map(|p| p.parse::<u32>().expect("pid")).collect();
+            pids = rest
+                .split_whitespace()
+                .map(|p| p.parse::<u32>().expect("pid"))
+                .collect();
             break;
         }
     }
     assert_eq!(pids.len(), 2, "child did not report its anvils");
-    assert!(pids.iter().all(|p| !process_is_gone(*p)), "anvils should run before the kill");
+    assert!(
+        pids.iter().all(|p| !process_is_gone(*p)),
+        "anvils should run before the kill"
+    );
     child.kill().expect("SIGKILL the sandbox");
     child.wait().expect("reap");
     let end = Instant::now() + Duration::from_secs(5);
     while !pids.iter().all(|p| process_is_gone(*p)) {
-        assert!(Instant::now() < end, "anvil {pids:?} survived the SIGKILL of its sandbox");
+        assert!(
+            Instant::now() < end,
+            "anvil {pids:?} survived the SIGKILL of its sandbox"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }

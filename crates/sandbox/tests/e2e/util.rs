@@ -40,7 +40,10 @@ pub async fn finish(sandbox: Sandbox) {
     assert_eq!(pids.len(), 2);
     sandbox.shutdown().await.expect("shutdown");
     for pid in pids {
-        assert!(process_is_gone(pid), "anvil {pid} is still running after shutdown");
+        assert!(
+            process_is_gone(pid),
+            "anvil {pid} is still running after shutdown"
+        );
     }
 }
 
@@ -77,7 +80,12 @@ impl Client {
     }
 
     /// Sends and returns (status, body as JSON).
-    pub async fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
         let mut req = self
             .http
             .request(method, format!("{}{}", self.base, path))
@@ -88,7 +96,10 @@ impl Client {
         let resp = req.send().await.expect("request");
         let status = resp.status().as_u16();
         let text = resp.text().await.expect("body");
-        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
     }
 
     pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {

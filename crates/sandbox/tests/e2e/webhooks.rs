@@ -26,7 +26,11 @@ impl Listener {
 }
 
 async fn receive(State(l): State<Listener>, headers: HeaderMap, body: Bytes) -> StatusCode {
-    let sig = headers.get("x-signature").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+    let sig = headers
+        .get("x-signature")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
     l.got.lock().expect("lock").push((sig, body));
     StatusCode::from_u16(l.status.load(Ordering::SeqCst)).unwrap_or(StatusCode::OK)
 }
@@ -34,8 +38,12 @@ async fn receive(State(l): State<Listener>, headers: HeaderMap, body: Bytes) -> 
 async fn listen(status: u16) -> (Listener, String) {
     let l = Listener::default();
     l.status.store(status, Ordering::SeqCst);
-    let app = axum::Router::new().route("/hook", post(receive)).with_state(l.clone());
-    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let app = axum::Router::new()
+        .route("/hook", post(receive))
+        .with_state(l.clone());
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let url = format!("http://{}/hook", tcp.local_addr().expect("addr"));
     tokio::spawn(async move { axum::serve(tcp, app).await });
     (l, url)
@@ -59,12 +67,22 @@ async fn block_period_deliveries_are_signed_and_stop_when_told() {
     assert_eq!(created["isActive"], true);
     let id = created["subscriptionId"].as_str().expect("id").to_owned();
     assert!(id.parse::<u64>().is_ok());
-    let key = created["signingKey"].as_str().expect("signingKey").to_owned();
-    eventually(10, "three deliveries", || async { (ok_listener.count() >= 3).then_some(()) }).await;
+    let key = created["signingKey"]
+        .as_str()
+        .expect("signingKey")
+        .to_owned();
+    eventually(10, "three deliveries", || async {
+        (ok_listener.count() >= 3).then_some(())
+    })
+    .await;
     let got = ok_listener.got.lock().expect("lock").clone();
     let mut last = 0;
     for (sig, body) in &got {
-        assert_eq!(sig, &signature(&key, body), "x-signature must be HMAC-SHA256 of the raw body");
+        assert_eq!(
+            sig,
+            &signature(&key, body),
+            "x-signature must be HMAC-SHA256 of the raw body"
+        );
         let v: Value = serde_json::from_slice(body).expect("json body");
         assert_eq!(v["subscriptionId"], id.as_str());
         assert_eq!(v["eventType"], "BLOCK_PERIOD");
@@ -77,20 +95,40 @@ async fn block_period_deliveries_are_signed_and_stop_when_told() {
     assert_ne!(signature("wrong key", &got[0].1), got[0].0);
 
     // isActive=false stops deliveries.
-    let (s, r) = c.send(reqwest::Method::PATCH, &format!("{hooks}/{id}"), Some(json!({"isActive": false}))).await;
+    let (s, r) = c
+        .send(
+            reqwest::Method::PATCH,
+            &format!("{hooks}/{id}"),
+            Some(json!({"isActive": false})),
+        )
+        .await;
     assert_eq!((s, &r), (200, &json!({"result": true})));
     tokio::time::sleep(Duration::from_millis(300)).await;
     let n = ok_listener.count();
     tokio::time::sleep(Duration::from_millis(1000)).await;
-    assert_eq!(ok_listener.count(), n, "deliveries continued after isActive=false");
+    assert_eq!(
+        ok_listener.count(),
+        n,
+        "deliveries continued after isActive=false"
+    );
     let (_, list) = c.get(&format!("{hooks}?subscriptionId={id}"), None).await;
     assert_eq!(list["total"], 1);
     assert_eq!(list["items"][0]["isActive"], false);
 
     // Reactivated, then deleted: deliveries resume, then stop for good.
-    c.send(reqwest::Method::PATCH, &format!("{hooks}/{id}"), Some(json!({"isActive": true}))).await;
-    eventually(10, "resumed", || async { (ok_listener.count() > n).then_some(()) }).await;
-    let (s, r) = c.send(reqwest::Method::DELETE, &format!("{hooks}/{id}"), None).await;
+    c.send(
+        reqwest::Method::PATCH,
+        &format!("{hooks}/{id}"),
+        Some(json!({"isActive": true})),
+    )
+    .await;
+    eventually(10, "resumed", || async {
+        (ok_listener.count() > n).then_some(())
+    })
+    .await;
+    let (s, r) = c
+        .send(reqwest::Method::DELETE, &format!("{hooks}/{id}"), None)
+        .await;
     assert_eq!((s, &r), (200, &json!({"result": true})));
     tokio::time::sleep(Duration::from_millis(300)).await;
     let n = ok_listener.count();
@@ -106,13 +144,18 @@ async fn block_period_deliveries_are_signed_and_stop_when_told() {
         .await;
     let bad_id = created["subscriptionId"].as_str().expect("id").to_owned();
     eventually(10, "webhook removed", || async {
-        let (_, list) = c.get(&format!("{hooks}?subscriptionId={bad_id}"), None).await;
+        let (_, list) = c
+            .get(&format!("{hooks}?subscriptionId={bad_id}"), None)
+            .await;
         (list["total"] == 0).then_some(())
     })
     .await;
     let tries = bad.got.lock().expect("lock").clone();
     assert_eq!(tries.len(), 3, "remove_after_failures = 3 attempts");
-    assert!(tries.windows(2).all(|w| w[0].1 == w[1].1), "retries resend the same body");
+    assert!(
+        tries.windows(2).all(|w| w[0].1 == w[1].1),
+        "retries resend the same body"
+    );
     let v: Value = serde_json::from_slice(&tries[0].1).expect("json");
     assert_eq!(v["sequenceNumber"], 1);
     finish(sb).await;

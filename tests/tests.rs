@@ -8,5 +8,6 @@ mod util;
 
 mod flow;
 mod key;
+mod sandbox;
 mod sign;
 mod webhook;

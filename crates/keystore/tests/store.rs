@@ -436,3 +436,42 @@ fn debug_output_has_no_secrets() {
         }
     }
 }
+
+#[test]
+fn concurrent_writers_are_serialised() {
+    let (_d, store) = store();
+    let store = std::sync::Arc::new(store);
+    // Distinct labels: all land. The same label from several threads: exactly one wins.
+    let handles: Vec<_> = (0..12)
+        .map(|i| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                let label = if i < 8 {
+                    format!("k{i}")
+                } else {
+                    "same".to_owned()
+                };
+                store.create(Some(&label), &mut pass("pw"), &test_kdf())
+            })
+        })
+        .collect();
+    let results: Vec<_> = handles
+        .into_iter()
+        .map(|h| h.join().expect("thread"))
+        .collect();
+    assert!(results[..8].iter().all(|r| r.is_ok()), "{results:?}");
+    let same_ok = results[8..].iter().filter(|r| r.is_ok()).count();
+    assert_eq!(same_ok, 1, "{results:?}");
+    for r in &results[8..] {
+        if let Err(e) = r {
+            assert!(matches!(e, Error::AlreadyExists { .. }), "{e}");
+        }
+    }
+    let keys = store.list().expect("list");
+    assert_eq!(keys.len(), 9);
+    for k in keys {
+        store
+            .unlock(&k.label, &mut pass("pw"))
+            .expect("every key unlocks");
+    }
+}

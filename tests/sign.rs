@@ -62,7 +62,10 @@ struct CountingPassphrase {
 impl CountingPassphrase {
     fn new(dir: &Dir) -> Self {
         static N: AtomicUsize = AtomicUsize::new(0);
-        let path = dir.join(format!("passphrase-{}.fifo", N.fetch_add(1, Ordering::SeqCst)));
+        let path = dir.join(format!(
+            "passphrase-{}.fifo",
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
         let st = Command::new("mkfifo").arg(&path).status().expect("mkfifo");
         assert!(st.success(), "mkfifo failed");
         let reads = Arc::new(AtomicUsize::new(0));
@@ -121,109 +124,143 @@ fn run_stdin(cmd: &mut TestCommand, input: &Value) -> std::process::Output {
     cmd.output_with_stdin(serde_json::to_string(input).expect("json").as_bytes())
 }
 
-bctest!(sign_eip155_example_reads_passphrase_once, |dir: Dir,
-                                                      _cmd: TestCommand| {
-    import(&dir, "k1", EIP155_KEY);
-    let fifo = CountingPassphrase::new(&dir);
-    let out = run_stdin(&mut sign_cmd(&dir, &fifo, &["--yes"]), &eip155_raw());
-    let reads = fifo.finish();
-    crate::util::assert_success(&Command::new("bridgectl sign"), &out);
-    assert_eq!(reads, 1, "a successful sign reads the passphrase exactly once");
-    let bundle: Value = serde_json::from_slice(&out.stdout).expect("bundle json");
-    assert_eq!(bundle["format"], "bridgectl-signed-bundle");
-    assert_eq!(bundle["signedTx"], EIP155_SIGNED);
-    assert_eq!(bundle["txHash"], EIP155_HASH);
-    assert_eq!(bundle["chainId"], 1);
-    assert_eq!(bundle["nonce"], 9);
-    assert_eq!(
-        bundle["from"].as_str().expect("from").to_lowercase(),
-        EIP155_FROM.to_lowercase()
-    );
-    // requestHash is sha256 of the exact input bytes.
-    let input = serde_json::to_string(&eip155_raw()).expect("json");
-    let want = Command::new("sha256sum")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .and_then(|mut c| {
-            use std::io::Write;
-            c.stdin.take().expect("stdin").write_all(input.as_bytes())?;
-            c.wait_with_output()
-        })
-        .expect("sha256sum");
-    let want = String::from_utf8_lossy(&want.stdout);
-    assert_eq!(
-        bundle["requestHash"],
-        format!("0x{}", want.split_whitespace().next().expect("hash"))
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("max fee:   21000 gas x 20000000000 wei"), "{stderr}");
-});
+bctest!(
+    sign_eip155_example_reads_passphrase_once,
+    |dir: Dir, _cmd: TestCommand| {
+        import(&dir, "k1", EIP155_KEY);
+        let fifo = CountingPassphrase::new(&dir);
+        let out = run_stdin(&mut sign_cmd(&dir, &fifo, &["--yes"]), &eip155_raw());
+        let reads = fifo.finish();
+        crate::util::assert_success(&Command::new("bridgectl sign"), &out);
+        assert_eq!(
+            reads, 1,
+            "a successful sign reads the passphrase exactly once"
+        );
+        let bundle: Value = serde_json::from_slice(&out.stdout).expect("bundle json");
+        assert_eq!(bundle["format"], "bridgectl-signed-bundle");
+        assert_eq!(bundle["signedTx"], EIP155_SIGNED);
+        assert_eq!(bundle["txHash"], EIP155_HASH);
+        assert_eq!(bundle["chainId"], 1);
+        assert_eq!(bundle["nonce"], 9);
+        assert_eq!(
+            bundle["from"].as_str().expect("from").to_lowercase(),
+            EIP155_FROM.to_lowercase()
+        );
+        // requestHash is sha256 of the exact input bytes.
+        let input = serde_json::to_string(&eip155_raw()).expect("json");
+        let want = Command::new("sha256sum")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                c.stdin.take().expect("stdin").write_all(input.as_bytes())?;
+                c.wait_with_output()
+            })
+            .expect("sha256sum");
+        let want = String::from_utf8_lossy(&want.stdout);
+        assert_eq!(
+            bundle["requestHash"],
+            format!("0x{}", want.split_whitespace().next().expect("hash"))
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("max fee:   21000 gas x 20000000000 wei"),
+            "{stderr}"
+        );
+    }
+);
 
-bctest!(sign_second_vector_raw_and_out_file, |dir: Dir, _cmd: TestCommand| {
-    import(&dir, "web3js", OTHER_KEY);
-    let raw = json!({
-        "from": OTHER_FROM, "to": "0xF0109fC8DF283027b6285cc889F5aA624EaC1F55",
-        "data": "0x", "nonce": "0x0", "gasLimit": "0x1e8480", "gasPrice": "0x4e3b29200",
-        "chainId": "0x1", "value": "0x3b9aca00"
-    });
-    let input = dir.write("req.json", serde_json::to_vec(&raw).expect("json"));
-    let out_path = dir.join("signed.hex");
-    let mut cmd = dir.command();
-    cmd.args(["sign", input.to_str().expect("p"), "--yes", "--raw", "--out"]);
-    cmd.args([&out_path]);
-    cmd.env("BRIDGECTL_PASSPHRASE", PASS);
-    cmd.stdout();
-    let text = std::fs::read_to_string(&out_path).expect("out file");
-    assert_eq!(text.trim(), "0xf869808504e3b29200831e848094f0109fc8df283027b6285cc889f5aa624eac1f55843b9aca008025a0c9cf86333bcb065d140032ecaab5d9281bde80f21b9687b3e94161de42d51895a0727a108a0b8d101465414033c3f705a9c7b826e596766046ee1183dbc8aeaa68");
-    // Never overwrites: a second run refuses and the file keeps its content.
-    let mut again = dir.command();
-    again.args(["sign", input.to_str().expect("p"), "--yes", "--raw", "--out"]);
-    again.args([&out_path]);
-    again.env("BRIDGECTL_PASSPHRASE", PASS);
-    let err = again.fails_with(3);
-    assert!(err.contains("already exists"), "{err}");
-    assert_eq!(std::fs::read_to_string(&out_path).expect("out").trim(), text.trim());
-});
+bctest!(
+    sign_second_vector_raw_and_out_file,
+    |dir: Dir, _cmd: TestCommand| {
+        import(&dir, "web3js", OTHER_KEY);
+        let raw = json!({
+            "from": OTHER_FROM, "to": "0xF0109fC8DF283027b6285cc889F5aA624EaC1F55",
+            "data": "0x", "nonce": "0x0", "gasLimit": "0x1e8480", "gasPrice": "0x4e3b29200",
+            "chainId": "0x1", "value": "0x3b9aca00"
+        });
+        let input = dir.write("req.json", serde_json::to_vec(&raw).expect("json"));
+        let out_path = dir.join("signed.hex");
+        let mut cmd = dir.command();
+        cmd.args([
+            "sign",
+            input.to_str().expect("p"),
+            "--yes",
+            "--raw",
+            "--out",
+        ]);
+        cmd.args([&out_path]);
+        cmd.env("BRIDGECTL_PASSPHRASE", PASS);
+        cmd.stdout();
+        let text = std::fs::read_to_string(&out_path).expect("out file");
+        assert_eq!(
+            text.trim(),
+            "0xf869808504e3b29200831e848094f0109fc8df283027b6285cc889f5aa624eac1f55843b9aca008025a0c9cf86333bcb065d140032ecaab5d9281bde80f21b9687b3e94161de42d51895a0727a108a0b8d101465414033c3f705a9c7b826e596766046ee1183dbc8aeaa68"
+        );
+        // Never overwrites: a second run refuses and the file keeps its content.
+        let mut again = dir.command();
+        again.args([
+            "sign",
+            input.to_str().expect("p"),
+            "--yes",
+            "--raw",
+            "--out",
+        ]);
+        again.args([&out_path]);
+        again.env("BRIDGECTL_PASSPHRASE", PASS);
+        let err = again.fails_with(3);
+        assert!(err.contains("already exists"), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(&out_path).expect("out").trim(),
+            text.trim()
+        );
+    }
+);
 
-bctest!(sign_accepts_envelope_and_sign_request, |dir: Dir, _cmd: TestCommand| {
-    import(&dir, "k1", EIP155_KEY);
-    let st = "0x3535353535353535353535353535353535353535";
-    // redeem(1.5 ST) as the platform returns it inside an action envelope.
-    let data = "0xdb006a7500000000000000000000000000000000000000000000000014d1120d7b160000";
-    let mut raw = eip155_raw();
-    raw["data"] = json!(data);
-    raw.as_object_mut().expect("obj").remove("value");
-    let envelope = json!({"result": true, "status": 200, "code": "OK",
+bctest!(
+    sign_accepts_envelope_and_sign_request,
+    |dir: Dir, _cmd: TestCommand| {
+        import(&dir, "k1", EIP155_KEY);
+        let st = "0x3535353535353535353535353535353535353535";
+        // redeem(1.5 ST) as the platform returns it inside an action envelope.
+        let data = "0xdb006a7500000000000000000000000000000000000000000000000014d1120d7b160000";
+        let mut raw = eip155_raw();
+        raw["data"] = json!(data);
+        raw.as_object_mut().expect("obj").remove("value");
+        let envelope = json!({"result": true, "status": 200, "code": "OK",
         "data": {"from": EIP155_FROM, "rawTx": raw, "txId": "6f1c1f0e-0000-4000-8000-000000000001"}});
-    let mut cmd = dir.command();
-    cmd.args(["sign", "--yes"]).env("BRIDGECTL_PASSPHRASE", PASS);
-    let out = run_stdin(&mut cmd, &envelope);
-    crate::util::assert_success(&Command::new("sign envelope"), &out);
-    let bundle: Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(bundle["requestKind"], "envelope");
-    assert_eq!(bundle["txId"], "6f1c1f0e-0000-4000-8000-000000000001");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("call:      redeem(uint256)"), "{stderr}");
+        let mut cmd = dir.command();
+        cmd.args(["sign", "--yes"])
+            .env("BRIDGECTL_PASSPHRASE", PASS);
+        let out = run_stdin(&mut cmd, &envelope);
+        crate::util::assert_success(&Command::new("sign envelope"), &out);
+        let bundle: Value = serde_json::from_slice(&out.stdout).expect("json");
+        assert_eq!(bundle["requestKind"], "envelope");
+        assert_eq!(bundle["txId"], "6f1c1f0e-0000-4000-8000-000000000001");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("call:      redeem(uint256)"), "{stderr}");
 
-    let request = json!({
-        "format": "bridgectl-sign-request", "version": 1, "rawTx": raw,
-        "intent": {"function": "redeem", "args": {"_amount": "1500000000000000000"},
-                   "to": st, "chainId": 1, "token": {"symbol": "ST", "decimals": 18},
-                   "description": "redeem 1.5 ST"},
-        "origin": {"baseUrl": "https://platform.example", "action": "redeem", "txId": "t-1"}
-    });
-    let mut cmd = dir.command();
-    cmd.args(["sign", "--yes"]).env("BRIDGECTL_PASSPHRASE", PASS);
-    let out = run_stdin(&mut cmd, &request);
-    crate::util::assert_success(&Command::new("sign request"), &out);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("_amount      1.5 ST"), "{stderr}");
-    assert!(stderr.contains("intent:    redeem 1.5 ST"), "{stderr}");
-    let bundle: Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(bundle["requestKind"], "sign-request");
-    assert_eq!(bundle["txId"], "t-1");
-});
+        let request = json!({
+            "format": "bridgectl-sign-request", "version": 1, "rawTx": raw,
+            "intent": {"function": "redeem", "args": {"_amount": "1500000000000000000"},
+                       "to": st, "chainId": 1, "token": {"symbol": "ST", "decimals": 18},
+                       "description": "redeem 1.5 ST"},
+            "origin": {"baseUrl": "https://platform.example", "action": "redeem", "txId": "t-1"}
+        });
+        let mut cmd = dir.command();
+        cmd.args(["sign", "--yes"])
+            .env("BRIDGECTL_PASSPHRASE", PASS);
+        let out = run_stdin(&mut cmd, &request);
+        crate::util::assert_success(&Command::new("sign request"), &out);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("_amount      1.5 ST"), "{stderr}");
+        assert!(stderr.contains("intent:    redeem 1.5 ST"), "{stderr}");
+        let bundle: Value = serde_json::from_slice(&out.stdout).expect("json");
+        assert_eq!(bundle["requestKind"], "sign-request");
+        assert_eq!(bundle["txId"], "t-1");
+    }
+);
 
 /// Runs `sign` on `input` with `extra` flags, asserts exit `code`, a message containing
 /// `want`, and that the passphrase was never read.
@@ -235,7 +272,10 @@ fn refuses(dir: &Dir, input: &Value, extra: &[&str], code: i32, want: &str) {
     assert_eq!(out.status.code(), Some(code), "{extra:?} {want}: {stderr}");
     assert!(stderr.contains(want), "{want:?} not in: {stderr}");
     assert!(out.stdout.is_empty(), "nothing signed, nothing printed");
-    assert_eq!(reads, 0, "passphrase read although the check failed ({want})");
+    assert_eq!(
+        reads, 0,
+        "passphrase read although the check failed ({want})"
+    );
 }
 
 fn with(field: &str, v: Value) -> Value {
@@ -250,105 +290,247 @@ fn without(field: &str) -> Value {
     r
 }
 
-bctest!(sign_refusals_never_read_the_passphrase, |dir: Dir, _cmd: TestCommand| {
-    import(&dir, "k1", EIP155_KEY);
-    import(&dir, "k2", OTHER_KEY);
-    let y = &["--yes"][..];
-    refuses(&dir, &without("chainId"), y, 3, "missing field `chainId`");
-    refuses(&dir, &with("chainId", json!(0)), y, 3, "chainId is 0");
-    refuses(&dir, &eip155_raw(), &["--yes", "--key", "k2"], 3, "from mismatch");
-    refuses(&dir, &with("from", json!("0x1111111111111111111111111111111111111111")), y, 6, "no usable key");
-    refuses(&dir, &with("gasPriceX", json!("0x1")), y, 3, "unknown field(s) `gasPriceX`");
-    refuses(&dir, &with("nonce", json!("0xzz")), y, 3, "field `nonce`");
-    refuses(&dir, &with("data", json!("0xabc")), y, 3, "field `data`");
-    refuses(&dir, &with("nonce", json!("0x09")), y, 3, "leading zeros");
-    refuses(&dir, &eip155_raw(), &["--yes", "--expect-chain-id", "5"], 3, "chainId: expected 5, found 1");
-    refuses(&dir, &eip155_raw(), &["--yes", "--expect-to", "0x3636363636363636363636363636363636363636"], 3, "to: expected 0x3636");
-    refuses(&dir, &eip155_raw(), &["--yes", "--expect-function", "redeem"], 3, "function: expected redeem, found no calldata");
-    refuses(&dir, &eip155_raw(), &["--yes", "--expect-arg", "_amount=1"], 3, "found no calldata");
-    refuses(&dir, &eip155_raw(), &["--yes", "--max-gas-price", "19gwei"], 3, "gasPrice: expected at most 19000000000 wei");
-    refuses(&dir, &eip155_raw(), &["--yes", "--max-fee", "0.0001ether"], 3, "maxFee");
-    // No terminal and no --yes: declined, after the summary, before the passphrase.
-    refuses(&dir, &eip155_raw(), &[], 5, "pass --yes");
-    // Malformed JSON.
-    let fifo = CountingPassphrase::new(&dir);
-    let out = sign_cmd(&dir, &fifo, &["--yes"]).output_with_stdin(b"{\"from\": ");
-    assert_eq!(fifo.finish(), 0);
-    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
-});
-
-bctest!(sign_function_and_args_checked_on_calldata, |dir: Dir, _cmd: TestCommand| {
-    import(&dir, "k1", EIP155_KEY);
-    let mut raw = without("value");
-    raw["data"] = json!("0xdb006a7500000000000000000000000000000000000000000000000014d1120d7b160000");
-    refuses(&dir, &raw, &["--yes", "--expect-function", "stake"], 3, "function: expected stake(uint256), found redeem(uint256)");
-    refuses(&dir, &raw, &["--yes", "--expect-arg", "_amount=1"], 3, "args._amount: expected 1, found 1500000000000000000");
-    let mut cmd = dir.command();
-    cmd.args(["sign", "--yes", "--expect-function", "redeem", "--expect-arg", "_amount=1500000000000000000", "--expect-chain-id", "1", "--max-gas-price", "20gwei", "--max-fee", "420000gwei"])
-        .env("BRIDGECTL_PASSPHRASE", PASS);
-    let out = run_stdin(&mut cmd, &raw);
-    crate::util::assert_success(&Command::new("sign with passing policy"), &out);
-});
-
-bctest!(sign_profile_policy_applies, |dir: Dir, _cmd: TestCommand| {
-    import(&dir, "k1", EIP155_KEY);
-    let cfg = dir.write(
-        "config.toml",
-        "[profiles.strict.policy]\nexpect-chain-id = 617317\nmax-gas-price = 1000\n\n\
-         [profiles.strict.chains]\n1 = \"mainnet\"\n",
-    );
-    let cfg = cfg.to_str().expect("path");
-    refuses(&dir, &eip155_raw(), &["--yes", "--config", cfg, "--profile", "strict"], 3, "chainId: expected 617317");
-    // A flag overrides the profile's value; the profile's gas cap still applies.
-    refuses(&dir, &eip155_raw(), &["--yes", "--config", cfg, "--profile", "strict", "--expect-chain-id", "1"], 3, "gasPrice: expected at most 1000 wei");
-});
-
-bctest!(tx_decode_ethereum_tests_subset, |dir: Dir, _cmd: TestCommand| {
-    let root = crate::util::repo_root().join("crates/tx/tests/vectors/TransactionTests");
-    let mut files = Vec::new();
-    for group in std::fs::read_dir(&root).expect("vectors") {
-        for f in std::fs::read_dir(group.expect("group").path()).expect("group dir") {
-            files.push(f.expect("file").path());
-        }
+bctest!(
+    sign_refusals_never_read_the_passphrase,
+    |dir: Dir, _cmd: TestCommand| {
+        import(&dir, "k1", EIP155_KEY);
+        import(&dir, "k2", OTHER_KEY);
+        let y = &["--yes"][..];
+        refuses(&dir, &without("chainId"), y, 3, "missing field `chainId`");
+        refuses(&dir, &with("chainId", json!(0)), y, 3, "chainId is 0");
+        refuses(
+            &dir,
+            &eip155_raw(),
+            &["--yes", "--key", "k2"],
+            3,
+            "from mismatch",
+        );
+        refuses(
+            &dir,
+            &with("from", json!("0x1111111111111111111111111111111111111111")),
+            y,
+            6,
+            "no usable key",
+        );
+        refuses(
+            &dir,
+            &with("gasPriceX", json!("0x1")),
+            y,
+            3,
+            "unknown field(s) `gasPriceX`",
+        );
+        refuses(&dir, &with("nonce", json!("0xzz")), y, 3, "field `nonce`");
+        refuses(&dir, &with("data", json!("0xabc")), y, 3, "field `data`");
+        refuses(&dir, &with("nonce", json!("0x09")), y, 3, "leading zeros");
+        refuses(
+            &dir,
+            &eip155_raw(),
+            &["--yes", "--expect-chain-id", "5"],
+            3,
+            "chainId: expected 5, found 1",
+        );
+        refuses(
+            &dir,
+            &eip155_raw(),
+            &[
+                "--yes",
+                "--expect-to",
+                "0x3636363636363636363636363636363636363636",
+            ],
+            3,
+            "to: expected 0x3636",
+        );
+        refuses(
+            &dir,
+            &eip155_raw(),
+            &["--yes", "--expect-function", "redeem"],
+            3,
+            "function: expected redeem, found no calldata",
+        );
+        refuses(
+            &dir,
+            &eip155_raw(),
+            &["--yes", "--expect-arg", "_amount=1"],
+            3,
+            "found no calldata",
+        );
+        refuses(
+            &dir,
+            &eip155_raw(),
+            &["--yes", "--max-gas-price", "19gwei"],
+            3,
+            "gasPrice: expected at most 19000000000 wei",
+        );
+        refuses(
+            &dir,
+            &eip155_raw(),
+            &["--yes", "--max-fee", "0.0001ether"],
+            3,
+            "maxFee",
+        );
+        // No terminal and no --yes: declined, after the summary, before the passphrase.
+        refuses(&dir, &eip155_raw(), &[], 5, "pass --yes");
+        // Malformed JSON.
+        let fifo = CountingPassphrase::new(&dir);
+        let out = sign_cmd(&dir, &fifo, &["--yes"]).output_with_stdin(b"{\"from\": ");
+        assert_eq!(fifo.finish(), 0);
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
-    files.sort();
-    assert!(files.len() >= 20, "{} vector files", files.len());
-    let forks = ["Prague", "Cancun", "Shanghai", "Paris", "London", "Berlin"];
-    let (mut ok, mut bad) = (0, 0);
-    for path in &files {
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("json");
-        let (name, body) = v.as_object().expect("obj").iter().next().expect("case");
-        let result = &body["result"];
-        let fork = forks.iter().find(|f| result.get(**f).is_some()).expect("fork");
-        let expect = &result[*fork];
+);
+
+bctest!(
+    sign_function_and_args_checked_on_calldata,
+    |dir: Dir, _cmd: TestCommand| {
+        import(&dir, "k1", EIP155_KEY);
+        let mut raw = without("value");
+        raw["data"] =
+            json!("0xdb006a7500000000000000000000000000000000000000000000000014d1120d7b160000");
+        refuses(
+            &dir,
+            &raw,
+            &["--yes", "--expect-function", "stake"],
+            3,
+            "function: expected stake(uint256), found redeem(uint256)",
+        );
+        refuses(
+            &dir,
+            &raw,
+            &["--yes", "--expect-arg", "_amount=1"],
+            3,
+            "args._amount: expected 1, found 1500000000000000000",
+        );
         let mut cmd = dir.command();
-        cmd.args(["--json", "tx", "decode", body["txbytes"].as_str().expect("txbytes")]);
-        let out = cmd.output();
-        if expect.get("exception").is_some() {
-            assert_eq!(out.status.code(), Some(3), "{name}: expected a refusal ({})", expect["exception"]);
-            assert!(!String::from_utf8_lossy(&out.stderr).trim().is_empty(), "{name}: no message");
-            bad += 1;
-        } else {
-            crate::util::assert_success(&Command::new(format!("tx decode {name}")), &out);
-            let d: Value = serde_json::from_slice(&out.stdout).expect("decode json");
-            assert_eq!(d["hash"], expect["hash"], "{name}");
-            assert_eq!(d["sender"].as_str().expect("sender").to_lowercase(), expect["sender"], "{name}");
-            ok += 1;
-        }
+        cmd.args([
+            "sign",
+            "--yes",
+            "--expect-function",
+            "redeem",
+            "--expect-arg",
+            "_amount=1500000000000000000",
+            "--expect-chain-id",
+            "1",
+            "--max-gas-price",
+            "20gwei",
+            "--max-fee",
+            "420000gwei",
+        ])
+        .env("BRIDGECTL_PASSPHRASE", PASS);
+        let out = run_stdin(&mut cmd, &raw);
+        crate::util::assert_success(&Command::new("sign with passing policy"), &out);
     }
-    assert!(ok >= 5 && bad >= 10, "ok {ok} bad {bad}");
-    // The EIP-155 example decodes with its sender; a bundle file works as input too.
-    let bundle = dir.write("b.json", json!({"signedTx": EIP155_SIGNED}).to_string());
-    let mut cmd = dir.command();
-    cmd.args(["tx", "decode"]).args([&bundle]);
-    let text = cmd.stdout();
-    assert!(text.contains(EIP155_FROM), "{text}");
-    assert!(text.contains(EIP155_HASH), "{text}");
-    let mut cmd = dir.command();
-    cmd.args(["tx", "decode", "0xf86c09"]);
-    let err = cmd.fails_with(3);
-    assert!(err.contains("malformed transaction"), "{err}");
-});
+);
+
+bctest!(
+    sign_profile_policy_applies,
+    |dir: Dir, _cmd: TestCommand| {
+        import(&dir, "k1", EIP155_KEY);
+        let cfg = dir.write(
+            "config.toml",
+            "[profiles.strict.policy]\nexpect-chain-id = 617317\nmax-gas-price = 1000\n\n\
+         [profiles.strict.chains]\n1 = \"mainnet\"\n",
+        );
+        let cfg = cfg.to_str().expect("path");
+        refuses(
+            &dir,
+            &eip155_raw(),
+            &["--yes", "--config", cfg, "--profile", "strict"],
+            3,
+            "chainId: expected 617317",
+        );
+        // A flag overrides the profile's value; the profile's gas cap still applies.
+        refuses(
+            &dir,
+            &eip155_raw(),
+            &[
+                "--yes",
+                "--config",
+                cfg,
+                "--profile",
+                "strict",
+                "--expect-chain-id",
+                "1",
+            ],
+            3,
+            "gasPrice: expected at most 1000 wei",
+        );
+    }
+);
+
+bctest!(
+    tx_decode_ethereum_tests_subset,
+    |dir: Dir, _cmd: TestCommand| {
+        let root = crate::util::repo_root().join("crates/tx/tests/vectors/TransactionTests");
+        let mut files = Vec::new();
+        for group in std::fs::read_dir(&root).expect("vectors") {
+            for f in std::fs::read_dir(group.expect("group").path()).expect("group dir") {
+                files.push(f.expect("file").path());
+            }
+        }
+        files.sort();
+        assert!(files.len() >= 20, "{} vector files", files.len());
+        let forks = ["Prague", "Cancun", "Shanghai", "Paris", "London", "Berlin"];
+        let (mut ok, mut bad) = (0, 0);
+        for path in &files {
+            let v: Value =
+                serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("json");
+            let (name, body) = v.as_object().expect("obj").iter().next().expect("case");
+            let result = &body["result"];
+            let fork = forks
+                .iter()
+                .find(|f| result.get(**f).is_some())
+                .expect("fork");
+            let expect = &result[*fork];
+            let mut cmd = dir.command();
+            cmd.args([
+                "--json",
+                "tx",
+                "decode",
+                body["txbytes"].as_str().expect("txbytes"),
+            ]);
+            let out = cmd.output();
+            if expect.get("exception").is_some() {
+                assert_eq!(
+                    out.status.code(),
+                    Some(3),
+                    "{name}: expected a refusal ({})",
+                    expect["exception"]
+                );
+                assert!(
+                    !String::from_utf8_lossy(&out.stderr).trim().is_empty(),
+                    "{name}: no message"
+                );
+                bad += 1;
+            } else {
+                crate::util::assert_success(&Command::new(format!("tx decode {name}")), &out);
+                let d: Value = serde_json::from_slice(&out.stdout).expect("decode json");
+                assert_eq!(d["hash"], expect["hash"], "{name}");
+                assert_eq!(
+                    d["sender"].as_str().expect("sender").to_lowercase(),
+                    expect["sender"],
+                    "{name}"
+                );
+                ok += 1;
+            }
+        }
+        assert!(ok >= 5 && bad >= 10, "ok {ok} bad {bad}");
+        // The EIP-155 example decodes with its sender; a bundle file works as input too.
+        let bundle = dir.write("b.json", json!({"signedTx": EIP155_SIGNED}).to_string());
+        let mut cmd = dir.command();
+        cmd.args(["tx", "decode"]).args([&bundle]);
+        let text = cmd.stdout();
+        assert!(text.contains(EIP155_FROM), "{text}");
+        assert!(text.contains(EIP155_HASH), "{text}");
+        let mut cmd = dir.command();
+        cmd.args(["tx", "decode", "0xf86c09"]);
+        let err = cmd.fails_with(3);
+        assert!(err.contains("malformed transaction"), "{err}");
+    }
+);
 
 /// splitmix64: a tiny deterministic generator, so failures reproduce.
 struct Rng(u64);
@@ -381,7 +563,11 @@ impl Rng {
             _ => {
                 let v = (u128::from(self.next()) << 64) | u128::from(self.next());
                 let keep = 1 + self.below(u64::from(bits)) as u32;
-                if keep >= 128 { v } else { v & ((1u128 << keep) - 1) }
+                if keep >= 128 {
+                    v
+                } else {
+                    v & ((1u128 << keep) - 1)
+                }
             }
         }
     }
@@ -393,65 +579,96 @@ fn hex(b: &[u8]) -> String {
 
 /// 1000 random legacy transactions: `bridgectl sign` and `cast mktx --legacy` must give
 /// the same bytes. 100 random keys (a keystore of 1000 would only test listing speed).
-bctest!(sign_matches_cast_mktx_on_1000_random_txs, |dir: Dir, _cmd: TestCommand| {
-    const N: usize = 1000;
-    const KEYS: usize = 100;
-    let cast = crate::util::pinned_tool("cast");
-    let mut rng = Rng(0x6272_6964_6765_6374); // "bridgect"
-    let mut keys = Vec::new();
-    for i in 0..KEYS {
-        let k = loop {
-            let k = rng.bytes(32);
-            // Valid secp256k1 scalars: non-zero and below n (the top byte test is enough
-            // to stay below n with overwhelming probability; cast and we agree anyway).
-            if k.iter().any(|b| *b != 0) && k[0] < 0xff {
-                break k;
-            }
-        };
-        import(&dir, &format!("r{i}"), &hex(&k));
-        let addr = dir.command().args(["--json", "key", "show", &format!("r{i}")]).json();
-        keys.push((hex(&k), addr["address"].as_str().expect("address").to_owned()));
-    }
-    let started = Instant::now();
-    for i in 0..N {
-        let (key, from) = &keys[rng.below(KEYS as u64) as usize];
-        let nonce = rng.uint(64) as u64;
-        let gas_price = rng.uint(128);
-        let gas_limit = rng.uint(64) as u64;
-        let chain_id = 1 + rng.below(1u64 << 53);
-        let data = {
-            let n = rng.below(1025) as usize;
-            rng.bytes(n)
-        };
-        let value = if rng.below(4) == 0 { rng.uint(128) } else { 0 };
-        let to = format!("0x{}", hex(&rng.bytes(20)));
-        let mut raw = json!({
-            "from": from, "to": to, "data": format!("0x{}", hex(&data)),
-            "nonce": format!("{nonce:#x}"), "gasLimit": format!("{gas_limit:#x}"),
-            "gasPrice": format!("{gas_price:#x}"), "chainId": chain_id
-        });
-        if value != 0 {
-            raw["value"] = json!(format!("{value:#x}"));
+bctest!(
+    sign_matches_cast_mktx_on_1000_random_txs,
+    |dir: Dir, _cmd: TestCommand| {
+        const N: usize = 1000;
+        const KEYS: usize = 100;
+        let cast = crate::util::pinned_tool("cast");
+        let mut rng = Rng(0x6272_6964_6765_6374); // "bridgect"
+        let mut keys = Vec::new();
+        for i in 0..KEYS {
+            let k = loop {
+                let k = rng.bytes(32);
+                // Valid secp256k1 scalars: non-zero and below n (the top byte test is enough
+                // to stay below n with overwhelming probability; cast and we agree anyway).
+                if k.iter().any(|b| *b != 0) && k[0] < 0xff {
+                    break k;
+                }
+            };
+            import(&dir, &format!("r{i}"), &hex(&k));
+            let addr = dir
+                .command()
+                .args(["--json", "key", "show", &format!("r{i}")])
+                .json();
+            keys.push((
+                hex(&k),
+                addr["address"].as_str().expect("address").to_owned(),
+            ));
         }
-        let mut cmd = dir.command();
-        cmd.args(["sign", "--yes", "--raw"]).env("BRIDGECTL_PASSPHRASE", PASS);
-        let ours = run_stdin(&mut cmd, &raw);
-        crate::util::assert_success(&Command::new(format!("sign #{i}")), &ours);
-        let theirs = Command::new(&cast)
-            .args(["mktx", "--legacy", "--private-key", &format!("0x{key}")])
-            .args(["--nonce", &nonce.to_string(), "--gas-price", &gas_price.to_string()])
-            .args(["--gas-limit", &gas_limit.to_string(), "--chain", &chain_id.to_string()])
-            .args(["--value", &value.to_string(), &to, &format!("0x{}", hex(&data))])
-            .env_remove("ETH_RPC_URL")
-            .output()
-            .expect("run cast");
-        assert!(theirs.status.success(), "cast #{i}: {}", String::from_utf8_lossy(&theirs.stderr));
-        assert_eq!(
-            String::from_utf8_lossy(&ours.stdout).trim(),
-            String::from_utf8_lossy(&theirs.stdout).trim(),
-            "tx #{i} differs: {raw}"
+        let started = Instant::now();
+        for i in 0..N {
+            let (key, from) = &keys[rng.below(KEYS as u64) as usize];
+            let nonce = rng.uint(64) as u64;
+            let gas_price = rng.uint(128);
+            let gas_limit = rng.uint(64) as u64;
+            let chain_id = 1 + rng.below(1u64 << 53);
+            let data = {
+                let n = rng.below(1025) as usize;
+                rng.bytes(n)
+            };
+            let value = if rng.below(4) == 0 { rng.uint(128) } else { 0 };
+            let to = format!("0x{}", hex(&rng.bytes(20)));
+            let mut raw = json!({
+                "from": from, "to": to, "data": format!("0x{}", hex(&data)),
+                "nonce": format!("{nonce:#x}"), "gasLimit": format!("{gas_limit:#x}"),
+                "gasPrice": format!("{gas_price:#x}"), "chainId": chain_id
+            });
+            if value != 0 {
+                raw["value"] = json!(format!("{value:#x}"));
+            }
+            let mut cmd = dir.command();
+            cmd.args(["sign", "--yes", "--raw"])
+                .env("BRIDGECTL_PASSPHRASE", PASS);
+            let ours = run_stdin(&mut cmd, &raw);
+            crate::util::assert_success(&Command::new(format!("sign #{i}")), &ours);
+            let theirs = Command::new(&cast)
+                .args(["mktx", "--legacy", "--private-key", &format!("0x{key}")])
+                .args([
+                    "--nonce",
+                    &nonce.to_string(),
+                    "--gas-price",
+                    &gas_price.to_string(),
+                ])
+                .args([
+                    "--gas-limit",
+                    &gas_limit.to_string(),
+                    "--chain",
+                    &chain_id.to_string(),
+                ])
+                .args([
+                    "--value",
+                    &value.to_string(),
+                    &to,
+                    &format!("0x{}", hex(&data)),
+                ])
+                .env_remove("ETH_RPC_URL")
+                .output()
+                .expect("run cast");
+            assert!(
+                theirs.status.success(),
+                "cast #{i}: {}",
+                String::from_utf8_lossy(&theirs.stderr)
+            );
+            assert_eq!(
+                String::from_utf8_lossy(&ours.stdout).trim(),
+                String::from_utf8_lossy(&theirs.stdout).trim(),
+                "tx #{i} differs: {raw}"
+            );
+        }
+        eprintln!(
+            "{N} transactions identical to cast in {:?}",
+            started.elapsed()
         );
     }
-    eprintln!("{N} transactions identical to cast in {:?}", started.elapsed());
-});
-
+);

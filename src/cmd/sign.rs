@@ -95,15 +95,18 @@ impl PolicyOpts {
             ..Policy::default()
         };
         if let Some(to) = &self.expect_to {
-            p.expect_to = Some(
-                bridgectl_tx::rawtx::parse_address(to)
-                    .map_err(|e| coded(Code::Usage, format!("--expect-to {to:?}: expected {e}")))?,
-            );
+            p.expect_to =
+                Some(bridgectl_tx::rawtx::parse_address(to).map_err(|e| {
+                    coded(Code::Usage, format!("--expect-to {to:?}: expected {e}"))
+                })?);
         }
         let mut args = BTreeMap::new();
         for a in &self.expect_arg {
             let (k, v) = a.split_once('=').ok_or_else(|| {
-                coded(Code::Usage, format!("--expect-arg {a:?}: expected NAME=VALUE"))
+                coded(
+                    Code::Usage,
+                    format!("--expect-arg {a:?}: expected NAME=VALUE"),
+                )
             })?;
             args.insert(k.to_owned(), v.to_owned());
         }
@@ -113,7 +116,10 @@ impl PolicyOpts {
                 .context("--max-gas-price")
                 .code(Code::Usage)?;
             p.max_gas_price = Some(u128::try_from(wei).map_err(|_| {
-                coded(Code::Usage, format!("--max-gas-price {text:?} is above 2^128"))
+                coded(
+                    Code::Usage,
+                    format!("--max-gas-price {text:?} is above 2^128"),
+                )
             })?);
         }
         if let Some(text) = &self.max_fee {
@@ -139,7 +145,10 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
     let store = crate::cmd::key::open_keystore(global)?;
     let selector = args.key.clone().unwrap_or_else(|| tx.from.to_string());
     let info = store.find(&selector).with_context(|| {
-        format!("no usable key for {selector} (the transaction is from {})", tx.from)
+        format!(
+            "no usable key for {selector} (the transaction is from {})",
+            tx.from
+        )
     })?;
     if info.address != tx.from {
         return Err(bridgectl_tx::Error::FromMismatch {
@@ -182,9 +191,11 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
     drop(signer);
     let check = bridgectl_tx::decode::decode_signed(&signed.raw)
         .context("self-check: the signed transaction does not decode")?;
-    if check.sender != tx.from || check.hash != signed.hash || check.chain_id != Some(tx.chain_id)
-    {
-        anyhow::bail!("self-check failed: the signed transaction does not recover to {}", tx.from);
+    if check.sender != tx.from || check.hash != signed.hash || check.chain_id != Some(tx.chain_id) {
+        anyhow::bail!(
+            "self-check failed: the signed transaction does not recover to {}",
+            tx.from
+        );
     }
 
     // 6. Output.
@@ -197,11 +208,7 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
     match &args.out {
         Some(path) => {
             write_new_atomic(path, text.as_bytes())?;
-            crate::output::note(format_args!(
-                "signed {} -> {}",
-                signed.hash,
-                path.display()
-            ));
+            crate::output::note(format_args!("signed {} -> {}", signed.hash, path.display()));
         }
         None => {
             let mut out = std::io::stdout().lock();

@@ -113,7 +113,8 @@ fn decode(global: &GlobalOpts, args: &DecodeArgs) -> anyhow::Result<()> {
         line("from:", tx.sender.to_string())?;
         line(
             "to:",
-            tx.to.map_or("(contract creation)".to_owned(), |a| a.to_string()),
+            tx.to
+                .map_or("(contract creation)".to_owned(), |a| a.to_string()),
         )?;
         line("nonce:", tx.nonce.to_string())?;
         line("gas limit:", tx.gas_limit.to_string())?;
@@ -145,9 +146,10 @@ fn decode(global: &GlobalOpts, args: &DecodeArgs) -> anyhow::Result<()> {
                     alloy_primitives::hex::encode(selector)
                 ),
             )?,
-            Decoded::Malformed { function, reason } => {
-                line("call:", format!("malformed {} ({reason})", function.signature))?
-            }
+            Decoded::Malformed { function, reason } => line(
+                "call:",
+                format!("malformed {} ({reason})", function.signature),
+            )?,
             Decoded::TooShort { len } => line("data:", format!("{len} bytes"))?,
         }
     }

@@ -314,9 +314,13 @@ pub fn encode(function: &str, inputs: &BTreeMap<String, String>) -> Result<Vec<u
     }
     let mut v = Vec::with_capacity(f.params.len());
     for p in f.params {
-        let text = inputs
-            .get(p.name)
-            .ok_or_else(|| err(format!("missing input {}; it takes {}", p.name, param_list(f))))?;
+        let text = inputs.get(p.name).ok_or_else(|| {
+            err(format!(
+                "missing input {}; it takes {}",
+                p.name,
+                param_list(f)
+            ))
+        })?;
         let value = Value::parse(p.kind, text).map_err(|expected| {
             err(format!(
                 "input {}: expected {expected}, found {:?}",
@@ -333,7 +337,11 @@ fn param_list(f: &Function) -> String {
     if f.params.is_empty() {
         "no inputs".into()
     } else {
-        f.params.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
+        f.params
+            .iter()
+            .map(|p| p.name)
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -351,10 +359,7 @@ fn encode_values(f: &Function, v: &[Value]) -> Vec<u8> {
             _value: uint(g(1)),
         }
         .abi_encode(),
-        "balanceOf" => ST::balanceOfCall {
-            _owner: addr(g(0)),
-        }
-        .abi_encode(),
+        "balanceOf" => ST::balanceOfCall { _owner: addr(g(0)) }.abi_encode(),
         "transfer" => ST::transferCall {
             _to: addr(g(0)),
             _value: uint(g(1)),
@@ -367,8 +372,14 @@ fn encode_values(f: &Function, v: &[Value]) -> Vec<u8> {
             _fee: uint(g(3)),
         }
         .abi_encode(),
-        "redeem" => ST::redeemCall { _amount: uint(g(0)) }.abi_encode(),
-        "stake" => ST::stakeCall { _amount: uint(g(0)) }.abi_encode(),
+        "redeem" => ST::redeemCall {
+            _amount: uint(g(0)),
+        }
+        .abi_encode(),
+        "stake" => ST::stakeCall {
+            _amount: uint(g(0)),
+        }
+        .abi_encode(),
         "totalSupply" => ST::totalSupplyCall {}.abi_encode(),
         "transferFrom" => ST::transferFromCall {
             _from: addr(g(0)),
@@ -376,7 +387,10 @@ fn encode_values(f: &Function, v: &[Value]) -> Vec<u8> {
             _value: uint(g(2)),
         }
         .abi_encode(),
-        "unstake" => ST::unstakeCall { _amount: uint(g(0)) }.abi_encode(),
+        "unstake" => ST::unstakeCall {
+            _amount: uint(g(0)),
+        }
+        .abi_encode(),
         // FUNCTIONS and this match are kept in step by the `table_matches_sol` test.
         _ => f.selector.to_vec(),
     }
@@ -524,7 +538,10 @@ mod tests {
         let via_erc20 = erc20_transfer(to, U256::from(5));
         let via_st = encode(
             "transfer",
-            &inputs(&[("_to", "0x3535353535353535353535353535353535353535"), ("_value", "5")]),
+            &inputs(&[
+                ("_to", "0x3535353535353535353535353535353535353535"),
+                ("_value", "5"),
+            ]),
         )
         .expect("ok");
         assert_eq!(via_erc20, via_st);
@@ -535,7 +552,9 @@ mod tests {
 
     #[test]
     fn input_errors_name_the_input() {
-        let e = encode("redeem", &inputs(&[])).expect_err("missing").to_string();
+        let e = encode("redeem", &inputs(&[]))
+            .expect_err("missing")
+            .to_string();
         assert!(e.contains("missing input _amount"), "{e}");
         let e = encode("redeem", &inputs(&[("_amount", "1"), ("_x", "2")]))
             .expect_err("extra")
@@ -544,12 +563,17 @@ mod tests {
         let e = encode("redeem", &inputs(&[("_amount", "1.5")]))
             .expect_err("bad")
             .to_string();
-        assert!(e.contains("input _amount: expected a decimal integer"), "{e}");
+        assert!(
+            e.contains("input _amount: expected a decimal integer"),
+            "{e}"
+        );
         let e = encode("transfer", &inputs(&[("_to", "0x12"), ("_value", "1")]))
             .expect_err("bad addr")
             .to_string();
         assert!(e.contains("input _to"), "{e}");
-        let e = encode("mint", &inputs(&[])).expect_err("unknown").to_string();
+        let e = encode("mint", &inputs(&[]))
+            .expect_err("unknown")
+            .to_string();
         assert!(e.contains("unknown function"), "{e}");
         let e = encode(
             "redeem",
@@ -577,8 +601,11 @@ mod tests {
         let mut data = encode("redeem", &inputs(&[("_amount", "1")])).expect("ok");
         data.push(0);
         assert!(matches!(classify(&data), Decoded::Malformed { .. }));
-        let mut dirty = encode("balanceOf", &inputs(&[("_owner", &Address::ZERO.to_string())]))
-            .expect("ok");
+        let mut dirty = encode(
+            "balanceOf",
+            &inputs(&[("_owner", &Address::ZERO.to_string())]),
+        )
+        .expect("ok");
         dirty[4] = 1;
         assert!(matches!(classify(&dirty), Decoded::Malformed { .. }));
     }

@@ -81,7 +81,10 @@ impl DecodedTx {
     }
 }
 
-fn malformed(reason: impl Into<String>, source: Option<alloy_eips::eip2718::Eip2718Error>) -> Error {
+fn malformed(
+    reason: impl Into<String>,
+    source: Option<alloy_eips::eip2718::Eip2718Error>,
+) -> Error {
     Error::Malformed {
         reason: reason.into(),
         source,
@@ -95,11 +98,14 @@ pub fn parse_hex_bytes(text: &str) -> Result<Vec<u8>, Error> {
     if h.is_empty() {
         return Err(malformed("empty input", None));
     }
-    if h.len() % 2 != 0 {
+    if !h.len().is_multiple_of(2) {
         return Err(malformed("odd number of hex digits", None));
     }
     if let Some((i, c)) = h.char_indices().find(|(_, c)| !c.is_ascii_hexdigit()) {
-        return Err(malformed(format!("non-hex character {c:?} at offset {i}"), None));
+        return Err(malformed(
+            format!("non-hex character {c:?} at offset {i}"),
+            None,
+        ));
     }
     alloy_primitives::hex::decode(h).map_err(|e| malformed(format!("bad hex: {e}"), None))
 }

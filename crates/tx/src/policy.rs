@@ -48,7 +48,9 @@ impl Policy {
             self.expect_function.clone_from(&fallback.expect_function);
         }
         for (k, v) in &fallback.expect_args {
-            self.expect_args.entry(k.clone()).or_insert_with(|| v.clone());
+            self.expect_args
+                .entry(k.clone())
+                .or_insert_with(|| v.clone());
         }
         self.max_gas_price = self.max_gas_price.or(fallback.max_gas_price);
         self.max_fee = self.max_fee.or(fallback.max_fee);
@@ -64,24 +66,24 @@ pub fn verify(tx: &RawTx, policy: &Policy, source_name: &'static str) -> Result<
         expected,
         found,
     };
-    if let Some(id) = policy.expect_chain_id {
-        if tx.chain_id != id {
-            return Err(fail("chainId", id.to_string(), tx.chain_id.to_string()));
-        }
+    if let Some(id) = policy.expect_chain_id
+        && tx.chain_id != id
+    {
+        return Err(fail("chainId", id.to_string(), tx.chain_id.to_string()));
     }
-    if let Some(to) = policy.expect_to {
-        if tx.to != to {
-            return Err(fail("to", to.to_string(), tx.to.to_string()));
-        }
+    if let Some(to) = policy.expect_to
+        && tx.to != to
+    {
+        return Err(fail("to", to.to_string(), tx.to.to_string()));
     }
-    if let Some(cap) = policy.max_gas_price {
-        if tx.gas_price > cap {
-            return Err(fail(
-                "gasPrice",
-                format!("at most {cap} wei"),
-                format!("{} wei", tx.gas_price),
-            ));
-        }
+    if let Some(cap) = policy.max_gas_price
+        && tx.gas_price > cap
+    {
+        return Err(fail(
+            "gasPrice",
+            format!("at most {cap} wei"),
+            format!("{} wei", tx.gas_price),
+        ));
     }
     if let Some(cap) = policy.max_fee {
         let fee = tx.max_fee();
@@ -133,7 +135,11 @@ pub fn verify(tx: &RawTx, policy: &Policy, source_name: &'static str) -> Result<
             ));
         };
         let want = Value::parse(param.kind, want_text).map_err(|expected| {
-            fail(&field, expected, format!("{want_text:?} in the expectation itself"))
+            fail(
+                &field,
+                expected,
+                format!("{want_text:?} in the expectation itself"),
+            )
         })?;
         let found = call.arg(name).unwrap_or(Value::Uint(U256::ZERO));
         if want != found {
@@ -151,7 +157,10 @@ fn describe(d: &Decoded) -> String {
             format!("malformed {} call ({reason})", function.signature)
         }
         Decoded::Unknown { selector, .. } => {
-            format!("unknown selector 0x{}", alloy_primitives::hex::encode(selector))
+            format!(
+                "unknown selector 0x{}",
+                alloy_primitives::hex::encode(selector)
+            )
         }
         Decoded::TooShort { len } => format!("{len} bytes of calldata, not a call"),
     }
@@ -195,14 +204,62 @@ mod tests {
     #[test]
     fn each_check_refuses_naming_field_expected_found() {
         let cases: Vec<(Policy, &str)> = vec![
-            (Policy { expect_chain_id: Some(1), ..Policy::default() }, "chainId: expected 1, found 617317"),
-            (Policy { expect_to: Some(Address::repeat_byte(0x36)), ..Policy::default() }, "to: expected 0x3636"),
-            (Policy { expect_function: Some("stake".into()), ..Policy::default() }, "function: expected stake(uint256), found redeem(uint256)"),
-            (Policy { expect_function: Some("mint".into()), ..Policy::default() }, "not a function bridgectl knows"),
-            (Policy { expect_args: BTreeMap::from([("_amount".into(), "1".into())]), ..Policy::default() }, "args._amount: expected 1, found 1500000000000000000"),
-            (Policy { expect_args: BTreeMap::from([("_to".into(), "1".into())]), ..Policy::default() }, "no such argument"),
-            (Policy { max_gas_price: Some(49_999_999_999), ..Policy::default() }, "gasPrice: expected at most 49999999999 wei, found 50000000000 wei"),
-            (Policy { max_fee: Some(U256::from(1)), ..Policy::default() }, "found 100000 x 50000000000 = 5000000000000000 wei"),
+            (
+                Policy {
+                    expect_chain_id: Some(1),
+                    ..Policy::default()
+                },
+                "chainId: expected 1, found 617317",
+            ),
+            (
+                Policy {
+                    expect_to: Some(Address::repeat_byte(0x36)),
+                    ..Policy::default()
+                },
+                "to: expected 0x3636",
+            ),
+            (
+                Policy {
+                    expect_function: Some("stake".into()),
+                    ..Policy::default()
+                },
+                "function: expected stake(uint256), found redeem(uint256)",
+            ),
+            (
+                Policy {
+                    expect_function: Some("mint".into()),
+                    ..Policy::default()
+                },
+                "not a function bridgectl knows",
+            ),
+            (
+                Policy {
+                    expect_args: BTreeMap::from([("_amount".into(), "1".into())]),
+                    ..Policy::default()
+                },
+                "args._amount: expected 1, found 1500000000000000000",
+            ),
+            (
+                Policy {
+                    expect_args: BTreeMap::from([("_to".into(), "1".into())]),
+                    ..Policy::default()
+                },
+                "no such argument",
+            ),
+            (
+                Policy {
+                    max_gas_price: Some(49_999_999_999),
+                    ..Policy::default()
+                },
+                "gasPrice: expected at most 49999999999 wei, found 50000000000 wei",
+            ),
+            (
+                Policy {
+                    max_fee: Some(U256::from(1)),
+                    ..Policy::default()
+                },
+                "found 100000 x 50000000000 = 5000000000000000 wei",
+            ),
         ];
         for (p, want) in cases {
             let e = verify(&tx(), &p, "policy").expect_err(want).to_string();
@@ -211,16 +268,30 @@ mod tests {
         }
         let mut unknown = tx();
         unknown.data = vec![0xde, 0xad, 0xbe, 0xef].into();
-        let e = verify(&unknown, &Policy { expect_function: Some("redeem".into()), ..Policy::default() }, "intent")
-            .expect_err("unknown")
-            .to_string();
+        let e = verify(
+            &unknown,
+            &Policy {
+                expect_function: Some("redeem".into()),
+                ..Policy::default()
+            },
+            "intent",
+        )
+        .expect_err("unknown")
+        .to_string();
         assert!(e.contains("unknown selector 0xdeadbeef"), "{e}");
     }
 
     #[test]
     fn flags_override_profile() {
-        let flags = Policy { max_fee: Some(U256::from(1)), ..Policy::default() };
-        let profile = Policy { max_fee: Some(U256::from(2)), expect_chain_id: Some(5), ..Policy::default() };
+        let flags = Policy {
+            max_fee: Some(U256::from(1)),
+            ..Policy::default()
+        };
+        let profile = Policy {
+            max_fee: Some(U256::from(2)),
+            expect_chain_id: Some(5),
+            ..Policy::default()
+        };
         let merged = flags.or(&profile);
         assert_eq!(merged.max_fee, Some(U256::from(1)));
         assert_eq!(merged.expect_chain_id, Some(5));

@@ -87,7 +87,9 @@ impl RawTx {
 
     /// Parses a rawTx from a JSON value, strictly (see the module docs).
     pub fn from_value(v: &Value) -> Result<RawTx, Error> {
-        let obj = v.as_object().ok_or_else(|| invalid("(rawTx)", "a JSON object", v))?;
+        let obj = v
+            .as_object()
+            .ok_or_else(|| invalid("(rawTx)", "a JSON object", v))?;
         reject_unknown(CTX, obj, FIELDS)?;
         let get = |field: &str, hint: Option<&str>| {
             obj.get(field).ok_or_else(|| Error::MissingField {
@@ -97,10 +99,7 @@ impl RawTx {
             })
         };
         let from = address_field("from", get("from", None)?)?;
-        let to_v = get(
-            "to",
-            Some("contract creation is never signed by bridgectl"),
-        )?;
+        let to_v = get("to", Some("contract creation is never signed by bridgectl"))?;
         if to_v.is_null() {
             return Err(Error::Refused(
                 "rawTx: `to` is null: contract creation is never signed by bridgectl".into(),
@@ -172,7 +171,9 @@ pub(crate) fn reject_unknown(
 /// Parses an address: `0x` + 40 hex digits; mixed case must be a valid EIP-55 checksum.
 pub fn parse_address(text: &str) -> Result<Address, String> {
     let expected = "an address (0x + 40 hex digits)";
-    let hex = text.strip_prefix("0x").ok_or_else(|| expected.to_string())?;
+    let hex = text
+        .strip_prefix("0x")
+        .ok_or_else(|| expected.to_string())?;
     if hex.len() != 40 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
         return Err(expected.into());
     }
@@ -198,7 +199,9 @@ fn address_field(field: &str, v: &Value) -> Result<Address, Error> {
 fn data_field(field: &str, v: &Value) -> Result<Bytes, Error> {
     let expected = "0x followed by an even number of hex digits";
     let s = v.as_str().ok_or_else(|| invalid(field, expected, v))?;
-    let hex = s.strip_prefix("0x").ok_or_else(|| invalid(field, expected, v))?;
+    let hex = s
+        .strip_prefix("0x")
+        .ok_or_else(|| invalid(field, expected, v))?;
     if hex.len() % 2 != 0 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
         return Err(invalid(field, expected, v));
     }
@@ -226,9 +229,7 @@ fn quantity_field(field: &str, v: &Value, bits: usize) -> Result<U256, Error> {
     let expected = format!("a 0x hex quantity without leading zeros, below 2^{bits}");
     let value = match v {
         Value::String(s) => parse_hex_quantity(s).map_err(|e| invalid(field, &e, v))?,
-        Value::Number(n) => {
-            U256::from(n.as_u64().ok_or_else(|| invalid(field, &expected, v))?)
-        }
+        Value::Number(n) => U256::from(n.as_u64().ok_or_else(|| invalid(field, &expected, v))?),
         _ => return Err(invalid(field, &expected, v)),
     };
     if value.bit_len() > bits {
@@ -282,7 +283,9 @@ fn chain_id_field(v: &Value) -> Result<u64, Error> {
             return Err(Error::MissingField {
                 context: CTX.into(),
                 field: "chainId".into(),
-                hint: Some("chainId is null: refusing to sign without EIP-155 replay protection".into()),
+                hint: Some(
+                    "chainId is null: refusing to sign without EIP-155 replay protection".into(),
+                ),
             });
         }
         _ => return Err(invalid("chainId", expected, v)),
@@ -345,13 +348,25 @@ mod tests {
             (json!(u64::MAX), u64::MAX),
         ] {
             assert_eq!(
-                RawTx::from_value(&with("chainId", v.clone())).expect("ok").chain_id,
+                RawTx::from_value(&with("chainId", v.clone()))
+                    .expect("ok")
+                    .chain_id,
                 want,
                 "{v}"
             );
         }
-        for v in [json!("0x"), json!("01"), json!(-1), json!(1.5), json!("0x10000000000000000"), json!(true), json!("1e3")] {
-            let e = RawTx::from_value(&with("chainId", v.clone())).expect_err("bad").to_string();
+        for v in [
+            json!("0x"),
+            json!("01"),
+            json!(-1),
+            json!(1.5),
+            json!("0x10000000000000000"),
+            json!(true),
+            json!("1e3"),
+        ] {
+            let e = RawTx::from_value(&with("chainId", v.clone()))
+                .expect_err("bad")
+                .to_string();
             assert!(e.contains("chainId"), "{v}: {e}");
         }
     }
@@ -364,18 +379,27 @@ mod tests {
             (with("chainId", json!(0)), "chainId is 0"),
             (with("chainId", json!("0x0")), "chainId is 0"),
             (with("surprise", json!(1)), "unknown field(s) `surprise`"),
-            (with("nonce", json!("0x09")), "field `nonce`: expected a 0x hex quantity without leading zeros"),
+            (
+                with("nonce", json!("0x09")),
+                "field `nonce`: expected a 0x hex quantity without leading zeros",
+            ),
             (with("nonce", json!("9")), "missing 0x prefix"),
             (with("nonce", json!("0x")), "no digits after 0x"),
             (with("nonce", json!("0xg")), "only hex digits"),
             (with("nonce", json!("0x10000000000000000")), "below 2^64"),
-            (with("gasPrice", json!(format!("{:#x}", U256::from(1) << 128))), "below 2^128"),
+            (
+                with("gasPrice", json!(format!("{:#x}", U256::from(1) << 128))),
+                "below 2^128",
+            ),
             (with("data", json!("0x123")), "even number of hex digits"),
             (with("data", json!("12")), "field `data`"),
             (with("to", json!("0x35353535")), "field `to`"),
             (with("to", Value::Null), "contract creation"),
             (without("to"), "missing field `to`"),
-            (with("from", json!("0x9D8a62f656a8d1615c1294fd71e9cfb3e4855a4f")), "EIP-55"),
+            (
+                with("from", json!("0x9D8a62f656a8d1615c1294fd71e9cfb3e4855a4f")),
+                "EIP-55",
+            ),
             (without("gasLimit"), "missing field `gasLimit`"),
         ];
         for (v, want) in cases {

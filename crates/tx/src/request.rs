@@ -150,7 +150,8 @@ impl SignInput {
         })?;
         if obj.contains_key("format") {
             parse_request(&v, hash)
-        } else if obj.contains_key("result") || (obj.contains_key("data") && !obj.contains_key("to"))
+        } else if obj.contains_key("result")
+            || (obj.contains_key("data") && !obj.contains_key("to"))
         {
             parse_envelope(&v, hash)
         } else {
@@ -181,14 +182,21 @@ impl SignInput {
 
 fn parse_request(v: &Value, hash: B256) -> Result<SignInput, Error> {
     const CTX: &str = "sign request";
-    let obj = v.as_object().ok_or_else(|| Error::Refused("sign request: not an object".into()))?;
-    let format = obj.get("format").and_then(Value::as_str).unwrap_or_default();
+    let obj = v
+        .as_object()
+        .ok_or_else(|| Error::Refused("sign request: not an object".into()))?;
+    let format = obj
+        .get("format")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     if format != REQUEST_FORMAT {
         return Err(Error::InvalidField {
             context: CTX.into(),
             field: "format".into(),
             expected: format!("{REQUEST_FORMAT:?}"),
-            found: crate::error::shorten(&obj.get("format").map(Value::to_string).unwrap_or_default()),
+            found: crate::error::shorten(
+                &obj.get("format").map(Value::to_string).unwrap_or_default(),
+            ),
         });
     }
     let version = obj.get("version").ok_or_else(|| Error::MissingField {
@@ -200,11 +208,17 @@ fn parse_request(v: &Value, hash: B256) -> Result<SignInput, Error> {
         return Err(Error::InvalidField {
             context: CTX.into(),
             field: "version".into(),
-            expected: format!("{REQUEST_VERSION} (this bridgectl reads version {REQUEST_VERSION} only)"),
+            expected: format!(
+                "{REQUEST_VERSION} (this bridgectl reads version {REQUEST_VERSION} only)"
+            ),
             found: crate::error::shorten(&version.to_string()),
         });
     }
-    reject_unknown(CTX, obj, &["format", "version", "rawTx", "intent", "origin"])?;
+    reject_unknown(
+        CTX,
+        obj,
+        &["format", "version", "rawTx", "intent", "origin"],
+    )?;
     let raw = obj.get("rawTx").ok_or_else(|| Error::MissingField {
         context: CTX.into(),
         field: "rawTx".into(),
@@ -221,15 +235,15 @@ fn parse_request(v: &Value, hash: B256) -> Result<SignInput, Error> {
             found: e.to_string(),
         })?,
     };
-    if let Some(t) = &intent.token {
-        if t.decimals > crate::amount::MAX_DECIMALS {
-            return Err(Error::InvalidField {
-                context: CTX.into(),
-                field: "intent.token.decimals".into(),
-                expected: format!("0..={}", crate::amount::MAX_DECIMALS),
-                found: t.decimals.to_string(),
-            });
-        }
+    if let Some(t) = &intent.token
+        && t.decimals > crate::amount::MAX_DECIMALS
+    {
+        return Err(Error::InvalidField {
+            context: CTX.into(),
+            field: "intent.token.decimals".into(),
+            expected: format!("0..={}", crate::amount::MAX_DECIMALS),
+            found: t.decimals.to_string(),
+        });
     }
     let origin: Origin = match sub("origin")? {
         None => Origin::default(),
@@ -353,14 +367,35 @@ mod tests {
     #[test]
     fn refusals() {
         let cases = vec![
-            (json!({"result": false, "code": "E1", "message": "nope"}), "code E1"),
+            (
+                json!({"result": false, "code": "E1", "message": "nope"}),
+                "code E1",
+            ),
             (json!({"result": true, "data": {"txId": "x"}}), "no rawTx"),
-            (json!({"result": true, "data": {"from": "0x3535353535353535353535353535353535353535", "rawTx": raw()}}), "differs from rawTx.from"),
-            (json!({"format": "other", "version": 1, "rawTx": raw()}), "field `format`"),
-            (json!({"format": REQUEST_FORMAT, "version": 2, "rawTx": raw()}), "field `version`"),
-            (json!({"format": REQUEST_FORMAT, "version": 1, "rawTx": raw(), "extra": 1}), "unknown field(s) `extra`"),
-            (json!({"format": REQUEST_FORMAT, "version": 1, "rawTx": raw(), "intent": {"fn": "x"}}), "field `intent`"),
-            (json!({"format": REQUEST_FORMAT, "version": 1}), "missing field `rawTx`"),
+            (
+                json!({"result": true, "data": {"from": "0x3535353535353535353535353535353535353535", "rawTx": raw()}}),
+                "differs from rawTx.from",
+            ),
+            (
+                json!({"format": "other", "version": 1, "rawTx": raw()}),
+                "field `format`",
+            ),
+            (
+                json!({"format": REQUEST_FORMAT, "version": 2, "rawTx": raw()}),
+                "field `version`",
+            ),
+            (
+                json!({"format": REQUEST_FORMAT, "version": 1, "rawTx": raw(), "extra": 1}),
+                "unknown field(s) `extra`",
+            ),
+            (
+                json!({"format": REQUEST_FORMAT, "version": 1, "rawTx": raw(), "intent": {"fn": "x"}}),
+                "field `intent`",
+            ),
+            (
+                json!({"format": REQUEST_FORMAT, "version": 1}),
+                "missing field `rawTx`",
+            ),
             (json!([1, 2]), "a JSON object"),
         ];
         for (v, want) in cases {

@@ -152,7 +152,9 @@ mod tests {
         let key = signer("4646464646464646464646464646464646464646464646464646464646464646");
         let tx = RawTx {
             from: key.address(),
-            to: "0x3535353535353535353535353535353535353535".parse().expect("to"),
+            to: "0x3535353535353535353535353535353535353535"
+                .parse()
+                .expect("to"),
             data: Bytes::new(),
             nonce: 9,
             gas_limit: 21000,
@@ -198,7 +200,9 @@ mod tests {
         );
         let tx = RawTx {
             from: key.address(),
-            to: "0xF0109fC8DF283027b6285cc889F5aA624EaC1F55".parse().expect("to"),
+            to: "0xF0109fC8DF283027b6285cc889F5aA624EaC1F55"
+                .parse()
+                .expect("to"),
             data: Bytes::new(),
             nonce: 0,
             gas_limit: 2_000_000,

@@ -120,7 +120,10 @@ impl Summary {
                 call.function.signature.to_owned()
             }
             Decoded::Malformed { function, reason } => {
-                warnings.push(format!("calldata does not decode as {}: {reason}", function.signature));
+                warnings.push(format!(
+                    "calldata does not decode as {}: {reason}",
+                    function.signature
+                ));
                 format!("malformed {}", function.signature)
             }
             Decoded::Unknown { selector, len } => {
@@ -142,14 +145,14 @@ impl Summary {
             ));
         }
         let max_fee = tx.max_fee();
-        if let Some(cap) = ctx.max_fee {
-            if max_fee > cap {
-                warnings.push(format!(
-                    "maximum fee {} is above the cap {}",
-                    format_native(max_fee, &native),
-                    format_native(cap, &native)
-                ));
-            }
+        if let Some(cap) = ctx.max_fee
+            && max_fee > cap
+        {
+            warnings.push(format!(
+                "maximum fee {} is above the cap {}",
+                format_native(max_fee, &native),
+                format_native(cap, &native)
+            ));
         }
         Summary {
             chain_id: tx.chain_id,
@@ -252,19 +255,35 @@ mod tests {
         assert!(text.contains("(ST token)"), "{text}");
         assert!(text.contains("call:      redeem(uint256)"), "{text}");
         assert!(text.contains("_amount      1.5 ST"), "{text}");
-        assert!(text.contains("100000 gas x 50000000000 wei = 5000000000000000 wei (0.005 ETH)"), "{text}");
-        assert!(text.contains("WARNING:   maximum fee 0.005 ETH is above the cap 1 wei"), "{text}");
+        assert!(
+            text.contains("100000 gas x 50000000000 wei = 5000000000000000 wei (0.005 ETH)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("WARNING:   maximum fee 0.005 ETH is above the cap 1 wei"),
+            "{text}"
+        );
     }
 
     #[test]
     fn warnings_for_zero_address_and_unknown_selector() {
-        let s = Summary::new(&tx(vec![0xde, 0xad, 0xbe, 0xef], Address::ZERO), &Context::default());
+        let s = Summary::new(
+            &tx(vec![0xde, 0xad, 0xbe, 0xef], Address::ZERO),
+            &Context::default(),
+        );
         let text = s.to_string();
         assert!(text.contains("to is the zero address"), "{text}");
-        assert!(text.contains("unknown function selector 0xdeadbeef"), "{text}");
+        assert!(
+            text.contains("unknown function selector 0xdeadbeef"),
+            "{text}"
+        );
         let data = calldata::erc20_transfer(Address::ZERO, U256::from(5));
         let s = Summary::new(&tx(data, Address::repeat_byte(1)), &Context::default());
-        assert!(s.warnings.iter().any(|w| w.contains("argument _to is the zero address")));
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.contains("argument _to is the zero address"))
+        );
         assert!(s.to_string().contains("5 (base units; decimals unknown)"));
     }
 }

@@ -84,7 +84,12 @@ fn transaction_tests_subset() {
             }
         } else {
             let d = outcome.unwrap_or_else(|e| panic!("{} ({}): {e}", c.name, c.fork));
-            assert!(d.validity_errors().is_empty(), "{}: {:?}", c.name, d.validity_errors());
+            assert!(
+                d.validity_errors().is_empty(),
+                "{}: {:?}",
+                c.name,
+                d.validity_errors()
+            );
             assert_eq!(d.hash.to_string(), c.expect["hash"], "{} hash", c.name);
             assert_eq!(
                 d.sender.to_string().to_lowercase(),
@@ -94,10 +99,18 @@ fn transaction_tests_subset() {
             );
             // Older fills do not list the intrinsic gas.
             if let Some(want) = c.expect.get("intrinsicGas") {
-                assert_eq!(&format!("{:#x}", d.intrinsic_gas), want, "{} intrinsic gas", c.name);
+                assert_eq!(
+                    &format!("{:#x}", d.intrinsic_gas),
+                    want,
+                    "{} intrinsic gas",
+                    c.name
+                );
             }
             accepted += 1;
         }
     }
-    assert!(accepted >= 5 && rejected >= 10, "accepted {accepted}, rejected {rejected}");
+    assert!(
+        accepted >= 5 && rejected >= 10,
+        "accepted {accepted}, rejected {rejected}"
+    );
 }

@@ -23,7 +23,7 @@ use crate::config::Profile;
 use crate::passphrase::CliPassphrases;
 
 /// Options shared by the commands that talk to the platform and sign.
-#[derive(Debug, Args, Clone, Default)]
+#[derive(Debug, Args, Clone)]
 pub struct FlowOpts {
     /// File holding the platform access token [env: BRIDGECTL_TOKEN_FILE, or profile
     /// token_file; BRIDGECTL_ACCESS_TOKEN takes precedence].
@@ -46,6 +46,10 @@ pub struct FlowOpts {
     /// Highest gasLimit x gasPrice to sign, in wei or with a unit (`0.01eth`).
     #[arg(long, value_name = "AMOUNT", help_heading = "Policy")]
     pub max_fee: Option<String>,
+
+    /// Highest gas limit to sign.
+    #[arg(long, value_name = "GAS", default_value_t = bridgectl_flow::engine::DEFAULT_MAX_GAS_LIMIT, help_heading = "Policy")]
+    pub max_gas_limit: u64,
 
     /// Give up waiting for results after this many seconds (resume later).
     #[arg(long, default_value_t = 120, value_name = "SECS")]
@@ -156,6 +160,7 @@ impl Session {
                 interval: Duration::from_millis(300),
                 timeout: Duration::from_secs(self.opts.timeout),
             },
+            max_gas_limit: self.opts.max_gas_limit,
         })
     }
 

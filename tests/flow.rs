@@ -361,6 +361,8 @@ fn server_errors_are_retried_on_reads_and_reported_on_execute() {
 fn a_timeout_is_exit_8_and_resume_finishes() {
     let live = Live::new("faults_timeout");
     let dev = live.dev.to_string();
+    // Every status read fails: polling carries on until the wait runs out (exit 8),
+    // and the message says what the last answer was.
     live.sb.fault(
         "redeems",
         FaultConfig {
@@ -381,14 +383,14 @@ fn a_timeout_is_exit_8_and_resume_finishes() {
     ]);
     let out = c.output();
     live.check_secrets(&out);
-    // A 503 on the status read is a platform error (7) without retries...
-    assert_eq!(
-        out.status.code(),
-        Some(7),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(8), "{err}");
+    assert!(
+        err.contains("SERVICE_UNAVAILABLE") && err.contains("resume"),
+        "{err}"
     );
     live.sb.clear("redeems");
+    // A status that does not come in time is a timeout too: the whole wait is bounded.
     live.sb.fault(
         "redeems",
         FaultConfig {
@@ -396,7 +398,6 @@ fn a_timeout_is_exit_8_and_resume_finishes() {
             ..Default::default()
         },
     );
-    // ...and a status that does not come in time is a timeout (8).
     let err = live.fails(
         &[
             "redeem",
@@ -413,9 +414,13 @@ fn a_timeout_is_exit_8_and_resume_finishes() {
     assert!(err.contains("resume"), "{err}");
     live.sb.clear("redeems");
     let flows = live.ok(&["history"]);
-    let tx_id = flows[0]["txId"].as_str().expect("txId").to_owned();
-    let resumed = live.ok(&["resume", &tx_id]);
-    assert_eq!(resumed["status"], "completed");
+    for f in flows.as_array().expect("flows") {
+        assert_eq!(f["state"], "submitted", "{f:#}");
+        let tx_id = f["txId"].as_str().expect("txId").to_owned();
+        let resumed = live.ok(&["resume", &tx_id]);
+        assert_eq!(resumed["status"], "completed");
+        assert_eq!(resumed["txHash"], f["txHash"]);
+    }
 }
 
 #[test]
@@ -480,4 +485,48 @@ fn history_lists_flows_and_unknown_flows_are_not_found() {
     assert_eq!(list[0]["state"], "completed");
     live.fails(&["history", "00000000-0000-4000-8000-000000000000"], 6);
     let _: Value = list;
+}
+
+#[test]
+fn a_hostile_platform_is_refused_before_the_passphrase_is_read() {
+    use bridgectl_sandbox::Hostile;
+    let live = Live::new("hostile");
+    let dev = live.dev.to_string();
+    let nonce0 = live.nonce(true, live.dev);
+    for kind in Hostile::ALL {
+        live.sb.state.set_hostile(Some(kind));
+        let counter = crate::util::CountingPassphrase::new(&live.dir, &live.passphrase);
+        let mut c = live.cmd();
+        c.env("BRIDGECTL_PASSPHRASE_FILE", &counter.path)
+            .args(["redeem", "--from", &dev, "--amount", "1", "--yes"]);
+        let out = c.output();
+        let reads = counter.finish();
+        live.check_secrets(&out);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{kind:?} not refused:\n{err}");
+        assert_eq!(reads, 0, "{kind:?}: the passphrase was read");
+        // The refusal names the field.
+        let field = match kind {
+            Hostile::OtherFrom => "from",
+            Hostile::OtherChainId | Hostile::MissingChainId => "chainId",
+            Hostile::OtherContract => "to",
+            Hostile::OtherSelector => "function",
+            Hostile::OtherAmount => "_amount",
+            Hostile::InflatedGasPrice => "gasPrice",
+            Hostile::InflatedGasLimit => "gasLimit",
+            Hostile::ExtraField => "maxFeePerGas",
+        };
+        assert!(err.contains(field), "{kind:?}: {err}");
+    }
+    assert_eq!(live.nonce(true, live.dev), nonce0, "nothing was submitted");
+    let flows = live.ok(&["history"]);
+    assert_eq!(flows.as_array().map(Vec::len), Some(Hostile::ALL.len()));
+    for f in flows.as_array().expect("flows") {
+        assert_eq!(f["state"], "failed", "{f:#}");
+        assert!(f["signedTx"].is_null());
+    }
+    // The same platform, honest again: the flow goes through.
+    live.sb.state.set_hostile(None);
+    let out = live.ok(&["redeem", "--from", &dev, "--amount", "1", "--yes"]);
+    assert_eq!(out["status"], "completed");
 }

@@ -165,3 +165,73 @@ pub fn assert_success(cmd: &Command, out: &Output) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A passphrase source that counts how often it is read: a FIFO that a thread feeds,
+/// one open at a time, only while a reader is waiting on it. Point
+/// `BRIDGECTL_PASSPHRASE_FILE` at [`CountingPassphrase::path`]; a refusal must leave the
+/// count at zero.
+pub struct CountingPassphrase {
+    /// The FIFO.
+    pub path: PathBuf,
+    reads: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl CountingPassphrase {
+    /// A FIFO in `dir` that answers `passphrase`.
+    pub fn new(dir: &Dir, passphrase: &str) -> Self {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let path = dir.join(format!(
+            "passphrase-{}.fifo",
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        let st = Command::new("mkfifo").arg(&path).status().expect("mkfifo");
+        assert!(st.success(), "mkfifo failed");
+        let reads = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (p, r, s) = (path.clone(), reads.clone(), stop.clone());
+        let line = format!("{passphrase}\n");
+        let thread = std::thread::spawn(move || {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            const O_NONBLOCK: i32 = 0o4000; // Linux
+            while !s.load(Ordering::SeqCst) {
+                // Opening the write end without blocking succeeds only when a reader
+                // has the FIFO open: that is one read of the passphrase.
+                match std::fs::OpenOptions::new()
+                    .write(true)
+                    .custom_flags(O_NONBLOCK)
+                    .open(&p)
+                {
+                    Ok(mut f) => {
+                        r.fetch_add(1, Ordering::SeqCst);
+                        let _ = f.write_all(line.as_bytes());
+                        drop(f);
+                        // Let the reader see EOF before a possible next open.
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                    }
+                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(1)),
+                }
+            }
+        });
+        CountingPassphrase {
+            path,
+            reads,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops the feeder and returns how many times the passphrase was read.
+    pub fn finish(mut self) -> usize {
+        use std::sync::atomic::Ordering;
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            t.join().expect("feeder thread");
+        }
+        self.reads.load(Ordering::SeqCst)
+    }
+}

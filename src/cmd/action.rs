@@ -115,7 +115,9 @@ fn exec(global: &GlobalOpts, args: ExecArgs) -> anyhow::Result<()> {
     };
     let raw = flows.parse_raw_tx(&tx_id, &raw_json)?;
     let intent = Flows::action_intent(&call);
-    flows.verify(&tx_id, args.from, &raw, &intent)?;
+    session
+        .runtime
+        .block_on(flows.verify(&tx_id, args.from, &raw, &intent))?;
     if let Some(out) = &args.out {
         let request = SignRequest::new(
             raw,

@@ -166,6 +166,7 @@ async fn run_flows(
             interval: Duration::from_millis(200),
             timeout: Duration::from_secs(60),
         },
+        max_gas_limit: bridgectl_flow::engine::DEFAULT_MAX_GAS_LIMIT,
     };
     let mut profile = Profile::default();
     profile.labels.insert(user.to_string(), "demo key".into());

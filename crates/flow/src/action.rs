@@ -256,11 +256,16 @@ impl Flows<'_> {
         let start = std::time::Instant::now();
         let mut last_status = String::new();
         let side_env = self.bridge()?.side.environment_id.clone();
-        let timed_out = |last: &str| Error::Timeout {
+        let mut last_error: Option<String> = None;
+        let timed_out = |last: &str, error: &Option<String>| Error::Timeout {
             what: format!(
-                "redemption {tx_id} (last status {}); `bridgectl resume {tx_id}` continues \
+                "redemption {tx_id} (last status {}{}); `bridgectl resume {tx_id}` continues \
                  waiting",
-                if last.is_empty() { "none" } else { last }
+                if last.is_empty() { "none" } else { last },
+                error
+                    .as_ref()
+                    .map(|e| format!(", last error: {e}"))
+                    .unwrap_or_default()
             ),
             seconds: self.wait.timeout.as_secs(),
         };
@@ -270,7 +275,7 @@ impl Flows<'_> {
             let Ok(answer) =
                 tokio::time::timeout(remaining, self.client.redemption(tx_id, &side_env)).await
             else {
-                return Err(timed_out(&last_status));
+                return Err(timed_out(&last_status, &last_error));
             };
             let found = match answer {
                 Ok(r) => Some(r),
@@ -280,6 +285,13 @@ impl Flows<'_> {
                     .redemption(&tx_hash.to_string(), &side_env)
                     .await
                     .ok(),
+                // Polling is itself a retry loop: a server error or a lost connection
+                // is "no answer this time" until the wait runs out.
+                Err(e @ (Error::Http { .. } | Error::Platform { .. })) if e.is_transient() => {
+                    progress.step(&format!("no answer this time ({e}); polling on"));
+                    last_error = Some(e.to_string());
+                    None
+                }
                 Err(e) => return Err(e),
             };
             if let Some(r) = found {
@@ -296,7 +308,7 @@ impl Flows<'_> {
                 self.journal.record_result(tx_id, &r.raw)?;
             }
             if start.elapsed() >= self.wait.timeout {
-                return Err(timed_out(&last_status));
+                return Err(timed_out(&last_status, &last_error));
             }
             crate::timing::sleep(self.wait.interval).await;
         }

@@ -149,7 +149,18 @@ pub struct Flows<'a> {
     pub submitter: Submitter,
     /// Polling.
     pub wait: WaitOptions,
+    /// The highest gas limit signed without question ([`DEFAULT_MAX_GAS_LIMIT`] unless
+    /// the user says otherwise).
+    pub max_gas_limit: u64,
 }
+
+/// Default cap on the gas limit: token calls need well under 100,000; a platform asking
+/// for millions is either broken or hostile.
+pub const DEFAULT_MAX_GAS_LIMIT: u64 = 1_000_000;
+
+/// Without a gas-price cap from the user, a price above this multiple of the node's
+/// quote is refused.
+pub const GAS_PRICE_SANITY_MULTIPLE: u128 = 10;
 
 /// Error codes of the platform and of nodes that mean "this exact transaction is already
 /// there": a resend succeeded.
@@ -191,9 +202,35 @@ impl Flows<'_> {
         (from_intent, &self.policy)
     }
 
+    /// The gas-price cap in force for `chain_id`: the user's, else a sanity multiple
+    /// ([`GAS_PRICE_SANITY_MULTIPLE`]) of what the chain's node quotes, when the node is
+    /// known. A platform that asks for a thousand times the going price is refused even
+    /// when the user set no cap (a gas limit typed into the price field has cost people
+    /// whole balances).
+    async fn gas_price_cap(&self, chain_id: u64) -> Result<Option<(u128, String)>, Error> {
+        if let Some(cap) = self.policy.max_gas_price {
+            return Ok(Some((cap, "policy".into())));
+        }
+        let node_url = self.bridge.and_then(|b| {
+            [&b.main, &b.side]
+                .into_iter()
+                .find(|s| s.chain_id == chain_id)
+                .and_then(|s| s.rpc_url.clone())
+        });
+        let Some(url) = node_url else {
+            return Ok(None);
+        };
+        let quoted = NodeClient::new(&url)?.gas_price().await?;
+        let cap = quoted.saturating_mul(GAS_PRICE_SANITY_MULTIPLE).max(1);
+        Ok(Some((
+            cap,
+            format!("{GAS_PRICE_SANITY_MULTIPLE}x the node's gas price {quoted}"),
+        )))
+    }
+
     /// Verifies `raw_tx` against `intent` and the caps, records it, and on failure
     /// records the refusal. Nothing is unlocked here.
-    pub fn verify(
+    pub async fn verify(
         &self,
         tx_id: &str,
         from: Address,
@@ -201,6 +238,15 @@ impl Flows<'_> {
         intent: &Intent,
     ) -> Result<(), Error> {
         let (intent_policy, caps) = self.checks(intent);
+        let refuse = |field: &str, expected: String, found: String| {
+            Err(bridgectl_tx::Error::Policy {
+                source_name: "policy",
+                field: field.into(),
+                expected,
+                found,
+            })
+        };
+        let price_cap = self.gas_price_cap(raw_tx.chain_id).await?;
         let result = if raw_tx.from != from {
             Err(bridgectl_tx::Error::Policy {
                 source_name: "intent",
@@ -208,6 +254,18 @@ impl Flows<'_> {
                 expected: from.to_string(),
                 found: raw_tx.from.to_string(),
             })
+        } else if raw_tx.gas_limit > self.max_gas_limit {
+            refuse(
+                "gasLimit",
+                format!("at most {}", self.max_gas_limit),
+                raw_tx.gas_limit.to_string(),
+            )
+        } else if let Some((cap, why)) = price_cap.filter(|(cap, _)| raw_tx.gas_price > *cap) {
+            refuse(
+                "gasPrice",
+                format!("at most {cap} wei ({why})"),
+                format!("{} wei", raw_tx.gas_price),
+            )
         } else {
             bridgectl_tx::policy::verify(raw_tx, &intent_policy, "intent")
                 .and_then(|()| bridgectl_tx::policy::verify(raw_tx, caps, "policy"))
@@ -242,7 +300,7 @@ impl Flows<'_> {
         approver: &mut dyn Approver,
         progress: &mut dyn Progress,
     ) -> Result<Submitted, Error> {
-        self.verify(tx_id, from, raw_tx, intent)?;
+        self.verify(tx_id, from, raw_tx, intent).await?;
         let signed = self.approve_and_sign(tx_id, kind, raw_tx, intent, approver)?;
         progress.step(&format!("signed {} (nonce {})", signed.hash, signed.nonce));
         self.submit_journaled(

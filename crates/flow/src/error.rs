@@ -113,6 +113,16 @@ impl Error {
         matches!(self, Error::Platform { error, .. } if error.status >= 500)
     }
 
+    /// A failure that may go away by itself: a 5xx, a timeout, a refused or reset
+    /// connection.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Platform { error, .. } => error.status >= 500,
+            Error::Http { .. } => true,
+            _ => false,
+        }
+    }
+
     /// The platform's error code, if this is an error envelope.
     pub fn platform_code(&self) -> Option<&str> {
         match self {

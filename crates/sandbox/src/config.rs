@@ -30,7 +30,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::Error;
 use crate::secret::Secret;
@@ -86,6 +86,50 @@ pub struct SandboxConfig {
     /// The anvil binary; unset means `BRIDGECTL_ANVIL`, then the repository's tools
     /// folder, then `PATH` (see [`crate::anvil::find_anvil`]).
     pub anvil: Option<PathBuf>,
+    /// Hostile-platform mode: tamper with every rawTx handed to an EOA, to prove that
+    /// clients refuse it before they unlock a key. Off by default.
+    pub hostile: Option<Hostile>,
+}
+
+/// How a hostile platform tampers with the rawTx of an EOA transaction action. Each is
+/// something a client must catch by checking the rawTx against what it asked for.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Hostile {
+    /// `from` is another account.
+    OtherFrom,
+    /// `chainId` is another chain's.
+    OtherChainId,
+    /// `to` is another contract.
+    OtherContract,
+    /// The calldata calls another function (same argument layout: `stake` for
+    /// `redeem`, `redeem` otherwise).
+    OtherSelector,
+    /// The amount argument (the last word of the calldata) is one unit more.
+    OtherAmount,
+    /// `gasPrice` is 1000 times the node's.
+    InflatedGasPrice,
+    /// `gasLimit` is 30,000,000.
+    InflatedGasLimit,
+    /// `chainId` is missing (a pre-EIP-155 signature would be replayable anywhere).
+    MissingChainId,
+    /// An extra field a client does not know (`maxFeePerGas`).
+    ExtraField,
+}
+
+impl Hostile {
+    /// Every kind, for tests that go through them all.
+    pub const ALL: [Hostile; 9] = [
+        Hostile::OtherFrom,
+        Hostile::OtherChainId,
+        Hostile::OtherContract,
+        Hostile::OtherSelector,
+        Hostile::OtherAmount,
+        Hostile::InflatedGasPrice,
+        Hostile::InflatedGasLimit,
+        Hostile::MissingChainId,
+        Hostile::ExtraField,
+    ];
 }
 
 impl Default for SandboxConfig {
@@ -120,6 +164,7 @@ impl Default for SandboxConfig {
             webhooks: WebhookConfig::default(),
             faults: BTreeMap::new(),
             anvil: None,
+            hostile: None,
         }
     }
 }

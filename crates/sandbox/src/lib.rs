@@ -40,7 +40,9 @@ use alloy_primitives::{Address, B256, Bytes, U256};
 use alloy_signer_local::PrivateKeySigner;
 
 pub use api::{ApiError, app};
-pub use config::{ActionConfig, ChainConfig, ContractKind, FaultConfig, Ratio, SandboxConfig};
+pub use config::{
+    ActionConfig, ChainConfig, ContractKind, FaultConfig, Hostile, Ratio, SandboxConfig,
+};
 pub use error::Error;
 pub use secret::Secret;
 pub use state::{AppState, Redemption, SwapAddress, SwapRecord};
@@ -347,6 +349,7 @@ impl Sandbox {
             secret_key: config.secret_key.clone(),
             tokens: Mutex::new(tokens),
             faults: RwLock::new(config.faults.clone()),
+            hostile: RwLock::new(config.hostile),
             managed: Mutex::new(HashMap::new()),
             registered: Mutex::new(HashSet::new()),
             swap_addresses: Mutex::new(HashMap::new()),

@@ -39,6 +39,7 @@ pub(crate) struct Inner {
     /// accepted bearer tokens -> expiry (unix seconds; None never expires)
     pub tokens: Mutex<HashMap<String, Option<i64>>>,
     pub faults: RwLock<BTreeMap<String, FaultConfig>>,
+    pub hostile: RwLock<Option<crate::config::Hostile>>,
     pub managed: Mutex<HashMap<Address, PrivateKeySigner>>,
     pub registered: Mutex<HashSet<Address>>,
     /// swap address -> its record
@@ -233,6 +234,23 @@ impl AppState {
         } else {
             f.insert(route.to_owned(), fault);
         }
+    }
+
+    /// Turns hostile-platform mode on (with one kind of tampering) or off.
+    pub fn set_hostile(&self, hostile: Option<crate::config::Hostile>) {
+        *self
+            .0
+            .hostile
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = hostile;
+    }
+
+    pub(crate) fn hostile(&self) -> Option<crate::config::Hostile> {
+        *self
+            .0
+            .hostile
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     pub(crate) fn fault(&self, route: &str) -> Option<FaultConfig> {

@@ -705,7 +705,7 @@ pub(super) async fn execute(
         .await
         .map_err(ApiError::node)?;
     let gas_price = chain.rpc.gas_price().await.map_err(ApiError::node)?;
-    let raw_tx = json!({
+    let mut raw_tx = json!({
         "from": from,
         "to": to,
         "data": data,
@@ -714,6 +714,9 @@ pub(super) async fn execute(
         "gasPrice": q(gas_price),
         "chainId": chain.chain_id,
     });
+    if let Some(h) = state.hostile() {
+        tamper(&mut raw_tx, h, &data, gas_price, chain.chain_id);
+    }
     remember(
         &state,
         tx_id,
@@ -1028,4 +1031,51 @@ pub(super) async fn list_managed(State(state): State<AppState>) -> ApiResult {
     let mut items: Vec<Address> = lock(&state.0.managed).keys().copied().collect();
     items.sort();
     Ok(ok(json!({"total": items.len(), "items": items})))
+}
+
+/// Hostile-platform mode: changes `raw_tx` the way `h` says (see [`Hostile`]).
+fn tamper(
+    raw_tx: &mut Value,
+    h: crate::config::Hostile,
+    data: &Bytes,
+    gas_price: u128,
+    chain_id: u64,
+) {
+    use crate::config::Hostile as H;
+    let other = Address::repeat_byte(0x66);
+    match h {
+        H::OtherFrom => raw_tx["from"] = json!(other),
+        H::OtherChainId => raw_tx["chainId"] = json!(chain_id + 1),
+        H::OtherContract => raw_tx["to"] = json!(other),
+        H::OtherSelector => {
+            let mut d = data.to_vec();
+            if d.len() >= 4 {
+                // redeem(uint256) 0xdb006a75 <-> stake(uint256) 0xa694fc3a
+                let swap_to: [u8; 4] = if d[..4] == [0xdb, 0x00, 0x6a, 0x75] {
+                    [0xa6, 0x94, 0xfc, 0x3a]
+                } else {
+                    [0xdb, 0x00, 0x6a, 0x75]
+                };
+                d[..4].copy_from_slice(&swap_to);
+            }
+            raw_tx["data"] = json!(Bytes::from(d));
+        }
+        H::OtherAmount => {
+            let mut d = data.to_vec();
+            if d.len() >= 36 {
+                let n = d.len();
+                let word = U256::from_be_slice(&d[n - 32..]).wrapping_add(U256::from(1u8));
+                d[n - 32..].copy_from_slice(&word.to_be_bytes::<32>());
+            }
+            raw_tx["data"] = json!(Bytes::from(d));
+        }
+        H::InflatedGasPrice => raw_tx["gasPrice"] = json!(q(gas_price.saturating_mul(1000))),
+        H::InflatedGasLimit => raw_tx["gasLimit"] = json!(q(30_000_000u64)),
+        H::MissingChainId => {
+            if let Some(o) = raw_tx.as_object_mut() {
+                o.remove("chainId");
+            }
+        }
+        H::ExtraField => raw_tx["maxFeePerGas"] = json!("0x1"),
+    }
 }

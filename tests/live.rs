@@ -84,6 +84,26 @@ impl LiveSandbox {
     }
 }
 
+impl Drop for Live {
+    /// The platform must never have been sent a key, a passphrase or (outside the
+    /// Authorization header, which the log leaves out) the token.
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        let log = self.sb.state.request_log();
+        assert!(!log.is_empty(), "the sandbox saw no request");
+        for line in &log {
+            for s in &self.secrets {
+                assert!(
+                    !line.contains(s.as_str()),
+                    "a secret reached the platform: {line}"
+                );
+            }
+        }
+    }
+}
+
 impl Drop for LiveSandbox {
     fn drop(&mut self) {
         if let Some(stop) = self.stop.take() {

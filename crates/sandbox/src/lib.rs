@@ -350,6 +350,7 @@ impl Sandbox {
             tokens: Mutex::new(tokens),
             faults: RwLock::new(config.faults.clone()),
             hostile: RwLock::new(config.hostile),
+            request_log: Mutex::new(Vec::new()),
             managed: Mutex::new(HashMap::new()),
             registered: Mutex::new(HashSet::new()),
             swap_addresses: Mutex::new(HashMap::new()),

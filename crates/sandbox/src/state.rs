@@ -25,6 +25,9 @@ impl std::fmt::Debug for AppState {
     }
 }
 
+/// How many requests the request log keeps.
+pub const REQUEST_LOG_CAP: usize = 100_000;
+
 pub(crate) struct Inner {
     pub info: SandboxInfo,
     pub main: Chain,
@@ -40,6 +43,8 @@ pub(crate) struct Inner {
     pub tokens: Mutex<HashMap<String, Option<i64>>>,
     pub faults: RwLock<BTreeMap<String, FaultConfig>>,
     pub hostile: RwLock<Option<crate::config::Hostile>>,
+    /// Every request seen (see `api::log_request`), oldest first, capped.
+    pub request_log: Mutex<Vec<String>>,
     pub managed: Mutex<HashMap<Address, PrivateKeySigner>>,
     pub registered: Mutex<HashSet<Address>>,
     /// swap address -> its record
@@ -233,6 +238,19 @@ impl AppState {
             f.remove(route);
         } else {
             f.insert(route.to_owned(), fault);
+        }
+    }
+
+    /// Every request the API has seen: `METHOD /path?query body`, without the
+    /// `Authorization` header. Capped at [`REQUEST_LOG_CAP`] entries.
+    pub fn request_log(&self) -> Vec<String> {
+        lock(&self.0.request_log).clone()
+    }
+
+    pub(crate) fn log_request(&self, line: String) {
+        let mut log = lock(&self.0.request_log);
+        if log.len() < REQUEST_LOG_CAP {
+            log.push(line);
         }
     }
 

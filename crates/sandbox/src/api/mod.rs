@@ -210,7 +210,38 @@ pub fn app(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(from_fn_with_state(state.clone(), auth))
+        .layer(from_fn_with_state(state.clone(), log_request))
         .with_state(state)
+}
+
+/// Largest request body kept in the request log.
+const LOG_BODY_LIMIT: usize = 64 * 1024;
+
+/// Records every request (method, path and query, body) in the state's request log,
+/// as a platform's access log would, so tests can check what clients sent. The
+/// `Authorization` header is never recorded, and a `secretKey` field is redacted.
+async fn log_request(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let (parts, body) = req.into_parts();
+    let bytes = match axum::body::to_bytes(body, 16 * 1024 * 1024).await {
+        Ok(b) => b,
+        Err(_) => {
+            return ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "BODY_TOO_LARGE",
+                "request body over 16 MiB",
+            )
+            .into_response();
+        }
+    };
+    let mut shown: Value = serde_json::from_slice(&bytes).unwrap_or_else(|_| {
+        Value::String(String::from_utf8_lossy(&bytes[..bytes.len().min(LOG_BODY_LIMIT)]).into())
+    });
+    if let Some(secret) = shown.get_mut("secretKey") {
+        *secret = Value::String("<redacted>".into());
+    }
+    state.log_request(format!("{} {} {}", parts.method, parts.uri, shown));
+    next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await
 }
 
 async fn not_found(req: Request) -> ApiError {

@@ -31,14 +31,15 @@ pub enum Code {
 ///
 /// Commands wrap a library error in this when its meaning for the exit code is clear
 /// at the call site; everything else falls back to [`Code::Failure`].
+/// Its message is the wrapped error's whole chain, and it reports no source of its
+/// own, so the chain is printed once.
 #[derive(Debug, thiserror::Error)]
-#[error("{source:#}")]
+#[error("{error:#}")]
 pub struct Coded {
     /// The exit code.
     pub code: Code,
     /// The error itself.
-    #[source]
-    pub source: anyhow::Error,
+    pub error: anyhow::Error,
 }
 
 /// Extension to tag a result with an exit code.
@@ -52,7 +53,7 @@ impl<T, E: Into<anyhow::Error>> WithCode<T> for Result<T, E> {
         self.map_err(|e| {
             anyhow::Error::new(Coded {
                 code,
-                source: e.into(),
+                error: e.into(),
             })
         })
     }
@@ -62,7 +63,7 @@ impl<T, E: Into<anyhow::Error>> WithCode<T> for Result<T, E> {
 pub fn coded(code: Code, msg: impl std::fmt::Display) -> anyhow::Error {
     anyhow::Error::new(Coded {
         code,
-        source: anyhow::anyhow!("{msg}"),
+        error: anyhow::anyhow!("{msg}"),
     })
 }
 

@@ -9,6 +9,7 @@ mod cli;
 mod cmd;
 mod config;
 mod exit;
+mod files;
 mod output;
 mod passphrase;
 mod review;

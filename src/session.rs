@@ -269,10 +269,10 @@ fn read_secret_file(path: &std::path::Path, what: &str) -> Result<String> {
 /// The access token: `BRIDGECTL_ACCESS_TOKEN`, then a token file, then the access-key
 /// exchange (cached with its expiry, 0600, under the state dir).
 async fn resolve_token(profile: &Profile, opts: &FlowOpts, base_url: &str) -> Result<AccessToken> {
-    if let Ok(t) = std::env::var("BRIDGECTL_ACCESS_TOKEN") {
-        if !t.is_empty() {
-            return Ok(AccessToken::new(t));
-        }
+    if let Ok(t) = std::env::var("BRIDGECTL_ACCESS_TOKEN")
+        && !t.is_empty()
+    {
+        return Ok(AccessToken::new(t));
     }
     if let Some(path) = opts.token_file.as_ref().or(profile.token_file.as_ref()) {
         return Ok(AccessToken::new(read_secret_file(path, "token")?));
@@ -284,14 +284,13 @@ async fn resolve_token(profile: &Profile, opts: &FlowOpts, base_url: &str) -> Re
         );
     };
     let cache = token_cache_path(base_url, access_key);
-    if let Some(path) = &cache {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            if let Ok(c) = serde_json::from_str::<CachedToken>(&text) {
-                if still_valid(&c.expiry_at) {
-                    return Ok(AccessToken::new(c.token));
-                }
-            }
-        }
+    let cached = cache
+        .as_ref()
+        .and_then(|path| std::fs::read_to_string(path).ok())
+        .and_then(|text| serde_json::from_str::<CachedToken>(&text).ok())
+        .filter(|c| still_valid(&c.expiry_at));
+    if let Some(c) = cached {
+        return Ok(AccessToken::new(c.token));
     }
     let secret = match std::env::var("BRIDGECTL_SECRET_KEY") {
         Ok(s) if !s.is_empty() => s,
@@ -316,7 +315,7 @@ async fn resolve_token(profile: &Profile, opts: &FlowOpts, base_url: &str) -> Re
             expiry_at: issued.expiry_at.clone(),
         };
         // Best effort: a failed cache write only costs another exchange next time.
-        let _ = write_private(path, serde_json::to_string(&cached)?.as_bytes());
+        let _ = crate::files::write_replace(path, serde_json::to_string(&cached)?.as_bytes());
     }
     Ok(issued.token)
 }
@@ -336,42 +335,6 @@ fn token_cache_path(base_url: &str, access_key: &str) -> Option<PathBuf> {
             .join("tokens")
             .join(format!("{}.json", hex::encode(&digest[..8])))
     })
-}
-
-/// Writes `bytes` to `path` atomically with mode 0600 (temp file, fsync, rename).
-pub fn write_private(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    let dir = path.parent().unwrap_or_else(|| std::path::Path::new("."));
-    if !dir.as_os_str().is_empty() && !dir.exists() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
-    }
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("out"),
-        std::process::id()
-    ));
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .with_context(|| format!("cannot create {}", tmp.display()))?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    drop(f);
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
-    if let Ok(d) = std::fs::File::open(if dir.as_os_str().is_empty() {
-        std::path::Path::new(".")
-    } else {
-        dir
-    }) {
-        let _ = d.sync_all();
-    }
-    Ok(())
 }
 
 /// The CLI's approver.

@@ -7,15 +7,11 @@
 //! - every refusal, with the passphrase source (a FIFO) counting reads: a refusal must
 //!   never read it.
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::util::{Dir, TestCommand};
+use crate::util::{CountingPassphrase, Dir, TestCommand};
 
 const PASS: &str = "correct horse";
 const EIP155_KEY: &str = "4646464646464646464646464646464646464646464646464646464646464646";
@@ -50,68 +46,6 @@ fn eip155_raw() -> Value {
 const EIP155_SIGNED: &str = "0xf86c098504a817c800825208943535353535353535353535353535353535353535880de0b6b3a76400008025a028ef61340bd939bc2195fe537567866003e1a15d3c71ff63e1590620aa636276a067cbe9d8997f761aecb703304b3800ccf555c9f3dc64214b297fb1966a3b6d83";
 const EIP155_HASH: &str = "0x33469b22e9f636356c4160a87eb19df52b7412e8eac32a4a55ffe88ea8350788";
 
-/// A passphrase source that counts how often it is read: a FIFO that a thread feeds,
-/// one open at a time, only while a reader is waiting on it.
-struct CountingPassphrase {
-    path: PathBuf,
-    reads: Arc<AtomicUsize>,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl CountingPassphrase {
-    fn new(dir: &Dir) -> Self {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let path = dir.join(format!(
-            "passphrase-{}.fifo",
-            N.fetch_add(1, Ordering::SeqCst)
-        ));
-        let st = Command::new("mkfifo").arg(&path).status().expect("mkfifo");
-        assert!(st.success(), "mkfifo failed");
-        let reads = Arc::new(AtomicUsize::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (p, r, s) = (path.clone(), reads.clone(), stop.clone());
-        let thread = std::thread::spawn(move || {
-            use std::io::Write;
-            use std::os::unix::fs::OpenOptionsExt;
-            const O_NONBLOCK: i32 = 0o4000; // Linux
-            while !s.load(Ordering::SeqCst) {
-                // Opening the write end without blocking succeeds only when a reader
-                // has the FIFO open: that is one read of the passphrase.
-                match std::fs::OpenOptions::new()
-                    .write(true)
-                    .custom_flags(O_NONBLOCK)
-                    .open(&p)
-                {
-                    Ok(mut f) => {
-                        r.fetch_add(1, Ordering::SeqCst);
-                        let _ = f.write_all(format!("{PASS}\n").as_bytes());
-                        drop(f);
-                        // Let the reader see EOF before a possible next open.
-                        std::thread::sleep(Duration::from_millis(20));
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(1)),
-                }
-            }
-        });
-        CountingPassphrase {
-            path,
-            reads,
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    /// Stops the feeder and returns how many times the passphrase was read.
-    fn finish(mut self) -> usize {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            t.join().expect("feeder thread");
-        }
-        self.reads.load(Ordering::SeqCst)
-    }
-}
-
 /// `bridgectl sign` reading `input` on stdin, passphrase from the counting FIFO.
 fn sign_cmd(dir: &Dir, fifo: &CountingPassphrase, extra: &[&str]) -> TestCommand {
     let mut cmd = dir.command();
@@ -128,7 +62,7 @@ bctest!(
     sign_eip155_example_reads_passphrase_once,
     |dir: Dir, _cmd: TestCommand| {
         import(&dir, "k1", EIP155_KEY);
-        let fifo = CountingPassphrase::new(&dir);
+        let fifo = CountingPassphrase::new(&dir, PASS);
         let out = run_stdin(&mut sign_cmd(&dir, &fifo, &["--yes"]), &eip155_raw());
         let reads = fifo.finish();
         crate::util::assert_success(&Command::new("bridgectl sign"), &out);
@@ -265,7 +199,7 @@ bctest!(
 /// Runs `sign` on `input` with `extra` flags, asserts exit `code`, a message containing
 /// `want`, and that the passphrase was never read.
 fn refuses(dir: &Dir, input: &Value, extra: &[&str], code: i32, want: &str) {
-    let fifo = CountingPassphrase::new(dir);
+    let fifo = CountingPassphrase::new(dir, PASS);
     let out = run_stdin(&mut sign_cmd(dir, &fifo, extra), input);
     let reads = fifo.finish();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -371,7 +305,7 @@ bctest!(
         // No terminal and no --yes: declined, after the summary, before the passphrase.
         refuses(&dir, &eip155_raw(), &[], 5, "pass --yes");
         // Malformed JSON.
-        let fifo = CountingPassphrase::new(&dir);
+        let fifo = CountingPassphrase::new(&dir, PASS);
         let out = sign_cmd(&dir, &fifo, &["--yes"]).output_with_stdin(b"{\"from\": ");
         assert_eq!(fifo.finish(), 0);
         assert_eq!(
@@ -577,8 +511,8 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// 1000 random legacy transactions: `bridgectl sign` and `cast mktx --legacy` must give
-/// the same bytes. 100 random keys (a keystore of 1000 would only test listing speed).
+// 1000 random legacy transactions: `bridgectl sign` and `cast mktx --legacy` must give
+// the same bytes. 100 random keys (a keystore of 1000 would only test listing speed).
 bctest!(
     sign_matches_cast_mktx_on_1000_random_txs,
     |dir: Dir, _cmd: TestCommand| {
@@ -606,7 +540,6 @@ bctest!(
                 addr["address"].as_str().expect("address").to_owned(),
             ));
         }
-        let started = Instant::now();
         for i in 0..N {
             let (key, from) = &keys[rng.below(KEYS as u64) as usize];
             let nonce = rng.uint(64) as u64;
@@ -666,9 +599,5 @@ bctest!(
                 "tx #{i} differs: {raw}"
             );
         }
-        eprintln!(
-            "{N} transactions identical to cast in {:?}",
-            started.elapsed()
-        );
     }
 );

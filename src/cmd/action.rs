@@ -131,7 +131,7 @@ fn exec(global: &GlobalOpts, args: ExecArgs) -> anyhow::Result<()> {
             },
         );
         let bytes = serde_json::to_vec_pretty(&request)?;
-        crate::session::write_private(out, &bytes)?;
+        crate::files::write_new(out, &bytes)?;
         session.journal.note(
             &tx_id,
             "sign-request-written",
@@ -153,7 +153,7 @@ fn exec(global: &GlobalOpts, args: ExecArgs) -> anyhow::Result<()> {
         );
     }
     let mut approver = session.approver();
-    let signed = flows.approve_and_sign(&tx_id, "action", &raw, &intent, &mut approver)?;
+    let signed = flows.approve_and_sign(&tx_id, &raw, &intent, &mut approver)?;
     let submitted = session.runtime.block_on(flows.submit_journaled(
         &tx_id,
         &signed.raw,

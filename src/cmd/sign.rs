@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context as _;
 use bridgectl_tx::{Policy, SignInput, SignedBundle, policy, sign_legacy};
@@ -207,7 +207,7 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
     };
     match &args.out {
         Some(path) => {
-            write_new_atomic(path, text.as_bytes())?;
+            crate::files::write_new(path, text.as_bytes())?;
             crate::output::note(format_args!("signed {} -> {}", signed.hash, path.display()));
         }
         None => {
@@ -264,49 +264,6 @@ pub fn read_input(input: &str) -> anyhow::Result<Vec<u8>> {
         ));
     }
     Ok(bytes)
-}
-
-/// Writes `bytes` to a new file at `path`: a temp file in the same directory, fsync,
-/// then a hard link to the final name (which fails rather than replace an existing
-/// file), then the directory is fsynced. A signed transaction is never silently lost
-/// by overwriting another.
-pub fn write_new_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    if path.exists() {
-        return Err(coded(
-            Code::Refused,
-            format!("{} already exists: not overwriting it", path.display()),
-        ));
-    }
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out".into());
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let result = (|| -> anyhow::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)
-            .with_context(|| format!("cannot create {}", tmp.display()))?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        drop(f);
-        std::fs::hard_link(&tmp, path).with_context(|| {
-            format!("cannot create {} (does it exist already?)", path.display())
-        })?;
-        if let Ok(d) = std::fs::File::open(&dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
-    let _ = std::fs::remove_file(&tmp);
-    result
 }
 
 /// Exit code for a tx error: every refusal of the input is [`Code::Refused`].

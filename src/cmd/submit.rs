@@ -83,14 +83,14 @@ pub fn run(global: &GlobalOpts, args: SubmitArgs) -> anyhow::Result<()> {
         }
     };
     let existing = session.journal.get(&tx_id)?;
-    if let Some(prev) = &existing.tx_hash {
-        if prev.parse().ok() != Some(b.tx_hash) {
-            anyhow::bail!(
-                "flow {tx_id} already signed another transaction ({prev}); refusing to send a \
-                 second one for it (bundle has {})",
-                b.tx_hash
-            );
-        }
+    if let Some(prev) = &existing.tx_hash
+        && prev.parse().ok() != Some(b.tx_hash)
+    {
+        anyhow::bail!(
+            "flow {tx_id} already signed another transaction ({prev}); refusing to send a \
+             second one for it (bundle has {})",
+            b.tx_hash
+        );
     }
     session.journal.record_signed(
         &tx_id,

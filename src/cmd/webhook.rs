@@ -270,7 +270,7 @@ fn coded_err(e: WebhookError) -> anyhow::Error {
     let code = code_of(&e);
     anyhow::Error::new(crate::exit::Coded {
         code,
-        source: anyhow::Error::new(e),
+        error: anyhow::Error::new(e),
     })
 }
 

@@ -194,7 +194,7 @@ impl Flows<'_> {
         let raw = self.parse_raw_tx(&tx_id, &raw_tx)?;
         let intent = Self::action_intent(call);
         let submitted = self
-            .sign_and_submit(&tx_id, kind, call.from, &raw, &intent, approver, progress)
+            .sign_and_submit(&tx_id, call.from, &raw, &intent, approver, progress)
             .await?;
         Ok(ActionSigned { submitted, raw_tx })
     }

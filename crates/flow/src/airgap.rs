@@ -149,12 +149,12 @@ pub fn check_bundle(
             }
             let input = SignInput::parse(bytes)?;
             check_signed_matches(&decoded, &input.raw_tx)?;
-            if let (Some(want), Some(got)) = (&input.tx_id, &bundle.tx_id) {
-                if want != got {
-                    return Err(Error::BundleMismatch(format!(
-                        "txId: the request has {want}, the bundle {got}"
-                    )));
-                }
+            if let (Some(want), Some(got)) = (&input.tx_id, &bundle.tx_id)
+                && want != got
+            {
+                return Err(Error::BundleMismatch(format!(
+                    "txId: the request has {want}, the bundle {got}"
+                )));
             }
             Some(input)
         }

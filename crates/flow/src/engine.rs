@@ -55,10 +55,8 @@ pub struct Bridge {
 /// What the approver is shown: everything has passed the checks already.
 #[derive(Debug)]
 pub struct Review<'a> {
-    /// The flow's txId.
+    /// The flow's txId (its kind and history are in the journal).
     pub tx_id: &'a str,
-    /// `redeem`, `swap`, `transfer`, `action`.
-    pub kind: &'a str,
     /// The verified transaction.
     pub raw_tx: &'a RawTx,
     /// What the user asked for.
@@ -293,7 +291,6 @@ impl Flows<'_> {
     pub async fn sign_and_submit(
         &self,
         tx_id: &str,
-        kind: &str,
         from: Address,
         raw_tx: &RawTx,
         intent: &Intent,
@@ -301,7 +298,7 @@ impl Flows<'_> {
         progress: &mut dyn Progress,
     ) -> Result<Submitted, Error> {
         self.verify(tx_id, from, raw_tx, intent).await?;
-        let signed = self.approve_and_sign(tx_id, kind, raw_tx, intent, approver)?;
+        let signed = self.approve_and_sign(tx_id, raw_tx, intent, approver)?;
         progress.step(&format!("signed {} (nonce {})", signed.hash, signed.nonce));
         self.submit_journaled(
             tx_id,
@@ -319,14 +316,12 @@ impl Flows<'_> {
     pub fn approve_and_sign(
         &self,
         tx_id: &str,
-        kind: &str,
         raw_tx: &RawTx,
         intent: &Intent,
         approver: &mut dyn Approver,
     ) -> Result<SignedTx, Error> {
         let review = Review {
             tx_id,
-            kind,
             raw_tx,
             intent,
         };
@@ -463,13 +458,13 @@ impl Flows<'_> {
             Error::BadInput(format!("journal holds malformed signed bytes for {tx_id}"))
         })?;
         let hash = alloy_primitives::keccak256(&raw);
-        if let Some(recorded) = &rec.tx_hash {
-            if recorded.parse::<B256>().ok() != Some(hash) {
-                return Err(Error::BadInput(format!(
-                    "journal for {tx_id} is inconsistent: recorded hash {recorded} is not the \
-                     hash of the recorded bytes {hash}"
-                )));
-            }
+        if let Some(recorded) = &rec.tx_hash
+            && recorded.parse::<B256>().ok() != Some(hash)
+        {
+            return Err(Error::BadInput(format!(
+                "journal for {tx_id} is inconsistent: recorded hash {recorded} is not the \
+                 hash of the recorded bytes {hash}"
+            )));
         }
         let from: Address = rec
             .from

@@ -180,7 +180,7 @@ impl Flows<'_> {
         self.journal
             .record_raw_tx(&tx_id, &serde_json::to_value(&raw).unwrap_or_default())?;
         let submitted = self
-            .sign_and_submit(&tx_id, "transfer", from, &raw, &intent, approver, progress)
+            .sign_and_submit(&tx_id, from, &raw, &intent, approver, progress)
             .await?;
         self.await_inclusion(which, &submitted, progress).await?;
         Ok(submitted)
@@ -285,7 +285,7 @@ impl Flows<'_> {
             ),
         );
         let submitted = self
-            .sign_and_submit(&tx_id, "swap", from, &raw, &intent, approver, progress)
+            .sign_and_submit(&tx_id, from, &raw, &intent, approver, progress)
             .await?;
         let st_after = match st_before {
             Some(before) => Some(self.wait_st_credit(&tx_id, from, before, progress).await?),

@@ -1,0 +1,83 @@
+//! Writing files the CLI produces (sign requests, signed bundles, caches): a temp file
+//! in the same directory, mode 0600, fsync, then either a hard link (never overwrites)
+//! or a rename (replaces), then fsync of the directory. A crash leaves the old file or
+//! the new one, never half of one.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::exit::{Code, coded};
+
+fn parent(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Writes `bytes` to a fresh 0600 temp file beside `path` and fsyncs it.
+fn write_temp(path: &Path, bytes: &[u8]) -> anyhow::Result<PathBuf> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
+    let tmp = parent(path).join(format!(".{name}.tmp-{}", std::process::id()));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .with_context(|| format!("cannot create {}", tmp.display()))?;
+    let written = f.write_all(bytes).and_then(|()| f.sync_all());
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e).with_context(|| format!("cannot write {}", tmp.display()));
+    }
+    Ok(tmp)
+}
+
+fn sync_dir(path: &Path) {
+    if let Ok(d) = std::fs::File::open(parent(path)) {
+        let _ = d.sync_all();
+    }
+}
+
+/// Creates `path` with `bytes`, atomically; refuses (exit 3) if it exists.
+pub fn write_new(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    if path.exists() {
+        return Err(coded(
+            Code::Refused,
+            format!("{} already exists: not overwriting it", path.display()),
+        ));
+    }
+    let tmp = write_temp(path, bytes)?;
+    let linked = std::fs::hard_link(&tmp, path)
+        .with_context(|| format!("cannot create {} (does it exist already?)", path.display()));
+    let _ = std::fs::remove_file(&tmp);
+    linked?;
+    sync_dir(path);
+    Ok(())
+}
+
+/// Writes `path` with `bytes`, atomically replacing what was there (caches only).
+pub fn write_replace(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = parent(path);
+    if !dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let tmp = write_temp(path, bytes)?;
+    if let Err(e) = std::fs::rename(&tmp, path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e).with_context(|| format!("cannot write {}", path.display()));
+    }
+    sync_dir(path);
+    Ok(())
+}

@@ -93,13 +93,13 @@ pub struct Profile {
     /// `BRIDGECTL_SECRET_KEY` or `BRIDGECTL_SECRET_KEY_FILE`, never from this file).
     pub access_key: Option<String>,
     /// Signing policy: checked before every signature.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "bridgectl_tx::Policy::is_empty")]
     pub policy: bridgectl_tx::Policy,
     /// Chain id -> name, for summaries.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub chains: BTreeMap<String, String>,
     /// Address -> label, for summaries.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
 }
 

@@ -186,7 +186,7 @@ impl Session {
         let t = bridgectl_flow::timing::snapshot();
         let total_us = total.as_micros() as u64;
         let unlock_us = approver.unlock_time.as_micros() as u64;
-        let client_us = total_us.saturating_sub(t.http_us + t.sleep_us + unlock_us);
+        let client_us = total_us.saturating_sub(t.http_us + t.sleep_us + unlock_us + t.journal_us);
         crate::output::note(serde_json::json!({
             "timings": {
                 "totalUs": total_us,
@@ -194,6 +194,7 @@ impl Session {
                 "httpRequests": t.http_requests,
                 "sleepUs": t.sleep_us,
                 "unlockUs": unlock_us,
+                "journalUs": t.journal_us,
                 "clientUs": client_us,
             }
         }));

@@ -295,17 +295,19 @@ impl Flows<'_> {
                 Err(e) => return Err(e),
             };
             if let Some(r) = found {
-                if r.status != last_status {
+                let changed = r.status != last_status;
+                if changed {
                     progress.step(&format!("redemption {}", r.status));
-                    self.journal
-                        .note(tx_id, "redemption", &json!({"status": r.status}))?;
                     last_status.clone_from(&r.status);
                 }
                 if r.is_terminal() {
                     self.complete(tx_id, &r.raw, r.is_success())?;
                     return Ok(r);
                 }
-                self.journal.record_result(tx_id, &r.raw)?;
+                if changed {
+                    // One commit per change of status, not per poll.
+                    self.journal.observe(tx_id, None, "redemption", &r.raw)?;
+                }
             }
             if start.elapsed() >= self.wait.timeout {
                 return Err(timed_out(&last_status, &last_error));

@@ -429,13 +429,12 @@ impl Flows<'_> {
 
     /// Marks a flow done with its final result.
     pub fn complete(&self, tx_id: &str, result: &Value, ok: bool) -> Result<(), Error> {
-        self.journal.record_result(tx_id, result)?;
         let (state, step) = if ok {
             (FlowState::Completed, "completed")
         } else {
             (FlowState::Failed, "failed")
         };
-        self.journal.step(tx_id, state, step, result)
+        self.journal.observe(tx_id, Some(state), step, result)
     }
 
     /// Finishes an interrupted flow: resends the SAME signed bytes from the journal

@@ -202,8 +202,11 @@ impl Journal {
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>) -> Result<T, Error> {
+        let started = std::time::Instant::now();
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        f(&mut conn).map_err(|source| Error::Journal {
+        let result = f(&mut conn);
+        crate::timing::journal_done(started);
+        result.map_err(|source| Error::Journal {
             path: self.path.display().to_string(),
             source,
         })
@@ -273,14 +276,52 @@ impl Journal {
 
     /// Records the raw transaction as received from the platform.
     pub fn record_raw_tx(&self, tx_id: &str, raw_tx: &Value) -> Result<(), Error> {
+        let at = now();
         self.with(|c| {
-            c.execute(
+            let t = c.transaction()?;
+            t.execute(
                 "UPDATE flows SET raw_tx = ?2, state = 'executed', updated_at = ?3 WHERE tx_id = ?1",
-                params![tx_id, raw_tx.to_string(), now()],
-            )
-            .map(|_| ())
-        })?;
-        self.note(tx_id, "executed", raw_tx)
+                params![tx_id, raw_tx.to_string(), at],
+            )?;
+            t.execute(
+                "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, 'executed', ?3)",
+                params![tx_id, at, raw_tx.to_string()],
+            )?;
+            t.commit()
+        })
+    }
+
+    /// Records a result seen on the way (e.g. a redemption record whose status changed)
+    /// with a step, in one commit; `state` moves the flow when given.
+    pub fn observe(
+        &self,
+        tx_id: &str,
+        state: Option<FlowState>,
+        step: &str,
+        result: &Value,
+    ) -> Result<(), Error> {
+        let at = now();
+        self.with(|c| {
+            let t = c.transaction()?;
+            let n = match state {
+                Some(s) => t.execute(
+                    "UPDATE flows SET result = ?2, state = ?3, updated_at = ?4 WHERE tx_id = ?1",
+                    params![tx_id, result.to_string(), s.as_str(), at],
+                )?,
+                None => t.execute(
+                    "UPDATE flows SET result = ?2, updated_at = ?3 WHERE tx_id = ?1",
+                    params![tx_id, result.to_string(), at],
+                )?,
+            };
+            if n == 0 {
+                return Err(rusqlite::Error::QueryReturnedNoRows);
+            }
+            t.execute(
+                "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, ?3, ?4)",
+                params![tx_id, at, step, result.to_string()],
+            )?;
+            t.commit()
+        })
     }
 
     /// Records the signed transaction. Durable when this returns: only then may it be

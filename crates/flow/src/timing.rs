@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 static HTTP_NANOS: AtomicU64 = AtomicU64::new(0);
 static HTTP_REQUESTS: AtomicU64 = AtomicU64::new(0);
 static SLEEP_NANOS: AtomicU64 = AtomicU64::new(0);
+static JOURNAL_NANOS: AtomicU64 = AtomicU64::new(0);
 
 /// A snapshot of the counters.
 #[derive(Debug, Clone, Copy, Default, serde::Serialize)]
@@ -20,6 +21,8 @@ pub struct Timings {
     pub http_requests: u64,
     /// Time spent sleeping between polls and retries, in microseconds.
     pub sleep_us: u64,
+    /// Time spent in journal writes (each a durable SQLite commit), in microseconds.
+    pub journal_us: u64,
 }
 
 /// The counters so far.
@@ -28,6 +31,7 @@ pub fn snapshot() -> Timings {
         http_us: HTTP_NANOS.load(Ordering::Relaxed) / 1_000,
         http_requests: HTTP_REQUESTS.load(Ordering::Relaxed),
         sleep_us: SLEEP_NANOS.load(Ordering::Relaxed) / 1_000,
+        journal_us: JOURNAL_NANOS.load(Ordering::Relaxed) / 1_000,
     }
 }
 
@@ -42,4 +46,9 @@ pub(crate) async fn sleep(d: Duration) {
     let start = Instant::now();
     tokio::time::sleep(d).await;
     SLEEP_NANOS.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+}
+
+/// Counts journal work that started at `start`.
+pub(crate) fn journal_done(start: Instant) {
+    JOURNAL_NANOS.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
 }

@@ -24,7 +24,7 @@ pub struct Policy {
     #[serde(default)]
     pub expect_function: Option<String>,
     /// Arguments the call must have: parameter name -> decimal base units or address.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub expect_args: BTreeMap<String, String>,
     /// The highest acceptable gas price, in wei.
     #[serde(default)]

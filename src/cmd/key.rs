@@ -5,7 +5,6 @@
 //! mnemonics from stdin or a hidden prompt.
 
 use std::io::{IsTerminal, Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -18,7 +17,7 @@ use serde::Serialize;
 use zeroize::Zeroizing;
 
 use crate::cli::{GlobalOpts, PassphraseOpts};
-use crate::exit::{Code, WithCode, coded};
+use crate::exit::{Code, coded};
 use crate::output;
 use crate::passphrase::{CliPassphrases, Source};
 
@@ -417,23 +416,14 @@ struct Exported<'a> {
     format: &'static str,
 }
 
-/// Writes to a new 0600 file (never overwriting) or to stdout.
+/// Writes to a new 0600 file (atomically, never overwriting) or to stdout.
 fn write_output(out: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
     match out {
         Some(path) => {
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(path)
-                .with_context(|| {
-                    format!("cannot create {} (it is never overwritten)", path.display())
-                })
-                .code(Code::Refused)?;
-            f.write_all(bytes)?;
-            f.write_all(b"\n")?;
-            f.sync_all()?;
-            Ok(())
+            let mut with_newline = Zeroizing::new(Vec::with_capacity(bytes.len() + 1));
+            with_newline.extend_from_slice(bytes);
+            with_newline.push(b'\n');
+            crate::files::write_new(path, &with_newline)
         }
         None => {
             let mut stdout = std::io::stdout().lock();

@@ -15,7 +15,7 @@ use anyhow::{Context, Result};
 use bridgectl_flow::client::{AccessToken, ClientOptions, PlatformClient};
 use bridgectl_flow::engine::{Approver, Bridge, ChainSide, Flows, Review, Submitter, WaitOptions};
 use bridgectl_flow::journal::Journal;
-use bridgectl_flow::local::{GasSource, NonceSource, Which};
+use bridgectl_flow::local::{GasSource, NonceSource, TransferSpec, Which};
 use bridgectl_keystore::{KdfParams, Keystore, Passphrase};
 use bridgectl_sandbox::{Sandbox, SandboxConfig};
 use clap::Args;
@@ -197,17 +197,18 @@ async fn run_flows(
     };
     let funded = flows
         .transfer(
-            Which::Mt,
-            info.dev.address,
-            user,
-            fund,
-            NonceSource::Node,
-            GasSource::Node,
+            &TransferSpec {
+                which: Which::Mt,
+                from: info.dev.address,
+                to: user,
+                amount: fund,
+                nonce: NonceSource::Node,
+                gas: GasSource::Node,
+            },
             &mut dev_approver,
             &mut progress,
         )
         .await?;
-    wait_mined(&bridge.main, funded.tx_hash).await?;
 
     let before = balances(&flows, user).await?;
     let mut approver = DemoApprover {
@@ -317,13 +318,4 @@ async fn balances(flows: &Flows<'_>, who: Address) -> Result<(U256, U256)> {
         flows.token_balance(Which::Mt, who).await?,
         flows.token_balance(Which::St, who).await?,
     ))
-}
-
-async fn wait_mined(side: &ChainSide, hash: alloy_primitives::B256) -> Result<()> {
-    let node = bridgectl_flow::rpc::NodeClient::new(side.rpc_url.as_deref().unwrap_or_default())?;
-    let r = node
-        .wait_receipt(hash, Duration::from_millis(100), Duration::from_secs(30))
-        .await?;
-    anyhow::ensure!(r.success, "transaction {hash} reverted");
-    Ok(())
 }

@@ -4,7 +4,7 @@
 
 use alloy_primitives::Address;
 use bridgectl_flow::engine::Submitter;
-use bridgectl_flow::local::Which;
+use bridgectl_flow::local::{TransferSpec, Which};
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
@@ -72,29 +72,24 @@ pub fn run(global: &GlobalOpts, args: TransferArgs) -> anyhow::Result<()> {
         Submitter::Platform
     };
     let flows = session.flows(submitter)?;
+    let spec = TransferSpec {
+        which,
+        from: args.from,
+        to: args.to,
+        amount,
+        nonce,
+        gas,
+    };
     let submitted = if args.managed {
-        session.runtime.block_on(flows.managed_transfer(
-            which,
-            args.from,
-            args.to,
-            amount,
-            nonce,
-            gas,
-            &mut StderrProgress,
-        ))?
+        session
+            .runtime
+            .block_on(flows.managed_transfer(&spec, &mut StderrProgress))?
     } else {
         session.check_signer(args.from)?;
         let mut approver = session.approver();
-        session.runtime.block_on(flows.transfer(
-            which,
-            args.from,
-            args.to,
-            amount,
-            nonce,
-            gas,
-            &mut approver,
-            &mut StderrProgress,
-        ))?
+        session
+            .runtime
+            .block_on(flows.transfer(&spec, &mut approver, &mut StderrProgress))?
     };
     if global.json {
         crate::output::json(&json!({

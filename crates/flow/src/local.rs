@@ -54,6 +54,24 @@ pub enum Which {
     St,
 }
 
+/// A token transfer to build: what, from whom, to whom, how much, and where its nonce
+/// and gas come from.
+#[derive(Debug, Clone, Copy)]
+pub struct TransferSpec {
+    /// MT or ST.
+    pub which: Which,
+    /// The sender.
+    pub from: Address,
+    /// The recipient.
+    pub to: Address,
+    /// Base units.
+    pub amount: U256,
+    /// Nonce source.
+    pub nonce: NonceSource,
+    /// Gas source.
+    pub gas: GasSource,
+}
+
 /// The outcome of a swap.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -90,16 +108,16 @@ impl Flows<'_> {
         NodeClient::new(url)
     }
 
-    /// Builds the unsigned `transfer(to, amount)` of `which` from `from`.
-    pub async fn build_transfer(
-        &self,
-        which: Which,
-        from: Address,
-        to: Address,
-        amount: U256,
-        nonce: NonceSource,
-        gas: GasSource,
-    ) -> Result<RawTx, Error> {
+    /// Builds the unsigned `transfer(to, amount)` of `spec`.
+    pub async fn build_transfer(&self, spec: &TransferSpec) -> Result<RawTx, Error> {
+        let TransferSpec {
+            which,
+            from,
+            to,
+            amount,
+            nonce,
+            gas,
+        } = *spec;
         let side = self.side(which)?;
         let data = bridgectl_tx::calldata::erc20_transfer(to, amount);
         let nonce = match nonce {
@@ -146,43 +164,50 @@ impl Flows<'_> {
         })
     }
 
-    /// Transfers `amount` (base units) of MT or ST from `from` to `to`, signed locally.
-    #[allow(clippy::too_many_arguments)]
-    pub async fn transfer(
+    /// Begins a transfer flow of `kind` in the journal and builds its transaction.
+    async fn begin_transfer(
         &self,
-        which: Which,
-        from: Address,
-        to: Address,
-        amount: U256,
-        nonce: NonceSource,
-        gas: GasSource,
-        approver: &mut dyn Approver,
-        progress: &mut dyn Progress,
-    ) -> Result<Submitted, Error> {
-        let side = self.side(which)?;
-        let intent = transfer_intent(
-            side,
-            to,
-            amount,
-            &format!("transfer {} to {to}", side.symbol),
-        );
+        kind: &str,
+        spec: &TransferSpec,
+    ) -> Result<(String, RawTx), Error> {
+        let side = self.side(spec.which)?;
         let tx_id = uuid::Uuid::new_v4().to_string();
         self.journal.begin(
             &tx_id,
-            "transfer",
-            Some(&from.to_string()),
-            &json!({"token": side.symbol, "to": to, "amount": amount.to_string()}),
+            kind,
+            Some(&spec.from.to_string()),
+            &json!({"token": side.symbol, "to": spec.to, "amount": spec.amount.to_string()}),
         )?;
         let raw = self
-            .build_transfer(which, from, to, amount, nonce, gas)
+            .build_transfer(spec)
             .await
             .inspect_err(|e| self.fail(&tx_id, "build-failed", e))?;
         self.journal
             .record_raw_tx(&tx_id, &serde_json::to_value(&raw).unwrap_or_default())?;
+        Ok((tx_id, raw))
+    }
+
+    /// Transfers MT or ST as `spec` says, signed locally, and waits for inclusion when
+    /// the chain's node is known.
+    pub async fn transfer(
+        &self,
+        spec: &TransferSpec,
+        approver: &mut dyn Approver,
+        progress: &mut dyn Progress,
+    ) -> Result<Submitted, Error> {
+        let side = self.side(spec.which)?;
+        let intent = transfer_intent(
+            side,
+            spec.to,
+            spec.amount,
+            &format!("transfer {} to {}", side.symbol, spec.to),
+        );
+        let (tx_id, raw) = self.begin_transfer("transfer", spec).await?;
         let submitted = self
-            .sign_and_submit(&tx_id, from, &raw, &intent, approver, progress)
+            .sign_and_submit(&tx_id, spec.from, &raw, &intent, approver, progress)
             .await?;
-        self.await_inclusion(which, &submitted, progress).await?;
+        self.await_inclusion(spec.which, &submitted, progress)
+            .await?;
         Ok(submitted)
     }
 
@@ -270,7 +295,14 @@ impl Flows<'_> {
             None
         };
         let raw = self
-            .build_transfer(Which::Mt, from, swap.address, amount, nonce, gas)
+            .build_transfer(&TransferSpec {
+                which: Which::Mt,
+                from,
+                to: swap.address,
+                amount,
+                nonce,
+                gas,
+            })
             .await
             .inspect_err(|e| self.fail(&tx_id, "build-failed", e))?;
         self.journal
@@ -365,31 +397,14 @@ impl Flows<'_> {
 
     /// A managed-account transfer: the platform signs (operation 2) the transaction we
     /// built, we check that what it signed is exactly that, then submit (operation 3).
-    #[allow(clippy::too_many_arguments)]
     pub async fn managed_transfer(
         &self,
-        which: Which,
-        from: Address,
-        to: Address,
-        amount: U256,
-        nonce: NonceSource,
-        gas: GasSource,
+        spec: &TransferSpec,
         progress: &mut dyn Progress,
     ) -> Result<Submitted, Error> {
-        let side = self.side(which)?;
-        let tx_id = uuid::Uuid::new_v4().to_string();
-        self.journal.begin(
-            &tx_id,
-            "managed-transfer",
-            Some(&from.to_string()),
-            &json!({"token": side.symbol, "to": to, "amount": amount.to_string()}),
-        )?;
-        let raw = self
-            .build_transfer(which, from, to, amount, nonce, gas)
-            .await
-            .inspect_err(|e| self.fail(&tx_id, "build-failed", e))?;
+        let (which, from) = (spec.which, spec.from);
+        let (tx_id, raw) = self.begin_transfer("managed-transfer", spec).await?;
         let raw_json = serde_json::to_value(&raw).unwrap_or_default();
-        self.journal.record_raw_tx(&tx_id, &raw_json)?;
         progress.step("asking the platform to sign for the managed account");
         let signed = self
             .client

@@ -530,3 +530,85 @@ fn a_hostile_platform_is_refused_before_the_passphrase_is_read() {
     let out = live.ok(&["redeem", "--from", &dev, "--amount", "1", "--yes"]);
     assert_eq!(out["status"], "completed");
 }
+
+#[test]
+fn access_key_exchange_caches_the_token_and_plain_http_is_refused_off_loopback() {
+    let live = Live::new("token_exchange");
+    let dev = live.dev.to_string();
+    let profile = live.dir.join("xdg/config/bridgectl/config.toml");
+    let text = std::fs::read_to_string(&profile).expect("profile");
+    std::fs::write(
+        &profile,
+        format!("{text}access_key = \"{}\"\n", live.sb.info.access_key),
+    )
+    .expect("write");
+    let exchange = |live: &Live| {
+        let mut c = live.dir.command();
+        c.env("BRIDGECTL_SECRET_KEY", "sandbox-secret-key")
+            .env("BRIDGECTL_PASSPHRASE_FILE", live.dir.join("passphrase"))
+            .env("BRIDGECTL_JOURNAL", live.dir.join("journal.sqlite3"))
+            .args(["redeem", "--from", &dev, "--amount", "1", "--yes", "--json"]);
+        live.ok_cmd(c)
+    };
+    assert_eq!(exchange(&live)["status"], "completed");
+    assert_eq!(exchange(&live)["status"], "completed");
+    let exchanges = live
+        .sb
+        .state
+        .request_log()
+        .iter()
+        .filter(|l| l.contains("/svc/v2/auth-tokens"))
+        .count();
+    assert_eq!(exchanges, 1, "the second run used the cached token");
+    let cache_dir = live.dir.join("xdg/state/bridgectl/tokens");
+    let entry = std::fs::read_dir(&cache_dir)
+        .expect("token cache dir")
+        .next()
+        .expect("a cached token")
+        .expect("entry");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = entry.metadata().expect("meta").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+
+    // A token never goes over plain http to another machine.
+    let mut c = live.cmd();
+    c.env("BRIDGECTL_BASE_URL", "http://platform.example.com")
+        .args(["redeem", "--from", &dev, "--amount", "1", "--yes"]);
+    let out = c.output();
+    live.check_secrets(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("plain http"), "{err}");
+}
+
+#[test]
+fn redeem_through_the_node_directly() {
+    let live = Live::new("redeem_direct");
+    let dev = live.dev.to_string();
+    let out = live.ok(&[
+        "redeem", "--from", &dev, "--amount", "2", "--yes", "--direct",
+    ]);
+    assert_eq!(out["status"], "completed");
+    assert!(live.mined(true, out["txHash"].as_str().expect("hash")));
+    // It never went through the platform's submit operation.
+    let submits = live
+        .sb
+        .state
+        .request_log()
+        .iter()
+        .filter(|l| l.contains("/transaction/send/signed-tx"))
+        .count();
+    assert_eq!(submits, 0);
+}
+
+bctest!(
+    completions_cover_the_commands,
+    |_dir: crate::util::Dir, mut cmd: crate::util::TestCommand| {
+        let out = cmd.args(["completions", "bash"]).stdout();
+        for word in [
+            "redeem", "swap", "transfer", "resume", "history", "sign", "key",
+        ] {
+            assert!(out.contains(word), "no {word} in the completions");
+        }
+    }
+);

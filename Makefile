@@ -29,8 +29,13 @@ fmt:
 clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
+# Every test, then a check that no anvil the tests started is still running.
 unit:
 	$(CARGO) test --workspace
+	@if pgrep -f "$(CURDIR)/tools/node_modules/.*anvil" >/dev/null; then \
+		echo "anvil processes left running after the tests:"; \
+		pgrep -af "$(CURDIR)/tools/node_modules/.*anvil"; exit 1; \
+	else echo "no anvil left running"; fi
 
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps

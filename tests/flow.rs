@@ -612,3 +612,112 @@ bctest!(
         }
     }
 );
+
+#[test]
+fn a_request_rewritten_in_transit_is_caught_against_the_journal() {
+    let live = Live::new("airgap_rewritten");
+    let dev = live.dev.to_string();
+    let amount = units(1, live.sb.info.side.decimals);
+    let input = format!("_amount={amount}");
+    let req = live.dir.join("request.json");
+    let req_s = req.to_str().expect("utf8").to_owned();
+    live.ok(&[
+        "action",
+        "exec",
+        "redeem",
+        "--from",
+        &dev,
+        "--input",
+        &input,
+        "--function",
+        "redeem",
+        "--out",
+        &req_s,
+    ]);
+    // Rewrite the request consistently (calldata and intent agree, txId kept): the
+    // offline side's own checks pass, but it is not what was verified online.
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&req).expect("req")).expect("json");
+    let bigger = (amount * U256::from(5)).to_string();
+    let data = v["rawTx"]["data"].as_str().expect("data").to_owned();
+    let word = format!("{:064x}", amount * U256::from(5));
+    v["rawTx"]["data"] = Value::String(format!("{}{word}", &data[..data.len() - 64]));
+    v["intent"]["args"]["_amount"] = Value::String(bigger);
+    let rewritten = live.dir.join("rewritten.json");
+    std::fs::write(&rewritten, serde_json::to_vec_pretty(&v).expect("ser")).expect("write");
+    let signed = live.dir.join("signed.json");
+    let mut sign = live.cmd();
+    sign.args([
+        "sign",
+        rewritten.to_str().expect("utf8"),
+        "--yes",
+        "--out",
+        signed.to_str().expect("utf8"),
+    ]);
+    let o = sign.output();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let nonce0 = live.nonce(true, live.dev);
+    let err = live.fails(&["submit", signed.to_str().expect("utf8")], 3);
+    assert!(err.contains("data"), "{err}");
+    let err = live.fails(
+        &[
+            "submit",
+            signed.to_str().expect("utf8"),
+            "--request",
+            rewritten.to_str().expect("utf8"),
+        ],
+        3,
+    );
+    assert!(err.contains("data"), "{err}");
+    assert_eq!(live.nonce(true, live.dev), nonce0, "nothing was sent");
+}
+
+#[test]
+fn no_gas_price_cap_means_no_signature_and_actions_need_their_function() {
+    let live = Live::new("no_gas_cap");
+    let dev = live.dev.to_string();
+    // Without the node URLs nothing can say what a sane gas price is.
+    let profile = live.dir.join("xdg/config/bridgectl/config.toml");
+    let text = std::fs::read_to_string(&profile).expect("profile");
+    let stripped: String = text
+        .lines()
+        .filter(|l| !l.contains("rpc_url"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&profile, stripped).expect("write");
+    let counter = crate::util::CountingPassphrase::new(&live.dir, &live.passphrase);
+    let mut c = live.cmd();
+    c.env("BRIDGECTL_PASSPHRASE_FILE", &counter.path)
+        .args(["redeem", "--from", &dev, "--amount", "1", "--yes"]);
+    let out = c.output();
+    assert_eq!(counter.finish(), 0, "the passphrase was read");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("gasPrice") && err.contains("cap"), "{err}");
+    // With a fee cap it goes through.
+    let out = live.ok(&[
+        "redeem",
+        "--from",
+        &dev,
+        "--amount",
+        "1",
+        "--yes",
+        "--max-fee",
+        "0.01eth",
+    ]);
+    assert_eq!(out["status"], "completed");
+    // An action signed here must say which function it calls.
+    let err = live.fails(
+        &[
+            "action",
+            "exec",
+            "stake",
+            "--from",
+            &dev,
+            "--input",
+            "_amount=1",
+            "--yes",
+        ],
+        2,
+    );
+    assert!(err.contains("--function"), "{err}");
+}

@@ -117,6 +117,22 @@ bctest!(
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(err.contains("looks like a private key"), "{err}");
         assert!(!err.contains(KEY_4646), "key echoed: {err}");
+        // With 0x (66 characters, past the length limit) and as a mnemonic: same.
+        let hex = KEY_4646.trim_start_matches("0x");
+        let mnemonic = "test test test test test test test test test test test junk";
+        for secret in [format!("0x{hex}"), mnemonic.to_string()] {
+            let out = dir
+                .command()
+                .args(["key", "new", &secret, "--unsafe-test-kdf"])
+                .args([Path::new("--passphrase-file"), &pw])
+                .output();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{err}");
+            assert!(
+                !err.contains(hex) && !err.contains("test test"),
+                "echoed: {err}"
+            );
+        }
         // Empty stdin is a clear error.
         let out = dir
             .command()

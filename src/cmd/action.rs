@@ -16,6 +16,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use crate::cli::GlobalOpts;
+use crate::exit::{Code, coded};
 use crate::session::{FlowOpts, Session, StderrProgress};
 
 /// Transaction-action commands.
@@ -41,10 +42,10 @@ pub struct ExecArgs {
     /// calldata must call it.
     #[arg(long)]
     pub function: Option<String>,
-    /// The contract the transaction must go to.
+    /// The contract the transaction must go to [default: the profile's st_contract].
     #[arg(long)]
     pub expect_to: Option<Address>,
-    /// The chain the transaction must be for.
+    /// The chain the transaction must be for [default: the profile's side_chain_id].
     #[arg(long)]
     pub expect_chain_id: Option<u64>,
     /// Do not sign here: write a sign request for `bridgectl sign` on an offline machine.
@@ -78,6 +79,18 @@ fn parse_inputs(inputs: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
 fn exec(global: &GlobalOpts, args: ExecArgs) -> anyhow::Result<()> {
     let session = Session::new(global, &args.flow)?;
     let inputs = parse_inputs(&args.inputs)?;
+    // A local key is needed only to sign here; `--out` and managed accounts need none.
+    let local_key = args.out.is_none() && session.keystore.find(&args.from.to_string()).is_ok();
+    if (local_key || args.out.is_some()) && args.function.is_none() {
+        return Err(coded(
+            Code::Usage,
+            "pass --function NAME (the contract function the action is mapped to): the \
+             returned calldata is checked against it and the inputs before anything is signed",
+        ));
+    }
+    // Actions map ST functions unless told otherwise: the transaction must go to the ST
+    // contract on the side chain when the profile names them.
+    let p = &session.profile;
     let call = ActionCall {
         action: args.name.clone(),
         from: args.from,
@@ -85,14 +98,12 @@ fn exec(global: &GlobalOpts, args: ExecArgs) -> anyhow::Result<()> {
         intent: Intent {
             function: args.function.clone(),
             args: inputs,
-            to: args.expect_to,
-            chain_id: args.expect_chain_id,
+            to: args.expect_to.or(p.st_contract),
+            chain_id: args.expect_chain_id.or(p.side_chain_id),
             token: None,
             description: Some(format!("action {}", args.name)),
         },
     };
-    // A local key is needed only to sign here; `--out` and managed accounts need none.
-    let local_key = args.out.is_none() && session.keystore.find(&args.from.to_string()).is_ok();
     if local_key {
         session.check_signer(args.from)?;
     }

@@ -83,6 +83,12 @@ pub fn run(global: &GlobalOpts, args: SubmitArgs) -> anyhow::Result<()> {
         }
     };
     let existing = session.journal.get(&tx_id)?;
+    // A flow begun here (`action exec --out`) holds the rawTx that was verified online:
+    // the bundle must sign exactly that, whatever the request file now says.
+    if let Some(journaled) = &existing.raw_tx {
+        let raw = bridgectl_tx::RawTx::from_value(journaled).code(Code::Refused)?;
+        bridgectl_flow::airgap::check_signed_matches(&checked.decoded, &raw).code(Code::Refused)?;
+    }
     if let Some(prev) = &existing.tx_hash
         && prev.parse().ok() != Some(b.tx_hash)
     {

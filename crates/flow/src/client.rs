@@ -202,6 +202,8 @@ pub struct PlatformClient {
 
 fn build_http(options: &ClientOptions) -> Result<reqwest::Client, Error> {
     reqwest::Client::builder()
+        // A redirect would resend the body (tokens, secret keys) to another host.
+        .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(options.connect_timeout)
         .timeout(options.request_timeout)
         .pool_idle_timeout(Duration::from_secs(60))

@@ -196,6 +196,9 @@ impl Flows<'_> {
             expect_args: intent.args.clone(),
             max_gas_price: None,
             max_fee: None,
+            // No bridge call sends native value, and an intent names the whole call.
+            max_value: Some(U256::ZERO),
+            exact_args: intent.function.is_some(),
         };
         (from_intent, &self.policy)
     }
@@ -244,29 +247,41 @@ impl Flows<'_> {
                 found,
             })
         };
-        let price_cap = self.gas_price_cap(raw_tx.chain_id).await?;
-        let result = if raw_tx.from != from {
+        // What was asked for first (from, chain, callee, call), then what it may cost.
+        let asked = if raw_tx.from != from {
             Err(bridgectl_tx::Error::Policy {
                 source_name: "intent",
                 field: "from".into(),
                 expected: from.to_string(),
                 found: raw_tx.from.to_string(),
             })
-        } else if raw_tx.gas_limit > self.max_gas_limit {
-            refuse(
-                "gasLimit",
-                format!("at most {}", self.max_gas_limit),
-                raw_tx.gas_limit.to_string(),
-            )
-        } else if let Some((cap, why)) = price_cap.filter(|(cap, _)| raw_tx.gas_price > *cap) {
-            refuse(
-                "gasPrice",
-                format!("at most {cap} wei ({why})"),
-                format!("{} wei", raw_tx.gas_price),
-            )
         } else {
             bridgectl_tx::policy::verify(raw_tx, &intent_policy, "intent")
                 .and_then(|()| bridgectl_tx::policy::verify(raw_tx, caps, "policy"))
+        };
+        let result = match asked {
+            Err(e) => Err(e),
+            Ok(()) if raw_tx.gas_limit > self.max_gas_limit => refuse(
+                "gasLimit",
+                format!("at most {}", self.max_gas_limit),
+                raw_tx.gas_limit.to_string(),
+            ),
+            Ok(()) => match self.gas_price_cap(raw_tx.chain_id).await? {
+                // A fee cap bounds the price too; with neither, nothing would.
+                None if self.policy.max_fee.is_none() => refuse(
+                    "gasPrice",
+                    "a cap: max-gas-price or max-fee in the profile's policy (or the flags), \
+                     or the chain's rpc_url so the going price can be checked"
+                        .into(),
+                    format!("{} wei with no cap configured", raw_tx.gas_price),
+                ),
+                Some((cap, why)) if raw_tx.gas_price > cap => refuse(
+                    "gasPrice",
+                    format!("at most {cap} wei ({why})"),
+                    format!("{} wei", raw_tx.gas_price),
+                ),
+                _ => Ok(()),
+            },
         };
         match result {
             Ok(()) => {

@@ -403,7 +403,16 @@ impl Flows<'_> {
         progress: &mut dyn Progress,
     ) -> Result<Submitted, Error> {
         let (which, from) = (spec.which, spec.from);
+        let side = self.side(which)?;
+        let intent = transfer_intent(
+            side,
+            spec.to,
+            spec.amount,
+            &format!("managed transfer of {} to {}", side.symbol, spec.to),
+        );
         let (tx_id, raw) = self.begin_transfer("managed-transfer", spec).await?;
+        // The platform signs, but the caps are ours: nonce and gas may have come from it.
+        self.verify(&tx_id, from, &raw, &intent).await?;
         let raw_json = serde_json::to_value(&raw).unwrap_or_default();
         progress.step("asking the platform to sign for the managed account");
         let signed = self

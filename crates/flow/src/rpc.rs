@@ -60,6 +60,8 @@ impl NodeClient {
     pub fn new(url: &str) -> Result<Self, Error> {
         let url = check_url_safe_for_secrets(url)?;
         let http = reqwest::Client::builder()
+            // A redirect would resend the body (tokens, secret keys) to another host.
+            .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(5))
             .timeout(Duration::from_secs(30))
             .build()

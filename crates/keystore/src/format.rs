@@ -128,17 +128,35 @@ fn hex_field<const N: usize>(path: &Path, field: &str, value: &str) -> Result<[u
 /// Checks a label: it names the file, so it is restricted to a safe alphabet, and it
 /// must not look like an address or id (selectors would become ambiguous).
 pub(crate) fn check_label(label: &str) -> Result<(), Error> {
+    // A private key or a mnemonic pasted where the label goes must never be echoed in
+    // an error, nor end up in a file name: this check comes first, and the other
+    // refusals quote the label only when it passed the alphabet check.
+    let hex = label.strip_prefix("0x").unwrap_or(label);
+    if (hex.len() >= 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+        || label.split_whitespace().count() >= 3
+    {
+        return Err(Error::InvalidLabel {
+            label: "<redacted>".into(),
+            reason: "looks like a private key or a mnemonic: secrets are read from stdin or a \
+                     prompt, never from arguments"
+                .into(),
+        });
+    }
+    let safe_alphabet = label
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
     let bad = |reason: &str| Error::InvalidLabel {
-        label: label.to_owned(),
+        label: if safe_alphabet && label.len() <= 64 {
+            label.to_owned()
+        } else {
+            format!("<{} characters>", label.chars().count())
+        },
         reason: reason.to_owned(),
     };
     if label.is_empty() || label.len() > 64 {
         return Err(bad("must be 1 to 64 characters"));
     }
-    if !label
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-    {
+    if !safe_alphabet {
         return Err(bad("only letters, digits, '-', '_' and '.' are allowed"));
     }
     if label.starts_with(['.', '-']) {
@@ -147,14 +165,6 @@ pub(crate) fn check_label(label: &str) -> Result<(), Error> {
     if crate::store::parse_address_selector(label).is_some() || uuid::Uuid::parse_str(label).is_ok()
     {
         return Err(bad("must not look like an address or a key id"));
-    }
-    // A private key pasted where the label goes must not end up in a file name.
-    let hex = label.strip_prefix("0x").unwrap_or(label);
-    if hex.len() >= 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(Error::InvalidLabel {
-            label: "<redacted>".into(),
-            reason: "looks like a private key: secrets are read from stdin or a prompt, never from arguments".into(),
-        });
     }
     Ok(())
 }

@@ -32,6 +32,14 @@ pub struct Policy {
     /// The highest acceptable `gasLimit * gasPrice`, in wei.
     #[serde(default)]
     pub max_fee: Option<U256>,
+    /// The most wei the transaction may send along. An intent sets zero: no bridge
+    /// call sends native value.
+    #[serde(default)]
+    pub max_value: Option<U256>,
+    /// Every argument of the call must be named in `expect_args` (an intent names the
+    /// whole call; a function with an unnamed argument is not what was asked for).
+    #[serde(default)]
+    pub exact_args: bool,
 }
 
 impl Policy {
@@ -54,6 +62,8 @@ impl Policy {
         }
         self.max_gas_price = self.max_gas_price.or(fallback.max_gas_price);
         self.max_fee = self.max_fee.or(fallback.max_fee);
+        self.max_value = self.max_value.or(fallback.max_value);
+        self.exact_args |= fallback.exact_args;
         self
     }
 }
@@ -95,7 +105,16 @@ pub fn verify(tx: &RawTx, policy: &Policy, source_name: &'static str) -> Result<
             ));
         }
     }
-    if policy.expect_function.is_none() && policy.expect_args.is_empty() {
+    if let Some(cap) = policy.max_value
+        && tx.value > cap
+    {
+        return Err(fail(
+            "value",
+            format!("at most {cap} wei"),
+            format!("{} wei", tx.value),
+        ));
+    }
+    if policy.expect_function.is_none() && policy.expect_args.is_empty() && !policy.exact_args {
         return Ok(());
     }
     let decoded = calldata::classify(&tx.data);
@@ -145,6 +164,21 @@ pub fn verify(tx: &RawTx, policy: &Policy, source_name: &'static str) -> Result<
         if want != found {
             return Err(fail(&field, want.to_string(), found.to_string()));
         }
+    }
+    if policy.exact_args
+        && let Some((param, value)) = call
+            .args
+            .iter()
+            .find(|(p, _)| !policy.expect_args.contains_key(p.name))
+    {
+        return Err(fail(
+            &format!("args.{}", param.name),
+            format!("only the arguments asked for ({})", {
+                let names: Vec<&str> = policy.expect_args.keys().map(String::as_str).collect();
+                names.join(", ")
+            }),
+            format!("{} = {value} in {}", param.name, call.function.signature),
+        ));
     }
     Ok(())
 }
@@ -197,8 +231,53 @@ mod tests {
             expect_args: BTreeMap::from([("_amount".into(), "1500000000000000000".into())]),
             max_gas_price: Some(50_000_000_000),
             max_fee: Some(U256::from(5_000_000_000_000_000u64)),
+            max_value: Some(U256::ZERO),
+            exact_args: true,
         };
         verify(&tx(), &p, "policy").expect("passes");
+    }
+
+    #[test]
+    fn an_intent_names_the_whole_call_and_sends_no_value() {
+        // transferWithFee also has an `_amount`: naming only `_amount` must not let a
+        // call with other, unnamed arguments through.
+        let inputs = BTreeMap::from([
+            ("_to".to_string(), format!("{}", Address::repeat_byte(0x66))),
+            ("_amount".to_string(), "100".to_string()),
+            (
+                "_feeCollector".to_string(),
+                format!("{}", Address::repeat_byte(0x66)),
+            ),
+            ("_fee".to_string(), "99".to_string()),
+        ]);
+        let mut t = tx();
+        t.data = calldata::encode("transferWithFee", &inputs)
+            .expect("encode")
+            .into();
+        let named = Policy {
+            expect_args: BTreeMap::from([("_amount".into(), "100".into())]),
+            ..Policy::default()
+        };
+        verify(&t, &named, "intent").expect("a partial expectation checks only what it names");
+        let exact = Policy {
+            exact_args: true,
+            ..named
+        };
+        let err = verify(&t, &exact, "intent").expect_err("unnamed arguments refused");
+        assert!(err.to_string().contains("args._to"), "{err}");
+
+        let mut v = tx();
+        v.value = U256::from(1);
+        let no_value = Policy {
+            max_value: Some(U256::ZERO),
+            ..Policy::default()
+        };
+        let err = verify(&v, &no_value, "intent").expect_err("value refused");
+        assert!(
+            err.to_string()
+                .contains("value: expected at most 0 wei, found 1 wei"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -176,6 +176,9 @@ impl SignInput {
             expect_args: i.args.clone(),
             max_gas_price: None,
             max_fee: None,
+            // An intent names the whole call and never sends native value.
+            max_value: Some(alloy_primitives::U256::ZERO),
+            exact_args: i.function.is_some(),
         })
     }
 }

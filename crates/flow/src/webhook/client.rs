@@ -373,6 +373,8 @@ pub async fn exchange_token(
 
 fn http_client() -> Result<reqwest::Client, Error> {
     reqwest::Client::builder()
+        // A redirect would resend the body (tokens, secret keys) to another host.
+        .redirect(reqwest::redirect::Policy::none())
         .timeout(TIMEOUT)
         .build()
         .map_err(|source| Error::Http {

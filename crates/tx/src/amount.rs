@@ -148,16 +148,18 @@ pub fn parse_native(text: &str) -> Result<U256, Error> {
 /// Formats a wei amount for people: in ether when it is at least 0.001 ether, else in
 /// gwei when at least 1 gwei, else in wei; always exact.
 pub fn format_native(wei: U256, symbol: &str) -> String {
-    let milli_ether = U256::from(1_000_000_000_000_000u64);
     let gwei = U256::from(1_000_000_000u64);
+    let milli_ether = U256::from(1_000_000_000_000_000u64);
     // `format_units` cannot fail for decimals <= 77.
     let fmt = |d: u8| format_units(wei, d).unwrap_or_else(|_| wei.to_string());
-    if wei >= milli_ether {
+    // Always in the native unit, so a fee reads the same way as a balance; small ones
+    // in gwei too, where people compare gas costs.
+    if wei >= milli_ether || wei.is_zero() {
         format!("{} {symbol}", fmt(18))
     } else if wei >= gwei {
-        format!("{} gwei", fmt(9))
+        format!("{} {symbol} ({} gwei)", fmt(18), fmt(9))
     } else {
-        format!("{wei} wei")
+        format!("{} {symbol} ({wei} wei)", fmt(18))
     }
 }
 
@@ -251,8 +253,13 @@ mod tests {
         assert!(parse_native("fast").is_err());
         assert_eq!(
             format_native(U256::from(420_000_000_000_000u64), "ETH"),
-            "420000 gwei"
+            "0.00042 ETH (420000 gwei)"
         );
+        assert_eq!(
+            format_native(U256::from(7u64), "ETH"),
+            "0.000000000000000007 ETH (7 wei)"
+        );
+        assert_eq!(format_native(U256::ZERO, "ETH"), "0 ETH");
         assert_eq!(
             format_native(U256::from(1_500_000_000_000_000_000u128), "ETH"),
             "1.5 ETH"

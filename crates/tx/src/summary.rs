@@ -260,7 +260,9 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("WARNING:   maximum fee 0.005 ETH is above the cap 1 wei"),
+            text.contains(
+                "WARNING:   maximum fee 0.005 ETH is above the cap 0.000000000000000001 ETH (1 wei)"
+            ),
             "{text}"
         );
     }

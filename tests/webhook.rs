@@ -369,8 +369,10 @@ bctest!(
             .enable_all()
             .build()
             .expect("runtime");
-        let mut config = bridgectl_sandbox::SandboxConfig::default();
-        config.anvil = Some(crate::util::pinned_tool("anvil"));
+        let mut config = bridgectl_sandbox::SandboxConfig {
+            anvil: Some(crate::util::pinned_tool("anvil")),
+            ..Default::default()
+        };
         config.main.block_time_ms = 500;
         config.webhooks.retry_base_ms = 100;
         config.webhooks.retry_max_ms = 400;

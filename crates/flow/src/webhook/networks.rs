@@ -86,7 +86,7 @@ mod tests {
         assert!(check("bitcoin", "mainnet").is_err());
         let err = check("ethereum", "ropsten")
             .map(|_| ())
-            .unwrap_err()
+            .expect_err("ropsten is not served")
             .to_string();
         assert!(err.contains("ropsten") && err.contains("holesky"), "{err}");
     }

@@ -39,6 +39,12 @@ use super::Error;
 /// The most requests committed in one transaction.
 pub const MAX_BATCH: usize = 1024;
 
+/// The writer's own checkpoint threshold, in pages (64 MiB of WAL): a backstop only.
+const WRITER_AUTOCHECKPOINT_PAGES: i64 = 16_384;
+
+/// How often the checkpoint thread folds the WAL into the database.
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// How many requests may wait for the writer before senders are held back.
 const QUEUE: usize = 8192;
 
@@ -301,12 +307,25 @@ impl Store {
     /// is dropped, after committing what was queued.
     pub fn spawn_writer(&self) -> Result<(Writer, WriterThread), Error> {
         let conn = self.connect(true)?;
+        // Checkpoints run beside the writer (see `checkpoint_loop`), not inside its commits;
+        // this bound only matters if that thread falls behind.
+        conn.pragma_update(None, "wal_autocheckpoint", WRITER_AUTOCHECKPOINT_PAGES)
+            .map_err(|e| self.sql(e))?;
+        let checkpointer = self.connect(false)?;
+        let (stop_checkpoints, stopped) = std::sync::mpsc::channel::<()>();
+        std::thread::Builder::new()
+            .name("webhook-store-checkpoint".into())
+            .spawn(move || checkpoint_loop(checkpointer, stopped))
+            .map_err(|e| self.io(e))?;
         let (tx, rx) = mpsc::channel(QUEUE);
         let path = Arc::new(self.path.clone());
         let thread_path = path.clone();
         let handle = std::thread::Builder::new()
             .name("webhook-store-writer".into())
-            .spawn(move || writer_loop(conn, rx, &thread_path))
+            .spawn(move || {
+                writer_loop(conn, rx, &thread_path);
+                drop(stop_checkpoints);
+            })
             .map_err(|e| self.io(e))?;
         Ok((Writer { tx, path }, WriterThread { handle }))
     }
@@ -530,6 +549,17 @@ fn writer_loop(mut conn: Connection, mut rx: mpsc::Receiver<Op>, _path: &Path) {
     }
     // Every sender is gone: fold the WAL back so the file is complete on its own.
     let _ = conn.pragma_update(None, "wal_checkpoint", "TRUNCATE");
+}
+
+/// PASSIVE checkpoints on a second connection: they copy committed pages into the
+/// database without blocking the writer, so a commit never waits for a checkpoint (with
+/// SQLite's default, every ~1000 pages one unlucky commit does the whole checkpoint and its
+/// fsyncs while a batch of requests waits). Stops when the writer thread ends.
+fn checkpoint_loop(conn: Connection, stop: std::sync::mpsc::Receiver<()>) {
+    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(CHECKPOINT_EVERY)
+    {
+        let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+    }
 }
 
 /// One transaction for the whole batch; per-op results, all failed if the commit fails.

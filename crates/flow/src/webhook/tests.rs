@@ -16,6 +16,9 @@ use super::store::{SINK_EXEC, SINK_FORWARD, Store};
 
 const KEY: &str = "test-signing-key-7";
 
+/// A forwarded body and its `x-signature`.
+type Received = (Vec<u8>, Option<String>);
+
 struct Running {
     addr: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
@@ -345,7 +348,7 @@ async fn pending_hand_offs_survive_a_restart_and_forward_carries_the_signature()
     );
 
     // A receiver that fails once, then accepts.
-    let got: Arc<Mutex<Vec<(Vec<u8>, Option<String>)>>> = Arc::default();
+    let got: Arc<Mutex<Vec<Received>>> = Arc::default();
     let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let app = {
         let got = got.clone();

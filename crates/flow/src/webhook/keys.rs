@@ -325,7 +325,11 @@ mod tests {
         let dbg = format!("{:?}", file.load().expect("load"));
         assert!(!dbg.contains("do-not-print"), "{dbg}");
         fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).expect("chmod");
-        let err = file.load().map(|_| ()).expect_err("a 0644 key file is refused").to_string();
+        let err = file
+            .load()
+            .map(|_| ())
+            .expect_err("a 0644 key file is refused")
+            .to_string();
         assert!(err.contains("644"), "{err}");
     }
 }

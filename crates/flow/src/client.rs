@@ -697,7 +697,7 @@ mod tests {
         assert!(check_url_safe_for_secrets("http://localhost:1").is_ok());
         assert!(check_url_safe_for_secrets("http://[::1]:1").is_ok());
         assert!(check_url_safe_for_secrets("https://api.example.com").is_ok());
-        let err = check_url_safe_for_secrets("http://api.example.com").unwrap_err();
+        let err = check_url_safe_for_secrets("http://api.example.com").expect_err("refused");
         assert!(err.to_string().contains("plain http"), "{err}");
         assert!(check_url_safe_for_secrets("http://10.0.0.1").is_err());
         assert!(check_url_safe_for_secrets("ftp://x").is_err());

@@ -238,7 +238,7 @@ bctest!(
         .args(["--web3-url", "http://127.0.0.1:9"])
         .env("BRIDGECTL_WEB3_TOKEN", "t");
         let err = cmd.fails_with(2);
-        assert!(err.contains("unknown chain \"bitcoin\""), "{err}");
+        assert!(err.contains("unsupported chain \"bitcoin\""), "{err}");
         assert!(err.contains("ethereum, polygon"), "{err}");
 
         let err = dir

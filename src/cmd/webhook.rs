@@ -256,8 +256,7 @@ pub fn run(global: &GlobalOpts, cmd: WebhookCommand) -> anyhow::Result<()> {
 fn code_of(e: &WebhookError) -> Code {
     match e {
         WebhookError::NotFound { .. } | WebhookError::Api { status: 404, .. } => Code::NotFound,
-        WebhookError::UnknownChain { .. }
-        | WebhookError::UnknownNetwork { .. }
+        WebhookError::Network(_)
         | WebhookError::Invalid { .. }
         | WebhookError::Url { .. }
         | WebhookError::ListenerConfig { .. } => Code::Usage,
@@ -301,7 +300,7 @@ fn env_nonempty(name: &str) -> Option<String> {
 /// Checks chain/network, finds the URL and the token, and builds the client. The chain
 /// check comes first: a typo never costs a request, not even the token exchange.
 async fn connect(global: &GlobalOpts, web3: &Web3Opts) -> anyhow::Result<Client> {
-    networks::check(&web3.chain, &web3.network).map_err(coded_err)?;
+    networks::check(&web3.chain, &web3.network).map_err(|e| coded_err(e.into()))?;
     let url = match &web3.web3_url {
         Some(u) => u.clone(),
         None => crate::config::load_profile(global)?

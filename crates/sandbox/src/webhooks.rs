@@ -7,67 +7,25 @@
 
 use std::time::Duration;
 
-use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{Map, Value, json};
-use sha2::Sha256;
 
 use crate::state::{AppState, lock, now};
 
-/// The supported `{chain}` path segments and their `{network}`s. The only copy of the table:
-/// correct it here. (ethereum and polygon are confirmed; the two L2 families are inferred.)
-pub const NETWORKS: &[(&str, &[&str])] = &[
-    ("ethereum", &["mainnet", "goerli", "sepolia", "holesky"]),
-    ("polygon", &["mainnet", "mumbai"]),
-    ("arbitrum", &["mainnet", "goerli", "sepolia"]),
-    ("optimism", &["mainnet", "goerli", "sepolia"]),
-];
+/// The network table and the event types are `bridgectl-web3`'s: the client checks
+/// against the same ones.
+pub use bridgectl_web3::EVENT_TYPES;
 
-/// Event types the web3 API accepts. Only `BLOCK_PERIOD` delivers in the sandbox.
-pub const EVENT_TYPES: &[&str] = &[
-    "ADDRESS_ACTIVITY",
-    "TRANSACTION",
-    "MINED_TRANSACTION",
-    "SUCCESSFUL_TRANSACTION",
-    "FAILED_TRANSACTION",
-    "TOKEN_TRANSFER",
-    "BELOW_THRESHOLD_BALANCE",
-    "BLOCK_PERIOD",
-    "BLOCK_LIST_CALLER",
-    "ALLOW_LIST_CALLER",
-    "LOG",
-];
-
-/// Checks `{chain}/{network}` against [`NETWORKS`]; the error names what is supported.
+/// Checks `{chain}/{network}` against the one network table; the error names what is
+/// supported.
 pub fn check_network(chain: &str, network: &str) -> Result<(), String> {
-    match NETWORKS.iter().find(|(c, _)| *c == chain) {
-        None => Err(format!(
-            "path chain: unsupported {chain:?}; expected one of {}",
-            NETWORKS
-                .iter()
-                .map(|(c, _)| *c)
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-        Some((_, nets)) if !nets.contains(&network) => Err(format!(
-            "path network: {chain} has no network {network:?}; expected one of {}",
-            nets.join(", ")
-        )),
-        Some(_) => Ok(()),
-    }
+    bridgectl_web3::networks::check(chain, network)
+        .map(|_| ())
+        .map_err(|e| format!("path {e}"))
 }
 
-/// The `x-signature` of a delivery: hex HMAC-SHA256 of the raw body, keyed with the UTF-8
-/// bytes of the webhook's `signingKey` as the API shows it.
+/// The `x-signature` of a delivery (`bridgectl-web3` holds the scheme).
 pub fn signature(signing_key: &str, body: &[u8]) -> String {
-    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(signing_key.as_bytes())
-        .unwrap_or_else(|_| unreachable_hmac());
-    mac.update(body);
-    hex::encode(mac.finalize().into_bytes())
-}
-
-// HMAC accepts keys of any length; this is never reached.
-fn unreachable_hmac() -> Hmac<Sha256> {
-    <Hmac<Sha256> as KeyInit>::new(&Default::default())
+    bridgectl_web3::signature::sign(signing_key.as_bytes(), body)
 }
 
 fn snake(key: &str) -> String {
@@ -211,15 +169,6 @@ mod tests {
         let e = check_network("polygon", "sepolia").expect_err("no sepolia on polygon");
         assert!(e.contains("mainnet, mumbai"), "{e}");
         assert!(check_network("bitcoin", "mainnet").is_err());
-    }
-
-    /// RFC 4231 test case 2.
-    #[test]
-    fn hmac_matches_rfc4231() {
-        assert_eq!(
-            signature("Jefe", b"what do ya want for nothing?"),
-            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
-        );
     }
 
     #[test]

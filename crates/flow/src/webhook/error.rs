@@ -6,24 +6,9 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The chain segment is not in the network table.
-    #[error("unknown chain {chain:?}: expected one of {expected}")]
-    UnknownChain {
-        /// What was given.
-        chain: String,
-        /// The accepted chains.
-        expected: String,
-    },
-    /// The network segment is not served for that chain.
-    #[error("unknown network {network:?} for chain {chain}: expected one of {expected}")]
-    UnknownNetwork {
-        /// The chain.
-        chain: String,
-        /// What was given.
-        network: String,
-        /// The accepted networks of that chain.
-        expected: String,
-    },
+    /// The chain/network pair is not in the network table.
+    #[error(transparent)]
+    Network(#[from] bridgectl_web3::networks::UnsupportedNetwork),
     /// An event type or condition could not be built from what was given.
     #[error("invalid webhook {field}: {reason}")]
     Invalid {

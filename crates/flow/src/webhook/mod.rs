@@ -18,9 +18,11 @@ pub mod handoff;
 pub mod keys;
 pub mod listener;
 pub mod load;
-pub mod networks;
-pub mod signature;
 pub mod store;
+
+/// The network table and the delivery signature live in `bridgectl-web3`, shared with
+/// the sandbox; re-exported here under their old paths.
+pub use bridgectl_web3::{networks, signature};
 
 #[cfg(test)]
 mod tests;

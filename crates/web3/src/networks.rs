@@ -5,10 +5,7 @@
 //! so. Everything that validates a chain/network pair must use [`check`], so a correction
 //! is one edit here.
 //!
-//! NOTE: the sandbox crate validates against the same table; the two copies are to be
-//! unified into one shared place.
-
-use super::Error;
+//! The web3 client (`bridgectl-flow`) and the sandbox both validate against it.
 
 /// One chain family and the networks it serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +42,30 @@ pub const CHAINS: &[Chain] = &[
     },
 ];
 
+/// A chain/network pair the web3 API does not serve. The message lists what it does.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UnsupportedNetwork {
+    /// No such chain family.
+    #[error("unsupported chain {chain:?}: expected one of {expected}")]
+    Chain {
+        /// The chain as given.
+        chain: String,
+        /// The chains served.
+        expected: String,
+    },
+    /// The chain family has no such network.
+    #[error("chain {chain} has no network {network:?}: expected one of {expected}")]
+    Network {
+        /// The chain.
+        chain: String,
+        /// The network as given.
+        network: String,
+        /// Its networks.
+        expected: String,
+    },
+}
+
 /// Looks up a chain family by its path segment.
 pub fn chain(name: &str) -> Option<&'static Chain> {
     CHAINS.iter().find(|c| c.name == name)
@@ -53,15 +74,15 @@ pub fn chain(name: &str) -> Option<&'static Chain> {
 /// Checks that `chain`/`network` is a pair the web3 API serves, before any request.
 ///
 /// Matching is exact (the path segments are lowercase); the error lists what is accepted.
-pub fn check(chain_name: &str, network: &str) -> Result<&'static Chain, Error> {
-    let found = chain(chain_name).ok_or_else(|| Error::UnknownChain {
+pub fn check(chain_name: &str, network: &str) -> Result<&'static Chain, UnsupportedNetwork> {
+    let found = chain(chain_name).ok_or_else(|| UnsupportedNetwork::Chain {
         chain: chain_name.to_owned(),
         expected: CHAINS.iter().map(|c| c.name).collect::<Vec<_>>().join(", "),
     })?;
     if found.networks.contains(&network) {
         Ok(found)
     } else {
-        Err(Error::UnknownNetwork {
+        Err(UnsupportedNetwork::Network {
             chain: found.name.to_owned(),
             network: network.to_owned(),
             expected: found.networks.join(", "),

@@ -32,10 +32,7 @@ clippy:
 # Every test, then a check that no anvil the tests started is still running.
 unit:
 	$(CARGO) test --workspace
-	@if pgrep -f "$(CURDIR)/tools/node_modules/.*anvil" >/dev/null; then \
-		echo "anvil processes left running after the tests:"; \
-		pgrep -af "$(CURDIR)/tools/node_modules/.*anvil"; exit 1; \
-	else echo "no anvil left running"; fi
+	./scripts/no-anvil-left.sh
 
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps

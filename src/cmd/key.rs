@@ -65,7 +65,7 @@ impl TestKdfOpts {
 /// Arguments of `key new`.
 #[derive(Debug, Args)]
 pub struct NewArgs {
-    /// Label for the key (letters, digits, '-', '_', '.') [default: key-<address prefix>].
+    /// Label for the key (letters, digits, '-', '_', '.') [default: "key-" and the first address digits].
     pub label: Option<String>,
     #[command(flatten)]
     pub passphrase: PassphraseOpts,
@@ -77,7 +77,7 @@ pub struct NewArgs {
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("source").required(true).args(["raw", "web3", "mnemonic"])))]
 pub struct ImportArgs {
-    /// Label for the key [default: key-<address prefix>].
+    /// Label for the key [default: "key-" and the first address digits].
     pub label: Option<String>,
     /// Read a raw hex private key from stdin (or a hidden prompt on a terminal).
     #[arg(long)]

@@ -195,7 +195,7 @@ pub struct ListenArgs {
     /// Address to listen on, e.g. 127.0.0.1:8080 (port 0 picks one; see the first line).
     #[arg(long, value_name = "ADDR")]
     pub bind: SocketAddr,
-    /// The one path deliveries are accepted on; make it unguessable: /hooks/<secret>.
+    /// The one path deliveries are accepted on; make it unguessable: /hooks/SECRET.
     #[arg(long, default_value = "/", value_name = "PATH")]
     pub path: String,
     /// Event store [default: $XDG_STATE_HOME/bridgectl/webhook-events.sqlite].

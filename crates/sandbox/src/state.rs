@@ -242,7 +242,7 @@ impl AppState {
     }
 
     /// Every request the API has seen: `METHOD /path?query body`, without the
-    /// `Authorization` header. Capped at [`REQUEST_LOG_CAP`] entries.
+    /// `Authorization` header. Capped at 100,000 entries.
     pub fn request_log(&self) -> Vec<String> {
         lock(&self.0.request_log).clone()
     }

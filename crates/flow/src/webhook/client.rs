@@ -2,7 +2,7 @@
 //!
 //! Paths: `{web3}/v1/{chain}/{network}/webhooks[/{subscriptionId}]`; list and get are one
 //! endpoint (`?subscriptionId=` filters). Every call checks chain/network against
-//! [`networks`](super::networks) before it sends anything, and the client refuses to carry
+//! [`networks`] before it sends anything, and the client refuses to carry
 //! its token over plain http to anything but loopback.
 //!
 //! The token comes from [`exchange_token`] (`POST {web3}/v1/auth-token` with `X-NODE-ID`,

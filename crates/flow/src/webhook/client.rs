@@ -10,7 +10,6 @@
 //! `Authorization: Bearer <token>` and never appears in an error or `Debug` output.
 
 use std::fmt;
-use std::net::IpAddr;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -291,36 +290,24 @@ fn parse_wei(text: &str) -> Result<U256, Error> {
         .map_err(|_| invalid(field, format!("{text} does not fit in uint256")))
 }
 
-/// Checks a web3 URL: https anywhere, plain http only to a loopback host.
+/// Checks a web3 URL: https anywhere, plain http only to a loopback host (the same rule
+/// as the platform client's, [`crate::client::check_url_safe_for_secrets`]).
 pub fn check_url(url: &str) -> Result<Url, Error> {
-    let parsed = Url::parse(url).map_err(|e| Error::Url {
-        url: url.to_owned(),
-        reason: e.to_string(),
-    })?;
-    match parsed.scheme() {
-        "https" => Ok(parsed),
-        "http" => {
-            let host = parsed.host_str().unwrap_or("").to_owned();
-            if is_loopback(&host) {
-                Ok(parsed)
-            } else {
-                Err(Error::InsecureUrl { host })
-            }
-        }
-        other => Err(Error::Url {
+    crate::client::check_url_safe_for_secrets(url).map_err(|e| match e {
+        crate::Error::PlaintextRefused { .. } => Error::InsecureUrl {
+            host: Url::parse(url)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_owned))
+                .unwrap_or_default(),
+        },
+        other => Error::Url {
             url: url.to_owned(),
-            reason: format!("scheme {other} is not https (or http to loopback)"),
-        }),
-    }
-}
-
-fn is_loopback(host: &str) -> bool {
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost")
-        || bare
-            .parse::<IpAddr>()
-            .map(|ip| ip.is_loopback())
-            .unwrap_or(false)
+            reason: match other {
+                crate::Error::BadUrl { reason, .. } => reason,
+                e => e.to_string(),
+            },
+        },
+    })
 }
 
 /// Obtains a web3 access token by key exchange: `POST {web3}/v1/auth-token` with the

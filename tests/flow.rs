@@ -4,7 +4,6 @@
 use std::time::{Duration, Instant};
 
 use alloy_primitives::U256;
-use bridgectl_sandbox::FaultConfig;
 use serde_json::Value;
 
 use crate::live::Live;
@@ -263,13 +262,7 @@ fn air_gap_round_trip_through_files() {
 fn dropped_submit_response_is_resumed_with_the_same_hash() {
     let live = Live::new("resume_dropped");
     let dev = live.dev.to_string();
-    live.sb.fault(
-        "submit",
-        FaultConfig {
-            drop_after_work: 1.0,
-            ..Default::default()
-        },
-    );
+    live.sb.drop_answers("submit");
     let nonce0 = live.nonce(true, live.dev);
     let mut c = live.cmd();
     c.env("BRIDGECTL_RETRIES", "0")
@@ -308,13 +301,7 @@ fn dropped_submit_response_is_resumed_with_the_same_hash() {
 fn a_dropped_submit_response_is_retried_safely() {
     let live = Live::new("retry_dropped");
     let dev = live.dev.to_string();
-    live.sb.fault(
-        "submit",
-        FaultConfig {
-            drop_after_work: 1.0,
-            ..Default::default()
-        },
-    );
+    live.sb.drop_answers("submit");
     let nonce0 = live.nonce(true, live.dev);
     let out = live.ok(&["redeem", "--from", &dev, "--amount", "1", "--yes"]);
     assert_eq!(out["status"], "completed");
@@ -330,13 +317,7 @@ fn server_errors_are_retried_on_reads_and_reported_on_execute() {
     let live = Live::new("faults_5xx");
     let dev = live.dev.to_string();
     // Execute is never retried: a 503 is a clear error and nothing is signed.
-    live.sb.fault(
-        "execute",
-        FaultConfig {
-            error_rate: 1.0,
-            ..Default::default()
-        },
-    );
+    live.sb.fail_share("execute", 1.0);
     let nonce0 = live.nonce(true, live.dev);
     let err = live.fails(&["redeem", "--from", &dev, "--amount", "1", "--yes"], 7);
     assert!(
@@ -346,13 +327,7 @@ fn server_errors_are_retried_on_reads_and_reported_on_execute() {
     live.sb.clear("execute");
     assert_eq!(live.nonce(true, live.dev), nonce0);
     // Half of the redemption-result reads fail: the retries carry the flow through.
-    live.sb.fault(
-        "redeems",
-        FaultConfig {
-            error_rate: 0.5,
-            ..Default::default()
-        },
-    );
+    live.sb.fail_share("redeems", 0.5);
     let out = live.ok(&["redeem", "--from", &dev, "--amount", "1", "--yes"]);
     assert_eq!(out["status"], "completed");
 }
@@ -363,13 +338,7 @@ fn a_timeout_is_exit_8_and_resume_finishes() {
     let dev = live.dev.to_string();
     // Every status read fails: polling carries on until the wait runs out (exit 8),
     // and the message says what the last answer was.
-    live.sb.fault(
-        "redeems",
-        FaultConfig {
-            error_rate: 1.0,
-            ..Default::default()
-        },
-    );
+    live.sb.fail_share("redeems", 1.0);
     let mut c = live.cmd();
     c.env("BRIDGECTL_RETRIES", "0").args([
         "redeem",
@@ -391,13 +360,7 @@ fn a_timeout_is_exit_8_and_resume_finishes() {
     );
     live.sb.clear("redeems");
     // A status that does not come in time is a timeout too: the whole wait is bounded.
-    live.sb.fault(
-        "redeems",
-        FaultConfig {
-            latency_ms: 1500,
-            ..Default::default()
-        },
-    );
+    live.sb.delay("redeems", 1500);
     let err = live.fails(
         &[
             "redeem",
@@ -428,13 +391,7 @@ fn killed_between_sign_and_submit_then_resumed() {
     let live = Live::new("kill_resume");
     let dev = live.dev.to_string();
     // Hold the submission long enough to kill the client after it has signed.
-    live.sb.fault(
-        "submit",
-        FaultConfig {
-            latency_ms: 30_000,
-            ..Default::default()
-        },
-    );
+    live.sb.delay("submit", 30_000);
     let nonce0 = live.nonce(true, live.dev);
     let mut c = live.cmd();
     c.args(["redeem", "--from", &dev, "--amount", "1", "--yes"]);

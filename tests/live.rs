@@ -68,6 +68,39 @@ impl LiveSandbox {
         self.state.set_fault(route, fault);
     }
 
+    /// `route` does its work, then its answer is replaced by a 502.
+    pub fn drop_answers(&self, route: &str) {
+        self.fault(
+            route,
+            FaultConfig {
+                drop_after_work: 1.0,
+                ..Default::default()
+            },
+        );
+    }
+
+    /// A share `rate` of `route`'s requests get a 503 before any work.
+    pub fn fail_share(&self, route: &str, rate: f64) {
+        self.fault(
+            route,
+            FaultConfig {
+                error_rate: rate,
+                ..Default::default()
+            },
+        );
+    }
+
+    /// `route` answers `ms` milliseconds late.
+    pub fn delay(&self, route: &str, ms: u64) {
+        self.fault(
+            route,
+            FaultConfig {
+                latency_ms: ms,
+                ..Default::default()
+            },
+        );
+    }
+
     /// Clears the faults of `route`.
     pub fn clear(&self, route: &str) {
         self.state.set_fault(route, FaultConfig::default());

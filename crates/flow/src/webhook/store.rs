@@ -22,7 +22,11 @@
 //!   `sequenceNumber`. `verified` is 1 only when `x-signature` matched a stored signing key.
 //!   A verified event is unique by (subscriptionId, sequenceNumber) and by body hash; an
 //!   unverified one only by body hash, so a forged delivery can never shadow the genuine
-//!   one with the same sequence number. `handed_off` is a bit set of the sinks that took
+//!   one with the same sequence number. Both ids are read from the body, so two verified
+//!   rows with the same body would share them: the (subscriptionId, sequenceNumber) index
+//!   already makes verified bodies unique, and the body-hash index covers only unverified
+//!   rows (a rare few), so a commit does not rewrite a random page of a big hash index for
+//!   every event. `handed_off` is a bit set of the sinks that took
 //!   the event (1 = exec, 2 = forward); `attempts`, `next_attempt_ms` and `last_error`
 //!   drive the retries.
 //! - `quarantine`: everything else (not JSON, not an object, no ids), unique by body hash.
@@ -72,7 +76,9 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS events_genuine_seq
     ON events (subscription_id, sequence_number) WHERE verified = 1;
-CREATE UNIQUE INDEX IF NOT EXISTS events_body ON events (body_sha256, verified);
+DROP INDEX IF EXISTS events_body;
+CREATE UNIQUE INDEX IF NOT EXISTS events_unverified_body
+    ON events (body_sha256) WHERE verified = 0;
 CREATE INDEX IF NOT EXISTS events_pending ON events (verified, handed_off, next_attempt_ms);
 CREATE TABLE IF NOT EXISTS quarantine (
     id INTEGER PRIMARY KEY,
@@ -652,5 +658,89 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<Outcome> {
             ])?;
             Ok(Outcome::Duplicate)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(body: &[u8], seq: &str, verification: Verification) -> Incoming {
+        use sha2::Digest;
+        Incoming {
+            received_at_ms: 1,
+            body: body.to_vec(),
+            body_sha256: sha2::Sha256::digest(body).into(),
+            signature: Some("00".into()),
+            kind: IncomingKind::Event {
+                subscription_id: "7".into(),
+                sequence_number: seq.into(),
+                event_type: None,
+                verification,
+            },
+        }
+    }
+
+    /// The body-hash index covers only unverified rows; verified ones stay unique through
+    /// (subscriptionId, sequenceNumber). Every case of the old (body, verified) index must
+    /// keep its outcome, also on a store created with that old index.
+    #[tokio::test]
+    async fn dedupe_by_ids_and_body_and_old_stores_migrate() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("events.sqlite");
+        {
+            let conn = Connection::open(&path).expect("open");
+            conn.execute_batch(
+                "CREATE TABLE events (id INTEGER PRIMARY KEY, received_at_ms INTEGER NOT NULL,
+                    subscription_id TEXT NOT NULL, sequence_number TEXT NOT NULL,
+                    event_type TEXT, verified INTEGER NOT NULL, verification TEXT NOT NULL,
+                    signature TEXT, body_sha256 BLOB NOT NULL, body BLOB NOT NULL,
+                    handed_off INTEGER NOT NULL DEFAULT 0,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    next_attempt_ms INTEGER NOT NULL DEFAULT 0, last_error TEXT);
+                 CREATE UNIQUE INDEX events_body ON events (body_sha256, verified);",
+            )
+            .expect("old schema");
+        }
+        let store = Store::open(&path).expect("store");
+        let (writer, thread) = store.spawn_writer().expect("writer");
+        let valid = Verification::Valid;
+        let forged = Verification::Mismatch;
+        let a = br#"{"subscriptionId":"7","sequenceNumber":1}"#;
+        let a2 = br#"{"subscriptionId":"7","sequenceNumber":"1"}"#;
+        let b = br#"{"subscriptionId":"7","sequenceNumber":2}"#;
+        let cases: [(&[u8], &str, Verification, bool); 7] = [
+            (a, "1", valid, true),
+            (a, "1", valid, false),  // same body again
+            (a2, "1", valid, false), // same ids, other body
+            (a, "1", forged, true),  // a forgery never shadows the genuine row
+            (a, "1", forged, false), // the same forgery again
+            (b, "2", forged, true),  // a forgery first ...
+            (b, "2", valid, true),   // ... does not keep out the genuine one
+        ];
+        for (i, (body, seq, verification, new)) in cases.into_iter().enumerate() {
+            let outcome = writer
+                .insert(event(body, seq, verification))
+                .await
+                .expect("insert");
+            assert_eq!(
+                matches!(outcome, Outcome::Stored(_)),
+                new,
+                "case {i}: {outcome:?}"
+            );
+        }
+        drop(writer);
+        thread.join();
+        let counts = store.counts().expect("counts");
+        assert_eq!((counts.events, counts.verified), (4, 2));
+        let conn = Connection::open(&path).expect("open");
+        let old: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE name = 'events_body'",
+                [],
+                |r| r.get(0),
+            )
+            .expect("schema");
+        assert_eq!(old, 0, "the old index is gone");
     }
 }

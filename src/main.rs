@@ -14,6 +14,7 @@ mod output;
 mod passphrase;
 mod review;
 mod session;
+mod shutdown;
 
 use std::process::ExitCode;
 use std::sync::OnceLock;

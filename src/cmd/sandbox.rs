@@ -47,6 +47,10 @@ pub fn run(global: &GlobalOpts, args: SandboxArgs) -> anyhow::Result<()> {
             .await
             .context("the sandbox did not start")?;
         let ready_ms = started.elapsed().as_millis();
+        // Listen for Ctrl-C and SIGTERM before telling anyone the sandbox is ready: a
+        // signal that arrives right after the announcement must stop it cleanly, not
+        // kill the process with the default action.
+        let stop = crate::shutdown::on_signal()?;
         let info = sandbox.info().clone();
         if let Some(path) = &args.write_profile {
             write_profile(path, &info)?;
@@ -56,9 +60,7 @@ pub fn run(global: &GlobalOpts, args: SandboxArgs) -> anyhow::Result<()> {
         } else {
             print_text(&info, ready_ms)?;
         }
-        tokio::signal::ctrl_c()
-            .await
-            .context("cannot wait for Ctrl-C")?;
+        stop.await;
         output::note("stopping the sandbox...");
         sandbox.shutdown().await.context("stopping the sandbox")?;
         output::note("stopped; no anvil left running");

@@ -522,21 +522,6 @@ async fn delete(global: &GlobalOpts, args: IdArgs) -> anyhow::Result<()> {
     }
 }
 
-async fn shutdown_signal() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term => {}
-    }
-}
-
 async fn listen(global: &GlobalOpts, args: ListenArgs) -> anyhow::Result<()> {
     let store = store_path(&args.store)?;
     let keys = keys_path(&args.keys)?;
@@ -547,6 +532,7 @@ async fn listen(global: &GlobalOpts, args: ListenArgs) -> anyhow::Result<()> {
         exec: args.exec.clone(),
         forward: args.forward.clone(),
     };
+    let stop = crate::shutdown::on_signal()?;
     let listener = Listener::bind(config).await.map_err(coded_err)?;
     let addr = listener.local_addr().map_err(coded_err)?;
     let url = format!("http://{addr}{}", args.path);
@@ -566,7 +552,7 @@ async fn listen(global: &GlobalOpts, args: ListenArgs) -> anyhow::Result<()> {
         ));
     }
     let _ = std::io::stdout().flush();
-    let stats = listener.run(shutdown_signal()).await.map_err(coded_err)?;
+    let stats = listener.run(stop).await.map_err(coded_err)?;
     if global.json {
         output::line(serde_json::to_string(&json!({ "stopped": stats }))?)
     } else {
@@ -639,7 +625,7 @@ async fn events(global: &GlobalOpts, args: EventsArgs) -> anyhow::Result<()> {
     }
     let store = Store::open_existing(&path).map_err(coded_err)?;
     let mut after = args.since;
-    let stop = shutdown_signal();
+    let stop = crate::shutdown::on_signal()?;
     tokio::pin!(stop);
     let mut first = true;
     loop {

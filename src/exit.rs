@@ -34,12 +34,32 @@ pub enum Code {
 /// Its message is the wrapped error's whole chain, and it reports no source of its
 /// own, so the chain is printed once.
 #[derive(Debug, thiserror::Error)]
-#[error("{error:#}")]
+#[error("{}", one_line(error))]
 pub struct Coded {
     /// The exit code.
     pub code: Code,
     /// The error itself.
     pub error: anyhow::Error,
+}
+
+/// The error and its causes on one line, "what failed: why", each cause once.
+///
+/// Library errors that name their source in their own message (so that `to_string()`
+/// alone says why) also report it as `source()`; anyhow's `{:#}` would print it twice
+/// ("listener on ...: Address already in use: Address already in use").
+pub fn one_line(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let part = cause.to_string();
+        if text.ends_with(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
 }
 
 /// Extension to tag a result with an exit code.
@@ -96,4 +116,47 @@ pub fn code_for(err: &anyhow::Error) -> Code {
         }
     }
     Code::Failure
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A library error that names its source in its message and also reports it.
+    #[derive(Debug, thiserror::Error)]
+    #[error("listener on 127.0.0.1:1: {source}")]
+    struct Listen {
+        #[source]
+        source: std::io::Error,
+    }
+
+    fn in_use() -> std::io::Error {
+        std::io::Error::new(std::io::ErrorKind::AddrInUse, "Address already in use")
+    }
+
+    #[test]
+    fn one_line_names_each_cause_once() {
+        let err = anyhow::Error::new(Listen { source: in_use() }).context("webhook listen");
+        assert_eq!(
+            one_line(&err),
+            "webhook listen: listener on 127.0.0.1:1: Address already in use"
+        );
+        let coded = anyhow::Error::new(Coded {
+            code: Code::Remote,
+            error: err,
+        });
+        assert_eq!(
+            one_line(&coded),
+            "webhook listen: listener on 127.0.0.1:1: Address already in use"
+        );
+    }
+
+    #[test]
+    fn one_line_keeps_causes_that_add_something() {
+        let err = anyhow::Error::new(in_use()).context("binding the sandbox");
+        assert_eq!(
+            one_line(&err),
+            "binding the sandbox: Address already in use"
+        );
+    }
 }

@@ -32,10 +32,9 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             let code = exit::code_for(&err);
-            // `{:#}` prints the whole chain on one line: "what failed: why".
             #[allow(clippy::print_stderr)]
             {
-                eprintln!("error: {err:#}");
+                eprintln!("error: {}", exit::one_line(&err));
             }
             ExitCode::from(code as u8)
         }

@@ -156,6 +156,23 @@ bctest!(
 );
 
 bctest!(
+    listen_on_a_busy_port_says_why_once,
+    |dir: Dir, mut cmd: TestCommand| {
+        let keys = write_keys(&dir);
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = taken.local_addr().expect("addr").to_string();
+        cmd.args(["webhook", "listen", "--bind", &addr, "--path", PATH])
+            .args(["--store".as_ref(), dir.join("events.sqlite").as_os_str()])
+            .args(["--keys".as_ref(), keys.as_os_str()]);
+        let stderr = cmd.fails_with(1);
+        assert!(stderr.contains(&addr), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        // The OS reason once, not once from the message and again from its source.
+        assert_eq!(stderr.matches("(os error").count(), 1, "{stderr}");
+    }
+);
+
+bctest!(
     kill_9_midway_loses_no_acknowledged_event,
     |dir: Dir, _cmd: TestCommand| {
         let keys = write_keys(&dir);

@@ -42,24 +42,10 @@ pub struct Coded {
     pub error: anyhow::Error,
 }
 
-/// The error and its causes on one line, "what failed: why", each cause once.
-///
-/// Library errors that name their source in their own message (so that `to_string()`
-/// alone says why) also report it as `source()`; anyhow's `{:#}` would print it twice
-/// ("listener on ...: Address already in use: Address already in use").
+/// The error and its causes on one line, each cause once: what `main` prints. anyhow's
+/// `{:#}` would repeat a source that a library error also names in its own message.
 pub fn one_line(err: &anyhow::Error) -> String {
-    let mut text = String::new();
-    for cause in err.chain() {
-        let part = cause.to_string();
-        if text.ends_with(&part) {
-            continue;
-        }
-        if !text.is_empty() {
-            text.push_str(": ");
-        }
-        text.push_str(&part);
-    }
-    text
+    bridgectl_flow::error::one_line(err.as_ref())
 }
 
 /// Extension to tag a result with an exit code.

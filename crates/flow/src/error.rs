@@ -4,6 +4,28 @@ use serde_json::Value;
 
 use crate::client::PlatformError;
 
+/// An error and its causes on one line, "what failed: why", each cause once.
+///
+/// Some errors name their source in their own message (so that `to_string()` alone says
+/// why) and also report it as `source()`; walking the chain naively would print that
+/// source twice ("listener on ...: Address already in use: Address already in use"), so a
+/// cause the text already ends with is skipped.
+pub fn one_line(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = String::new();
+    let mut next = Some(err);
+    while let Some(cause) = next {
+        let part = cause.to_string();
+        if !text.ends_with(&part) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&part);
+        }
+        next = cause.source();
+    }
+    text
+}
+
 /// What can go wrong talking to the platform, checking what it returned, or keeping the
 /// journal.
 #[derive(Debug, thiserror::Error)]

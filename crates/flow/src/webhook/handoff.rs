@@ -236,17 +236,6 @@ async fn forward(http: &reqwest::Client, url: &str, event: &StoredEvent) -> Resu
     match req.send().await {
         Ok(resp) if resp.status().is_success() => Ok(()),
         Ok(resp) => Err(format!("{url} answered {}", resp.status())),
-        Err(e) => Err(format!("{url}: {}", error_chain(&e))),
+        Err(e) => Err(format!("{url}: {}", crate::error::one_line(&e))),
     }
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }

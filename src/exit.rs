@@ -89,7 +89,9 @@ pub fn code_for(err: &anyhow::Error) -> Code {
                 F::Tx(e) => crate::cmd::sign::exit_code_for(e),
                 F::Keystore(e) => crate::cmd::key::exit_code_for(e),
                 F::Declined(_) => Code::Declined,
-                F::BundleMismatch(_) => Code::Refused,
+                F::BundleMismatch(_) | F::NonceReserved { .. } | F::JournalCorrupt { .. } => {
+                    Code::Refused
+                }
                 F::NotInJournal(_) => Code::NotFound,
                 F::Timeout { .. } => Code::Timeout,
                 F::Http { .. } | F::Platform { .. } | F::UnexpectedShape { .. } => Code::Remote,

@@ -15,6 +15,7 @@ mod passphrase;
 mod review;
 mod session;
 mod shutdown;
+mod trust;
 
 use std::process::ExitCode;
 use std::sync::OnceLock;
@@ -34,7 +35,11 @@ fn main() -> ExitCode {
             let code = exit::code_for(&err);
             #[allow(clippy::print_stderr)]
             {
-                eprintln!("error: {}", exit::one_line(&err));
+                // Errors carry platform messages and request text: escaped on the way out.
+                eprintln!(
+                    "error: {}",
+                    bridgectl_tx::text::printable(&exit::one_line(&err))
+                );
             }
             ExitCode::from(code as u8)
         }

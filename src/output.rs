@@ -4,6 +4,7 @@
 
 use std::io::Write;
 
+use bridgectl_tx::text::printable_lines;
 use serde::Serialize;
 
 /// Prints `value` as pretty JSON followed by a newline on stdout.
@@ -14,15 +15,25 @@ pub fn json<T: Serialize>(value: &T) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Prints a line of text on stdout.
+/// Prints a line of text on stdout. Text from outside in it (platform values, labels,
+/// webhook fields) reaches the terminal escaped: see [`untrusted`].
 pub fn line(text: impl std::fmt::Display) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{text}")?;
+    writeln!(out, "{}", printable_lines(&text.to_string()))?;
     Ok(())
 }
 
 /// Prints a line on stderr: progress, warnings and prompts that must not pollute stdout.
+/// Escaped like [`line`].
 pub fn note(text: impl std::fmt::Display) {
     let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "{text}");
+    let _ = writeln!(err, "{}", printable_lines(&text.to_string()));
+}
+
+/// One string from outside, made safe to print inside a line: every control character
+/// (newlines too) escaped, so it can neither drive the terminal nor fake a line. The
+/// one helper for such strings; [`line`] and [`note`] also escape, as a last guard,
+/// everything but line breaks.
+pub fn untrusted(s: &str) -> std::borrow::Cow<'_, str> {
+    bridgectl_tx::text::printable(s)
 }

@@ -9,7 +9,6 @@
 //! are never taken from argv. The keystore library never prompts: it calls back into
 //! [`CliPassphrases`] through [`PassphraseProvider`].
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use bridgectl_keystore::{Passphrase, PassphraseProvider, PassphraseRequest, Purpose};
@@ -73,7 +72,7 @@ impl CliPassphrases {
     /// Fails early, before any expensive work, when the passphrase could only come
     /// from a prompt and there is no terminal to prompt on.
     pub fn ensure_available(&self) -> anyhow::Result<()> {
-        if matches!(self.source, Source::Prompt) && !std::io::stdin().is_terminal() {
+        if matches!(self.source, Source::Prompt) && crate::review::terminal().is_none() {
             return Err(no_tty_error());
         }
         Ok(())
@@ -84,8 +83,8 @@ fn no_tty_error() -> anyhow::Error {
     crate::exit::coded(
         crate::exit::Code::Passphrase,
         format!(
-            "no passphrase source: stdin is not a terminal and none of --passphrase-file, \
-             {ENV_FILE} or {ENV_VALUE} is set"
+            "no passphrase source: there is no terminal to ask on and none of \
+             --passphrase-file, {ENV_FILE} or {ENV_VALUE} is set"
         ),
     )
 }
@@ -124,10 +123,12 @@ impl PassphraseProvider for CliPassphrases {
 }
 
 fn prompt(request: &PassphraseRequest<'_>) -> Result<Passphrase, bridgectl_keystore::Error> {
-    if !std::io::stdin().is_terminal() {
+    // rpassword asks on /dev/tty whatever stdin is, so piped input and a typed
+    // passphrase go together.
+    if crate::review::terminal().is_none() {
         return Err(bridgectl_keystore::Error::PassphraseUnavailable {
             reason: format!(
-                "stdin is not a terminal and none of --passphrase-file, {ENV_FILE} or \
+                "there is no terminal to ask on and none of --passphrase-file, {ENV_FILE} or \
                  {ENV_VALUE} is set"
             ),
         });

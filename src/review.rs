@@ -1,41 +1,38 @@
 //! What the person sees and says before a key is unlocked: the summary of the
-//! transaction on stderr, then a confirmation (skipped by `--yes`; refused when there is
-//! no terminal to ask on). Shared by `sign` and every online flow.
+//! transaction on stderr, then a confirmation on the terminal (skipped by `--yes`;
+//! refused when there is no terminal to ask on). Shared by `sign` and every online flow.
+//!
+//! The question is asked on `/dev/tty`, not stdin: `bridgectl sign - < request.json`
+//! reads the request from stdin and can still be confirmed by the person at the
+//! terminal.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{BufRead, BufReader, Write};
 
 use alloy_primitives::Address;
-use bridgectl_tx::RawTx;
-use bridgectl_tx::request::Intent;
 use bridgectl_tx::summary::{Context, Summary};
+use bridgectl_tx::{RawTx, Verified};
 
 use crate::config::Profile;
 use crate::exit::{Code, coded};
 
-/// The summary context from the profile and the intent.
-pub fn context(profile: &Profile, chain_id: u64, intent: Option<&Intent>) -> Context {
-    let mut labels: BTreeMap<Address, String> = profile
+/// The summary context: the verified transaction's trusted facts (chain name, token,
+/// the callee's label) and the profile's address labels.
+pub fn context(profile: &Profile, verified: &Verified) -> Context {
+    let mut ctx = verified.summary_context();
+    if ctx.chain_name.is_none() {
+        ctx.chain_name = profile
+            .chain_name(verified.raw_tx().chain_id)
+            .map(str::to_owned);
+    }
+    let labels: BTreeMap<Address, String> = profile
         .labels
         .iter()
         .filter_map(|(k, v)| k.parse::<Address>().ok().map(|a| (a, v.clone())))
         .collect();
-    // The contract the intent names is labelled by its token, unless the config says
-    // otherwise: labels are per address, and the same address can be a different
-    // contract on another chain.
-    if let Some((to, token)) = intent.and_then(|i| Some((i.to?, i.token.as_ref()?))) {
-        labels
-            .entry(to)
-            .or_insert_with(|| format!("{} token", token.symbol));
-    }
-    Context {
-        chain_name: profile.chain_name(chain_id).map(str::to_owned),
-        native_symbol: None,
-        labels,
-        token: intent.and_then(|i| i.token.clone()),
-        max_fee: profile.policy.max_fee,
-        description: intent.and_then(|i| i.description.clone()),
-    }
+    // The profile's own labels win over the generated "ST token".
+    ctx.labels.extend(labels);
+    ctx
 }
 
 /// Prints the summary of `tx` on stderr.
@@ -45,23 +42,32 @@ pub fn show(tx: &RawTx, ctx: &Context) -> Summary {
     summary
 }
 
+/// The controlling terminal, for questions: whatever stdin is.
+pub fn terminal() -> Option<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+        .ok()
+}
+
 /// Asks "sign this?" on the terminal unless `yes`. No terminal and no `--yes` is a
 /// refusal, never a silent yes.
 pub fn confirm(yes: bool, question: &str) -> anyhow::Result<()> {
     if yes {
         return Ok(());
     }
-    if !std::io::stdin().is_terminal() {
+    let Some(tty) = terminal() else {
         return Err(coded(
             Code::Declined,
-            "not confirmed: stdin is not a terminal to ask on; pass --yes to sign without asking",
+            "not confirmed: there is no terminal to ask on; pass --yes to sign without asking",
         ));
-    }
-    let mut err = std::io::stderr().lock();
-    write!(err, "{question} [y/N] ")?;
-    err.flush()?;
+    };
+    let mut out = &tty;
+    write!(out, "{question} [y/N] ")?;
+    out.flush()?;
     let mut answer = String::new();
-    std::io::stdin().lock().read_line(&mut answer)?;
+    BufReader::new(&tty).read_line(&mut answer)?;
     if matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
         Ok(())
     } else {

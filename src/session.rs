@@ -39,17 +39,9 @@ pub struct FlowOpts {
     #[arg(long, short = 'y')]
     pub yes: bool,
 
-    /// Highest gas price to sign, in wei or with a unit (`50gwei`); over the profile's.
-    #[arg(long, value_name = "AMOUNT", help_heading = "Policy")]
-    pub max_gas_price: Option<String>,
-
-    /// Highest gasLimit x gasPrice to sign, in wei or with a unit (`0.01eth`).
-    #[arg(long, value_name = "AMOUNT", help_heading = "Policy")]
-    pub max_fee: Option<String>,
-
-    /// Highest gas limit to sign.
-    #[arg(long, value_name = "GAS", default_value_t = bridgectl_flow::engine::DEFAULT_MAX_GAS_LIMIT, help_heading = "Policy")]
-    pub max_gas_limit: u64,
+    /// Caps on what is signed.
+    #[command(flatten)]
+    pub caps: crate::trust::CapOpts,
 
     /// Give up waiting for results after this many seconds (resume later).
     #[arg(long, default_value_t = 120, value_name = "SECS")]
@@ -134,18 +126,13 @@ impl Session {
         }
     }
 
-    /// The user's caps: flags over the profile's policy.
+    /// The policy in force: the cap flags over the profile's policy, with the profile's
+    /// chains and contracts as the trust root.
     pub fn policy(&self) -> Result<bridgectl_tx::Policy> {
-        let mut flags = bridgectl_tx::Policy::default();
-        if let Some(p) = &self.opts.max_gas_price {
-            let wei = bridgectl_tx::amount::parse_native(p).context("--max-gas-price")?;
-            flags.max_gas_price =
-                Some(u128::try_from(wei).map_err(|_| anyhow!("--max-gas-price is above 2^128"))?);
-        }
-        if let Some(f) = &self.opts.max_fee {
-            flags.max_fee = Some(bridgectl_tx::amount::parse_native(f).context("--max-fee")?);
-        }
-        Ok(flags.or(&self.profile.policy))
+        Ok(crate::trust::trust_root(
+            &self.profile,
+            self.opts.caps.to_policy()?,
+        ))
     }
 
     /// The flows over this session.
@@ -160,7 +147,6 @@ impl Session {
                 interval: Duration::from_millis(300),
                 timeout: Duration::from_secs(self.opts.timeout),
             },
-            max_gas_limit: self.opts.max_gas_limit,
         })
     }
 
@@ -205,14 +191,11 @@ impl Session {
     pub fn check_signer(&self, from: Address) -> Result<()> {
         self.keystore.find(&from.to_string())?;
         CliPassphrases::new(&self.opts.passphrase).ensure_available()?;
-        if !self.opts.yes {
-            use std::io::IsTerminal;
-            if !std::io::stdin().is_terminal() {
-                return Err(crate::exit::coded(
-                    crate::exit::Code::Declined,
-                    "not confirmed: stdin is not a terminal to ask on; pass --yes to sign without asking",
-                ));
-            }
+        if !self.opts.yes && crate::review::terminal().is_none() {
+            return Err(crate::exit::coded(
+                crate::exit::Code::Declined,
+                "not confirmed: there is no terminal to ask on; pass --yes to sign without asking",
+            ));
         }
         Ok(())
     }
@@ -350,14 +333,14 @@ pub struct CliApprover<'a> {
 
 impl Approver for CliApprover<'_> {
     fn approve(&mut self, review: &Review<'_>) -> Result<PrivateKeySigner, bridgectl_flow::Error> {
-        let ctx = crate::review::context(self.profile, review.raw_tx.chain_id, Some(review.intent));
-        crate::review::show(review.raw_tx, &ctx);
+        let ctx = crate::review::context(self.profile, review.verified);
+        crate::review::show(review.raw_tx(), &ctx);
         crate::review::confirm(self.yes, "sign and submit this transaction?")
             .map_err(|e| bridgectl_flow::Error::Declined(format!("{e:#}")))?;
         let started = std::time::Instant::now();
         let signer = self
             .keystore
-            .unlock(&review.raw_tx.from.to_string(), &mut self.passphrases);
+            .unlock(&review.raw_tx().from.to_string(), &mut self.passphrases);
         self.unlock_time += started.elapsed();
         Ok(signer?)
     }

@@ -46,8 +46,48 @@ fn eip155_raw() -> Value {
 const EIP155_SIGNED: &str = "0xf86c098504a817c800825208943535353535353535353535353535353535353535880de0b6b3a76400008025a028ef61340bd939bc2195fe537567866003e1a15d3c71ff63e1590620aa636276a067cbe9d8997f761aecb703304b3800ccf555c9f3dc64214b297fb1966a3b6d83";
 const EIP155_HASH: &str = "0x33469b22e9f636356c4160a87eb19df52b7412e8eac32a4a55ffe88ea8350788";
 
+/// The flags that pin every field of the EIP-155 example (a plain value transfer on
+/// chain 1, which no profile names): what a person signing it offline must state.
+const EIP155_PINNED: &[(&str, &str)] = &[
+    ("--expect-chain-id", "1"),
+    ("--expect-to", "0x3535353535353535353535353535353535353535"),
+    ("--expect-data", "0x"),
+    ("--allow-value", "1ether"),
+    ("--max-gas-price", "20gwei"),
+    ("--nonce", "9"),
+];
+
+/// `--yes` and the pinned flags, with `overrides` replacing (or, with an empty value,
+/// removing) some of them.
+fn pinned(overrides: &[(&str, &str)]) -> Vec<String> {
+    let mut flags = Vec::new();
+    if !overrides.contains(&("--yes", "")) {
+        flags.push("--yes".to_string());
+    }
+    for (flag, value) in EIP155_PINNED {
+        match overrides.iter().find(|(f, _)| f == flag) {
+            Some((_, "")) => {}
+            Some((f, v)) => flags.extend([f.to_string(), v.to_string()]),
+            None => flags.extend([flag.to_string(), value.to_string()]),
+        }
+    }
+    for (f, v) in overrides {
+        if *f != "--yes" && !EIP155_PINNED.iter().any(|(p, _)| p == f) {
+            flags.push(f.to_string());
+            if !v.is_empty() {
+                flags.push(v.to_string());
+            }
+        }
+    }
+    flags
+}
+
 /// `bridgectl sign` reading `input` on stdin, passphrase from the counting FIFO.
-fn sign_cmd(dir: &Dir, fifo: &CountingPassphrase, extra: &[&str]) -> TestCommand {
+fn sign_cmd<S: AsRef<std::ffi::OsStr>>(
+    dir: &Dir,
+    fifo: &CountingPassphrase,
+    extra: &[S],
+) -> TestCommand {
     let mut cmd = dir.command();
     cmd.args(["sign", "-"]).args(extra);
     cmd.env("BRIDGECTL_PASSPHRASE_FILE", &fifo.path);
@@ -63,7 +103,7 @@ bctest!(
     |dir: Dir, _cmd: TestCommand| {
         import(&dir, "k1", EIP155_KEY);
         let fifo = CountingPassphrase::new(&dir, PASS);
-        let out = run_stdin(&mut sign_cmd(&dir, &fifo, &["--yes"]), &eip155_raw());
+        let out = run_stdin(&mut sign_cmd(&dir, &fifo, &pinned(&[])), &eip155_raw());
         let reads = fifo.finish();
         crate::util::assert_success(&Command::new("bridgectl sign"), &out);
         assert_eq!(
@@ -116,6 +156,22 @@ bctest!(
         });
         let input = dir.write("req.json", serde_json::to_vec(&raw).expect("json"));
         let out_path = dir.join("signed.hex");
+        let second_vector = [
+            "--expect-chain-id",
+            "1",
+            "--expect-to",
+            "0xF0109fC8DF283027b6285cc889F5aA624EaC1F55",
+            "--expect-data",
+            "0x",
+            "--allow-value",
+            "1gwei",
+            "--max-gas-price",
+            "21gwei",
+            "--max-gas-limit",
+            "2000000",
+            "--nonce",
+            "0",
+        ];
         let mut cmd = dir.command();
         cmd.args([
             "sign",
@@ -124,7 +180,7 @@ bctest!(
             "--raw",
             "--out",
         ]);
-        cmd.args([&out_path]);
+        cmd.args([&out_path]).args(second_vector);
         cmd.env("BRIDGECTL_PASSPHRASE", PASS);
         cmd.stdout();
         let text = std::fs::read_to_string(&out_path).expect("out file");
@@ -141,9 +197,29 @@ bctest!(
             "--raw",
             "--out",
         ]);
-        again.args([&out_path]);
+        again.args([&out_path]).args(second_vector);
         again.env("BRIDGECTL_PASSPHRASE", PASS);
+        // The same nonce is never signed twice on this machine: refused before the
+        // output file is even looked at, and the file keeps its content.
         let err = again.fails_with(3);
+        assert!(err.contains("nonce 0 of"), "{err}");
+        assert!(err.contains("is reserved by flow"), "{err}");
+        // With another journal the signature is made, and the existing file is still
+        // never overwritten.
+        let mut other = dir.command();
+        other
+            .args([
+                "sign",
+                input.to_str().expect("p"),
+                "--yes",
+                "--raw",
+                "--out",
+            ])
+            .args([&out_path])
+            .args(second_vector)
+            .args(["--journal", "other-journal.sqlite3"])
+            .env("BRIDGECTL_PASSPHRASE", PASS);
+        let err = other.fails_with(3);
         assert!(err.contains("already exists"), "{err}");
         assert_eq!(
             std::fs::read_to_string(&out_path).expect("out").trim(),
@@ -164,8 +240,14 @@ bctest!(
         raw.as_object_mut().expect("obj").remove("value");
         let envelope = json!({"result": true, "status": 200, "code": "OK",
         "data": {"from": EIP155_FROM, "rawTx": raw, "txId": "6f1c1f0e-0000-4000-8000-000000000001"}});
+        // The envelope carries no intent: the person pins the call and the chain.
         let mut cmd = dir.command();
-        cmd.args(["sign", "--yes"])
+        cmd.args(["sign"])
+            .args(pinned(&[
+                ("--expect-function", "redeem"),
+                ("--expect-data", ""),
+                ("--allow-value", ""),
+            ]))
             .env("BRIDGECTL_PASSPHRASE", PASS);
         let out = run_stdin(&mut cmd, &envelope);
         crate::util::assert_success(&Command::new("sign envelope"), &out);
@@ -182,14 +264,33 @@ bctest!(
                        "description": "redeem 1.5 ST"},
             "origin": {"baseUrl": "https://platform.example", "action": "redeem", "txId": "t-1"}
         });
+        // A request names the call; the profile names the chain and the ST contract with
+        // its decimals (the request's own token claim must agree with it). Nonce 9 was
+        // signed above (the envelope): this machine's journal now expects 10.
+        let cfg = dir.write(
+            "config.toml",
+            format!(
+                "[profiles.default]\nside_chain_id = 1\nst_contract = \"{st}\"\n\
+                 side_symbol = \"ST\"\nside_decimals = 18\n\n\
+                 [profiles.default.policy]\nmax-gas-price = 20000000000\n"
+            ),
+        );
+        let mut request10 = request.clone();
+        request10["rawTx"]["nonce"] = json!("0xa");
         let mut cmd = dir.command();
-        cmd.args(["sign", "--yes"])
+        cmd.args(["sign", "--yes", "--config"])
+            .args([&cfg])
             .env("BRIDGECTL_PASSPHRASE", PASS);
-        let out = run_stdin(&mut cmd, &request);
+        let out = run_stdin(&mut cmd, &request10);
         crate::util::assert_success(&Command::new("sign request"), &out);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains("_amount      1.5 ST"), "{stderr}");
-        assert!(stderr.contains("intent:    redeem 1.5 ST"), "{stderr}");
+        assert!(
+            stderr
+                .contains("claimed:   \"redeem 1.5 ST\" (the request's description, not checked)"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("(ST token)"), "{stderr}");
         let bundle: Value = serde_json::from_slice(&out.stdout).expect("json");
         assert_eq!(bundle["requestKind"], "sign-request");
         assert_eq!(bundle["txId"], "t-1");
@@ -198,7 +299,13 @@ bctest!(
 
 /// Runs `sign` on `input` with `extra` flags, asserts exit `code`, a message containing
 /// `want`, and that the passphrase was never read.
-fn refuses(dir: &Dir, input: &Value, extra: &[&str], code: i32, want: &str) {
+fn refuses<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(
+    dir: &Dir,
+    input: &Value,
+    extra: &[S],
+    code: i32,
+    want: &str,
+) {
     let fifo = CountingPassphrase::new(dir, PASS);
     let out = run_stdin(&mut sign_cmd(dir, &fifo, extra), input);
     let reads = fifo.finish();
@@ -229,13 +336,14 @@ bctest!(
     |dir: Dir, _cmd: TestCommand| {
         import(&dir, "k1", EIP155_KEY);
         import(&dir, "k2", OTHER_KEY);
-        let y = &["--yes"][..];
+        let y = &pinned(&[]);
+        let with_flags = |o: &[(&str, &str)]| pinned(o);
         refuses(&dir, &without("chainId"), y, 3, "missing field `chainId`");
         refuses(&dir, &with("chainId", json!(0)), y, 3, "chainId is 0");
         refuses(
             &dir,
             &eip155_raw(),
-            &["--yes", "--key", "k2"],
+            &with_flags(&[("--key", "k2")]),
             3,
             "from mismatch",
         );
@@ -259,54 +367,63 @@ bctest!(
         refuses(
             &dir,
             &eip155_raw(),
-            &["--yes", "--expect-chain-id", "5"],
+            &with_flags(&[("--expect-chain-id", "5")]),
             3,
             "chainId: expected 5, found 1",
         );
         refuses(
             &dir,
             &eip155_raw(),
-            &[
-                "--yes",
-                "--expect-to",
-                "0x3636363636363636363636363636363636363636",
-            ],
+            &with_flags(&[("--expect-to", "0x3636363636363636363636363636363636363636")]),
             3,
             "to: expected 0x3636",
         );
         refuses(
             &dir,
             &eip155_raw(),
-            &["--yes", "--expect-function", "redeem"],
+            &with_flags(&[("--expect-function", "redeem")]),
             3,
             "function: expected redeem, found no calldata",
         );
         refuses(
             &dir,
             &eip155_raw(),
-            &["--yes", "--expect-arg", "_amount=1"],
+            &with_flags(&[("--expect-arg", "_amount=1")]),
             3,
             "found no calldata",
         );
         refuses(
             &dir,
             &eip155_raw(),
-            &["--yes", "--max-gas-price", "19gwei"],
+            &with_flags(&[("--max-gas-price", "19gwei")]),
             3,
             "gasPrice: expected at most 19000000000 wei",
         );
         refuses(
             &dir,
             &eip155_raw(),
-            &["--yes", "--max-fee", "0.0001ether"],
+            &with_flags(&[("--max-fee", "0.0001ether")]),
             3,
             "maxFee",
         );
+        refuses(
+            &dir,
+            &eip155_raw(),
+            &with_flags(&[("--nonce", "8")]),
+            3,
+            "nonce: expected 8 (the sender's next nonce, from --nonce), found 9: a gap",
+        );
         // No terminal and no --yes: declined, after the summary, before the passphrase.
-        refuses(&dir, &eip155_raw(), &[], 5, "pass --yes");
+        refuses(
+            &dir,
+            &eip155_raw(),
+            &with_flags(&[("--yes", "")]),
+            5,
+            "no terminal to ask on",
+        );
         // Malformed JSON.
         let fifo = CountingPassphrase::new(&dir, PASS);
-        let out = sign_cmd(&dir, &fifo, &["--yes"]).output_with_stdin(b"{\"from\": ");
+        let out = sign_cmd(&dir, &fifo, y).output_with_stdin(b"{\"from\": ");
         assert_eq!(fifo.finish(), 0);
         assert_eq!(
             out.status.code(),
@@ -327,14 +444,22 @@ bctest!(
         refuses(
             &dir,
             &raw,
-            &["--yes", "--expect-function", "stake"],
+            &pinned(&[
+                ("--expect-function", "stake"),
+                ("--expect-data", ""),
+                ("--allow-value", ""),
+            ]),
             3,
             "function: expected stake(uint256), found redeem(uint256)",
         );
         refuses(
             &dir,
             &raw,
-            &["--yes", "--expect-arg", "_amount=1"],
+            &pinned(&[
+                ("--expect-arg", "_amount=1"),
+                ("--expect-data", ""),
+                ("--allow-value", ""),
+            ]),
             3,
             "args._amount: expected 1, found 1500000000000000000",
         );
@@ -348,10 +473,14 @@ bctest!(
             "_amount=1500000000000000000",
             "--expect-chain-id",
             "1",
+            "--expect-to",
+            "0x3535353535353535353535353535353535353535",
             "--max-gas-price",
             "20gwei",
             "--max-fee",
             "420000gwei",
+            "--nonce",
+            "9",
         ])
         .env("BRIDGECTL_PASSPHRASE", PASS);
         let out = run_stdin(&mut cmd, &raw);
@@ -372,7 +501,12 @@ bctest!(
         refuses(
             &dir,
             &eip155_raw(),
-            &["--yes", "--config", cfg, "--profile", "strict"],
+            &pinned(&[
+                ("--expect-chain-id", ""),
+                ("--max-gas-price", ""),
+                ("--config", cfg),
+                ("--profile", "strict"),
+            ]),
             3,
             "chainId: expected 617317",
         );
@@ -380,15 +514,11 @@ bctest!(
         refuses(
             &dir,
             &eip155_raw(),
-            &[
-                "--yes",
-                "--config",
-                cfg,
-                "--profile",
-                "strict",
-                "--expect-chain-id",
-                "1",
-            ],
+            &pinned(&[
+                ("--max-gas-price", ""),
+                ("--config", cfg),
+                ("--profile", "strict"),
+            ]),
             3,
             "gasPrice: expected at most 1000 wei",
         );
@@ -560,8 +690,20 @@ bctest!(
             if value != 0 {
                 raw["value"] = json!(format!("{value:#x}"));
             }
+            // Every field pinned by the person: the chain and callee are no profile's.
             let mut cmd = dir.command();
             cmd.args(["sign", "--yes", "--raw"])
+                .args([
+                    "--expect-chain-id",
+                    &chain_id.to_string(),
+                    "--expect-to",
+                    &to,
+                ])
+                .args(["--expect-data", &format!("0x{}", hex(&data))])
+                .args(["--allow-value", &value.to_string()])
+                .args(["--max-gas-price", &gas_price.to_string()])
+                .args(["--max-gas-limit", &gas_limit.to_string()])
+                .args(["--nonce", &nonce.to_string()])
                 .env("BRIDGECTL_PASSPHRASE", PASS);
             let ours = run_stdin(&mut cmd, &raw);
             crate::util::assert_success(&Command::new(format!("sign #{i}")), &ours);

@@ -69,9 +69,13 @@ impl Dir {
     }
 
     /// A `bridgectl` command whose environment holds nothing of the user's: HOME and
-    /// the XDG dirs point inside this directory, and `BRIDGECTL_KEYSTORE` is set.
+    /// the XDG dirs point inside this directory, and `BRIDGECTL_KEYSTORE` is set. It
+    /// runs in a session of its own (`setsid`, which execs in place: same pid), so it has
+    /// no controlling terminal: a test run from a terminal must not be asked anything
+    /// there. The pseudo-terminal tests give it one of their own.
     pub fn command(&self) -> TestCommand {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_bridgectl"));
+        let mut cmd = Command::new("setsid");
+        cmd.arg(env!("CARGO_BIN_EXE_bridgectl"));
         cmd.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", self.join("home"))

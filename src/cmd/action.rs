@@ -107,10 +107,14 @@ fn exec(global: &GlobalOpts, args: ExecArgs) -> anyhow::Result<()> {
     if local_key {
         session.check_signer(args.from)?;
     }
-    let flows = session.flows(Submitter::Platform)?;
+    let mut flows = session.flows(Submitter::Platform)?;
+    // What the user typed is trusted like the profile: a contract or chain the profile
+    // does not name can be allowed for this one action.
+    flows.policy.expect_to = args.expect_to.or(flows.policy.expect_to);
+    flows.policy.expect_chain_id = args.expect_chain_id.or(flows.policy.expect_chain_id);
     let (tx_id, outcome) = session.runtime.block_on(flows.execute("action", &call))?;
-    let raw_json = match outcome {
-        ActionOutcome::Eoa { raw_tx } => raw_tx,
+    let (raw_json, data) = match outcome {
+        ActionOutcome::Eoa { raw_tx, data } => (raw_tx, data),
         ActionOutcome::Managed {
             tx_id: their_id,
             tx_hash,
@@ -124,9 +128,9 @@ fn exec(global: &GlobalOpts, args: ExecArgs) -> anyhow::Result<()> {
             return report(global, &json!({"kind": "view", "value": value}));
         }
     };
-    let raw = flows.parse_raw_tx(&tx_id, &raw_json)?;
+    let raw = flows.parse_raw_tx(&tx_id, &data)?;
     let intent = Flows::action_intent(&call);
-    session
+    let verified = session
         .runtime
         .block_on(flows.verify(&tx_id, args.from, &raw, &intent))?;
     if let Some(out) = &args.out {
@@ -164,7 +168,7 @@ fn exec(global: &GlobalOpts, args: ExecArgs) -> anyhow::Result<()> {
         );
     }
     let mut approver = session.approver();
-    let signed = flows.approve_and_sign(&tx_id, &raw, &intent, &mut approver)?;
+    let signed = flows.approve_and_sign(&tx_id, &verified, &intent, &mut approver)?;
     let submitted = session.runtime.block_on(flows.submit_journaled(
         &tx_id,
         &signed.raw,
@@ -202,7 +206,9 @@ fn report(global: &GlobalOpts, value: &serde_json::Value) -> anyhow::Result<()> 
             get("txId").unwrap_or_default(),
             get("txHash").unwrap_or_default()
         )),
-        Some("view") => crate::output::line(get("value").unwrap_or_default()),
+        Some("view") => {
+            crate::output::line(crate::output::untrusted(&get("value").unwrap_or_default()))
+        }
         Some("sign-request") => crate::output::line(format_args!(
             "sign request written to {} (txId {}): sign it offline with `bridgectl sign`, then `bridgectl submit`",
             get("out").unwrap_or_default(),

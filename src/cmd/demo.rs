@@ -49,8 +49,8 @@ struct DemoApprover<'a> {
 
 impl Approver for DemoApprover<'_> {
     fn approve(&mut self, review: &Review<'_>) -> Result<PrivateKeySigner, bridgectl_flow::Error> {
-        let ctx = crate::review::context(self.profile, review.raw_tx.chain_id, Some(review.intent));
-        crate::review::show(review.raw_tx, &ctx);
+        let ctx = crate::review::context(self.profile, review.verified);
+        crate::review::show(review.raw_tx(), &ctx);
         crate::output::note("(demo: confirmed automatically)");
         if let Some(dev) = &self.dev {
             return Ok(dev.clone());
@@ -59,7 +59,7 @@ impl Approver for DemoApprover<'_> {
             .keystore
             .ok_or_else(|| bridgectl_flow::Error::Declined("no key".into()))?;
         let mut provider = Passphrase::new(pass.expose_secret().to_owned());
-        Ok(ks.unlock(&review.raw_tx.from.to_string(), &mut provider)?)
+        Ok(ks.unlock(&review.raw_tx().from.to_string(), &mut provider)?)
     }
 }
 
@@ -166,7 +166,6 @@ async fn run_flows(
             interval: Duration::from_millis(200),
             timeout: Duration::from_secs(60),
         },
-        max_gas_limit: bridgectl_flow::engine::DEFAULT_MAX_GAS_LIMIT,
     };
     let mut profile = Profile::default();
     profile.labels.insert(user.to_string(), "demo key".into());

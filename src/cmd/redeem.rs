@@ -70,7 +70,7 @@ pub fn run(global: &GlobalOpts, args: RedeemArgs) -> anyhow::Result<()> {
             bridge.side.symbol,
             outcome.submitted.tx_hash,
             outcome.submitted.tx_id,
-            status.as_deref().unwrap_or("unknown")
+            crate::output::untrusted(status.as_deref().unwrap_or("unknown"))
         ))?;
     }
     match &outcome.redemption {

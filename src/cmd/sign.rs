@@ -1,29 +1,34 @@
-//! `bridgectl sign [FILE|-]`: the offline half. Verifies a raw transaction, shows what
-//! it does, asks, and only then unlocks the key and signs. No network is touched: this
-//! module never constructs an HTTP client.
+//! `bridgectl sign [FILE|-]`: the offline half. Verifies a raw transaction against the
+//! offline profile, shows what it does, asks on the terminal, and only then unlocks the
+//! key and signs. No network is touched: this module never constructs an HTTP client.
 //!
-//! Order (each step can refuse; nothing after a refusal runs, and in particular the
-//! passphrase is never read):
-//! 1. read the input (a bare rawTx, an action envelope or a sign request) and parse it
-//!    strictly;
-//! 2. find the key by `rawTx.from` (or `--key`, which must then be that address);
-//! 3. check the policy (flags over the profile's `[profiles.<name>.policy]`) and the
-//!    request's intent;
-//! 4. show the summary on stderr and ask (`--yes` skips; no terminal refuses);
-//! 5. read the passphrase, unlock, sign, re-decode the result as a self-check;
+//! The profile (or the `--expect-*` flags) is the trust root: the chain ids, contracts,
+//! symbols and decimals it names are the only ones this signer knows. A sign request's
+//! intent is a claim checked against the rawTx and the profile; its text is shown as a
+//! claim. All of that is the verifier's job (`bridgectl_tx::verify`); this command only
+//! gathers what it needs:
+//! 1. read the input (a bare rawTx, an action envelope or a sign request), strictly;
+//! 2. find the key by `rawTx.from` (or `--key`), without any passphrase;
+//! 3. verify, with the nonce checked against `--nonce` or this machine's journal of
+//!    signatures, and reserve it there;
+//! 4. show the summary and ask on the terminal (`/dev/tty`, so piped input can be
+//!    confirmed); `--yes` only where the call is pinned by an intent or `--expect-*`;
+//! 5. read the passphrase, unlock, sign, re-decode the result as a self-check, journal;
 //! 6. write the signed bundle to stdout or `--out` (atomically, never overwriting).
 
-use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use bridgectl_tx::{Policy, SignInput, SignedBundle, policy, sign_legacy};
+use bridgectl_flow::journal::{FlowState, SignedEntry};
+use bridgectl_tx::{Nonce, NonceFacts, SignInput, SignedBundle, sign_legacy};
 use clap::Args;
+use serde_json::json;
 
 use crate::cli::{GlobalOpts, PassphraseOpts};
 use crate::exit::{Code, WithCode, coded};
 use crate::passphrase::CliPassphrases;
+use crate::trust::ExpectOpts;
 
 /// The largest input accepted: a rawTx with 1 MiB of calldata fits easily.
 const MAX_INPUT: u64 = 4 * 1024 * 1024;
@@ -41,9 +46,16 @@ pub struct SignArgs {
     #[arg(long, value_name = "SELECTOR")]
     pub key: Option<String>,
 
-    /// Sign without asking for confirmation (required when stdin is not a terminal).
+    /// Sign without asking for confirmation. Refused unless the call is pinned: by a
+    /// sign request's intent naming the function, or by --expect-function,
+    /// --expect-arg or --expect-data.
     #[arg(long, short = 'y')]
     pub yes: bool,
+
+    /// The sender's next nonce, as you know it: the rawTx must have it. Needed when this
+    /// machine's journal has no signature from the sender yet.
+    #[arg(long, value_name = "N")]
+    pub nonce: Option<u64>,
 
     /// Print only the signed transaction as 0x hex instead of the bundle JSON.
     #[arg(long)]
@@ -53,93 +65,29 @@ pub struct SignArgs {
     #[arg(long, short, value_name = "FILE")]
     pub out: Option<PathBuf>,
 
+    /// This machine's journal of signatures (nonces signed here are never signed again)
+    /// [default: $XDG_STATE_HOME/bridgectl/journal.sqlite3].
+    #[arg(long, env = "BRIDGECTL_JOURNAL", value_name = "FILE")]
+    pub journal: Option<PathBuf>,
+
     /// Policy checks, run before the key is unlocked.
     #[command(flatten)]
-    pub policy: PolicyOpts,
+    pub policy: ExpectOpts,
 
     /// Where the passphrase comes from.
     #[command(flatten)]
     pub passphrase: PassphraseOpts,
 }
 
-/// Expectations and caps; each also settable per profile under
-/// `[profiles.<name>.policy]` (flags win).
-#[derive(Debug, Args, Default, Clone)]
-pub struct PolicyOpts {
-    /// Refuse unless the chain id is this.
-    #[arg(long, value_name = "ID", help_heading = "Policy")]
-    pub expect_chain_id: Option<u64>,
-    /// Refuse unless the transaction goes to this address.
-    #[arg(long, value_name = "ADDRESS", help_heading = "Policy")]
-    pub expect_to: Option<String>,
-    /// Refuse unless the calldata calls this function (`redeem` or `redeem(uint256)`).
-    #[arg(long, value_name = "NAME", help_heading = "Policy")]
-    pub expect_function: Option<String>,
-    /// Refuse unless the argument NAME has VALUE (base units or address); repeatable.
-    #[arg(long, value_name = "NAME=VALUE", help_heading = "Policy")]
-    pub expect_arg: Vec<String>,
-    /// Refuse a gas price above this: wei, or with a unit (`50gwei`).
-    #[arg(long, value_name = "PRICE", help_heading = "Policy")]
-    pub max_gas_price: Option<String>,
-    /// Refuse when gasLimit x gasPrice is above this: wei, or with a unit (`0.01ether`).
-    #[arg(long, value_name = "FEE", help_heading = "Policy")]
-    pub max_fee: Option<String>,
-}
-
-impl PolicyOpts {
-    /// The policy the flags describe; malformed values are usage errors.
-    pub fn to_policy(&self) -> anyhow::Result<Policy> {
-        let mut p = Policy {
-            expect_chain_id: self.expect_chain_id,
-            expect_function: self.expect_function.clone(),
-            ..Policy::default()
-        };
-        if let Some(to) = &self.expect_to {
-            p.expect_to =
-                Some(bridgectl_tx::rawtx::parse_address(to).map_err(|e| {
-                    coded(Code::Usage, format!("--expect-to {to:?}: expected {e}"))
-                })?);
-        }
-        let mut args = BTreeMap::new();
-        for a in &self.expect_arg {
-            let (k, v) = a.split_once('=').ok_or_else(|| {
-                coded(
-                    Code::Usage,
-                    format!("--expect-arg {a:?}: expected NAME=VALUE"),
-                )
-            })?;
-            args.insert(k.to_owned(), v.to_owned());
-        }
-        p.expect_args = args;
-        if let Some(text) = &self.max_gas_price {
-            let wei = bridgectl_tx::amount::parse_native(text)
-                .context("--max-gas-price")
-                .code(Code::Usage)?;
-            p.max_gas_price = Some(u128::try_from(wei).map_err(|_| {
-                coded(
-                    Code::Usage,
-                    format!("--max-gas-price {text:?} is above 2^128"),
-                )
-            })?);
-        }
-        if let Some(text) = &self.max_fee {
-            p.max_fee = Some(
-                bridgectl_tx::amount::parse_native(text)
-                    .context("--max-fee")
-                    .code(Code::Usage)?,
-            );
-        }
-        Ok(p)
-    }
-}
-
 /// Runs `bridgectl sign`.
 pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
-    // 1. Input, parsed strictly.
+    // 1. Input, parsed strictly; flags and profile, before anything else.
     let bytes = read_input(&args.input)?;
     let input = SignInput::parse(&bytes)
         .with_context(|| format!("refusing input {}", input_name(&args.input)))?;
     let tx = &input.raw_tx;
+    let profile = crate::config::load_profile(global)?;
+    let policy = crate::trust::trust_root(&profile, args.policy.to_policy()?);
 
     // 2. The key: found without any passphrase.
     let store = crate::cmd::key::open_keystore(global)?;
@@ -150,53 +98,97 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
             tx.from
         )
     })?;
-    if info.address != tx.from {
-        return Err(bridgectl_tx::Error::FromMismatch {
-            tx_from: tx.from,
-            key: info.address,
-        }
-        .into());
-    }
 
-    // 3. Policy and intent.
-    let profile = crate::config::load_profile(global)?;
-    let policy = args.policy.to_policy()?.or(&profile.policy);
-    policy::verify(tx, &policy, "policy")?;
-    if let Some(intent) = input.intent_policy() {
-        policy::verify(tx, &intent, "intent")?;
+    // 3. The one verifier, with what this machine knows of the nonce.
+    let journal = crate::session::open_journal(args.journal.as_ref())?;
+    let context = bridgectl_tx::Context {
+        signer: info.address,
+        gas_price_quote: None,
+        nonce: Nonce::Next(NonceFacts {
+            fixed: args.nonce,
+            journal_next: journal.next_nonce(info.address, tx.chain_id)?,
+            ..NonceFacts::default()
+        }),
+    };
+    let verified = bridgectl_tx::verify(tx, input.intent.as_ref(), &policy, &context)?;
+    if args.yes && !verified.pins_call() {
+        return Err(coded(
+            Code::Refused,
+            "signing blind: --yes needs the call pinned, by a sign request whose intent names \
+             the function or by --expect-function, --expect-arg or --expect-data; without \
+             --yes the summary is shown and you are asked",
+        ));
     }
+    let tx_id = input
+        .tx_id
+        .clone()
+        .filter(|id| journal.get(id).is_err())
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    journal.begin(
+        &tx_id,
+        "sign",
+        Some(&tx.from.to_string()),
+        &json!({"input": input_name(&args.input), "requestHash": input.request_hash,
+                "kind": kind_name(&input), "intent": input.intent}),
+    )?;
+    journal.record_raw_tx(&tx_id, &serde_json::to_value(tx)?)?;
+    journal.reserve_nonce(&tx_id, tx.from, tx.chain_id, tx.nonce)?;
+    let fail = |step: &str, e: &anyhow::Error| {
+        let _ = journal.step(
+            &tx_id,
+            FlowState::Failed,
+            step,
+            &json!({"error": format!("{e:#}")}),
+        );
+    };
 
     // 4. What is signed, then consent.
-    let mut ctx = crate::review::context(&profile, tx.chain_id, input.intent.as_ref());
-    ctx.max_fee = policy.max_fee;
-    if info.label != tx.from.to_string() {
-        ctx.labels
-            .entry(info.address)
-            .or_insert_with(|| format!("key {}", info.label));
-    }
     crate::output::note(format_args!(
         "signing {} ({} input, sha256 {})",
         input_name(&args.input),
         kind_name(&input),
         input.request_hash
     ));
-    crate::review::show(tx, &ctx);
-    crate::review::confirm(args.yes, "sign this transaction?")?;
+    let mut ctx = crate::review::context(&profile, &verified);
+    if info.label != tx.from.to_string() {
+        ctx.labels
+            .entry(info.address)
+            .or_insert_with(|| format!("key {}", info.label));
+    }
+    crate::review::show(verified.raw_tx(), &ctx);
+    crate::review::confirm(args.yes, "sign this transaction?")
+        .inspect_err(|e| fail("declined", e))?;
 
     // 5. Only now: the passphrase, the key, the signature.
     let mut passphrases = CliPassphrases::new(&args.passphrase);
-    passphrases.ensure_available()?;
-    let signer = store.unlock(&info.id.to_string(), &mut passphrases)?;
-    let signed = sign_legacy(tx, &signer)?;
-    drop(signer);
-    let check = bridgectl_tx::decode::decode_signed(&signed.raw)
-        .context("self-check: the signed transaction does not decode")?;
-    if check.sender != tx.from || check.hash != signed.hash || check.chain_id != Some(tx.chain_id) {
-        anyhow::bail!(
-            "self-check failed: the signed transaction does not recover to {}",
-            tx.from
-        );
-    }
+    let signed = (|| -> anyhow::Result<bridgectl_tx::SignedTx> {
+        passphrases.ensure_available()?;
+        let signer = store.unlock(&info.id.to_string(), &mut passphrases)?;
+        let signed = sign_legacy(&verified, &signer)?;
+        drop(signer);
+        let check = bridgectl_tx::decode::decode_signed(&signed.raw)
+            .context("self-check: the signed transaction does not decode")?;
+        if check.sender != tx.from
+            || check.hash != signed.hash
+            || check.chain_id != Some(tx.chain_id)
+        {
+            anyhow::bail!(
+                "self-check failed: the signed transaction does not recover to {}",
+                tx.from
+            );
+        }
+        Ok(signed)
+    })()
+    .inspect_err(|e| fail("not-signed", e))?;
+    journal.record_signed(
+        &tx_id,
+        &SignedEntry {
+            raw: &signed.raw,
+            hash: signed.hash.to_string(),
+            chain_id: signed.chain_id,
+            nonce: signed.nonce,
+        },
+    )?;
 
     // 6. Output.
     let bundle = SignedBundle::new(&signed, &input);

@@ -7,12 +7,13 @@
 use std::path::PathBuf;
 
 use bridgectl_flow::engine::Submitter;
-use bridgectl_flow::journal::SignedEntry;
+use bridgectl_flow::journal::{FlowState, SignedEntry};
+use bridgectl_tx::request::Intent;
 use clap::Args;
 use serde_json::json;
 
 use crate::cli::GlobalOpts;
-use crate::exit::{Code, WithCode};
+use crate::exit::{Code, WithCode, coded};
 use crate::session::{FlowOpts, Session, StderrProgress};
 
 /// Arguments of `bridgectl submit`.
@@ -28,6 +29,10 @@ pub struct SubmitArgs {
     /// the platform, and wait for the receipt.
     #[arg(long)]
     pub direct: bool,
+    /// Send a bundle that neither a request file nor a flow in the journal can be
+    /// checked against (its decoded summary is shown; the trust root still applies).
+    #[arg(long)]
+    pub unchecked: bool,
     /// Shared options.
     #[command(flatten)]
     pub flow: FlowOpts,
@@ -88,7 +93,48 @@ pub fn run(global: &GlobalOpts, args: SubmitArgs) -> anyhow::Result<()> {
     if let Some(journaled) = &existing.raw_tx {
         let raw = bridgectl_tx::RawTx::from_value(journaled).code(Code::Refused)?;
         bridgectl_flow::airgap::check_signed_matches(&checked.decoded, &raw).code(Code::Refused)?;
+    } else if checked.request.is_none() && !args.unchecked {
+        session.journal.step(
+            &tx_id,
+            FlowState::Failed,
+            "refused",
+            &json!({"error": "nothing to check the bundle against"}),
+        )?;
+        return Err(coded(
+            Code::Refused,
+            format!(
+                "nothing to check bundle {} against: give --request FILE (the sign request it \
+                 answers), or --unchecked to send it as it is",
+                args.bundle.display()
+            ),
+        ));
     }
+    // What was asked for: the request's intent, or the one the flow journaled online.
+    let intent: Option<Intent> = match &checked.request {
+        Some(input) => input.intent.clone(),
+        None => existing
+            .intent
+            .get("intent")
+            .and_then(|i| serde_json::from_value(i.clone()).ok()),
+    };
+    let verified = session
+        .runtime
+        .block_on(flows.verify_signed(&checked.decoded, intent.as_ref()))
+        .inspect_err(|e| {
+            let _ = session.journal.step(
+                &tx_id,
+                FlowState::Failed,
+                "refused",
+                &json!({"error": e.to_string()}),
+            );
+        })?;
+    if args.unchecked && checked.request.is_none() && existing.raw_tx.is_none() {
+        let ctx = crate::review::context(&session.profile, &verified);
+        crate::review::show(verified.raw_tx(), &ctx);
+    }
+    session
+        .journal
+        .reserve_nonce(&tx_id, checked.decoded.sender, b.chain_id, b.nonce)?;
     if let Some(prev) = &existing.tx_hash
         && prev.parse().ok() != Some(b.tx_hash)
     {

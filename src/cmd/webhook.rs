@@ -423,9 +423,9 @@ fn describe(w: &Webhook) -> String {
     };
     format!(
         "{:<8} {:<8} {:<24} {:<20} {}",
-        w.subscription_id,
+        crate::output::untrusted(&w.subscription_id),
         active,
-        w.event_type.as_deref().unwrap_or("?"),
+        crate::output::untrusted(w.event_type.as_deref().unwrap_or("?")),
         w.condition
             .as_ref()
             .map(Value::to_string)

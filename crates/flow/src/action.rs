@@ -22,6 +22,9 @@ pub enum ActionOutcome {
     Eoa {
         /// The rawTx exactly as received (it is parsed strictly by the caller).
         raw_tx: Value,
+        /// The whole `data` object, whose claims (`from`) are checked with the rawTx.
+        #[serde(skip)]
+        data: serde_json::Map<String, Value>,
     },
     /// A managed account: the platform signed and submitted.
     Managed {
@@ -43,6 +46,7 @@ impl ActionOutcome {
         if let Some(raw) = data.get("rawTx") {
             return ActionOutcome::Eoa {
                 raw_tx: raw.clone(),
+                data: data.as_object().cloned().unwrap_or_default(),
             };
         }
         let hash = data
@@ -139,7 +143,7 @@ impl Flows<'_> {
         };
         let outcome = ActionOutcome::classify(&data);
         match &outcome {
-            ActionOutcome::Eoa { raw_tx } => self.journal.record_raw_tx(&tx_id, raw_tx)?,
+            ActionOutcome::Eoa { raw_tx, .. } => self.journal.record_raw_tx(&tx_id, raw_tx)?,
             ActionOutcome::Managed { .. } | ActionOutcome::View { .. } => {
                 self.complete(&tx_id, &data, true)?;
             }
@@ -147,17 +151,25 @@ impl Flows<'_> {
         Ok((tx_id, outcome))
     }
 
-    /// Parses the rawTx of an EOA outcome strictly; a refusal is journaled.
-    pub fn parse_raw_tx(&self, tx_id: &str, raw: &Value) -> Result<RawTx, Error> {
-        RawTx::from_value(raw).map_err(|e| {
-            let _ = self.journal.step(
-                tx_id,
-                FlowState::Failed,
-                "refused",
-                &json!({"error": e.to_string()}),
-            );
-            Error::Tx(e)
-        })
+    /// Parses the rawTx of an EOA outcome strictly, with the same rules as an envelope
+    /// given to `bridgectl sign` (`data.from` must be `rawTx.from`); a refusal is
+    /// journaled.
+    pub fn parse_raw_tx(
+        &self,
+        tx_id: &str,
+        data: &serde_json::Map<String, Value>,
+    ) -> Result<RawTx, Error> {
+        bridgectl_tx::request::parse_action_data(data)
+            .map(|(raw, _)| raw)
+            .map_err(|e| {
+                let _ = self.journal.step(
+                    tx_id,
+                    FlowState::Failed,
+                    "refused",
+                    &json!({"error": e.to_string()}),
+                );
+                Error::Tx(e)
+            })
     }
 
     /// The intent of `call`, with its inputs as expected arguments.
@@ -180,7 +192,7 @@ impl Flows<'_> {
     ) -> Result<ActionSigned, Error> {
         progress.step(&format!("executing action {}", call.action));
         let (tx_id, outcome) = self.execute(kind, call).await?;
-        let ActionOutcome::Eoa { raw_tx } = outcome else {
+        let ActionOutcome::Eoa { raw_tx, data } = outcome else {
             return Err(Error::UnexpectedShape {
                 what: format!("answer to action {}", call.action),
                 expected: format!(
@@ -191,7 +203,7 @@ impl Flows<'_> {
                 data: serde_json::to_value(&outcome).unwrap_or_default(),
             });
         };
-        let raw = self.parse_raw_tx(&tx_id, &raw_tx)?;
+        let raw = self.parse_raw_tx(&tx_id, &data)?;
         let intent = Self::action_intent(call);
         let submitted = self
             .sign_and_submit(&tx_id, call.from, &raw, &intent, approver, progress)

@@ -312,10 +312,13 @@ impl PlatformClient {
             expected: "data.swapAddress or data.address".into(),
             data: data.clone(),
         })?;
-        let address = address.parse().map_err(|_| Error::UnexpectedShape {
-            what: "swap address".into(),
-            expected: "a 20-byte hex address".into(),
-            data: data.clone(),
+        // MT is sent to this address: a mistyped (mixed-case, bad checksum) one is refused.
+        let address = bridgectl_tx::rawtx::parse_address(address).map_err(|expected| {
+            Error::UnexpectedShape {
+                what: "swap address".into(),
+                expected,
+                data: data.clone(),
+            }
         })?;
         Ok(SwapAddress { address, raw: data })
     }
@@ -601,7 +604,11 @@ async fn read_envelope(
         what: format!("reading the answer to {method} {}", url.path()),
         source,
     })?;
-    let parsed: Option<Value> = serde_json::from_slice(&bytes).ok();
+    // Strict: a duplicate key (`"rawTx": A, "rawTx": B`) or an inexact number is not an
+    // envelope this client reads.
+    let strict = bridgectl_json::from_slice(&bytes);
+    let refusal = strict.as_ref().err().map(ToString::to_string);
+    let parsed: Option<Value> = strict.ok();
     let ok_envelope = parsed
         .as_ref()
         .and_then(|v| v.get("result"))
@@ -609,7 +616,10 @@ async fn read_envelope(
     if status.is_success() && ok_envelope != Some(false) {
         let value = parsed.ok_or_else(|| Error::UnexpectedShape {
             what: format!("answer to {method} {}", url.path()),
-            expected: "a JSON envelope".into(),
+            expected: format!(
+                "a JSON envelope{}",
+                refusal.map(|r| format!(" ({r})")).unwrap_or_default()
+            ),
             data: Value::String(String::from_utf8_lossy(&bytes).chars().take(200).collect()),
         })?;
         // Some operations (webhook update/delete) answer `{result: true}` with no data.

@@ -13,7 +13,7 @@ use std::time::Duration;
 use alloy_primitives::{Address, B256, U256};
 use alloy_signer_local::PrivateKeySigner;
 use bridgectl_tx::request::{Intent, Token};
-use bridgectl_tx::{Policy, RawTx, SignedTx};
+use bridgectl_tx::{Context, Nonce, NonceFacts, Policy, RawTx, SignedTx, Verified};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -57,16 +57,24 @@ pub struct Bridge {
 pub struct Review<'a> {
     /// The flow's txId (its kind and history are in the journal).
     pub tx_id: &'a str,
-    /// The verified transaction.
-    pub raw_tx: &'a RawTx,
+    /// The verified transaction, with the trusted facts to show it by
+    /// ([`Verified::summary_context`]).
+    pub verified: &'a Verified,
     /// What the user asked for.
     pub intent: &'a Intent,
+}
+
+impl Review<'_> {
+    /// The transaction to be signed.
+    pub fn raw_tx(&self) -> &RawTx {
+        self.verified.raw_tx()
+    }
 }
 
 /// The caller's part in signing: show, confirm, unlock. The library never prompts;
 /// the CLI implements this with its summary, confirmation prompt and keystore.
 pub trait Approver {
-    /// Returns the signer for `review.raw_tx.from`, or an error to stop (nothing is
+    /// Returns the signer for `review.raw_tx().from`, or an error to stop (nothing is
     /// signed). Called only after every check passed.
     fn approve(&mut self, review: &Review<'_>) -> Result<PrivateKeySigner, Error>;
 }
@@ -147,18 +155,9 @@ pub struct Flows<'a> {
     pub submitter: Submitter,
     /// Polling.
     pub wait: WaitOptions,
-    /// The highest gas limit signed without question ([`DEFAULT_MAX_GAS_LIMIT`] unless
-    /// the user says otherwise).
-    pub max_gas_limit: u64,
 }
 
-/// Default cap on the gas limit: token calls need well under 100,000; a platform asking
-/// for millions is either broken or hostile.
-pub const DEFAULT_MAX_GAS_LIMIT: u64 = 1_000_000;
-
-/// Without a gas-price cap from the user, a price above this multiple of the node's
-/// quote is refused.
-pub const GAS_PRICE_SANITY_MULTIPLE: u128 = 10;
+pub use bridgectl_tx::policy::{DEFAULT_MAX_GAS_LIMIT, GAS_PRICE_SANITY_MULTIPLE};
 
 /// Error codes of the platform and of nodes that mean "this exact transaction is already
 /// there": a resend succeeded.
@@ -187,107 +186,102 @@ impl Flows<'_> {
         })
     }
 
-    /// The intent as a policy, plus the user's caps.
-    fn checks(&self, intent: &Intent) -> (Policy, &Policy) {
-        let from_intent = Policy {
-            expect_chain_id: intent.chain_id,
-            expect_to: intent.to,
-            expect_function: intent.function.clone(),
-            expect_args: intent.args.clone(),
-            max_gas_price: None,
-            max_fee: None,
-            // No bridge call sends native value, and an intent names the whole call.
-            max_value: Some(U256::ZERO),
-            exact_args: intent.function.is_some(),
-        };
-        (from_intent, &self.policy)
+    /// The policy in force: the user's, with the bridge's chains and contracts (and
+    /// their tokens) as trusted facts. The bridge description comes from the same
+    /// profile as the policy, never from the platform.
+    pub fn trust_root(&self) -> Policy {
+        let mut policy = self.policy.clone();
+        if let Some(b) = self.bridge {
+            for side in [&b.main, &b.side] {
+                policy.trusted.contract(
+                    side.token,
+                    side.chain_id,
+                    Some(Token {
+                        symbol: side.symbol.clone(),
+                        decimals: side.decimals,
+                    }),
+                );
+            }
+        }
+        policy
     }
 
-    /// The gas-price cap in force for `chain_id`: the user's, else a sanity multiple
-    /// ([`GAS_PRICE_SANITY_MULTIPLE`]) of what the chain's node quotes, when the node is
-    /// known. A platform that asks for a thousand times the going price is refused even
-    /// when the user set no cap (a gas limit typed into the price field has cost people
-    /// whole balances).
-    async fn gas_price_cap(&self, chain_id: u64) -> Result<Option<(u128, String)>, Error> {
-        if let Some(cap) = self.policy.max_gas_price {
-            return Ok(Some((cap, "policy".into())));
-        }
-        let node_url = self.bridge.and_then(|b| {
+    fn side_of_chain(&self, chain_id: u64) -> Option<&ChainSide> {
+        self.bridge.and_then(|b| {
             [&b.main, &b.side]
                 .into_iter()
                 .find(|s| s.chain_id == chain_id)
-                .and_then(|s| s.rpc_url.clone())
-        });
-        let Some(url) = node_url else {
-            return Ok(None);
-        };
-        let quoted = NodeClient::new(&url)?.gas_price().await?;
-        let cap = quoted.saturating_mul(GAS_PRICE_SANITY_MULTIPLE).max(1);
-        Ok(Some((
-            cap,
-            format!("{GAS_PRICE_SANITY_MULTIPLE}x the node's gas price {quoted}"),
-        )))
+        })
     }
 
-    /// Verifies `raw_tx` against `intent` and the caps, records it, and on failure
-    /// records the refusal. Nothing is unlocked here.
+    /// The node's gas price for `chain_id`, when its node is known.
+    pub(crate) async fn gas_price_quote(&self, chain_id: u64) -> Result<Option<u128>, Error> {
+        match self
+            .side_of_chain(chain_id)
+            .and_then(|s| s.rpc_url.as_deref())
+        {
+            Some(url) => Ok(Some(NodeClient::new(url)?.gas_price().await?)),
+            None => Ok(None),
+        }
+    }
+
+    /// What can be found out about `from` on `chain_id` before signing: the node's gas
+    /// price and pending nonce when the chain's node is known, else the platform's next
+    /// nonce when its environment is; always the journal's floor.
+    async fn signing_context(&self, from: Address, chain_id: u64) -> Result<Context, Error> {
+        let side = self.side_of_chain(chain_id);
+        let mut facts = NonceFacts {
+            journal_next: self.journal.next_nonce(from, chain_id)?,
+            ..NonceFacts::default()
+        };
+        let mut gas_price_quote = None;
+        match side.and_then(|s| s.rpc_url.as_deref()) {
+            Some(url) => {
+                let node = NodeClient::new(url)?;
+                gas_price_quote = Some(node.gas_price().await?);
+                facts.pending = Some(node.pending_nonce(from).await?);
+            }
+            None => {
+                if let Some(s) = side {
+                    facts.platform = Some(self.client.next_nonce(from, &s.environment_id).await?);
+                }
+            }
+        }
+        Ok(Context {
+            signer: from,
+            gas_price_quote,
+            nonce: Nonce::Next(facts),
+        })
+    }
+
+    /// Verifies `raw_tx` against `intent` and the trust root with the verifier of
+    /// `bridgectl-tx`, reserves its nonce in the journal, and records the outcome (a
+    /// refusal too). Nothing is unlocked here.
     pub async fn verify(
         &self,
         tx_id: &str,
         from: Address,
         raw_tx: &RawTx,
         intent: &Intent,
-    ) -> Result<(), Error> {
-        let (intent_policy, caps) = self.checks(intent);
-        let refuse = |field: &str, expected: String, found: String| {
-            Err(bridgectl_tx::Error::Policy {
-                source_name: "policy",
-                field: field.into(),
-                expected,
-                found,
-            })
-        };
-        // What was asked for first (from, chain, callee, call), then what it may cost.
-        let asked = if raw_tx.from != from {
-            Err(bridgectl_tx::Error::Policy {
-                source_name: "intent",
-                field: "from".into(),
-                expected: from.to_string(),
-                found: raw_tx.from.to_string(),
-            })
-        } else {
-            bridgectl_tx::policy::verify(raw_tx, &intent_policy, "intent")
-                .and_then(|()| bridgectl_tx::policy::verify(raw_tx, caps, "policy"))
-        };
-        let result = match asked {
-            Err(e) => Err(e),
-            Ok(()) if raw_tx.gas_limit > self.max_gas_limit => refuse(
-                "gasLimit",
-                format!("at most {}", self.max_gas_limit),
-                raw_tx.gas_limit.to_string(),
-            ),
-            Ok(()) => match self.gas_price_cap(raw_tx.chain_id).await? {
-                // A fee cap bounds the price too; with neither, nothing would.
-                None if self.policy.max_fee.is_none() => refuse(
-                    "gasPrice",
-                    "a cap: max-gas-price or max-fee in the profile's policy (or the flags), \
-                     or the chain's rpc_url so the going price can be checked"
-                        .into(),
-                    format!("{} wei with no cap configured", raw_tx.gas_price),
-                ),
-                Some((cap, why)) if raw_tx.gas_price > cap => refuse(
-                    "gasPrice",
-                    format!("at most {cap} wei ({why})"),
-                    format!("{} wei", raw_tx.gas_price),
-                ),
-                _ => Ok(()),
-            },
-        };
-        match result {
-            Ok(()) => {
-                self.journal
-                    .step(tx_id, FlowState::Verified, "verified", &json!({}))?;
-                Ok(())
+    ) -> Result<Verified, Error> {
+        let checked = async {
+            let context = self.signing_context(from, raw_tx.chain_id).await?;
+            let verified =
+                bridgectl_tx::verify(raw_tx, Some(intent), &self.trust_root(), &context)?;
+            self.journal
+                .reserve_nonce(tx_id, from, raw_tx.chain_id, raw_tx.nonce)?;
+            Ok::<_, Error>(verified)
+        }
+        .await;
+        match checked {
+            Ok(verified) => {
+                self.journal.step(
+                    tx_id,
+                    FlowState::Verified,
+                    "verified",
+                    &json!({"nonceFrom": verified.nonce_source()}),
+                )?;
+                Ok(verified)
             }
             Err(e) => {
                 self.journal.step(
@@ -296,7 +290,7 @@ impl Flows<'_> {
                     "refused",
                     &json!({"error": e.to_string()}),
                 )?;
-                Err(e.into())
+                Err(e)
             }
         }
     }
@@ -312,8 +306,8 @@ impl Flows<'_> {
         approver: &mut dyn Approver,
         progress: &mut dyn Progress,
     ) -> Result<Submitted, Error> {
-        self.verify(tx_id, from, raw_tx, intent).await?;
-        let signed = self.approve_and_sign(tx_id, raw_tx, intent, approver)?;
+        let verified = self.verify(tx_id, from, raw_tx, intent).await?;
+        let signed = self.approve_and_sign(tx_id, &verified, intent, approver)?;
         progress.step(&format!("signed {} (nonce {})", signed.hash, signed.nonce));
         self.submit_journaled(
             tx_id,
@@ -331,13 +325,13 @@ impl Flows<'_> {
     pub fn approve_and_sign(
         &self,
         tx_id: &str,
-        raw_tx: &RawTx,
+        verified: &Verified,
         intent: &Intent,
         approver: &mut dyn Approver,
     ) -> Result<SignedTx, Error> {
         let review = Review {
             tx_id,
-            raw_tx,
+            verified,
             intent,
         };
         let signer = match approver.approve(&review) {
@@ -352,7 +346,7 @@ impl Flows<'_> {
                 return Err(e);
             }
         };
-        let signed = bridgectl_tx::sign_legacy(raw_tx, &signer)?;
+        let signed = bridgectl_tx::sign_legacy(verified, &signer)?;
         drop(signer);
         self.journal.record_signed(
             tx_id,
@@ -442,6 +436,34 @@ impl Flows<'_> {
         })
     }
 
+    /// Checks a transaction signed before (an air-gap bundle, the journal's bytes on
+    /// resume) with the one verifier before it is sent: a legacy EIP-155 call from its
+    /// recovered signer, to a trusted chain and contract, within the caps, and (when an
+    /// intent is known) doing what was asked. The nonce was fixed when it was signed.
+    pub async fn verify_signed(
+        &self,
+        decoded: &bridgectl_tx::decode::DecodedTx,
+        intent: Option<&Intent>,
+    ) -> Result<Verified, Error> {
+        let unsigned = decoded.unsigned().ok_or_else(|| {
+            bridgectl_tx::Error::Refused(format!(
+                "transaction {} is not a legacy EIP-155 call, the only kind bridgectl sends",
+                decoded.hash
+            ))
+        })?;
+        let context = Context {
+            signer: decoded.sender,
+            gas_price_quote: self.gas_price_quote(unsigned.chain_id).await?,
+            nonce: Nonce::AlreadySigned,
+        };
+        Ok(bridgectl_tx::verify(
+            &unsigned,
+            intent,
+            &self.trust_root(),
+            &context,
+        )?)
+    }
+
     /// Marks a flow done with its final result.
     pub fn complete(&self, tx_id: &str, result: &Value, ok: bool) -> Result<(), Error> {
         let (state, step) = if ok {
@@ -462,29 +484,63 @@ impl Flows<'_> {
     ) -> Result<(crate::journal::FlowRecord, Submitted), Error> {
         let rec = self.journal.get(tx_id)?;
         let Some(signed_hex) = rec.signed_tx.clone() else {
-            return Err(Error::BadInput(format!(
-                "flow {tx_id} was never signed (state {}): nothing was sent, so there is \
-                 nothing to resume; start it again",
-                rec.state.as_str()
-            )));
+            return Err(Error::NothingToResume {
+                tx_id: tx_id.to_owned(),
+                state: rec.state.as_str(),
+            });
         };
-        let raw = hex::decode(signed_hex.trim_start_matches("0x")).map_err(|_| {
-            Error::BadInput(format!("journal holds malformed signed bytes for {tx_id}"))
-        })?;
-        let hash = alloy_primitives::keccak256(&raw);
-        if let Some(recorded) = &rec.tx_hash
-            && recorded.parse::<B256>().ok() != Some(hash)
+        let corrupt = |reason: String| Error::JournalCorrupt {
+            tx_id: tx_id.to_owned(),
+            reason,
+        };
+        let raw = hex::decode(signed_hex.trim_start_matches("0x"))
+            .map_err(|_| corrupt("the signed bytes are not hex".into()))?;
+        // The journal's bytes are a claim like any other: decoded, and checked against
+        // what the journal says they are and against the trust root, before being sent.
+        let decoded = bridgectl_tx::decode::decode_signed(&raw)
+            .map_err(|e| corrupt(format!("the signed bytes do not decode: {e}")))?;
+        let hash = decoded.hash;
+        let recorded = |field: &str, journal: String, bytes: String| {
+            corrupt(format!(
+                "{field}: the journal records {journal}, its signed bytes have {bytes}"
+            ))
+        };
+        if let Some(h) = &rec.tx_hash
+            && h.parse::<B256>().ok() != Some(hash)
         {
-            return Err(Error::BadInput(format!(
-                "journal for {tx_id} is inconsistent: recorded hash {recorded} is not the \
-                 hash of the recorded bytes {hash}"
-            )));
+            return Err(recorded("txHash", h.clone(), hash.to_string()));
         }
         let from: Address = rec
             .from
             .as_deref()
             .and_then(|f| f.parse().ok())
-            .unwrap_or(Address::ZERO);
+            .ok_or_else(|| corrupt("no sender recorded".into()))?;
+        if decoded.sender != from {
+            return Err(recorded(
+                "from (recovered signer)",
+                from.to_string(),
+                decoded.sender.to_string(),
+            ));
+        }
+        if decoded.chain_id != rec.chain_id {
+            return Err(recorded(
+                "chainId",
+                format!("{:?}", rec.chain_id),
+                format!("{:?}", decoded.chain_id),
+            ));
+        }
+        if Some(decoded.nonce) != rec.nonce {
+            return Err(recorded(
+                "nonce",
+                format!("{:?}", rec.nonce),
+                decoded.nonce.to_string(),
+            ));
+        }
+        if let Some(journaled) = &rec.raw_tx {
+            let asked = RawTx::from_value(journaled)?;
+            crate::airgap::check_signed_matches(&decoded, &asked)?;
+        }
+        let unsigned = self.verify_signed(&decoded, None).await?.raw_tx().clone();
         self.journal.note(
             tx_id,
             "resume",
@@ -496,8 +552,8 @@ impl Flows<'_> {
                 tx_id,
                 &raw,
                 hash,
-                rec.chain_id.unwrap_or_default(),
-                rec.nonce.unwrap_or_default(),
+                unsigned.chain_id,
+                unsigned.nonce,
                 from,
                 progress,
             )

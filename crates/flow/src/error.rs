@@ -107,6 +107,44 @@ pub enum Error {
         source: rusqlite::Error,
     },
 
+    /// Another flow holds the nonce: signing it again would make two transactions that
+    /// can both be mined.
+    #[error(
+        "nonce {nonce} of {address} on chain {chain_id} is reserved by flow {by}: finish it \
+         with `bridgectl resume {by}` instead of signing a second transaction"
+    )]
+    NonceReserved {
+        /// The sender.
+        address: alloy_primitives::Address,
+        /// The chain.
+        chain_id: u64,
+        /// The nonce.
+        nonce: u64,
+        /// The flow holding it.
+        by: String,
+    },
+
+    /// `resume` of a flow that never signed anything: nothing was sent.
+    #[error(
+        "flow {tx_id} was never signed (state {state}): nothing was sent, so there is \
+         nothing to resume; start it again"
+    )]
+    NothingToResume {
+        /// The flow.
+        tx_id: String,
+        /// Where it stands.
+        state: &'static str,
+    },
+
+    /// The journal's record of a flow contradicts itself; nothing is sent from it.
+    #[error("journal record of flow {tx_id} is inconsistent, nothing sent: {reason}")]
+    JournalCorrupt {
+        /// The flow.
+        tx_id: String,
+        /// What does not hold.
+        reason: String,
+    },
+
     /// A record asked for is not in the journal.
     #[error("no flow with txId {0} in the journal")]
     NotInJournal(String),

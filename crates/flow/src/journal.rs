@@ -10,7 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use alloy_primitives::Address;
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -150,6 +151,13 @@ CREATE TABLE IF NOT EXISTS steps (
     detail TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS steps_by_flow ON steps(tx_id, id);
+CREATE TABLE IF NOT EXISTS nonces (
+    address  TEXT NOT NULL,
+    chain_id INTEGER NOT NULL,
+    nonce    INTEGER NOT NULL,
+    tx_id    TEXT NOT NULL REFERENCES flows(tx_id),
+    PRIMARY KEY (address, chain_id, nonce)
+);
 CREATE INDEX IF NOT EXISTS flows_by_hash ON flows(tx_hash);
 ";
 
@@ -366,6 +374,82 @@ impl Journal {
             )
             .map(|_| ())
         })
+    }
+
+    /// One past the highest nonce of `address` on `chain_id` that a flow here signed or
+    /// reserved and that has not failed: the floor under every nonce signed next. `None`
+    /// when there is none. Flows signed before reservations existed count too.
+    pub fn next_nonce(&self, address: Address, chain_id: u64) -> Result<Option<u64>, Error> {
+        let addr = address.to_string();
+        let highest: Option<i64> = self.with(|c| {
+            c.query_row(
+                "SELECT MAX(n) FROM (
+                     SELECT r.nonce AS n FROM nonces r JOIN flows f ON f.tx_id = r.tx_id
+                      WHERE r.address = ?1 AND r.chain_id = ?2 AND f.state != 'failed'
+                     UNION ALL
+                     SELECT CAST(nonce AS INTEGER) FROM flows
+                      WHERE from_addr = ?1 COLLATE NOCASE AND chain_id = ?2
+                        AND signed_tx IS NOT NULL AND state != 'failed')",
+                params![addr, chain_id as i64],
+                |r| r.get(0),
+            )
+        })?;
+        Ok(highest.map(|n| n as u64 + 1))
+    }
+
+    /// Reserves `nonce` of `address` on `chain_id` for flow `tx_id`, so that no other
+    /// flow (in this process or another) signs the same nonce. A reservation held by a
+    /// flow that failed before signing is taken over; one held by any other flow is a
+    /// refusal naming it.
+    pub fn reserve_nonce(
+        &self,
+        tx_id: &str,
+        address: Address,
+        chain_id: u64,
+        nonce: u64,
+    ) -> Result<(), Error> {
+        let addr = address.to_string();
+        let holder = self.with(|c| {
+            let t = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let holder: Option<(String, String)> = t
+                .query_row(
+                    "SELECT r.tx_id, f.state FROM nonces r JOIN flows f ON f.tx_id = r.tx_id
+                      WHERE r.address = ?1 AND r.chain_id = ?2 AND r.nonce = ?3",
+                    params![addr, chain_id as i64, nonce as i64],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()?;
+            match holder {
+                Some((other, state)) if other != tx_id && state != "failed" => {
+                    return Ok(Some(other));
+                }
+                _ => {}
+            }
+            t.execute(
+                "INSERT OR REPLACE INTO nonces (address, chain_id, nonce, tx_id)
+                 VALUES (?1, ?2, ?3, ?4)",
+                params![addr, chain_id as i64, nonce as i64, tx_id],
+            )?;
+            t.execute(
+                "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, 'nonce-reserved', ?3)",
+                params![
+                    tx_id,
+                    now(),
+                    serde_json::json!({"nonce": nonce, "chainId": chain_id}).to_string()
+                ],
+            )?;
+            t.commit()?;
+            Ok(None)
+        })?;
+        match holder {
+            None => Ok(()),
+            Some(by) => Err(Error::NonceReserved {
+                address,
+                chain_id,
+                nonce,
+                by,
+            }),
+        }
     }
 
     /// One flow.

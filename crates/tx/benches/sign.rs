@@ -30,6 +30,8 @@ fn bench(c: &mut Criterion) {
         value: U256::from(1_000_000_000_000_000_000u128),
     };
     let hash = signing_hash(&tx);
+    let (policy, context) = bridgectl_tx::verify::exactly(&tx);
+    let verified = bridgectl_tx::verify(&tx, None, &policy, &context).expect("verified");
 
     let mut g = c.benchmark_group("sign");
     g.bench_function("bare_k256_sign_prehash_recoverable", |b| {
@@ -39,7 +41,7 @@ fn bench(c: &mut Criterion) {
         })
     });
     g.bench_function("sign_legacy_tx", |b| {
-        b.iter(|| sign_legacy(black_box(&tx), &signer).expect("sign"))
+        b.iter(|| sign_legacy(black_box(&verified), &signer).expect("sign"))
     });
     g.finish();
 }

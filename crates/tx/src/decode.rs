@@ -8,6 +8,7 @@ use alloy_primitives::{Address, B256, Bytes, U256, keccak256, uint};
 use serde::Serialize;
 
 use crate::Error;
+use crate::rawtx::RawTx;
 
 /// The order of the secp256k1 group.
 const SECP256K1N: U256 =
@@ -55,6 +56,27 @@ pub struct DecodedTx {
     pub sender: Address,
     /// The intrinsic gas under current (Shanghai/Cancun) rules.
     pub intrinsic_gas: u64,
+}
+
+impl DecodedTx {
+    /// The unsigned transaction these bytes sign, as bridgectl would have received it:
+    /// `None` unless it is a legacy EIP-155 call (the only kind bridgectl signs), so that
+    /// bytes from outside can go through [`crate::verify()`] like any rawTx.
+    pub fn unsigned(&self) -> Option<RawTx> {
+        if self.kind != "legacy" {
+            return None;
+        }
+        Some(RawTx {
+            from: self.sender,
+            to: self.to?,
+            data: self.input.clone(),
+            nonce: self.nonce,
+            gas_limit: self.gas_limit,
+            gas_price: self.gas_price?,
+            chain_id: self.chain_id?,
+            value: self.value,
+        })
+    }
 }
 
 impl DecodedTx {

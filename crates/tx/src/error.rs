@@ -19,9 +19,10 @@ pub enum Error {
         reason: String,
     },
 
-    /// The input is not JSON at all.
-    #[error("input is not valid JSON: {0}")]
-    Json(#[source] serde_json::Error),
+    /// The input is not JSON, or JSON bridgectl will not read: a duplicate key, an
+    /// integer too large to read exactly, nesting too deep.
+    #[error("input is not acceptable JSON: {0}")]
+    Json(bridgectl_json::Error),
 
     /// A JSON object has fields this version does not know. A changed platform format
     /// must be looked at by a person, not signed through.

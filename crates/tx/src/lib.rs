@@ -9,9 +9,12 @@ pub mod rawtx;
 pub mod request;
 pub mod sign;
 pub mod summary;
+pub mod text;
+pub mod verify;
 
 pub use error::Error;
-pub use policy::Policy;
+pub use policy::{Policy, Trusted};
 pub use rawtx::RawTx;
 pub use request::{SignInput, SignRequest};
 pub use sign::{SignedBundle, SignedTx, sign_legacy};
+pub use verify::{Context, Nonce, NonceFacts, Verified, verify};

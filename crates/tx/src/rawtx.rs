@@ -79,9 +79,9 @@ fn invalid(field: &str, expected: &str, found: &Value) -> Error {
 }
 
 impl RawTx {
-    /// Parses a rawTx from JSON text.
+    /// Parses a rawTx from JSON text, strictly: a duplicate key anywhere is refused.
     pub fn from_json(text: &str) -> Result<RawTx, Error> {
-        let v: Value = serde_json::from_str(text).map_err(Error::Json)?;
+        let v = bridgectl_json::from_slice(text.as_bytes()).map_err(Error::Json)?;
         RawTx::from_value(&v)
     }
 

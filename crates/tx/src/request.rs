@@ -6,11 +6,10 @@ use std::collections::BTreeMap;
 
 use alloy_primitives::{Address, B256};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::Error;
-use crate::policy::Policy;
 use crate::rawtx::{RawTx, reject_unknown};
 
 /// The `format` value of a sign-request file.
@@ -141,7 +140,8 @@ impl SignInput {
     /// Parses the exact bytes of an input file (or stdin).
     pub fn parse(bytes: &[u8]) -> Result<SignInput, Error> {
         let hash = request_hash(bytes);
-        let v: Value = serde_json::from_slice(bytes).map_err(Error::Json)?;
+        // Strict: `{"to": A, "to": B}` must not mean B to bridgectl and A to a person.
+        let v = bridgectl_json::from_slice(bytes).map_err(Error::Json)?;
         let obj = v.as_object().ok_or_else(|| Error::InvalidField {
             context: "input".into(),
             field: "(top level)".into(),
@@ -164,22 +164,6 @@ impl SignInput {
                 request_hash: hash,
             })
         }
-    }
-
-    /// The intent as a policy, to be checked like the user's own flags.
-    pub fn intent_policy(&self) -> Option<Policy> {
-        let i = self.intent.as_ref()?;
-        Some(Policy {
-            expect_chain_id: i.chain_id,
-            expect_to: i.to,
-            expect_function: i.function.clone(),
-            expect_args: i.args.clone(),
-            max_gas_price: None,
-            max_fee: None,
-            // An intent names the whole call and never sends native value.
-            max_value: Some(alloy_primitives::U256::ZERO),
-            exact_args: i.function.is_some(),
-        })
     }
 }
 
@@ -267,24 +251,12 @@ fn parse_request(v: &Value, hash: B256) -> Result<SignInput, Error> {
     })
 }
 
-fn parse_envelope(v: &Value, hash: B256) -> Result<SignInput, Error> {
+/// Reads the `data` of a transaction action's answer for an account that signs itself,
+/// online (the platform client) and offline (an envelope given to `sign`) alike: its
+/// `rawTx` parsed strictly, `data.from` (when present) equal to `rawTx.from`, and its
+/// `txId`.
+pub fn parse_action_data(data: &Map<String, Value>) -> Result<(RawTx, Option<String>), Error> {
     const CTX: &str = "envelope";
-    let result = v.get("result").and_then(Value::as_bool);
-    if result != Some(true) {
-        let code = v.get("code").and_then(Value::as_str).unwrap_or("(none)");
-        let message = v.get("message").and_then(Value::as_str).unwrap_or("(none)");
-        return Err(Error::Refused(format!(
-            "envelope: result is not true (code {code}, message {message:?}): nothing to sign"
-        )));
-    }
-    let data = v
-        .get("data")
-        .and_then(Value::as_object)
-        .ok_or_else(|| Error::MissingField {
-            context: CTX.into(),
-            field: "data".into(),
-            hint: None,
-        })?;
     let raw = data.get("rawTx").ok_or_else(|| {
         Error::Refused(
             "envelope: data has no rawTx: for accounts the platform holds keys for, it signs and \
@@ -309,6 +281,28 @@ fn parse_envelope(v: &Value, hash: B256) -> Result<SignInput, Error> {
         }
     }
     let tx_id = data.get("txId").and_then(Value::as_str).map(str::to_owned);
+    Ok((raw_tx, tx_id))
+}
+
+fn parse_envelope(v: &Value, hash: B256) -> Result<SignInput, Error> {
+    const CTX: &str = "envelope";
+    let result = v.get("result").and_then(Value::as_bool);
+    if result != Some(true) {
+        let code = v.get("code").and_then(Value::as_str).unwrap_or("(none)");
+        let message = v.get("message").and_then(Value::as_str).unwrap_or("(none)");
+        return Err(Error::Refused(format!(
+            "envelope: result is not true (code {code}, message {message:?}): nothing to sign"
+        )));
+    }
+    let data = v
+        .get("data")
+        .and_then(Value::as_object)
+        .ok_or_else(|| Error::MissingField {
+            context: CTX.into(),
+            field: "data".into(),
+            hint: None,
+        })?;
+    let (raw_tx, tx_id) = parse_action_data(data)?;
     Ok(SignInput {
         kind: InputKind::Envelope,
         raw_tx,
@@ -364,7 +358,7 @@ mod tests {
         assert_eq!(c.kind, InputKind::SignRequest);
         assert_eq!(c.raw_tx, a.raw_tx);
         assert_eq!(c.tx_id.as_deref(), Some("t1"));
-        assert_eq!(c.intent_policy().expect("policy").expect_chain_id, Some(1));
+        assert_eq!(c.intent.expect("intent").chain_id, Some(1));
     }
 
     #[test]

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::Error;
 use crate::rawtx::RawTx;
 use crate::request::SignInput;
+use crate::verify::Verified;
 
 /// The `format` value of a signed bundle.
 pub const BUNDLE_FORMAT: &str = "bridgectl-signed-bundle";
@@ -51,12 +52,22 @@ pub fn signing_hash(tx: &RawTx) -> B256 {
     to_legacy(tx).signature_hash()
 }
 
-/// Signs `tx` with `signer` as a legacy EIP-155 transaction.
+/// Signs a [`Verified`] transaction with `signer` as a legacy EIP-155 transaction.
 ///
-/// Refuses when `tx.from` is not the signer's address. The chain id is non-zero by
+/// Only a [`Verified`] can be signed: a type, not a habit. Refuses when the key is not
+/// the transaction's `from`, and when the transaction was verified as bytes signed
+/// before (its nonce was not checked as the next one). The chain id is non-zero by
 /// construction of [`RawTx`], and checked again here because a pre-EIP-155 signature
 /// must never be made.
-pub fn sign_legacy(tx: &RawTx, signer: &PrivateKeySigner) -> Result<SignedTx, Error> {
+pub fn sign_legacy(verified: &Verified, signer: &PrivateKeySigner) -> Result<SignedTx, Error> {
+    let tx = verified.raw_tx();
+    if verified.nonce_source().is_none() {
+        return Err(Error::Refused(
+            "this transaction was verified as already signed (its nonce was not checked as \
+             the next one): refusing to sign it again"
+                .into(),
+        ));
+    }
     if tx.chain_id == 0 {
         return Err(Error::ZeroChainId);
     }
@@ -146,6 +157,12 @@ mod tests {
         hex_key.parse().expect("key")
     }
 
+    /// `tx` verified against a policy that pins every field of it.
+    fn pinned(tx: &RawTx) -> Verified {
+        let (policy, context) = crate::verify::exactly(tx);
+        crate::verify(tx, None, &policy, &context).expect("pinned")
+    }
+
     /// EIP-155's own example (ethereum/EIPs `EIPS/eip-155.md`), pinned.
     #[test]
     fn eip155_example() {
@@ -172,7 +189,7 @@ mod tests {
             signing_hash(&tx).to_string(),
             "0xdaf5a779ae972f972197303d7b574746c7ef83eadac0f2791ad23db92e4c8e53"
         );
-        let s = sign_legacy(&tx, &key).expect("sign");
+        let s = sign_legacy(&pinned(&tx), &key).expect("sign");
         assert_eq!(
             s.raw.to_string(),
             "0xf86c098504a817c800825208943535353535353535353535353535353535353535880de0b6b3a76400008025a028ef61340bd939bc2195fe537567866003e1a15d3c71ff63e1590620aa636276a067cbe9d8997f761aecb703304b3800ccf555c9f3dc64214b297fb1966a3b6d83"
@@ -214,7 +231,7 @@ mod tests {
             signing_hash(&tx).to_string(),
             "0x88cfbd7e51c7a40540b233cf68b62ad1df3e92462f1c6018d6d67eae0f3b08f5"
         );
-        let s = sign_legacy(&tx, &key).expect("sign");
+        let s = sign_legacy(&pinned(&tx), &key).expect("sign");
         assert_eq!(
             s.raw.to_string(),
             "0xf869808504e3b29200831e848094f0109fc8df283027b6285cc889f5aa624eac1f55843b9aca008025a0c9cf86333bcb065d140032ecaab5d9281bde80f21b9687b3e94161de42d51895a0727a108a0b8d101465414033c3f705a9c7b826e596766046ee1183dbc8aeaa68"
@@ -238,10 +255,22 @@ mod tests {
             chain_id: 1,
             value: U256::ZERO,
         };
-        let e = sign_legacy(&tx, &key).expect_err("from").to_string();
+        let e = sign_legacy(&pinned(&tx), &key)
+            .expect_err("from")
+            .to_string();
         assert!(e.contains("from mismatch"), "{e}");
         tx.from = key.address();
         tx.chain_id = 0;
-        assert!(matches!(sign_legacy(&tx, &key), Err(Error::ZeroChainId)));
+        let (policy, context) = crate::verify::exactly(&tx);
+        assert!(matches!(
+            crate::verify(&tx, None, &policy, &context),
+            Err(Error::ZeroChainId)
+        ));
+        tx.chain_id = 1;
+        let (policy, mut context) = crate::verify::exactly(&tx);
+        context.nonce = crate::verify::Nonce::AlreadySigned;
+        let resent = crate::verify(&tx, None, &policy, &context).expect("verified as signed");
+        let e = sign_legacy(&resent, &key).expect_err("never re-signed");
+        assert!(e.to_string().contains("refusing to sign it again"), "{e}");
     }
 }

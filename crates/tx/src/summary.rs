@@ -11,6 +11,7 @@ use crate::amount::{format_native, format_units};
 use crate::calldata::{self, Decoded, ParamKind, Value};
 use crate::rawtx::RawTx;
 use crate::request::Token;
+use crate::text::printable;
 
 /// Facts from the config and the sign request that make a summary readable.
 #[derive(Clone, Debug, Default)]
@@ -104,10 +105,7 @@ impl Summary {
                             if *a == Address::ZERO {
                                 warnings.push(format!("argument {} is the zero address", p.name));
                             }
-                            match label(a) {
-                                Some(l) => format!("{a} ({l})"),
-                                None => a.to_string(),
-                            }
+                            with_label(a, &label(a))
                         }
                         (v, _) => v.to_string(),
                     };
@@ -177,7 +175,7 @@ impl Summary {
 
 fn with_label(a: &Address, l: &Option<String>) -> String {
     match l {
-        Some(l) => format!("{a} ({l})"),
+        Some(l) => format!("{a} ({})", printable(l)),
         None => a.to_string(),
     }
 }
@@ -185,7 +183,13 @@ fn with_label(a: &Address, l: &Option<String>) -> String {
 impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(d) = &self.description {
-            writeln!(f, "intent:    {d}")?;
+            // Free text from a request: a claim, never checked, and escaped so it cannot
+            // move the cursor or fake a line of this summary.
+            writeln!(
+                f,
+                "claimed:   \"{}\" (the request's description, not checked)",
+                printable(d)
+            )?;
         }
         match &self.chain_name {
             Some(n) => writeln!(f, "chain:     {} ({n})", self.chain_id)?,

@@ -1,0 +1,543 @@
+//! THE verifier: every path that signs (online flows, `bridgectl sign`, batch) and every
+//! path that sends bytes signed elsewhere (`submit`, `resume`) checks a transaction here,
+//! and [`crate::sign_legacy`] accepts only the [`Verified`] this returns. Nothing is
+//! unlocked before it passes.
+//!
+//! Who is trusted for what:
+//! - the [`Policy`] (the profile or the flags) is the trust root: which chains and
+//!   contracts, which symbols and decimals, which caps;
+//! - the [`Intent`] (what the user asked for, or what a sign request claims was asked)
+//!   and the [`RawTx`] are claims: both are checked against the policy, and against each
+//!   other;
+//! - the [`Context`] carries what the caller could find out (the key's address, the
+//!   node's gas price, the next nonce from the node, the platform or the journal).
+//!
+//! Rules that hold everywhere, whatever the policy leaves unset: the sender is the
+//! signing key; the chain is one the policy names; the callee is a contract the policy
+//! names (or its `expect_to`); no native value unless the policy allows it; a gas limit
+//! of at most [`DEFAULT_MAX_GAS_LIMIT`] unless raised; a gas-price cap must exist (the
+//! policy's, or [`GAS_PRICE_SANITY_MULTIPLE`] times the node's quote); and the nonce is
+//! the sender's next one (neither a gap nor a replacement). Each refusal names the field,
+//! what was expected and what was found.
+
+use alloy_primitives::{Address, U256};
+
+use crate::Error;
+use crate::calldata::{self, Decoded, Value};
+use crate::policy::{DEFAULT_MAX_GAS_LIMIT, GAS_PRICE_SANITY_MULTIPLE, Policy};
+use crate::rawtx::RawTx;
+use crate::request::{Intent, Token};
+
+/// What the caller knows beyond the policy.
+#[derive(Clone, Debug)]
+pub struct Context {
+    /// The address of the key that will sign (or that signed).
+    pub signer: Address,
+    /// The gas price the chain's node quotes (`eth_gasPrice`), when a node is known.
+    pub gas_price_quote: Option<u128>,
+    /// How the nonce is to be checked.
+    pub nonce: Nonce,
+}
+
+/// How the nonce is checked.
+#[derive(Clone, Debug)]
+pub enum Nonce {
+    /// About to sign: the nonce must be the sender's next one.
+    Next(NonceFacts),
+    /// The bytes were signed before (a bundle from the air gap, the journal on resume):
+    /// their nonce was checked when they were signed and is not checked again. A
+    /// [`Verified`] made this way cannot be signed.
+    AlreadySigned,
+}
+
+/// What is known of the sender's next nonce. The first source present decides: a nonce
+/// given by the person, the node's pending count, the platform's next nonce; the journal
+/// is a floor under all of them (a nonce signed or reserved here is never signed again).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NonceFacts {
+    /// Given by the person (`--nonce N`).
+    pub fixed: Option<u64>,
+    /// `eth_getTransactionCount(from, "pending")` from the chain's node.
+    pub pending: Option<u64>,
+    /// The platform's next-nonce operation.
+    pub platform: Option<u64>,
+    /// One past the highest nonce signed or reserved in the journal for this sender and
+    /// chain; `None` when the journal has none.
+    pub journal_next: Option<u64>,
+}
+
+/// A transaction that passed [`verify()`]: the only thing [`crate::sign_legacy`] signs.
+/// It carries the facts to show it by, taken from the policy (never from a request).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verified {
+    raw: RawTx,
+    token: Option<Token>,
+    chain_name: Option<String>,
+    callee_is_token: bool,
+    claimed_description: Option<String>,
+    pins_call: bool,
+    nonce_source: Option<&'static str>,
+    max_fee_cap: Option<U256>,
+}
+
+impl Verified {
+    /// The transaction.
+    pub fn raw_tx(&self) -> &RawTx {
+        &self.raw
+    }
+
+    /// The callee's token (symbol and decimals) as the policy names it.
+    pub fn token(&self) -> Option<&Token> {
+        self.token.as_ref()
+    }
+
+    /// The chain's name as the policy names it.
+    pub fn chain_name(&self) -> Option<&str> {
+        self.chain_name.as_deref()
+    }
+
+    /// The intent's free text: a claim, shown as such, never checked.
+    pub fn claimed_description(&self) -> Option<&str> {
+        self.claimed_description.as_deref()
+    }
+
+    /// Whether what the call does (function and arguments, or the callee) was pinned by
+    /// an intent or the policy, rather than only bounded by caps. Signing without a
+    /// person's confirmation needs this.
+    pub fn pins_call(&self) -> bool {
+        self.pins_call
+    }
+
+    /// Where the nonce was checked against (`--nonce`, `node`, `platform`, `journal`);
+    /// `None` for bytes signed before.
+    pub fn nonce_source(&self) -> Option<&'static str> {
+        self.nonce_source
+    }
+
+    /// The context a [`crate::summary::Summary`] needs, from trusted facts only; the
+    /// caller adds its own address labels.
+    pub fn summary_context(&self) -> crate::summary::Context {
+        let mut ctx = crate::summary::Context {
+            chain_name: self.chain_name.clone(),
+            token: self.token.clone(),
+            max_fee: self.max_fee_cap,
+            description: self.claimed_description.clone(),
+            ..crate::summary::Context::default()
+        };
+        if let (true, Some(t)) = (self.callee_is_token, &self.token) {
+            ctx.labels
+                .insert(self.raw.to, format!("{} token", t.symbol));
+        }
+        ctx
+    }
+}
+
+fn refuse(source_name: &'static str, field: &str, expected: String, found: String) -> Error {
+    Error::Policy {
+        source_name,
+        field: field.into(),
+        expected,
+        found,
+    }
+}
+
+/// Checks `raw` against `intent` and `policy` with what `context` knows. Returns the
+/// [`Verified`] transaction, or the first refusal.
+pub fn verify(
+    raw: &RawTx,
+    intent: Option<&Intent>,
+    policy: &Policy,
+    context: &Context,
+) -> Result<Verified, Error> {
+    if raw.from != context.signer {
+        return Err(Error::FromMismatch {
+            tx_from: raw.from,
+            key: context.signer,
+        });
+    }
+    if raw.chain_id == 0 {
+        return Err(Error::ZeroChainId);
+    }
+    let trusted = &policy.trusted;
+
+    // Where: the chain and the callee, against the trust root.
+    match policy.expect_chain_id {
+        Some(id) if raw.chain_id != id => {
+            return Err(refuse(
+                "policy",
+                "chainId",
+                id.to_string(),
+                raw.chain_id.to_string(),
+            ));
+        }
+        Some(_) => {}
+        None if !trusted.chains.contains_key(&raw.chain_id) => {
+            return Err(refuse(
+                "policy",
+                "chainId",
+                known_list(
+                    "a chain the profile names (main_chain_id, side_chain_id) or \
+                     --expect-chain-id",
+                    trusted.chains.keys().map(u64::to_string),
+                ),
+                raw.chain_id.to_string(),
+            ));
+        }
+        None => {}
+    }
+    let contract = trusted.find(raw.to, raw.chain_id);
+    match policy.expect_to {
+        Some(to) if raw.to != to => {
+            return Err(refuse("policy", "to", to.to_string(), raw.to.to_string()));
+        }
+        Some(_) => {}
+        None if contract.is_none() => {
+            return Err(refuse(
+                "policy",
+                "to",
+                known_list(
+                    &format!(
+                        "a contract the profile names on chain {} (mt_contract, \
+                         st_contract) or --expect-to",
+                        raw.chain_id
+                    ),
+                    trusted
+                        .contracts
+                        .iter()
+                        .filter(|c| c.chain_id == raw.chain_id)
+                        .map(|c| c.address.to_string()),
+                ),
+                raw.to.to_string(),
+            ));
+        }
+        None => {}
+    }
+    let token = contract.and_then(|c| c.token.clone());
+
+    // The intent's claims about where, against the transaction and the trust root.
+    let expected_by_intent = intent.map(Policy::from);
+    if let Some(i) = intent {
+        if let Some(id) = i.chain_id
+            && id != raw.chain_id
+        {
+            return Err(refuse(
+                "intent",
+                "chainId",
+                id.to_string(),
+                raw.chain_id.to_string(),
+            ));
+        }
+        if let Some(to) = i.to
+            && to != raw.to
+        {
+            return Err(refuse("intent", "to", to.to_string(), raw.to.to_string()));
+        }
+        if let Some(claimed) = &i.token {
+            match &token {
+                Some(t) if t != claimed => {
+                    return Err(refuse(
+                        "intent",
+                        "token",
+                        format!(
+                            "{} with {} decimals (as the profile names {})",
+                            t.symbol, t.decimals, raw.to
+                        ),
+                        format!(
+                            "{} with {} decimals claimed by the request",
+                            claimed.symbol, claimed.decimals
+                        ),
+                    ));
+                }
+                // The profile does not know this contract's token: the claim is not
+                // used (amounts are shown in base units).
+                _ => {}
+            }
+        }
+    }
+
+    // What it may cost.
+    let max_value = policy.max_value.unwrap_or(U256::ZERO);
+    if raw.value > max_value {
+        return Err(refuse(
+            "policy",
+            "value",
+            if max_value.is_zero() {
+                "0 wei (no bridge call sends native value; allow it with --allow-value)".into()
+            } else {
+                format!("at most {max_value} wei")
+            },
+            format!("{} wei", raw.value),
+        ));
+    }
+    let max_gas_limit = policy.max_gas_limit.unwrap_or(DEFAULT_MAX_GAS_LIMIT);
+    if raw.gas_limit > max_gas_limit {
+        return Err(refuse(
+            "policy",
+            "gasLimit",
+            format!("at most {max_gas_limit}"),
+            raw.gas_limit.to_string(),
+        ));
+    }
+    let price_cap = match (policy.max_gas_price, context.gas_price_quote) {
+        (Some(cap), _) => Some((cap, "policy".to_string())),
+        (None, Some(quoted)) => Some((
+            quoted.saturating_mul(GAS_PRICE_SANITY_MULTIPLE).max(1),
+            format!("{GAS_PRICE_SANITY_MULTIPLE}x the node's gas price {quoted}"),
+        )),
+        (None, None) => None,
+    };
+    match &price_cap {
+        // A fee cap bounds the price too; with neither, nothing would.
+        None if policy.max_fee.is_none() => {
+            return Err(refuse(
+                "policy",
+                "gasPrice",
+                "a cap: max-gas-price or max-fee in the profile's policy or the flags (online, \
+                 the chain's rpc_url lets the going price be checked)"
+                    .into(),
+                format!("{} wei with no cap configured", raw.gas_price),
+            ));
+        }
+        Some((cap, why)) if raw.gas_price > *cap => {
+            return Err(refuse(
+                "policy",
+                "gasPrice",
+                format!("at most {cap} wei ({why})"),
+                format!("{} wei", raw.gas_price),
+            ));
+        }
+        _ => {}
+    }
+    if let Some(cap) = policy.max_fee {
+        let fee = raw.max_fee();
+        if fee > cap {
+            return Err(refuse(
+                "policy",
+                "maxFee (gasLimit x gasPrice)",
+                format!("at most {cap} wei"),
+                format!("{} x {} = {fee} wei", raw.gas_limit, raw.gas_price),
+            ));
+        }
+    }
+
+    // What it does: the intent's call exactly, then the policy's expectations.
+    if let Some(p) = &expected_by_intent {
+        check_call(raw, p, "intent")?;
+    }
+    check_call(raw, policy, "policy")?;
+
+    // When: the nonce.
+    let nonce_source = match &context.nonce {
+        Nonce::AlreadySigned => None,
+        Nonce::Next(facts) => Some(check_nonce(raw.nonce, facts)?),
+    };
+
+    let pins_call =
+        policy.pins_call() || expected_by_intent.as_ref().is_some_and(Policy::pins_call);
+    Ok(Verified {
+        raw: raw.clone(),
+        token,
+        chain_name: trusted.chains.get(&raw.chain_id).cloned().flatten(),
+        callee_is_token: contract.is_some_and(|c| c.token.is_some()),
+        claimed_description: intent.and_then(|i| i.description.clone()),
+        pins_call,
+        nonce_source,
+        max_fee_cap: policy.max_fee,
+    })
+}
+
+/// A policy and context that accept exactly `tx` and nothing else: chain, callee,
+/// calldata, value, gas limit, gas price and nonce all pinned to its own values. For a
+/// transaction the caller built itself and wants signed as it is (tests, benchmarks,
+/// cross-checks against other signers); never for one that came from outside, which is
+/// what [`verify()`] with the profile's policy is for.
+pub fn exactly(tx: &RawTx) -> (Policy, Context) {
+    let mut policy = Policy {
+        expect_chain_id: Some(tx.chain_id),
+        expect_to: Some(tx.to),
+        expect_data: Some(tx.data.clone()),
+        max_gas_price: Some(tx.gas_price),
+        max_value: Some(tx.value),
+        max_gas_limit: Some(tx.gas_limit),
+        ..Policy::default()
+    };
+    policy.trusted.chain(tx.chain_id, None);
+    let context = Context {
+        signer: tx.from,
+        gas_price_quote: None,
+        nonce: Nonce::Next(NonceFacts {
+            fixed: Some(tx.nonce),
+            ..NonceFacts::default()
+        }),
+    };
+    (policy, context)
+}
+
+fn known_list(what: &str, known: impl Iterator<Item = String>) -> String {
+    let known: Vec<String> = known.collect();
+    if known.is_empty() {
+        format!("{what}; the profile names none")
+    } else {
+        format!("{what}: {}", known.join(", "))
+    }
+}
+
+fn check_nonce(nonce: u64, facts: &NonceFacts) -> Result<&'static str, Error> {
+    let wrong = |expected: u64, source: &str| {
+        let what = if nonce > expected {
+            "a gap: it would sit unmined until the nonces below it are used"
+        } else {
+            "a replacement of a transaction already sent or signed"
+        };
+        refuse(
+            "policy",
+            "nonce",
+            format!("{expected} (the sender's next nonce, from {source})"),
+            format!("{nonce}: {what}"),
+        )
+    };
+    if let Some(n) = facts.fixed {
+        if nonce != n {
+            return Err(wrong(n, "--nonce"));
+        }
+        return Ok("--nonce");
+    }
+    let (next, source) = match (facts.pending, facts.platform) {
+        (Some(n), _) => (Some(n), "the node"),
+        (None, Some(n)) => (Some(n), "the platform"),
+        (None, None) => (None, "the journal"),
+    };
+    if let Some(floor) = facts.journal_next
+        && nonce < floor
+    {
+        return Err(refuse(
+            "policy",
+            "nonce",
+            format!(
+                "{} or above (nonces below it were signed or reserved here already)",
+                next.map_or(floor, |n| n.max(floor))
+            ),
+            format!(
+                "{nonce}: already signed or reserved in the journal; resume that flow instead \
+                 of signing a second transaction with the same nonce"
+            ),
+        ));
+    }
+    match (next, facts.journal_next) {
+        (Some(n), _) if nonce != n => Err(wrong(n, source)),
+        (Some(_), _) => Ok(if source == "the node" {
+            "node"
+        } else {
+            "platform"
+        }),
+        (None, Some(floor)) if nonce != floor => Err(wrong(floor, source)),
+        (None, Some(_)) => Ok("journal"),
+        (None, None) => Err(refuse(
+            "policy",
+            "nonce",
+            "a way to check it: the chain's node, the platform's next nonce, a journal \
+             record for this sender, or --nonce N"
+                .into(),
+            format!("{nonce}, unchecked"),
+        )),
+    }
+}
+
+/// Checks the call (function and arguments) against the expectations of `policy`.
+fn check_call(tx: &RawTx, policy: &Policy, source_name: &'static str) -> Result<(), Error> {
+    let fail =
+        |field: &str, expected: String, found: String| refuse(source_name, field, expected, found);
+    if let Some(want) = &policy.expect_data
+        && *want != tx.data
+    {
+        return Err(fail(
+            "data",
+            crate::error::shorten(&want.to_string()),
+            crate::error::shorten(&tx.data.to_string()),
+        ));
+    }
+    if policy.expect_function.is_none() && policy.expect_args.is_empty() && !policy.exact_args {
+        return Ok(());
+    }
+    let call = match calldata::classify(&tx.data) {
+        Decoded::Call(c) => c,
+        other => {
+            let expected = policy
+                .expect_function
+                .clone()
+                .unwrap_or_else(|| "a known function call".into());
+            return Err(fail("function", expected, describe(&other)));
+        }
+    };
+    if let Some(want) = &policy.expect_function {
+        let Some(f) = calldata::function_by_name(want) else {
+            return Err(fail(
+                "function",
+                format!("{want} (not a function bridgectl knows)"),
+                call.function.signature.to_owned(),
+            ));
+        };
+        if f.selector != call.function.selector {
+            return Err(fail(
+                "function",
+                f.signature.to_owned(),
+                call.function.signature.to_owned(),
+            ));
+        }
+    }
+    for (name, want_text) in &policy.expect_args {
+        let field = format!("args.{name}");
+        let Some(param) = call.function.params.iter().find(|p| p.name == name) else {
+            return Err(fail(
+                &field,
+                want_text.clone(),
+                format!("no such argument in {}", call.function.signature),
+            ));
+        };
+        let want = Value::parse(param.kind, want_text).map_err(|expected| {
+            fail(
+                &field,
+                expected,
+                format!("{want_text:?} in the expectation itself"),
+            )
+        })?;
+        let found = call.arg(name).unwrap_or(Value::Uint(U256::ZERO));
+        if want != found {
+            return Err(fail(&field, want.to_string(), found.to_string()));
+        }
+    }
+    if policy.exact_args
+        && let Some((param, value)) = call
+            .args
+            .iter()
+            .find(|(p, _)| !policy.expect_args.contains_key(p.name))
+    {
+        let names: Vec<&str> = policy.expect_args.keys().map(String::as_str).collect();
+        return Err(fail(
+            &format!("args.{}", param.name),
+            format!("only the arguments asked for ({})", names.join(", ")),
+            format!("{} = {value} in {}", param.name, call.function.signature),
+        ));
+    }
+    Ok(())
+}
+
+fn describe(d: &Decoded) -> String {
+    match d {
+        Decoded::Empty => "no calldata".into(),
+        Decoded::Call(c) => c.function.signature.to_owned(),
+        Decoded::Malformed { function, reason } => {
+            format!("malformed {} call ({reason})", function.signature)
+        }
+        Decoded::Unknown { selector, .. } => {
+            format!(
+                "unknown selector 0x{}",
+                alloy_primitives::hex::encode(selector)
+            )
+        }
+        Decoded::TooShort { len } => format!("{len} bytes of calldata, not a call"),
+    }
+}
+
+#[cfg(test)]
+mod tests;

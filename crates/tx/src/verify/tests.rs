@@ -1,0 +1,433 @@
+use std::collections::BTreeMap;
+
+use alloy_primitives::{Address, U256};
+
+use super::*;
+use crate::policy::Trusted;
+
+const SIDE: u64 = 617317;
+const FROM: Address = Address::repeat_byte(0x11);
+const ST: Address = Address::repeat_byte(0x35);
+
+fn st() -> Token {
+    Token {
+        symbol: "ST".into(),
+        decimals: 18,
+    }
+}
+
+fn redeem_tx(amount: &str) -> RawTx {
+    let data = calldata::encode(
+        "redeem",
+        &BTreeMap::from([("_amount".to_string(), amount.to_string())]),
+    )
+    .expect("encode");
+    RawTx {
+        from: FROM,
+        to: ST,
+        data: data.into(),
+        nonce: 1,
+        gas_limit: 100_000,
+        gas_price: 50_000_000_000,
+        chain_id: SIDE,
+        value: U256::ZERO,
+    }
+}
+
+/// A profile that names the side chain and the ST contract, with a gas-price cap.
+fn profile() -> Policy {
+    let mut trusted = Trusted::default();
+    trusted.chain(SIDE, Some("side".into()));
+    trusted.contract(ST, SIDE, Some(st()));
+    Policy {
+        max_gas_price: Some(100_000_000_000),
+        trusted,
+        ..Policy::default()
+    }
+}
+
+fn context(nonce: NonceFacts) -> Context {
+    Context {
+        signer: FROM,
+        gas_price_quote: None,
+        nonce: Nonce::Next(nonce),
+    }
+}
+
+fn next(n: u64) -> NonceFacts {
+    NonceFacts {
+        pending: Some(n),
+        ..NonceFacts::default()
+    }
+}
+
+fn redeem_intent(amount: &str) -> Intent {
+    Intent {
+        function: Some("redeem".into()),
+        args: BTreeMap::from([("_amount".into(), amount.into())]),
+        to: Some(ST),
+        chain_id: Some(SIDE),
+        token: Some(st()),
+        description: Some("redeem 1.5 ST".into()),
+    }
+}
+
+fn refusal(tx: &RawTx, intent: Option<&Intent>, policy: &Policy, ctx: &Context) -> String {
+    verify(tx, intent, policy, ctx)
+        .expect_err("refused")
+        .to_string()
+}
+
+#[test]
+fn a_matching_redeem_passes_with_trusted_display_facts() {
+    let intent = redeem_intent("1500000000000000000");
+    let v = verify(
+        &redeem_tx("1500000000000000000"),
+        Some(&intent),
+        &profile(),
+        &context(next(1)),
+    )
+    .expect("passes");
+    assert_eq!(v.token(), Some(&st()));
+    assert_eq!(v.chain_name(), Some("side"));
+    assert_eq!(v.nonce_source(), Some("node"));
+    assert!(v.pins_call());
+    assert_eq!(v.claimed_description(), Some("redeem 1.5 ST"));
+    let ctx = v.summary_context();
+    assert_eq!(ctx.labels.get(&ST).map(String::as_str), Some("ST token"));
+}
+
+#[test]
+fn the_trust_root_decides_chain_and_callee() {
+    let tx = redeem_tx("1");
+    let ctx = context(next(1));
+    let bare = Policy {
+        max_gas_price: Some(1 << 60),
+        ..Policy::default()
+    };
+    let e = refusal(&tx, None, &bare, &ctx);
+    assert!(
+        e.contains("chainId: expected a chain the profile names") && e.contains("names none"),
+        "{e}"
+    );
+    let mut chain_only = bare.clone();
+    chain_only.trusted.chain(SIDE, None);
+    let e = refusal(&tx, None, &chain_only, &ctx);
+    assert!(
+        e.contains("to: expected a contract the profile names on chain 617317"),
+        "{e}"
+    );
+    // The same address on another chain is not the trusted contract.
+    let mut elsewhere = chain_only.clone();
+    elsewhere.trusted.contract(ST, 1, Some(st()));
+    let e = refusal(&tx, None, &elsewhere, &ctx);
+    assert!(e.contains("to: expected"), "{e}");
+    // --expect-to stands in for a contract the profile does not name; no token facts.
+    let flags = Policy {
+        expect_to: Some(ST),
+        ..chain_only
+    };
+    let v = verify(&tx, None, &flags, &ctx).expect("expect-to");
+    assert_eq!(v.token(), None);
+    assert!(
+        !v.pins_call(),
+        "a callee alone does not say what the call does"
+    );
+}
+
+#[test]
+fn a_request_cannot_change_the_token_or_the_chain() {
+    let tx = redeem_tx("1000000000000000000000000");
+    let ctx = context(next(1));
+    let mut lying = redeem_intent("1000000000000000000000000");
+    lying.token = Some(Token {
+        symbol: "ST".into(),
+        decimals: 24,
+    });
+    let e = refusal(&tx, Some(&lying), &profile(), &ctx);
+    assert!(
+        e.contains("intent check failed: token: expected ST with 18 decimals")
+            && e.contains("ST with 24 decimals claimed by the request"),
+        "{e}"
+    );
+    let mut other_chain = redeem_intent("1000000000000000000000000");
+    other_chain.chain_id = Some(1);
+    let e = refusal(&tx, Some(&other_chain), &profile(), &ctx);
+    assert!(
+        e.contains("intent check failed: chainId: expected 1"),
+        "{e}"
+    );
+}
+
+#[test]
+fn defaults_hold_without_a_policy_saying_so() {
+    let ctx = context(next(1));
+    let mut valued = redeem_tx("1");
+    valued.value = U256::from(100);
+    let e = refusal(&valued, None, &profile(), &ctx);
+    assert!(e.contains("value: expected 0 wei"), "{e}");
+    let allowed = Policy {
+        max_value: Some(U256::from(100)),
+        ..profile()
+    };
+    verify(&valued, None, &allowed, &ctx).expect("--allow-value");
+
+    let mut heavy = redeem_tx("1");
+    heavy.gas_limit = 10_000_000;
+    let e = refusal(&heavy, None, &profile(), &ctx);
+    assert!(e.contains("gasLimit: expected at most 1000000"), "{e}");
+
+    let uncapped = Policy {
+        max_gas_price: None,
+        ..profile()
+    };
+    let e = refusal(&redeem_tx("1"), None, &uncapped, &ctx);
+    assert!(e.contains("gasPrice: expected a cap"), "{e}");
+    // Online, the node's quote gives the cap.
+    let quoted = Context {
+        gas_price_quote: Some(1_000_000_000),
+        ..context(next(1))
+    };
+    let e = refusal(&redeem_tx("1"), None, &uncapped, &quoted);
+    assert!(
+        e.contains("at most 10000000000 wei (10x the node's gas price 1000000000)"),
+        "{e}"
+    );
+    let fee_only = Policy {
+        max_fee: Some(U256::MAX),
+        ..uncapped
+    };
+    verify(&redeem_tx("1"), None, &fee_only, &ctx).expect("a fee cap bounds the price");
+}
+
+#[test]
+fn the_nonce_is_the_next_one() {
+    let tx = redeem_tx("1"); // nonce 1
+    let p = profile();
+    let cases: Vec<(NonceFacts, &str)> = vec![
+        (
+            next(0),
+            "nonce: expected 0 (the sender's next nonce, from the node), found 1: a gap",
+        ),
+        (
+            next(2),
+            "expected 2 (the sender's next nonce, from the node), found 1: a replacement",
+        ),
+        (
+            NonceFacts {
+                platform: Some(5),
+                ..NonceFacts::default()
+            },
+            "from the platform), found 1: a replacement",
+        ),
+        (
+            NonceFacts {
+                pending: Some(1),
+                journal_next: Some(2),
+                ..NonceFacts::default()
+            },
+            "already signed or reserved in the journal",
+        ),
+        (
+            NonceFacts {
+                journal_next: Some(0),
+                ..NonceFacts::default()
+            },
+            "expected 0 (the sender's next nonce, from the journal), found 1: a gap",
+        ),
+        (
+            NonceFacts {
+                fixed: Some(7),
+                pending: Some(1),
+                ..NonceFacts::default()
+            },
+            "from --nonce",
+        ),
+        (NonceFacts::default(), "nonce: expected a way to check it"),
+    ];
+    for (facts, want) in cases {
+        let e = refusal(&tx, None, &p, &context(facts.clone()));
+        assert!(e.contains(want), "{facts:?}: {e:?} lacks {want:?}");
+    }
+    for (facts, source) in [
+        (next(1), "node"),
+        (
+            NonceFacts {
+                platform: Some(1),
+                journal_next: Some(1),
+                ..NonceFacts::default()
+            },
+            "platform",
+        ),
+        (
+            NonceFacts {
+                journal_next: Some(1),
+                ..NonceFacts::default()
+            },
+            "journal",
+        ),
+        (
+            NonceFacts {
+                fixed: Some(1),
+                ..NonceFacts::default()
+            },
+            "--nonce",
+        ),
+    ] {
+        let v = verify(&tx, None, &p, &context(facts)).expect(source);
+        assert_eq!(v.nonce_source(), Some(source));
+    }
+    let resent = Context {
+        nonce: Nonce::AlreadySigned,
+        ..context(NonceFacts::default())
+    };
+    assert_eq!(
+        verify(&tx, None, &p, &resent)
+            .expect("signed before")
+            .nonce_source(),
+        None
+    );
+}
+
+#[test]
+fn the_sender_is_the_key() {
+    let ctx = Context {
+        signer: Address::repeat_byte(0x22),
+        ..context(next(1))
+    };
+    let e = refusal(&redeem_tx("1"), None, &profile(), &ctx);
+    assert!(e.contains("from mismatch"), "{e}");
+}
+
+#[test]
+fn an_intent_names_the_whole_call_and_sends_no_value() {
+    // transferWithFee also has an `_amount`: naming only `_amount` must not let a
+    // call with other, unnamed arguments through.
+    let inputs = BTreeMap::from([
+        ("_to".to_string(), format!("{}", Address::repeat_byte(0x66))),
+        ("_amount".to_string(), "100".to_string()),
+        (
+            "_feeCollector".to_string(),
+            format!("{}", Address::repeat_byte(0x66)),
+        ),
+        ("_fee".to_string(), "99".to_string()),
+    ]);
+    let mut t = redeem_tx("1");
+    t.data = calldata::encode("transferWithFee", &inputs)
+        .expect("encode")
+        .into();
+    let ctx = context(next(1));
+    let named = Policy {
+        expect_args: BTreeMap::from([("_amount".into(), "100".into())]),
+        ..profile()
+    };
+    verify(&t, None, &named, &ctx).expect("a partial expectation checks only what it names");
+    let intent = Intent {
+        function: Some("transferWithFee".into()),
+        args: BTreeMap::from([("_amount".into(), "100".into())]),
+        ..Intent::default()
+    };
+    let e = refusal(&t, Some(&intent), &profile(), &ctx);
+    assert!(
+        e.contains(
+            "intent check failed: args._to: expected only the arguments asked for (_amount)"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn each_check_refuses_naming_field_expected_found() {
+    let cases: Vec<(Policy, &str)> = vec![
+        (
+            Policy {
+                expect_chain_id: Some(1),
+                ..profile()
+            },
+            "chainId: expected 1, found 617317",
+        ),
+        (
+            Policy {
+                expect_to: Some(Address::repeat_byte(0x36)),
+                ..profile()
+            },
+            "to: expected 0x3636",
+        ),
+        (
+            Policy {
+                expect_function: Some("stake".into()),
+                ..profile()
+            },
+            "function: expected stake(uint256), found redeem(uint256)",
+        ),
+        (
+            Policy {
+                expect_function: Some("mint".into()),
+                ..profile()
+            },
+            "not a function bridgectl knows",
+        ),
+        (
+            Policy {
+                expect_args: BTreeMap::from([("_amount".into(), "1".into())]),
+                ..profile()
+            },
+            "args._amount: expected 1, found 1500000000000000000",
+        ),
+        (
+            Policy {
+                expect_args: BTreeMap::from([("_to".into(), "1".into())]),
+                ..profile()
+            },
+            "no such argument",
+        ),
+        (
+            Policy {
+                expect_data: Some(vec![1u8].into()),
+                ..profile()
+            },
+            "data: expected 0x01, found 0xdb006a75",
+        ),
+        (
+            Policy {
+                max_gas_price: Some(49_999_999_999),
+                ..profile()
+            },
+            "gasPrice: expected at most 49999999999 wei (policy), found 50000000000 wei",
+        ),
+        (
+            Policy {
+                max_fee: Some(U256::from(1)),
+                ..profile()
+            },
+            "found 100000 x 50000000000 = 5000000000000000 wei",
+        ),
+    ];
+    let tx = redeem_tx("1500000000000000000");
+    for (p, want) in cases {
+        let e = refusal(&tx, None, &p, &context(next(1)));
+        assert!(e.contains(want), "{e:?} lacks {want:?}");
+        assert!(e.starts_with("policy check failed"), "{e}");
+    }
+    let mut unknown = tx.clone();
+    unknown.data = vec![0xde, 0xad, 0xbe, 0xef].into();
+    let p = Policy {
+        expect_function: Some("redeem".into()),
+        ..profile()
+    };
+    let e = refusal(&unknown, None, &p, &context(next(1)));
+    assert!(e.contains("unknown selector 0xdeadbeef"), "{e}");
+}
+
+#[test]
+fn exactly_accepts_that_transaction_and_no_other() {
+    let tx = redeem_tx("1");
+    let (policy, ctx) = exactly(&tx);
+    verify(&tx, None, &policy, &ctx).expect("itself");
+    let mut other = tx.clone();
+    other.nonce = 2;
+    assert!(refusal(&other, None, &policy, &ctx).contains("nonce"));
+    let mut other = tx;
+    other.gas_price += 1;
+    assert!(refusal(&other, None, &policy, &ctx).contains("gasPrice"));
+}

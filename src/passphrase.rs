@@ -79,6 +79,37 @@ impl CliPassphrases {
     }
 }
 
+/// How many passphrases a person may type at the terminal before an unlock gives up.
+pub const PROMPT_ATTEMPTS: usize = 3;
+
+impl CliPassphrases {
+    /// Unlocks the key `selector` of `store`. A passphrase typed at the terminal may be
+    /// mistyped: up to [`PROMPT_ATTEMPTS`] tries; a file or the environment is asked once
+    /// (the same wrong value would only come back).
+    pub fn unlock(
+        &mut self,
+        store: &bridgectl_keystore::Keystore,
+        selector: &str,
+    ) -> Result<alloy_signer_local::PrivateKeySigner, bridgectl_keystore::Error> {
+        let attempts = match self.source {
+            Source::Prompt => PROMPT_ATTEMPTS,
+            Source::File(_) | Source::Env => 1,
+        };
+        let mut attempt = 1;
+        loop {
+            match store.unlock(selector, self) {
+                Err(bridgectl_keystore::Error::WrongPassphrase { .. }) if attempt < attempts => {
+                    attempt += 1;
+                    crate::output::note(format_args!(
+                        "wrong passphrase, try again ({attempt} of {attempts})"
+                    ));
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
 fn no_tty_error() -> anyhow::Error {
     crate::exit::coded(
         crate::exit::Code::Passphrase,

@@ -339,8 +339,8 @@ impl Approver for CliApprover<'_> {
             .map_err(|e| bridgectl_flow::Error::Declined(format!("{e:#}")))?;
         let started = std::time::Instant::now();
         let signer = self
-            .keystore
-            .unlock(&review.raw_tx().from.to_string(), &mut self.passphrases);
+            .passphrases
+            .unlock(self.keystore, &review.raw_tx().from.to_string());
         self.unlock_time += started.elapsed();
         Ok(signer?)
     }

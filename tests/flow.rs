@@ -205,23 +205,17 @@ fn air_gap_round_trip_through_files() {
     ]);
     assert_eq!(out["kind"], "sign-request");
 
-    // The offline side: its own keystore, no token, no profile, no network settings.
-    let offline = crate::util::Dir::new("airgap_offline");
-    let key = live.sb.info.dev.private_key.expose_secret().to_owned();
-    offline.write("pass", format!("{}\n", live.passphrase));
-    let mut import = offline.command();
-    import
-        .env("BRIDGECTL_PASSPHRASE_FILE", offline.join("pass"))
-        .args(["key", "import", "--raw", "--unsafe-test-kdf"]);
-    let o = import.output_with_stdin(format!("{key}\n").as_bytes());
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let offline = offline_signer(&live, "airgap_offline");
     let signed = live.dir.join("signed.json");
+    let nonce = live.nonce(true, live.dev).to_string();
     let mut sign = offline.command();
     sign.env("BRIDGECTL_PASSPHRASE_FILE", offline.join("pass"))
         .args([
             "sign",
             &req_s,
             "--yes",
+            "--nonce",
+            &nonce,
             "--out",
             signed.to_str().expect("utf8"),
         ]);
@@ -256,6 +250,32 @@ fn air_gap_round_trip_through_files() {
     assert!(live.mined(true, sub["txHash"].as_str().expect("hash")));
     // The flow `action exec --out` began is the one that was completed.
     assert_eq!(sub["txId"], out["txId"]);
+}
+
+/// The offline side of the air gap: its own keystore with the dev key, and an offline
+/// profile that names only what a signer must know (the side chain, the ST contract
+/// with its symbol and decimals, a gas-price cap): no platform, no token, no node.
+fn offline_signer(live: &Live, name: &'static str) -> crate::util::Dir {
+    let offline = crate::util::Dir::new(name);
+    let key = live.sb.info.dev.private_key.expose_secret().to_owned();
+    offline.write("pass", format!("{}\n", live.passphrase));
+    let side = &live.sb.info.side;
+    offline.write(
+        "xdg/config/bridgectl/config.toml",
+        format!(
+            "[profiles.default]\nside_chain_id = {}\nst_contract = \"{}\"\n\
+             side_symbol = \"{}\"\nside_decimals = {}\n\n\
+             [profiles.default.policy]\nmax-gas-price = 1000000000000\n",
+            side.chain_id, side.token_address, side.symbol, side.decimals
+        ),
+    );
+    let mut import = offline.command();
+    import
+        .env("BRIDGECTL_PASSPHRASE_FILE", offline.join("pass"))
+        .args(["key", "import", "--raw", "--unsafe-test-kdf"]);
+    let o = import.output_with_stdin(format!("{key}\n").as_bytes());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    offline
 }
 
 #[test]
@@ -449,7 +469,11 @@ fn a_hostile_platform_is_refused_before_the_passphrase_is_read() {
     use bridgectl_sandbox::Hostile;
     let live = Live::new("hostile");
     let dev = live.dev.to_string();
+    // One honest redeem first, so that a nonce below the next one is a real replacement.
+    let out = live.ok(&["redeem", "--from", &dev, "--amount", "1", "--yes"]);
+    assert_eq!(out["status"], "completed");
     let nonce0 = live.nonce(true, live.dev);
+    assert!(nonce0 > 0);
     for kind in Hostile::ALL {
         live.sb.state.set_hostile(Some(kind));
         let counter = crate::util::CountingPassphrase::new(&live.dir, &live.passphrase);
@@ -472,13 +496,20 @@ fn a_hostile_platform_is_refused_before_the_passphrase_is_read() {
             Hostile::InflatedGasPrice => "gasPrice",
             Hostile::InflatedGasLimit => "gasLimit",
             Hostile::ExtraField => "maxFeePerGas",
+            Hostile::NonceGap => "nonce: expected",
+            Hostile::NonceReplacement => "a replacement",
         };
         assert!(err.contains(field), "{kind:?}: {err}");
+        if kind == Hostile::NonceGap {
+            assert!(err.contains("a gap"), "{err}");
+        }
     }
     assert_eq!(live.nonce(true, live.dev), nonce0, "nothing was submitted");
     let flows = live.ok(&["history"]);
-    assert_eq!(flows.as_array().map(Vec::len), Some(Hostile::ALL.len()));
-    for f in flows.as_array().expect("flows") {
+    let flows = flows.as_array().expect("flows");
+    assert_eq!(flows.len(), Hostile::ALL.len() + 1);
+    // Newest first: every hostile flow failed unsigned; the oldest is the honest one.
+    for f in &flows[..Hostile::ALL.len()] {
         assert_eq!(f["state"], "failed", "{f:#}");
         assert!(f["signedTx"].is_null());
     }
@@ -601,18 +632,29 @@ fn a_request_rewritten_in_transit_is_caught_against_the_journal() {
     v["intent"]["args"]["_amount"] = Value::String(bigger);
     let rewritten = live.dir.join("rewritten.json");
     std::fs::write(&rewritten, serde_json::to_vec_pretty(&v).expect("ser")).expect("write");
+    // On this (online) machine the rewrite is caught at once: its journal holds what
+    // was verified.
+    let err = live.fails(&["sign", rewritten.to_str().expect("utf8"), "--yes"], 3);
+    assert!(err.contains("changed after it was written"), "{err}");
+    // An offline machine has no such record: its own checks pass, and submit catches it.
+    let offline = offline_signer(&live, "airgap_rewritten_offline");
     let signed = live.dir.join("signed.json");
-    let mut sign = live.cmd();
-    sign.args([
-        "sign",
-        rewritten.to_str().expect("utf8"),
-        "--yes",
-        "--out",
-        signed.to_str().expect("utf8"),
-    ]);
+    let nonce = live.nonce(true, live.dev).to_string();
+    let mut sign = offline.command();
+    sign.env("BRIDGECTL_PASSPHRASE_FILE", offline.join("pass"))
+        .args([
+            "sign",
+            rewritten.to_str().expect("utf8"),
+            "--yes",
+            "--nonce",
+            &nonce,
+            "--out",
+            signed.to_str().expect("utf8"),
+        ]);
     let o = sign.output();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let nonce0 = live.nonce(true, live.dev);
+    // Without the request, the flow named by the bundle's txId is the reference.
     let err = live.fails(&["submit", signed.to_str().expect("utf8")], 3);
     assert!(err.contains("data"), "{err}");
     let err = live.fails(

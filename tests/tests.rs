@@ -8,6 +8,8 @@ mod util;
 
 mod flow;
 mod key;
+mod offline;
 mod sandbox;
 mod sign;
+mod tty;
 mod webhook;

@@ -76,6 +76,15 @@ impl Dir {
     pub fn command(&self) -> TestCommand {
         let mut cmd = Command::new("setsid");
         cmd.arg(env!("CARGO_BIN_EXE_bridgectl"));
+        self.confine(&mut cmd);
+        cmd.stdin(Stdio::null());
+        TestCommand { cmd }
+    }
+
+    /// Gives `cmd` the confined environment of [`Dir::command`] (no user env, HOME and
+    /// XDG dirs inside this directory, the keystore set) and this directory as its
+    /// working directory.
+    pub fn confine(&self, cmd: &mut Command) {
         cmd.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", self.join("home"))
@@ -83,9 +92,7 @@ impl Dir {
             .env("XDG_CONFIG_HOME", self.join("xdg/config"))
             .env("XDG_STATE_HOME", self.join("xdg/state"))
             .env("BRIDGECTL_KEYSTORE", self.keystore())
-            .current_dir(self.path())
-            .stdin(Stdio::null());
-        TestCommand { cmd }
+            .current_dir(self.path());
     }
 }
 

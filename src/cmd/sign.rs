@@ -99,14 +99,38 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
         )
     })?;
 
-    // 3. The one verifier, with what this machine knows of the nonce.
+    // 3. The one verifier, with what this machine knows of the nonce. A request whose
+    // txId names a flow of this machine's journal (`action exec --out` here) continues
+    // that flow, and must be the transaction it verified.
     let journal = crate::session::open_journal(args.journal.as_ref())?;
+    let local_flow = input.tx_id.as_ref().and_then(|id| journal.get(id).ok());
+    if let Some(raw) = local_flow.as_ref().and_then(|f| f.raw_tx.as_ref()) {
+        let verified_online = bridgectl_tx::RawTx::from_value(raw)?;
+        if verified_online != *tx {
+            return Err(coded(
+                Code::Refused,
+                format!(
+                    "the request's rawTx is not the one flow {} verified here: it was changed \
+                     after it was written",
+                    input.tx_id.as_deref().unwrap_or_default()
+                ),
+            ));
+        }
+    }
+    let tx_id = match &local_flow {
+        Some(f) => f.tx_id.clone(),
+        None => uuid::Uuid::new_v4().to_string(),
+    };
     let context = bridgectl_tx::Context {
         signer: info.address,
         gas_price_quote: None,
         nonce: Nonce::Next(NonceFacts {
             fixed: args.nonce,
-            journal_next: journal.next_nonce(info.address, tx.chain_id)?,
+            journal_next: journal.next_nonce(
+                info.address,
+                tx.chain_id,
+                local_flow.as_ref().map(|f| f.tx_id.as_str()),
+            )?,
             ..NonceFacts::default()
         }),
     };
@@ -119,19 +143,16 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
              --yes the summary is shown and you are asked",
         ));
     }
-    let tx_id = input
-        .tx_id
-        .clone()
-        .filter(|id| journal.get(id).is_err())
-        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-    journal.begin(
-        &tx_id,
-        "sign",
-        Some(&tx.from.to_string()),
-        &json!({"input": input_name(&args.input), "requestHash": input.request_hash,
-                "kind": kind_name(&input), "intent": input.intent}),
-    )?;
-    journal.record_raw_tx(&tx_id, &serde_json::to_value(tx)?)?;
+    if local_flow.is_none() {
+        journal.begin(
+            &tx_id,
+            "sign",
+            Some(&tx.from.to_string()),
+            &json!({"input": input_name(&args.input), "requestHash": input.request_hash,
+                    "kind": kind_name(&input), "intent": input.intent}),
+        )?;
+        journal.record_raw_tx(&tx_id, &serde_json::to_value(tx)?)?;
+    }
     journal.reserve_nonce(&tx_id, tx.from, tx.chain_id, tx.nonce)?;
     let fail = |step: &str, e: &anyhow::Error| {
         let _ = journal.step(
@@ -163,7 +184,7 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
     let mut passphrases = CliPassphrases::new(&args.passphrase);
     let signed = (|| -> anyhow::Result<bridgectl_tx::SignedTx> {
         passphrases.ensure_available()?;
-        let signer = store.unlock(&info.id.to_string(), &mut passphrases)?;
+        let signer = passphrases.unlock(&store, &info.id.to_string())?;
         let signed = sign_legacy(&verified, &signer)?;
         drop(signer);
         let check = bridgectl_tx::decode::decode_signed(&signed.raw)

@@ -231,7 +231,7 @@ impl Flows<'_> {
     async fn signing_context(&self, from: Address, chain_id: u64) -> Result<Context, Error> {
         let side = self.side_of_chain(chain_id);
         let mut facts = NonceFacts {
-            journal_next: self.journal.next_nonce(from, chain_id)?,
+            journal_next: self.journal.next_nonce(from, chain_id, None)?,
             ..NonceFacts::default()
         };
         let mut gas_price_quote = None;

@@ -378,19 +378,27 @@ impl Journal {
 
     /// One past the highest nonce of `address` on `chain_id` that a flow here signed or
     /// reserved and that has not failed: the floor under every nonce signed next. `None`
-    /// when there is none. Flows signed before reservations existed count too.
-    pub fn next_nonce(&self, address: Address, chain_id: u64) -> Result<Option<u64>, Error> {
+    /// when there is none. Flows signed before reservations existed count too. The flow
+    /// `except` (the one about to sign) does not count against itself.
+    pub fn next_nonce(
+        &self,
+        address: Address,
+        chain_id: u64,
+        except: Option<&str>,
+    ) -> Result<Option<u64>, Error> {
         let addr = address.to_string();
+        let except = except.unwrap_or("");
         let highest: Option<i64> = self.with(|c| {
             c.query_row(
                 "SELECT MAX(n) FROM (
                      SELECT r.nonce AS n FROM nonces r JOIN flows f ON f.tx_id = r.tx_id
                       WHERE r.address = ?1 AND r.chain_id = ?2 AND f.state != 'failed'
+                        AND r.tx_id != ?3
                      UNION ALL
                      SELECT CAST(nonce AS INTEGER) FROM flows
                       WHERE from_addr = ?1 COLLATE NOCASE AND chain_id = ?2
-                        AND signed_tx IS NOT NULL AND state != 'failed')",
-                params![addr, chain_id as i64],
+                        AND signed_tx IS NOT NULL AND state != 'failed' AND tx_id != ?3)",
+                params![addr, chain_id as i64, except],
                 |r| r.get(0),
             )
         })?;
@@ -589,6 +597,78 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&path).expect("meta").permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
+    }
+
+    #[test]
+    fn two_processes_cannot_reserve_one_nonce() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("j.sqlite3");
+        let addr = Address::repeat_byte(0x11);
+        // Two journals on one file, as two bridgectl processes would have, racing for
+        // the same nonce from eight threads each.
+        let journals = [
+            Journal::open(&path).expect("open"),
+            Journal::open(&path).expect("open"),
+        ];
+        for i in 0..16 {
+            journals[i % 2]
+                .begin(
+                    &format!("flow-{i}"),
+                    "redeem",
+                    Some(&addr.to_string()),
+                    &json!({}),
+                )
+                .expect("begin");
+        }
+        let won: Vec<String> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..16)
+                .map(|i| {
+                    let j = &journals[i % 2];
+                    scope.spawn(move || {
+                        let id = format!("flow-{i}");
+                        j.reserve_nonce(&id, addr, 7, 5).map(|()| id)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .filter_map(|h| h.join().expect("thread").ok())
+                .collect()
+        });
+        assert_eq!(won.len(), 1, "exactly one flow holds nonce 5: {won:?}");
+        let holder = &won[0];
+        let loser = if holder == "flow-0" {
+            "flow-1"
+        } else {
+            "flow-0"
+        };
+        match journals[0].reserve_nonce(loser, addr, 7, 5) {
+            Err(Error::NonceReserved { nonce: 5, by, .. }) => assert_eq!(&by, holder),
+            other => panic!("expected NonceReserved, got {other:?}"),
+        }
+        assert_eq!(
+            journals[0].next_nonce(addr, 7, None).expect("next"),
+            Some(6)
+        );
+        assert_eq!(
+            journals[0].next_nonce(addr, 7, Some(holder)).expect("next"),
+            None,
+            "a flow's own reservation is not a floor under itself"
+        );
+        assert_eq!(journals[0].next_nonce(addr, 8, None).expect("next"), None);
+
+        // A flow that failed before signing gives its nonce back.
+        journals[1]
+            .step(holder, FlowState::Failed, "not-approved", &json!({}))
+            .expect("fail");
+        assert_eq!(journals[0].next_nonce(addr, 7, None).expect("next"), None);
+        journals[0]
+            .reserve_nonce(loser, addr, 7, 5)
+            .expect("taken over from a failed flow");
+        assert_eq!(
+            journals[0].next_nonce(addr, 7, None).expect("next"),
+            Some(6)
+        );
     }
 
     #[test]

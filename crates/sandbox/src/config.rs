@@ -115,11 +115,17 @@ pub enum Hostile {
     MissingChainId,
     /// An extra field a client does not know (`maxFeePerGas`).
     ExtraField,
+    /// The nonce is 1000 above the account's next one: the signed transaction would sit
+    /// unmined, and a retry with the right nonce would make two that can both be mined.
+    NonceGap,
+    /// The nonce is one below the account's next one: a replacement of a transaction
+    /// already mined (or pending).
+    NonceReplacement,
 }
 
 impl Hostile {
     /// Every kind, for tests that go through them all.
-    pub const ALL: [Hostile; 9] = [
+    pub const ALL: [Hostile; 11] = [
         Hostile::OtherFrom,
         Hostile::OtherChainId,
         Hostile::OtherContract,
@@ -129,6 +135,8 @@ impl Hostile {
         Hostile::InflatedGasLimit,
         Hostile::MissingChainId,
         Hostile::ExtraField,
+        Hostile::NonceGap,
+        Hostile::NonceReplacement,
     ];
 }
 

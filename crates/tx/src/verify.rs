@@ -418,8 +418,8 @@ fn check_nonce(nonce: u64, facts: &NonceFacts) -> Result<&'static str, Error> {
                 next.map_or(floor, |n| n.max(floor))
             ),
             format!(
-                "{nonce}: already signed or reserved in the journal; resume that flow instead \
-                 of signing a second transaction with the same nonce"
+                "{nonce}: a replacement of a transaction already signed or reserved in the \
+                 journal; resume that flow instead of signing a second one with the same nonce"
             ),
         ));
     }

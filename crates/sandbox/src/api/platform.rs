@@ -1077,5 +1077,17 @@ fn tamper(
             }
         }
         H::ExtraField => raw_tx["maxFeePerGas"] = json!("0x1"),
+        H::NonceGap | H::NonceReplacement => {
+            let nonce = raw_tx["nonce"]
+                .as_str()
+                .and_then(|n| u64::from_str_radix(n.trim_start_matches("0x"), 16).ok())
+                .unwrap_or_default();
+            let tampered = if h == H::NonceGap {
+                nonce + 1000
+            } else {
+                nonce.saturating_sub(1)
+            };
+            raw_tx["nonce"] = json!(q(tampered));
+        }
     }
 }

@@ -132,7 +132,7 @@ fn exec(global: &GlobalOpts, args: ExecArgs) -> anyhow::Result<()> {
     let intent = Flows::action_intent(&call);
     let verified = session
         .runtime
-        .block_on(flows.verify(&tx_id, args.from, &raw, &intent))?;
+        .block_on(flows.check_before_signing(&tx_id, args.from, &raw, &intent))?;
     if let Some(out) = &args.out {
         let request = SignRequest::new(
             raw,

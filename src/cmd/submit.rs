@@ -119,7 +119,7 @@ pub fn run(global: &GlobalOpts, args: SubmitArgs) -> anyhow::Result<()> {
     };
     let verified = session
         .runtime
-        .block_on(flows.verify_signed(&checked.decoded, intent.as_ref()))
+        .block_on(flows.check_signed(&checked.decoded, intent.as_ref()))
         .inspect_err(|e| {
             let _ = session.journal.step(
                 &tx_id,

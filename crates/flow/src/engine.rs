@@ -257,7 +257,7 @@ impl Flows<'_> {
     /// Verifies `raw_tx` against `intent` and the trust root with the verifier of
     /// `bridgectl-tx`, reserves its nonce in the journal, and records the outcome (a
     /// refusal too). Nothing is unlocked here.
-    pub async fn verify(
+    pub async fn check_before_signing(
         &self,
         tx_id: &str,
         from: Address,
@@ -306,7 +306,7 @@ impl Flows<'_> {
         approver: &mut dyn Approver,
         progress: &mut dyn Progress,
     ) -> Result<Submitted, Error> {
-        let verified = self.verify(tx_id, from, raw_tx, intent).await?;
+        let verified = self.check_before_signing(tx_id, from, raw_tx, intent).await?;
         let signed = self.approve_and_sign(tx_id, &verified, intent, approver)?;
         progress.step(&format!("signed {} (nonce {})", signed.hash, signed.nonce));
         self.submit_journaled(
@@ -440,7 +440,7 @@ impl Flows<'_> {
     /// resume) with the one verifier before it is sent: a legacy EIP-155 call from its
     /// recovered signer, to a trusted chain and contract, within the caps, and (when an
     /// intent is known) doing what was asked. The nonce was fixed when it was signed.
-    pub async fn verify_signed(
+    pub async fn check_signed(
         &self,
         decoded: &bridgectl_tx::decode::DecodedTx,
         intent: Option<&Intent>,
@@ -540,7 +540,7 @@ impl Flows<'_> {
             let asked = RawTx::from_value(journaled)?;
             crate::airgap::check_signed_matches(&decoded, &asked)?;
         }
-        let unsigned = self.verify_signed(&decoded, None).await?.raw_tx().clone();
+        let unsigned = self.check_signed(&decoded, None).await?.raw_tx().clone();
         self.journal.note(
             tx_id,
             "resume",

@@ -106,9 +106,9 @@ pub enum Error {
     Json {
         /// The file.
         path: PathBuf,
-        /// The parser's error (positions only, no content).
+        /// The parser's error (positions and key names only, no values).
         #[source]
-        source: serde_json::Error,
+        source: bridgectl_json::Error,
     },
 
     /// The file's format version is not one this build reads.

@@ -142,7 +142,9 @@ pub(crate) enum AnyFile {
 
 /// Tells the formats apart and parses: every check, including the KDF cap, runs here.
 pub(crate) fn parse_any(path: &Path, bytes: &[u8]) -> Result<AnyFile, Error> {
-    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|source| Error::Json {
+    // Strict: a key file with a field twice (two `ciphertext`s, two `address`es) is not
+    // one file but two claims; refused like any other malformed file.
+    let value: serde_json::Value = bridgectl_json::from_slice(bytes).map_err(|source| Error::Json {
         path: path.to_owned(),
         source,
     })?;

@@ -7,6 +7,7 @@
 //! bytes are exactly that rawTx, signed by its `from`, and that the bundle names the
 //! request file it was made from (SHA-256 of its bytes).
 
+use alloy_primitives::U256;
 use bridgectl_tx::decode::DecodedTx;
 use bridgectl_tx::request::{SignInput, request_hash};
 use bridgectl_tx::{RawTx, SignedBundle};
@@ -59,7 +60,7 @@ pub fn check_signed_matches(decoded: &DecodedTx, raw: &RawTx) -> Result<(), Erro
             decoded.gas_limit.to_string(),
         );
     }
-    if decoded.gas_price != Some(raw.gas_price) {
+    if decoded.gas_price != Some(U256::from(raw.gas_price)) {
         return mismatch(
             "gasPrice",
             raw.gas_price.to_string(),

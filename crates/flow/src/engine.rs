@@ -306,7 +306,9 @@ impl Flows<'_> {
         approver: &mut dyn Approver,
         progress: &mut dyn Progress,
     ) -> Result<Submitted, Error> {
-        let verified = self.check_before_signing(tx_id, from, raw_tx, intent).await?;
+        let verified = self
+            .check_before_signing(tx_id, from, raw_tx, intent)
+            .await?;
         let signed = self.approve_and_sign(tx_id, &verified, intent, approver)?;
         progress.step(&format!("signed {} (nonce {})", signed.hash, signed.nonce));
         self.submit_journaled(

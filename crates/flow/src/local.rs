@@ -412,7 +412,8 @@ impl Flows<'_> {
         );
         let (tx_id, raw) = self.begin_transfer("managed-transfer", spec).await?;
         // The platform signs, but the caps are ours: nonce and gas may have come from it.
-        self.check_before_signing(&tx_id, from, &raw, &intent).await?;
+        self.check_before_signing(&tx_id, from, &raw, &intent)
+            .await?;
         let raw_json = serde_json::to_value(&raw).unwrap_or_default();
         progress.step("asking the platform to sign for the managed account");
         let signed = self

@@ -144,10 +144,11 @@ pub(crate) enum AnyFile {
 pub(crate) fn parse_any(path: &Path, bytes: &[u8]) -> Result<AnyFile, Error> {
     // Strict: a key file with a field twice (two `ciphertext`s, two `address`es) is not
     // one file but two claims; refused like any other malformed file.
-    let value: serde_json::Value = bridgectl_json::from_slice(bytes).map_err(|source| Error::Json {
-        path: path.to_owned(),
-        source,
-    })?;
+    let value: serde_json::Value =
+        bridgectl_json::from_slice(bytes).map_err(|source| Error::Json {
+            path: path.to_owned(),
+            source,
+        })?;
     let obj = value
         .as_object()
         .ok_or_else(|| Error::malformed(path, "not a JSON object"))?;

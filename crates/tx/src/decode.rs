@@ -27,9 +27,10 @@ pub struct DecodedTx {
     pub nonce: u64,
     /// The gas limit.
     pub gas_limit: u64,
-    /// Legacy and EIP-2930 gas price.
+    /// Legacy and EIP-2930 gas price (a legacy one may exceed 2^128: valid on chain,
+    /// though alloy's `TxLegacy` cannot hold it).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub gas_price: Option<u128>,
+    pub gas_price: Option<U256>,
     /// EIP-1559 style fee cap.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_fee_per_gas: Option<u128>,
@@ -72,7 +73,7 @@ impl DecodedTx {
             data: self.input.clone(),
             nonce: self.nonce,
             gas_limit: self.gas_limit,
-            gas_price: self.gas_price?,
+            gas_price: self.gas_price?.try_into().ok()?,
             chain_id: self.chain_id?,
             value: self.value,
         })
@@ -144,8 +145,15 @@ pub fn decode_signed(bytes: &[u8]) -> Result<DecodedTx, Error> {
         ));
     }
     let mut buf = bytes;
-    let env = TxEnvelope::decode_2718(&mut buf)
-        .map_err(|e| malformed(format!("cannot decode: {e}"), Some(e)))?;
+    let env = match TxEnvelope::decode_2718(&mut buf) {
+        Ok(env) => env,
+        Err(e) => {
+            return match wide_legacy::decode(bytes) {
+                Some(fields) => fields.finish(bytes),
+                None => Err(malformed(format!("cannot decode: {e}"), Some(e))),
+            };
+        }
+    };
     if !buf.is_empty() {
         return Err(malformed(
             format!("{} trailing byte(s) after the transaction", buf.len()),
@@ -154,17 +162,7 @@ pub fn decode_signed(bytes: &[u8]) -> Result<DecodedTx, Error> {
     }
     let sig = *env.signature();
     let (r, s) = (sig.r(), sig.s());
-    if r.is_zero() || r >= SECP256K1N {
-        return Err(Error::InvalidSignature(format!("r {r:#x} is out of range")));
-    }
-    if s.is_zero() || s >= SECP256K1N {
-        return Err(Error::InvalidSignature(format!("s {s:#x} is out of range")));
-    }
-    if s > SECP256K1N >> 1 {
-        return Err(Error::InvalidSignature(format!(
-            "s {s:#x} is in the upper half of the curve order (EIP-2 allows only low s)"
-        )));
-    }
+    check_rs(r, s)?;
     let (kind, v) = match &env {
         TxEnvelope::Legacy(t) => {
             if t.tx().chain_id == Some(0) {
@@ -199,7 +197,7 @@ pub fn decode_signed(bytes: &[u8]) -> Result<DecodedTx, Error> {
         chain_id: env.chain_id(),
         nonce: env.nonce(),
         gas_limit: env.gas_limit(),
-        gas_price: env.gas_price(),
+        gas_price: env.gas_price().map(U256::from),
         max_fee_per_gas: (!is_legacy && kind != "eip2930").then(|| env.max_fee_per_gas()),
         max_priority_fee_per_gas: env.max_priority_fee_per_gas(),
         to: env.to(),
@@ -215,6 +213,143 @@ pub fn decode_signed(bytes: &[u8]) -> Result<DecodedTx, Error> {
         hash: keccak256(bytes),
         sender,
     })
+}
+
+/// `r` and `s` in range, `s` in the lower half (EIP-2).
+fn check_rs(r: U256, s: U256) -> Result<(), Error> {
+    if r.is_zero() || r >= SECP256K1N {
+        return Err(Error::InvalidSignature(format!("r {r:#x} is out of range")));
+    }
+    if s.is_zero() || s >= SECP256K1N {
+        return Err(Error::InvalidSignature(format!("s {s:#x} is out of range")));
+    }
+    if s > SECP256K1N >> 1 {
+        return Err(Error::InvalidSignature(format!(
+            "s {s:#x} is in the upper half of the curve order (EIP-2 allows only low s)"
+        )));
+    }
+    Ok(())
+}
+
+/// Legacy transactions whose gas price does not fit in 128 bits: valid RLP and valid on
+/// chain (ethereum/tests `TransactionWithHighGasPrice`, `V_equals38`), but alloy's
+/// `TxLegacy` keeps the price in a `u128` and refuses them. Read here field by field
+/// with alloy-rlp's canonical decoding (no leading zeros, exact lengths, nothing
+/// trailing); used only when alloy could not decode and the price is what it could not
+/// hold, so every other malformation keeps alloy's error.
+mod wide_legacy {
+    use alloy_primitives::{Address, B256, Bytes, Signature, U256, keccak256};
+    use alloy_rlp::{Decodable, Encodable, Header};
+
+    use super::{DecodedTx, check_rs, intrinsic_gas};
+    use crate::Error;
+
+    pub(super) struct Fields {
+        nonce: u64,
+        gas_price: U256,
+        gas_limit: u64,
+        to: Bytes,
+        value: U256,
+        data: Bytes,
+        v: u64,
+        r: U256,
+        s: U256,
+    }
+
+    pub(super) fn decode(bytes: &[u8]) -> Option<Fields> {
+        let mut buf = bytes;
+        let header = Header::decode(&mut buf).ok()?;
+        if !header.list || header.payload_length != buf.len() {
+            return None;
+        }
+        let f = Fields {
+            nonce: u64::decode(&mut buf).ok()?,
+            gas_price: U256::decode(&mut buf).ok()?,
+            gas_limit: u64::decode(&mut buf).ok()?,
+            to: Bytes::decode(&mut buf).ok()?,
+            value: U256::decode(&mut buf).ok()?,
+            data: Bytes::decode(&mut buf).ok()?,
+            v: u64::decode(&mut buf).ok()?,
+            r: U256::decode(&mut buf).ok()?,
+            s: U256::decode(&mut buf).ok()?,
+        };
+        let wide = f.gas_price > U256::from(u128::MAX);
+        (buf.is_empty() && wide && (f.to.is_empty() || f.to.len() == 20)).then_some(f)
+    }
+
+    impl Fields {
+        /// Checks the signature, recovers the sender and describes the transaction.
+        pub(super) fn finish(self, bytes: &[u8]) -> Result<DecodedTx, Error> {
+            let (chain_id, parity) = match self.v {
+                27 | 28 => (None, self.v == 28),
+                v if v >= 35 => (Some((v - 35) / 2), (v - 35) % 2 == 1),
+                v => {
+                    return Err(Error::InvalidSignature(format!(
+                        "v {v} is neither 27/28 nor an EIP-155 value"
+                    )));
+                }
+            };
+            if chain_id == Some(0) {
+                return Err(Error::InvalidSignature(
+                    "v encodes EIP-155 chain id 0, which is not a valid chain".into(),
+                ));
+            }
+            check_rs(self.r, self.s)?;
+            let signing_hash = self.signing_hash(chain_id);
+            let sender = Signature::new(self.r, self.s, parity)
+                .recover_address_from_prehash(&signing_hash)
+                .map_err(|e| {
+                    Error::InvalidSignature(format!("no public key can be recovered: {e}"))
+                })?;
+            let to = (!self.to.is_empty()).then(|| Address::from_slice(&self.to));
+            Ok(DecodedTx {
+                kind: "legacy",
+                chain_id,
+                nonce: self.nonce,
+                gas_limit: self.gas_limit,
+                gas_price: Some(self.gas_price),
+                max_fee_per_gas: None,
+                max_priority_fee_per_gas: None,
+                to,
+                value: self.value,
+                intrinsic_gas: intrinsic_gas(&self.data, to.is_none()),
+                input: self.data,
+                v: u128::from(self.v),
+                r: self.r,
+                s: self.s,
+                signing_hash,
+                hash: keccak256(bytes),
+                sender,
+            })
+        }
+
+        /// keccak of rlp([nonce, gasPrice, gasLimit, to, value, data(, chainId, 0, 0)]).
+        fn signing_hash(&self, chain_id: Option<u64>) -> B256 {
+            let mut fields: Vec<&dyn Encodable> = vec![
+                &self.nonce,
+                &self.gas_price,
+                &self.gas_limit,
+                &self.to,
+                &self.value,
+                &self.data,
+            ];
+            let tail = chain_id.map(|c| (c, 0u8, 0u8));
+            if let Some((c, z1, z2)) = &tail {
+                fields.extend([c as &dyn Encodable, z1, z2]);
+            }
+            let payload_length = fields.iter().map(|f| f.length()).sum();
+            let mut out = Vec::with_capacity(payload_length + 9);
+            Header {
+                list: true,
+                payload_length,
+            }
+            .encode(&mut out);
+            for f in fields {
+                f.encode(&mut out);
+            }
+            keccak256(out)
+        }
+    }
 }
 
 /// Intrinsic gas (Shanghai rules): 21000, plus 4 per zero and 16 per non-zero calldata

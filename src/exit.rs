@@ -73,6 +73,14 @@ pub fn coded(code: Code, msg: impl std::fmt::Display) -> anyhow::Error {
     })
 }
 
+/// Whether `err` is a write to a closed pipe.
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 /// The exit code for an error: the first [`Coded`] in its chain, else a mapping of
 /// known library errors, else [`Code::Failure`].
 pub fn code_for(err: &anyhow::Error) -> Code {

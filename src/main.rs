@@ -31,6 +31,9 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     match cmd::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`bridgectl history | head -1`): stop quietly, as every
+        // Unix tool does.
+        Err(err) if exit::is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             let code = exit::code_for(&err);
             #[allow(clippy::print_stderr)]

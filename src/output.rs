@@ -10,7 +10,8 @@ use serde::Serialize;
 /// Prints `value` as pretty JSON followed by a newline on stdout.
 pub fn json<T: Serialize>(value: &T) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, value)?;
+    // As an io::Error, so that a closed pipe is recognised as one.
+    serde_json::to_writer_pretty(&mut out, value).map_err(std::io::Error::from)?;
     writeln!(out)?;
     Ok(())
 }

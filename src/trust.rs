@@ -114,6 +114,9 @@ impl ExpectOpts {
             })?;
             args.insert(k.to_owned(), v.to_owned());
         }
+        // Arguments a person names are the whole call: a function with other, unnamed
+        // arguments (`transferWithFee` beside `_amount`) is not what was asked for.
+        p.exact_args = !args.is_empty();
         p.expect_args = args;
         if let Some(hex) = &self.expect_data {
             let bytes = hex
@@ -166,12 +169,6 @@ pub fn trust_root(profile: &Profile, flags: Policy) -> Policy {
             policy.trusted.contract(address, chain, token);
         }
     }
-    // Chains named only for display in `[chains]` are trusted too: the profile names
-    // them.
-    for (id, chain_name) in &profile.chains {
-        if let Ok(id) = id.parse::<u64>() {
-            policy.trusted.chain(id, Some(chain_name.clone()));
-        }
-    }
+    // `[chains]` only names chains for summaries: it does not make them trusted.
     policy
 }

@@ -601,6 +601,26 @@ bctest!(
     }
 );
 
+bctest!(
+    a_closed_reader_ends_the_process_quietly,
+    |dir: crate::util::Dir, _cmd: crate::util::TestCommand| {
+        for args in [&["completions", "bash"][..], &["--json", "history"][..]] {
+            let mut c = dir.command();
+            c.args(args);
+            c.cmd
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            let mut child = c.cmd.spawn().expect("spawn");
+            // The reader is gone before anything is written.
+            drop(child.stdout.take());
+            let out = child.wait_with_output().expect("wait");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+            assert!(stderr.is_empty(), "{args:?}: {stderr}");
+        }
+    }
+);
+
 #[test]
 fn a_request_rewritten_in_transit_is_caught_against_the_journal() {
     let live = Live::new("airgap_rewritten");

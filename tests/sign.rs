@@ -202,8 +202,10 @@ bctest!(
         // The same nonce is never signed twice on this machine: refused before the
         // output file is even looked at, and the file keeps its content.
         let err = again.fails_with(3);
-        assert!(err.contains("nonce 0 of"), "{err}");
-        assert!(err.contains("is reserved by flow"), "{err}");
+        assert!(
+            err.contains("found 0: a replacement of a transaction already signed"),
+            "{err}"
+        );
         // With another journal the signature is made, and the existing file is still
         // never overwritten.
         let mut other = dir.command();
@@ -245,6 +247,7 @@ bctest!(
         cmd.args(["sign"])
             .args(pinned(&[
                 ("--expect-function", "redeem"),
+                ("--expect-arg", "_amount=1500000000000000000"),
                 ("--expect-data", ""),
                 ("--allow-value", ""),
             ]))
@@ -412,6 +415,24 @@ bctest!(
             &with_flags(&[("--nonce", "8")]),
             3,
             "nonce: expected 8 (the sender's next nonce, from --nonce), found 9: a gap",
+        );
+        // A function alone does not pin the call (transfer to anyone, any amount): --yes
+        // is signing blind.
+        let mut transfer = with(
+            "data",
+            json!(format!("0xa9059cbb{:0>64}{:0>64}", "66".repeat(20), "ff")),
+        );
+        transfer.as_object_mut().expect("obj").remove("value");
+        refuses(
+            &dir,
+            &transfer,
+            &with_flags(&[
+                ("--expect-function", "transfer"),
+                ("--expect-data", ""),
+                ("--allow-value", ""),
+            ]),
+            3,
+            "signing blind",
         );
         // No terminal and no --yes: declined, after the summary, before the passphrase.
         refuses(

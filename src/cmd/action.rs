@@ -203,8 +203,8 @@ fn report(global: &GlobalOpts, value: &serde_json::Value) -> anyhow::Result<()> 
     match value.get("kind").and_then(|k| k.as_str()) {
         Some("managed") => crate::output::line(format_args!(
             "executed by the platform for the managed account: txId {}, tx {}",
-            get("txId").unwrap_or_default(),
-            get("txHash").unwrap_or_default()
+            crate::output::untrusted(&get("txId").unwrap_or_default()),
+            crate::output::untrusted(&get("txHash").unwrap_or_default())
         )),
         Some("view") => {
             crate::output::line(crate::output::untrusted(&get("value").unwrap_or_default()))

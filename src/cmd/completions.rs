@@ -13,6 +13,10 @@ pub struct CompletionsArgs {
 /// Writes the completion script for `args.shell` to stdout.
 pub fn run(args: CompletionsArgs) -> anyhow::Result<()> {
     let mut cmd = crate::cli::Cli::command();
-    clap_complete::generate(args.shell, &mut cmd, "bridgectl", &mut std::io::stdout());
+    // Generated into memory, then written: clap_complete panics on a failed write, and a
+    // closed pipe (`| head -1`) is an ordinary end, not a crash.
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, "bridgectl", &mut script);
+    std::io::Write::write_all(&mut std::io::stdout().lock(), &script)?;
     Ok(())
 }

@@ -103,7 +103,18 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
     // txId names a flow of this machine's journal (`action exec --out` here) continues
     // that flow, and must be the transaction it verified.
     let journal = crate::session::open_journal(args.journal.as_ref())?;
-    let local_flow = input.tx_id.as_ref().and_then(|id| journal.get(id).ok());
+    // Only a flow that verified a rawTx from this sender and has not signed is
+    // continued; any other txId (a replayed request, a managed action, a flow that
+    // signed) starts a flow of its own.
+    let local_flow = input
+        .tx_id
+        .as_ref()
+        .and_then(|id| journal.get(id).ok())
+        .filter(|f| {
+            f.raw_tx.is_some()
+                && f.signed_tx.is_none()
+                && f.from.as_deref() == Some(tx.from.to_string().as_str())
+        });
     if let Some(raw) = local_flow.as_ref().and_then(|f| f.raw_tx.as_ref()) {
         let verified_online = bridgectl_tx::RawTx::from_value(raw)?;
         if verified_online != *tx {
@@ -138,9 +149,9 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
     if args.yes && !verified.pins_call() {
         return Err(coded(
             Code::Refused,
-            "signing blind: --yes needs the call pinned, by a sign request whose intent names \
-             the function or by --expect-function, --expect-arg or --expect-data; without \
-             --yes the summary is shown and you are asked",
+            "signing blind: --yes needs the call pinned: a sign request whose intent names \
+             the function, --expect-function with every argument as --expect-arg, or \
+             --expect-data; without --yes the summary is shown and you are asked",
         ));
     }
     if local_flow.is_none() {

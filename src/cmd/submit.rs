@@ -112,10 +112,15 @@ pub fn run(global: &GlobalOpts, args: SubmitArgs) -> anyhow::Result<()> {
     // What was asked for: the request's intent, or the one the flow journaled online.
     let intent: Option<Intent> = match &checked.request {
         Some(input) => input.intent.clone(),
-        None => existing
-            .intent
-            .get("intent")
-            .and_then(|i| serde_json::from_value(i.clone()).ok()),
+        None => match existing.intent.get("intent") {
+            None => None,
+            Some(i) => Some(serde_json::from_value(i.clone()).map_err(|e| {
+                coded(
+                    Code::Refused,
+                    format!("flow {tx_id}: the journaled intent does not read ({e}); nothing sent"),
+                )
+            })?),
+        },
     };
     let verified = session
         .runtime
@@ -132,9 +137,6 @@ pub fn run(global: &GlobalOpts, args: SubmitArgs) -> anyhow::Result<()> {
         let ctx = crate::review::context(&session.profile, &verified);
         crate::review::show(verified.raw_tx(), &ctx);
     }
-    session
-        .journal
-        .reserve_nonce(&tx_id, checked.decoded.sender, b.chain_id, b.nonce)?;
     if let Some(prev) = &existing.tx_hash
         && prev.parse().ok() != Some(b.tx_hash)
     {
@@ -144,6 +146,9 @@ pub fn run(global: &GlobalOpts, args: SubmitArgs) -> anyhow::Result<()> {
             b.tx_hash
         );
     }
+    session
+        .journal
+        .reserve_nonce(&tx_id, checked.decoded.sender, b.chain_id, b.nonce)?;
     session.journal.record_signed(
         &tx_id,
         &SignedEntry {

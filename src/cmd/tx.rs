@@ -62,8 +62,9 @@ fn input_text(input: &str) -> anyhow::Result<String> {
     };
     let trimmed = text.trim();
     if trimmed.starts_with('{') {
-        let v: serde_json::Value = serde_json::from_str(trimmed)
-            .map_err(|e| coded(Code::Refused, format!("input is not valid JSON: {e}")))?;
+        // Strict, as `submit` reads a bundle: what is shown is what would be sent.
+        let v = bridgectl_json::from_slice(trimmed.as_bytes())
+            .map_err(|e| coded(Code::Refused, format!("input is not acceptable JSON: {e}")))?;
         return v
             .get("signedTx")
             .and_then(|s| s.as_str())

@@ -300,7 +300,10 @@ impl Flows<'_> {
                 // Polling is itself a retry loop: a server error or a lost connection
                 // is "no answer this time" until the wait runs out.
                 Err(e @ (Error::Http { .. } | Error::Platform { .. })) if e.is_transient() => {
-                    progress.step(&format!("no answer this time ({e}); polling on"));
+                    progress.step(&format!(
+                        "no answer this time ({}); polling on",
+                        bridgectl_tx::text::printable(&e.to_string())
+                    ));
                     last_error = Some(e.to_string());
                     None
                 }
@@ -309,7 +312,10 @@ impl Flows<'_> {
             if let Some(r) = found {
                 let changed = r.status != last_status;
                 if changed {
-                    progress.step(&format!("redemption {}", r.status));
+                    progress.step(&format!(
+                        "redemption {}",
+                        bridgectl_tx::text::printable(&r.status)
+                    ));
                     last_status.clone_from(&r.status);
                 }
                 if r.is_terminal() {

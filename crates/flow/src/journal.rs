@@ -152,14 +152,33 @@ CREATE TABLE IF NOT EXISTS steps (
 );
 CREATE INDEX IF NOT EXISTS steps_by_flow ON steps(tx_id, id);
 CREATE TABLE IF NOT EXISTS nonces (
-    address  TEXT NOT NULL,
-    chain_id INTEGER NOT NULL,
-    nonce    INTEGER NOT NULL,
-    tx_id    TEXT NOT NULL REFERENCES flows(tx_id),
+    address     TEXT NOT NULL,
+    chain_id    INTEGER NOT NULL,
+    nonce       INTEGER NOT NULL,
+    tx_id       TEXT NOT NULL REFERENCES flows(tx_id),
+    reserved_at INTEGER NOT NULL,
     PRIMARY KEY (address, chain_id, nonce)
 );
 CREATE INDEX IF NOT EXISTS flows_by_hash ON flows(tx_hash);
 ";
+
+/// How long a reservation of a flow that has not signed holds: long enough for a person
+/// to read the summary and type a passphrase, short enough that a flow interrupted at
+/// its prompt does not block the address for long. A flow that signed holds its nonce
+/// for good.
+pub const RESERVATION_LEASE_SECS: i64 = 15 * 60;
+
+/// The SQL condition (over `nonces r JOIN flows f`, with the lease cut-off bound as
+/// parameter `cutoff`, e.g. `?4`) under which a reservation holds.
+fn holds(cutoff: &str) -> String {
+    format!("(f.signed_tx IS NOT NULL OR (f.state != 'failed' AND r.reserved_at > {cutoff}))")
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
 
 fn now() -> String {
     time::OffsetDateTime::now_utc()
@@ -376,10 +395,17 @@ impl Journal {
         })
     }
 
-    /// One past the highest nonce of `address` on `chain_id` that a flow here signed or
-    /// reserved and that has not failed: the floor under every nonce signed next. `None`
-    /// when there is none. Flows signed before reservations existed count too. The flow
-    /// `except` (the one about to sign) does not count against itself.
+    /// One past the highest nonce of `address` on `chain_id` that a flow here holds: the
+    /// floor under every nonce signed next. `None` when there is none.
+    ///
+    /// A flow that **signed** holds its nonce for good, whatever became of it later (a
+    /// platform that reports a redemption "failed" must not free the nonce of a
+    /// transaction that can still be mined: the next flow would sign a second one). A
+    /// flow that reserved and has not signed holds it while it is alive: not failed, and
+    /// reserved less than [`RESERVATION_LEASE_SECS`] ago (a flow interrupted at its
+    /// prompt must not block the address forever). Flows signed before reservations
+    /// existed count too. The flow `except` (the one about to sign) does not count
+    /// against itself.
     pub fn next_nonce(
         &self,
         address: Address,
@@ -390,15 +416,23 @@ impl Journal {
         let except = except.unwrap_or("");
         let highest: Option<i64> = self.with(|c| {
             c.query_row(
-                "SELECT MAX(n) FROM (
+                &format!(
+                    "SELECT MAX(n) FROM (
                      SELECT r.nonce AS n FROM nonces r JOIN flows f ON f.tx_id = r.tx_id
-                      WHERE r.address = ?1 AND r.chain_id = ?2 AND f.state != 'failed'
-                        AND r.tx_id != ?3
+                      WHERE r.address = ?1 AND r.chain_id = ?2 AND r.tx_id != ?3
+                        AND {}
                      UNION ALL
                      SELECT CAST(nonce AS INTEGER) FROM flows
                       WHERE from_addr = ?1 COLLATE NOCASE AND chain_id = ?2
-                        AND signed_tx IS NOT NULL AND state != 'failed' AND tx_id != ?3)",
-                params![addr, chain_id as i64, except],
+                        AND signed_tx IS NOT NULL AND tx_id != ?3)",
+                    holds("?4")
+                ),
+                params![
+                    addr,
+                    chain_id as i64,
+                    except,
+                    unix_now() - RESERVATION_LEASE_SECS
+                ],
                 |r| r.get(0),
             )
         })?;
@@ -406,9 +440,10 @@ impl Journal {
     }
 
     /// Reserves `nonce` of `address` on `chain_id` for flow `tx_id`, so that no other
-    /// flow (in this process or another) signs the same nonce. A reservation held by a
-    /// flow that failed before signing is taken over; one held by any other flow is a
-    /// refusal naming it.
+    /// flow (in this process or another) signs the same nonce. A reservation that no
+    /// longer holds (see [`Journal::next_nonce`]: its flow failed before signing, or
+    /// never signed within the lease) is taken over; one that holds is a refusal naming
+    /// its flow.
     pub fn reserve_nonce(
         &self,
         tx_id: &str,
@@ -417,32 +452,40 @@ impl Journal {
         nonce: u64,
     ) -> Result<(), Error> {
         let addr = address.to_string();
+        let now = unix_now();
         let holder = self.with(|c| {
             let t = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let holder: Option<(String, String)> = t
+            let holder: Option<String> = t
                 .query_row(
-                    "SELECT r.tx_id, f.state FROM nonces r JOIN flows f ON f.tx_id = r.tx_id
-                      WHERE r.address = ?1 AND r.chain_id = ?2 AND r.nonce = ?3",
-                    params![addr, chain_id as i64, nonce as i64],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
+                    &format!(
+                        "SELECT r.tx_id FROM nonces r JOIN flows f ON f.tx_id = r.tx_id
+                          WHERE r.address = ?1 AND r.chain_id = ?2 AND r.nonce = ?3
+                            AND r.tx_id != ?4 AND {}",
+                        holds("?5")
+                    ),
+                    params![
+                        addr,
+                        chain_id as i64,
+                        nonce as i64,
+                        tx_id,
+                        now - RESERVATION_LEASE_SECS
+                    ],
+                    |r| r.get(0),
                 )
                 .optional()?;
-            match holder {
-                Some((other, state)) if other != tx_id && state != "failed" => {
-                    return Ok(Some(other));
-                }
-                _ => {}
+            if holder.is_some() {
+                return Ok(holder);
             }
             t.execute(
-                "INSERT OR REPLACE INTO nonces (address, chain_id, nonce, tx_id)
-                 VALUES (?1, ?2, ?3, ?4)",
-                params![addr, chain_id as i64, nonce as i64, tx_id],
+                "INSERT OR REPLACE INTO nonces (address, chain_id, nonce, tx_id, reserved_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![addr, chain_id as i64, nonce as i64, tx_id, now],
             )?;
             t.execute(
                 "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, 'nonce-reserved', ?3)",
                 params![
                     tx_id,
-                    now(),
+                    self::now(),
                     serde_json::json!({"nonce": nonce, "chainId": chain_id}).to_string()
                 ],
             )?;

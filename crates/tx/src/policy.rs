@@ -161,10 +161,12 @@ impl Policy {
         self
     }
 
-    /// Whether the policy itself says what the call does (function, arguments or the
-    /// exact calldata), as opposed to only where it goes and what it may cost.
+    /// Whether the policy says exactly what the call does: the exact calldata, or a
+    /// function with every one of its arguments (`exact_args`). A function alone
+    /// (`transfer` to anyone, any amount) or some arguments alone (matched by name in
+    /// any function) only narrow it.
     pub fn pins_call(&self) -> bool {
-        self.expect_function.is_some() || !self.expect_args.is_empty() || self.expect_data.is_some()
+        self.expect_data.is_some() || (self.expect_function.is_some() && self.exact_args)
     }
 }
 
@@ -223,6 +225,14 @@ mod tests {
         };
         let p = Policy::from(&intent);
         assert!(p.exact_args && p.pins_call());
+        let function_only = Policy {
+            expect_function: Some("transfer".into()),
+            ..Policy::default()
+        };
+        assert!(
+            !function_only.pins_call(),
+            "transfer to anyone is not pinned"
+        );
         assert_eq!(p.max_value, Some(U256::ZERO));
         assert_eq!(p.expect_chain_id, Some(3));
         assert!(!Policy::default().pins_call());

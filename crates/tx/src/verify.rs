@@ -320,6 +320,19 @@ pub fn verify(
         }
     }
 
+    // An intent is a bridge call: it never sends native value, whatever the policy
+    // allows for transactions without one.
+    if let Some(cap) = expected_by_intent.as_ref().and_then(|p| p.max_value)
+        && raw.value > cap
+    {
+        return Err(refuse(
+            "intent",
+            "value",
+            format!("{cap} wei (the call asked for sends no native value)"),
+            format!("{} wei", raw.value),
+        ));
+    }
+
     // What it does: the intent's call exactly, then the policy's expectations.
     if let Some(p) = &expected_by_intent {
         check_call(raw, p, "intent")?;
@@ -396,17 +409,14 @@ fn check_nonce(nonce: u64, facts: &NonceFacts) -> Result<&'static str, Error> {
             format!("{nonce}: {what}"),
         )
     };
-    if let Some(n) = facts.fixed {
-        if nonce != n {
-            return Err(wrong(n, "--nonce"));
-        }
-        return Ok("--nonce");
-    }
-    let (next, source) = match (facts.pending, facts.platform) {
-        (Some(n), _) => (Some(n), "the node"),
-        (None, Some(n)) => (Some(n), "the platform"),
-        (None, None) => (None, "the journal"),
+    let (next, source) = match (facts.fixed, facts.pending, facts.platform) {
+        (Some(n), _, _) => (Some(n), "--nonce"),
+        (None, Some(n), _) => (Some(n), "the node"),
+        (None, None, Some(n)) => (Some(n), "the platform"),
+        (None, None, None) => (None, "the journal"),
     };
+    // The journal is a floor under every source, a nonce given by a person included:
+    // a nonce signed here is never signed again.
     if let Some(floor) = facts.journal_next
         && nonce < floor
     {
@@ -425,10 +435,10 @@ fn check_nonce(nonce: u64, facts: &NonceFacts) -> Result<&'static str, Error> {
     }
     match (next, facts.journal_next) {
         (Some(n), _) if nonce != n => Err(wrong(n, source)),
-        (Some(_), _) => Ok(if source == "the node" {
-            "node"
-        } else {
-            "platform"
+        (Some(_), _) => Ok(match source {
+            "the node" => "node",
+            "the platform" => "platform",
+            _ => "--nonce",
         }),
         (None, Some(floor)) if nonce != floor => Err(wrong(floor, source)),
         (None, Some(_)) => Ok("journal"),

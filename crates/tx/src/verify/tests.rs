@@ -243,6 +243,14 @@ fn the_nonce_is_the_next_one() {
             },
             "from --nonce",
         ),
+        (
+            NonceFacts {
+                fixed: Some(1),
+                journal_next: Some(2),
+                ..NonceFacts::default()
+            },
+            "a replacement of a transaction already signed or reserved in the journal",
+        ),
         (NonceFacts::default(), "nonce: expected a way to check it"),
     ];
     for (facts, want) in cases {
@@ -286,6 +294,23 @@ fn the_nonce_is_the_next_one() {
             .expect("signed before")
             .nonce_source(),
         None
+    );
+}
+
+#[test]
+fn an_intent_never_sends_value_even_where_the_policy_allows_it() {
+    let mut tx = redeem_tx("1");
+    tx.value = U256::from(5);
+    let generous = Policy {
+        max_value: Some(U256::from(10)),
+        ..profile()
+    };
+    let ctx = context(next(1));
+    verify(&tx, None, &generous, &ctx).expect("a bare rawTx within --allow-value");
+    let e = refusal(&tx, Some(&redeem_intent("1")), &generous, &ctx);
+    assert!(
+        e.contains("intent check failed: value: expected 0 wei"),
+        "{e}"
     );
 }
 

@@ -303,7 +303,66 @@ fn dropped_submit_response_is_resumed_with_the_same_hash() {
     assert!(steps(&live, &tx_id).contains(&"submit-failed".to_owned()));
 
     live.sb.clear("submit");
-    let resumed = live.ok(&["resume", &tx_id]);
+    // The journal's bytes are a claim too: a record whose hash, sender or chain does not
+    // match its signed bytes is refused, and nothing is sent.
+    let journal = live.dir.join("journal.sqlite3");
+    let db = rusqlite::Connection::open(&journal).expect("journal");
+    let edit = |sql: &str| {
+        db.execute(sql, rusqlite::params![tx_id])
+            .expect("edit journal");
+    };
+    for (tamper, undo, want) in [
+        (
+            "UPDATE flows SET tx_hash = '0x' || substr(tx_hash, 3, 62) || 'ff' WHERE tx_id = ?1",
+            "",
+            "txHash: the journal records",
+        ),
+        (
+            "UPDATE flows SET chain_id = chain_id + 1 WHERE tx_id = ?1",
+            "UPDATE flows SET chain_id = chain_id - 1 WHERE tx_id = ?1",
+            "chainId: the journal records",
+        ),
+        (
+            "UPDATE flows SET from_addr = '0x6666666666666666666666666666666666666666' \
+             WHERE tx_id = ?1",
+            "",
+            "from (recovered signer): the journal records",
+        ),
+    ] {
+        let (from_before, hash_before): (String, String) = db
+            .query_row(
+                "SELECT from_addr, tx_hash FROM flows WHERE tx_id = ?1",
+                rusqlite::params![tx_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .expect("row");
+        edit(tamper);
+        let err = live.fails(&["resume", &tx_id], 3);
+        assert!(err.contains(want), "{err}");
+        assert!(err.contains("inconsistent, nothing sent"), "{err}");
+        if undo.is_empty() {
+            db.execute(
+                "UPDATE flows SET from_addr = ?2, tx_hash = ?3 WHERE tx_id = ?1",
+                rusqlite::params![tx_id, from_before, hash_before],
+            )
+            .expect("restore");
+        } else {
+            edit(undo);
+        }
+    }
+    assert_eq!(
+        live.nonce(true, live.dev),
+        nonce0 + 1,
+        "only the first send"
+    );
+    // Resume never signs: a passphrase source that counts reads is never read, and no
+    // source at all is needed either.
+    let counter = crate::util::CountingPassphrase::new(&live.dir, &live.passphrase);
+    let mut c = live.cmd();
+    c.env("BRIDGECTL_PASSPHRASE_FILE", &counter.path)
+        .args(["--json", "resume", &tx_id]);
+    let resumed = live.ok_cmd(c);
+    assert_eq!(counter.finish(), 0, "resume read a passphrase");
     assert_eq!(resumed["txHash"], hash.as_str());
     assert_eq!(
         resumed["alreadyKnown"], true,

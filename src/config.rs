@@ -137,7 +137,9 @@ pub fn load_profile(global: &GlobalOpts) -> Result<Profile> {
     let (file, path) = load_file(global)?;
     let mut profile = match file.profiles.get(&global.profile) {
         Some(p) => p.clone(),
-        None if global.profile == "default" => Profile::default(),
+        // No file, or a file without profiles: the default profile is empty. A file
+        // that has profiles but not this one is an error naming the ones it has.
+        None if global.profile == "default" && file.profiles.is_empty() => Profile::default(),
         None => bail!(
             "no profile {:?} in {} (profiles: {})",
             global.profile,

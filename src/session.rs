@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cli::{GlobalOpts, PassphraseOpts};
 use crate::config::Profile;
+use crate::exit::WithCode;
 use crate::passphrase::CliPassphrases;
 
 /// Options shared by the commands that talk to the platform and sign.
@@ -184,6 +185,18 @@ impl Session {
                 "clientUs": client_us,
             }
         }));
+    }
+
+    /// The account `text` names: an address, or the label or id of a key in the
+    /// keystore (`--from dev`).
+    pub fn account(&self, text: &str) -> Result<Address> {
+        if let Ok(address) = bridgectl_tx::rawtx::parse_address(text) {
+            return Ok(address);
+        }
+        let info = self.keystore.find(text).with_context(|| {
+            format!("{text:?} is neither an address (0x + 40 hex digits) nor a key in the keystore")
+        })?;
+        Ok(info.address)
     }
 
     /// Checks before any request that `from` has a key here and a passphrase can be
@@ -356,6 +369,18 @@ impl Progress for StderrProgress {
 }
 
 /// Parses an amount of a token with `decimals`, naming the flag in the error.
+/// Zero is refused here rather than by the chain: a transaction that moves nothing
+/// still costs its fee. (`--amount -1` reaches this parser too, and is refused as
+/// negative.)
 pub fn parse_amount(text: &str, decimals: u8, flag: &str) -> Result<U256> {
-    bridgectl_tx::amount::parse_units(text, decimals).with_context(|| format!("{flag} {text:?}"))
+    let amount = bridgectl_tx::amount::parse_units(text, decimals)
+        .with_context(|| format!("{flag} {text:?}"))
+        .code(crate::exit::Code::Usage)?;
+    if amount.is_zero() {
+        return Err(crate::exit::coded(
+            crate::exit::Code::Usage,
+            format!("{flag} {text:?}: the amount must be more than zero"),
+        ));
+    }
+    Ok(amount)
 }

@@ -29,7 +29,13 @@ fn redeem_end_to_end_journals_every_step() {
     let st_dec = live.sb.info.side.decimals;
     let mt_dec = live.sb.info.main.decimals;
     let (st0, mt0) = (live.balance(true, live.dev), live.balance(false, live.dev));
-    let out = live.ok(&["redeem", "--from", &dev, "--amount", "1.5", "--yes"]);
+    // Amounts that move nothing or less than nothing are refused before any request.
+    let err = live.fails(&["redeem", "--from", &dev, "--amount", "0", "--yes"], 2);
+    assert!(err.contains("must be more than zero"), "{err}");
+    let err = live.fails(&["redeem", "--from", &dev, "--amount", "-1", "--yes"], 2);
+    assert!(err.contains("invalid amount \"-1\""), "{err}");
+    // `--from` takes the key's label as well as its address.
+    let out = live.ok(&["redeem", "--from", "dev", "--amount", "1.5", "--yes"]);
     assert_eq!(out["status"], "completed", "{out:#}");
     let amount = units(15, st_dec) / U256::from(10);
     assert_eq!(out["amount"], amount.to_string());
@@ -657,6 +663,28 @@ bctest!(
         ] {
             assert!(out.contains(word), "no {word} in the completions");
         }
+    }
+);
+
+bctest!(
+    a_missing_profile_names_the_ones_the_file_has,
+    |dir: crate::util::Dir, mut cmd: crate::util::TestCommand| {
+        let cfg = dir.write(
+            "sandbox.toml",
+            "[profiles.sandbox]\nbase_url = \"http://127.0.0.1:1\"\n",
+        );
+        cmd.args(["--config"]).args([&cfg]).args([
+            "redeem",
+            "--from",
+            "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+            "--amount",
+            "1",
+        ]);
+        let err = cmd.fails_with(1);
+        assert!(
+            err.contains("no profile \"default\" in") && err.contains("(profiles: sandbox)"),
+            "{err}"
+        );
     }
 );
 

@@ -31,9 +31,9 @@ pub enum ActionCommand {
 pub struct ExecArgs {
     /// The action name (the last path segment of the action's URL).
     pub name: String,
-    /// The executing account.
+    /// The executing account: an address or a key label.
     #[arg(long)]
-    pub from: Address,
+    pub from: String,
     /// An input of the function, `name=value` (decimal base units or an address);
     /// repeat for each parameter.
     #[arg(long = "input", value_name = "NAME=VALUE")]
@@ -78,9 +78,10 @@ fn parse_inputs(inputs: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
 
 fn exec(global: &GlobalOpts, args: ExecArgs) -> anyhow::Result<()> {
     let session = Session::new(global, &args.flow)?;
+    let from = session.account(&args.from)?;
     let inputs = parse_inputs(&args.inputs)?;
     // A local key is needed only to sign here; `--out` and managed accounts need none.
-    let local_key = args.out.is_none() && session.keystore.find(&args.from.to_string()).is_ok();
+    let local_key = args.out.is_none() && session.keystore.find(&from.to_string()).is_ok();
     if (local_key || args.out.is_some()) && args.function.is_none() {
         return Err(coded(
             Code::Usage,
@@ -93,7 +94,7 @@ fn exec(global: &GlobalOpts, args: ExecArgs) -> anyhow::Result<()> {
     let p = &session.profile;
     let call = ActionCall {
         action: args.name.clone(),
-        from: args.from,
+        from,
         inputs: inputs.clone(),
         intent: Intent {
             function: args.function.clone(),
@@ -105,7 +106,7 @@ fn exec(global: &GlobalOpts, args: ExecArgs) -> anyhow::Result<()> {
         },
     };
     if local_key {
-        session.check_signer(args.from)?;
+        session.check_signer(from)?;
     }
     let mut flows = session.flows(Submitter::Platform)?;
     // What the user typed is trusted like the profile: a contract or chain the profile
@@ -132,7 +133,7 @@ fn exec(global: &GlobalOpts, args: ExecArgs) -> anyhow::Result<()> {
     let intent = Flows::action_intent(&call);
     let verified = session
         .runtime
-        .block_on(flows.check_before_signing(&tx_id, args.from, &raw, &intent))?;
+        .block_on(flows.check_before_signing(&tx_id, from, &raw, &intent))?;
     if let Some(out) = &args.out {
         let request = SignRequest::new(
             raw,
@@ -164,7 +165,7 @@ fn exec(global: &GlobalOpts, args: ExecArgs) -> anyhow::Result<()> {
         anyhow::bail!(
             "the platform returned a transaction to sign for {}, but no key for it is in the \
              keystore: import it, or use --out to sign on another machine",
-            args.from
+            from
         );
     }
     let mut approver = session.approver();

@@ -2,7 +2,6 @@
 //! transaction the platform returns is checked against this intent before the key is
 //! unlocked; the signed transaction is journaled before it is submitted.
 
-use alloy_primitives::Address;
 use bridgectl_flow::engine::Submitter;
 use clap::Args;
 use serde_json::json;
@@ -13,11 +12,11 @@ use crate::session::{FlowOpts, Session, StderrProgress, parse_amount};
 /// Arguments of `bridgectl redeem`.
 #[derive(Debug, Args)]
 pub struct RedeemArgs {
-    /// The account that holds the ST (a key in the keystore).
+    /// The account that holds the ST: an address, or the label of a key in the keystore.
     #[arg(long)]
-    pub from: Address,
+    pub from: String,
     /// How much ST, in token units (`1.5`); exact, never rounded.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub amount: String,
     /// Submit through the side chain's node (profile side_rpc_url) instead of the
     /// platform's submit operation.
@@ -31,9 +30,10 @@ pub struct RedeemArgs {
 /// Runs `bridgectl redeem`.
 pub fn run(global: &GlobalOpts, args: RedeemArgs) -> anyhow::Result<()> {
     let session = Session::new(global, &args.flow)?;
+    let from = session.account(&args.from)?;
     let bridge = session.bridge()?;
     let amount = parse_amount(&args.amount, bridge.side.decimals, "--amount")?;
-    session.check_signer(args.from)?;
+    session.check_signer(from)?;
     let submitter = if args.direct {
         let url = session
             .profile
@@ -44,12 +44,10 @@ pub fn run(global: &GlobalOpts, args: RedeemArgs) -> anyhow::Result<()> {
     };
     let flows = session.flows(submitter)?;
     let mut approver = session.approver();
-    let outcome = session.runtime.block_on(flows.redeem(
-        args.from,
-        amount,
-        &mut approver,
-        &mut StderrProgress,
-    ))?;
+    let outcome =
+        session
+            .runtime
+            .block_on(flows.redeem(from, amount, &mut approver, &mut StderrProgress))?;
     session.report_timings(&approver);
     let status = outcome.redemption.as_ref().map(|r| r.status.clone());
     if global.json {

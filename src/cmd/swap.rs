@@ -2,7 +2,6 @@
 //! locally (calldata never comes from outside), signs, submits, and with `--wait`
 //! waits for the ST credit.
 
-use alloy_primitives::Address;
 use bridgectl_flow::engine::Submitter;
 use bridgectl_flow::local::{GasSource, NonceSource};
 use clap::{Args, ValueEnum};
@@ -82,11 +81,11 @@ impl BuildOpts {
 /// Arguments of `bridgectl swap`.
 #[derive(Debug, Args)]
 pub struct SwapArgs {
-    /// The account sending MT and receiving ST.
+    /// The account sending MT and receiving ST: an address or a key label.
     #[arg(long)]
-    pub from: Address,
+    pub from: String,
     /// How much MT, in token units.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub amount: String,
     /// Wait until the ST balance moves.
     #[arg(long)]
@@ -102,14 +101,15 @@ pub struct SwapArgs {
 /// Runs `bridgectl swap`.
 pub fn run(global: &GlobalOpts, args: SwapArgs) -> anyhow::Result<()> {
     let session = Session::new(global, &args.flow)?;
+    let from = session.account(&args.from)?;
     let bridge = session.bridge()?;
     let amount = parse_amount(&args.amount, bridge.main.decimals, "--amount")?;
     let (nonce, gas) = args.build.sources(bridge.main.rpc_url.is_some())?;
-    session.check_signer(args.from)?;
+    session.check_signer(from)?;
     let flows = session.flows(Submitter::Platform)?;
     let mut approver = session.approver();
     let out = session.runtime.block_on(flows.swap(
-        args.from,
+        from,
         amount,
         nonce,
         gas,
@@ -129,8 +129,12 @@ pub fn run(global: &GlobalOpts, args: SwapArgs) -> anyhow::Result<()> {
         }))?;
     } else {
         crate::output::line(format_args!(
-            "sent {} {} to swap address {}: tx {}",
-            args.amount, bridge.main.symbol, out.swap_address, out.submitted.tx_hash
+            "sent {} {} to swap address {}: tx {} (txId {})",
+            args.amount,
+            bridge.main.symbol,
+            out.swap_address,
+            out.submitted.tx_hash,
+            out.submitted.tx_id
         ))?;
         if let (Some(b), Some(a)) = (out.st_before, out.st_after) {
             crate::output::line(format_args!(

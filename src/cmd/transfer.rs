@@ -27,14 +27,14 @@ pub struct TransferArgs {
     /// MT or ST.
     #[arg(long, value_enum)]
     pub token: TokenArg,
-    /// The sender.
+    /// The sender: an address or a key label.
     #[arg(long)]
-    pub from: Address,
+    pub from: String,
     /// The recipient.
     #[arg(long)]
     pub to: Address,
     /// How much, in token units.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub amount: String,
     /// `from` is a managed account: the platform signs (no local key is used).
     #[arg(long)]
@@ -53,6 +53,7 @@ pub struct TransferArgs {
 /// Runs `bridgectl transfer`.
 pub fn run(global: &GlobalOpts, args: TransferArgs) -> anyhow::Result<()> {
     let session = Session::new(global, &args.flow)?;
+    let from = session.account(&args.from)?;
     let bridge = session.bridge()?;
     let (which, side) = match args.token {
         TokenArg::Mt => (Which::Mt, &bridge.main),
@@ -74,7 +75,7 @@ pub fn run(global: &GlobalOpts, args: TransferArgs) -> anyhow::Result<()> {
     let flows = session.flows(submitter)?;
     let spec = TransferSpec {
         which,
-        from: args.from,
+        from,
         to: args.to,
         amount,
         nonce,
@@ -85,7 +86,7 @@ pub fn run(global: &GlobalOpts, args: TransferArgs) -> anyhow::Result<()> {
             .runtime
             .block_on(flows.managed_transfer(&spec, &mut StderrProgress))?
     } else {
-        session.check_signer(args.from)?;
+        session.check_signer(from)?;
         let mut approver = session.approver();
         session
             .runtime
@@ -104,8 +105,8 @@ pub fn run(global: &GlobalOpts, args: TransferArgs) -> anyhow::Result<()> {
         }))?;
     } else {
         crate::output::line(format_args!(
-            "transferred {} {} to {}: tx {}",
-            args.amount, side.symbol, args.to, submitted.tx_hash
+            "transferred {} {} to {}: tx {} (txId {})",
+            args.amount, side.symbol, args.to, submitted.tx_hash, submitted.tx_id
         ))?;
     }
     Ok(())

@@ -380,6 +380,15 @@ fn dropped_submit_response_is_resumed_with_the_same_hash() {
         nonce0 + 1,
         "exactly one transaction"
     );
+    // Resuming a completed flow says so and sends nothing.
+    let again = live.ok(&["resume", &tx_id]);
+    assert_eq!(again["resent"], false, "{again:#}");
+    let requests = live.sb.state.request_log().len();
+    live.ok(&["resume", &tx_id]);
+    let sent_again = live.sb.state.request_log()[requests..]
+        .iter()
+        .any(|l| l.contains("/transaction/send/signed-tx"));
+    assert!(!sent_again, "a completed flow was resent");
 }
 
 #[test]

@@ -24,9 +24,21 @@ pub fn run(global: &GlobalOpts, args: ResumeArgs) -> anyhow::Result<()> {
     let session = Session::new(global, &args.flow)?;
     let flows = session.flows(Submitter::Platform)?;
     let mut progress = StderrProgress;
-    let (record, submitted) = session
+    let (record, submitted) = match session
         .runtime
-        .block_on(flows.resume_submit(&args.tx_id, &mut progress))?;
+        .block_on(flows.resume_submit(&args.tx_id, &mut progress))
+    {
+        // Done already: say so, send nothing.
+        Err(e @ bridgectl_flow::Error::AlreadyCompleted { .. }) => {
+            return if global.json {
+                crate::output::json(&json!({"txId": args.tx_id, "status": "completed",
+                                            "resent": false}))
+            } else {
+                crate::output::line(e)
+            };
+        }
+        other => other?,
+    };
     let mut status = None;
     if record.kind == "redeem" {
         let r = session.runtime.block_on(flows.wait_redemption(

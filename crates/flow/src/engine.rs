@@ -485,6 +485,12 @@ impl Flows<'_> {
         progress: &mut dyn Progress,
     ) -> Result<(crate::journal::FlowRecord, Submitted), Error> {
         let rec = self.journal.get(tx_id)?;
+        if rec.state == FlowState::Completed {
+            return Err(Error::AlreadyCompleted {
+                tx_id: tx_id.to_owned(),
+                tx_hash: rec.tx_hash.clone(),
+            });
+        }
         let Some(signed_hex) = rec.signed_tx.clone() else {
             return Err(Error::NothingToResume {
                 tx_id: tx_id.to_owned(),

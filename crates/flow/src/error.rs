@@ -124,6 +124,18 @@ pub enum Error {
         by: String,
     },
 
+    /// `resume` of a flow that already completed: there is nothing to resend.
+    #[error(
+        "flow {tx_id} already completed{}: nothing to resend",
+        .tx_hash.as_ref().map(|h| format!(" (tx {h})")).unwrap_or_default()
+    )]
+    AlreadyCompleted {
+        /// The flow.
+        tx_id: String,
+        /// Its transaction, if it had one.
+        tx_hash: Option<String>,
+    },
+
     /// `resume` of a flow that never signed anything: nothing was sent.
     #[error(
         "flow {tx_id} was never signed (state {state}): nothing was sent, so there is \

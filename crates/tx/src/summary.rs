@@ -207,7 +207,7 @@ impl fmt::Display for Summary {
         writeln!(f, "nonce:     {}", self.nonce)?;
         writeln!(
             f,
-            "max fee:   {} gas x {} wei = {} wei ({})",
+            "max fee:   {} gas x {} wei = {} wei = {}",
             self.gas_limit, self.gas_price, self.max_fee, self.max_fee_display
         )?;
         for w in &self.warnings {
@@ -260,7 +260,7 @@ mod tests {
         assert!(text.contains("call:      redeem(uint256)"), "{text}");
         assert!(text.contains("_amount      1.5 ST"), "{text}");
         assert!(
-            text.contains("100000 gas x 50000000000 wei = 5000000000000000 wei (0.005 ETH)"),
+            text.contains("100000 gas x 50000000000 wei = 5000000000000000 wei = 0.005 ETH"),
             "{text}"
         );
         assert!(

@@ -23,9 +23,10 @@ use crate::config::Profile;
 use crate::exit::WithCode;
 use crate::passphrase::CliPassphrases;
 
-/// Options shared by the commands that talk to the platform and sign.
-#[derive(Debug, Args, Clone)]
-pub struct FlowOpts {
+/// Options of every command that talks to the platform (`submit` and `resume` too, which
+/// never sign).
+#[derive(Debug, Args, Clone, Default)]
+pub struct PlatformOpts {
     /// File holding the platform access token [env: BRIDGECTL_TOKEN_FILE, or profile
     /// token_file; BRIDGECTL_ACCESS_TOKEN takes precedence].
     #[arg(
@@ -36,14 +37,6 @@ pub struct FlowOpts {
     )]
     pub token_file: Option<PathBuf>,
 
-    /// Sign without asking for confirmation (the summary is still shown).
-    #[arg(long, short = 'y')]
-    pub yes: bool,
-
-    /// Caps on what is signed.
-    #[command(flatten)]
-    pub caps: crate::trust::CapOpts,
-
     /// Give up waiting for results after this many seconds (resume later).
     #[arg(long, default_value_t = 120, value_name = "SECS")]
     pub timeout: u64,
@@ -51,6 +44,22 @@ pub struct FlowOpts {
     /// Journal database [default: $XDG_STATE_HOME/bridgectl/journal.sqlite3].
     #[arg(long, env = "BRIDGECTL_JOURNAL", value_name = "FILE")]
     pub journal: Option<PathBuf>,
+}
+
+/// Options of the commands that talk to the platform and sign.
+#[derive(Debug, Args, Clone, Default)]
+pub struct FlowOpts {
+    /// The platform.
+    #[command(flatten)]
+    pub platform: PlatformOpts,
+
+    /// Sign without asking for confirmation (the summary is still shown).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+
+    /// Caps on what is signed.
+    #[command(flatten)]
+    pub caps: crate::trust::CapOpts,
 
     /// Passphrase source.
     #[command(flatten)]
@@ -93,6 +102,17 @@ pub fn open_journal(path: Option<&PathBuf>) -> Result<Journal> {
 }
 
 impl Session {
+    /// The session of a command that sends but never signs (`submit`, `resume`).
+    pub fn for_sending(global: &GlobalOpts, platform: &PlatformOpts) -> Result<Session> {
+        Session::new(
+            global,
+            &FlowOpts {
+                platform: platform.clone(),
+                ..FlowOpts::default()
+            },
+        )
+    }
+
     /// Builds the session; fails early and clearly when a required setting is missing.
     pub fn new(global: &GlobalOpts, opts: &FlowOpts) -> Result<Session> {
         let profile = crate::config::load_profile(global)?;
@@ -103,7 +123,7 @@ impl Session {
         let base_url = profile.need(&profile.base_url, "base_url")?.clone();
         let token = runtime.block_on(resolve_token(&profile, opts, &base_url))?;
         let client = PlatformClient::new(&base_url, token, client_options()?)?;
-        let journal = open_journal(opts.journal.as_ref())?;
+        let journal = open_journal(opts.platform.journal.as_ref())?;
         let keystore = crate::cmd::key::open_keystore(global)?;
         let bridge = bridge_from(&profile).ok();
         Ok(Session {
@@ -146,7 +166,7 @@ impl Session {
             submitter,
             wait: WaitOptions {
                 interval: Duration::from_millis(300),
-                timeout: Duration::from_secs(self.opts.timeout),
+                timeout: Duration::from_secs(self.opts.platform.timeout),
             },
         })
     }
@@ -271,7 +291,12 @@ async fn resolve_token(profile: &Profile, opts: &FlowOpts, base_url: &str) -> Re
     {
         return Ok(AccessToken::new(t));
     }
-    if let Some(path) = opts.token_file.as_ref().or(profile.token_file.as_ref()) {
+    if let Some(path) = opts
+        .platform
+        .token_file
+        .as_ref()
+        .or(profile.token_file.as_ref())
+    {
         return Ok(AccessToken::new(read_secret_file(path, "token")?));
     }
     let Some(access_key) = &profile.access_key else {

@@ -7,21 +7,21 @@ use clap::Args;
 use serde_json::json;
 
 use crate::cli::GlobalOpts;
-use crate::session::{FlowOpts, Session, StderrProgress};
+use crate::session::{PlatformOpts, Session, StderrProgress};
 
 /// Arguments of `bridgectl resume`.
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
     /// The flow's txId (see `bridgectl history`).
     pub tx_id: String,
-    /// Shared options.
+    /// The platform.
     #[command(flatten)]
-    pub flow: FlowOpts,
+    pub platform: PlatformOpts,
 }
 
 /// Runs `bridgectl resume`.
 pub fn run(global: &GlobalOpts, args: ResumeArgs) -> anyhow::Result<()> {
-    let session = Session::new(global, &args.flow)?;
+    let session = Session::for_sending(global, &args.platform)?;
     let flows = session.flows(Submitter::Platform)?;
     let mut progress = StderrProgress;
     let (record, submitted) = match session

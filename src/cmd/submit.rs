@@ -14,7 +14,7 @@ use serde_json::json;
 
 use crate::cli::GlobalOpts;
 use crate::exit::{Code, WithCode, coded};
-use crate::session::{FlowOpts, Session, StderrProgress};
+use crate::session::{PlatformOpts, Session, StderrProgress};
 
 /// Arguments of `bridgectl submit`.
 #[derive(Debug, Args)]
@@ -33,9 +33,9 @@ pub struct SubmitArgs {
     /// checked against (its decoded summary is shown; the trust root still applies).
     #[arg(long)]
     pub unchecked: bool,
-    /// Shared options.
+    /// The platform.
     #[command(flatten)]
-    pub flow: FlowOpts,
+    pub platform: PlatformOpts,
 }
 
 fn read(path: &PathBuf, what: &str) -> anyhow::Result<Vec<u8>> {
@@ -54,7 +54,7 @@ pub fn run(global: &GlobalOpts, args: SubmitArgs) -> anyhow::Result<()> {
         .transpose()?;
     let checked = bridgectl_flow::airgap::check_bundle(&bundle_bytes, request_bytes.as_deref())
         .code(Code::Refused)?;
-    let session = Session::new(global, &args.flow)?;
+    let session = Session::for_sending(global, &args.platform)?;
     let submitter = if args.direct {
         let chain = checked.bundle.chain_id;
         let p = &session.profile;

@@ -34,63 +34,69 @@ bctest!(
         cmd.env("BRIDGECTL_ANVIL", crate::util::pinned_tool("anvil"));
         cmd.args(["--json", "sandbox", "--write-profile"])
             .args([dir.join("profile.toml")]);
-        let started = Instant::now();
-        let mut child = cmd
-            .cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn");
-        let mut text = String::new();
-        let mut reader = BufReader::new(child.stdout.take().expect("stdout"));
-        let info: serde_json::Value = loop {
-            let mut line = String::new();
+        // Twice on the same path: the profile an earlier sandbox wrote is replaced.
+        for _round in 0..2 {
+            let started = Instant::now();
+            let mut child = cmd
+                .cmd
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn");
+            let mut text = String::new();
+            let mut reader = BufReader::new(child.stdout.take().expect("stdout"));
+            let info: serde_json::Value = loop {
+                let mut line = String::new();
+                assert!(
+                    reader.read_line(&mut line).expect("read") > 0,
+                    "sandbox exited early: {text}"
+                );
+                text.push_str(&line);
+                if line.starts_with('}') {
+                    break serde_json::from_str(&text).expect("json info");
+                }
+            };
+            let ready = started.elapsed();
             assert!(
-                reader.read_line(&mut line).expect("read") > 0,
-                "sandbox exited early: {text}"
+                info["baseUrl"]
+                    .as_str()
+                    .is_some_and(|u| u.starts_with("http://127.0.0.1:")),
+                "{info}"
             );
-            text.push_str(&line);
-            if line.starts_with('}') {
-                break serde_json::from_str(&text).expect("json info");
+            assert_eq!(info["main"]["chainId"], 31337);
+            assert!(info["devAccount"]["address"].is_string());
+            let profile = std::fs::read_to_string(dir.join("profile.toml")).expect("profile");
+            assert!(
+                profile.contains("[profiles.sandbox]") && profile.contains("token_file"),
+                "{profile}"
+            );
+            let base_url = info["baseUrl"].as_str().expect("baseUrl");
+            assert!(profile.contains(base_url), "{profile}");
+            // The anvils are the sandbox's children.
+            let children =
+                std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", child.id()))
+                    .unwrap_or_default();
+            let pids: Vec<u64> = children
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect();
+            assert_eq!(
+                pids.len(),
+                2,
+                "expected two anvil children, found {children:?}"
+            );
+            std::process::Command::new("kill")
+                .args(["-INT", &child.id().to_string()])
+                .status()
+                .expect("kill -INT");
+            let status = child.wait().expect("wait");
+            assert!(status.success(), "Ctrl-C must stop cleanly: {status}");
+            let end = Instant::now() + Duration::from_secs(5);
+            while !pids.iter().all(|p| gone(*p)) {
+                assert!(Instant::now() < end, "anvil left running: {pids:?}");
+                std::thread::sleep(Duration::from_millis(50));
             }
-        };
-        let ready = started.elapsed();
-        assert!(
-            info["baseUrl"]
-                .as_str()
-                .is_some_and(|u| u.starts_with("http://127.0.0.1:")),
-            "{info}"
-        );
-        assert_eq!(info["main"]["chainId"], 31337);
-        assert!(info["devAccount"]["address"].is_string());
-        let profile = std::fs::read_to_string(dir.join("profile.toml")).expect("profile");
-        assert!(
-            profile.contains("[profiles.sandbox]") && profile.contains("token_file"),
-            "{profile}"
-        );
-        // The anvils are the sandbox's children.
-        let children = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", child.id()))
-            .unwrap_or_default();
-        let pids: Vec<u64> = children
-            .split_whitespace()
-            .filter_map(|p| p.parse().ok())
-            .collect();
-        assert_eq!(
-            pids.len(),
-            2,
-            "expected two anvil children, found {children:?}"
-        );
-        std::process::Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status()
-            .expect("kill -INT");
-        let status = child.wait().expect("wait");
-        assert!(status.success(), "Ctrl-C must stop cleanly: {status}");
-        let end = Instant::now() + Duration::from_secs(5);
-        while !pids.iter().all(|p| gone(*p)) {
-            assert!(Instant::now() < end, "anvil left running: {pids:?}");
-            std::thread::sleep(Duration::from_millis(50));
+            assert!(ready < Duration::from_secs(30), "ready took {ready:?}");
         }
-        assert!(ready < Duration::from_secs(30), "ready took {ready:?}");
     }
 );

@@ -3,7 +3,6 @@
 //! The sandbox's own TOML (actions, ratio, decimals, faults, block time) is given with
 //! `--sandbox-config`, because the global `--config` already names the CLI's profile file.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -131,8 +130,11 @@ fn print_text(info: &SandboxInfo, ready_ms: u128) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The first words of a profile this command writes: how a later run knows it may
+/// replace it.
+const WRITTEN_BY: &str = "# Written by `bridgectl sandbox`";
+
 fn write_profile(path: &std::path::Path, info: &SandboxInfo) -> anyhow::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
     // Absolute, so the profile works from any directory.
     let path =
         &std::path::absolute(path).with_context(|| format!("cannot resolve {}", path.display()))?;
@@ -155,27 +157,37 @@ fn write_profile(path: &std::path::Path, info: &SandboxInfo) -> anyhow::Result<(
         redeem_action: Some("redeem".into()),
         token_file: Some(token_path.clone()),
         access_key: Some(info.access_key.clone()),
+        chains: [
+            (info.main.chain_id.to_string(), "sandbox main".to_string()),
+            (info.side.chain_id.to_string(), "sandbox side".to_string()),
+        ]
+        .into(),
         ..Default::default()
     };
     let profile = format!(
-        "# Written by `bridgectl sandbox` for {}; valid while it runs.\n{}",
+        "{WRITTEN_BY} for {}; valid while it runs.\n{}",
         info.base_url,
         crate::config::render_profile("sandbox", &profile)?
     );
-    for (p, contents) in [
-        (&token_path, info.token.expose_secret().to_owned() + "\n"),
-        (&path.to_path_buf(), profile),
-    ] {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(p)
-            .with_context(|| format!("cannot create {} (it must not exist yet)", p.display()))?;
-        f.write_all(contents.as_bytes())
-            .and_then(|()| f.sync_all())
-            .with_context(|| format!("cannot write {}", p.display()))?;
+    // A profile this command wrote for an earlier sandbox is replaced (it was valid only
+    // while that one ran); any other file is never overwritten.
+    if let Ok(existing) = std::fs::read_to_string(path)
+        && !existing.starts_with(WRITTEN_BY)
+    {
+        return Err(crate::exit::coded(
+            crate::exit::Code::Refused,
+            format!(
+                "{} exists and was not written by `bridgectl sandbox`: refusing to overwrite it; \
+                 choose another path",
+                path.display()
+            ),
+        ));
     }
+    crate::files::write_replace(
+        &token_path,
+        (info.token.expose_secret().to_owned() + "\n").as_bytes(),
+    )?;
+    crate::files::write_replace(path, profile.as_bytes())?;
     output::note(format!("profile written to {}", path.display()));
     Ok(())
 }

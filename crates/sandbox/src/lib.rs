@@ -1,4 +1,4 @@
-//! bridgectl-sandbox: the token-bridge platform of `spec/platform-api.md`, running locally
+//! bridgectl-sandbox: the token-bridge platform of `docs/platform.md`, running locally
 //! over two real anvil chains, for users who want to try the whole flow and as the real
 //! counterpart of every end-to-end test of bridgectl.
 //!

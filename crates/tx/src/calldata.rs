@@ -2,7 +2,7 @@
 //! a function name plus the platform's `inputs` map, and decoded back for display.
 //!
 //! The interface is declared once with alloy's `sol!` (see
-//! `shared/spec/platform-facts.md`); the table of [`FUNCTIONS`] takes its selectors and
+//! `docs/platform.md`); the table of [`FUNCTIONS`] takes its selectors and
 //! signatures from the generated types, so the two cannot drift apart.
 //!
 //! ```

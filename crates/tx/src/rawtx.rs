@@ -1,6 +1,6 @@
 //! The platform's unsigned transaction (`rawTx`), parsed strictly.
 //!
-//! Shape (see `shared/spec/platform-facts.md`):
+//! Shape (see `docs/platform.md`):
 //!
 //! ```json
 //! { "from": "0x..", "to": "0x..", "data": "0x..", "nonce": "0x9",

@@ -17,7 +17,7 @@ pub fn json<T: Serialize>(value: &T) -> anyhow::Result<()> {
 }
 
 /// Prints a line of text on stdout. Text from outside in it (platform values, labels,
-/// webhook fields) reaches the terminal escaped: see [`untrusted`].
+/// webhook fields) reaches the terminal escaped: see [`untrusted()`].
 pub fn line(text: impl std::fmt::Display) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", printable_lines(&text.to_string()))?;
@@ -25,7 +25,7 @@ pub fn line(text: impl std::fmt::Display) -> anyhow::Result<()> {
 }
 
 /// Prints a line on stderr: progress, warnings and prompts that must not pollute stdout.
-/// Escaped like [`line`].
+/// Escaped like [`line()`].
 pub fn note(text: impl std::fmt::Display) {
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{}", printable_lines(&text.to_string()));
@@ -33,7 +33,7 @@ pub fn note(text: impl std::fmt::Display) {
 
 /// One string from outside, made safe to print inside a line: every control character
 /// (newlines too) escaped, so it can neither drive the terminal nor fake a line. The
-/// one helper for such strings; [`line`] and [`note`] also escape, as a last guard,
+/// one helper for such strings; [`line()`] and [`note()`] also escape, as a last guard,
 /// everything but line breaks.
 pub fn untrusted(s: &str) -> std::borrow::Cow<'_, str> {
     bridgectl_tx::text::printable(s)

@@ -1,6 +1,6 @@
 //! The policy flags, parsed once for every command that signs, and the profile as the
 //! trust root: the chains and contracts it names (with their tokens) become the
-//! [`Trusted`] facts the verifier checks every transaction against. A sign request or a
+//! [`bridgectl_tx::Trusted`] facts the verifier checks every transaction against. A sign request or a
 //! platform answer never adds to them.
 
 use std::collections::BTreeMap;

@@ -675,6 +675,61 @@ bctest!(
     }
 );
 
+#[test]
+fn two_concurrent_redeems_of_one_address_never_sign_one_nonce_twice() {
+    let live = Live::new("concurrent_nonce");
+    let dev = live.dev.to_string();
+    // The first flow signs and is held at the submission; the platform hands the second
+    // the same nonce (the node has not seen the first transaction yet).
+    live.sb.delay("submit", 5_000);
+    let nonce0 = live.nonce(true, live.dev);
+    let mut first = live.cmd();
+    first.args(["--json", "redeem", "--from", &dev, "--amount", "1", "--yes"]);
+    let first = first
+        .cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let journal =
+        bridgectl_flow::journal::Journal::open(live.dir.join("journal.sqlite3")).expect("journal");
+    let start = Instant::now();
+    while !journal
+        .list(5)
+        .expect("list")
+        .iter()
+        .any(|f| f.signed_tx.is_some())
+    {
+        assert!(start.elapsed() < Duration::from_secs(60), "never signed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let counter = crate::util::CountingPassphrase::new(&live.dir, &live.passphrase);
+    let mut second = live.cmd();
+    second
+        .env("BRIDGECTL_PASSPHRASE_FILE", &counter.path)
+        .args(["redeem", "--from", &dev, "--amount", "1", "--yes"]);
+    let out = second.output();
+    assert_eq!(counter.finish(), 0, "the second flow read a passphrase");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains(&format!("found {nonce0}: a replacement")),
+        "{err}"
+    );
+    let first = first.wait_with_output().expect("first");
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    live.sb.clear("submit");
+    assert_eq!(
+        live.nonce(true, live.dev),
+        nonce0 + 1,
+        "exactly one transaction"
+    );
+}
+
 bctest!(
     a_missing_profile_names_the_ones_the_file_has,
     |dir: crate::util::Dir, mut cmd: crate::util::TestCommand| {

@@ -535,7 +535,6 @@ fn history_lists_flows_and_unknown_flows_are_not_found() {
     assert_eq!(list[0]["kind"], "redeem");
     assert_eq!(list[0]["state"], "completed");
     live.fails(&["history", "00000000-0000-4000-8000-000000000000"], 6);
-    let _: Value = list;
 }
 
 #[test]

@@ -78,12 +78,29 @@ bctest!(new_list_show_json, |dir: Dir, mut cmd: TestCommand| {
 bctest!(
     no_tty_and_no_source_fails_at_once,
     |_dir: Dir, mut cmd: TestCommand| {
+        // Stdin held open and never written: a command that waited for input instead of
+        // failing would hang, and is killed (not timed: a slow machine must not fail it).
         cmd.args(["key", "new", "ops"]);
-        let start = Instant::now();
-        let err = stderr_of(&mut cmd, EXIT_PASSPHRASE);
+        cmd.cmd
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.cmd.spawn().expect("spawn");
+        let stdin = child.stdin.take();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while child.try_wait().expect("wait").is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("key new waited for input with no terminal and no passphrase source");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        drop(stdin);
+        let out = child.wait_with_output().expect("output");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(EXIT_PASSPHRASE), "{err}");
         assert!(err.contains("no passphrase source"), "{err}");
         assert!(err.contains("--passphrase-file"), "{err}");
-        assert!(start.elapsed() < Duration::from_secs(5));
     }
 );
 

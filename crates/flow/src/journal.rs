@@ -719,11 +719,41 @@ mod tests {
         let dir = tempfile::tempdir().expect("tmp");
         let j = Journal::open(dir.path().join("j.sqlite3")).expect("open");
         assert!(matches!(j.get("nope"), Err(Error::NotInJournal(_))));
-        assert!(j.step("nope", FlowState::Failed, "x", &json!({})).is_err());
+        // A step of an unknown flow updates no row; a reused txId breaks the flows'
+        // primary key: both are refused, never silently merged.
+        assert!(matches!(
+            j.step("nope", FlowState::Failed, "x", &json!({})),
+            Err(Error::Journal {
+                source: rusqlite::Error::QueryReturnedNoRows,
+                ..
+            })
+        ));
+        let constraint = |r: Result<(), Error>| match r {
+            Err(Error::Journal {
+                source: rusqlite::Error::SqliteFailure(e, _),
+                ..
+            }) => e.code == rusqlite::ErrorCode::ConstraintViolation,
+            _ => false,
+        };
         j.begin("a", "swap", None, &json!({})).expect("begin");
         assert!(
-            j.begin("a", "swap", None, &json!({})).is_err(),
+            constraint(j.begin("a", "swap", None, &json!({}))),
             "txId reused"
         );
+    }
+
+    #[test]
+    fn commits_are_durable_by_configuration() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let j = Journal::open(dir.path().join("j.sqlite3")).expect("open");
+        let (mode, sync): (String, i64) = j
+            .with(|c| {
+                let mode = c.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+                let sync = c.query_row("PRAGMA synchronous", [], |r| r.get(0))?;
+                Ok((mode, sync))
+            })
+            .expect("pragmas");
+        assert_eq!(mode, "wal");
+        assert_eq!(sync, 2, "synchronous = FULL: a commit survives a power cut");
     }
 }

@@ -2,7 +2,8 @@
 //! typed EIP-2718 transactions. Strict: malformed RLP, trailing bytes, an invalid `v`,
 //! `r` or `s` (including a high `s`, EIP-2) are errors; the sender is recovered.
 
-use alloy_consensus::{Transaction, TxEnvelope, transaction::to_eip155_value};
+use alloy_consensus::transaction::{RlpEcdsaDecodableTx, to_eip155_value};
+use alloy_consensus::{Transaction, TxEnvelope, TxLegacy};
 use alloy_eips::eip2718::Decodable2718;
 use alloy_primitives::{Address, B256, Bytes, U256, keccak256, uint};
 use serde::Serialize;
@@ -148,10 +149,22 @@ pub fn decode_signed(bytes: &[u8]) -> Result<DecodedTx, Error> {
     let env = match TxEnvelope::decode_2718(&mut buf) {
         Ok(env) => env,
         Err(e) => {
-            return match wide_legacy::decode(bytes) {
-                Some(fields) => fields.finish(bytes),
-                None => Err(malformed(format!("cannot decode: {e}"), Some(e))),
-            };
+            if let Some(fields) = wide_legacy::decode(bytes) {
+                return fields.finish(bytes);
+            }
+            // An RLP list is a legacy transaction: alloy's envelope decoder, having failed
+            // on it, reports the typed path's "unexpected type flag"; the legacy decoder's
+            // own error says what is wrong (a leading zero, a list where a string belongs).
+            if *first >= 0xc0 {
+                let mut legacy = bytes;
+                if let Err(rlp) = TxLegacy::rlp_decode_signed(&mut legacy) {
+                    return Err(malformed(
+                        format!("cannot decode as a legacy transaction: {rlp}"),
+                        Some(alloy_eips::eip2718::Eip2718Error::RlpError(rlp)),
+                    ));
+                }
+            }
+            return Err(malformed(format!("cannot decode: {e}"), Some(e)));
         }
     };
     if !buf.is_empty() {

@@ -41,10 +41,6 @@ fn import_4646(dir: &Dir, label: &str) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("json")
 }
 
-fn stderr_of(cmd: &mut TestCommand, code: i32) -> String {
-    cmd.fails_with(code)
-}
-
 bctest!(new_list_show_json, |dir: Dir, mut cmd: TestCommand| {
     let pw = passfile(&dir, "pw", "pw");
     let created = cmd

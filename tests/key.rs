@@ -316,7 +316,12 @@ bctest!(tamper_matrix_through_cli, |dir: Dir, _cmd: TestCommand| {
             "argon2i",
         ),
     ];
-    let pass = fixtures.join("v1_test_cost.passphrase");
+    // A private copy: passphrase files readable by others are refused, and git checks
+    // the fixtures out 0644.
+    let pass = dir.write(
+        "fixture.passphrase",
+        std::fs::read(fixtures.join("v1_test_cost.passphrase")).expect("passphrase"),
+    );
     for (name, code, needle) in cases {
         let selector = if name.contains("tampered_label") {
             "fixture-renamed"
@@ -362,14 +367,15 @@ bctest!(import_web3_fixtures, |dir: Dir, _cmd: TestCommand| {
     ] {
         let file = fixtures.join(name);
         let label = name.trim_end_matches(".json").replace('_', "-");
+        let file_pass = dir.write(
+            format!("{label}.passphrase"),
+            std::fs::read(file.with_extension("passphrase")).expect("passphrase"),
+        );
         let v = dir
             .command()
             .args(["--json", "key", "import", &label, "--unsafe-test-kdf"])
             .args([Path::new("--web3"), &file])
-            .args([
-                Path::new("--file-passphrase-file"),
-                &file.with_extension("passphrase"),
-            ])
+            .args([Path::new("--file-passphrase-file"), &file_pass])
             .args([Path::new("--passphrase-file"), &new])
             .json();
         assert_eq!(v["address"], manifest[name]["address"], "{name}");

@@ -239,12 +239,12 @@ impl PlatformClient {
         options: ClientOptions,
     ) -> Result<IssuedToken, Error> {
         let placeholder = Self::new(base_url, AccessToken::new(""), options)?;
-        let body = json!({
+        let mut body = json!({
             "accessKey": access_key,
             "secretKey": secret_key.expose_secret(),
             "expiresIn": expires_in_secs,
         });
-        let data = placeholder
+        let answer = placeholder
             .call(
                 Method::POST,
                 "svc/v2/auth-tokens",
@@ -253,10 +253,20 @@ impl PlatformClient {
                 false,
                 false,
             )
-            .await?;
+            .await;
+        // The copy of the secret key in the request body is wiped as soon as it is sent.
+        if let Some(Value::String(s)) = body.get_mut("secretKey") {
+            zeroize::Zeroize::zeroize(s);
+        }
+        let mut data = answer?;
+        // Moved out, not copied: the token then lives only in the AccessToken.
         let token = data
-            .pointer("/authToken/token")
-            .and_then(Value::as_str)
+            .pointer_mut("/authToken/token")
+            .and_then(|v| match v {
+                Value::String(s) => Some(std::mem::take(s)),
+                _ => None,
+            })
+            .filter(|t| !t.is_empty())
             .ok_or_else(|| Error::UnexpectedShape {
                 what: "auth token".into(),
                 expected: "data.authToken.token".into(),
@@ -595,12 +605,13 @@ async fn read_envelope(
     resp: reqwest::Response,
 ) -> Result<Value, Error> {
     let status = resp.status();
-    let bytes = crate::http::read_body(resp)
-        .await
-        .map_err(|source| Error::Body {
+    // Zeroized when dropped: answers carry tokens (the access-key exchange).
+    let bytes = zeroize::Zeroizing::new(crate::http::read_body(resp).await.map_err(|source| {
+        Error::Body {
             what: format!("reading the answer to {method} {}", url.path()),
             source,
-        })?;
+        }
+    })?);
     parse_envelope(&format!("{method} {}", url.path()), status, &bytes)
 }
 
@@ -623,7 +634,12 @@ pub fn parse_envelope(
             data: Value::String(String::from_utf8_lossy(bytes).chars().take(200).collect()),
         })?;
         // Some operations (webhook update/delete) answer `{result: true}` with no data.
-        return Ok(value.get("data").cloned().unwrap_or(value));
+        let mut value = value;
+        return Ok(match value.get_mut("data") {
+            // Taken, not cloned: a token in it is then held once.
+            Some(data) => data.take(),
+            None => value,
+        });
     }
     let (code, message) = match &parsed {
         Some(v) => (

@@ -622,7 +622,7 @@ pub fn parse_envelope(
     status: reqwest::StatusCode,
     bytes: &[u8],
 ) -> Result<Value, Error> {
-    let parsed: Option<Value> = serde_json::from_slice(&bytes).ok();
+    let parsed: Option<Value> = serde_json::from_slice(bytes).ok();
     let ok_envelope = parsed
         .as_ref()
         .and_then(|v| v.get("result"))

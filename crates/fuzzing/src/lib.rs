@@ -22,8 +22,11 @@ pub use key_file::key_file;
 pub use tx::{rawtx_json, sign_input, signed_bundle, tx_decode};
 pub use webhook::webhook_delivery;
 
+/// A target: checks its properties on one input, panicking when one breaks.
+pub type Target = fn(&[u8]);
+
 /// Every target by name, as the fuzz targets and the corpus folders call them.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("amount", amount),
     ("calldata", calldata),
     ("envelope", envelope),

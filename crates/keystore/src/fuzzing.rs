@@ -1,6 +1,6 @@
 //! Byte-level entry points for the fuzz targets (`fuzz/`) and their replay on stable
 //! (`crates/fuzzing`). Behind the `fuzzing` feature; nothing here changes a default, a
-//! cap or a check: files are parsed by the same [`parse_any`](crate::store) the keystore
+//! cap or a check: files are parsed by the same `parse_any` the keystore
 //! uses, and re-encryption uses the parsed file's own KDF cost.
 
 use std::path::Path;

@@ -4,6 +4,7 @@
 # corpus size and crashes. Needs nightly and cargo-fuzz (`cargo install cargo-fuzz`).
 #
 #   bench/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]      (default 60 s, every target)
+#   FUZZ_RUNS=10000000 bench/fuzz.sh 1800               (stop a target at N execs too)
 #
 # Seeds: fuzz/seed.py (key fixtures, ethereum/tests vectors, hand-written inputs) plus the
 # committed regression corpus fuzz/regressions/<target>/. A crash is left in
@@ -36,7 +37,7 @@ for t in "${targets[@]}"; do
     # -max_len 65600: a key file (64 KiB cap) plus its passphrase line fits.
     nice -n 19 cargo +nightly fuzz run -O -s none "$t" "corpus/$t" -- \
         -max_total_time="$budget" -max_len=65600 -timeout=20 -rss_limit_mb=2048 \
-        -print_final_stats=1 >"$log" 2>&1 || true
+        -print_final_stats=1 ${FUZZ_RUNS:+-runs=$FUZZ_RUNS} >"$log" 2>&1 || true
     execs="$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)"
     last="$(grep -E '^#[0-9]+' "$log" | tail -1)"
     cov="$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")"

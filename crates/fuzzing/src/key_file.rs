@@ -70,3 +70,55 @@ fn cheap(cost: Cost) -> bool {
         Cost::Pbkdf2 { c } => c <= 10_000,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> Vec<u8> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../keystore-fixtures");
+        let file = std::fs::read(dir.join(name)).expect("fixture");
+        let pass = std::fs::read(dir.join(name).with_extension("passphrase")).expect("pass");
+        let mut input = pass.split(|&b| b == b'\n').next().unwrap_or(&[]).to_vec();
+        input.push(b'\n');
+        input.extend_from_slice(&file);
+        input
+    }
+
+    /// The cheap fixtures reach the re-encryption property (not only the parser).
+    #[test]
+    fn cheap_fixtures_reach_the_round_trip() {
+        for name in [
+            "v1_test_cost.key",
+            "geth_30_byte_key.json",
+            "geth_31_byte_key.json",
+        ] {
+            let input = fixture(name);
+            let (pass, file) = crate::split_line(&input);
+            let parsed = parse(file).expect(name);
+            assert!(cheap(parsed.cost()), "{name}");
+            let pass = Passphrase::new(String::from_utf8_lossy(pass).into_owned());
+            let signer = parsed.decrypt(&pass).expect(name);
+            let again = parsed.reencrypt(&signer, &pass).expect(name);
+            assert!(again.is_some(), "{name}");
+            key_file(&input);
+        }
+    }
+
+    /// Files over the caps never parse, so the caps hold before any derivation.
+    #[test]
+    fn excessive_fixtures_do_not_parse() {
+        for name in [
+            "fail_v1_excessive_memory.key",
+            "fail_v1_excessive_passes.key",
+            "fail_v1_excessive_lanes.key",
+            "fail_web3_scrypt_excessive.json",
+            "fail_web3_scrypt_excessive_p.json",
+            "fail_web3_pbkdf2_excessive.json",
+        ] {
+            let input = fixture(name);
+            let (_, file) = crate::split_line(&input);
+            assert!(parse(file).is_err(), "{name} parsed");
+        }
+    }
+}

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 export BRIDGECTL_CRASH_KILLS="${1:-1000}"
 if [ -n "${2:-}" ]; then export BRIDGECTL_CRASH_SEED="$2"; fi
 start=$(date +%s)
-nice -n 10 cargo test --quiet -p bridgectl --test integration \
+nice -n 19 cargo test --quiet -p bridgectl --test integration \
     key::crash_test_sigkill_during_writes -- --exact --nocapture 2>&1 |
     grep -E 'crash test|test result|panicked|lost|listed|came back|partial'
 echo "elapsed: $(( $(date +%s) - start )) s"

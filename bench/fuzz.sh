@@ -45,7 +45,8 @@ for t in "${targets[@]}"; do
     corpus="$(sed -n 's/.* corp: \([0-9]*\).*/\1/p' <<<"$last")"
     crashes="$(find "artifacts/$t" -type f | wc -l)"
     printf '%-18s %14s %8s %8s %8s %8s\n' "$t" "${execs:-?}" "${cov:-?}" "${ft:-?}" "${corpus:-?}" "$crashes"
-    { date -u +%FT%TZ; echo "$t budget=${budget}s"; grep -E 'stat::|^#[0-9]+.*(DONE|cov)' "$log" | tail -4; } >>runs.log
+    { date -u +%FT%TZ; echo "$t budget=${budget}s"; grep -E '^#[0-9]+' "$log" | tail -1
+      grep -E 'stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb)' "$log"; } >>runs.log
     if grep -q 'SUMMARY\|panicked' "$log"; then
         grep -m3 -E 'panicked|SUMMARY' "$log" | sed "s/^/  $t: /"
     fi

@@ -802,3 +802,36 @@ bctest!(
         }
     }
 );
+
+// `key show 0x<private key>` (a key pasted where a selector goes): not found, and the
+// key is not printed back; the same for a mnemonic.
+bctest!(
+    selector_that_is_a_private_key_is_not_echoed,
+    |dir: Dir, _cmd: TestCommand| {
+        import_4646(&dir, "ops");
+        let other = "5c".repeat(32);
+        for selector in [
+            format!("0x{other}"),
+            "test test test test test test test test test test test junk".to_owned(),
+        ] {
+            for sub in ["show", "verify", "rm"] {
+                let out = dir
+                    .command()
+                    .env("BRIDGECTL_PASSPHRASE", "pw")
+                    .args(["key", sub, &selector])
+                    .output();
+                let text = format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                assert_eq!(out.status.code(), Some(EXIT_NOT_FOUND), "{sub}: {text}");
+                assert!(!text.contains(&other), "{sub} echoed the key: {text}");
+                assert!(
+                    !text.contains("test test test"),
+                    "{sub} echoed the mnemonic: {text}"
+                );
+            }
+        }
+    }
+);

@@ -18,7 +18,7 @@ WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 export BRIDGECTL_KEYSTORE="$WORK/keystore" XDG_CONFIG_HOME="$WORK/config"
 KEY=4646464646464646464646464646464646464646464646464646464646464646
-printf 'bench passphrase\n' > "$WORK/pass"
+printf 'bench passphrase\n' > "$WORK/pass"; chmod 600 "$WORK/pass"
 chmod 600 "$WORK/pass"
 echo "$KEY" | "$BIN" key import bench --raw --unsafe-test-kdf --passphrase-file "$WORK/pass" >/dev/null
 cat > "$WORK/raw.json" <<JSON

@@ -121,6 +121,8 @@ fn no_tty_error() -> anyhow::Error {
 }
 
 fn read_file(path: &Path) -> Result<Passphrase, bridgectl_keystore::Error> {
+    // The key files' rule: a passphrase others can read protects nothing.
+    bridgectl_keystore::check_private_file(path)?;
     let raw = Zeroizing::new(std::fs::read(path).map_err(|source| {
         bridgectl_keystore::Error::PassphraseUnavailable {
             reason: format!("cannot read passphrase file {}: {source}", path.display()),

@@ -91,6 +91,12 @@ struct CachedToken {
     expiry_at: String,
 }
 
+impl Drop for CachedToken {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.token);
+    }
+}
+
 /// Opens the journal named by the option or the default path.
 pub fn open_journal(path: Option<&PathBuf>) -> Result<Journal> {
     let path = match path {
@@ -273,9 +279,14 @@ pub fn bridge_from(p: &Profile) -> Result<Bridge> {
     })
 }
 
+/// The first line of a token or secret-key file, refused (as key files are) when group
+/// or others can read it.
 fn read_secret_file(path: &std::path::Path, what: &str) -> Result<String> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read {what} file {}", path.display()))?;
+    bridgectl_keystore::check_private_file(path)?;
+    let text = zeroize::Zeroizing::new(
+        std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {what} file {}", path.display()))?,
+    );
     let first = text.lines().next().unwrap_or("").trim().to_owned();
     if first.is_empty() {
         bail!("{what} file {} is empty", path.display());
@@ -309,10 +320,11 @@ async fn resolve_token(profile: &Profile, opts: &FlowOpts, base_url: &str) -> Re
     let cached = cache
         .as_ref()
         .and_then(|path| std::fs::read_to_string(path).ok())
+        .map(zeroize::Zeroizing::new)
         .and_then(|text| serde_json::from_str::<CachedToken>(&text).ok())
         .filter(|c| still_valid(&c.expiry_at));
-    if let Some(c) = cached {
-        return Ok(AccessToken::new(c.token));
+    if let Some(mut c) = cached {
+        return Ok(AccessToken::new(std::mem::take(&mut c.token)));
     }
     let secret = match std::env::var("BRIDGECTL_SECRET_KEY") {
         Ok(s) if !s.is_empty() => s,
@@ -337,7 +349,8 @@ async fn resolve_token(profile: &Profile, opts: &FlowOpts, base_url: &str) -> Re
             expiry_at: issued.expiry_at.clone(),
         };
         // Best effort: a failed cache write only costs another exchange next time.
-        let _ = crate::files::write_replace(path, serde_json::to_string(&cached)?.as_bytes());
+        let text = zeroize::Zeroizing::new(serde_json::to_string(&cached)?);
+        let _ = crate::files::write_replace(path, text.as_bytes());
     }
     Ok(issued.token)
 }

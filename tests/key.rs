@@ -329,7 +329,12 @@ bctest!(tamper_matrix_through_cli, |dir: Dir, _cmd: TestCommand| {
             "argon2i",
         ),
     ];
-    let pass = fixtures.join("v1_test_cost.passphrase");
+    // A private copy: passphrase files readable by others are refused, and git checks
+    // the fixtures out 0644.
+    let pass = dir.write(
+        "fixture.passphrase",
+        std::fs::read(fixtures.join("v1_test_cost.passphrase")).expect("passphrase"),
+    );
     for (name, code, needle) in cases {
         let selector = if name.contains("tampered_label") {
             "fixture-renamed"
@@ -375,14 +380,15 @@ bctest!(import_web3_fixtures, |dir: Dir, _cmd: TestCommand| {
     ] {
         let file = fixtures.join(name);
         let label = name.trim_end_matches(".json").replace('_', "-");
+        let file_pass = dir.write(
+            format!("{label}.passphrase"),
+            std::fs::read(file.with_extension("passphrase")).expect("passphrase"),
+        );
         let v = dir
             .command()
             .args(["--json", "key", "import", &label, "--unsafe-test-kdf"])
             .args([Path::new("--web3"), &file])
-            .args([
-                Path::new("--file-passphrase-file"),
-                &file.with_extension("passphrase"),
-            ])
+            .args([Path::new("--file-passphrase-file"), &file_pass])
             .args([Path::new("--passphrase-file"), &new])
             .json();
         assert_eq!(v["address"], manifest[name]["address"], "{name}");
@@ -518,15 +524,20 @@ fn verifies(dir: &Dir, label: &str, pw: &Path) -> bool {
     }
 }
 
-// Child processes writing keys (`key new`, `key passwd`) are SIGKILLed at random
-// moments until at least 200 kills landed while the child was running. After each
-// passwd kill the key opens with the old or the new passphrase; at the end no key
-// that was reported created is lost, every listed key decrypts, and leftover temp
-// files are never listed.
+// Child processes writing keys (`key new`, `passwd`, `import`, `export`, `rm`) are
+// SIGKILLed at random moments until enough kills landed while the child was running
+// (200 here; `BRIDGECTL_CRASH_KILLS`, e.g. 1000 from bench/crash-keys.sh). After each
+// passwd kill the key opens with the old or the new passphrase; after an rm kill the key
+// is intact or gone; an export never leaves a partial file; at the end no key that was
+// reported created is lost, no removed key comes back, every listed key decrypts, and
+// leftover temp files are never listed.
 bctest!(
     crash_test_sigkill_during_writes,
     |dir: Dir, _cmd: TestCommand| {
-        const WANT_KILLS: usize = 200;
+        let want_kills: usize = std::env::var("BRIDGECTL_CRASH_KILLS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(200);
         let seed = std::env::var("BRIDGECTL_CRASH_SEED")
             .ok()
             .and_then(|s| s.parse().ok())
@@ -544,24 +555,41 @@ bctest!(
         let mut rng = XorShift(seed);
         let pa = passfile(&dir, "pa", "alpha");
         let pb = passfile(&dir, "pb", "beta");
-        let spawn = |args: &[&str], pw: &Path, new_pw: Option<&Path>| {
+        let exports = dir.join("exports");
+        std::fs::create_dir(&exports).expect("mkdir exports");
+        let spawn = |args: &[&std::ffi::OsStr], stdin: Option<String>| {
             let mut c = dir.command();
-            c.args(args)
-                .args(["--unsafe-test-kdf"])
-                .args([Path::new("--passphrase-file"), pw]);
-            if let Some(n) = new_pw {
-                c.args([Path::new("--new-passphrase-file"), n]);
-            }
+            c.args(args);
             c.cmd.stdout(Stdio::null()).stderr(Stdio::null());
-            c.cmd.spawn().expect("spawn bridgectl")
+            if stdin.is_some() {
+                c.cmd.stdin(Stdio::piped());
+            }
+            let mut child = c.cmd.spawn().expect("spawn bridgectl");
+            if let (Some(text), Some(mut input)) = (stdin, child.stdin.take()) {
+                use std::io::Write;
+                let _ = input.write_all(text.as_bytes());
+            }
+            child
         };
+        let os = |s: &str| std::ffi::OsString::from(s);
+        let test_kdf = os("--unsafe-test-kdf");
+        let pass_flag = os("--passphrase-file");
 
-        // Base keys for passwd, and a calibration of how long one write takes.
+        // Base keys for passwd and export, and a calibration of how long one write takes.
         let bases = ["base0", "base1", "base2"];
         let mut longest = Duration::ZERO;
         for b in bases {
             let start = Instant::now();
-            let status = spawn(&["key", "new", b], &pa, None).wait().expect("wait");
+            let args = [
+                os("key"),
+                os("new"),
+                os(b),
+                test_kdf.clone(),
+                pass_flag.clone(),
+            ];
+            let mut args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+            args.push(pa.as_os_str());
+            let status = spawn(&args, None).wait().expect("wait");
             assert!(status.success(), "creating {b}");
             longest = longest.max(start.elapsed());
         }
@@ -569,35 +597,108 @@ bctest!(
 
         let mut created: BTreeSet<String> = bases.iter().map(|s| s.to_string()).collect();
         let mut maybe: BTreeSet<String> = BTreeSet::new();
+        let mut removed: BTreeSet<String> = BTreeSet::new();
         let mut killed_with_temp = 0usize;
-        let (mut kills, mut new_kills, mut passwd_kills, mut finished) =
-            (0usize, 0usize, 0usize, 0usize);
+        let mut kills_by_op = [0usize; 5];
+        let (mut kills, mut finished) = (0usize, 0usize);
         let mut i = 0usize;
-        while kills < WANT_KILLS {
-            assert!(i < 20 * WANT_KILLS, "only {kills} kills landed in {i} runs");
-            let is_new = i.is_multiple_of(2);
-            let (label, child) = if is_new {
-                let label = format!("crash{i}");
-                let child = spawn(&["key", "new", &label], &pa, None);
-                (label, child)
-            } else {
-                let label = bases[(i / 2) % bases.len()].to_owned();
-                let (cur, next) = if verifies(&dir, &label, &pa) {
-                    (&pa, &pb)
-                } else {
-                    (&pb, &pa)
-                };
-                let child = spawn(&["key", "passwd", &label], cur, Some(next));
-                (label, child)
+        while kills < want_kills {
+            assert!(i < 20 * want_kills, "only {kills} kills landed in {i} runs");
+            // new, passwd, import, export, rm in turn; rm needs a non-base key.
+            let removable = created
+                .iter()
+                .find(|l| !bases.contains(&l.as_str()))
+                .cloned();
+            let op = match (i % 5, &removable) {
+                (4, None) => 0,
+                (op, _) => op,
             };
-            let mut child = child;
+            let mut stdin = None;
+            let (label, args): (String, Vec<std::ffi::OsString>) = match op {
+                0 => {
+                    let label = format!("crash{i}");
+                    let a = vec![
+                        os("key"),
+                        os("new"),
+                        os(&label),
+                        test_kdf.clone(),
+                        pass_flag.clone(),
+                        pa.clone().into(),
+                    ];
+                    (label, a)
+                }
+                1 => {
+                    let label = bases[(i / 5) % bases.len()].to_owned();
+                    let (cur, next) = if verifies(&dir, &label, &pa) {
+                        (&pa, &pb)
+                    } else {
+                        (&pb, &pa)
+                    };
+                    let a = vec![
+                        os("key"),
+                        os("passwd"),
+                        os(&label),
+                        test_kdf.clone(),
+                        pass_flag.clone(),
+                        cur.clone().into(),
+                        os("--new-passphrase-file"),
+                        next.clone().into(),
+                    ];
+                    (label, a)
+                }
+                2 => {
+                    let label = format!("imp{i}");
+                    let key: String = (0..4).map(|_| format!("{:016x}", rng.next())).collect();
+                    stdin = Some(format!("0x{key}\n"));
+                    let a = vec![
+                        os("key"),
+                        os("import"),
+                        os(&label),
+                        os("--raw"),
+                        test_kdf.clone(),
+                        pass_flag.clone(),
+                        pa.clone().into(),
+                    ];
+                    (label, a)
+                }
+                3 => {
+                    let label = bases[(i / 5) % bases.len()].to_owned();
+                    let cur = if verifies(&dir, &label, &pa) {
+                        &pa
+                    } else {
+                        &pb
+                    };
+                    let a = vec![
+                        os("key"),
+                        os("export"),
+                        os(&label),
+                        test_kdf.clone(),
+                        pass_flag.clone(),
+                        cur.clone().into(),
+                        os("--out"),
+                        exports.join(format!("{i}.json")).into(),
+                    ];
+                    (label, a)
+                }
+                _ => {
+                    let label = removable.clone().unwrap_or_default();
+                    (
+                        label.clone(),
+                        vec![os("key"), os("rm"), os(&label), os("--yes")],
+                    )
+                }
+            };
+            let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+            let mut child = spawn(&args, stdin);
             std::thread::sleep(Duration::from_micros(
                 window_us / 4 + rng.next() % window_us,
             ));
             let _ = child.kill();
             let status = child.wait().expect("wait");
-            if status.signal() == Some(9) {
+            let killed = status.signal() == Some(9);
+            if killed {
                 kills += 1;
+                kills_by_op[op] += 1;
                 if has_temp_file(&dir) {
                     killed_with_temp += 1;
                     let listed = dir.command().args(["--json", "key", "list"]).json();
@@ -614,29 +715,47 @@ bctest!(
                         "a temp file was listed as a key: {names:?}"
                     );
                 }
-                if is_new {
-                    new_kills += 1;
-                    maybe.insert(label.clone());
-                } else {
-                    passwd_kills += 1;
-                }
             } else {
                 assert!(
                     status.success(),
-                    "run {i} ({label}) failed on its own: {status}"
+                    "run {i} ({label}, op {op}) failed on its own: {status}"
                 );
                 finished += 1;
-                if is_new {
+            }
+            match (op, killed) {
+                (0 | 2, true) => {
+                    maybe.insert(label.clone());
+                }
+                (0 | 2, false) => {
                     created.insert(label.clone());
                 }
+                (4, true) => {
+                    // Intact or gone, never half: decided at the end.
+                    created.remove(&label);
+                    maybe.insert(label.clone());
+                }
+                (4, false) => {
+                    created.remove(&label);
+                    removed.insert(label.clone());
+                }
+                _ => {}
             }
-            if !is_new {
+            if op == 1 || op == 3 {
                 // Intact with exactly one of the two passphrases.
                 let (a, b) = (verifies(&dir, &label, &pa), verifies(&dir, &label, &pb));
                 assert!(
                     a ^ b,
                     "{label} after run {i}: opens with alpha={a}, beta={b}"
                 );
+            }
+            if op == 3 {
+                // An export is complete or absent.
+                let out = exports.join(format!("{i}.json"));
+                if let Ok(text) = std::fs::read_to_string(&out) {
+                    let v: serde_json::Value = serde_json::from_str(&text)
+                        .unwrap_or_else(|e| panic!("partial export {}: {e}", out.display()));
+                    assert!(v.get("crypto").is_some(), "{text}");
+                }
             }
             i += 1;
         }
@@ -657,6 +776,8 @@ bctest!(
             .filter(|l| !created.contains(*l) && !maybe.contains(*l))
             .collect();
         assert!(unexpected.is_empty(), "keys nobody created: {unexpected:?}");
+        let back: Vec<_> = removed.intersection(&listed).collect();
+        assert!(back.is_empty(), "removed keys came back: {back:?}");
         for label in &listed {
             let ok = if bases.contains(&label.as_str()) {
                 verifies(&dir, label, &pa) || verifies(&dir, label, &pb)
@@ -674,14 +795,56 @@ bctest!(
         let temps = entries.iter().filter(|n| n.starts_with(".tmp-")).count();
         #[allow(clippy::print_stderr)]
         {
+            let [
+                new_kills,
+                passwd_kills,
+                import_kills,
+                export_kills,
+                rm_kills,
+            ] = kills_by_op;
             eprintln!(
                 "crash test: {i} runs, {kills} SIGKILLs mid-run ({new_kills} new, \
-                 {passwd_kills} passwd), {killed_with_temp} of them left a temp file, \
-                 {finished} runs finished, {} keys at the end ({} from killed `new` runs \
-                 that had already linked), {temps} temp files left",
+                 {passwd_kills} passwd, {import_kills} import, {export_kills} export, \
+                 {rm_kills} rm), {killed_with_temp} of them left a temp file, \
+                 {finished} runs finished, {} keys at the end ({} of them from killed \
+                 new/import/rm runs), {} removed, 0 lost, {temps} temp files left",
                 listed.len(),
-                listed.intersection(&maybe).count()
+                listed.intersection(&maybe).count(),
+                removed.len()
             );
+        }
+    }
+);
+
+// `key show 0x<private key>` (a key pasted where a selector goes): not found, and the
+// key is not printed back; the same for a mnemonic.
+bctest!(
+    selector_that_is_a_private_key_is_not_echoed,
+    |dir: Dir, _cmd: TestCommand| {
+        import_4646(&dir, "ops");
+        let other = "5c".repeat(32);
+        for selector in [
+            format!("0x{other}"),
+            "test test test test test test test test test test test junk".to_owned(),
+        ] {
+            for sub in ["show", "verify", "rm"] {
+                let out = dir
+                    .command()
+                    .env("BRIDGECTL_PASSPHRASE", "pw")
+                    .args(["key", sub, &selector])
+                    .output();
+                let text = format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                assert_eq!(out.status.code(), Some(EXIT_NOT_FOUND), "{sub}: {text}");
+                assert!(!text.contains(&other), "{sub} echoed the key: {text}");
+                assert!(
+                    !text.contains("test test test"),
+                    "{sub} echoed the mnemonic: {text}"
+                );
+            }
         }
     }
 );

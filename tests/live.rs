@@ -157,6 +157,12 @@ pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
         .block_on(f)
 }
 
+/// `url` with an API key in its query, as node providers hand them out (anvil ignores
+/// the query).
+fn with_api_key(url: &str, key: &str) -> String {
+    format!("{}/?apikey={key}", url.trim_end_matches('/'))
+}
+
 /// A test dir wired to a live sandbox: profile, token, keystore with the dev key.
 pub struct Live {
     /// The test dir.
@@ -182,6 +188,8 @@ impl Live {
         let dir = Dir::new(name);
         let sb = LiveSandbox::start(config);
         let passphrase = format!("pass-{}", uuid::Uuid::new_v4().simple());
+        // Node URLs of real providers carry an API key; every output is scanned for it.
+        let node_key = format!("NODE-API-KEY-{}", uuid::Uuid::new_v4().simple());
         dir.write("passphrase", format!("{passphrase}\n"));
         let info = &sb.info;
         let profile = format!(
@@ -214,14 +222,15 @@ redeem_action = "redeem"
             st = info.side.token_address,
             mcid = info.main.chain_id,
             scid = info.side.chain_id,
-            mrpc = info.main.rpc_url,
-            srpc = info.side.rpc_url,
+            mrpc = with_api_key(&info.main.rpc_url, &node_key),
+            srpc = with_api_key(&info.side.rpc_url, &node_key),
         );
         dir.write("xdg/config/bridgectl/config.toml", profile);
         let secrets = vec![
             info.dev.private_key.expose_secret().to_owned(),
             passphrase.clone(),
             info.token.expose_secret().to_owned(),
+            node_key,
         ];
         let dev = info.dev.address;
         let live = Live {

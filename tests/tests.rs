@@ -7,6 +7,7 @@ mod live;
 mod util;
 
 mod flow;
+mod http;
 mod key;
 mod offline;
 mod sandbox;

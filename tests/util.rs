@@ -199,7 +199,11 @@ impl CountingPassphrase {
             "passphrase-{}.fifo",
             N.fetch_add(1, Ordering::SeqCst)
         ));
-        let st = Command::new("mkfifo").arg(&path).status().expect("mkfifo");
+        let st = Command::new("mkfifo")
+            .args(["-m", "600"])
+            .arg(&path)
+            .status()
+            .expect("mkfifo");
         assert!(st.success(), "mkfifo failed");
         let reads = Arc::new(AtomicUsize::new(0));
         let stop = Arc::new(AtomicBool::new(false));

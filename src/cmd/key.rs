@@ -367,10 +367,13 @@ fn export(global: &GlobalOpts, store: &Keystore, args: ExportArgs) -> anyhow::Re
         ));
         output::note("warning: this is the raw private key; anyone who sees it owns the funds");
         let text = if global.json {
-            Zeroizing::new(serde_json::to_string_pretty(&serde_json::json!({
-                "address": signer.address().to_checksum(None),
-                "private_key": hex_key.as_str(),
-            }))?)
+            // Written out by hand: a serde_json::Value would hold a copy of the key that
+            // is never zeroized. Both values are plain hex, so nothing needs escaping.
+            Zeroizing::new(format!(
+                "{{\n  \"address\": \"{}\",\n  \"private_key\": \"{}\"\n}}",
+                signer.address().to_checksum(None),
+                hex_key.as_str()
+            ))
         } else {
             hex_key
         };

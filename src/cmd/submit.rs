@@ -4,8 +4,9 @@
 //! exactly that file and signs exactly its rawTx. The bundle goes into the journal
 //! before it is submitted.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use anyhow::Context;
 use bridgectl_flow::engine::Submitter;
 use bridgectl_flow::journal::{FlowState, SignedEntry};
 use bridgectl_tx::request::Intent;
@@ -38,10 +39,11 @@ pub struct SubmitArgs {
     pub platform: PlatformOpts,
 }
 
-fn read(path: &PathBuf, what: &str) -> anyhow::Result<Vec<u8>> {
-    std::fs::read(path)
-        .map_err(|e| anyhow::anyhow!("cannot read {what} {}: {e}", path.display()))
-        .code(Code::NotFound)
+/// Reads a bundle or request file, bounded like every input of `sign` (a file that
+/// size is not one bridgectl wrote, and is refused before it is parsed).
+fn read(path: &Path, what: &str) -> anyhow::Result<Vec<u8>> {
+    crate::cmd::sign::read_input(&path.to_string_lossy())
+        .with_context(|| format!("{what} {}", path.display()))
 }
 
 /// Runs `bridgectl submit`.

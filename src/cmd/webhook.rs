@@ -320,6 +320,7 @@ async fn connect(global: &GlobalOpts, web3: &Web3Opts) -> anyhow::Result<Client>
 
 async fn web3_token(url: &str, web3: &Web3Opts) -> anyhow::Result<SecretString> {
     if let Some(path) = &web3.web3_token_file {
+        bridgectl_keystore::check_private_file(path)?;
         let text = zeroize::Zeroizing::new(
             std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read web3 token file {}", path.display()))?,

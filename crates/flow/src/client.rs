@@ -75,7 +75,7 @@ impl Default for ClientOptions {
 /// exception, for the sandbox and tests.
 pub fn check_url_safe_for_secrets(url: &str) -> Result<reqwest::Url, Error> {
     let parsed = reqwest::Url::parse(url).map_err(|e| Error::BadUrl {
-        url: url.to_owned(),
+        url: crate::http::redact_url(url),
         reason: e.to_string(),
     })?;
     match parsed.scheme() {
@@ -91,12 +91,12 @@ pub fn check_url_safe_for_secrets(url: &str) -> Result<reqwest::Url, Error> {
                 Ok(parsed)
             } else {
                 Err(Error::PlaintextRefused {
-                    url: url.to_owned(),
+                    url: crate::http::redact_url(url),
                 })
             }
         }
         other => Err(Error::BadUrl {
-            url: url.to_owned(),
+            url: crate::http::redact_url(url),
             reason: format!("unsupported scheme {other:?}: use https"),
         }),
     }
@@ -200,17 +200,15 @@ pub struct PlatformClient {
     options: ClientOptions,
 }
 
-fn build_http(options: &ClientOptions) -> Result<reqwest::Client, Error> {
-    reqwest::Client::builder()
-        // A redirect would resend the body (tokens, secret keys) to another host.
-        .redirect(reqwest::redirect::Policy::none())
+fn build_http(base: &reqwest::Url, options: &ClientOptions) -> Result<reqwest::Client, Error> {
+    crate::http::client_builder(base)
         .connect_timeout(options.connect_timeout)
         .timeout(options.request_timeout)
         .pool_idle_timeout(Duration::from_secs(60))
         .build()
         .map_err(|e| Error::Http {
             what: "building the HTTP client".into(),
-            source: e,
+            source: e.without_url(),
         })
 }
 
@@ -224,7 +222,7 @@ impl PlatformClient {
             base.set_path(&path);
         }
         Ok(Self {
-            http: build_http(&options)?,
+            http: build_http(&base, &options)?,
             base,
             token,
             options,
@@ -241,12 +239,12 @@ impl PlatformClient {
         options: ClientOptions,
     ) -> Result<IssuedToken, Error> {
         let placeholder = Self::new(base_url, AccessToken::new(""), options)?;
-        let body = json!({
+        let mut body = json!({
             "accessKey": access_key,
             "secretKey": secret_key.expose_secret(),
             "expiresIn": expires_in_secs,
         });
-        let data = placeholder
+        let answer = placeholder
             .call(
                 Method::POST,
                 "svc/v2/auth-tokens",
@@ -255,10 +253,20 @@ impl PlatformClient {
                 false,
                 false,
             )
-            .await?;
+            .await;
+        // The copy of the secret key in the request body is wiped as soon as it is sent.
+        if let Some(Value::String(s)) = body.get_mut("secretKey") {
+            zeroize::Zeroize::zeroize(s);
+        }
+        let mut data = answer?;
+        // Moved out, not copied: the token then lives only in the AccessToken.
         let token = data
-            .pointer("/authToken/token")
-            .and_then(Value::as_str)
+            .pointer_mut("/authToken/token")
+            .and_then(|v| match v {
+                Value::String(s) => Some(std::mem::take(s)),
+                _ => None,
+            })
+            .filter(|t| !t.is_empty())
             .ok_or_else(|| Error::UnexpectedShape {
                 what: "auth token".into(),
                 expected: "data.authToken.token".into(),
@@ -535,7 +543,7 @@ impl PlatformClient {
         authenticated: bool,
     ) -> Result<Value, Error> {
         let url = self.base.join(path).map_err(|e| Error::BadUrl {
-            url: format!("{}{path}", self.base),
+            url: crate::http::redact_url(self.base.as_str()),
             reason: e.to_string(),
         })?;
         let attempts = if retry_safe {
@@ -577,7 +585,7 @@ impl PlatformClient {
                 Err(source) => {
                     let err = Error::Http {
                         what: format!("{method} {}", url.path()),
-                        source,
+                        source: source.without_url(),
                     };
                     if !retry_safe {
                         return Err(err);
@@ -600,13 +608,26 @@ async fn read_envelope(
     resp: reqwest::Response,
 ) -> Result<Value, Error> {
     let status = resp.status();
-    let bytes = resp.bytes().await.map_err(|source| Error::Http {
-        what: format!("reading the answer to {method} {}", url.path()),
-        source,
-    })?;
+    // Zeroized when dropped: answers carry tokens (the access-key exchange).
+    let bytes = zeroize::Zeroizing::new(crate::http::read_body(resp).await.map_err(|source| {
+        Error::Body {
+            what: format!("reading the answer to {method} {}", url.path()),
+            source,
+        }
+    })?);
+    parse_envelope(&format!("{method} {}", url.path()), status, &bytes)
+}
+
+/// Unwraps a platform answer: the `data` of a success envelope, or the error envelope
+/// (or HTTP error) as [`Error::Platform`]. `operation` names the call in errors.
+pub fn parse_envelope(
+    operation: &str,
+    status: reqwest::StatusCode,
+    bytes: &[u8],
+) -> Result<Value, Error> {
     // Strict: a duplicate key (`"rawTx": A, "rawTx": B`) or an inexact number is not an
     // envelope this client reads.
-    let strict = bridgectl_json::from_slice(&bytes);
+    let strict = bridgectl_json::from_slice(bytes);
     let refusal = strict.as_ref().err().map(ToString::to_string);
     let parsed: Option<Value> = strict.ok();
     let ok_envelope = parsed
@@ -615,15 +636,20 @@ async fn read_envelope(
         .and_then(Value::as_bool);
     if status.is_success() && ok_envelope != Some(false) {
         let value = parsed.ok_or_else(|| Error::UnexpectedShape {
-            what: format!("answer to {method} {}", url.path()),
+            what: format!("answer to {operation}"),
             expected: format!(
                 "a JSON envelope{}",
                 refusal.map(|r| format!(" ({r})")).unwrap_or_default()
             ),
-            data: Value::String(String::from_utf8_lossy(&bytes).chars().take(200).collect()),
+            data: Value::String(String::from_utf8_lossy(bytes).chars().take(200).collect()),
         })?;
         // Some operations (webhook update/delete) answer `{result: true}` with no data.
-        return Ok(value.get("data").cloned().unwrap_or(value));
+        let mut value = value;
+        return Ok(match value.get_mut("data") {
+            // Taken, not cloned: a token in it is then held once.
+            Some(data) => data.take(),
+            None => value,
+        });
     }
     let (code, message) = match &parsed {
         Some(v) => (
@@ -638,11 +664,11 @@ async fn read_envelope(
         ),
         None => (
             format!("HTTP_{}", status.as_u16()),
-            String::from_utf8_lossy(&bytes).chars().take(200).collect(),
+            String::from_utf8_lossy(bytes).chars().take(200).collect(),
         ),
     };
     Err(Error::Platform {
-        operation: format!("{method} {}", url.path()),
+        operation: operation.to_owned(),
         error: PlatformError {
             status: status.as_u16(),
             code,

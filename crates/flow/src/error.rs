@@ -34,7 +34,7 @@ pub enum Error {
     /// A URL could not be used.
     #[error("invalid url {url:?}: {reason}")]
     BadUrl {
-        /// The URL as given.
+        /// The URL as given, without its path and query.
         url: String,
         /// Why.
         reason: String,
@@ -58,6 +58,17 @@ pub enum Error {
         /// The transport error.
         #[source]
         source: reqwest::Error,
+    },
+
+    /// An answer's body could not be read: over the size cap, or the connection failed
+    /// mid-body.
+    #[error("{what}")]
+    Body {
+        /// What was being read.
+        what: String,
+        /// Why.
+        #[source]
+        source: crate::http::BodyError,
     },
 
     /// The platform answered with an error envelope or an HTTP error.
@@ -191,6 +202,7 @@ impl Error {
         match self {
             Error::Platform { error, .. } => error.status >= 500,
             Error::Http { .. } => true,
+            Error::Body { source, .. } => matches!(source, crate::http::BodyError::Read(_)),
             _ => false,
         }
     }

@@ -17,6 +17,31 @@ use serde_json::Value;
 
 use crate::Error;
 
+/// The largest step detail or result stored as is: 64 KiB of JSON text. The platform's
+/// raw `data` is journaled on every status change, and a server could make each one as
+/// large as a response may be ([`crate::http::MAX_BODY_BYTES`]); a larger one is stored
+/// as a marker with its size and the start of its text (see [`blob`]).
+pub const MAX_BLOB_BYTES: usize = 64 * 1024;
+
+/// How much of an oversized blob's text the marker keeps.
+const TRUNCATED_HEAD_CHARS: usize = 1024;
+
+/// `value` as stored: its JSON text, or for text over [`MAX_BLOB_BYTES`] the marker
+/// `{"truncated": true, "bytes": <size>, "head": "<first 1024 characters>"}`, which is
+/// still JSON, so every reader of the journal keeps working.
+pub fn blob(value: &Value) -> String {
+    let text = value.to_string();
+    if text.len() <= MAX_BLOB_BYTES {
+        return text;
+    }
+    serde_json::json!({
+        "truncated": true,
+        "bytes": text.len(),
+        "head": text.chars().take(TRUNCATED_HEAD_CHARS).collect::<String>(),
+    })
+    .to_string()
+}
+
 /// Where a flow stands. Stored as lowercase text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -283,7 +308,7 @@ impl Journal {
             }
             t.execute(
                 "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, ?3, ?4)",
-                params![tx_id, at, step, detail.to_string()],
+                params![tx_id, at, step, blob(detail)],
             )?;
             t.commit()
         })
@@ -295,7 +320,7 @@ impl Journal {
         self.with(|c| {
             c.execute(
                 "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, ?3, ?4)",
-                params![tx_id, at, step, detail.to_string()],
+                params![tx_id, at, step, blob(detail)],
             )
             .map(|_| ())
         })
@@ -333,11 +358,11 @@ impl Journal {
             let n = match state {
                 Some(s) => t.execute(
                     "UPDATE flows SET result = ?2, state = ?3, updated_at = ?4 WHERE tx_id = ?1",
-                    params![tx_id, result.to_string(), s.as_str(), at],
+                    params![tx_id, blob(result), s.as_str(), at],
                 )?,
                 None => t.execute(
                     "UPDATE flows SET result = ?2, updated_at = ?3 WHERE tx_id = ?1",
-                    params![tx_id, result.to_string(), at],
+                    params![tx_id, blob(result), at],
                 )?,
             };
             if n == 0 {
@@ -345,7 +370,7 @@ impl Journal {
             }
             t.execute(
                 "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, ?3, ?4)",
-                params![tx_id, at, step, result.to_string()],
+                params![tx_id, at, step, blob(result)],
             )?;
             t.commit()
         })
@@ -389,7 +414,7 @@ impl Journal {
         self.with(|c| {
             c.execute(
                 "UPDATE flows SET result = ?2, updated_at = ?3 WHERE tx_id = ?1",
-                params![tx_id, result.to_string(), now()],
+                params![tx_id, blob(result), now()],
             )
             .map(|_| ())
         })
@@ -712,6 +737,76 @@ mod tests {
             journals[0].next_nonce(addr, 7, None).expect("next"),
             Some(6)
         );
+
+        // A flow that signed holds its nonce for good, even once marked failed (a
+        // platform reporting "failed" must not free a nonce that can still be mined).
+        journals[0]
+            .record_signed(
+                loser,
+                &SignedEntry {
+                    raw: &[0xf8, 0x01],
+                    hash: "0xab".into(),
+                    chain_id: 7,
+                    nonce: 5,
+                },
+            )
+            .expect("signed");
+        journals[0]
+            .step(loser, FlowState::Failed, "redemption-failed", &json!({}))
+            .expect("failed");
+        assert_eq!(
+            journals[0].next_nonce(addr, 7, None).expect("next"),
+            Some(6)
+        );
+        assert!(matches!(
+            journals[1].reserve_nonce("flow-3", addr, 7, 5),
+            Err(Error::NonceReserved { .. })
+        ));
+
+        // An unsigned reservation holds only for its lease: a flow interrupted at its
+        // prompt does not block the address for ever.
+        journals[1]
+            .reserve_nonce("flow-3", addr, 7, 6)
+            .expect("next nonce");
+        assert_eq!(
+            journals[0].next_nonce(addr, 7, None).expect("next"),
+            Some(7)
+        );
+        journals[0]
+            .with(|c| c.execute("UPDATE nonces SET reserved_at = 0 WHERE nonce = 6", []))
+            .expect("age the lease");
+        assert_eq!(
+            journals[0].next_nonce(addr, 7, None).expect("next"),
+            Some(6)
+        );
+        journals[0]
+            .reserve_nonce("flow-4", addr, 7, 6)
+            .expect("an expired lease is taken over");
+    }
+
+    #[test]
+    fn oversized_blobs_are_stored_as_a_marker() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let j = Journal::open(dir.path().join("j.sqlite3")).expect("open");
+        j.begin("t1", "redeem", None, &json!({})).expect("begin");
+        let huge = json!({"status": "PENDING", "raw": "x".repeat(5 * MAX_BLOB_BYTES)});
+        j.observe("t1", None, "status", &huge).expect("observe");
+        j.record_result("t1", &huge).expect("result");
+        let small = json!({"status": "DONE"});
+        j.note("t1", "done", &small).expect("note");
+        let steps = j.steps("t1").expect("steps");
+        let marker = &steps[steps.len() - 2].detail;
+        assert_eq!(marker["truncated"], true, "{marker}");
+        assert!(marker["bytes"].as_u64().expect("bytes") > 5 * MAX_BLOB_BYTES as u64);
+        assert!(
+            marker["head"]
+                .as_str()
+                .expect("head")
+                .starts_with("{\"raw\":\"xxx")
+        );
+        assert_eq!(steps[steps.len() - 1].detail, small);
+        let flow = j.get("t1").expect("get");
+        assert_eq!(flow.result.expect("result")["truncated"], true);
     }
 
     #[test]

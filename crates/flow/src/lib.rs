@@ -14,6 +14,7 @@ pub mod airgap;
 pub mod client;
 pub mod engine;
 pub mod error;
+pub mod http;
 pub mod journal;
 pub mod local;
 pub mod rpc;

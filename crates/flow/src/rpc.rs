@@ -59,15 +59,13 @@ impl NodeClient {
     /// A client for the node at `url`.
     pub fn new(url: &str) -> Result<Self, Error> {
         let url = check_url_safe_for_secrets(url)?;
-        let http = reqwest::Client::builder()
-            // A redirect would resend the body (tokens, secret keys) to another host.
-            .redirect(reqwest::redirect::Policy::none())
+        let http = crate::http::client_builder(&url)
             .connect_timeout(Duration::from_secs(5))
             .timeout(Duration::from_secs(30))
             .build()
             .map_err(|e| Error::Http {
                 what: "building the HTTP client".into(),
-                source: e,
+                source: e.without_url(),
             })?;
         Ok(Self { http, url })
     }
@@ -86,12 +84,20 @@ impl NodeClient {
                 .await
                 .map_err(|source| Error::Http {
                     what: format!("node {method}"),
-                    source,
+                    // reqwest's text quotes the URL, and node URLs carry API keys.
+                    source: source.without_url(),
                 })?;
             let status = resp.status().as_u16();
-            let v: Value = resp.json().await.map_err(|source| Error::Http {
-                what: format!("reading node answer to {method}"),
-                source,
+            let bytes = crate::http::read_body(resp)
+                .await
+                .map_err(|source| Error::Body {
+                    what: format!("reading the node's answer to {method}"),
+                    source,
+                })?;
+            let v: Value = serde_json::from_slice(&bytes).map_err(|_| Error::UnexpectedShape {
+                what: format!("node answer to {method}"),
+                expected: "a JSON-RPC response".into(),
+                data: Value::String(String::from_utf8_lossy(&bytes).chars().take(200).collect()),
             })?;
             Ok::<_, Error>((status, v))
         }

@@ -127,14 +127,28 @@ fn hex_field<const N: usize>(path: &Path, field: &str, value: &str) -> Result<[u
 
 /// Checks a label: it names the file, so it is restricted to a safe alphabet, and it
 /// must not look like an address or id (selectors would become ambiguous).
+/// The number of hex digits of `text` when it is all hex (after an optional `0x`).
+fn hex_digits(text: &str) -> Option<usize> {
+    let hex = text
+        .strip_prefix("0x")
+        .or_else(|| text.strip_prefix("0X"))
+        .unwrap_or(text);
+    hex.bytes()
+        .all(|b| b.is_ascii_hexdigit())
+        .then_some(hex.len())
+}
+
+/// Whether `text` could be a private key or a mnemonic: 32 or more hex digits that are
+/// not an address's 40, or three or more words. Such text is never echoed in an error.
+pub(crate) fn may_be_secret(text: &str) -> bool {
+    hex_digits(text).is_some_and(|n| n >= 32 && n != 40) || text.split_whitespace().count() >= 3
+}
+
 pub(crate) fn check_label(label: &str) -> Result<(), Error> {
     // A private key or a mnemonic pasted where the label goes must never be echoed in
     // an error, nor end up in a file name: this check comes first, and the other
     // refusals quote the label only when it passed the alphabet check.
-    let hex = label.strip_prefix("0x").unwrap_or(label);
-    if (hex.len() >= 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
-        || label.split_whitespace().count() >= 3
-    {
+    if may_be_secret(label) || hex_digits(label) == Some(40) {
         return Err(Error::InvalidLabel {
             label: "<redacted>".into(),
             reason: "looks like a private key or a mnemonic: secrets are read from stdin or a \

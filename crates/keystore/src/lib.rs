@@ -2,6 +2,9 @@
 
 mod error;
 mod format;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod kdf;
 mod secret;
 mod store;
@@ -16,8 +19,8 @@ pub use format::{CURRENT_VERSION, FORMAT_NAME, READABLE_VERSIONS};
 pub use kdf::{KdfParams, MAX_M_KIB, MAX_P, MAX_T, MIN_M_KIB, MIN_T};
 pub use secret::{Passphrase, PassphraseProvider, PassphraseRequest, Purpose, SecretText};
 pub use store::{
-    DEFAULT_DERIVATION_PATH, KEY_EXTENSION, KdfSummary, KeyInfo, Keystore, signer_from_mnemonic,
-    unlock_file,
+    DEFAULT_DERIVATION_PATH, KEY_EXTENSION, KdfSummary, KeyInfo, Keystore, check_private_file,
+    signer_from_mnemonic, unlock_file,
 };
 pub use web3::{MAX_PBKDF2_C, MAX_SCRYPT_BYTES, MAX_SCRYPT_P, Web3Params};
 

@@ -77,6 +77,24 @@ pub(crate) fn parse_address_selector(s: &str) -> Option<Address> {
     Some(Address::from(bytes))
 }
 
+/// A selector as errors may quote it: one that could be a private key or a mnemonic
+/// (`key show 0x<private key>` by mistake) is never echoed back.
+fn shown_selector(selector: &str) -> String {
+    if format::may_be_secret(selector) {
+        format!("<redacted: {} characters>", selector.chars().count())
+    } else {
+        selector.to_owned()
+    }
+}
+
+/// Refuses a secret-holding file (key, token, passphrase) that group or others can read
+/// or write, as ssh does, naming the `chmod` that fixes it. FIFOs and other non-regular
+/// files are checked too: their mode says who may open them.
+pub fn check_private_file(path: &Path) -> Result<(), Error> {
+    let meta = fs::metadata(path).map_err(Error::io("cannot read", path))?;
+    check_mode(path, &meta, 0o600)
+}
+
 fn info_of(path: &Path, parsed: &ParsedV1) -> KeyInfo {
     KeyInfo {
         address: parsed.meta.address,
@@ -306,12 +324,12 @@ impl Keystore {
             .collect();
         match found.len() {
             0 => Err(Error::NotFound {
-                selector: selector.to_owned(),
+                selector: shown_selector(selector),
                 dir: self.dir.clone(),
             }),
             1 => Ok(found.remove(0)),
             _ => Err(Error::Ambiguous {
-                selector: selector.to_owned(),
+                selector: shown_selector(selector),
                 matches: found
                     .iter()
                     .map(|k| format!("{} {}", k.label, k.address.to_checksum(None)))

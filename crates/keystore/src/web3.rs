@@ -367,6 +367,41 @@ impl ParsedWeb3 {
     }
 }
 
+#[cfg(feature = "fuzzing")]
+impl ParsedWeb3 {
+    /// The KDF work this file asks for, as parsed (the fuzzer checks it against the caps).
+    pub(crate) fn kdf_cost(&self) -> crate::fuzzing::Cost {
+        match &self.kdf {
+            Kdf::Scrypt { params, .. } => crate::fuzzing::Cost::Scrypt {
+                n: params.n(),
+                r: params.r(),
+                p: params.p(),
+            },
+            Kdf::Pbkdf2 { c, .. } => crate::fuzzing::Cost::Pbkdf2 { c: *c },
+        }
+    }
+
+    /// Encrypts `signer` again with this file's own scrypt cost (never a cheaper one);
+    /// `None` for PBKDF2, which export does not write.
+    pub(crate) fn reencrypt(
+        &self,
+        signer: &PrivateKeySigner,
+        passphrase: &Passphrase,
+    ) -> Result<Option<String>, Error> {
+        match &self.kdf {
+            Kdf::Scrypt { params, .. } => {
+                let same = Web3Params {
+                    log_n: params.log_n(),
+                    r: params.r(),
+                    p: params.p(),
+                };
+                encrypt(signer, passphrase, &same).map(Some)
+            }
+            Kdf::Pbkdf2 { .. } => Ok(None),
+        }
+    }
+}
+
 /// Writes `signer`'s key as a Web3 v3 file (scrypt, aes-128-ctr, keccak MAC, with the
 /// lowercase `address` geth writes).
 pub(crate) fn encrypt(

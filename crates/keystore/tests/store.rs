@@ -475,3 +475,53 @@ fn concurrent_writers_are_serialised() {
             .expect("every key unlocks");
     }
 }
+
+/// `key show 0x<private key>` by mistake: the "not found" error must not print the key
+/// back, nor a mnemonic; an address or label that matches nothing is still named.
+#[test]
+fn selector_that_looks_like_key_material_is_never_echoed() {
+    let (_dir, store) = store();
+    import_4646(&store, "ops");
+    let other_key = "5c".repeat(32);
+    for selector in [
+        format!("0x{other_key}"),
+        other_key.clone(),
+        ANVIL_MNEMONIC.to_owned(),
+    ] {
+        let err = store.find(&selector).expect_err("no such key");
+        let text = err.to_string();
+        assert!(!text.contains(&other_key), "key echoed: {text}");
+        assert!(!text.contains("test test test"), "mnemonic echoed: {text}");
+        assert!(text.contains("<redacted"), "{text}");
+    }
+    let addr = "0x2c7536E3605D9C16a7a3D7b1898e529396a65c23";
+    assert!(
+        store
+            .find(addr)
+            .expect_err("absent")
+            .to_string()
+            .contains(addr)
+    );
+    assert!(
+        store
+            .find("nope")
+            .expect_err("absent")
+            .to_string()
+            .contains("nope")
+    );
+}
+
+/// Token and passphrase files get the key files' rule and message.
+#[test]
+fn private_files_open_to_others_are_refused_like_key_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("token");
+    std::fs::write(&path, "t\n").expect("write");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let err = bridgectl_keystore::check_private_file(&path).expect_err("0644 refused");
+    assert_eq!(err.kind(), "insecure_permissions");
+    assert!(err.to_string().contains("are too open"), "{err}");
+    assert!(err.to_string().contains("chmod 600"), "{err}");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    bridgectl_keystore::check_private_file(&path).expect("0600 accepted");
+}

@@ -301,7 +301,7 @@ pub fn check_url(url: &str) -> Result<Url, Error> {
                 .unwrap_or_default(),
         },
         other => Error::Url {
-            url: url.to_owned(),
+            url: crate::http::redact_url(url),
             reason: match other {
                 crate::Error::BadUrl { reason, .. } => reason,
                 e => e.to_string(),
@@ -320,7 +320,7 @@ pub async fn exchange_token(
 ) -> Result<SecretString, Error> {
     let base = check_url(web3_url)?;
     let url = format!("{}/v1/auth-token", base.as_str().trim_end_matches('/'));
-    let http = http_client()?;
+    let http = http_client(&base)?;
     let mut secret_header = reqwest::header::HeaderValue::from_str(key_secret.expose_secret())
         .map_err(|_| {
             invalid(
@@ -339,7 +339,7 @@ pub async fn exchange_token(
         .map_err(|source| Error::Http {
             method: "POST",
             url: url.clone(),
-            source,
+            source: source.without_url(),
         })?;
     let body = read_json("POST", &url, resp).await?;
     let token = ["access_token", "accessToken", "token"]
@@ -358,16 +358,14 @@ pub async fn exchange_token(
     Ok(SecretString::from(token.to_owned()))
 }
 
-fn http_client() -> Result<reqwest::Client, Error> {
-    reqwest::Client::builder()
-        // A redirect would resend the body (tokens, secret keys) to another host.
-        .redirect(reqwest::redirect::Policy::none())
+fn http_client(base: &Url) -> Result<reqwest::Client, Error> {
+    crate::http::client_builder(base)
         .timeout(TIMEOUT)
         .build()
         .map_err(|source| Error::Http {
             method: "INIT",
             url: String::new(),
-            source,
+            source: source.without_url(),
         })
 }
 
@@ -554,7 +552,7 @@ impl Client {
     pub fn new(web3_url: &str, token: SecretString) -> Result<Client, Error> {
         let base = check_url(web3_url)?;
         Ok(Client {
-            http: http_client()?,
+            http: http_client(&base)?,
             base: base.as_str().trim_end_matches('/').to_owned(),
             token: Arc::new(token),
         })
@@ -600,7 +598,7 @@ impl Client {
         let resp = req.send().await.map_err(|source| Error::Http {
             method: name,
             url: url.to_owned(),
-            source,
+            source: source.without_url(),
         })?;
         read_json(name, url, resp).await
     }
@@ -766,11 +764,13 @@ async fn read_json(
     resp: reqwest::Response,
 ) -> Result<Value, Error> {
     let status = resp.status();
-    let bytes = resp.bytes().await.map_err(|source| Error::Http {
-        method,
-        url: url.to_owned(),
-        source,
-    })?;
+    let bytes = crate::http::read_body(resp)
+        .await
+        .map_err(|source| Error::Body {
+            method,
+            url: url.to_owned(),
+            source,
+        })?;
     let parsed: Option<Value> = serde_json::from_slice(&bytes).ok();
     if !status.is_success() {
         let message = parsed

@@ -55,6 +55,18 @@ pub enum Error {
         #[source]
         source: reqwest::Error,
     },
+    /// The answer's body could not be read: over the size cap, or the connection failed
+    /// mid-body.
+    #[error("{method} {url}: {source}")]
+    Body {
+        /// The method.
+        method: &'static str,
+        /// The URL.
+        url: String,
+        /// Why.
+        #[source]
+        source: crate::http::BodyError,
+    },
     /// The web3 API answered with an error status.
     #[error("{method} {url}: the web3 api answered {status}: {message}")]
     Api {

@@ -334,7 +334,7 @@ fn classify(state: &ListenerState, headers: &HeaderMap, body: &Bytes) -> Incomin
     let signature = headers
         .get("x-signature")
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-    let kind = match parse(body) {
+    let kind = match parse_delivery(body) {
         Err(reason) => IncomingKind::Quarantine { reason },
         Ok((subscription_id, sequence_number, event_type)) => {
             let verification = match &signature {
@@ -367,7 +367,9 @@ fn classify(state: &ListenerState, headers: &HeaderMap, body: &Bytes) -> Incomin
     }
 }
 
-fn parse(body: &[u8]) -> Result<(String, String, Option<String>), String> {
+/// Reads a delivery body as the listener does: `(subscriptionId, sequenceNumber,
+/// eventType)`, or why it goes to quarantine. Public for the fuzz targets.
+pub fn parse_delivery(body: &[u8]) -> Result<(String, String, Option<String>), String> {
     let first = body.iter().find(|b| !b.is_ascii_whitespace());
     if first != Some(&b'{') {
         return Err(match serde_json::from_slice::<serde_json::Value>(body) {

@@ -94,10 +94,20 @@ impl NodeClient {
                     what: format!("reading the node's answer to {method}"),
                     source,
                 })?;
-            let v: Value = serde_json::from_slice(&bytes).map_err(|_| Error::UnexpectedShape {
-                what: format!("node answer to {method}"),
-                expected: "a JSON-RPC response".into(),
-                data: Value::String(String::from_utf8_lossy(&bytes).chars().take(200).collect()),
+            // Duplicate keys refused (the pending nonce and the gas quote come from here);
+            // JSON-RPC quantities are hex strings, so other numbers are only ids.
+            let lenient = bridgectl_json::Options {
+                lenient_numbers: true,
+                ..bridgectl_json::Options::default()
+            };
+            let v: Value = bridgectl_json::from_slice_with(&bytes, lenient).map_err(|e| {
+                Error::UnexpectedShape {
+                    what: format!("node answer to {method}"),
+                    expected: format!("a JSON-RPC response ({e})"),
+                    data: Value::String(
+                        String::from_utf8_lossy(&bytes).chars().take(200).collect(),
+                    ),
+                }
             })?;
             Ok::<_, Error>((status, v))
         }

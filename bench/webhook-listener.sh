@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Webhook listener throughput and latency: `bridgectl webhook listen` (durable: SQLite WAL,
 # synchronous=FULL, batched commits) against a bare axum handler that only answers 200,
-# on the same machine with the same load generator (crates/flow/examples/webhook_load.rs:
+# on the same machine with the same load generator (crates/webhook/examples/webhook_load.rs:
 # signed BLOCK_PERIOD deliveries, distinct sequence numbers, N keep-alive connections).
 #
 # Loopback only and bounded. Usage:
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/bridgectl-target}
 
 cargo build --release --quiet --bin bridgectl
-cargo build --release --quiet -p bridgectl-flow --example webhook_bare --example webhook_load
+cargo build --release --quiet -p bridgectl-webhook --features bench --example webhook_bare --example webhook_load
 BIN=$CARGO_TARGET_DIR/release
 WORK=$(mktemp -d "${BENCH_DIR:-/var/tmp}/bridgectl-bench.XXXXXX")
 PIDS=()

@@ -9,9 +9,9 @@ use std::process::{Child, ChildStdout, Stdio};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use bridgectl_flow::webhook::keys::{KeyEntry, KeyFile, SigningKey};
-use bridgectl_flow::webhook::load::{self, LoadSpec, Progress, block_period_delivery};
-use bridgectl_flow::webhook::signature::sign;
+use bridgectl_webhook::keys::{KeyEntry, KeyFile, SigningKey};
+use bridgectl_webhook::load::{self, LoadSpec, Progress, block_period_delivery};
+use bridgectl_webhook::signature::sign;
 use secrecy::SecretString;
 use serde_json::Value;
 
@@ -25,13 +25,11 @@ fn write_keys(dir: &Dir) -> PathBuf {
     KeyFile::new(&path)
         .insert(
             "41",
-            &KeyEntry {
-                signing_key: SigningKey::new(SecretString::from(KEY.to_owned())),
-                chain: "ethereum".into(),
-                network: "sepolia".into(),
-                webhook_url: None,
-                created_at: None,
-            },
+            &KeyEntry::new(
+                SigningKey::new(SecretString::from(KEY.to_owned())),
+                "ethereum",
+                "sepolia",
+            ),
         )
         .expect("write keys");
     path

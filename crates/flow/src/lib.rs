@@ -18,6 +18,5 @@ pub mod journal;
 pub mod local;
 pub mod rpc;
 pub mod timing;
-pub mod webhook;
 
 pub use error::Error;

@@ -4,8 +4,14 @@
 # on the same machine with the same load generator (crates/webhook/examples/webhook_load.rs:
 # signed BLOCK_PERIOD deliveries, distinct sequence numbers, N keep-alive connections).
 #
+# The server runs pinned to one core and the load generator to the other (taskset), so
+# the two do not steal each other's CPU; for each run the server's CPU time per event
+# (from /proc/PID/stat) and the bytes it wrote to storage per event (/proc/PID/io) are
+# reported beside req/s.
+#
 # Loopback only and bounded. Usage:
 #   bench/webhook-listener.sh [REQUESTS=20000] [CONNECTIONS=64] [ROUNDS=5]
+# SERVER_CPU / LOAD_CPU choose the cores (default 0 and 1).
 # The store goes in a fresh directory under ${BENCH_DIR:-/var/tmp} (use a real disk, not
 # tmpfs, or fsync costs nothing). Prints one JSON line per run and a summary.
 set -euo pipefail
@@ -14,52 +20,10 @@ REQUESTS=${1:-20000}
 CONNECTIONS=${2:-64}
 ROUNDS=${3:-5}
 cd "$(dirname "$0")/.."
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/bridgectl-target}
+# shellcheck source=bench/webhook-common.sh
+. bench/webhook-common.sh
 
-cargo build --release --quiet --bin bridgectl
-cargo build --release --quiet -p bridgectl-webhook --features bench --example webhook_bare --example webhook_load
-BIN=$CARGO_TARGET_DIR/release
-WORK=$(mktemp -d "${BENCH_DIR:-/var/tmp}/bridgectl-bench.XXXXXX")
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-export BENCH_SIGNING_KEY=bench-signing-key
-HOOK=/hooks/bench
-SUB=77
-# The signing key the listener verifies against, in its 0600 key file.
-umask 077
-cat > "$WORK/keys.json" <<JSON
-{"version": 1, "keys": {"$SUB": {"signingKey": "$BENCH_SIGNING_KEY", "chain": "ethereum", "network": "sepolia"}}}
-JSON
-
-# Starts a server in the background (its pid in $SERVER) and waits for its JSON first
-# line; the address lands in $ADDR. (Not a $(...) subshell: the pid must reach `stop`.)
-start() {
-    local out=$WORK/server.out
-    : > "$out"
-    "$@" > "$out" 2>> "$WORK/server.err" &
-    SERVER=$!
-    PIDS+=("$SERVER")
-    for _ in $(seq 200); do
-        if [ -s "$out" ]; then
-            ADDR=$(sed -n 's/.*"addr": *"\([^"]*\)".*/\1/p' "$out" | head -1)
-            return
-        fi
-        sleep 0.05
-    done
-    echo "server did not start: $(cat "$WORK/server.err")" >&2
-    exit 1
-}
-stop() {
-    kill -TERM "$SERVER"
-    wait "$SERVER" 2>/dev/null || true
-}
-field() { sed -n "s/.*\"$1\": *\([0-9.]*\).*/\1/p"; }
-
+echo "# server on cpu $SERVER_CPU, load generator on cpu $LOAD_CPU (taskset)"
 echo "# $(nproc) cores; store on $(df -T "$WORK" | awk 'NR==2 {print $2" "$1}'); $REQUESTS requests x $ROUNDS rounds, $CONNECTIONS connections"
 
 # One measured run of server $1 (bare | listener); its JSON line lands in $LINE.
@@ -73,8 +37,14 @@ measure() {
             --store "$WORK/events.sqlite" --keys "$WORK/keys.json"
     fi
     # A short warm-up on other sequence numbers, then the measured run.
-    "$BIN/examples/webhook_load" "$ADDR" "$HOOK" 2000 "$CONNECTIONS" "$SUB" 1000000 > /dev/null
-    LINE=$("$BIN/examples/webhook_load" "$ADDR" "$HOOK" "$REQUESTS" "$CONNECTIONS" "$SUB" 1)
+    taskset -c "$LOAD_CPU" "$BIN/examples/webhook_load" "$ADDR" "$HOOK" 2000 "$CONNECTIONS" "$SUB" 1000000 > /dev/null
+    local t0 w0 t1 w1
+    t0=$(ticks "$SERVER"); w0=$(written "$SERVER")
+    LINE=$(taskset -c "$LOAD_CPU" "$BIN/examples/webhook_load" "$ADDR" "$HOOK" "$REQUESTS" "$CONNECTIONS" "$SUB" 1)
+    t1=$(ticks "$SERVER"); w1=$(written "$SERVER")
+    CPU_US=$(awk -v a="$t0" -v b="$t1" -v hz="$HZ" -v n="$REQUESTS" 'BEGIN { printf "%.1f", (b - a) * 1e6 / hz / n }')
+    BYTES=$(awk -v a="$w0" -v b="$w1" -v n="$REQUESTS" 'BEGIN { printf "%.0f", (b - a) / n }')
+    LINE="${LINE%\}}, \"cpu_us_per_event\": $CPU_US, \"bytes_written_per_event\": $BYTES}"
     stop
     local ok
     ok=$(echo "$LINE" | field ok)
@@ -108,16 +78,16 @@ for round in $(seq "$ROUNDS"); do
         measure "$kind"
         echo "$kind round $round: $LINE"
         rps[$kind]=$(echo "$LINE" | field rps)
-        RUNS[$kind]+="$(echo "$LINE" | field rps) $(echo "$LINE" | field p50_ms) $(echo "$LINE" | field p99_ms)"$'\n'
+        RUNS[$kind]+="$(echo "$LINE" | field rps) $(echo "$LINE" | field p50_ms) $(echo "$LINE" | field p99_ms) $CPU_US $BYTES"$'\n'
     done
     RATIOS+=("$(awk -v l="${rps[listener]}" -v b="${rps[bare]}" 'BEGIN { printf "%.3f", l / b }')")
 done
 
 echo
-printf '%-10s %10s %10s %10s   (medians over %s rounds)\n' server req/s p50_ms p99_ms "$ROUNDS"
+printf '%-10s %10s %10s %10s %12s %14s   (medians over %s rounds)\n' server req/s p50_ms p99_ms cpu_us/event written_B/event "$ROUNDS"
 for kind in bare listener; do
     col() { printf '%s' "${RUNS[$kind]}" | awk -v c="$1" 'NF { print $c }' | median; }
-    printf '%-10s %10s %10s %10s\n' "$kind" "$(col 1)" "$(col 2)" "$(col 3)"
+    printf '%-10s %10s %10s %10s %12s %14s\n' "$kind" "$(col 1)" "$(col 2)" "$(col 3)" "$(col 4)" "$(col 5)"
 done
 ratio=$(printf '%s\n' "${RATIOS[@]}" | median)
 echo "per-round listener/bare: ${RATIOS[*]}"

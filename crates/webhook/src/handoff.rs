@@ -59,13 +59,21 @@ pub struct HandoffOptions {
     pub owner: String,
 }
 
-impl Default for HandoffOptions {
-    fn default() -> Self {
+impl HandoffOptions {
+    /// Options for an exec timeout: the lease outlasts one attempt (exec and forward) by
+    /// 30 s, and the owner is this process.
+    pub fn new(exec_timeout: Duration) -> Self {
         HandoffOptions {
-            exec_timeout: EXEC_TIMEOUT,
-            lease: EXEC_TIMEOUT + FORWARD_TIMEOUT + Duration::from_secs(30),
+            exec_timeout,
+            lease: exec_timeout + FORWARD_TIMEOUT + Duration::from_secs(30),
             owner: default_owner(),
         }
+    }
+}
+
+impl Default for HandoffOptions {
+    fn default() -> Self {
+        HandoffOptions::new(EXEC_TIMEOUT)
     }
 }
 

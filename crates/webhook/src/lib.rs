@@ -15,7 +15,8 @@
 //! - [`handoff`]: leased hand-off of stored events to `--exec` and `--forward`.
 //! - [`ensure`]: the self-healing check: re-creates or re-activates webhooks the
 //!   platform removed or deactivated, and records the gap.
-//! - `load` (feature `bench`): a bounded loopback load generator for tests and benchmarks.
+//! - `load` (feature `bench`, and in this crate's tests): a bounded loopback load
+//!   generator for tests and benchmarks.
 //!
 //! The network table, the event types and the delivery signature are
 //! `bridgectl-web3`'s, shared with the sandbox.
@@ -26,13 +27,13 @@ mod error;
 pub mod handoff;
 pub mod keys;
 pub mod listener;
-#[cfg(feature = "bench")]
+#[cfg(any(test, feature = "bench"))]
 pub mod load;
 pub mod store;
 
 pub use bridgectl_web3::{EventType, networks, signature};
 
-#[cfg(all(test, feature = "bench"))]
+#[cfg(test)]
 mod tests;
 
 pub use error::Error;

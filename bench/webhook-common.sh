@@ -7,7 +7,7 @@ LOAD_CPU=${LOAD_CPU:-1}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/bridgectl-target}
 
 cargo build --release --quiet --bin bridgectl
-cargo build --release --quiet -p bridgectl-webhook --features bench --example webhook_bare --example webhook_load
+cargo build --release --quiet -p bridgectl-webhook --features bench --example webhook_bare --example webhook_load --example webhook_store
 BIN=$CARGO_TARGET_DIR/release
 WORK=$(mktemp -d "${BENCH_DIR:-/var/tmp}/bridgectl-bench.XXXXXX")
 PIDS=()

@@ -31,6 +31,8 @@ measure() {
     local kind=$1
     if [ "$kind" = bare ]; then
         start "$BIN/examples/webhook_bare" 127.0.0.1:0 "$HOOK"
+    elif [ "$kind" = verify ]; then
+        start "$BIN/examples/webhook_bare" 127.0.0.1:0 "$HOOK" verify "$WORK/keys.json"
     else
         rm -f "$WORK"/events.sqlite*
         start "$BIN/bridgectl" --json webhook listen --bind 127.0.0.1:0 --path "$HOOK" \
@@ -71,8 +73,8 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 declare -A RUNS
 RATIOS=()
 for round in $(seq "$ROUNDS"); do
-    order="bare listener"
-    if [ $((round % 2)) = 0 ]; then order="listener bare"; fi
+    order="bare verify listener"
+    if [ $((round % 2)) = 0 ]; then order="listener verify bare"; fi
     declare -A rps=()
     for kind in $order; do
         measure "$kind"
@@ -85,10 +87,22 @@ done
 
 echo
 printf '%-10s %10s %10s %10s %12s %14s   (medians over %s rounds)\n' server req/s p50_ms p99_ms cpu_us/event written_B/event "$ROUNDS"
-for kind in bare listener; do
+for kind in bare verify listener; do
     col() { printf '%s' "${RUNS[$kind]}" | awk -v c="$1" 'NF { print $c }' | median; }
     printf '%-10s %10s %10s %10s %12s %14s\n' "$kind" "$(col 1)" "$(col 2)" "$(col 3)" "$(col 4)" "$(col 5)"
 done
+# The store's writer alone, without HTTP: durable inserts of the same events by 64 tasks.
+WRITER_CPU=$(taskset -c "$SERVER_CPU" python3 -c '
+import resource, subprocess, sys
+out = subprocess.run(sys.argv[1:], capture_output=True, text=True, check=True).stdout
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(out.strip(), file=sys.stderr)
+print("%.1f" % ((r.ru_utime + r.ru_stime) * 1e6 / int(sys.argv[3])))
+' "$BIN/examples/webhook_store" "$WORK/writer.sqlite" "$REQUESTS" "$CONNECTIONS" 2>> "$WORK/writer.out")
+echo "writer alone: $(cat "$WORK/writer.out") cpu_us_per_event=$WRITER_CPU"
+cpu() { printf '%s' "${RUNS[$1]}" | awk 'NF { print $4 }' | median; }
+awk -v b="$(cpu bare)" -v v="$(cpu verify)" -v l="$(cpu listener)" -v w="$WRITER_CPU" 'BEGIN {
+    printf "CPU us per event by stage: HTTP %.1f, parse+verify %.1f, store hand-off+insert+commit %.1f (writer alone %.1f), total %.1f\n", b, v - b, l - v, w, l }'
 ratio=$(printf '%s\n' "${RATIOS[@]}" | median)
 echo "per-round listener/bare: ${RATIOS[*]}"
 awk -v r="$ratio" \

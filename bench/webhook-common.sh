@@ -6,8 +6,9 @@ SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/bridgectl-target}
 
-cargo build --release --quiet --bin bridgectl
-cargo build --release --quiet -p bridgectl-webhook --features bench --example webhook_bare --example webhook_load --example webhook_store
+# One command, so the examples share the binary's feature set and nothing builds twice.
+cargo build --release --quiet -p bridgectl -p bridgectl-webhook --features bridgectl-webhook/bench \
+    --bin bridgectl --example webhook_bare --example webhook_load --example webhook_store
 BIN=$CARGO_TARGET_DIR/release
 WORK=$(mktemp -d "${BENCH_DIR:-/var/tmp}/bridgectl-bench.XXXXXX")
 PIDS=()

@@ -334,7 +334,8 @@ fn code_of(e: &WebhookError) -> Code {
         | WebhookError::EventType(_)
         | WebhookError::Invalid { .. }
         | WebhookError::Url { .. }
-        | WebhookError::ListenerConfig { .. } => Code::Usage,
+        | WebhookError::ListenerConfig { .. }
+        | WebhookError::Unsupported { .. } => Code::Usage,
         WebhookError::InsecureUrl { .. } => Code::Refused,
         _ => Code::Failure,
     }

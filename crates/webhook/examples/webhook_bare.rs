@@ -16,7 +16,7 @@ use axum::body::Bytes;
 use axum::http::StatusCode;
 use axum::routing::post;
 use axum::serve::ListenerExt;
-use bridgectl_webhook::keys::KeyFile;
+use bridgectl_webhook::keys::{KeyFile, SigningKey};
 use bridgectl_webhook::listener::{DEFAULT_MAX_BODY, ListenerState, router};
 use bridgectl_webhook::store::{
     Claim, Counts, EventStore, Gap, HandoffRecord, Incoming, Outcome, Quarantined, StoreFuture,
@@ -66,6 +66,9 @@ impl EventStore for NullStore {
     }
     fn setting_or_insert(&self, _: &str, value: &str) -> StoreFuture<'_, String> {
         ready(value.to_owned())
+    }
+    fn reverify(&self, _: &str, _: SigningKey) -> StoreFuture<'_, u64> {
+        ready(0)
     }
     fn close(&self) -> StoreFuture<'_, ()> {
         ready(())

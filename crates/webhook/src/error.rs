@@ -134,10 +134,10 @@ pub enum Error {
         #[source]
         source: std::sync::Arc<rusqlite::Error>,
     },
-    /// The store's writer thread is gone (it failed or was shut down).
+    /// The store's writer is gone (it failed or was shut down).
     #[error("event store {path}: the writer has stopped")]
     WriterGone {
-        /// The SQLite file.
+        /// The SQLite file, or the PostgreSQL store (password hidden).
         path: PathBuf,
     },
     /// The listener could not bind or serve.

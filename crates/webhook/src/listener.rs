@@ -295,6 +295,8 @@ pub struct ListenerState {
 struct StateInner {
     store: Arc<dyn EventStore>,
     keys: KeyCache,
+    /// Subscriptions whose earlier "no signing key" rows were re-checked in this process.
+    reverified: std::sync::Mutex<std::collections::HashSet<String>>,
     path: String,
     max_body: usize,
     wake: Arc<Notify>,
@@ -313,6 +315,7 @@ impl ListenerState {
             inner: Arc::new(StateInner {
                 store,
                 keys: KeyCache::load(keys)?,
+                reverified: Default::default(),
                 path: path.into(),
                 max_body,
                 wake: Arc::new(Notify::new()),
@@ -367,15 +370,19 @@ async fn receive(
     body: Bytes,
 ) -> (StatusCode, &'static str) {
     let incoming = classify(&state, &headers, &body);
-    let verified = matches!(
-        incoming.kind,
+    let verified = incoming.is_verified();
+    let subscription = match &incoming.kind {
         IncomingKind::Event {
-            verification: Verification::Valid,
-            ..
-        }
-    );
+            subscription_id, ..
+        } if verified => Some(subscription_id.clone()),
+        _ => None,
+    };
     let c = &state.inner.counters;
-    match state.inner.store.insert(incoming).await {
+    let outcome = state.inner.store.insert(incoming).await;
+    if let (Some(sub), Ok(_)) = (subscription, &outcome) {
+        reverify_once(&state, sub);
+    }
+    match outcome {
         Ok(Outcome::Stored(_)) => {
             c.stored.fetch_add(1, Ordering::Relaxed);
             if verified {
@@ -398,6 +405,33 @@ async fn receive(
             (StatusCode::INTERNAL_SERVER_ERROR, "not stored\n")
         }
     }
+}
+
+/// The first verified delivery of a subscription in this process re-checks its earlier
+/// "no signing key" rows: the platform may deliver before `webhook create` (or the
+/// self-healing check) has written the new key, and such an event must not stay
+/// unverified, so never handed on.
+fn reverify_once(state: &ListenerState, subscription_id: String) {
+    let fresh = state
+        .inner
+        .reverified
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(subscription_id.clone());
+    let Some(key) = fresh
+        .then(|| state.inner.keys.get(&subscription_id))
+        .flatten()
+    else {
+        return;
+    };
+    let state = state.clone();
+    tokio::spawn(async move {
+        if let Ok(n) = state.inner.store.reverify(&subscription_id, key).await
+            && n > 0
+        {
+            state.inner.wake.notify_one();
+        }
+    });
 }
 
 /// The fields we need from a delivery; serde still checks the whole body is valid JSON.

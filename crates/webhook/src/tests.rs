@@ -726,3 +726,41 @@ async fn a_stuck_exec_is_killed_at_the_timeout_and_later_events_still_go_out() {
     );
     run.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_that_raced_the_key_file_is_verified_once_the_key_is_there() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = start(dir.path(), 64 * 1024, Sinks::default()).await;
+    let http = reqwest::Client::new();
+    let url = run.url("/hooks/s3cret");
+    let key = "key-of-a-new-webhook";
+    let delivery = |seq| {
+        let body = block_period_delivery("8", seq);
+        let sig = sign(key.as_bytes(), &body);
+        (body, Some(sig))
+    };
+    // Delivered before `webhook create` wrote the key: stored, unverified.
+    let (b, s) = delivery(1);
+    assert_eq!(post(&http, &url, b, s).await.0, 200);
+    KeyFile::new(dir.path().join("keys.json"))
+        .insert(
+            "8",
+            &KeyEntry::new(
+                SigningKey::new(SecretString::from(key.to_owned())),
+                "ethereum",
+                "sepolia",
+            ),
+        )
+        .expect("key");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (b, s) = delivery(2);
+    assert_eq!(post(&http, &url, b, s).await.0, 200);
+    let store = SqliteStore::open_existing(dir.path().join("events.sqlite")).expect("store");
+    wait_until("the first delivery re-verified", || {
+        store
+            .events_blocking(0, 10)
+            .is_ok_and(|e| e.len() == 2 && e.iter().all(|e| e.verified))
+    })
+    .await;
+    run.stop().await;
+}

@@ -29,6 +29,7 @@ use std::pin::Pin;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::Error;
+use crate::keys::SigningKey;
 
 #[cfg(feature = "postgres")]
 pub mod postgres;
@@ -363,8 +364,19 @@ pub trait EventStore: Send + Sync {
     /// yet; returns the value in force (so replicas agree on a generated path).
     fn setting_or_insert(&self, key: &str, value: &str) -> StoreFuture<'_, String>;
 
+    /// Re-checks the events of `subscription_id` stored as "no signing key" against `key`
+    /// (a delivery that raced `webhook create`'s writing of the key file); those that
+    /// verify become verified events, so they are handed on. Returns how many did.
+    fn reverify(&self, subscription_id: &str, key: SigningKey) -> StoreFuture<'_, u64>;
+
     /// Commits what is queued and releases the store's connections and threads.
     fn close(&self) -> StoreFuture<'_, ()>;
+}
+
+/// Whether `signature` is `key`'s over `body`; an empty body (not kept) never matches.
+pub(crate) fn signature_matches(key: &SigningKey, body: &[u8], signature: &str) -> bool {
+    !body.is_empty()
+        && bridgectl_web3::signature::verify(key.expose_secret().as_bytes(), body, signature)
 }
 
 /// Which store, as given to `--store`.

@@ -35,7 +35,7 @@ use tokio_postgres::{Client, NoTls, Row};
 
 use super::{
     Claim, Counts, EventStore, Gap, HandoffRecord, Incoming, IncomingKind, Kept, Limits, Outcome,
-    Quarantined, StoreFuture, StoredEvent, redact_url,
+    Quarantined, SigningKey, StoreFuture, StoredEvent, Verification, redact_url,
 };
 use crate::Error;
 
@@ -182,8 +182,8 @@ impl PgStore {
     }
 
     fn gone(&self) -> Error {
-        Error::Unsupported {
-            what: format!("event store {}: the writer has stopped", self.location),
+        Error::WriterGone {
+            path: self.location.clone().into(),
         }
     }
 }
@@ -700,6 +700,44 @@ impl EventStore for PgStore {
                 .await
                 .map_err(|e| self.pg(e))?;
             Ok(row.get(0))
+        })
+    }
+
+    fn reverify(&self, subscription_id: &str, key: SigningKey) -> StoreFuture<'_, u64> {
+        let sub = subscription_id.to_owned();
+        Box::pin(async move {
+            let rows = self
+                .client
+                .query(
+                    "SELECT id, body, signature FROM webhook_events
+                     WHERE subscription_id = $1 AND NOT verified AND verification = $2",
+                    &[&sub, &Verification::NoKey.as_str()],
+                )
+                .await
+                .map_err(|e| self.pg(e))?;
+            let mut done = 0;
+            for r in rows {
+                let (id, body, sig): (i64, Vec<u8>, Option<String>) =
+                    (r.get(0), r.get(1), r.get(2));
+                if let Some(sig) = sig
+                    && super::signature_matches(&key, &body, &sig)
+                {
+                    // A genuine copy stored meanwhile (by any replica) wins: then this
+                    // update violates the unique index and the copy stays unverified.
+                    if let Ok(n) = self
+                        .client
+                        .execute(
+                            "UPDATE webhook_events SET verified = true, verification = $2
+                             WHERE id = $1",
+                            &[&id, &Verification::Valid.as_str()],
+                        )
+                        .await
+                    {
+                        done += n;
+                    }
+                }
+            }
+            Ok(done)
         })
     }
 

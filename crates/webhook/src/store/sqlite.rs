@@ -45,7 +45,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::{
     Claim, Counts, EventStore, Gap, HandoffRecord, Incoming, IncomingKind, Kept, Limits, Outcome,
-    Quarantined, StoreFuture, StoredEvent, Verification,
+    Quarantined, SigningKey, StoreFuture, StoredEvent, Verification,
 };
 use crate::Error;
 
@@ -362,6 +362,16 @@ impl EventStore for SqliteStore {
         })
     }
 
+    fn reverify(&self, subscription_id: &str, key: SigningKey) -> StoreFuture<'_, u64> {
+        let sub = subscription_id.to_owned();
+        Box::pin(async move {
+            match self.write(OpKind::Reverify(sub, key)).await? {
+                Reply::Id(n) => Ok(u64::try_from(n).unwrap_or(0)),
+                _ => Ok(0),
+            }
+        })
+    }
+
     fn close(&self) -> StoreFuture<'_, ()> {
         Box::pin(async move {
             let thread = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -576,6 +586,7 @@ enum OpKind {
     Handoff(HandoffRecord),
     Gap(Gap),
     Setting(String, String),
+    Reverify(String, SigningKey),
     Stop,
 }
 
@@ -784,6 +795,34 @@ fn apply(
                 |r| r.get(0),
             )
             .map(Reply::Text)
+        }
+        OpKind::Reverify(sub, key) => {
+            let rows = query(
+                tx,
+                "SELECT id, body, signature FROM events
+                 WHERE subscription_id = ?1 AND verified = 0 AND verification = ?2",
+                params![sub, Verification::NoKey.as_str()],
+                |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, Vec<u8>>(1)?,
+                        r.get::<_, Option<String>>(2)?,
+                    ))
+                },
+            )?;
+            let mut done = 0;
+            for (id, body, sig) in rows {
+                if let Some(sig) = sig
+                    && super::signature_matches(&key, &body, &sig)
+                {
+                    // OR IGNORE: if the genuine event is stored already, this copy stays.
+                    done += tx.execute(
+                        "UPDATE OR IGNORE events SET verified = 1, verification = ?2 WHERE id = ?1",
+                        params![id, Verification::Valid.as_str()],
+                    )?;
+                }
+            }
+            Ok(Reply::Id(i64::try_from(done).unwrap_or(0)))
         }
         OpKind::Stop => Ok(Reply::Done),
     }

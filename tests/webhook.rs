@@ -9,9 +9,9 @@ use std::process::{Child, ChildStdout, Stdio};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use bridgectl_flow::webhook::keys::{KeyEntry, KeyFile, SigningKey};
-use bridgectl_flow::webhook::load::{self, LoadSpec, Progress, block_period_delivery};
-use bridgectl_flow::webhook::signature::sign;
+use bridgectl_webhook::keys::{KeyEntry, KeyFile, SigningKey};
+use bridgectl_webhook::load::{self, LoadSpec, Progress, block_period_delivery};
+use bridgectl_webhook::signature::sign;
 use secrecy::SecretString;
 use serde_json::Value;
 
@@ -25,13 +25,11 @@ fn write_keys(dir: &Dir) -> PathBuf {
     KeyFile::new(&path)
         .insert(
             "41",
-            &KeyEntry {
-                signing_key: SigningKey::new(SecretString::from(KEY.to_owned())),
-                chain: "ethereum".into(),
-                network: "sepolia".into(),
-                webhook_url: None,
-                created_at: None,
-            },
+            &KeyEntry::new(
+                SigningKey::new(SecretString::from(KEY.to_owned())),
+                "ethereum",
+                "sepolia",
+            ),
         )
         .expect("write keys");
     path
@@ -45,14 +43,34 @@ struct Listening {
 }
 
 impl Listening {
-    fn start(dir: &Dir, bind: &str, store: &Path, keys: &Path, extra: &[&str]) -> Listening {
+    fn start(
+        dir: &Dir,
+        bind: &str,
+        store: impl AsRef<std::ffi::OsStr>,
+        keys: &Path,
+        extra: &[&str],
+    ) -> Listening {
+        Listening::start_env(dir, bind, store, keys, extra, &[])
+    }
+
+    fn start_env(
+        dir: &Dir,
+        bind: &str,
+        store: impl AsRef<std::ffi::OsStr>,
+        keys: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Listening {
         let mut cmd = dir.command();
         cmd.args([
             "--json", "webhook", "listen", "--bind", bind, "--path", PATH,
         ])
-        .args(["--store".as_ref(), store.as_os_str()])
+        .args(["--store".as_ref(), store.as_ref()])
         .args(["--keys".as_ref(), keys.as_os_str()])
         .args(extra);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
         cmd.cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
         let mut child = cmd.cmd.spawn().expect("spawn listener");
         let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
@@ -99,10 +117,10 @@ fn signed(i: usize) -> (Vec<u8>, Option<String>) {
     (body, Some(sig))
 }
 
-fn stored_events(dir: &Dir, store: &Path) -> Vec<Value> {
+fn stored_events(dir: &Dir, store: impl AsRef<std::ffi::OsStr>) -> Vec<Value> {
     let mut cmd = dir.command();
     cmd.args(["--json", "webhook", "events", "--limit", "100000"])
-        .args(["--store".as_ref(), store.as_os_str()]);
+        .args(["--store".as_ref(), store.as_ref()]);
     match cmd.json() {
         Value::Array(v) => v,
         other => panic!("events --json is not an array: {other}"),
@@ -350,9 +368,10 @@ impl ArgPath for TestCommand {
 fn deliveries(dir: &Dir, store: &Path, sub: &str) -> Vec<(u64, u64)> {
     stored_events(dir, store)
         .iter()
-        .filter(|e| e["subscriptionId"] == sub)
+        // A delivery that raced `create`'s writing of the key is unverified until the
+        // next one re-verifies it; a missing one shows as a hole in the sequence.
+        .filter(|e| e["subscriptionId"] == sub && e["verified"] == true)
         .map(|e| {
-            assert_eq!(e["verified"], true, "unverified delivery: {e}");
             let seq = e["sequenceNumber"]
                 .as_str()
                 .expect("seq")
@@ -379,24 +398,34 @@ fn wait_for(what: &str, secs: u64, mut check: impl FnMut() -> bool) {
     }
 }
 
+/// A sandbox with a block every 500 ms whose deliveries are retried from 100 ms up to
+/// `retry_max_ms`, and whose webhooks are removed after `remove_after` failures in a row.
+fn sandbox(
+    retry_max_ms: u64,
+    remove_after: u32,
+) -> (tokio::runtime::Runtime, bridgectl_sandbox::Sandbox) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut config = bridgectl_sandbox::SandboxConfig {
+        anvil: Some(crate::util::pinned_tool("anvil")),
+        ..Default::default()
+    };
+    config.main.block_time_ms = 500;
+    config.webhooks.retry_base_ms = 100;
+    config.webhooks.retry_max_ms = retry_max_ms;
+    config.webhooks.remove_after_failures = remove_after;
+    let sandbox = rt
+        .block_on(bridgectl_sandbox::Sandbox::start(config))
+        .expect("sandbox starts");
+    (rt, sandbox)
+}
+
 bctest!(
     block_period_webhooks_against_the_sandbox,
     |dir: Dir, _cmd: TestCommand| {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let mut config = bridgectl_sandbox::SandboxConfig {
-            anvil: Some(crate::util::pinned_tool("anvil")),
-            ..Default::default()
-        };
-        config.main.block_time_ms = 500;
-        config.webhooks.retry_base_ms = 100;
-        config.webhooks.retry_max_ms = 400;
-        config.webhooks.remove_after_failures = 1_000;
-        let sandbox = rt
-            .block_on(bridgectl_sandbox::Sandbox::start(config))
-            .expect("sandbox starts");
+        let (rt, sandbox) = sandbox(400, 1_000);
         let info = sandbox.info().clone();
 
         let keys = dir.join("state/keys.json");
@@ -556,5 +585,431 @@ bctest!(
         }
         listener.stop();
         rt.block_on(sandbox.shutdown()).expect("sandbox stops");
+    }
+);
+
+bctest!(
+    exec_children_see_no_secret_and_forged_fields_print_escaped,
+    |dir: Dir, _cmd: TestCommand| {
+        let keys = write_keys(&dir);
+        let store = dir.join("events.sqlite");
+        let env_out = dir.join("env.txt");
+        let exec = format!("env > {}", env_out.display());
+        let secrets = [
+            ("BRIDGECTL_PASSPHRASE", "pass-phrase-1"),
+            ("BRIDGECTL_ACCESS_TOKEN", "access-token-2"),
+            ("BRIDGECTL_WEB3_TOKEN", "web3-token-3"),
+            ("BRIDGECTL_WEB3_KEY_SECRET", "web3-key-secret-4"),
+            ("AWS_SECRET_ACCESS_KEY", "cloud-secret-5"),
+        ];
+        let listener = Listening::start_env(
+            &dir,
+            "127.0.0.1:0",
+            &store,
+            &keys,
+            &["--exec", &exec],
+            &secrets,
+        );
+        let report = load::run(&spec(listener.addr, 1), &signed, None).expect("load");
+        assert_eq!(report.ok(), 1);
+        wait_for("the exec child", 30, || {
+            std::fs::read_to_string(&env_out).is_ok_and(|t| t.contains("BRIDGECTL_EVENT_ID="))
+        });
+        let env = std::fs::read_to_string(&env_out).expect("env");
+        for (name, value) in secrets {
+            assert!(
+                !env.contains(value),
+                "{name} reached the exec child:\n{env}"
+            );
+        }
+        assert!(env.contains("BRIDGECTL_SEQUENCE_NUMBER=1"), "{env}");
+        assert!(env.contains("PATH="), "{env}");
+
+        // A forged delivery whose fields carry terminal escapes: shown escaped, and the
+        // UNVERIFIED marker stays visible.
+        let forged = br#"{"subscriptionId":"41\u001b[2K\u001b[1G","sequenceNumber":"9\u001b]0;x\u0007","eventType":"\u001b[8mBLOCK_PERIOD"}"#;
+        let report = load::run(
+            &spec(listener.addr, 1),
+            &|_| (forged.to_vec(), Some("00".into())),
+            None,
+        )
+        .expect("load");
+        assert_eq!(report.ok(), 1);
+        listener.stop();
+        let mut cmd = dir.command();
+        cmd.args(["webhook", "events", "--store"]).arg_path(&store);
+        let text = cmd.stdout();
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}'),
+            "{text:?}"
+        );
+        let line = text
+            .lines()
+            .find(|l| l.contains("UNVERIFIED"))
+            .unwrap_or_else(|| panic!("no UNVERIFIED line in {text:?}"));
+        assert!(line.contains("sub=41\\u{1b}[2K"), "{line}");
+    }
+);
+
+/// A TCP front for a listener that can be switched to failing: what the platform sees when
+/// the listener is down, without stopping it. Runs until dropped; loopback only.
+struct Front {
+    addr: SocketAddr,
+    failing: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Front {
+    fn new(backend: SocketAddr) -> Front {
+        use std::sync::Arc;
+        use std::sync::atomic::AtomicBool;
+        let tcp = std::net::TcpListener::bind("127.0.0.1:0").expect("bind front");
+        tcp.set_nonblocking(true).expect("nonblocking");
+        let addr = tcp.local_addr().expect("addr");
+        let failing = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (f, s) = (failing.clone(), stop.clone());
+        std::thread::spawn(move || {
+            // Open pairs, cut when failing starts: a keep-alive connection must fail too.
+            let mut live: Vec<std::net::TcpStream> = Vec::new();
+            while !s.load(Ordering::Relaxed) {
+                if f.load(Ordering::Relaxed) {
+                    for c in live.drain(..) {
+                        let _ = c.shutdown(std::net::Shutdown::Both);
+                    }
+                }
+                let Ok((client, _)) = tcp.accept() else {
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                };
+                let _ = client.set_nonblocking(false);
+                if f.load(Ordering::Relaxed) {
+                    use std::io::Write;
+                    let mut client = client;
+                    let _ = client.write_all(
+                        b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                    );
+                    continue;
+                }
+                let Ok(server) = std::net::TcpStream::connect(backend) else {
+                    continue;
+                };
+                let pump = |mut from: std::net::TcpStream, mut to: std::net::TcpStream| {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Write);
+                    });
+                };
+                if let (Ok(c2), Ok(s2), Ok(c3), Ok(s3)) = (
+                    client.try_clone(),
+                    server.try_clone(),
+                    client.try_clone(),
+                    server.try_clone(),
+                ) {
+                    live.push(c3);
+                    live.push(s3);
+                    pump(client, server);
+                    pump(s2, c2);
+                }
+            }
+        });
+        Front {
+            addr,
+            failing,
+            stop,
+        }
+    }
+}
+
+impl Drop for Front {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+bctest!(
+    ensure_restores_a_webhook_the_platform_removed_and_records_the_gap,
+    |dir: Dir, _cmd: TestCommand| {
+        let (rt, sandbox) = sandbox(200, 3);
+        let info = sandbox.info().clone();
+        let token = info.token.expose_secret().to_owned();
+
+        let keys = dir.join("state/keys.json");
+        let store = dir.join("events.sqlite");
+        // The listener behind a front the test can make fail, as a load balancer would
+        // when the listener is down. Bind first to learn the listener's address.
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let backend = probe.local_addr().expect("addr");
+        drop(probe);
+        let front = Front::new(backend);
+        let hook_url = format!("http://{}{PATH}", front.addr);
+        const INTERVAL: f64 = 2.0;
+        let interval = INTERVAL.to_string();
+        let listener = Listening::start_env(
+            &dir,
+            &backend.to_string(),
+            &store,
+            &keys,
+            &[
+                "--ensure",
+                "--ensure-interval",
+                &interval,
+                "--url",
+                &hook_url,
+                "--web3-url",
+                &info.web3_url,
+            ],
+            &[("BRIDGECTL_WEB3_TOKEN", &token)],
+        );
+        let web3 = |cmd: &mut TestCommand| {
+            cmd.args(["--chain", "ethereum", "--network", "sepolia"])
+                .args(["--web3-url", &info.web3_url])
+                .args(["--keys".as_ref(), keys.as_os_str()])
+                .env("BRIDGECTL_WEB3_TOKEN", &token);
+        };
+        let mut c = dir.command();
+        c.args([
+            "--json",
+            "webhook",
+            "create",
+            "--type",
+            "BLOCK_PERIOD",
+            "--period",
+            "1",
+        ])
+        .args(["--url", &hook_url]);
+        web3(&mut c);
+        let sub1 = c.json()["subscriptionId"].as_str().expect("id").to_owned();
+        wait_for("first deliveries", 30, || {
+            deliveries(&dir, &store, &sub1).len() >= 2
+        });
+        let listed = || -> Vec<Value> {
+            let mut c = dir.command();
+            c.args(["--json", "webhook", "list"]);
+            web3(&mut c);
+            c.json()["items"].as_array().cloned().unwrap_or_default()
+        };
+
+        // Fail until the platform removes the webhook (3 failures in a row).
+        front.failing.store(true, Ordering::Relaxed);
+        wait_for("the platform to remove the failing webhook", 30, || {
+            !listed()
+                .iter()
+                .any(|w| w["subscriptionId"] == sub1.as_str())
+        });
+        let removed_at = Instant::now();
+        front.failing.store(false, Ordering::Relaxed);
+
+        // Within one check interval a webhook with our URL is back, under a new id.
+        let mut restored = None;
+        wait_for("the webhook to be restored", 30, || {
+            restored = listed()
+                .into_iter()
+                .find(|w| w["webhookUrl"] == hook_url.as_str() && w["isActive"] != false)
+                .and_then(|w| w["subscriptionId"].as_str().map(str::to_owned));
+            restored.is_some()
+        });
+        let healed_in = removed_at.elapsed();
+        let sub2 = restored.expect("restored");
+        assert_ne!(sub2, sub1);
+        // Polled every 200 ms, and `list` itself takes a moment: allow a second over.
+        assert!(
+            healed_in.as_secs_f64() <= INTERVAL + 1.0,
+            "healed in {healed_in:?}, interval {INTERVAL} s"
+        );
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!(
+                "time to heal: {:.2} s (check interval {INTERVAL} s)",
+                healed_in.as_secs_f64()
+            );
+        }
+        // Its deliveries verify with the new key the check stored (one that raced the
+        // key file's update may be unverified: the platform can deliver before `create`
+        // has returned the key).
+        wait_for("verified deliveries of the restored webhook", 30, || {
+            stored_events(&dir, &store)
+                .iter()
+                .filter(|e| e["subscriptionId"] == sub2.as_str() && e["verified"] == true)
+                .count()
+                >= 2
+        });
+
+        // The gap is recorded and shown.
+        let mut c = dir.command();
+        c.args(["--json", "webhook", "events", "--gaps", "--store"])
+            .arg_path(&store);
+        let gaps = c.json();
+        let gaps = gaps.as_array().expect("array");
+        assert_eq!(gaps.len(), 1, "{gaps:?}");
+        assert_eq!(gaps[0]["subscriptionId"], sub1.as_str());
+        assert_eq!(gaps[0]["replacedBy"], sub2.as_str());
+        assert_eq!(gaps[0]["cause"], "removed");
+        assert!(gaps[0]["fromMs"].as_i64() <= gaps[0]["toMs"].as_i64());
+        let mut c = dir.command();
+        c.args(["webhook", "events", "--store"]).arg_path(&store);
+        let text = c.stdout();
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("GAP") && l.contains(&sub1)),
+            "{text}"
+        );
+
+        // Deactivated (by hand, or by the platform): re-activated, with a gap too.
+        let mut c = dir.command();
+        c.args(["webhook", "update", &sub2, "--active", "false"]);
+        web3(&mut c);
+        c.stdout();
+        let paused_at = Instant::now();
+        wait_for("the webhook to be re-activated", 30, || {
+            listed()
+                .iter()
+                .any(|w| w["subscriptionId"] == sub2.as_str() && w["isActive"] == true)
+        });
+        assert!(paused_at.elapsed().as_secs_f64() <= INTERVAL + 1.0);
+        let mut c = dir.command();
+        c.args(["--json", "webhook", "events", "--gaps", "--store"])
+            .arg_path(&store);
+        let gaps = c.json();
+        let gaps = gaps.as_array().expect("array");
+        assert_eq!(gaps.len(), 2, "{gaps:?}");
+        assert_eq!(gaps[1]["subscriptionId"], sub2.as_str());
+        assert_eq!(gaps[1]["replacedBy"], sub2.as_str());
+        assert_eq!(gaps[1]["cause"], "inactive");
+        listener.stop();
+        rt.block_on(sandbox.shutdown()).expect("sandbox stops");
+    }
+);
+
+bctest!(
+    two_replicas_on_postgres_store_once_and_hand_off_once_with_one_killed,
+    |dir: Dir, _cmd: TestCommand| {
+        let pg = crate::util::Postgres::start();
+        let url = pg.url();
+        let keys = write_keys(&dir);
+        let handed = dir.join("handed.txt");
+        // Appends are atomic for a short line, whichever replica runs it.
+        let exec = format!(
+            "echo \"$BRIDGECTL_SEQUENCE_NUMBER $BRIDGECTL_ATTEMPT\" >> {}",
+            handed.display()
+        );
+        let extra = [
+            "--exec",
+            exec.as_str(),
+            "--exec-timeout",
+            "5",
+            "--lease",
+            "6",
+        ];
+        let a = Listening::start(&dir, "127.0.0.1:0", &url, &keys, &extra);
+        let b = Listening::start(&dir, "127.0.0.1:0", &url, &keys, &extra);
+        const HALF: usize = 5_000;
+        let half = |addr| LoadSpec {
+            connections: 32,
+            ..spec(addr, HALF)
+        };
+        let progress = Progress::default();
+        let (a_addr, b_addr) = (a.addr, b.addr);
+        let (report_a, report_b) = std::thread::scope(|s| {
+            let load_a = s.spawn(|| load::run(&half(a_addr), &signed, Some(&progress)));
+            let load_b = s.spawn(|| load::run(&half(b_addr), &|i| signed(HALF + i), None));
+            let deadline = Instant::now() + Duration::from_secs(120);
+            while progress.ok.load(Ordering::Relaxed) < 1_500 {
+                assert!(Instant::now() < deadline, "load made no progress");
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            a.kill9();
+            (
+                load_a.join().expect("load a").expect("load"),
+                load_b.join().expect("load b").expect("load"),
+            )
+        });
+        assert_eq!(report_b.ok(), HALF, "{:?}", report_b.statuses);
+        let acked_a: Vec<usize> = (0..HALF).filter(|&i| report_a.acked[i]).collect();
+        assert!(
+            acked_a.len() >= 1_500 && acked_a.len() < HALF,
+            "{}",
+            acked_a.len()
+        );
+
+        // Every delivery that got 200 is stored, exactly once.
+        let events = stored_events(&dir, &url);
+        let seqs: BTreeSet<u64> = events
+            .iter()
+            .map(|e| {
+                e["sequenceNumber"]
+                    .as_str()
+                    .expect("seq")
+                    .parse()
+                    .expect("n")
+            })
+            .collect();
+        assert_eq!(seqs.len(), events.len(), "an event was stored twice");
+        for &i in &acked_a {
+            assert!(seqs.contains(&(i as u64 + 1)), "acked event {i} lost");
+        }
+        assert!((HALF as u64 + 1..=2 * HALF as u64).all(|s| seqs.contains(&s)));
+
+        // The platform retries what replica A never acknowledged; the balancer sends it to B.
+        let unacked: Vec<usize> = (0..HALF).filter(|&i| !report_a.acked[i]).collect();
+        let retry = load::run(
+            &LoadSpec {
+                requests: unacked.len(),
+                ..half(b.addr)
+            },
+            &|j| signed(unacked[j]),
+            None,
+        )
+        .expect("retry");
+        assert_eq!(retry.ok(), unacked.len());
+        let events = stored_events(&dir, &url);
+        assert_eq!(events.len(), 2 * HALF, "every delivery stored once");
+
+        // The hand-off: B finishes everything, A's leased events included once the lease ends.
+        let lines = || -> Vec<(u64, u64)> {
+            std::fs::read_to_string(&handed)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| {
+                    let (s, a) = l.split_once(' ')?;
+                    Some((s.parse().ok()?, a.parse().ok()?))
+                })
+                .collect()
+        };
+        let deadline = Instant::now() + Duration::from_secs(400);
+        loop {
+            let done = lines().iter().map(|l| l.0).collect::<BTreeSet<_>>().len();
+            if done == 2 * HALF {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "only {done} of {} events handed on",
+                2 * HALF
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        std::thread::sleep(Duration::from_secs(1));
+        let seen = lines();
+        let mut count: BTreeMap<u64, usize> = BTreeMap::new();
+        for (seq, _) in &seen {
+            *count.entry(*seq).or_default() += 1;
+        }
+        let twice: Vec<u64> = count.iter().filter(|c| *c.1 > 1).map(|c| *c.0).collect();
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!(
+                "replica A acked {} of {HALF} before SIGKILL; exec runs: {} for {} events; run twice: {twice:?}",
+                acked_a.len(),
+                seen.len(),
+                count.len()
+            );
+        }
+        // At most the one event A was running when it was killed may run again (its
+        // success was never recorded); every other event ran exactly once.
+        assert!(twice.len() <= 1, "events run more than once: {twice:?}");
+        assert!(count.values().all(|&n| n <= 2));
+        b.stop();
+        drop(pg);
     }
 );

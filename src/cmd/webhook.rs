@@ -1,5 +1,6 @@
 //! `bridgectl webhook`: the web3 API's webhooks (create, list, get, update, delete), a
-//! listener that never loses an event (`listen`), and a reader of what it stored (`events`).
+//! listener that never loses an event (`listen`), a reader of what it stored (`events`),
+//! and the self-healing check (`ensure`, or `listen --ensure`).
 //!
 //! Web3 token, in this order: `--web3-token-file` / `BRIDGECTL_WEB3_TOKEN_FILE` (first
 //! line), `BRIDGECTL_WEB3_TOKEN`, then a key exchange with `BRIDGECTL_WEB3_NODE_ID`,
@@ -8,7 +9,8 @@
 //! Files (defaults under `$XDG_STATE_HOME/bridgectl/`):
 //! - `webhook-keys.json` (`--keys`, `BRIDGECTL_WEBHOOK_KEYS`): signing keys from `create`,
 //!   mode 0600; `listen` verifies `x-signature` against them.
-//! - `webhook-events.sqlite` (`--store`, `BRIDGECTL_WEBHOOK_STORE`): the listener's store.
+//! - `webhook-events.sqlite` (`--store`, `BRIDGECTL_WEBHOOK_STORE`): the listener's store;
+//!   `--store postgres://...` puts it in PostgreSQL instead, shared by replicas.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -16,14 +18,17 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow};
-use bridgectl_flow::webhook::client::{
+use bridgectl_webhook::client::{
     self, Client, ConditionInput, EventType, NewWebhook, Webhook, WebhookUpdate,
 };
-use bridgectl_flow::webhook::handoff::Sinks;
-use bridgectl_flow::webhook::keys::{KeyEntry, KeyFile};
-use bridgectl_flow::webhook::listener::{DEFAULT_MAX_BODY, Listener, ListenerConfig};
-use bridgectl_flow::webhook::store::{Quarantined, Store, StoredEvent};
-use bridgectl_flow::webhook::{Error as WebhookError, networks};
+use bridgectl_webhook::ensure;
+use bridgectl_webhook::handoff::{HandoffOptions, Sinks};
+use bridgectl_webhook::keys::{KeyEntry, KeyFile};
+use bridgectl_webhook::listener::{
+    DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, Listener, ListenerConfig, Timeouts,
+};
+use bridgectl_webhook::store::{EventStore, Gap, Quarantined, StoreSpec, StoredEvent};
+use bridgectl_webhook::{Error as WebhookError, networks};
 use clap::{Args, Subcommand};
 use secrecy::SecretString;
 use serde_json::{Value, json};
@@ -47,13 +52,16 @@ pub enum WebhookCommand {
     Delete(IdArgs),
     /// Receive deliveries: answer 200 only once each is durable in the store.
     Listen(ListenArgs),
-    /// Show what the listener stored.
+    /// Show what the listener stored, and the gaps `ensure` found.
     Events(EventsArgs),
+    /// Restore this listener's webhooks that the platform removed or deactivated, once;
+    /// each restored one leaves a gap record.
+    Ensure(EnsureArgs),
 }
 
-/// Where the web3 API is and which chain/network.
-#[derive(Debug, Args, Clone)]
-pub struct Web3Opts {
+/// Where the web3 API is and how to authenticate.
+#[derive(Debug, Args, Clone, Default)]
+pub struct Web3Api {
     /// Web3 API URL [default: the profile's web3_url].
     #[arg(
         long,
@@ -71,6 +79,14 @@ pub struct Web3Opts {
         help_heading = "Web3 API"
     )]
     pub web3_token_file: Option<PathBuf>,
+}
+
+/// Where the web3 API is and which chain/network.
+#[derive(Debug, Args, Clone)]
+pub struct Web3Opts {
+    /// The web3 API.
+    #[command(flatten)]
+    pub api: Web3Api,
 
     /// Chain path segment, e.g. ethereum, polygon.
     #[arg(long, env = "BRIDGECTL_WEB3_CHAIN", help_heading = "Web3 API")]
@@ -195,38 +211,95 @@ pub struct ListenArgs {
     /// Address to listen on, e.g. 127.0.0.1:8080 (port 0 picks one; see the first line).
     #[arg(long, value_name = "ADDR")]
     pub bind: SocketAddr,
-    /// The one path deliveries are accepted on; make it unguessable: /hooks/SECRET.
-    #[arg(long, default_value = "/", value_name = "PATH")]
-    pub path: String,
-    /// Event store [default: $XDG_STATE_HOME/bridgectl/webhook-events.sqlite].
-    #[arg(long, env = "BRIDGECTL_WEBHOOK_STORE", value_name = "FILE")]
-    pub store: Option<PathBuf>,
+    /// The one path deliveries are accepted on: /hooks/SECRET. Not "/". Without it, one is
+    /// generated on first start, kept in the store and shown.
+    #[arg(long, value_name = "PATH")]
+    pub path: Option<String>,
+    /// Event store: sqlite:FILE or FILE, or postgres://... (shared by replicas)
+    /// [default: $XDG_STATE_HOME/bridgectl/webhook-events.sqlite].
+    #[arg(long, env = "BRIDGECTL_WEBHOOK_STORE", value_name = "STORE")]
+    pub store: Option<String>,
     /// Signing-key file [default: $XDG_STATE_HOME/bridgectl/webhook-keys.json].
     #[arg(long, env = "BRIDGECTL_WEBHOOK_KEYS", value_name = "FILE")]
     pub keys: Option<PathBuf>,
     /// Largest accepted body in bytes; larger ones get 413.
     #[arg(long, default_value_t = DEFAULT_MAX_BODY, value_name = "BYTES")]
     pub max_body: usize,
+    /// Connections served at once; more wait in the backlog.
+    #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS, value_name = "N")]
+    pub max_connections: usize,
+    /// Seconds a request may take to send its headers (also closes idle keep-alives).
+    #[arg(long, default_value_t = Timeouts::default().header.as_secs_f64(), value_name = "SECS")]
+    pub header_timeout: f64,
+    /// Seconds a request may take from its headers to the answer.
+    #[arg(long, default_value_t = Timeouts::default().request.as_secs_f64(), value_name = "SECS")]
+    pub request_timeout: f64,
     /// Run `sh -c CMD` per verified event, the body on stdin; retried until it exits 0.
+    /// Its environment holds only PATH, HOME, USER, LOGNAME, LANG, LC_ALL, TZ, TMPDIR and
+    /// the BRIDGECTL_EVENT_* variables: no secret of this process.
     #[arg(long, value_name = "CMD")]
     pub exec: Option<String>,
+    /// Seconds one --exec run may take, writing its stdin included.
+    #[arg(long, default_value_t = bridgectl_webhook::handoff::EXEC_TIMEOUT.as_secs_f64(), value_name = "SECS")]
+    pub exec_timeout: f64,
     /// POST each verified event to URL; retried until it answers 2xx.
     #[arg(long, value_name = "URL")]
     pub forward: Option<String>,
+    /// Seconds a replica holds an event it is handing on before another may take it over
+    /// [default: exec timeout + 60, the forward timeout and a margin].
+    #[arg(long, value_name = "SECS")]
+    pub lease: Option<f64>,
+    /// Check the platform's webhook list every --ensure-interval and restore the ones
+    /// pointing at --url that were removed or deactivated (needs the web3 API).
+    #[arg(long, requires = "url")]
+    pub ensure: bool,
+    /// Seconds between two --ensure checks.
+    #[arg(long, default_value_t = 60.0, value_name = "SECS")]
+    pub ensure_interval: f64,
+    /// The URL the platform delivers to (as given to `webhook create --url`); behind a
+    /// load balancer it is not the bind address.
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// The web3 API, for --ensure.
+    #[command(flatten)]
+    pub web3: Web3Api,
+}
+
+/// Arguments of `webhook ensure`.
+#[derive(Debug, Args)]
+pub struct EnsureArgs {
+    /// Restore only webhooks created with this listener URL [default: every webhook in
+    /// the key file].
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// Event store the gaps are recorded in (as for `listen`).
+    #[arg(long, env = "BRIDGECTL_WEBHOOK_STORE", value_name = "STORE")]
+    pub store: Option<String>,
+    /// Signing-key file [default: $XDG_STATE_HOME/bridgectl/webhook-keys.json].
+    #[arg(long, env = "BRIDGECTL_WEBHOOK_KEYS", value_name = "FILE")]
+    pub keys: Option<PathBuf>,
+    /// The web3 API.
+    #[command(flatten)]
+    pub web3: Web3Api,
 }
 
 /// Arguments of `webhook events`.
 #[derive(Debug, Args)]
 pub struct EventsArgs {
-    /// Event store [default: $XDG_STATE_HOME/bridgectl/webhook-events.sqlite].
-    #[arg(long, env = "BRIDGECTL_WEBHOOK_STORE", value_name = "FILE")]
-    pub store: Option<PathBuf>,
+    /// Event store: sqlite:FILE or FILE, or postgres://...
+    /// [default: $XDG_STATE_HOME/bridgectl/webhook-events.sqlite].
+    #[arg(long, env = "BRIDGECTL_WEBHOOK_STORE", value_name = "STORE")]
+    pub store: Option<String>,
     /// Keep printing new events as they arrive (JSON lines with --json), until Ctrl-C.
     #[arg(long, short = 'f')]
     pub follow: bool,
     /// Show the quarantine (bodies that were not events) instead.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "gaps")]
     pub quarantine: bool,
+    /// Show only the gaps: stretches in which a removed or deactivated webhook delivered
+    /// nothing, recorded when `ensure` restored it.
+    #[arg(long)]
+    pub gaps: bool,
     /// Only rows with an id above N.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub since: i64,
@@ -249,6 +322,7 @@ pub fn run(global: &GlobalOpts, cmd: WebhookCommand) -> anyhow::Result<()> {
         WebhookCommand::Delete(args) => rt.block_on(delete(global, args)),
         WebhookCommand::Listen(args) => rt.block_on(listen(global, args)),
         WebhookCommand::Events(args) => rt.block_on(events(global, args)),
+        WebhookCommand::Ensure(args) => rt.block_on(ensure_once(global, args)),
     }
 }
 
@@ -257,9 +331,11 @@ fn code_of(e: &WebhookError) -> Code {
     match e {
         WebhookError::NotFound { .. } | WebhookError::Api { status: 404, .. } => Code::NotFound,
         WebhookError::Network(_)
+        | WebhookError::EventType(_)
         | WebhookError::Invalid { .. }
         | WebhookError::Url { .. }
-        | WebhookError::ListenerConfig { .. } => Code::Usage,
+        | WebhookError::ListenerConfig { .. }
+        | WebhookError::Unsupported { .. } => Code::Usage,
         WebhookError::InsecureUrl { .. } => Code::Refused,
         _ => Code::Failure,
     }
@@ -286,11 +362,25 @@ fn keys_path(explicit: &Option<PathBuf>) -> anyhow::Result<PathBuf> {
     }
 }
 
-fn store_path(explicit: &Option<PathBuf>) -> anyhow::Result<PathBuf> {
+fn store_spec(explicit: &Option<String>) -> anyhow::Result<StoreSpec> {
     match explicit {
-        Some(p) => Ok(p.clone()),
-        None => Ok(state_dir()?.join("webhook-events.sqlite")),
+        Some(text) => Ok(StoreSpec::parse(text)),
+        None => Ok(StoreSpec::Sqlite(
+            state_dir()?.join("webhook-events.sqlite"),
+        )),
     }
+}
+
+fn secs(flag: &'static str, value: f64) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(value)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            coded(
+                Code::Usage,
+                format!("--{flag}: expected seconds above zero, found {value}"),
+            )
+        })
 }
 
 fn env_nonempty(name: &str) -> Option<String> {
@@ -301,6 +391,11 @@ fn env_nonempty(name: &str) -> Option<String> {
 /// check comes first: a typo never costs a request, not even the token exchange.
 async fn connect(global: &GlobalOpts, web3: &Web3Opts) -> anyhow::Result<Client> {
     networks::check(&web3.chain, &web3.network).map_err(|e| coded_err(e.into()))?;
+    connect_api(global, &web3.api).await
+}
+
+/// Finds the URL and the token and builds the client.
+async fn connect_api(global: &GlobalOpts, web3: &Web3Api) -> anyhow::Result<Client> {
     let url = match &web3.web3_url {
         Some(u) => u.clone(),
         None => crate::config::load_profile(global)?
@@ -318,7 +413,7 @@ async fn connect(global: &GlobalOpts, web3: &Web3Opts) -> anyhow::Result<Client>
     Client::new(&url, token).map_err(coded_err)
 }
 
-async fn web3_token(url: &str, web3: &Web3Opts) -> anyhow::Result<SecretString> {
+async fn web3_token(url: &str, web3: &Web3Api) -> anyhow::Result<SecretString> {
     if let Some(path) = &web3.web3_token_file {
         bridgectl_keystore::check_private_file(path)?;
         let text = zeroize::Zeroizing::new(
@@ -355,7 +450,7 @@ async fn web3_token(url: &str, web3: &Web3Opts) -> anyhow::Result<SecretString> 
 }
 
 fn parse_type(s: &str) -> anyhow::Result<EventType> {
-    s.parse::<EventType>().map_err(coded_err)
+    s.parse::<EventType>().map_err(|e| coded_err(e.into()))
 }
 
 async fn create(global: &GlobalOpts, args: CreateArgs) -> anyhow::Result<()> {
@@ -374,20 +469,27 @@ async fn create(global: &GlobalOpts, args: CreateArgs) -> anyhow::Result<()> {
                 event_type,
                 description: args.description.clone(),
                 webhook_url: args.url.clone(),
-                condition,
+                condition: condition.clone(),
             },
         )
         .await
         .map_err(coded_err)?;
+    let condition_sent = condition;
     let id = created.webhook.subscription_id.clone();
     keys.insert(
         &id,
         &KeyEntry {
-            signing_key: created.signing_key.clone(),
-            chain: args.web3.chain.clone(),
-            network: args.web3.network.clone(),
             webhook_url: Some(args.url.clone()),
             created_at: created.webhook.created_at.clone(),
+            // What `ensure` needs to re-create it if the platform removes it.
+            event_type: Some(event_type.to_string()),
+            condition: created.webhook.condition.clone().or(Some(condition_sent)),
+            description: args.description.clone(),
+            ..KeyEntry::new(
+                created.signing_key.clone(),
+                &args.web3.chain,
+                &args.web3.network,
+            )
         },
     )
     .map_err(coded_err)
@@ -524,28 +626,55 @@ async fn delete(global: &GlobalOpts, args: IdArgs) -> anyhow::Result<()> {
 }
 
 async fn listen(global: &GlobalOpts, args: ListenArgs) -> anyhow::Result<()> {
-    let store = store_path(&args.store)?;
+    let store = store_spec(&args.store)?;
     let keys = keys_path(&args.keys)?;
-    let mut config = ListenerConfig::new(args.bind, &store, &keys);
+    let mut config = ListenerConfig::new(args.bind, store.clone(), &keys);
     config.path = args.path.clone();
     config.max_body = args.max_body;
+    config.max_connections = args.max_connections;
+    config.timeouts = Timeouts {
+        header: secs("header-timeout", args.header_timeout)?,
+        request: secs("request-timeout", args.request_timeout)?,
+    };
     config.sinks = Sinks {
         exec: args.exec.clone(),
         forward: args.forward.clone(),
     };
+    config.handoff = HandoffOptions::new(secs("exec-timeout", args.exec_timeout)?);
+    if let Some(lease) = args.lease {
+        config.handoff.lease = secs("lease", lease)?;
+    }
+    // The web3 client first: a missing token fails before the port is taken.
+    let healer = if args.ensure {
+        let url = args.url.clone().unwrap_or_default();
+        Some((
+            connect_api(global, &args.web3).await?,
+            url,
+            secs("ensure-interval", args.ensure_interval)?,
+        ))
+    } else {
+        None
+    };
     let stop = crate::shutdown::on_signal()?;
     let listener = Listener::bind(config).await.map_err(coded_err)?;
     let addr = listener.local_addr().map_err(coded_err)?;
-    let url = format!("http://{addr}{}", args.path);
+    let path = listener.path().to_owned();
+    let url = format!("http://{addr}{path}");
     if global.json {
         let line = serde_json::to_string(&json!({
             "listening": url,
             "addr": addr.to_string(),
-            "path": args.path,
-            "store": store,
+            "path": path,
+            "pathGenerated": listener.generated_path(),
+            "store": store.display(),
         }))?;
         output::line(line)?;
     } else {
+        if listener.generated_path() {
+            output::note(format!(
+                "generated the path {path} (kept in the store; give it to `webhook create --url`)"
+            ));
+        }
         output::note(format!(
             "listening on {url} (store {}, keys {}); Ctrl-C stops",
             store.display(),
@@ -553,7 +682,28 @@ async fn listen(global: &GlobalOpts, args: ListenArgs) -> anyhow::Result<()> {
         ));
     }
     let _ = std::io::stdout().flush();
-    let stats = listener.run(stop).await.map_err(coded_err)?;
+    let healing = healer.map(|(client, url, interval)| {
+        let store = listener.store();
+        let keys = KeyFile::new(&keys);
+        let json = global.json;
+        tokio::spawn(async move {
+            loop {
+                match ensure::check(&client, &keys, store.as_ref(), Some(&url)).await {
+                    Ok(report) => report_healing(json, &report),
+                    Err(e) => output::note(format!(
+                        "ensure: {}",
+                        crate::exit::one_line(&anyhow::Error::new(e))
+                    )),
+                }
+                tokio::time::sleep(interval).await;
+            }
+        })
+    });
+    let stats = listener.run(stop).await.map_err(coded_err);
+    if let Some(task) = healing {
+        task.abort();
+    }
+    let stats = stats?;
     if global.json {
         output::line(serde_json::to_string(&json!({ "stopped": stats }))?)
     } else {
@@ -562,6 +712,63 @@ async fn listen(global: &GlobalOpts, args: ListenArgs) -> anyhow::Result<()> {
             stats.stored, stats.unverified, stats.duplicates, stats.quarantined, stats.failed
         ));
         Ok(())
+    }
+}
+
+/// Says what a check restored: one line per gap on stderr (stdout is the listener's).
+fn report_healing(json: bool, report: &ensure::Report) {
+    for gap in &report.gaps {
+        if json {
+            if let Ok(line) = serde_json::to_string(&json!({ "restored": gap })) {
+                output::note(line);
+            }
+        } else {
+            output::note(format!("restored: {}", gap_line(gap)));
+        }
+    }
+    for (id, why) in &report.failed {
+        output::note(format!(
+            "ensure: webhook {}: {}",
+            output::escape(id),
+            output::escape(why)
+        ));
+    }
+}
+
+async fn ensure_once(global: &GlobalOpts, args: EnsureArgs) -> anyhow::Result<()> {
+    let keys = KeyFile::new(keys_path(&args.keys)?);
+    let client = connect_api(global, &args.web3).await?;
+    let store = store_spec(&args.store)?
+        .open(Default::default())
+        .await
+        .map_err(coded_err)?;
+    let report = ensure::check(&client, &keys, store.as_ref(), args.url.as_deref()).await;
+    store.close().await.map_err(coded_err)?;
+    let report = report.map_err(coded_err)?;
+    if global.json {
+        output::json(&report)?;
+    } else {
+        output::line(format!(
+            "checked {} webhooks: {} restored, {} could not be",
+            report.checked,
+            report.gaps.len(),
+            report.failed.len()
+        ))?;
+        for gap in &report.gaps {
+            output::line(gap_line(gap))?;
+        }
+    }
+    if report.failed.is_empty() {
+        Ok(())
+    } else {
+        report_healing(
+            false,
+            &ensure::Report {
+                gaps: Vec::new(),
+                ..report.clone()
+            },
+        );
+        Err(coded(Code::Failure, "some webhooks could not be restored"))
     }
 }
 
@@ -586,24 +793,45 @@ fn event_line(e: &StoredEvent) -> String {
     let check = if e.verified {
         "verified".to_owned()
     } else {
-        format!("UNVERIFIED ({})", e.verification)
+        format!("UNVERIFIED ({})", output::escape(&e.verification))
     };
+    // Every field but our own id and time came from the delivery (or a sink's answer):
+    // escaped, so a forged one cannot rewrite the line, e.g. hide "UNVERIFIED".
     let mut line = format!(
         "{:<6} {} sub={} seq={} {} {}",
         e.id,
         rfc3339(e.received_at_ms),
-        e.subscription_id,
-        e.sequence_number,
-        e.event_type.as_deref().unwrap_or("?"),
+        output::escape(&e.subscription_id),
+        output::escape(&e.sequence_number),
+        output::escape(e.event_type.as_deref().unwrap_or("?")),
         check
     );
     if e.handed_off != 0 {
         line.push_str(&format!(" handed-off={}", e.handed_off));
     }
     if let Some(err) = &e.last_error {
-        line.push_str(&format!(" last-error={err:?} attempts={}", e.attempts));
+        line.push_str(&format!(
+            " last-error=\"{}\" attempts={}",
+            output::escape(err),
+            e.attempts
+        ));
+    }
+    if e.body.is_empty() && e.body_len > 0 {
+        line.push_str(&format!(" body-not-kept={}B", e.body_len));
     }
     line
+}
+
+fn gap_line(g: &Gap) -> String {
+    format!(
+        "GAP    sub={} {} from {} to {} (last seq {}), now delivered by {}",
+        output::escape(&g.subscription_id),
+        g.cause,
+        rfc3339(g.from_ms),
+        rfc3339(g.to_ms),
+        output::escape(g.last_sequence.as_deref().unwrap_or("none")),
+        output::escape(&g.replaced_by)
+    )
 }
 
 fn quarantine_json(q: &Quarantined) -> anyhow::Result<Value> {
@@ -614,8 +842,10 @@ fn quarantine_json(q: &Quarantined) -> anyhow::Result<Value> {
 }
 
 async fn events(global: &GlobalOpts, args: EventsArgs) -> anyhow::Result<()> {
-    let path = store_path(&args.store)?;
-    if !path.exists() {
+    let spec = store_spec(&args.store)?;
+    if let StoreSpec::Sqlite(path) = &spec
+        && !path.exists()
+    {
         return Err(coded(
             Code::NotFound,
             format!(
@@ -624,38 +854,71 @@ async fn events(global: &GlobalOpts, args: EventsArgs) -> anyhow::Result<()> {
             ),
         ));
     }
-    let store = Store::open_existing(&path).map_err(coded_err)?;
+    let store = spec.open_existing().await.map_err(coded_err)?;
+    let result = show_events(global, &args, store.as_ref()).await;
+    store.close().await.map_err(coded_err)?;
+    result
+}
+
+/// One row to show: its id, its JSON and its line.
+type Row = (i64, Value, String);
+
+async fn rows(
+    store: &dyn EventStore,
+    args: &EventsArgs,
+    after: i64,
+    limit: usize,
+) -> anyhow::Result<Vec<Row>> {
+    if args.quarantine {
+        store
+            .quarantined(after, limit)
+            .await
+            .map_err(coded_err)?
+            .iter()
+            .map(|q| {
+                Ok((
+                    q.id,
+                    quarantine_json(q)?,
+                    format!(
+                        "{:<6} {} {}",
+                        q.id,
+                        rfc3339(q.received_at_ms),
+                        output::escape(&q.reason)
+                    ),
+                ))
+            })
+            .collect()
+    } else if args.gaps {
+        store
+            .gaps(after, limit)
+            .await
+            .map_err(coded_err)?
+            .iter()
+            .map(|g| Ok((g.id, serde_json::to_value(g)?, gap_line(g))))
+            .collect()
+    } else {
+        store
+            .events(after, limit)
+            .await
+            .map_err(coded_err)?
+            .iter()
+            .map(|e| Ok((e.id, event_json(e)?, event_line(e))))
+            .collect()
+    }
+}
+
+async fn show_events(
+    global: &GlobalOpts,
+    args: &EventsArgs,
+    store: &dyn EventStore,
+) -> anyhow::Result<()> {
     let mut after = args.since;
     let stop = crate::shutdown::on_signal()?;
     tokio::pin!(stop);
     let mut first = true;
     loop {
         let limit = if args.follow { 1000 } else { args.limit };
-        let s = store.clone();
-        let quarantine = args.quarantine;
-        let rows: Vec<(i64, Value, String)> = tokio::task::spawn_blocking(move || {
-            if quarantine {
-                s.quarantined(after, limit)
-                    .map_err(coded_err)?
-                    .iter()
-                    .map(|q| {
-                        Ok((
-                            q.id,
-                            quarantine_json(q)?,
-                            format!("{:<6} {} {}", q.id, rfc3339(q.received_at_ms), q.reason),
-                        ))
-                    })
-                    .collect::<anyhow::Result<Vec<_>>>()
-            } else {
-                s.events(after, limit)
-                    .map_err(coded_err)?
-                    .iter()
-                    .map(|e| Ok((e.id, event_json(e)?, event_line(e))))
-                    .collect::<anyhow::Result<Vec<_>>>()
-            }
-        })
-        .await
-        .context("reading the store")??;
+        let rows = rows(store, args, after, limit).await?;
         if let Some(last) = rows.last() {
             after = last.0;
         }
@@ -669,6 +932,12 @@ async fn events(global: &GlobalOpts, args: EventsArgs) -> anyhow::Result<()> {
             }
             for r in rows {
                 output::line(r.2)?;
+            }
+            // Gaps beside the events: what was missed matters as much as what came.
+            if !args.quarantine && !args.gaps {
+                for g in store.gaps(0, 1000).await.map_err(coded_err)? {
+                    output::line(gap_line(&g))?;
+                }
             }
             return Ok(());
         }

@@ -1,4 +1,4 @@
-//! The one error type of the flows (the webhook module has its own).
+//! The one error type of the flows.
 
 use serde_json::Value;
 

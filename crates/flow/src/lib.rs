@@ -14,11 +14,12 @@ pub mod airgap;
 pub mod client;
 pub mod engine;
 pub mod error;
-pub mod http;
+/// Bounded bodies, no proxy on loopback http, redacted URLs: shared with the webhook
+/// client.
+pub use bridgectl_http as http;
 pub mod journal;
 pub mod local;
 pub mod rpc;
 pub mod timing;
-pub mod webhook;
 
 pub use error::Error;

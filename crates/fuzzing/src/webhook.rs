@@ -1,7 +1,7 @@
 //! Webhook deliveries: the body as the listener reads it, and the `x-signature` header.
 
-use bridgectl_flow::webhook::listener::parse_delivery;
 use bridgectl_web3::signature::{sign, verify};
+use bridgectl_webhook::listener::parse_delivery;
 
 /// Input: the `x-signature` header value, a `\n`, then the body.
 ///

@@ -7,8 +7,8 @@ mod format;
 pub mod fuzzing;
 mod kdf;
 mod secret;
+mod secret_storage;
 mod store;
-mod web3;
 
 use std::path::Path;
 
@@ -18,11 +18,11 @@ pub use error::Error;
 pub use format::{CURRENT_VERSION, FORMAT_NAME, READABLE_VERSIONS};
 pub use kdf::{KdfParams, MAX_M_KIB, MAX_P, MAX_T, MIN_M_KIB, MIN_T};
 pub use secret::{Passphrase, PassphraseProvider, PassphraseRequest, Purpose, SecretText};
+pub use secret_storage::{MAX_PBKDF2_C, MAX_SCRYPT_BYTES, MAX_SCRYPT_P, Web3Params};
 pub use store::{
     DEFAULT_DERIVATION_PATH, KEY_EXTENSION, KdfSummary, KeyInfo, Keystore, check_private_file,
     signer_from_mnemonic, unlock_file,
 };
-pub use web3::{MAX_PBKDF2_C, MAX_SCRYPT_BYTES, MAX_SCRYPT_P, Web3Params};
 
 /// Turns decrypted key bytes (at most 32, left-padded) into a signer, or says the file
 /// holds no valid secp256k1 key.

@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::format::{self, Meta, ParsedV1};
 use crate::kdf::KdfParams;
 use crate::secret::{Passphrase, PassphraseProvider, PassphraseRequest, Purpose, SecretText};
-use crate::web3::{self, Web3Params};
+use crate::secret_storage::{self, Web3Params};
 use crate::{Error, signer_from_secret};
 
 /// Key files are small; anything bigger is not one of ours and is not read whole.
@@ -155,7 +155,7 @@ pub(crate) enum AnyFile {
     /// Our own format.
     V1(Box<ParsedV1>),
     /// Web3 Secret Storage v3.
-    Web3(Box<web3::ParsedWeb3>),
+    Web3(Box<secret_storage::ParsedWeb3>),
 }
 
 /// Tells the formats apart and parses: every check, including the KDF cap, runs here.
@@ -185,7 +185,7 @@ pub(crate) fn parse_any(path: &Path, bytes: &[u8]) -> Result<AnyFile, Error> {
         return format::parse(path, value).map(|p| AnyFile::V1(Box::new(p)));
     }
     if obj.contains_key("crypto") || obj.contains_key("Crypto") {
-        return web3::parse(path, value).map(|p| AnyFile::Web3(Box::new(p)));
+        return secret_storage::parse(path, value).map(|p| AnyFile::Web3(Box::new(p)));
     }
     Err(Error::malformed(
         path,
@@ -574,7 +574,7 @@ impl Keystore {
             purpose: Purpose::ExportFile,
             key: Some(&info),
         })?;
-        let json = web3::encrypt(&signer, &export_pass, params)?;
+        let json = secret_storage::encrypt(&signer, &export_pass, params)?;
         Ok((info, json))
     }
 

@@ -13,7 +13,7 @@ use crate::state::{AppState, lock, now};
 
 /// The network table and the event types are `bridgectl-web3`'s: the client checks
 /// against the same ones.
-pub use bridgectl_web3::EVENT_TYPES;
+pub use bridgectl_web3::EventType;
 
 /// Checks `{chain}/{network}` against the one network table; the error names what is
 /// supported.

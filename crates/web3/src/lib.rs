@@ -1,30 +1,20 @@
 //! The facts of the platform's web3 (webhook) API that both sides of bridgectl need:
-//! the client and listener in `bridgectl-flow`, and the simulator in
+//! the client and listener in `bridgectl-webhook`, and the simulator in
 //! `bridgectl-sandbox`. One table, one signature function: a correction (an inferred
-//! chain family turns out different, the signature scheme is published) is one edit here.
+//! chain family turns out different, the signature scheme is published, a new event type)
+//! is one edit here.
 //!
 //! ```
-//! use bridgectl_web3::{networks, signature};
+//! use bridgectl_web3::{EventType, networks, signature};
 //! assert!(networks::check("ethereum", "sepolia").is_ok());
 //! assert!(networks::check("polygon", "sepolia").is_err());
 //! let sig = signature::sign(b"key", b"{}");
 //! assert!(signature::verify(b"key", b"{}", &sig));
+//! assert_eq!("block_period".parse::<EventType>(), Ok(EventType::BlockPeriod));
 //! ```
 
+pub mod event_type;
 pub mod networks;
 pub mod signature;
 
-/// Event types the web3 API accepts (platform-facts.md, "Webhooks").
-pub const EVENT_TYPES: &[&str] = &[
-    "ADDRESS_ACTIVITY",
-    "TRANSACTION",
-    "MINED_TRANSACTION",
-    "SUCCESSFUL_TRANSACTION",
-    "FAILED_TRANSACTION",
-    "TOKEN_TRANSFER",
-    "BELOW_THRESHOLD_BALANCE",
-    "BLOCK_PERIOD",
-    "BLOCK_LIST_CALLER",
-    "ALLOW_LIST_CALLER",
-    "LOG",
-];
+pub use event_type::{EventType, UnknownEventType};

@@ -5,7 +5,7 @@
 //! so. Everything that validates a chain/network pair must use [`check`], so a correction
 //! is one edit here.
 //!
-//! The web3 client (`bridgectl-flow`) and the sandbox both validate against it.
+//! The web3 client (`bridgectl-webhook`) and the sandbox both validate against it.
 
 /// One chain family and the networks it serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

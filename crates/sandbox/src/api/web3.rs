@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::{ApiError, JsonBody};
 use crate::state::{AppState, Webhook, lock, now};
-use crate::webhooks::{EVENT_TYPES, check_network};
+use crate::webhooks::{EventType, check_network};
 
 type ApiResult = Result<Response, ApiError>;
 
@@ -89,12 +89,12 @@ pub(super) async fn create(
     JsonBody(req): JsonBody<CreateRequest>,
 ) -> ApiResult {
     network(&chain, &net)?;
-    if !EVENT_TYPES.contains(&req.event_type.as_str()) {
+    if EventType::from_wire(&req.event_type).is_none() {
         return Err(ApiError::bad(
             "INVALID_EVENT_TYPE",
             format!(
                 "eventType: expected one of {}, found {:?}",
-                EVENT_TYPES.join(", "),
+                EventType::names(),
                 req.event_type
             ),
         ));

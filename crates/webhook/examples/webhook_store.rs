@@ -2,7 +2,8 @@
 //! thread commits when N tasks each wait for their own commit (as N listener connections
 //! do). Tells whether the writer or the request handlers bound the listener.
 //!
-//! Usage: `webhook_store STORE_FILE [REQUESTS=20000] [CONCURRENCY=64] [ROUNDS=1]`: each
+//! Usage: `webhook_store STORE [REQUESTS=20000] [CONCURRENCY=64] [ROUNDS=1]` (STORE as for
+//! `--store`: a file, or `postgres://...` with feature `postgres`): each
 //! round stores new events, one second apart (so the background checkpoint has run and
 //! later rounds write into a WAL file that already has its size).
 
@@ -12,8 +13,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use bridgectl_flow::webhook::load::block_period_delivery;
-use bridgectl_flow::webhook::store::{Incoming, IncomingKind, Outcome, Store, Verification};
+use bridgectl_webhook::load::block_period_delivery;
+use bridgectl_webhook::store::{
+    EventStore, Incoming, IncomingKind, Limits, Outcome, StoreSpec, Verification,
+};
 use sha2::{Digest, Sha256};
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 1)]
@@ -29,8 +32,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or(20_000);
     let concurrency: usize = args.get(2).map(|s| s.parse()).transpose()?.unwrap_or(64);
     let rounds: usize = args.get(3).map(|s| s.parse()).transpose()?.unwrap_or(1);
-    let store = Store::open(path)?;
-    let (writer, thread) = store.spawn_writer()?;
+    let store: Arc<dyn EventStore> =
+        Arc::from(StoreSpec::parse(path).open(Limits::default()).await?);
     let incoming: Arc<Vec<Incoming>> = Arc::new(
         (0..requests * rounds)
             .map(|i| {
@@ -60,7 +63,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let tasks: Vec<_> = (0..concurrency)
             .map(|_| {
                 let (writer, incoming, next, stored) = (
-                    writer.clone(),
+                    store.clone(),
                     incoming.clone(),
                     next.clone(),
                     stored.clone(),
@@ -90,7 +93,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             requests as f64 / elapsed.as_secs_f64()
         );
     }
-    drop(writer);
-    thread.join();
+    store.close().await?;
     Ok(())
 }

@@ -59,6 +59,33 @@ pub struct KeyEntry {
     pub webhook_url: Option<String>,
     /// `createdAt` as the API returned it, if known.
     pub created_at: Option<String>,
+    /// The event type it was created with: with `condition`, what the self-healing check
+    /// needs to re-create it once the platform removed it.
+    pub event_type: Option<String>,
+    /// The condition object it was created with.
+    pub condition: Option<serde_json::Value>,
+    /// The description it was created with.
+    pub description: Option<String>,
+    /// The subscription that replaced this one after the platform removed it: the key is
+    /// kept for deliveries still in flight, but the self-healing check skips it.
+    pub replaced_by: Option<String>,
+}
+
+impl KeyEntry {
+    /// An entry with the key and where it lives; the rest unknown.
+    pub fn new(signing_key: SigningKey, chain: &str, network: &str) -> KeyEntry {
+        KeyEntry {
+            signing_key,
+            chain: chain.to_owned(),
+            network: network.to_owned(),
+            webhook_url: None,
+            created_at: None,
+            event_type: None,
+            condition: None,
+            description: None,
+            replaced_by: None,
+        }
+    }
 }
 
 /// The keys, by subscription id.
@@ -83,6 +110,11 @@ impl Keys {
         self.map.is_empty()
     }
 
+    /// Every entry, by subscription id.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &KeyEntry)> {
+        self.map.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
     /// Adds or replaces a key (in memory only; see [`KeyFile::insert`] for the file).
     pub fn insert(&mut self, subscription_id: String, entry: KeyEntry) {
         self.map.insert(subscription_id, entry);
@@ -105,6 +137,14 @@ struct DiskEntry {
     webhook_url: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     created_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    event_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    condition: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    replaced_by: Option<String>,
 }
 
 impl Drop for DiskEntry {
@@ -145,6 +185,10 @@ impl KeyFile {
                     network: std::mem::take(&mut entry.network),
                     webhook_url: entry.webhook_url.take(),
                     created_at: entry.created_at.take(),
+                    event_type: entry.event_type.take(),
+                    condition: entry.condition.take(),
+                    description: entry.description.take(),
+                    replaced_by: entry.replaced_by.take(),
                 },
             );
         }
@@ -162,6 +206,10 @@ impl KeyFile {
                     network: entry.network.clone(),
                     webhook_url: entry.webhook_url.clone(),
                     created_at: entry.created_at.clone(),
+                    event_type: entry.event_type.clone(),
+                    condition: entry.condition.clone(),
+                    description: entry.description.clone(),
+                    replaced_by: entry.replaced_by.clone(),
                 },
             );
         })
@@ -284,11 +332,12 @@ mod tests {
 
     fn entry(key: &str) -> KeyEntry {
         KeyEntry {
-            signing_key: SigningKey::new(SecretString::from(key.to_owned())),
-            chain: "ethereum".into(),
-            network: "sepolia".into(),
             webhook_url: Some("http://127.0.0.1:1/h".into()),
-            created_at: None,
+            ..KeyEntry::new(
+                SigningKey::new(SecretString::from(key.to_owned())),
+                "ethereum",
+                "sepolia",
+            )
         }
     }
 

@@ -9,8 +9,8 @@
 
 use std::time::Duration;
 
-use bridgectl_flow::webhook::load::{self, LoadSpec, block_period_delivery};
-use bridgectl_flow::webhook::signature::sign;
+use bridgectl_webhook::load::{self, LoadSpec, block_period_delivery};
+use bridgectl_webhook::signature::sign;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();

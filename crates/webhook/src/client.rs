@@ -20,99 +20,14 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+pub use bridgectl_web3::EventType;
+
 use super::Error;
 use super::keys::SigningKey;
 use super::networks;
 
 /// How long one request to the web3 API may take.
 pub const TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The event types the web3 API documents (`NEW_HEADS` is deprecated and not offered).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum EventType {
-    /// Any activity of the given addresses.
-    AddressActivity,
-    /// Transactions of the given addresses.
-    Transaction,
-    /// Mined transactions of the given addresses.
-    MinedTransaction,
-    /// Successful transactions of the given addresses.
-    SuccessfulTransaction,
-    /// Failed transactions of the given addresses.
-    FailedTransaction,
-    /// Transfers of the given tokens.
-    TokenTransfer,
-    /// An address's balance fell below a threshold.
-    BelowThresholdBalance,
-    /// One notification per `period` blocks.
-    BlockPeriod,
-    /// Calls from listed callers.
-    BlockListCaller,
-    /// Calls from callers not on an allow list.
-    AllowListCaller,
-    /// Contract logs (deprecated upstream; condition via `--condition-json`).
-    Log,
-}
-
-impl EventType {
-    /// Every type, in the documented order.
-    pub const ALL: [EventType; 11] = [
-        EventType::AddressActivity,
-        EventType::Transaction,
-        EventType::MinedTransaction,
-        EventType::SuccessfulTransaction,
-        EventType::FailedTransaction,
-        EventType::TokenTransfer,
-        EventType::BelowThresholdBalance,
-        EventType::BlockPeriod,
-        EventType::BlockListCaller,
-        EventType::AllowListCaller,
-        EventType::Log,
-    ];
-
-    /// The wire name, e.g. `BLOCK_PERIOD`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::AddressActivity => "ADDRESS_ACTIVITY",
-            EventType::Transaction => "TRANSACTION",
-            EventType::MinedTransaction => "MINED_TRANSACTION",
-            EventType::SuccessfulTransaction => "SUCCESSFUL_TRANSACTION",
-            EventType::FailedTransaction => "FAILED_TRANSACTION",
-            EventType::TokenTransfer => "TOKEN_TRANSFER",
-            EventType::BelowThresholdBalance => "BELOW_THRESHOLD_BALANCE",
-            EventType::BlockPeriod => "BLOCK_PERIOD",
-            EventType::BlockListCaller => "BLOCK_LIST_CALLER",
-            EventType::AllowListCaller => "ALLOW_LIST_CALLER",
-            EventType::Log => "LOG",
-        }
-    }
-}
-
-impl fmt::Display for EventType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for EventType {
-    type Err = Error;
-
-    /// Accepts the wire name in any case, with `-` for `_`.
-    fn from_str(s: &str) -> Result<Self, Error> {
-        let wanted = s.trim().to_ascii_uppercase().replace('-', "_");
-        EventType::ALL
-            .into_iter()
-            .find(|t| t.as_str() == wanted)
-            .ok_or_else(|| Error::Invalid {
-                field: "event type",
-                reason: format!(
-                    "{s:?} is not one of {}",
-                    EventType::ALL.map(|t| t.as_str()).join(", ")
-                ),
-            })
-    }
-}
 
 /// The condition flags, before they are checked against the event type.
 #[derive(Clone, Debug, Default)]
@@ -254,7 +169,8 @@ pub fn build_condition(event_type: EventType, input: &ConditionInput) -> Result<
             let wei = parse_wei(threshold)?;
             Ok(json!({ "address": address, "belowThresholdBalance": wei.to_string() }))
         }
-        EventType::BlockListCaller | EventType::AllowListCaller | EventType::Log => Err(invalid(
+        // BLOCK_LIST_CALLER, ALLOW_LIST_CALLER, LOG, and any type added later.
+        _ => Err(invalid(
             "condition",
             format!(
                 "the condition of {event_type} is not documented: give it with --condition-json"
@@ -290,24 +206,30 @@ fn parse_wei(text: &str) -> Result<U256, Error> {
         .map_err(|_| invalid(field, format!("{text} does not fit in uint256")))
 }
 
-/// Checks a web3 URL: https anywhere, plain http only to a loopback host (the same rule
-/// as the platform client's, [`crate::client::check_url_safe_for_secrets`]).
+/// Checks a web3 URL: https anywhere, plain http only to a loopback host (the token
+/// travels in every request; the platform client applies the same rule to its own).
 pub fn check_url(url: &str) -> Result<Url, Error> {
-    crate::client::check_url_safe_for_secrets(url).map_err(|e| match e {
-        crate::Error::PlaintextRefused { .. } => Error::InsecureUrl {
-            host: Url::parse(url)
-                .ok()
-                .and_then(|u| u.host_str().map(str::to_owned))
-                .unwrap_or_default(),
-        },
-        other => Error::Url {
-            url: crate::http::redact_url(url),
-            reason: match other {
-                crate::Error::BadUrl { reason, .. } => reason,
-                e => e.to_string(),
-            },
-        },
-    })
+    let parsed = Url::parse(url).map_err(|e| Error::Url {
+        url: url.to_owned(),
+        reason: e.to_string(),
+    })?;
+    let loopback = match parsed.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        None => false,
+    };
+    match parsed.scheme() {
+        "https" => Ok(parsed),
+        "http" if loopback => Ok(parsed),
+        "http" => Err(Error::InsecureUrl {
+            host: parsed.host_str().unwrap_or_default().to_owned(),
+        }),
+        other => Err(Error::Url {
+            url: url.to_owned(),
+            reason: format!("unsupported scheme {other:?}: use https"),
+        }),
+    }
 }
 
 /// Obtains a web3 access token by key exchange: `POST {web3}/v1/auth-token` with the

@@ -51,8 +51,8 @@ pub async fn read_body(mut resp: reqwest::Response) -> Result<Vec<u8>, BodyError
 
 /// A client builder for requests to `url`: redirects off (a redirect would resend the
 /// body, tokens and secret keys included, to another host), and no proxy when `url` is
-/// plain http, which [`crate::client::check_url_safe_for_secrets`] allows only to
-/// loopback.
+/// plain http, which the clients allow only to loopback (the bearer token would
+/// otherwise travel in clear text).
 pub fn client_builder(url: &reqwest::Url) -> reqwest::ClientBuilder {
     let builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
     if url.scheme() == "http" {

@@ -1,15 +1,22 @@
-//! Handing stored events on: `--exec CMD` and `--forward URL`, at least once.
+//! Handing stored events on: `--exec CMD` and `--forward URL`, once per event across
+//! every listener that shares the store, as long as none dies mid-attempt.
 //!
-//! The dispatcher never takes events from the request path: it reads them from the store
+//! The dispatcher never takes events from the request path: it claims them from the store
 //! (verified events whose `handed_off` bits lack a configured sink), so whatever was
-//! acknowledged survives a crash and is handed on after the restart. A sink's success is
-//! recorded after it happened, so a crash in between repeats it: consumers must be
-//! idempotent on (subscriptionId, sequenceNumber), which the environment of `--exec` and the
+//! acknowledged survives a crash and is handed on after the restart. A claim is a lease:
+//! while it runs no other listener on the same store takes the event, and when the
+//! claimant dies the lease expires and another takes it over. A sink's success is recorded
+//! after it happened, so a listener killed between the two repeats that one attempt
+//! (`BRIDGECTL_ATTEMPT` is then above 1): consumers that must never see an event twice
+//! dedupe on (subscriptionId, sequenceNumber), which the environment of `--exec` and the
 //! headers of `--forward` carry. Unverified events are never handed on.
 //!
 //! - exec: `sh -c CMD`, the raw body on stdin, `BRIDGECTL_EVENT_ID`,
-//!   `BRIDGECTL_SUBSCRIPTION_ID`, `BRIDGECTL_SEQUENCE_NUMBER` and `BRIDGECTL_EVENT_TYPE` in
-//!   the environment; success is exit status 0 within [`EXEC_TIMEOUT`].
+//!   `BRIDGECTL_SUBSCRIPTION_ID`, `BRIDGECTL_SEQUENCE_NUMBER`, `BRIDGECTL_EVENT_TYPE` and
+//!   `BRIDGECTL_ATTEMPT` in an environment scrubbed of everything else but [`EXEC_ENV`]
+//!   (no passphrase, access token or web3 key reaches it); success is exit status 0 within
+//!   the exec timeout ([`EXEC_TIMEOUT`] unless set), which also covers writing stdin, so a
+//!   command that neither reads nor exits is killed like one that hangs.
 //! - forward: `POST URL` with the raw body, `content-type: application/json`, the original
 //!   `x-signature` and `x-bridgectl-event-id`; success is any 2xx within [`FORWARD_TIMEOUT`].
 //!
@@ -24,10 +31,64 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::{Notify, watch};
 
 use super::Error;
-use super::store::{self, HandoffRecord, SINK_EXEC, SINK_FORWARD, Store, StoredEvent, Writer};
+use super::store::{self, Claim, EventStore, HandoffRecord, SINK_EXEC, SINK_FORWARD, StoredEvent};
 
 /// How long one `--exec` run may take before it is killed and counted as failed.
 pub const EXEC_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The only variables of the listener's environment an `--exec` child inherits: enough
+/// for a shell to find programs and speak the user's language, nothing that could be a
+/// secret.
+pub const EXEC_ENV: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TMPDIR",
+];
+
+/// How many events one claim leases.
+const CLAIM_BATCH: usize = 16;
+
+/// How the dispatcher runs.
+#[derive(Clone, Debug)]
+pub struct HandoffOptions {
+    /// How long one `--exec` run may take, stdin included.
+    pub exec_timeout: Duration,
+    /// How long a claim holds an event against other listeners on the same store; past it
+    /// a dead claimant's events are taken over. Must exceed one attempt (exec timeout +
+    /// forward timeout).
+    pub lease: Duration,
+    /// This listener's name in leases: unique per process.
+    pub owner: String,
+}
+
+impl HandoffOptions {
+    /// Options for an exec timeout: the lease outlasts one attempt (exec and forward) by
+    /// 30 s, and the owner is this process.
+    pub fn new(exec_timeout: Duration) -> Self {
+        HandoffOptions {
+            exec_timeout,
+            lease: exec_timeout + FORWARD_TIMEOUT + Duration::from_secs(30),
+            owner: default_owner(),
+        }
+    }
+}
+
+impl Default for HandoffOptions {
+    fn default() -> Self {
+        HandoffOptions::new(EXEC_TIMEOUT)
+    }
+}
+
+/// `host:pid:random`, so two processes never share a lease.
+pub fn default_owner() -> String {
+    let mut bits = [0u8; 4];
+    let _ = getrandom::fill(&mut bits);
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    format!(
+        "{}:{}:{}",
+        host.trim(),
+        std::process::id(),
+        hex::encode(bits)
+    )
+}
 /// How long one `--forward` POST may take.
 pub const FORWARD_TIMEOUT: Duration = Duration::from_secs(30);
 /// The longest wait between two attempts for one event.
@@ -89,9 +150,9 @@ pub fn backoff(attempts: i64) -> Duration {
 
 /// Runs until `stop` turns true: hands every pending event to every sink.
 pub(crate) async fn run(
-    store: Store,
-    writer: Writer,
+    store: Arc<dyn EventStore>,
     sinks: Sinks,
+    options: HandoffOptions,
     wake: Arc<Notify>,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -103,23 +164,30 @@ pub(crate) async fn run(
         Ok(c) => c,
         Err(_) => reqwest::Client::new(),
     };
+    let lease_ms = i64::try_from(options.lease.as_millis()).unwrap_or(i64::MAX);
+    let mut longest_attempt = Duration::ZERO;
+    if sinks.exec.is_some() {
+        longest_attempt += options.exec_timeout;
+    }
+    if sinks.forward.is_some() {
+        longest_attempt += FORWARD_TIMEOUT;
+    }
+    let attempt_ms = i64::try_from(longest_attempt.as_millis()).unwrap_or(i64::MAX);
     loop {
         if *stop.borrow() {
             return;
         }
-        let now = store::now_ms();
-        let s = store.clone();
-        let pending = tokio::task::spawn_blocking(move || s.pending(bits, now, 64))
-            .await
-            .unwrap_or_else(|_| Ok(Vec::new()))
-            .unwrap_or_default();
+        let claimed_at = store::now_ms();
+        let claim = Claim {
+            owner: options.owner.clone(),
+            sinks: bits,
+            now_ms: claimed_at,
+            lease_ms,
+            limit: CLAIM_BATCH,
+        };
+        let pending = store.claim(claim).await.unwrap_or_default();
         if pending.is_empty() {
-            let s = store.clone();
-            let due = tokio::task::spawn_blocking(move || s.next_due(bits))
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .flatten();
+            let due = store.next_due(bits).await.ok().flatten();
             let wait = match due {
                 Some(at) => Duration::from_millis(
                     u64::try_from(at.saturating_sub(store::now_ms())).unwrap_or(0),
@@ -134,25 +202,34 @@ pub(crate) async fn run(
             }
             continue;
         }
-        for event in pending {
+        for (i, event) in pending.into_iter().enumerate() {
             if *stop.borrow() {
                 return;
             }
+            // An attempt that could outlast the lease might overlap another listener's:
+            // leave the rest of the batch to the next claim (the first goes at once: its
+            // lease is fresh).
+            if i > 0
+                && store::now_ms().saturating_add(attempt_ms) > claimed_at.saturating_add(lease_ms)
+            {
+                break;
+            }
             let attempt = tokio::select! {
-                r = hand_off(&http, &sinks, bits, &event) => r,
+                r = hand_off(&http, &sinks, bits, &event, options.exec_timeout) => r,
                 // Stopping mid-attempt records nothing: the event is retried after restart.
                 _ = stop.changed() => return,
             };
             let (done, error) = attempt;
             let record = HandoffRecord {
                 id: event.id,
+                owner: options.owner.clone(),
                 done,
                 next_attempt_ms: store::now_ms().saturating_add(
                     i64::try_from(backoff(event.attempts).as_millis()).unwrap_or(i64::MAX),
                 ),
                 error,
             };
-            if writer.record_handoff(record).await.is_err() {
+            if store.record_handoff(record).await.is_err() {
                 // The store is gone: nothing more can be recorded; retried after restart.
                 return;
             }
@@ -167,6 +244,7 @@ async fn hand_off(
     sinks: &Sinks,
     bits: u8,
     event: &StoredEvent,
+    exec_timeout: Duration,
 ) -> (u8, Option<String>) {
     let mut done = 0;
     let mut errors = Vec::new();
@@ -174,7 +252,7 @@ async fn hand_off(
     if missing & SINK_EXEC != 0
         && let Some(cmd) = &sinks.exec
     {
-        match exec(cmd, event).await {
+        match exec(cmd, event, exec_timeout).await {
             Ok(()) => done |= SINK_EXEC,
             Err(e) => errors.push(format!("exec: {e}")),
         }
@@ -191,10 +269,15 @@ async fn hand_off(
     (done, error)
 }
 
-async fn exec(cmd: &str, event: &StoredEvent) -> Result<(), String> {
-    let mut child = tokio::process::Command::new("sh")
-        .arg("-c")
-        .arg(cmd)
+async fn exec(cmd: &str, event: &StoredEvent, timeout: Duration) -> Result<(), String> {
+    let mut command = tokio::process::Command::new("sh");
+    command.arg("-c").arg(cmd).env_clear();
+    for name in EXEC_ENV {
+        if let Some(value) = std::env::var_os(name) {
+            command.env(name, value);
+        }
+    }
+    let mut child = command
         .env("BRIDGECTL_EVENT_ID", event.id.to_string())
         .env("BRIDGECTL_SUBSCRIPTION_ID", &event.subscription_id)
         .env("BRIDGECTL_SEQUENCE_NUMBER", &event.sequence_number)
@@ -202,23 +285,33 @@ async fn exec(cmd: &str, event: &StoredEvent) -> Result<(), String> {
             "BRIDGECTL_EVENT_TYPE",
             event.event_type.as_deref().unwrap_or(""),
         )
+        .env("BRIDGECTL_ATTEMPT", (event.attempts + 1).to_string())
         .stdin(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| format!("could not start sh: {e}"))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        // A command that does not read its stdin is fine: only the exit status counts.
-        let _ = stdin.write_all(&event.body).await;
-        drop(stdin);
-    }
-    match tokio::time::timeout(EXEC_TIMEOUT, child.wait()).await {
+    let stdin = child.stdin.take();
+    let run = async {
+        if let Some(mut stdin) = stdin {
+            // A command that does not read its stdin is fine: only the exit status counts.
+            let _ = stdin.write_all(&event.body).await;
+            drop(stdin);
+        }
+        child.wait().await
+    };
+    // Writing stdin is inside the timeout: a command that neither reads nor exits blocks
+    // the write once the pipe is full, and must not stall every later hand-off.
+    match tokio::time::timeout(timeout, run).await {
         Ok(Ok(status)) if status.success() => Ok(()),
         Ok(Ok(status)) => Err(format!("command exited with {status}")),
         Ok(Err(e)) => Err(format!("waiting for the command: {e}")),
-        Err(_) => Err(format!(
-            "command timed out after {}s",
-            EXEC_TIMEOUT.as_secs()
-        )),
+        Err(_) => {
+            let _ = child.kill().await;
+            Err(format!(
+                "command timed out after {}s",
+                timeout.as_secs_f64()
+            ))
+        }
     }
 }
 
@@ -236,6 +329,15 @@ async fn forward(http: &reqwest::Client, url: &str, event: &StoredEvent) -> Resu
     match req.send().await {
         Ok(resp) if resp.status().is_success() => Ok(()),
         Ok(resp) => Err(format!("{url} answered {}", resp.status())),
-        Err(e) => Err(format!("{url}: {}", crate::error::one_line(&e))),
+        Err(e) => {
+            // reqwest's message leaves the cause (refused, timed out) to its sources.
+            let mut text = format!("{url}: {e}");
+            let mut cause = std::error::Error::source(&e);
+            while let Some(c) = cause {
+                text.push_str(&format!(": {c}"));
+                cause = c.source();
+            }
+            Err(text)
+        }
     }
 }

@@ -7,12 +7,12 @@ use std::time::Duration;
 use secrecy::SecretString;
 use tokio::sync::oneshot;
 
-use super::handoff::Sinks;
+use super::handoff::{HandoffOptions, Sinks};
 use super::keys::{KeyEntry, KeyFile, SigningKey};
-use super::listener::{Listener, ListenerConfig, Stats};
+use super::listener::{Listener, ListenerConfig, Stats, Timeouts};
 use super::load::block_period_delivery;
 use super::signature::sign;
-use super::store::{SINK_EXEC, SINK_FORWARD, Store};
+use super::store::{EventStore, Limits, SINK_EXEC, SINK_FORWARD, SqliteStore, StoreSpec};
 
 const KEY: &str = "test-signing-key-7";
 
@@ -43,27 +43,34 @@ fn write_keys(dir: &Path) -> PathBuf {
     KeyFile::new(&path)
         .insert(
             "7",
-            &KeyEntry {
-                signing_key: SigningKey::new(SecretString::from(KEY.to_owned())),
-                chain: "ethereum".into(),
-                network: "sepolia".into(),
-                webhook_url: None,
-                created_at: None,
-            },
+            &KeyEntry::new(
+                SigningKey::new(SecretString::from(KEY.to_owned())),
+                "ethereum",
+                "sepolia",
+            ),
         )
         .expect("write keys");
     path
 }
 
 async fn start(dir: &Path, max_body: usize, sinks: Sinks) -> Running {
-    let mut config = ListenerConfig::new(
-        "127.0.0.1:0".parse().expect("addr"),
-        dir.join("events.sqlite"),
-        write_keys(dir),
-    );
-    config.path = "/hooks/s3cret".into();
+    let mut config = config(dir);
     config.max_body = max_body;
     config.sinks = sinks;
+    start_with(config).await
+}
+
+fn config(dir: &Path) -> ListenerConfig {
+    let mut config = ListenerConfig::new(
+        "127.0.0.1:0".parse().expect("addr"),
+        StoreSpec::Sqlite(dir.join("events.sqlite")),
+        write_keys(dir),
+    );
+    config.path = Some("/hooks/s3cret".into());
+    config
+}
+
+async fn start_with(config: ListenerConfig) -> Running {
     let listener = Listener::bind(config).await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let (tx, rx) = oneshot::channel::<()>();
@@ -183,8 +190,8 @@ async fn hostile_input_gets_the_documented_outcome() {
     assert_eq!(stats.unverified, 3);
     assert_eq!(stats.duplicates, 2);
 
-    let store = Store::open_existing(dir.path().join("events.sqlite")).expect("store");
-    let events = store.events(0, 100).expect("events");
+    let store = SqliteStore::open_existing(dir.path().join("events.sqlite")).expect("store");
+    let events = store.events_blocking(0, 100).expect("events");
     let summary: Vec<(String, String, bool, String)> = events
         .iter()
         .map(|e| {
@@ -213,7 +220,7 @@ async fn hostile_input_gets_the_documented_outcome() {
     );
     // The stored body is the received body, byte for byte.
     assert_eq!(events[0].body, signed(1).0);
-    let quarantine = store.quarantined(0, 100).expect("quarantine");
+    let quarantine = store.quarantined(0, 100).await.expect("quarantine");
     assert_eq!(quarantine.len(), 5, "{quarantine:?}");
     assert!(
         quarantine[0].reason.starts_with("not json"),
@@ -279,10 +286,10 @@ async fn exec_is_retried_until_it_succeeds_and_never_sees_forged_events() {
         200
     );
 
-    let store = Store::open_existing(dir.path().join("events.sqlite")).expect("store");
+    let store = SqliteStore::open_existing(dir.path().join("events.sqlite")).expect("store");
     wait_until("three events handed to exec", || {
         store
-            .events(0, 10)
+            .events_blocking(0, 10)
             .map(|e| e.iter().filter(|e| e.handed_off & SINK_EXEC != 0).count() == 3)
             .unwrap_or(false)
     })
@@ -299,7 +306,7 @@ async fn exec_is_retried_until_it_succeeds_and_never_sees_forged_events() {
         })
         .collect();
     assert_eq!(seen, expected);
-    let events = store.events(0, 10).expect("events");
+    let events = store.events_blocking(0, 10).expect("events");
     // Two failed runs, then one successful run per event: five attempts in all.
     let attempts: i64 = events[..3].iter().map(|e| e.attempts).sum();
     assert_eq!(attempts, 5, "{events:?}");
@@ -326,16 +333,16 @@ async fn pending_hand_offs_survive_a_restart_and_forward_carries_the_signature()
         let (b, s) = signed(seq);
         assert_eq!(post(&http, &url, b, s).await.0, 200);
     }
-    let store = Store::open_existing(dir.path().join("events.sqlite")).expect("store");
+    let store = SqliteStore::open_existing(dir.path().join("events.sqlite")).expect("store");
     wait_until("a failed attempt", || {
         store
-            .events(0, 10)
+            .events_blocking(0, 10)
             .map(|e| e.first().is_some_and(|e| e.attempts >= 1))
             .unwrap_or(false)
     })
     .await;
     run.stop().await;
-    let first = store.events(0, 10).expect("events");
+    let first = store.events_blocking(0, 10).expect("events");
     assert!(first.iter().all(|e| e.handed_off == 0));
     assert!(
         first[0]
@@ -388,7 +395,7 @@ async fn pending_hand_offs_survive_a_restart_and_forward_carries_the_signature()
     let run = start(dir.path(), 64 * 1024, ok).await;
     wait_until("both events handed to both sinks", || {
         store
-            .events(0, 10)
+            .events_blocking(0, 10)
             .map(|e| e.iter().all(|e| e.handed_off == SINK_EXEC | SINK_FORWARD))
             .unwrap_or(false)
     })
@@ -430,9 +437,9 @@ async fn a_burst_is_stored_completely_with_few_commits() {
     let stats = run.stop().await;
     assert_eq!(report.ok(), 2000, "{:?}", report.statuses);
     assert_eq!(stats.stored, 2000);
-    let counts = Store::open_existing(dir.path().join("events.sqlite"))
+    let counts = SqliteStore::open_existing(dir.path().join("events.sqlite"))
         .expect("store")
-        .counts()
+        .counts_blocking()
         .expect("counts");
     assert_eq!((counts.events, counts.verified), (2000, 2000));
 }
@@ -450,4 +457,322 @@ fn load_generator_refuses_non_loopback_and_unbounded_runs() {
     assert!(super::load::run(&spec("10.0.0.1:80", 1, 1), &body, None).is_err());
     assert!(super::load::run(&spec("127.0.0.1:9", 2_000_000, 1), &body, None).is_err());
     assert!(super::load::run(&spec("127.0.0.1:9", 1, 0), &body, None).is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_is_refused_and_a_generated_path_is_kept_across_restarts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for bad in ["/", "//", "hooks"] {
+        let mut c = config(dir.path());
+        c.path = Some(bad.into());
+        let err = Listener::bind(c).await.err().expect("refused");
+        assert!(err.to_string().contains("path"), "{bad}: {err}");
+    }
+    let mut c = config(dir.path());
+    c.path = None;
+    let first = Listener::bind(c.clone()).await.expect("bind");
+    let path = first.path().to_owned();
+    assert!(first.generated_path());
+    assert!(
+        path.starts_with("/hooks/") && path.len() == "/hooks/".len() + 32,
+        "{path}"
+    );
+    drop(first);
+    let again = Listener::bind(c).await.expect("bind again");
+    assert_eq!(
+        again.path(),
+        path,
+        "the generated path is kept in the store"
+    );
+    assert!(!again.generated_path());
+}
+
+/// Half a request line, never finished: what held 140 connections open for good.
+fn slow_header(addr: SocketAddr) -> std::net::TcpStream {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.write_all(b"POST /hooks/s3cret HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        .expect("write");
+    s
+}
+
+/// Whether the server closed `s` (EOF or reset) within `within`.
+fn closed_within(s: &mut std::net::TcpStream, within: Duration) -> bool {
+    use std::io::Read;
+    s.set_read_timeout(Some(within)).expect("timeout");
+    let mut buf = [0u8; 64];
+    match s.read(&mut buf) {
+        Ok(0) => true,
+        Ok(_) => true, // an error response, then the close
+        Err(e) => !matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_headers_are_cut_off_and_cannot_take_every_slot() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut c = config(dir.path());
+    c.timeouts = Timeouts {
+        header: Duration::from_secs(2),
+        request: Duration::from_secs(5),
+    };
+    c.max_connections = 64;
+    let run = start_with(c).await;
+    let addr = run.addr;
+
+    // 140 attackers: more than the slots. A genuine delivery still gets through, at worst
+    // after one header timeout frees the slots.
+    let mut attackers: Vec<_> = (0..140).map(|_| slow_header(addr)).collect();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let http = reqwest::Client::new();
+    let started = std::time::Instant::now();
+    let (b, s) = signed(1);
+    assert_eq!(post(&http, &run.url("/hooks/s3cret"), b, s).await.0, 200);
+    let waited = started.elapsed();
+    assert!(
+        waited < Duration::from_secs(4),
+        "genuine delivery waited {waited:?}"
+    );
+
+    // Every attacker is closed by the header timeout, not left open.
+    let all_closed = tokio::task::spawn_blocking(move || {
+        attackers
+            .iter_mut()
+            .all(|s| closed_within(s, Duration::from_secs(8)))
+    })
+    .await
+    .expect("join");
+    assert!(all_closed, "a slow-header connection was still open");
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trickled_body_is_answered_408_within_the_request_timeout() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut c = config(dir.path());
+    c.timeouts = Timeouts {
+        header: Duration::from_secs(5),
+        request: Duration::from_secs(1),
+    };
+    let run = start_with(c).await;
+    let addr = run.addr;
+    let answer = tokio::task::spawn_blocking(move || {
+        let mut s = std::net::TcpStream::connect(addr).expect("connect");
+        s.write_all(
+            b"POST /hooks/s3cret HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"a\":",
+        )
+        .expect("write");
+        s.set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        let mut buf = [0u8; 256];
+        let n = s.read(&mut buf).unwrap_or(0);
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    })
+    .await
+    .expect("join");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
+    run.stop().await;
+}
+
+/// The size of the store's files (database and WAL).
+fn store_bytes(dir: &Path) -> u64 {
+    ["events.sqlite", "events.sqlite-wal"]
+        .iter()
+        .filter_map(|f| std::fs::metadata(dir.join(f)).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_unsigned_posts_grow_the_store_boundedly_and_genuine_ones_pass() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut c = config(dir.path());
+    c.limits = Limits {
+        unverified_rows: 100,
+        unverified_bytes: 4 * 1024 * 1024,
+        quarantine_rows: 100,
+        quarantine_bytes: 4 * 1024 * 1024,
+    };
+    let run = start_with(c).await;
+    let addr = run.addr;
+    let before = store_bytes(dir.path());
+    const POSTS: usize = 10_000;
+    const SIZE: usize = 255 * 1024;
+    // Distinct bodies (so none is a duplicate): half unsigned events, half not JSON.
+    let flood = tokio::task::spawn_blocking(move || {
+        super::load::run(
+            &super::load::LoadSpec {
+                addr,
+                path: "/hooks/s3cret".into(),
+                requests: POSTS,
+                // Fewer than 64 so that a debug build on two cores (the load generator
+                // shares them) still shows the bound; the benchmark measures release.
+                connections: 16,
+                timeout: Duration::from_secs(60),
+            },
+            &|i| {
+                let head = if i % 2 == 0 {
+                    format!("{{\"subscriptionId\":\"7\",\"sequenceNumber\":{i},\"pad\":\"")
+                } else {
+                    format!("garbage {i} ")
+                };
+                let mut body = head.into_bytes();
+                body.resize(SIZE - 2, b'a');
+                body.extend_from_slice(b"\"}");
+                (body, None)
+            },
+            None,
+        )
+    });
+    // Meanwhile genuine deliveries, each answered in under a second.
+    let http = reqwest::Client::new();
+    let url = run.url("/hooks/s3cret");
+    let mut slowest = Duration::ZERO;
+    let mut seq = 1;
+    while !flood.is_finished() {
+        let (b, s) = signed(seq);
+        let t = std::time::Instant::now();
+        assert_eq!(post(&http, &url, b, s).await.0, 200);
+        slowest = slowest.max(t.elapsed());
+        seq += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let report = flood.await.expect("join").expect("load");
+    assert_eq!(report.ok(), POSTS, "{:?}", report.statuses);
+    assert!(
+        seq > 2,
+        "the flood ended before a genuine delivery was timed"
+    );
+    assert!(
+        slowest < Duration::from_secs(1),
+        "a genuine delivery took {slowest:?}"
+    );
+    run.stop().await;
+
+    let grown = store_bytes(dir.path()).saturating_sub(before);
+    // Unbounded, this is 2.5 GB; bounded it is the two 4 MiB allowances plus a small
+    // row (hash, length, reason) per post.
+    assert!(grown < 16 * 1024 * 1024, "the store grew by {grown} bytes");
+    let store = SqliteStore::open_existing(dir.path().join("events.sqlite")).expect("store");
+    let counts = store.counts_blocking().expect("counts");
+    assert_eq!(counts.events as usize, POSTS / 2 + (seq - 1) as usize);
+    assert_eq!(counts.quarantined as usize, POSTS / 2);
+    let events = store.events_blocking(0, 100_000).expect("events");
+    let kept = events
+        .iter()
+        .filter(|e| !e.verified && !e.body.is_empty())
+        .count();
+    assert!(kept <= 100, "{kept} unverified bodies kept");
+    assert!(events.iter().all(|e| e.body_len > 0), "lengths are kept");
+    assert!(
+        events
+            .iter()
+            .filter(|e| e.verified)
+            .all(|e| !e.body.is_empty()),
+        "verified bodies are always kept"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_exec_is_killed_at_the_timeout_and_later_events_still_go_out() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    // Event 1 neither reads its (large) stdin nor exits; the others are recorded.
+    let cmd = format!(
+        "if [ \"$BRIDGECTL_SEQUENCE_NUMBER\" = 1 ]; then exec sleep 600; fi; \
+         cat > /dev/null; echo $BRIDGECTL_SEQUENCE_NUMBER >> {}",
+        out.display()
+    );
+    let mut c = config(dir.path());
+    c.sinks = Sinks {
+        exec: Some(cmd),
+        forward: None,
+    };
+    c.handoff = HandoffOptions {
+        exec_timeout: Duration::from_secs(1),
+        lease: Duration::from_secs(30),
+        ..HandoffOptions::default()
+    };
+    let run = start_with(c).await;
+    let http = reqwest::Client::new();
+    let url = run.url("/hooks/s3cret");
+    // 200 KiB: far more than a pipe holds, so writing stdin blocks.
+    let mut big = serde_json::from_slice::<serde_json::Value>(&signed(1).0).expect("json");
+    big["pad"] = "x".repeat(200 * 1024).into();
+    let big = serde_json::to_vec(&big).expect("encode");
+    let big_sig = sign(KEY.as_bytes(), &big);
+    assert_eq!(post(&http, &url, big, Some(big_sig)).await.0, 200);
+    for seq in 2..=3 {
+        let (b, s) = signed(seq);
+        assert_eq!(post(&http, &url, b, s).await.0, 200);
+    }
+    let store = SqliteStore::open_existing(dir.path().join("events.sqlite")).expect("store");
+    wait_until("events 2 and 3 handed on past the stuck one", || {
+        std::fs::read_to_string(&out).is_ok_and(|t| t.lines().count() == 2)
+    })
+    .await;
+    let events = store.events_blocking(0, 10).expect("events");
+    assert!(
+        events[0]
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("timed out")),
+        "{:?}",
+        events[0].last_error
+    );
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_that_raced_the_key_file_is_verified_once_the_key_is_there() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = start(dir.path(), 64 * 1024, Sinks::default()).await;
+    let http = reqwest::Client::new();
+    let url = run.url("/hooks/s3cret");
+    let key = "key-of-a-new-webhook";
+    let delivery = |seq| {
+        let body = block_period_delivery("8", seq);
+        let sig = sign(key.as_bytes(), &body);
+        (body, Some(sig))
+    };
+    // Delivered before `webhook create` wrote the key: stored, unverified.
+    let (b, s) = delivery(1);
+    assert_eq!(post(&http, &url, b, s).await.0, 200);
+    KeyFile::new(dir.path().join("keys.json"))
+        .insert(
+            "8",
+            &KeyEntry::new(
+                SigningKey::new(SecretString::from(key.to_owned())),
+                "ethereum",
+                "sepolia",
+            ),
+        )
+        .expect("key");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (b, s) = delivery(2);
+    assert_eq!(post(&http, &url, b, s).await.0, 200);
+    let store = SqliteStore::open_existing(dir.path().join("events.sqlite")).expect("store");
+    wait_until("the first delivery re-verified", || {
+        store
+            .events_blocking(0, 10)
+            .is_ok_and(|e| e.len() == 2 && e.iter().all(|e| e.verified))
+    })
+    .await;
+    run.stop().await;
+}
+
+#[test]
+fn a_delivery_with_a_key_twice_is_not_a_delivery() {
+    // Which sequenceNumber dedupes it would depend on the parser: refused, quarantined.
+    let twice = br#"{"subscriptionId": "7", "sequenceNumber": "1", "sequenceNumber": "2"}"#;
+    let err = crate::listener::parse_delivery(twice).expect_err("duplicate key");
+    assert!(err.contains("duplicate key \"sequenceNumber\""), "{err}");
+    let once = br#"{"subscriptionId": "7", "sequenceNumber": 2, "eventType": "BLOCK_PERIOD"}"#;
+    let (sub, seq, kind) = crate::listener::parse_delivery(once).expect("a delivery");
+    assert_eq!((sub.as_str(), seq.as_str()), ("7", "2"));
+    assert_eq!(kind.as_deref(), Some("BLOCK_PERIOD"));
 }

@@ -1,4 +1,4 @@
-//! The one error type of the webhook module.
+//! The one error type of the webhook crate.
 
 use std::path::PathBuf;
 
@@ -9,6 +9,9 @@ pub enum Error {
     /// The chain/network pair is not in the network table.
     #[error(transparent)]
     Network(#[from] bridgectl_web3::networks::UnsupportedNetwork),
+    /// The name is not an event type of the web3 API.
+    #[error(transparent)]
+    EventType(#[from] bridgectl_web3::UnknownEventType),
     /// An event type or condition could not be built from what was given.
     #[error("invalid webhook {field}: {reason}")]
     Invalid {
@@ -100,7 +103,7 @@ pub enum Error {
         network: String,
     },
     /// The signing-key file could not be read or written.
-    #[error("signing-key file {path}: {source}")]
+    #[error("signing-key file {path}")]
     KeyFile {
         /// The file.
         path: PathBuf,
@@ -117,7 +120,7 @@ pub enum Error {
         reason: String,
     },
     /// The event store failed.
-    #[error("event store {path}: {source}")]
+    #[error("event store {path}")]
     Store {
         /// The SQLite file.
         path: PathBuf,
@@ -126,7 +129,7 @@ pub enum Error {
         source: rusqlite::Error,
     },
     /// The event store's file or directory could not be created.
-    #[error("event store {path}: {source}")]
+    #[error("event store {path}")]
     StoreIo {
         /// The path.
         path: PathBuf,
@@ -143,14 +146,14 @@ pub enum Error {
         #[source]
         source: std::sync::Arc<rusqlite::Error>,
     },
-    /// The store's writer thread is gone (it failed or was shut down).
+    /// The store's writer is gone (it failed or was shut down).
     #[error("event store {path}: the writer has stopped")]
     WriterGone {
-        /// The SQLite file.
+        /// The SQLite file, or the PostgreSQL store (password hidden).
         path: PathBuf,
     },
     /// The listener could not bind or serve.
-    #[error("listener on {addr}: {source}")]
+    #[error("listener on {addr}")]
     Listen {
         /// The address.
         addr: String,
@@ -164,6 +167,43 @@ pub enum Error {
         /// The setting, e.g. `path`.
         field: &'static str,
         /// What is wrong.
+        reason: String,
+    },
+    /// A blocking worker of the store panicked or was cancelled.
+    #[error("the event store's worker stopped unexpectedly")]
+    WorkerGone,
+    /// The PostgreSQL store failed.
+    #[cfg(feature = "postgres")]
+    #[error("event store {location}")]
+    Postgres {
+        /// The store, password hidden.
+        location: String,
+        /// The driver's error.
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    /// A write to the PostgreSQL store failed; the delivery was not acknowledged.
+    #[cfg(feature = "postgres")]
+    #[error("event store {location}: write failed")]
+    PostgresWrite {
+        /// The store, password hidden.
+        location: String,
+        /// The driver's error, shared by every request of the failed batch.
+        #[source]
+        source: std::sync::Arc<tokio_postgres::Error>,
+    },
+    /// Something this build or this store cannot do.
+    #[error("{what}")]
+    Unsupported {
+        /// What, and what to do instead.
+        what: String,
+    },
+    /// The self-healing check could not restore a webhook.
+    #[error("cannot restore webhook {subscription_id}: {reason}")]
+    Heal {
+        /// The subscription.
+        subscription_id: String,
+        /// Why.
         reason: String,
     },
     /// The load generator was asked for something unbounded or non-loopback.

@@ -11,12 +11,28 @@
 //! | any other path | 404 | nothing |
 //! | another method on `<path>` | 405 | nothing |
 //! | the store cannot commit | 500 (the platform retries) | nothing |
+//! | a request not complete within [`Timeouts::request`] | 408 | maybe (a retry is a duplicate) |
+//! | headers not complete within [`Timeouts::header`] (also an idle keep-alive) | connection closed | nothing |
 //!
 //! Malformed bodies get 200 because the platform may remove a webhook whose listener
 //! answers anything else; they are kept for inspection instead. An event whose signature
 //! does not verify (forged, or no key stored) is kept but marked unverified and is never
-//! handed on. The path is the only access control: use an unguessable one
-//! (`/hooks/<secret>`).
+//! handed on.
+//!
+//! # Exhaustion
+//!
+//! The platform removes a webhook whose listener stops answering, so the listener's
+//! enemies are downtime and exhaustion, and a stranger on the network is assumed:
+//! - the path is the only access control, so `/` is refused; without a path one is
+//!   generated (`/hooks/<128 random bits>`), kept in the store so restarts and replicas
+//!   share it;
+//! - at most [`DEFAULT_MAX_CONNECTIONS`] connections are served at once; past that new
+//!   ones wait in the kernel's backlog instead of taking file descriptors, and a connection
+//!   that does not finish its headers within [`Timeouts::header`] is closed, so
+//!   half-sent headers cannot hold the slots;
+//! - what strangers send (unverified events, quarantine) is kept only up to the store's
+//!   [`Limits`];
+//! - at most one body per connection is in memory, and the store's queue is bounded.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -27,72 +43,104 @@ use std::time::{Duration, Instant, SystemTime};
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::serve::ListenerExt;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
-use tokio::sync::{Notify, watch};
+use tokio::sync::{Notify, Semaphore, watch};
 
 use super::Error;
-use super::handoff::{self, Sinks};
+use super::handoff::{self, HandoffOptions, Sinks};
 use super::keys::{KeyFile, Keys, SigningKey};
 use super::signature;
-use super::store::{self, Incoming, IncomingKind, Outcome, Store, Verification, Writer};
+use super::store::{
+    self, EventStore, Incoming, IncomingKind, Limits, Outcome, StoreSpec, Verification,
+};
 
 /// The body size limit unless configured: a block-period delivery is about 2 KiB, so this
 /// leaves two orders of magnitude of room while bounding what a stranger can make us store.
 pub const DEFAULT_MAX_BODY: usize = 256 * 1024;
 
+/// Connections served at once unless configured: far above what the platform opens
+/// (a few), far below a default file-descriptor limit (1024).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+
 /// How often an unknown subscription id may trigger a re-read of the key file.
 const KEY_RELOAD_INTERVAL: Duration = Duration::from_millis(200);
+
+/// The setting under which a generated path is kept in the store.
+const PATH_SETTING: &str = "listener_path";
+
+/// How long the parts of a request may take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// From the first byte of a request (or the end of the previous one on a keep-alive
+    /// connection) to the end of its headers.
+    pub header: Duration,
+    /// From the end of the headers to the answer: the body and the commit.
+    pub request: Duration,
+}
+
+impl Default for Timeouts {
+    /// 10 s for headers (a genuine sender needs milliseconds), 30 s for the rest.
+    fn default() -> Self {
+        Timeouts {
+            header: Duration::from_secs(10),
+            request: Duration::from_secs(30),
+        }
+    }
+}
 
 /// What the listener needs.
 #[derive(Clone, Debug)]
 pub struct ListenerConfig {
     /// Address to bind, e.g. `127.0.0.1:8080`.
     pub bind: SocketAddr,
-    /// The one path deliveries are accepted on, e.g. `/hooks/3f9c...`.
-    pub path: String,
-    /// The SQLite store.
-    pub store: PathBuf,
+    /// The one path deliveries are accepted on, e.g. `/hooks/3f9c...`; `None`: the one
+    /// kept in the store, generated on first use.
+    pub path: Option<String>,
+    /// The store.
+    pub store: StoreSpec,
+    /// What the store keeps of strangers' posts.
+    pub limits: Limits,
     /// The signing-key file written by `webhook create`.
     pub keys: PathBuf,
     /// Largest accepted body, bytes.
     pub max_body: usize,
+    /// Connections served at once.
+    pub max_connections: usize,
+    /// Header and request timeouts.
+    pub timeouts: Timeouts,
     /// Where stored events are handed on.
     pub sinks: Sinks,
+    /// How the hand-off runs.
+    pub handoff: HandoffOptions,
 }
 
 impl ListenerConfig {
-    /// A configuration with the default path `/`, body limit and no sinks.
-    pub fn new(bind: SocketAddr, store: impl Into<PathBuf>, keys: impl Into<PathBuf>) -> Self {
+    /// A configuration with a generated path, the default limits and no sinks.
+    pub fn new(bind: SocketAddr, store: StoreSpec, keys: impl Into<PathBuf>) -> Self {
         ListenerConfig {
             bind,
-            path: "/".into(),
-            store: store.into(),
+            path: None,
+            store,
+            limits: Limits::default(),
             keys: keys.into(),
             max_body: DEFAULT_MAX_BODY,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            timeouts: Timeouts::default(),
             sinks: Sinks::default(),
+            handoff: HandoffOptions::default(),
         }
     }
 
     fn validate(&self) -> Result<(), Error> {
-        if !self.path.starts_with('/') {
-            return Err(Error::ListenerConfig {
-                field: "path",
-                reason: format!("{:?} must start with '/'", self.path),
-            });
-        }
-        if self.path.contains(['?', '#', '{', '}', '*']) || self.path.contains("//") {
-            return Err(Error::ListenerConfig {
-                field: "path",
-                reason: format!(
-                    "{:?} may not contain '?', '#', braces, '*' or '//'",
-                    self.path
-                ),
-            });
+        if let Some(path) = &self.path {
+            check_path(path)?;
         }
         if self.max_body == 0 {
             return Err(Error::ListenerConfig {
@@ -100,8 +148,56 @@ impl ListenerConfig {
                 reason: "must be at least 1 byte".into(),
             });
         }
+        if self.max_connections == 0 {
+            return Err(Error::ListenerConfig {
+                field: "max connections",
+                reason: "must be at least 1".into(),
+            });
+        }
+        if self.timeouts.header.is_zero() || self.timeouts.request.is_zero() {
+            return Err(Error::ListenerConfig {
+                field: "timeout",
+                reason: "must be above zero".into(),
+            });
+        }
         self.sinks.validate()
     }
+}
+
+/// A path deliveries may be accepted on: absolute, plain, and not `/` (which anyone who
+/// finds the port would guess).
+pub fn check_path(path: &str) -> Result<(), Error> {
+    if !path.starts_with('/') {
+        return Err(Error::ListenerConfig {
+            field: "path",
+            reason: format!("{path:?} must start with '/'"),
+        });
+    }
+    if path.trim_end_matches('/').is_empty() {
+        return Err(Error::ListenerConfig {
+            field: "path",
+            reason: "\"/\" is the first path a stranger tries: give an unguessable one \
+                     (/hooks/SECRET), or none and one is generated"
+                .into(),
+        });
+    }
+    if path.contains(['?', '#', '{', '}', '*']) || path.contains("//") {
+        return Err(Error::ListenerConfig {
+            field: "path",
+            reason: format!("{path:?} may not contain '?', '#', braces, '*' or '//'"),
+        });
+    }
+    Ok(())
+}
+
+/// `/hooks/` and 128 random bits in hex.
+fn generate_path() -> Result<String, Error> {
+    let mut bits = [0u8; 16];
+    getrandom::fill(&mut bits).map_err(|e| Error::ListenerConfig {
+        field: "path",
+        reason: format!("no randomness to generate one: {e}"),
+    })?;
+    Ok(format!("/hooks/{}", hex::encode(bits)))
 }
 
 /// Counters since start, for the summary on shutdown.
@@ -197,8 +293,10 @@ pub struct ListenerState {
 }
 
 struct StateInner {
-    writer: Writer,
+    store: Arc<dyn EventStore>,
     keys: KeyCache,
+    /// Subscriptions whose earlier "no signing key" rows were re-checked in this process.
+    reverified: std::sync::Mutex<std::collections::HashSet<String>>,
     path: String,
     max_body: usize,
     wake: Arc<Notify>,
@@ -206,17 +304,18 @@ struct StateInner {
 }
 
 impl ListenerState {
-    /// State over a running writer and a key file, serving `path` with a body limit.
+    /// State over an open store and a key file, serving `path` with a body limit.
     pub fn new(
-        writer: Writer,
+        store: Arc<dyn EventStore>,
         keys: KeyFile,
         path: impl Into<String>,
         max_body: usize,
     ) -> Result<ListenerState, Error> {
         Ok(ListenerState {
             inner: Arc::new(StateInner {
-                writer,
+                store,
                 keys: KeyCache::load(keys)?,
+                reverified: Default::default(),
                 path: path.into(),
                 max_body,
                 wake: Arc::new(Notify::new()),
@@ -244,8 +343,8 @@ impl ListenerState {
 }
 
 /// The listener's routes: `POST <path>` stores, everything else 404 (405 for another
-/// method on the path), bodies over the limit 413.
-pub fn router(state: ListenerState) -> Router {
+/// method on the path), bodies over the limit 413, requests over `request_timeout` 408.
+pub fn router(state: ListenerState, request_timeout: Duration) -> Router {
     let path = state.inner.path.clone();
     let limit = state.inner.max_body;
     Router::new()
@@ -253,6 +352,16 @@ pub fn router(state: ListenerState) -> Router {
         .fallback(|| async { StatusCode::NOT_FOUND })
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state)
+        .layer(middleware::from_fn_with_state(request_timeout, deadline))
+}
+
+/// Answers 408 when the body and the commit take longer than `limit`: a sender that
+/// trickles its body holds a connection slot no longer than that.
+async fn deadline(State(limit): State<Duration>, request: Request, next: Next) -> Response {
+    match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => (StatusCode::REQUEST_TIMEOUT, "request timed out\n").into_response(),
+    }
 }
 
 async fn receive(
@@ -261,15 +370,19 @@ async fn receive(
     body: Bytes,
 ) -> (StatusCode, &'static str) {
     let incoming = classify(&state, &headers, &body);
-    let verified = matches!(
-        incoming.kind,
+    let verified = incoming.is_verified();
+    let subscription = match &incoming.kind {
         IncomingKind::Event {
-            verification: Verification::Valid,
-            ..
-        }
-    );
+            subscription_id, ..
+        } if verified => Some(subscription_id.clone()),
+        _ => None,
+    };
     let c = &state.inner.counters;
-    match state.inner.writer.insert(incoming).await {
+    let outcome = state.inner.store.insert(incoming).await;
+    if let (Some(sub), Ok(_)) = (subscription, &outcome) {
+        reverify_once(&state, sub);
+    }
+    match outcome {
         Ok(Outcome::Stored(_)) => {
             c.stored.fetch_add(1, Ordering::Relaxed);
             if verified {
@@ -292,6 +405,33 @@ async fn receive(
             (StatusCode::INTERNAL_SERVER_ERROR, "not stored\n")
         }
     }
+}
+
+/// The first verified delivery of a subscription in this process re-checks its earlier
+/// "no signing key" rows: the platform may deliver before `webhook create` (or the
+/// self-healing check) has written the new key, and such an event must not stay
+/// unverified, so never handed on.
+fn reverify_once(state: &ListenerState, subscription_id: String) {
+    let fresh = state
+        .inner
+        .reverified
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(subscription_id.clone());
+    let Some(key) = fresh
+        .then(|| state.inner.keys.get(&subscription_id))
+        .flatten()
+    else {
+        return;
+    };
+    let state = state.clone();
+    tokio::spawn(async move {
+        if let Ok(n) = state.inner.store.reverify(&subscription_id, key).await
+            && n > 0
+        {
+            state.inner.wake.notify_one();
+        }
+    });
 }
 
 /// The fields we need from a delivery; serde still checks the whole body is valid JSON.
@@ -377,14 +517,17 @@ pub fn parse_delivery(body: &[u8]) -> Result<(String, String, Option<String>), S
             Err(e) => format!("not json: {e}"),
         });
     }
-    // One pass: serde checks the whole body is JSON while picking out three fields.
-    let env: Envelope = serde_json::from_slice(body).map_err(|e| {
-        if e.is_syntax() || e.is_eof() {
-            format!("not json: {e}")
-        } else {
-            format!("not a delivery: {e}")
-        }
-    })?;
+    // Strict: `"sequenceNumber": 1, "sequenceNumber": 2` is two claims, and the id that
+    // dedupes deliveries must not depend on which one a parser keeps. Numbers are kept
+    // lenient (an event may carry large ones; they are stored, not acted on).
+    let lenient = bridgectl_json::Options {
+        lenient_numbers: true,
+        ..bridgectl_json::Options::default()
+    };
+    let value =
+        bridgectl_json::from_slice_with(body, lenient).map_err(|e| format!("not json: {e}"))?;
+    let env: Envelope =
+        serde_json::from_value(value).map_err(|e| format!("not a delivery: {e}"))?;
     let sub = id_text(env.subscription_id, "subscriptionId")?;
     let seq = id_text(env.sequence_number, "sequenceNumber")?;
     let event_type = env.event_type.and_then(|v| v.as_str().map(str::to_owned));
@@ -395,22 +538,33 @@ pub fn parse_delivery(body: &[u8]) -> Result<(String, String, Option<String>), S
 pub struct Listener {
     tcp: tokio::net::TcpListener,
     state: ListenerState,
-    store: Store,
-    writer: Writer,
-    writer_thread: store::WriterThread,
+    store: Arc<dyn EventStore>,
+    path: String,
+    generated_path: bool,
+    max_connections: usize,
+    timeouts: Timeouts,
     sinks: Sinks,
+    handoff: HandoffOptions,
 }
 
 impl Listener {
-    /// Opens the store, loads the keys and binds the address.
+    /// Opens the store, settles the path, loads the keys and binds the address.
     pub async fn bind(config: ListenerConfig) -> Result<Listener, Error> {
         config.validate()?;
-        let store = Store::open(&config.store)?;
-        let (writer, writer_thread) = store.spawn_writer()?;
+        let store: Arc<dyn EventStore> = Arc::from(config.store.open(config.limits).await?);
+        let (path, generated_path) = match &config.path {
+            Some(p) => (p.clone(), false),
+            None => {
+                let fresh = generate_path()?;
+                let kept = store.setting_or_insert(PATH_SETTING, &fresh).await?;
+                check_path(&kept)?;
+                (kept.clone(), kept == fresh)
+            }
+        };
         let state = ListenerState::new(
-            writer.clone(),
+            store.clone(),
             KeyFile::new(&config.keys),
-            config.path.clone(),
+            path.clone(),
             config.max_body,
         )?;
         let tcp = tokio::net::TcpListener::bind(config.bind)
@@ -423,9 +577,12 @@ impl Listener {
             tcp,
             state,
             store,
-            writer,
-            writer_thread,
+            path,
+            generated_path,
+            max_connections: config.max_connections,
+            timeouts: config.timeouts,
             sinks: config.sinks,
+            handoff: config.handoff,
         })
     }
 
@@ -437,9 +594,24 @@ impl Listener {
         })
     }
 
+    /// The path deliveries are accepted on.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Whether the path was generated by this start (so it must be shown once).
+    pub fn generated_path(&self) -> bool {
+        self.generated_path
+    }
+
     /// The router's state (counters).
     pub fn state(&self) -> &ListenerState {
         &self.state
+    }
+
+    /// The store, shared with the hand-off (and the self-healing check, if any).
+    pub fn store(&self) -> Arc<dyn EventStore> {
+        self.store.clone()
     }
 
     /// Serves until `shutdown` completes, then finishes the requests in flight, stops the
@@ -448,39 +620,84 @@ impl Listener {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<Stats, Error> {
-        let addr = self.local_addr()?;
         let Listener {
             tcp,
             state,
             store,
-            writer,
-            writer_thread,
+            max_connections,
+            timeouts,
             sinks,
+            handoff: options,
+            ..
         } = self;
         let (stop_tx, stop_rx) = watch::channel(false);
         let dispatcher = tokio::spawn(handoff::run(
-            store,
-            writer.clone(),
+            store.clone(),
             sinks,
+            options,
             state.wake(),
             stop_rx,
         ));
-        drop(writer);
-        let app = router(state.clone());
-        let tcp = tcp.tap_io(|stream| {
-            // Small responses: do not let Nagle hold them back.
-            let _ = stream.set_nodelay(true);
-        });
-        let served = axum::serve(tcp, app).with_graceful_shutdown(shutdown).await;
+        let app = router(state.clone(), timeouts.request);
+        serve(tcp, app, max_connections, timeouts.header, shutdown).await;
         let _ = stop_tx.send(true);
         let _ = dispatcher.await;
         let stats = state.stats();
         drop(state);
-        let _ = tokio::task::spawn_blocking(move || writer_thread.join()).await;
-        served.map_err(|source| Error::Listen {
-            addr: addr.to_string(),
-            source,
-        })?;
+        store.close().await?;
         Ok(stats)
     }
+}
+
+/// How long a graceful shutdown waits for requests in flight.
+const DRAIN: Duration = Duration::from_secs(10);
+
+/// The accept loop: at most `max_connections` at once (the rest wait in the backlog),
+/// each with a header-read timeout that also closes idle keep-alive connections.
+async fn serve(
+    tcp: tokio::net::TcpListener,
+    app: Router,
+    max_connections: usize,
+    header_timeout: Duration,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
+    let slots = Arc::new(Semaphore::new(max_connections));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .keep_alive(true);
+    let service = hyper_util::service::TowerToHyperService::new(app);
+    tokio::pin!(shutdown);
+    loop {
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => break,
+            },
+            () = &mut shutdown => break,
+        };
+        let stream = tokio::select! {
+            accepted = tcp.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(_) => {
+                    // Out of descriptors, or a connection reset before accept: let the
+                    // condition pass instead of spinning.
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        // Small responses: do not let Nagle hold them back.
+        let _ = stream.set_nodelay(true);
+        let connection =
+            graceful.watch(http.serve_connection(TokioIo::new(stream), service.clone()));
+        tokio::spawn(async move {
+            let _ = connection.await;
+            drop(slot);
+        });
+    }
+    drop(tcp);
+    let _ = tokio::time::timeout(DRAIN, graceful.shutdown()).await;
 }

@@ -1,0 +1,527 @@
+//! Event stores: where the listener puts a delivery before it answers 200, and where the
+//! hand-off, `webhook events` and the self-healing check read it back.
+//!
+//! [`EventStore`] is the seam; two stores implement it:
+//!
+//! | store | selected by | for |
+//! |---|---|---|
+//! | [`sqlite::SqliteStore`] | `sqlite:PATH` or a plain path (default) | one listener; embedded, nothing to run |
+//! | `postgres::PgStore` (feature `postgres`) | `postgres://...` | two or more replicas behind a load balancer |
+//!
+//! # The contract every store keeps
+//!
+//! - **Durable before 200**: [`EventStore::insert`] returns only after the row is
+//!   committed to stable storage (SQLite: WAL + `synchronous=FULL`; PostgreSQL:
+//!   `synchronous_commit` as the server has it, on by default).
+//! - **Once per event**: a verified event is unique by (subscriptionId, sequenceNumber),
+//!   across every listener that shares the store; a retried delivery is a
+//!   [`Outcome::Duplicate`]. Unverified rows are unique by body hash only, so a forgery
+//!   never shadows the genuine event.
+//! - **Bounded strangers**: unverified events and quarantined bodies are kept only up to
+//!   [`Limits`] (rows and bytes); beyond it a row keeps the hash, the length and the
+//!   signature header but not the body, so unsigned posts cannot fill the disk.
+//! - **Leased hand-off**: [`EventStore::claim`] hands a pending event to one claimant at
+//!   a time until its lease expires; [`EventStore::record_handoff`] ends the lease. A
+//!   claimant that dies mid-hand-off loses the event to another after the lease.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::Error;
+use crate::keys::SigningKey;
+
+#[cfg(feature = "postgres")]
+pub mod postgres;
+pub mod sqlite;
+
+pub use sqlite::SqliteStore;
+
+/// Bit of the `--exec` sink in `handed_off`.
+pub const SINK_EXEC: u8 = 1;
+/// Bit of the `--forward` sink in `handed_off`.
+pub const SINK_FORWARD: u8 = 2;
+
+/// What a store method returns: boxed, so `dyn EventStore` works.
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, Error>> + Send + 'a>>;
+
+/// Milliseconds since the Unix epoch, for the store's timestamps.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// The outcome of checking `x-signature`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Verification {
+    /// The signature matched the subscription's stored key.
+    Valid,
+    /// No `x-signature` header.
+    Missing,
+    /// A signature that does not match the stored key: forged or corrupted.
+    Mismatch,
+    /// No signing key is stored for the subscription.
+    NoKey,
+}
+
+impl Verification {
+    /// The word stored in the `verification` column.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verification::Valid => "valid",
+            Verification::Missing => "missing signature",
+            Verification::Mismatch => "signature mismatch",
+            Verification::NoKey => "no signing key for subscription",
+        }
+    }
+}
+
+/// A delivery as the listener classified it, ready to store.
+#[derive(Clone, Debug)]
+pub struct Incoming {
+    /// When it arrived.
+    pub received_at_ms: i64,
+    /// The raw body, byte for byte.
+    pub body: Vec<u8>,
+    /// SHA-256 of the body.
+    pub body_sha256: [u8; 32],
+    /// `x-signature` as received.
+    pub signature: Option<String>,
+    /// Event or quarantine.
+    pub kind: IncomingKind,
+}
+
+impl Incoming {
+    /// Whether the body is kept whatever the limits: only verified events are.
+    pub fn is_verified(&self) -> bool {
+        matches!(
+            self.kind,
+            IncomingKind::Event {
+                verification: Verification::Valid,
+                ..
+            }
+        )
+    }
+}
+
+/// Where a delivery goes.
+#[derive(Clone, Debug)]
+pub enum IncomingKind {
+    /// A well-formed event.
+    Event {
+        /// `subscriptionId`, as a string.
+        subscription_id: String,
+        /// `sequenceNumber`, as a decimal string.
+        sequence_number: String,
+        /// `eventType`, if present.
+        event_type: Option<String>,
+        /// The signature check.
+        verification: Verification,
+    },
+    /// Not an event: kept for inspection.
+    Quarantine {
+        /// Why it was not accepted as an event.
+        reason: String,
+    },
+}
+
+/// What storing a delivery did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Outcome {
+    /// A new event row.
+    Stored(i64),
+    /// An event already stored (a retried delivery): nothing written.
+    Duplicate,
+    /// A new quarantine row.
+    Quarantined(i64),
+    /// A body already in quarantine: nothing written.
+    QuarantineDuplicate,
+}
+
+/// How much of what strangers send is kept: unverified events and quarantined bodies.
+/// Past either bound a row keeps its hash, length and signature header, not its body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Unverified event rows that keep their body.
+    pub unverified_rows: u64,
+    /// Bytes of unverified bodies kept.
+    pub unverified_bytes: u64,
+    /// Quarantine rows that keep their body.
+    pub quarantine_rows: u64,
+    /// Bytes of quarantined bodies kept.
+    pub quarantine_bytes: u64,
+}
+
+impl Default for Limits {
+    /// 1,000 rows or 16 MiB each: enough to see what an attacker or a misconfigured
+    /// sender posts, far from filling a disk.
+    fn default() -> Self {
+        Limits {
+            unverified_rows: 1_000,
+            unverified_bytes: 16 * 1024 * 1024,
+            quarantine_rows: 1_000,
+            quarantine_bytes: 16 * 1024 * 1024,
+        }
+    }
+}
+
+/// Running totals of kept stranger bodies, checked against [`Limits`] per insert.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Kept {
+    pub unverified_rows: u64,
+    pub unverified_bytes: u64,
+    pub quarantine_rows: u64,
+    pub quarantine_bytes: u64,
+}
+
+impl Kept {
+    /// Whether `incoming`'s body may be kept; if so, counts it.
+    pub(crate) fn admit(&mut self, limits: &Limits, incoming: &Incoming) -> bool {
+        let len = incoming.body.len() as u64;
+        let (rows, bytes, max_rows, max_bytes) = match incoming.kind {
+            IncomingKind::Event { .. } if incoming.is_verified() => return true,
+            IncomingKind::Event { .. } => (
+                &mut self.unverified_rows,
+                &mut self.unverified_bytes,
+                limits.unverified_rows,
+                limits.unverified_bytes,
+            ),
+            IncomingKind::Quarantine { .. } => (
+                &mut self.quarantine_rows,
+                &mut self.quarantine_bytes,
+                limits.quarantine_rows,
+                limits.quarantine_bytes,
+            ),
+        };
+        if *rows < max_rows && bytes.saturating_add(len) <= max_bytes {
+            *rows += 1;
+            *bytes += len;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// An event row.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredEvent {
+    /// Row id: increasing in arrival order (per store).
+    pub id: i64,
+    /// When it arrived, Unix milliseconds.
+    pub received_at_ms: i64,
+    /// `subscriptionId`.
+    pub subscription_id: String,
+    /// `sequenceNumber`.
+    pub sequence_number: String,
+    /// `eventType`.
+    pub event_type: Option<String>,
+    /// Whether the signature matched a stored key.
+    pub verified: bool,
+    /// The signature check in words.
+    pub verification: String,
+    /// Sinks that took it (bit 1 exec, bit 2 forward).
+    pub handed_off: u8,
+    /// Hand-off attempts so far.
+    pub attempts: i64,
+    /// The last hand-off error.
+    pub last_error: Option<String>,
+    /// `x-signature` as received.
+    pub signature: Option<String>,
+    /// The body's length as received (the body itself may be dropped past [`Limits`]).
+    pub body_len: i64,
+    /// The body, byte for byte; empty when it was over [`Limits`].
+    #[serde(skip)]
+    pub body: Vec<u8>,
+}
+
+/// A quarantined delivery.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Quarantined {
+    /// Row id.
+    pub id: i64,
+    /// When it arrived, Unix milliseconds.
+    pub received_at_ms: i64,
+    /// Why it is here.
+    pub reason: String,
+    /// `x-signature` as received.
+    pub signature: Option<String>,
+    /// The body's length as received.
+    pub body_len: i64,
+    /// The body, byte for byte; empty when it was over [`Limits`].
+    #[serde(skip)]
+    pub body: Vec<u8>,
+}
+
+/// A stretch of time in which a subscription delivered nothing because the platform had
+/// removed or deactivated it: what an operator must fetch some other way.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Gap {
+    /// Row id (0 before it is stored).
+    pub id: i64,
+    /// The subscription that stopped delivering.
+    pub subscription_id: String,
+    /// The subscription that delivers now: the same one re-activated, or a new one.
+    pub replaced_by: String,
+    /// `removed` or `inactive`.
+    pub cause: String,
+    /// Last delivery stored before the gap (Unix ms), or when the subscription was
+    /// created or last seen healthy if it never delivered.
+    pub from_ms: i64,
+    /// When deliveries were restored (Unix ms).
+    pub to_ms: i64,
+    /// The last sequence number stored before the gap, if any.
+    pub last_sequence: Option<String>,
+}
+
+/// Counts over the store.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Counts {
+    /// Event rows.
+    pub events: i64,
+    /// Of which verified.
+    pub verified: i64,
+    /// Quarantine rows.
+    pub quarantined: i64,
+    /// Gap rows.
+    pub gaps: i64,
+}
+
+/// A request for pending hand-offs: verified events that lack one of `sinks`, are due,
+/// and are not leased to another claimant.
+#[derive(Clone, Debug)]
+pub struct Claim {
+    /// Who claims: unique per listener process.
+    pub owner: String,
+    /// The sink bits the claimant serves.
+    pub sinks: u8,
+    /// Now, Unix ms.
+    pub now_ms: i64,
+    /// How long the lease lasts: longer than one hand-off attempt can take.
+    pub lease_ms: i64,
+    /// At most this many events.
+    pub limit: usize,
+}
+
+/// A hand-off result to record; it ends the claimant's lease.
+#[derive(Clone, Debug)]
+pub struct HandoffRecord {
+    /// The event.
+    pub id: i64,
+    /// The claimant whose lease this ends.
+    pub owner: String,
+    /// Sink bits that succeeded in this attempt.
+    pub done: u8,
+    /// The failure, when a sink failed.
+    pub error: Option<String>,
+    /// When to try again (ignored when nothing failed).
+    pub next_attempt_ms: i64,
+}
+
+/// One durable store of deliveries; see the module doc for the contract.
+pub trait EventStore: Send + Sync {
+    /// Where it is, for messages (never a password).
+    fn location(&self) -> &str;
+
+    /// Stores a delivery; returns once it is committed (durable), or the error.
+    fn insert(&self, incoming: Incoming) -> StoreFuture<'_, Outcome>;
+
+    /// Leases pending verified events to `claim.owner`, oldest first.
+    fn claim(&self, claim: Claim) -> StoreFuture<'_, Vec<StoredEvent>>;
+
+    /// Records a hand-off attempt and ends its lease.
+    fn record_handoff(&self, record: HandoffRecord) -> StoreFuture<'_, ()>;
+
+    /// The earliest time a pending event for `sinks` is due, if any: when to look again.
+    fn next_due(&self, sinks: u8) -> StoreFuture<'_, Option<i64>>;
+
+    /// Events with `id > after_id`, oldest first, at most `limit`.
+    fn events(&self, after_id: i64, limit: usize) -> StoreFuture<'_, Vec<StoredEvent>>;
+
+    /// Quarantined deliveries with `id > after_id`, oldest first, at most `limit`.
+    fn quarantined(&self, after_id: i64, limit: usize) -> StoreFuture<'_, Vec<Quarantined>>;
+
+    /// Gaps with `id > after_id`, oldest first, at most `limit`.
+    fn gaps(&self, after_id: i64, limit: usize) -> StoreFuture<'_, Vec<Gap>>;
+
+    /// Stores a gap; returns its id.
+    fn record_gap(&self, gap: Gap) -> StoreFuture<'_, i64>;
+
+    /// The newest stored verified event of a subscription: (received_at_ms, sequenceNumber).
+    fn last_event(&self, subscription_id: &str) -> StoreFuture<'_, Option<(i64, String)>>;
+
+    /// Row counts.
+    fn counts(&self) -> StoreFuture<'_, Counts>;
+
+    /// A setting shared by every listener on this store, set to `value` if it has none
+    /// yet; returns the value in force (so replicas agree on a generated path).
+    fn setting_or_insert(&self, key: &str, value: &str) -> StoreFuture<'_, String>;
+
+    /// Re-checks the events of `subscription_id` stored as "no signing key" against `key`
+    /// (a delivery that raced `webhook create`'s writing of the key file); those that
+    /// verify become verified events, so they are handed on. Returns how many did.
+    fn reverify(&self, subscription_id: &str, key: SigningKey) -> StoreFuture<'_, u64>;
+
+    /// Commits what is queued and releases the store's connections and threads.
+    fn close(&self) -> StoreFuture<'_, ()>;
+}
+
+/// Whether `signature` is `key`'s over `body`; an empty body (not kept) never matches.
+pub(crate) fn signature_matches(key: &SigningKey, body: &[u8], signature: &str) -> bool {
+    !body.is_empty()
+        && bridgectl_web3::signature::verify(key.expose_secret().as_bytes(), body, signature)
+}
+
+/// Which store, as given to `--store`.
+#[derive(Clone, PartialEq, Eq)]
+pub enum StoreSpec {
+    /// An SQLite file.
+    Sqlite(std::path::PathBuf),
+    /// A PostgreSQL connection string (`postgres://` or `postgresql://`).
+    Postgres(String),
+}
+
+impl std::fmt::Debug for StoreSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreSpec::Sqlite(p) => write!(f, "Sqlite({})", p.display()),
+            // The connection string may hold a password.
+            StoreSpec::Postgres(url) => write!(f, "Postgres({})", redact_url(url)),
+        }
+    }
+}
+
+impl StoreSpec {
+    /// `sqlite:PATH`, `postgres://...`/`postgresql://...`, or a plain path (SQLite).
+    pub fn parse(text: &str) -> StoreSpec {
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            StoreSpec::Postgres(text.to_owned())
+        } else {
+            StoreSpec::Sqlite(text.strip_prefix("sqlite:").unwrap_or(text).into())
+        }
+    }
+
+    /// The store for messages, with any password hidden.
+    pub fn display(&self) -> String {
+        match self {
+            StoreSpec::Sqlite(p) => p.display().to_string(),
+            StoreSpec::Postgres(url) => redact_url(url),
+        }
+    }
+
+    /// Opens (creating the schema if needed) the store for writing.
+    pub async fn open(&self, limits: Limits) -> Result<Box<dyn EventStore>, Error> {
+        match self {
+            StoreSpec::Sqlite(path) => {
+                let path = path.clone();
+                let store = tokio::task::spawn_blocking(move || SqliteStore::open(path, limits))
+                    .await
+                    .map_err(|_| Error::WorkerGone)??;
+                Ok(Box::new(store))
+            }
+            #[cfg(feature = "postgres")]
+            StoreSpec::Postgres(url) => Ok(Box::new(postgres::PgStore::open(url, limits).await?)),
+            #[cfg(not(feature = "postgres"))]
+            StoreSpec::Postgres(url) => Err(Error::Unsupported {
+                what: format!(
+                    "store {}: this build has no PostgreSQL support (feature `postgres`)",
+                    redact_url(url)
+                ),
+            }),
+        }
+    }
+
+    /// Opens an existing store for reading: a missing SQLite file is an error that says so.
+    pub async fn open_existing(&self) -> Result<Box<dyn EventStore>, Error> {
+        match self {
+            StoreSpec::Sqlite(path) => {
+                let path = path.clone();
+                let store = tokio::task::spawn_blocking(move || SqliteStore::open_existing(path))
+                    .await
+                    .map_err(|_| Error::WorkerGone)??;
+                Ok(Box::new(store))
+            }
+            _ => self.open(Limits::default()).await,
+        }
+    }
+}
+
+/// `postgres://user:secret@host/db` as `postgres://user:***@host/db`.
+pub fn redact_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        Ok(u) => u.to_string(),
+        Err(_) => "(an unparsable connection string)".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_and_hide_passwords() {
+        assert_eq!(
+            StoreSpec::parse("sqlite:/x/e.sqlite"),
+            StoreSpec::Sqlite("/x/e.sqlite".into())
+        );
+        assert_eq!(
+            StoreSpec::parse("e.sqlite"),
+            StoreSpec::Sqlite("e.sqlite".into())
+        );
+        let pg = StoreSpec::parse("postgres://u:hunter2@127.0.0.1:5432/db");
+        assert!(matches!(pg, StoreSpec::Postgres(_)));
+        assert!(!format!("{pg:?}").contains("hunter2"));
+        assert!(!pg.display().contains("hunter2"));
+    }
+
+    #[test]
+    fn limits_keep_verified_bodies_and_bound_the_rest() {
+        let limits = Limits {
+            unverified_rows: 2,
+            unverified_bytes: 10,
+            quarantine_rows: 1,
+            quarantine_bytes: 100,
+        };
+        let event = |len: usize, verification| Incoming {
+            received_at_ms: 0,
+            body: vec![b'x'; len],
+            body_sha256: [0; 32],
+            signature: None,
+            kind: IncomingKind::Event {
+                subscription_id: "1".into(),
+                sequence_number: "1".into(),
+                event_type: None,
+                verification,
+            },
+        };
+        let mut kept = Kept::default();
+        assert!(kept.admit(&limits, &event(1000, Verification::Valid)));
+        assert!(kept.admit(&limits, &event(6, Verification::Missing)));
+        assert!(
+            !kept.admit(&limits, &event(6, Verification::Missing)),
+            "bytes"
+        );
+        assert!(kept.admit(&limits, &event(4, Verification::Mismatch)));
+        assert!(
+            !kept.admit(&limits, &event(0, Verification::Mismatch)),
+            "rows"
+        );
+        let q = Incoming {
+            kind: IncomingKind::Quarantine { reason: "x".into() },
+            ..event(5, Verification::Missing)
+        };
+        assert!(kept.admit(&limits, &q));
+        assert!(!kept.admit(&limits, &q));
+    }
+}

@@ -1,0 +1,979 @@
+//! The SQLite event store: one file that one listener writes and everything else reads.
+//!
+//! # What "durable" means here
+//!
+//! The listener answers 200 only after the transaction holding the event has committed
+//! with `journal_mode=WAL` and `synchronous=FULL`: SQLite fsyncs the write-ahead log before
+//! the commit returns, so an acknowledged event survives a crash of the listener (kill -9),
+//! of the operating system, and a power cut (as far as the disk honours fsync).
+//! `synchronous=NORMAL` would survive only the first of these, so it is not used.
+//!
+//! # Batching
+//!
+//! One writer thread owns the only writing connection. Requests queue on a channel; the
+//! writer takes everything queued (up to [`MAX_BATCH`]) into one transaction and commits once,
+//! then answers every request of the batch. A burst of N concurrent deliveries therefore
+//! costs about one fsync per batch rather than N, while a lone delivery still commits at
+//! once (no timer-based delay).
+//!
+//! # Tables
+//!
+//! - `events`: deliveries that parsed as a JSON object with `subscriptionId` and
+//!   `sequenceNumber`. `verified` is 1 only when `x-signature` matched a stored signing key.
+//!   A verified event is unique by (subscriptionId, sequenceNumber) and by body hash; an
+//!   unverified one only by body hash, so a forged delivery can never shadow the genuine
+//!   one with the same sequence number. Both ids are read from the body, so two verified
+//!   rows with the same body would share them: the (subscriptionId, sequenceNumber) index
+//!   already makes verified bodies unique, and the body-hash index covers only unverified
+//!   rows (a rare few), so a commit does not rewrite a random page of a big hash index for
+//!   every event. `handed_off` is a bit set of the sinks that took
+//!   the event (1 = exec, 2 = forward); `attempts`, `next_attempt_ms` and `last_error`
+//!   drive the retries.
+//!   `lease_owner`/`lease_until_ms` hold a claim (one listener per file, so a lease only
+//!   matters if two listeners are pointed at one file by mistake). `body_len` is the length
+//!   as received; `body` is empty past the [`Limits`] for unverified rows.
+//! - `quarantine`: everything else (not JSON, not an object, no ids), unique by body hash;
+//!   bodies past the [`Limits`] are not kept either.
+//! - `gaps`: what the self-healing check found missed (see [`Gap`]).
+//! - `settings`: values every reader shares, e.g. a generated listener path.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use tokio::sync::{mpsc, oneshot};
+
+use super::{
+    Claim, Counts, EventStore, Gap, HandoffRecord, Incoming, IncomingKind, Kept, Limits, Outcome,
+    Quarantined, SigningKey, StoreFuture, StoredEvent, Verification,
+};
+use crate::Error;
+
+/// The most requests committed in one transaction.
+pub const MAX_BATCH: usize = 1024;
+
+/// The writer's own checkpoint threshold, in pages (64 MiB of WAL): a backstop only.
+const WRITER_AUTOCHECKPOINT_PAGES: i64 = 16_384;
+
+/// How often the checkpoint thread folds the WAL into the database.
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// How many requests may wait for the writer before senders are held back. Each holds a
+/// body, so this bounds memory too: 512 × the body limit (256 KiB) is 128 MiB at worst,
+/// and the listener's connection limit keeps it well under that.
+const QUEUE: usize = 512;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY,
+    received_at_ms INTEGER NOT NULL,
+    subscription_id TEXT NOT NULL,
+    sequence_number TEXT NOT NULL,
+    event_type TEXT,
+    verified INTEGER NOT NULL,
+    verification TEXT NOT NULL,
+    signature TEXT,
+    body_sha256 BLOB NOT NULL,
+    body BLOB NOT NULL,
+    handed_off INTEGER NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt_ms INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT
+);
+CREATE UNIQUE INDEX IF NOT EXISTS events_genuine_seq
+    ON events (subscription_id, sequence_number) WHERE verified = 1;
+DROP INDEX IF EXISTS events_body;
+CREATE UNIQUE INDEX IF NOT EXISTS events_unverified_body
+    ON events (body_sha256) WHERE verified = 0;
+CREATE INDEX IF NOT EXISTS events_pending ON events (verified, handed_off, next_attempt_ms);
+CREATE TABLE IF NOT EXISTS quarantine (
+    id INTEGER PRIMARY KEY,
+    received_at_ms INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    signature TEXT,
+    body_sha256 BLOB NOT NULL UNIQUE,
+    body BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS gaps (
+    id INTEGER PRIMARY KEY,
+    subscription_id TEXT NOT NULL,
+    replaced_by TEXT NOT NULL,
+    cause TEXT NOT NULL,
+    from_ms INTEGER NOT NULL,
+    to_ms INTEGER NOT NULL,
+    last_sequence TEXT
+);
+CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+";
+
+/// Columns added after the first release: (table, column, definition). Stores made
+/// before them get them on open; the defaults describe the old rows truthfully.
+const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
+    ("events", "lease_owner", "TEXT"),
+    ("events", "lease_until_ms", "INTEGER NOT NULL DEFAULT 0"),
+    ("events", "body_len", "INTEGER NOT NULL DEFAULT -1"),
+    ("quarantine", "body_len", "INTEGER NOT NULL DEFAULT -1"),
+];
+
+/// The SQLite store: a file, and (when opened for writing) its one writer thread.
+pub struct SqliteStore {
+    path: PathBuf,
+    location: String,
+    writer: Option<Writer>,
+    thread: Mutex<Option<WriterThread>>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed, mode 0600) the store at `path`, ensures its schema and
+    /// starts the writer thread. Blocks: call it from a blocking context.
+    pub fn open(path: impl Into<PathBuf>, limits: Limits) -> Result<SqliteStore, Error> {
+        let path = path.into();
+        let files = Files { path: path.clone() };
+        files.create()?;
+        let conn = files.connect(true)?;
+        conn.execute_batch(SCHEMA).map_err(|e| files.sql(e))?;
+        migrate(&conn).map_err(|e| files.sql(e))?;
+        drop(conn);
+        let (writer, thread) = files.spawn_writer(limits)?;
+        Ok(SqliteStore {
+            location: path.display().to_string(),
+            path,
+            writer: Some(writer),
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    /// Opens an existing store for reading; a missing file is an error that says so.
+    pub fn open_existing(path: impl Into<PathBuf>) -> Result<SqliteStore, Error> {
+        let path = path.into();
+        Files { path: path.clone() }.connect(false)?;
+        Ok(SqliteStore {
+            location: path.display().to_string(),
+            path,
+            writer: None,
+            thread: Mutex::new(None),
+        })
+    }
+
+    /// The SQLite file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn files(&self) -> Files {
+        Files {
+            path: self.path.clone(),
+        }
+    }
+
+    /// Events with `id > after_id`, oldest first, at most `limit` (blocking).
+    pub fn events_blocking(&self, after_id: i64, limit: usize) -> Result<Vec<StoredEvent>, Error> {
+        let files = self.files();
+        let conn = files.connect(false)?;
+        let sql = format!("SELECT {EVENT_COLUMNS} FROM events WHERE id > ?1 ORDER BY id LIMIT ?2");
+        query(&conn, &sql, params![after_id, limit_i64(limit)], event_row).map_err(|e| files.sql(e))
+    }
+
+    /// Row counts (blocking).
+    pub fn counts_blocking(&self) -> Result<Counts, Error> {
+        let files = self.files();
+        let conn = files.connect(false)?;
+        let one = |sql: &str| -> Result<i64, Error> {
+            conn.query_row(sql, [], |r| r.get(0))
+                .map_err(|e| files.sql(e))
+        };
+        Ok(Counts {
+            events: one("SELECT count(*) FROM events")?,
+            verified: one("SELECT count(*) FROM events WHERE verified = 1")?,
+            quarantined: one("SELECT count(*) FROM quarantine")?,
+            gaps: one("SELECT count(*) FROM gaps")?,
+        })
+    }
+
+    /// Runs a read on a fresh connection in a blocking task.
+    fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> StoreFuture<'_, T> {
+        let files = self.files();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                let conn = files.connect(false)?;
+                f(&conn).map_err(|e| files.sql(e))
+            })
+            .await
+            .map_err(|_| Error::WorkerGone)?
+        })
+    }
+
+    fn write(&self, op: OpKind) -> StoreFuture<'_, Reply> {
+        Box::pin(async move {
+            match &self.writer {
+                Some(w) => w.send(op).await,
+                None => Err(Error::WriterGone {
+                    path: self.path.clone(),
+                }),
+            }
+        })
+    }
+}
+
+impl EventStore for SqliteStore {
+    fn location(&self) -> &str {
+        &self.location
+    }
+
+    fn insert(&self, incoming: Incoming) -> StoreFuture<'_, Outcome> {
+        Box::pin(async move {
+            match self.write(OpKind::Insert(incoming)).await? {
+                Reply::Outcome(o) => Ok(o),
+                _ => Ok(Outcome::Duplicate),
+            }
+        })
+    }
+
+    fn claim(&self, claim: Claim) -> StoreFuture<'_, Vec<StoredEvent>> {
+        Box::pin(async move {
+            if claim.sinks == 0 {
+                return Ok(Vec::new());
+            }
+            match self.write(OpKind::Claim(claim)).await? {
+                Reply::Events(e) => Ok(e),
+                _ => Ok(Vec::new()),
+            }
+        })
+    }
+
+    fn record_handoff(&self, record: HandoffRecord) -> StoreFuture<'_, ()> {
+        Box::pin(async move { self.write(OpKind::Handoff(record)).await.map(|_| ()) })
+    }
+
+    fn next_due(&self, sinks: u8) -> StoreFuture<'_, Option<i64>> {
+        if sinks == 0 {
+            return Box::pin(async { Ok(None) });
+        }
+        let sql = format!(
+            "SELECT min(max(next_attempt_ms, lease_until_ms)) FROM events
+             WHERE verified = 1 AND handed_off IN ({})",
+            missing_bits(sinks)
+        );
+        self.read(move |conn| {
+            conn.query_row(&sql, [], |r| r.get::<_, Option<i64>>(0))
+                .optional()
+                .map(Option::flatten)
+        })
+    }
+
+    fn events(&self, after_id: i64, limit: usize) -> StoreFuture<'_, Vec<StoredEvent>> {
+        let sql = format!("SELECT {EVENT_COLUMNS} FROM events WHERE id > ?1 ORDER BY id LIMIT ?2");
+        self.read(move |conn| query(conn, &sql, params![after_id, limit_i64(limit)], event_row))
+    }
+
+    fn quarantined(&self, after_id: i64, limit: usize) -> StoreFuture<'_, Vec<Quarantined>> {
+        self.read(move |conn| {
+            query(
+                conn,
+                "SELECT id, received_at_ms, reason, signature, body_len, body FROM quarantine
+                 WHERE id > ?1 ORDER BY id LIMIT ?2",
+                params![after_id, limit_i64(limit)],
+                |r| {
+                    let body: Vec<u8> = r.get(5)?;
+                    Ok(Quarantined {
+                        id: r.get(0)?,
+                        received_at_ms: r.get(1)?,
+                        reason: r.get(2)?,
+                        signature: r.get(3)?,
+                        body_len: known_len(r.get(4)?, &body),
+                        body,
+                    })
+                },
+            )
+        })
+    }
+
+    fn gaps(&self, after_id: i64, limit: usize) -> StoreFuture<'_, Vec<Gap>> {
+        self.read(move |conn| {
+            query(
+                conn,
+                "SELECT id, subscription_id, replaced_by, cause, from_ms, to_ms, last_sequence
+                 FROM gaps WHERE id > ?1 ORDER BY id LIMIT ?2",
+                params![after_id, limit_i64(limit)],
+                |r| {
+                    Ok(Gap {
+                        id: r.get(0)?,
+                        subscription_id: r.get(1)?,
+                        replaced_by: r.get(2)?,
+                        cause: r.get(3)?,
+                        from_ms: r.get(4)?,
+                        to_ms: r.get(5)?,
+                        last_sequence: r.get(6)?,
+                    })
+                },
+            )
+        })
+    }
+
+    fn record_gap(&self, gap: Gap) -> StoreFuture<'_, i64> {
+        Box::pin(async move {
+            match self.write(OpKind::Gap(gap)).await? {
+                Reply::Id(id) => Ok(id),
+                _ => Ok(0),
+            }
+        })
+    }
+
+    fn last_event(&self, subscription_id: &str) -> StoreFuture<'_, Option<(i64, String)>> {
+        let sub = subscription_id.to_owned();
+        self.read(move |conn| {
+            conn.query_row(
+                "SELECT received_at_ms, sequence_number FROM events
+                 WHERE subscription_id = ?1 AND verified = 1 ORDER BY id DESC LIMIT 1",
+                params![sub],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+        })
+    }
+
+    fn counts(&self) -> StoreFuture<'_, Counts> {
+        Box::pin(async move {
+            let me = SqliteStore::open_existing(self.path.clone())?;
+            tokio::task::spawn_blocking(move || me.counts_blocking())
+                .await
+                .map_err(|_| Error::WorkerGone)?
+        })
+    }
+
+    fn setting_or_insert(&self, key: &str, value: &str) -> StoreFuture<'_, String> {
+        let (key, value) = (key.to_owned(), value.to_owned());
+        Box::pin(async move {
+            match self.write(OpKind::Setting(key, value)).await? {
+                Reply::Text(t) => Ok(t),
+                _ => Err(Error::WorkerGone),
+            }
+        })
+    }
+
+    fn reverify(&self, subscription_id: &str, key: SigningKey) -> StoreFuture<'_, u64> {
+        let sub = subscription_id.to_owned();
+        Box::pin(async move {
+            match self.write(OpKind::Reverify(sub, key)).await? {
+                Reply::Id(n) => Ok(u64::try_from(n).unwrap_or(0)),
+                _ => Ok(0),
+            }
+        })
+    }
+
+    fn close(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            let thread = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(thread) = thread {
+                // The writer stops once every sender is gone; ours is the last one the
+                // store holds, so ask it to stop explicitly.
+                if let Some(w) = &self.writer {
+                    let _ =
+                        w.tx.send(Op {
+                            kind: OpKind::Stop,
+                            reply: None,
+                        })
+                        .await;
+                }
+                let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Paths and connections of one store file.
+struct Files {
+    path: PathBuf,
+}
+
+impl Files {
+    fn sql(&self, source: rusqlite::Error) -> Error {
+        Error::Store {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn io(&self, source: std::io::Error) -> Error {
+        Error::StoreIo {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn create(&self) -> Result<(), Error> {
+        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            use std::os::unix::fs::DirBuilderExt;
+            if !dir.exists() {
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir)
+                    .map_err(|e| self.io(e))?;
+            }
+        }
+        if !self.path.exists() {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .open(&self.path)
+                .map_err(|e| self.io(e))?;
+        }
+        Ok(())
+    }
+
+    fn connect(&self, create: bool) -> Result<Connection, Error> {
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if create {
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        }
+        let conn = Connection::open_with_flags(&self.path, flags).map_err(|e| self.sql(e))?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(|e| self.sql(e))?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(|e| self.sql(e))?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(|e| self.sql(e))?;
+        Ok(conn)
+    }
+
+    /// Starts the writer thread and its checkpoint thread.
+    fn spawn_writer(&self, limits: Limits) -> Result<(Writer, WriterThread), Error> {
+        let conn = self.connect(true)?;
+        // Checkpoints run beside the writer (see `checkpoint_loop`), not inside its commits;
+        // this bound only matters if that thread falls behind.
+        conn.pragma_update(None, "wal_autocheckpoint", WRITER_AUTOCHECKPOINT_PAGES)
+            .map_err(|e| self.sql(e))?;
+        let kept = kept_so_far(&conn).map_err(|e| self.sql(e))?;
+        let checkpointer = self.connect(false)?;
+        let (stop_checkpoints, stopped) = std::sync::mpsc::channel::<()>();
+        std::thread::Builder::new()
+            .name("webhook-store-checkpoint".into())
+            .spawn(move || checkpoint_loop(checkpointer, stopped))
+            .map_err(|e| self.io(e))?;
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let handle = std::thread::Builder::new()
+            .name("webhook-store-writer".into())
+            .spawn(move || {
+                writer_loop(conn, rx, limits, kept);
+                drop(stop_checkpoints);
+            })
+            .map_err(|e| self.io(e))?;
+        Ok((
+            Writer {
+                tx,
+                path: Arc::new(self.path.clone()),
+            },
+            WriterThread { handle },
+        ))
+    }
+}
+
+fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+    for (table, column, definition) in ADDED_COLUMNS {
+        let present: i64 = conn.query_row(
+            &format!("SELECT count(*) FROM pragma_table_info('{table}') WHERE name = ?1"),
+            params![column],
+            |r| r.get(0),
+        )?;
+        if present == 0 {
+            conn.execute_batch(&format!(
+                "ALTER TABLE {table} ADD COLUMN {column} {definition}"
+            ))?;
+        }
+    }
+    Ok(())
+}
+
+/// What the store already keeps of strangers' bodies, so the limits hold across restarts.
+fn kept_so_far(conn: &Connection) -> rusqlite::Result<Kept> {
+    let two = |sql: &str| -> rusqlite::Result<(u64, u64)> {
+        conn.query_row(sql, [], |r| {
+            Ok((
+                u64::try_from(r.get::<_, i64>(0)?).unwrap_or(0),
+                u64::try_from(r.get::<_, i64>(1)?).unwrap_or(0),
+            ))
+        })
+    };
+    let (unverified_rows, unverified_bytes) =
+        two("SELECT count(*), coalesce(sum(length(body)), 0) FROM events
+         WHERE verified = 0 AND length(body) > 0")?;
+    let (quarantine_rows, quarantine_bytes) = two(
+        "SELECT count(*), coalesce(sum(length(body)), 0) FROM quarantine WHERE length(body) > 0",
+    )?;
+    Ok(Kept {
+        unverified_rows,
+        unverified_bytes,
+        quarantine_rows,
+        quarantine_bytes,
+    })
+}
+
+fn query<T>(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    row: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<Vec<T>> {
+    let mut stmt = conn.prepare(sql)?;
+    let rows = stmt.query_map(params, row)?;
+    rows.collect()
+}
+
+/// `handed_off` values that lack one of `sinks`, as an SQL list: `handed_off & sinks !=
+/// sinks` spelled so the index serves it.
+fn missing_bits(sinks: u8) -> String {
+    (0u8..4)
+        .filter(|h| h & sinks != sinks)
+        .map(|h| h.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+const EVENT_COLUMNS: &str = "id, received_at_ms, subscription_id, sequence_number, event_type, \
+    verified, verification, handed_off, attempts, last_error, signature, body_len, body";
+
+/// The stored length, or the body's own for rows written before `body_len` existed.
+fn known_len(stored: i64, body: &[u8]) -> i64 {
+    if stored >= 0 {
+        stored
+    } else {
+        i64::try_from(body.len()).unwrap_or(i64::MAX)
+    }
+}
+
+fn event_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredEvent> {
+    let body: Vec<u8> = r.get(12)?;
+    Ok(StoredEvent {
+        id: r.get(0)?,
+        received_at_ms: r.get(1)?,
+        subscription_id: r.get(2)?,
+        sequence_number: r.get(3)?,
+        event_type: r.get(4)?,
+        verified: r.get::<_, i64>(5)? == 1,
+        verification: r.get(6)?,
+        handed_off: u8::try_from(r.get::<_, i64>(7)?).unwrap_or(0),
+        attempts: r.get(8)?,
+        last_error: r.get(9)?,
+        signature: r.get(10)?,
+        body_len: known_len(r.get(11)?, &body),
+        body,
+    })
+}
+
+fn limit_i64(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX)
+}
+
+enum OpKind {
+    Insert(Incoming),
+    Claim(Claim),
+    Handoff(HandoffRecord),
+    Gap(Gap),
+    Setting(String, String),
+    Reverify(String, SigningKey),
+    Stop,
+}
+
+enum Reply {
+    Outcome(Outcome),
+    Events(Vec<StoredEvent>),
+    Id(i64),
+    Text(String),
+    Done,
+}
+
+type ReplyTx = oneshot::Sender<Result<Reply, Arc<rusqlite::Error>>>;
+
+struct Op {
+    kind: OpKind,
+    reply: Option<ReplyTx>,
+}
+
+/// A handle to the writer thread: cheap to clone.
+#[derive(Clone, Debug)]
+struct Writer {
+    tx: mpsc::Sender<Op>,
+    path: Arc<PathBuf>,
+}
+
+/// The writer thread.
+#[derive(Debug)]
+struct WriterThread {
+    handle: std::thread::JoinHandle<()>,
+}
+
+impl WriterThread {
+    /// Blocks until the writer has committed everything queued and closed the database.
+    fn join(self) {
+        let _ = self.handle.join();
+    }
+}
+
+impl Writer {
+    async fn send(&self, kind: OpKind) -> Result<Reply, Error> {
+        let gone = || Error::WriterGone {
+            path: (*self.path).clone(),
+        };
+        let (tx, rx) = oneshot::channel();
+        self.tx
+            .send(Op {
+                kind,
+                reply: Some(tx),
+            })
+            .await
+            .map_err(|_| gone())?;
+        match rx.await {
+            Ok(Ok(reply)) => Ok(reply),
+            Ok(Err(source)) => Err(Error::StoreWrite {
+                path: (*self.path).clone(),
+                source,
+            }),
+            Err(_) => Err(gone()),
+        }
+    }
+}
+
+fn writer_loop(mut conn: Connection, mut rx: mpsc::Receiver<Op>, limits: Limits, mut kept: Kept) {
+    let mut batch: Vec<Op> = Vec::with_capacity(MAX_BATCH);
+    let mut stop = false;
+    while !stop && let Some(first) = rx.blocking_recv() {
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(op) => batch.push(op),
+                Err(_) => break,
+            }
+        }
+        stop = batch.iter().any(|op| matches!(op.kind, OpKind::Stop));
+        let before = kept;
+        let results = commit_batch(&mut conn, &batch, &limits, &mut kept);
+        if results.first().is_some_and(Result::is_err) {
+            // Nothing of the batch was committed: the bodies are not kept either.
+            kept = before;
+        }
+        for (op, result) in batch.drain(..).zip(results) {
+            // The requester may have gone (client hung up): the row is stored regardless.
+            if let Some(reply) = op.reply {
+                let _ = reply.send(result);
+            }
+        }
+    }
+    // Every sender is gone: fold the WAL back so the file is complete on its own.
+    let _ = conn.pragma_update(None, "wal_checkpoint", "TRUNCATE");
+}
+
+/// PASSIVE checkpoints on a second connection: they copy committed pages into the
+/// database without blocking the writer, so a commit never waits for a checkpoint (with
+/// SQLite's default, every ~1000 pages one unlucky commit does the whole checkpoint and its
+/// fsyncs while a batch of requests waits). Stops when the writer thread ends.
+fn checkpoint_loop(conn: Connection, stop: std::sync::mpsc::Receiver<()>) {
+    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(CHECKPOINT_EVERY)
+    {
+        let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+    }
+}
+
+/// One transaction for the whole batch; per-op results, all failed if the commit fails.
+fn commit_batch(
+    conn: &mut Connection,
+    batch: &[Op],
+    limits: &Limits,
+    kept: &mut Kept,
+) -> Vec<Result<Reply, Arc<rusqlite::Error>>> {
+    let tx = match conn.transaction() {
+        Ok(tx) => tx,
+        Err(e) => {
+            let e = Arc::new(e);
+            return batch.iter().map(|_| Err(e.clone())).collect();
+        }
+    };
+    let mut results: Vec<Result<Reply, Arc<rusqlite::Error>>> = batch
+        .iter()
+        .map(|op| apply(&tx, &op.kind, limits, kept).map_err(Arc::new))
+        .collect();
+    if let Err(e) = tx.commit() {
+        let e = Arc::new(e);
+        for r in &mut results {
+            *r = Err(e.clone());
+        }
+    }
+    results
+}
+
+fn apply(
+    tx: &rusqlite::Transaction<'_>,
+    op: &OpKind,
+    limits: &Limits,
+    kept: &mut Kept,
+) -> rusqlite::Result<Reply> {
+    match op {
+        OpKind::Insert(incoming) => insert(tx, incoming, limits, kept).map(Reply::Outcome),
+        OpKind::Claim(claim) => {
+            let sql = format!(
+                "SELECT {EVENT_COLUMNS} FROM events
+                 WHERE verified = 1 AND handed_off IN ({}) AND next_attempt_ms <= ?1
+                   AND (lease_until_ms <= ?1 OR lease_owner = ?2)
+                 ORDER BY id LIMIT ?3",
+                missing_bits(claim.sinks)
+            );
+            let events = query(
+                tx,
+                &sql,
+                params![claim.now_ms, claim.owner, limit_i64(claim.limit)],
+                event_row,
+            )?;
+            let mut lease = tx.prepare_cached(
+                "UPDATE events SET lease_owner = ?2, lease_until_ms = ?3 WHERE id = ?1",
+            )?;
+            for e in &events {
+                lease.execute(params![
+                    e.id,
+                    claim.owner,
+                    claim.now_ms.saturating_add(claim.lease_ms)
+                ])?;
+            }
+            Ok(Reply::Events(events))
+        }
+        OpKind::Handoff(record) => {
+            let mut stmt = tx.prepare_cached(
+                "UPDATE events SET handed_off = handed_off | ?2,
+                    attempts = attempts + 1,
+                    last_error = ?3,
+                    next_attempt_ms = CASE WHEN ?3 IS NULL THEN next_attempt_ms ELSE ?4 END,
+                    lease_owner = CASE WHEN lease_owner = ?5 THEN NULL ELSE lease_owner END,
+                    lease_until_ms = CASE WHEN lease_owner = ?5 THEN 0 ELSE lease_until_ms END
+                 WHERE id = ?1",
+            )?;
+            stmt.execute(params![
+                record.id,
+                i64::from(record.done),
+                record.error,
+                record.next_attempt_ms,
+                record.owner,
+            ])?;
+            Ok(Reply::Done)
+        }
+        OpKind::Gap(gap) => {
+            tx.execute(
+                "INSERT INTO gaps (subscription_id, replaced_by, cause, from_ms, to_ms,
+                    last_sequence) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    gap.subscription_id,
+                    gap.replaced_by,
+                    gap.cause,
+                    gap.from_ms,
+                    gap.to_ms,
+                    gap.last_sequence
+                ],
+            )?;
+            Ok(Reply::Id(tx.last_insert_rowid()))
+        }
+        OpKind::Setting(key, value) => {
+            tx.execute(
+                "INSERT OR IGNORE INTO settings (key, value) VALUES (?1, ?2)",
+                params![key, value],
+            )?;
+            tx.query_row(
+                "SELECT value FROM settings WHERE key = ?1",
+                params![key],
+                |r| r.get(0),
+            )
+            .map(Reply::Text)
+        }
+        OpKind::Reverify(sub, key) => {
+            let rows = query(
+                tx,
+                "SELECT id, body, signature FROM events
+                 WHERE subscription_id = ?1 AND verified = 0 AND verification = ?2",
+                params![sub, Verification::NoKey.as_str()],
+                |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, Vec<u8>>(1)?,
+                        r.get::<_, Option<String>>(2)?,
+                    ))
+                },
+            )?;
+            let mut done = 0;
+            for (id, body, sig) in rows {
+                if let Some(sig) = sig
+                    && super::signature_matches(key, &body, &sig)
+                {
+                    // OR IGNORE: if the genuine event is stored already, this copy stays.
+                    done += tx.execute(
+                        "UPDATE OR IGNORE events SET verified = 1, verification = ?2 WHERE id = ?1",
+                        params![id, Verification::Valid.as_str()],
+                    )?;
+                }
+            }
+            Ok(Reply::Id(i64::try_from(done).unwrap_or(0)))
+        }
+        OpKind::Stop => Ok(Reply::Done),
+    }
+}
+
+fn insert(
+    tx: &rusqlite::Transaction<'_>,
+    incoming: &Incoming,
+    limits: &Limits,
+    kept: &mut Kept,
+) -> rusqlite::Result<Outcome> {
+    let body_len = i64::try_from(incoming.body.len()).unwrap_or(i64::MAX);
+    // Past the limits a stranger's row keeps its hash and headers, not its body. A
+    // duplicate counted here is only a slightly early limit, never an unbounded one.
+    let body: &[u8] = if kept.admit(limits, incoming) {
+        &incoming.body
+    } else {
+        &[]
+    };
+    match &incoming.kind {
+        IncomingKind::Event {
+            subscription_id,
+            sequence_number,
+            event_type,
+            verification,
+        } => {
+            let mut stmt = tx.prepare_cached(
+                "INSERT OR IGNORE INTO events (received_at_ms, subscription_id,
+                    sequence_number, event_type, verified, verification, signature,
+                    body_sha256, body, body_len)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            )?;
+            let n = stmt.execute(params![
+                incoming.received_at_ms,
+                subscription_id,
+                sequence_number,
+                event_type,
+                i64::from(*verification == Verification::Valid),
+                verification.as_str(),
+                incoming.signature,
+                &incoming.body_sha256[..],
+                body,
+                body_len,
+            ])?;
+            Ok(if n == 1 {
+                Outcome::Stored(tx.last_insert_rowid())
+            } else {
+                Outcome::Duplicate
+            })
+        }
+        IncomingKind::Quarantine { reason } => {
+            let mut stmt = tx.prepare_cached(
+                "INSERT OR IGNORE INTO quarantine (received_at_ms, reason, signature,
+                    body_sha256, body, body_len)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?;
+            let n = stmt.execute(params![
+                incoming.received_at_ms,
+                reason,
+                incoming.signature,
+                &incoming.body_sha256[..],
+                body,
+                body_len,
+            ])?;
+            Ok(if n == 1 {
+                Outcome::Quarantined(tx.last_insert_rowid())
+            } else {
+                Outcome::QuarantineDuplicate
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(body: &[u8], seq: &str, verification: Verification) -> Incoming {
+        use sha2::Digest;
+        Incoming {
+            received_at_ms: 1,
+            body: body.to_vec(),
+            body_sha256: sha2::Sha256::digest(body).into(),
+            signature: Some("00".into()),
+            kind: IncomingKind::Event {
+                subscription_id: "7".into(),
+                sequence_number: seq.into(),
+                event_type: None,
+                verification,
+            },
+        }
+    }
+
+    /// The body-hash index covers only unverified rows; verified ones stay unique through
+    /// (subscriptionId, sequenceNumber). Every case of the old (body, verified) index must
+    /// keep its outcome, also on a store created with that old index.
+    #[tokio::test]
+    async fn dedupe_by_ids_and_body_and_old_stores_migrate() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("events.sqlite");
+        {
+            let conn = Connection::open(&path).expect("open");
+            conn.execute_batch(
+                "CREATE TABLE events (id INTEGER PRIMARY KEY, received_at_ms INTEGER NOT NULL,
+                    subscription_id TEXT NOT NULL, sequence_number TEXT NOT NULL,
+                    event_type TEXT, verified INTEGER NOT NULL, verification TEXT NOT NULL,
+                    signature TEXT, body_sha256 BLOB NOT NULL, body BLOB NOT NULL,
+                    handed_off INTEGER NOT NULL DEFAULT 0,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    next_attempt_ms INTEGER NOT NULL DEFAULT 0, last_error TEXT);
+                 CREATE UNIQUE INDEX events_body ON events (body_sha256, verified);",
+            )
+            .expect("old schema");
+        }
+        let store = SqliteStore::open(&path, Limits::default()).expect("store");
+        let valid = Verification::Valid;
+        let forged = Verification::Mismatch;
+        let a = br#"{"subscriptionId":"7","sequenceNumber":1}"#;
+        let a2 = br#"{"subscriptionId":"7","sequenceNumber":"1"}"#;
+        let b = br#"{"subscriptionId":"7","sequenceNumber":2}"#;
+        let cases: [(&[u8], &str, Verification, bool); 7] = [
+            (a, "1", valid, true),
+            (a, "1", valid, false),  // same body again
+            (a2, "1", valid, false), // same ids, other body
+            (a, "1", forged, true),  // a forgery never shadows the genuine row
+            (a, "1", forged, false), // the same forgery again
+            (b, "2", forged, true),  // a forgery first ...
+            (b, "2", valid, true),   // ... does not keep out the genuine one
+        ];
+        for (i, (body, seq, verification, new)) in cases.into_iter().enumerate() {
+            let outcome = store
+                .insert(event(body, seq, verification))
+                .await
+                .expect("insert");
+            assert_eq!(
+                matches!(outcome, Outcome::Stored(_)),
+                new,
+                "case {i}: {outcome:?}"
+            );
+        }
+        store.close().await.expect("close");
+        let counts = store.counts_blocking().expect("counts");
+        assert_eq!((counts.events, counts.verified), (4, 2));
+        let conn = Connection::open(&path).expect("open");
+        let old: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE name = 'events_body'",
+                [],
+                |r| r.get(0),
+            )
+            .expect("schema");
+        assert_eq!(old, 0, "the old index is gone");
+    }
+}

@@ -7,7 +7,8 @@
 //! while it runs no other listener on the same store takes the event, and when the
 //! claimant dies the lease expires and another takes it over. A sink's success is recorded
 //! after it happened, so a listener killed between the two repeats that one attempt
-//! (`BRIDGECTL_ATTEMPT` is then above 1): consumers that must never see an event twice
+//! (with the same `BRIDGECTL_ATTEMPT`, as its attempt was never recorded): consumers that
+//! must never see an event twice
 //! dedupe on (subscriptionId, sequenceNumber), which the environment of `--exec` and the
 //! headers of `--forward` carry. Unverified events are never handed on.
 //!

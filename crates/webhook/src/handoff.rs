@@ -8,9 +8,8 @@
 //! claimant dies the lease expires and another takes it over. A sink's success is recorded
 //! after it happened, so a listener killed between the two repeats that one attempt
 //! (with the same `BRIDGECTL_ATTEMPT`, as its attempt was never recorded): consumers that
-//! must never see an event twice
-//! dedupe on (subscriptionId, sequenceNumber), which the environment of `--exec` and the
-//! headers of `--forward` carry. Unverified events are never handed on.
+//! must never see an event twice dedupe on (subscriptionId, sequenceNumber), which the
+//! environment of `--exec` and the headers of `--forward` carry. Unverified events are never handed on.
 //!
 //! - exec: `sh -c CMD`, the raw body on stdin, `BRIDGECTL_EVENT_ID`,
 //!   `BRIDGECTL_SUBSCRIPTION_ID`, `BRIDGECTL_SEQUENCE_NUMBER`, `BRIDGECTL_EVENT_TYPE` and

@@ -867,12 +867,15 @@ bctest!(
                 .any(|w| w["subscriptionId"] == sub2.as_str() && w["isActive"] == true)
         });
         assert!(paused_at.elapsed().as_secs_f64() <= INTERVAL + 1.0);
-        let mut c = dir.command();
-        c.args(["--json", "webhook", "events", "--gaps", "--store"])
-            .arg_path(&store);
-        let gaps = c.json();
-        let gaps = gaps.as_array().expect("array");
-        assert_eq!(gaps.len(), 2, "{gaps:?}");
+        // The gap is stored right after the re-activation.
+        let mut gaps = Vec::new();
+        wait_for("the second gap", 10, || {
+            let mut c = dir.command();
+            c.args(["--json", "webhook", "events", "--gaps", "--store"])
+                .arg_path(&store);
+            gaps = c.json().as_array().cloned().unwrap_or_default();
+            gaps.len() == 2
+        });
         assert_eq!(gaps[1]["subscriptionId"], sub2.as_str());
         assert_eq!(gaps[1]["replacedBy"], sub2.as_str());
         assert_eq!(gaps[1]["cause"], "inactive");

@@ -43,6 +43,9 @@ impl EventStore for NullStore {
     fn record_handoff(&self, _: HandoffRecord) -> StoreFuture<'_, ()> {
         ready(())
     }
+    fn release(&self, _: &str) -> StoreFuture<'_, ()> {
+        ready(())
+    }
     fn next_due(&self, _: u8) -> StoreFuture<'_, Option<i64>> {
         ready(None)
     }

@@ -7,9 +7,9 @@
 //! while it runs no other listener on the same store takes the event, and when the
 //! claimant dies the lease expires and another takes it over. A sink's success is recorded
 //! after it happened, so a listener killed between the two repeats that one attempt
-//! (`BRIDGECTL_ATTEMPT` is then above 1): consumers that must never see an event twice
-//! dedupe on (subscriptionId, sequenceNumber), which the environment of `--exec` and the
-//! headers of `--forward` carry. Unverified events are never handed on.
+//! (with the same `BRIDGECTL_ATTEMPT`, as its attempt was never recorded): consumers that
+//! must never see an event twice dedupe on (subscriptionId, sequenceNumber), which the
+//! environment of `--exec` and the headers of `--forward` carry. Unverified events are never handed on.
 //!
 //! - exec: `sh -c CMD`, the raw body on stdin, `BRIDGECTL_EVENT_ID`,
 //!   `BRIDGECTL_SUBSCRIPTION_ID`, `BRIDGECTL_SEQUENCE_NUMBER`, `BRIDGECTL_EVENT_TYPE` and
@@ -148,12 +148,26 @@ pub fn backoff(attempts: i64) -> Duration {
     Duration::from_secs(1u64 << exp).min(MAX_BACKOFF)
 }
 
-/// Runs until `stop` turns true: hands every pending event to every sink.
+/// Runs until `stop` turns true: hands every pending event to every sink; then ends the
+/// leases this listener still holds.
 pub(crate) async fn run(
     store: Arc<dyn EventStore>,
     sinks: Sinks,
     options: HandoffOptions,
     wake: Arc<Notify>,
+    stop: watch::Receiver<bool>,
+) {
+    dispatch(store.as_ref(), &sinks, &options, &wake, stop).await;
+    if sinks.bits() != 0 {
+        let _ = store.release(&options.owner).await;
+    }
+}
+
+async fn dispatch(
+    store: &dyn EventStore,
+    sinks: &Sinks,
+    options: &HandoffOptions,
+    wake: &Notify,
     mut stop: watch::Receiver<bool>,
 ) {
     let bits = sinks.bits();
@@ -215,7 +229,7 @@ pub(crate) async fn run(
                 break;
             }
             let attempt = tokio::select! {
-                r = hand_off(&http, &sinks, bits, &event, options.exec_timeout) => r,
+                r = hand_off(&http, sinks, bits, &event, options.exec_timeout) => r,
                 // Stopping mid-attempt records nothing: the event is retried after restart.
                 _ = stop.changed() => return,
             };

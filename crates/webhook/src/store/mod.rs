@@ -339,6 +339,10 @@ pub trait EventStore: Send + Sync {
     /// Records a hand-off attempt and ends its lease.
     fn record_handoff(&self, record: HandoffRecord) -> StoreFuture<'_, ()>;
 
+    /// Ends every lease `owner` holds (a listener that stops): its claimed events need not
+    /// wait for the leases to expire to be taken by the next start or another replica.
+    fn release(&self, owner: &str) -> StoreFuture<'_, ()>;
+
     /// The earliest time a pending event for `sinks` is due, if any: when to look again.
     fn next_due(&self, sinks: u8) -> StoreFuture<'_, Option<i64>>;
 

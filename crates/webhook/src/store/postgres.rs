@@ -537,6 +537,21 @@ impl EventStore for PgStore {
         })
     }
 
+    fn release(&self, owner: &str) -> StoreFuture<'_, ()> {
+        let owner = owner.to_owned();
+        Box::pin(async move {
+            self.client
+                .execute(
+                    "UPDATE webhook_events SET lease_owner = NULL, lease_until_ms = 0
+                     WHERE lease_owner = $1",
+                    &[&owner],
+                )
+                .await
+                .map_err(|e| self.pg(e))?;
+            Ok(())
+        })
+    }
+
     fn next_due(&self, sinks: u8) -> StoreFuture<'_, Option<i64>> {
         Box::pin(async move {
             if sinks == 0 {

@@ -141,6 +141,13 @@ impl SqliteStore {
         let conn = files.connect(true)?;
         conn.execute_batch(SCHEMA).map_err(|e| files.sql(e))?;
         migrate(&conn).map_err(|e| files.sql(e))?;
+        // One listener writes a file: a lease found now is a dead process's, and its
+        // events are this one's to hand on at once, not after the lease.
+        conn.execute(
+            "UPDATE events SET lease_owner = NULL, lease_until_ms = 0 WHERE lease_owner IS NOT NULL",
+            [],
+        )
+        .map_err(|e| files.sql(e))?;
         drop(conn);
         let (writer, thread) = files.spawn_writer(limits)?;
         Ok(SqliteStore {
@@ -254,6 +261,11 @@ impl EventStore for SqliteStore {
 
     fn record_handoff(&self, record: HandoffRecord) -> StoreFuture<'_, ()> {
         Box::pin(async move { self.write(OpKind::Handoff(record)).await.map(|_| ()) })
+    }
+
+    fn release(&self, owner: &str) -> StoreFuture<'_, ()> {
+        let owner = owner.to_owned();
+        Box::pin(async move { self.write(OpKind::Release(owner)).await.map(|_| ()) })
     }
 
     fn next_due(&self, sinks: u8) -> StoreFuture<'_, Option<i64>> {
@@ -587,6 +599,7 @@ enum OpKind {
     Gap(Gap),
     Setting(String, String),
     Reverify(String, SigningKey),
+    Release(String),
     Stop,
 }
 
@@ -823,6 +836,13 @@ fn apply(
                 }
             }
             Ok(Reply::Id(i64::try_from(done).unwrap_or(0)))
+        }
+        OpKind::Release(owner) => {
+            tx.execute(
+                "UPDATE events SET lease_owner = NULL, lease_until_ms = 0 WHERE lease_owner = ?1",
+                params![owner],
+            )?;
+            Ok(Reply::Done)
         }
         OpKind::Stop => Ok(Reply::Done),
     }

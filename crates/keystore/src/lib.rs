@@ -7,6 +7,7 @@ mod format;
 pub mod fuzzing;
 mod kdf;
 mod secret;
+mod signing_log;
 mod store;
 mod web3;
 
@@ -22,6 +23,7 @@ pub use store::{
     DEFAULT_DERIVATION_PATH, KEY_EXTENSION, KdfSummary, KeyInfo, Keystore, check_private_file,
     signer_from_mnemonic, unlock_file,
 };
+pub use signing_log::{Columns, SIGNING_LOG_FILE, ShowFilter, SigningLogDb};
 pub use web3::{MAX_PBKDF2_C, MAX_SCRYPT_BYTES, MAX_SCRYPT_P, Web3Params};
 
 /// Turns decrypted key bytes (at most 32, left-padded) into a signer, or says the file

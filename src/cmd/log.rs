@@ -83,8 +83,9 @@ pub fn run(global: &GlobalOpts, cmd: LogCommand) -> anyhow::Result<()> {
                 .checkpoint
                 .as_deref()
                 .map(|t| {
-                    t.parse::<Checkpoint>()
-                        .map_err(|e| coded(Code::Usage, format!("--checkpoint {t:?}: expected {e}")))
+                    t.parse::<Checkpoint>().map_err(|e| {
+                        coded(Code::Usage, format!("--checkpoint {t:?}: expected {e}"))
+                    })
                 })
                 .transpose()?;
             match log.verify(kept)? {
@@ -125,8 +126,9 @@ pub fn run(global: &GlobalOpts, cmd: LogCommand) -> anyhow::Result<()> {
                 .key
                 .as_deref()
                 .map(|k| {
-                    k.parse::<Address>()
-                        .map_err(|_| coded(Code::Usage, format!("--key {k:?}: expected an address")))
+                    k.parse::<Address>().map_err(|_| {
+                        coded(Code::Usage, format!("--key {k:?}: expected an address"))
+                    })
                 })
                 .transpose()?;
             let since = args.since.as_deref().map(parse_since).transpose()?;
@@ -197,7 +199,10 @@ fn format_time(t: u64) -> String {
     i64::try_from(t)
         .ok()
         .and_then(|t| time::OffsetDateTime::from_unix_timestamp(t).ok())
-        .and_then(|d| d.format(&time::format_description::well_known::Rfc3339).ok())
+        .and_then(|d| {
+            d.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
         .unwrap_or_else(|| t.to_string())
 }
 

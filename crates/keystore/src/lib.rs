@@ -19,11 +19,11 @@ pub use error::Error;
 pub use format::{CURRENT_VERSION, FORMAT_NAME, READABLE_VERSIONS};
 pub use kdf::{KdfParams, MAX_M_KIB, MAX_P, MAX_T, MIN_M_KIB, MIN_T};
 pub use secret::{Passphrase, PassphraseProvider, PassphraseRequest, Purpose, SecretText};
+pub use signing_log::{Columns, SIGNING_LOG_FILE, ShowFilter, SigningLogDb};
 pub use store::{
     DEFAULT_DERIVATION_PATH, KEY_EXTENSION, KdfSummary, KeyInfo, Keystore, check_private_file,
     signer_from_mnemonic, unlock_file,
 };
-pub use signing_log::{Columns, SIGNING_LOG_FILE, ShowFilter, SigningLogDb};
 pub use web3::{MAX_PBKDF2_C, MAX_SCRYPT_BYTES, MAX_SCRYPT_P, Web3Params};
 
 /// Turns decrypted key bytes (at most 32, left-padded) into a signer, or says the file

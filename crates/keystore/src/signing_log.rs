@@ -65,6 +65,10 @@ impl SigningLogDb {
             source: e,
         };
         let conn = Connection::open(&path).map_err(sql)?;
+        // What was signed with which key is the keys' business: readable by their owner
+        // only, like the key files (SQLite gives its -wal and -shm files the same mode).
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .map_err(crate::error::Error::io("cannot set the mode of", &path))?;
         conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
             .map_err(sql)?;
         conn.execute_batch(SCHEMA).map_err(sql)?;

@@ -330,3 +330,42 @@ bctest!(
         assert_eq!(reads, 1);
     }
 );
+
+#[test]
+fn an_online_redeem_is_logged_and_the_daily_limit_refuses_before_the_passphrase() {
+    let live = crate::live::Live::new("log_online_limit");
+    let config = "xdg/config/bridgectl/config.toml";
+    let mut profile = std::fs::read_to_string(live.dir.join(config)).expect("config");
+    profile.push_str(&format!(
+        "\n[profiles.default.policy.limits]\n{} = {{ per = \"24h\", max = \"2\" }}\n",
+        live.sb.info.side.symbol.to_lowercase()
+    ));
+    live.dir.write(config, profile);
+    let dev = live.dev.to_string();
+    let out = live.ok(&["redeem", "--from", &dev, "--amount", "1.5", "--yes"]);
+    assert_eq!(out["status"], "completed", "{out:#}");
+    // The signature is in the log, and the log holds.
+    let entries = live.ok(&["log", "show"]);
+    assert_eq!(entries.as_array().map(Vec::len), Some(1), "{entries:#}");
+    assert_eq!(entries[0]["entry"]["txHash"], out["txHash"]);
+    assert_eq!(entries[0]["entry"]["function"], "redeem(uint256)");
+    let verified = live.ok(&["log", "verify"]);
+    assert_eq!(verified["ok"], true);
+    // 1.5 + 1 > 2 within the day: refused before any passphrase read.
+    let counter = CountingPassphrase::new(&live.dir, &live.passphrase);
+    let mut c = live.cmd();
+    c.env("BRIDGECTL_PASSPHRASE_FILE", &counter.path)
+        .args(["redeem", "--from", &dev, "--amount", "1", "--yes"]);
+    let out = c.output();
+    let reads = counter.finish();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert_eq!(reads, 0, "the passphrase was read");
+    let sym = &live.sb.info.side.symbol;
+    assert!(
+        err.contains(&format!(
+            "spending limit 2 {sym} per 24h: 1.5 {sym} signed already in the window, 1 {sym} more"
+        )),
+        "{err}"
+    );
+}

@@ -65,9 +65,9 @@ impl fmt::Display for Window {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = self.0;
         match s {
-            _ if s % 86_400 == 0 && s > 86_400 => write!(f, "{}d", s / 86_400),
-            _ if s % 3600 == 0 => write!(f, "{}h", s / 3600),
-            _ if s % 60 == 0 => write!(f, "{}m", s / 60),
+            _ if s.is_multiple_of(86_400) && s > 86_400 => write!(f, "{}d", s / 86_400),
+            _ if s.is_multiple_of(3600) => write!(f, "{}h", s / 3600),
+            _ if s.is_multiple_of(60) => write!(f, "{}m", s / 60),
             _ => write!(f, "{s}s"),
         }
     }

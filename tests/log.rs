@@ -52,9 +52,16 @@ fn transfer(nonce: u64, to: &str, amount: u128) -> Value {
     )
 }
 
-/// `bridgectl sign` of `tx` with the call pinned, passphrase from a counting FIFO.
-/// Returns the output and how often the passphrase was read.
-fn sign(dir: &Dir, config: &Path, tx: &Value, function: &str) -> (std::process::Output, usize) {
+/// `bridgectl sign` of `tx` with the call pinned (function and every argument, as
+/// `NAME=VALUE`), passphrase from a counting FIFO. Returns the output and how often the
+/// passphrase was read.
+fn sign(
+    dir: &Dir,
+    config: &Path,
+    tx: &Value,
+    function: &str,
+    args: &[String],
+) -> (std::process::Output, usize) {
     let fifo = CountingPassphrase::new(dir, PASS);
     let nonce = tx["nonce"].as_u64().expect("nonce").to_string();
     let mut cmd = dir.command();
@@ -67,11 +74,27 @@ fn sign(dir: &Dir, config: &Path, tx: &Value, function: &str) -> (std::process::
         "--nonce",
         &nonce,
     ])
+    .args(args.iter().flat_map(|a| ["--expect-arg", a.as_str()]))
     .args([Path::new("--config"), config])
     .args(["--journal", "journal.sqlite3"])
     .env("BRIDGECTL_PASSPHRASE_FILE", &fifo.path);
     let out = cmd.output_with_stdin(serde_json::to_string(tx).expect("json").as_bytes());
     (out, fifo.finish())
+}
+
+fn sign_redeem(
+    dir: &Dir,
+    config: &Path,
+    nonce: u64,
+    amount: u128,
+) -> (std::process::Output, usize) {
+    let args = [format!("_amount={amount}")];
+    sign(dir, config, &redeem(nonce, amount), "redeem", &args)
+}
+
+fn sign_transfer(dir: &Dir, config: &Path, to: &str) -> (std::process::Output, usize) {
+    let args = [format!("_to={to}"), format!("_value={ONE_ST}")];
+    sign(dir, config, &transfer(0, to, ONE_ST), "transfer", &args)
 }
 
 fn log_cmd(dir: &Dir, keystore: &Path, args: &[&str]) -> std::process::Output {
@@ -90,12 +113,7 @@ fn four_signatures(dir: &Dir) {
     import_key(dir);
     let config = config(dir, "");
     for n in 0..4u64 {
-        let (out, reads) = sign(
-            dir,
-            &config,
-            &redeem(n, u128::from(n + 1) * ONE_ST),
-            "redeem",
-        );
+        let (out, reads) = sign_redeem(dir, &config, n, u128::from(n + 1) * ONE_ST);
         crate::util::assert_success(&Command::new("sign"), &out);
         assert_eq!(reads, 1);
     }
@@ -288,7 +306,7 @@ bctest!(
             &dir,
             "\n[profiles.default.policy.limits]\nst = { per = \"24h\", max = \"2.5\" }\n",
         );
-        let (out, reads) = sign(&dir, &config, &redeem(0, 2 * ONE_ST), "redeem");
+        let (out, reads) = sign_redeem(&dir, &config, 0, 2 * ONE_ST);
         crate::util::assert_success(&Command::new("sign"), &out);
         assert_eq!(reads, 1);
         assert!(
@@ -296,7 +314,7 @@ bctest!(
             "{}",
             stderr(&out)
         );
-        let (out, reads) = sign(&dir, &config, &redeem(1, ONE_ST), "redeem");
+        let (out, reads) = sign_redeem(&dir, &config, 1, ONE_ST);
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(3), "{err}");
         assert_eq!(reads, 0, "a refusal never reads the passphrase");
@@ -307,7 +325,7 @@ bctest!(
             "{err}"
         );
         // Half an ST still fits.
-        let (out, reads) = sign(&dir, &config, &redeem(1, ONE_ST / 2), "redeem");
+        let (out, reads) = sign_redeem(&dir, &config, 1, ONE_ST / 2);
         crate::util::assert_success(&Command::new("sign"), &out);
         assert_eq!(reads, 1);
     }
@@ -320,12 +338,12 @@ bctest!(
         let allowed = "0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1";
         let config = config(&dir, &format!("allowed-destinations = [\"{allowed}\"]\n"));
         let elsewhere = "0xbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
-        let (out, reads) = sign(&dir, &config, &transfer(0, elsewhere, ONE_ST), "transfer");
+        let (out, reads) = sign_transfer(&dir, &config, elsewhere);
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(3), "{err}");
         assert_eq!(reads, 0);
         assert!(err.contains("destination"), "{err}");
-        let (out, reads) = sign(&dir, &config, &transfer(0, allowed, ONE_ST), "transfer");
+        let (out, reads) = sign_transfer(&dir, &config, allowed);
         crate::util::assert_success(&Command::new("sign"), &out);
         assert_eq!(reads, 1);
     }

@@ -240,3 +240,45 @@ pub(crate) fn check(
     }
     Ok(lines)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_parse_and_print() {
+        for (text, secs, shown) in [
+            ("24h", 86_400, "24h"),
+            ("1d", 86_400, "24h"),
+            ("7d", 604_800, "7d"),
+            ("30m", 1800, "30m"),
+            ("90s", 90, "90s"),
+        ] {
+            let w: Window = text.parse().expect(text);
+            assert_eq!(w.0, secs, "{text}");
+            assert_eq!(w.to_string(), shown, "{text}");
+        }
+        for bad in ["", "h", "0h", "24", "1w", "-1h", "1.5h"] {
+            assert!(bad.parse::<Window>().is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn a_limit_table_reads_from_the_profile() {
+        let p: Policy = toml_like(
+            r#"{"limits": {"st": {"per": "24h", "max": "10000", "max-per-tx": "2500"}},
+                "allowed-destinations": ["0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1"]}"#,
+        );
+        let st = &p.limits["st"];
+        assert_eq!(st.per, Some(Window(86_400)));
+        assert_eq!(st.max.as_deref(), Some("10000"));
+        assert_eq!(st.max_per_tx.as_deref(), Some("2500"));
+        assert_eq!(p.allowed_destinations.len(), 1);
+        let unknown = serde_json::from_str::<Policy>(r#"{"limits": {"st": {"maximum": "1"}}}"#);
+        assert!(unknown.is_err(), "an unknown limit field is refused");
+    }
+
+    fn toml_like(json: &str) -> Policy {
+        serde_json::from_str(json).expect("policy")
+    }
+}

@@ -66,6 +66,9 @@ pub enum Command {
     /// Inspect transactions offline.
     #[command(subcommand)]
     Tx(cmd::tx::TxCommand),
+    /// The signing log: every signature made with the keystore's keys, tamper-evident.
+    #[command(subcommand)]
+    Log(cmd::log::LogCommand),
     /// Run the platform locally over two anvil chains, for trying the whole flow.
     Sandbox(cmd::sandbox::SandboxArgs),
     /// Redeem ST into MT: execute the redeem action, verify, sign locally, submit, wait.

@@ -13,7 +13,7 @@ use bridgectl_flow::engine::{
     Approver, Bridge, ChainSide, Flows, Progress, Review, Submitter, WaitOptions,
 };
 use bridgectl_flow::journal::Journal;
-use bridgectl_keystore::Keystore;
+use bridgectl_keystore::{Keystore, SigningLogDb};
 use clap::Args;
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
@@ -78,6 +78,8 @@ pub struct Session {
     pub bridge: Option<Bridge>,
     /// The keystore.
     pub keystore: Keystore,
+    /// The keystore's signing log.
+    pub signing_log: SigningLogDb,
     /// The async runtime the flows run on.
     pub runtime: tokio::runtime::Runtime,
     opts: FlowOpts,
@@ -131,6 +133,7 @@ impl Session {
         let client = PlatformClient::new(&base_url, token, client_options()?)?;
         let journal = open_journal(opts.platform.journal.as_ref())?;
         let keystore = crate::cmd::key::open_keystore(global)?;
+        let signing_log = keystore.signing_log()?;
         let bridge = bridge_from(&profile).ok();
         Ok(Session {
             profile,
@@ -138,6 +141,7 @@ impl Session {
             journal,
             bridge,
             keystore,
+            signing_log,
             runtime,
             opts: opts.clone(),
         })
@@ -174,6 +178,7 @@ impl Session {
                 interval: Duration::from_millis(300),
                 timeout: Duration::from_secs(self.opts.platform.timeout),
             },
+            signing_log: &self.signing_log,
         })
     }
 

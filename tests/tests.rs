@@ -9,6 +9,7 @@ mod util;
 mod flow;
 mod http;
 mod key;
+mod log;
 mod offline;
 mod sandbox;
 mod sign;

@@ -156,6 +156,7 @@ async fn run_flows(
         ClientOptions::default(),
     )?;
     let journal = Journal::open(work.join("journal.sqlite3"))?;
+    let signing_log = keystore.signing_log()?;
     let flows = Flows {
         client: &client,
         journal: &journal,
@@ -166,6 +167,7 @@ async fn run_flows(
             interval: Duration::from_millis(200),
             timeout: Duration::from_secs(60),
         },
+        signing_log: &signing_log,
     };
     let mut profile = Profile::default();
     profile.labels.insert(user.to_string(), "demo key".into());

@@ -5,6 +5,7 @@ pub mod completions;
 pub mod demo;
 pub mod history;
 pub mod key;
+pub mod log;
 pub mod redeem;
 pub mod resume;
 pub mod sandbox;
@@ -24,6 +25,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Key(cmd) => key::run(&global, cmd),
         Command::Sign(args) => sign::run(&global, args),
         Command::Tx(cmd) => tx::run(&global, cmd),
+        Command::Log(cmd) => log::run(&global, cmd),
         Command::Sandbox(args) => sandbox::run(&global, args),
         Command::Redeem(args) => redeem::run(&global, args),
         Command::Swap(args) => swap::run(&global, args),

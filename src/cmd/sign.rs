@@ -10,10 +10,12 @@
 //! 1. read the input (a bare rawTx, an action envelope or a sign request), strictly;
 //! 2. find the key by `rawTx.from` (or `--key`), without any passphrase;
 //! 3. verify, with the nonce checked against `--nonce` or this machine's journal of
-//!    signatures, and reserve it there;
+//!    signatures (and reserve it there), and the spending limits against the totals of
+//!    the signing log;
 //! 4. show the summary and ask on the terminal (`/dev/tty`, so piped input can be
 //!    confirmed); `--yes` only where the call is pinned by an intent or `--expect-*`;
-//! 5. read the passphrase, unlock, sign, re-decode the result as a self-check, journal;
+//! 5. read the passphrase, unlock, sign (recorded in the keystore's signing log before
+//!    the bytes leave the signing step), re-decode the result as a self-check, journal;
 //! 6. write the signed bundle to stdout or `--out` (atomically, never overwriting).
 
 use std::io::{Read, Write};
@@ -21,7 +23,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use bridgectl_flow::journal::{FlowState, SignedEntry};
-use bridgectl_tx::{Nonce, NonceFacts, SignInput, SignedBundle, sign_legacy};
+use bridgectl_tx::{Nonce, NonceFacts, SignInput, SignedBundle, sign_and_log};
 use clap::Args;
 use serde_json::json;
 
@@ -144,6 +146,15 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
             )?,
             ..NonceFacts::default()
         }),
+        spent: None,
+    };
+    // The spending limits' totals come from this keystore's signing log, where the
+    // signature will be recorded too.
+    let signing_log = store.signing_log()?;
+    let now = bridgectl_tx::log::unix_now();
+    let context = bridgectl_tx::Context {
+        spent: bridgectl_tx::limits::read_spent(&policy, tx, &signing_log, now)?,
+        ..context
     };
     let verified = bridgectl_tx::verify(tx, input.intent.as_ref(), &policy, &context)?;
     if args.yes && !verified.pins_call() {
@@ -196,7 +207,7 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
     let signed = (|| -> anyhow::Result<bridgectl_tx::SignedTx> {
         passphrases.ensure_available()?;
         let signer = passphrases.unlock(&store, &info.id.to_string())?;
-        let signed = sign_legacy(&verified, &signer)?;
+        let signed = sign_and_log(&verified, &signer, &signing_log, now)?;
         drop(signer);
         let check = bridgectl_tx::decode::decode_signed(&signed.raw)
             .context("self-check: the signed transaction does not decode")?;

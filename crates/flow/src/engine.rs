@@ -13,7 +13,7 @@ use std::time::Duration;
 use alloy_primitives::{Address, B256, U256};
 use alloy_signer_local::PrivateKeySigner;
 use bridgectl_tx::request::{Intent, Token};
-use bridgectl_tx::{Context, Nonce, NonceFacts, Policy, RawTx, SignedTx, Verified};
+use bridgectl_tx::{Context, Nonce, NonceFacts, Policy, RawTx, SignedTx, SigningLog, Verified};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -155,6 +155,9 @@ pub struct Flows<'a> {
     pub submitter: Submitter,
     /// Polling.
     pub wait: WaitOptions,
+    /// Where every signature is recorded before its bytes leave the signing step, and
+    /// where the spending limits read their totals.
+    pub signing_log: &'a dyn SigningLog,
 }
 
 pub use bridgectl_tx::policy::{DEFAULT_MAX_GAS_LIMIT, GAS_PRICE_SANITY_MULTIPLE};
@@ -251,6 +254,7 @@ impl Flows<'_> {
             signer: from,
             gas_price_quote,
             nonce: Nonce::Next(facts),
+            spent: None,
         })
     }
 
@@ -265,9 +269,15 @@ impl Flows<'_> {
         intent: &Intent,
     ) -> Result<Verified, Error> {
         let checked = async {
-            let context = self.signing_context(from, raw_tx.chain_id).await?;
-            let verified =
-                bridgectl_tx::verify(raw_tx, Some(intent), &self.trust_root(), &context)?;
+            let policy = self.trust_root();
+            let mut context = self.signing_context(from, raw_tx.chain_id).await?;
+            context.spent = bridgectl_tx::limits::read_spent(
+                &policy,
+                raw_tx,
+                self.signing_log,
+                bridgectl_tx::log::unix_now(),
+            )?;
+            let verified = bridgectl_tx::verify(raw_tx, Some(intent), &policy, &context)?;
             self.journal
                 .reserve_nonce(tx_id, from, raw_tx.chain_id, raw_tx.nonce)?;
             Ok::<_, Error>(verified)
@@ -348,7 +358,12 @@ impl Flows<'_> {
                 return Err(e);
             }
         };
-        let signed = bridgectl_tx::sign_legacy(verified, &signer)?;
+        let signed = bridgectl_tx::sign_and_log(
+            verified,
+            &signer,
+            self.signing_log,
+            bridgectl_tx::log::unix_now(),
+        )?;
         drop(signer);
         self.journal.record_signed(
             tx_id,
@@ -457,6 +472,7 @@ impl Flows<'_> {
             signer: decoded.sender,
             gas_price_quote: self.gas_price_quote(unsigned.chain_id).await?,
             nonce: Nonce::AlreadySigned,
+            spent: None,
         };
         Ok(bridgectl_tx::verify(
             &unsigned,

@@ -119,6 +119,7 @@ pub fn sign_input(data: &[u8]) {
             signer: input.raw_tx.from,
             gas_price_quote: None,
             nonce: bridgectl_tx::Nonce::Next(bridgectl_tx::NonceFacts::default()),
+            spent: None,
         };
         let _ = bridgectl_tx::verify(
             &input.raw_tx,

@@ -190,6 +190,27 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// The signing log file could not be opened, read or written.
+    #[error("signing log {}", path.display())]
+    SigningLog {
+        /// The log file.
+        path: std::path::PathBuf,
+        /// What SQLite said.
+        #[source]
+        source: rusqlite::Error,
+    },
+
+    /// The signing log does not hold (an entry altered, removed, reordered or forged),
+    /// so its totals cannot be trusted for a spending limit. `bridgectl log verify`
+    /// says the same.
+    #[error("signing log {} does not hold: {bad}; refusing to sign against its totals", path.display())]
+    SigningLogBroken {
+        /// The log file.
+        path: std::path::PathBuf,
+        /// The first entry that does not hold.
+        bad: bridgectl_tx::log::BadEntry,
+    },
+
     /// No home or data directory to put the default keystore in.
     #[error("no data directory found for the default keystore; pass --keystore DIR")]
     NoDefaultDir,
@@ -247,6 +268,8 @@ impl Error {
             Error::WriteCheck { .. } => "write_check",
             Error::Io { .. } => "io",
             Error::NoDefaultDir => "no_default_dir",
+            Error::SigningLog { .. } => "signing_log",
+            Error::SigningLogBroken { .. } => "signing_log_broken",
             Error::Crypto { .. } => "crypto",
         }
     }

@@ -8,6 +8,7 @@ pub mod fuzzing;
 mod kdf;
 mod secret;
 mod secret_storage;
+mod signing_log;
 mod store;
 
 use std::path::Path;
@@ -19,6 +20,7 @@ pub use format::{CURRENT_VERSION, FORMAT_NAME, READABLE_VERSIONS};
 pub use kdf::{KdfParams, MAX_M_KIB, MAX_P, MAX_T, MIN_M_KIB, MIN_T};
 pub use secret::{Passphrase, PassphraseProvider, PassphraseRequest, Purpose, SecretText};
 pub use secret_storage::{MAX_PBKDF2_C, MAX_SCRYPT_BYTES, MAX_SCRYPT_P, Web3Params};
+pub use signing_log::{Columns, SIGNING_LOG_FILE, ShowFilter, SigningLogDb};
 pub use store::{
     DEFAULT_DERIVATION_PATH, KEY_EXTENSION, KdfSummary, KeyInfo, Keystore, check_private_file,
     signer_from_mnemonic, unlock_file,

@@ -274,6 +274,12 @@ impl Keystore {
         &self.dir
     }
 
+    /// The signing log of this keystore ([`crate::SIGNING_LOG_FILE`] in its
+    /// directory): every signature made with its keys is recorded there.
+    pub fn signing_log(&self) -> Result<crate::SigningLogDb, Error> {
+        crate::SigningLogDb::open(self.dir.join(crate::SIGNING_LOG_FILE))
+    }
+
     fn key_paths(&self) -> Result<Vec<PathBuf>, Error> {
         let mut paths = Vec::new();
         for entry in fs::read_dir(&self.dir).map_err(Error::io("cannot list", &self.dir))? {

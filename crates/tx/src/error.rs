@@ -112,6 +112,26 @@ pub enum Error {
     #[error("invalid signature: {0}")]
     InvalidSignature(String),
 
+    /// A spending limit of the policy would be crossed: names the limit, what the
+    /// window already holds and what this transaction adds.
+    #[error(
+        "spending limit {limit}: {total} signed already in the window, {attempted} more \
+         would cross it"
+    )]
+    Limit {
+        /// The limit, as the policy states it (`10000 ST per 24h`).
+        limit: String,
+        /// The window's total so far, from the signing log.
+        total: String,
+        /// This transaction's amount.
+        attempted: String,
+    },
+
+    /// The signing log could not be read or written; nothing was signed (or, when
+    /// appending failed, the signed bytes were not returned).
+    #[error("signing log")]
+    Log(#[source] Box<dyn std::error::Error + Send + Sync>),
+
     /// The signer failed. With a local key this does not happen in practice.
     #[error("signing failed")]
     Signer(#[source] alloy_signer::Error),
@@ -128,7 +148,7 @@ impl Error {
     /// Whether the error is a refusal of the input (as opposed to an internal failure).
     /// The CLI maps refusals to their own exit code.
     pub fn is_refusal(&self) -> bool {
-        !matches!(self, Error::Signer(_))
+        !matches!(self, Error::Signer(_) | Error::Log(_))
     }
 }
 

@@ -4,6 +4,8 @@ pub mod amount;
 pub mod calldata;
 pub mod decode;
 mod error;
+pub mod limits;
+pub mod log;
 pub mod policy;
 pub mod rawtx;
 pub mod request;
@@ -13,6 +15,7 @@ pub mod text;
 pub mod verify;
 
 pub use error::Error;
+pub use log::{Checkpoint, SigningLog, sign_and_log};
 pub use policy::{Policy, Trusted};
 pub use rawtx::RawTx;
 pub use request::{SignInput, SignRequest};

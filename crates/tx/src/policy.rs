@@ -60,6 +60,14 @@ pub struct Policy {
     /// whole call; a function with an unnamed argument is not what was asked for).
     #[serde(default)]
     pub exact_args: bool,
+    /// Spending limits per token symbol (`st = { per = "24h", max = "10000" }`),
+    /// enforced from the signing log; see [`crate::limits`].
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub limits: BTreeMap<String, crate::limits::Limit>,
+    /// Where token transfers (and approvals) may go: when set, a call whose `_to` or
+    /// `_spender` is not listed is refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_destinations: Vec<Address>,
     /// The chains and contracts named by the profile (never by a request).
     #[serde(skip)]
     pub trusted: Trusted,
@@ -157,6 +165,13 @@ impl Policy {
         self.max_value = self.max_value.or(fallback.max_value);
         self.max_gas_limit = self.max_gas_limit.or(fallback.max_gas_limit);
         self.exact_args |= fallback.exact_args;
+        for (k, v) in &fallback.limits {
+            self.limits.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        if self.allowed_destinations.is_empty() {
+            self.allowed_destinations
+                .clone_from(&fallback.allowed_destinations);
+        }
         self.trusted.merge(&fallback.trusted);
         self
     }

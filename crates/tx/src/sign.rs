@@ -52,7 +52,11 @@ pub fn signing_hash(tx: &RawTx) -> B256 {
     to_legacy(tx).signature_hash()
 }
 
-/// Signs a [`Verified`] transaction with `signer` as a legacy EIP-155 transaction.
+/// Signs a [`Verified`] transaction with `signer` as a legacy EIP-155 transaction,
+/// without recording it. The flows and `bridgectl sign` sign through
+/// [`crate::sign_and_log`], which calls this and appends the signing-log entry before
+/// it returns the bytes; calling this directly is for tests, benchmarks and
+/// cross-checks against other signers.
 ///
 /// Only a [`Verified`] can be signed: a type, not a habit. Refuses when the key is not
 /// the transaction's `from`, and when the transaction was verified as bytes signed

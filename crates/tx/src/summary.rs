@@ -28,6 +28,8 @@ pub struct Context {
     pub max_fee: Option<U256>,
     /// A line from the request's intent.
     pub description: Option<String>,
+    /// Where the key stands against the policy's spending limits.
+    pub spending: Vec<String>,
 }
 
 /// One decoded argument, ready to print.
@@ -75,6 +77,8 @@ pub struct Summary {
     pub max_fee_display: String,
     /// From the request's intent.
     pub description: Option<String>,
+    /// Where the key stands against the policy's spending limits.
+    pub spending: Vec<String>,
     /// What deserves a second look.
     pub warnings: Vec<String>,
 }
@@ -168,6 +172,7 @@ impl Summary {
             max_fee,
             max_fee_display: format_native(max_fee, &native),
             description: ctx.description.clone(),
+            spending: ctx.spending.clone(),
             warnings,
         }
     }
@@ -210,6 +215,9 @@ impl fmt::Display for Summary {
             "max fee:   {} gas x {} wei = {} wei = {}",
             self.gas_limit, self.gas_price, self.max_fee, self.max_fee_display
         )?;
+        for l in &self.spending {
+            writeln!(f, "limit:     {l}")?;
+        }
         for w in &self.warnings {
             writeln!(f, "WARNING:   {w}")?;
         }

@@ -37,6 +37,9 @@ pub struct Context {
     pub gas_price_quote: Option<u128>,
     /// How the nonce is to be checked.
     pub nonce: Nonce,
+    /// The signing log's total for the policy's windowed limit on this token
+    /// ([`crate::limits::window_query`]), when one applies.
+    pub spent: Option<crate::limits::Spent>,
 }
 
 /// How the nonce is checked.
@@ -78,9 +81,16 @@ pub struct Verified {
     pins_call: bool,
     nonce_source: Option<&'static str>,
     max_fee_cap: Option<U256>,
+    spending: Vec<String>,
 }
 
 impl Verified {
+    /// Where the key stands against the policy's limits (`last 24h: 2500 ST of 10000
+    /// ST ...`), for the summary.
+    pub fn spending(&self) -> &[String] {
+        &self.spending
+    }
+
     /// The transaction.
     pub fn raw_tx(&self) -> &RawTx {
         &self.raw
@@ -121,6 +131,7 @@ impl Verified {
             chain_name: self.chain_name.clone(),
             token: self.token.clone(),
             max_fee: self.max_fee_cap,
+            spending: self.spending.clone(),
             description: self.claimed_description.clone(),
             ..crate::summary::Context::default()
         };
@@ -339,6 +350,15 @@ pub fn verify(
     }
     check_call(raw, policy, "policy")?;
 
+    // How much, and to whom: the limits and the allowlist, from the log's totals.
+    let spending = crate::limits::check(
+        policy,
+        raw,
+        token.as_ref(),
+        context.spent.as_ref(),
+        matches!(context.nonce, Nonce::Next(_)),
+    )?;
+
     // When: the nonce.
     let nonce_source = match &context.nonce {
         Nonce::AlreadySigned => None,
@@ -356,6 +376,7 @@ pub fn verify(
         pins_call,
         nonce_source,
         max_fee_cap: policy.max_fee,
+        spending,
     })
 }
 
@@ -382,6 +403,7 @@ pub fn exactly(tx: &RawTx) -> (Policy, Context) {
             fixed: Some(tx.nonce),
             ..NonceFacts::default()
         }),
+        spent: None,
     };
     (policy, context)
 }

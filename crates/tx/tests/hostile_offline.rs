@@ -64,6 +64,7 @@ fn every_hostile_case_is_refused_and_every_good_one_signs() {
                 fixed: case["nonce"].as_u64(),
                 ..NonceFacts::default()
             }),
+            spent: None,
         };
         let outcome = SignInput::parse(&bytes).and_then(|input| {
             verify(

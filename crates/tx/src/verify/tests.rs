@@ -51,6 +51,7 @@ fn context(nonce: NonceFacts) -> Context {
         signer: FROM,
         gas_price_quote: None,
         nonce: Nonce::Next(nonce),
+        spent: None,
     }
 }
 

@@ -1,0 +1,339 @@
+//! The signing log beside the keys: every kind of tampering is named by `verify`, and
+//! the spending limits read their window from it with an injected clock.
+
+use std::collections::BTreeMap;
+
+use alloy_primitives::{Address, Bytes, U256};
+use alloy_signer_local::PrivateKeySigner;
+use bridgectl_keystore::SigningLogDb;
+use bridgectl_tx::log::{Checkpoint, EntryBody, SigningLog, make_entry};
+use bridgectl_tx::request::Token;
+use bridgectl_tx::{Error, Policy, RawTx, limits, sign_and_log, verify};
+
+const ST: Address = Address::repeat_byte(0x57);
+const CHAIN: u64 = 1337;
+const DAY: u64 = 86_400;
+const T0: u64 = 1_800_000_000;
+
+fn key() -> PrivateKeySigner {
+    "4646464646464646464646464646464646464646464646464646464646464646"
+        .parse()
+        .expect("key")
+}
+
+fn redeem(from: Address, nonce: u64, whole_st: u64) -> RawTx {
+    let amount = U256::from(whole_st) * U256::from(10u64).pow(U256::from(18));
+    let data = bridgectl_tx::calldata::encode(
+        "redeem",
+        &BTreeMap::from([("_amount".to_string(), amount.to_string())]),
+    )
+    .expect("calldata");
+    RawTx {
+        from,
+        to: ST,
+        data: Bytes::from(data),
+        nonce,
+        gas_limit: 100_000,
+        gas_price: 1_000_000_000,
+        chain_id: CHAIN,
+        value: U256::ZERO,
+    }
+}
+
+/// The profile's policy: ST on the side chain, a cap, and `limits`.
+fn policy(limits: &str) -> Policy {
+    let mut p: Policy =
+        toml::from_str(&format!("max-gas-price = 1000000000\n{limits}")).expect("policy toml");
+    p.trusted.contract(
+        ST,
+        CHAIN,
+        Some(Token {
+            symbol: "ST".into(),
+            decimals: 18,
+        }),
+    );
+    p
+}
+
+/// Verifies (with the log's window total at `now`) and signs with logging.
+fn sign(
+    log: &SigningLogDb,
+    policy: &Policy,
+    tx: &RawTx,
+    now: u64,
+) -> Result<bridgectl_tx::Verified, Error> {
+    let context = bridgectl_tx::Context {
+        signer: tx.from,
+        gas_price_quote: None,
+        nonce: bridgectl_tx::Nonce::Next(bridgectl_tx::NonceFacts {
+            fixed: Some(tx.nonce),
+            ..Default::default()
+        }),
+        spent: limits::read_spent(policy, tx, log, now)?,
+    };
+    let verified = verify(tx, None, policy, &context)?;
+    sign_and_log(&verified, &key(), log, now)?;
+    Ok(verified)
+}
+
+/// A log of five redeems of 1..=5 ST, an hour apart.
+fn five(dir: &tempfile::TempDir) -> SigningLogDb {
+    let log = SigningLogDb::open(dir.path().join("log.sqlite3")).expect("open");
+    let p = policy("");
+    for n in 0..5u64 {
+        sign(&log, &p, &redeem(key().address(), n, n + 1), T0 + n * 3600).expect("sign");
+    }
+    log
+}
+
+fn sql(log: &SigningLogDb, statement: &str) {
+    let c = rusqlite::Connection::open(log.path()).expect("open raw");
+    c.execute_batch(statement).expect(statement);
+}
+
+fn first_bad(log: &SigningLogDb, kept: Option<Checkpoint>) -> (u64, String) {
+    let bad = log
+        .verify(kept)
+        .expect("readable")
+        .expect_err("tampering must be detected");
+    (bad.seq, bad.reason)
+}
+
+#[test]
+fn an_intact_log_verifies_and_its_checkpoint_is_its_head() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = five(&dir);
+    let head = log.verify(None).expect("read").expect("intact");
+    assert_eq!(head.count, 5);
+    assert_eq!(head, log.checkpoint().expect("head"));
+    assert_eq!(
+        log.verify(Some(head)).expect("read"),
+        Ok(head),
+        "the log holds against its own checkpoint"
+    );
+    let early = Checkpoint {
+        count: 2,
+        head: log.show(&Default::default()).expect("show")[1].0.hash,
+    };
+    assert_eq!(log.verify(Some(early)).expect("read"), Ok(head));
+    let text: Checkpoint = head.to_string().parse().expect("round trip");
+    assert_eq!(text, head);
+}
+
+#[test]
+fn an_edited_amount_is_named() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = five(&dir);
+    sql(
+        &log,
+        "UPDATE entries SET body = replace(body, '\"amount\":\"3000000000000000000\"', \
+         '\"amount\":\"300000000000000000\"') WHERE seq = 3",
+    );
+    let (seq, why) = first_bad(&log, None);
+    assert_eq!(seq, 3, "{why}");
+    assert!(why.contains("altered"), "{why}");
+}
+
+#[test]
+fn a_deleted_middle_entry_is_named() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = five(&dir);
+    sql(&log, "DELETE FROM entries WHERE seq = 3");
+    let (seq, why) = first_bad(&log, None);
+    assert_eq!(seq, 3, "{why}");
+    assert!(why.contains("missing"), "{why}");
+    // Renumbering the rows to hide the gap breaks the link instead.
+    sql(&log, "UPDATE entries SET seq = seq - 1 WHERE seq > 3");
+    let (seq, why) = first_bad(&log, None);
+    assert_eq!(seq, 3, "{why}");
+}
+
+#[test]
+fn two_reordered_entries_are_named() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = five(&dir);
+    sql(
+        &log,
+        "UPDATE entries SET seq = 100 WHERE seq = 2; UPDATE entries SET seq = 2 WHERE seq = 3; \
+         UPDATE entries SET seq = 3 WHERE seq = 100;",
+    );
+    let (seq, why) = first_bad(&log, None);
+    assert_eq!(seq, 2, "{why}");
+    assert!(why.contains("reordered"), "{why}");
+}
+
+#[test]
+fn a_truncated_tail_is_named_against_a_kept_checkpoint() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = five(&dir);
+    let kept = log.checkpoint().expect("head");
+    sql(&log, "DELETE FROM entries WHERE seq >= 4");
+    assert!(
+        log.verify(None).expect("read").is_ok(),
+        "without a checkpoint a shorter chain still holds: that is what checkpoints are for"
+    );
+    let (seq, why) = first_bad(&log, Some(kept));
+    assert_eq!(seq, 4, "{why}");
+    assert!(why.contains("tail was removed"), "{why}");
+}
+
+#[test]
+fn a_forged_entry_without_the_key_is_named() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = five(&dir);
+    let victim = key().address();
+    let forger = PrivateKeySigner::random();
+    // A well-formed entry that claims the victim's key, chained onto the real head,
+    // signed by another key.
+    let head = log.checkpoint().expect("head");
+    let tx = redeem(victim, 5, 1);
+    let (p, ctx) = bridgectl_tx::verify::exactly(&tx);
+    let verified = verify(&tx, None, &p, &ctx).expect("verified");
+    let mut signed = bridgectl_tx::sign_legacy(&verified, &key()).expect("signed");
+    signed.from = victim;
+    let entry = make_entry(head, &verified, &signed, T0 + DAY, &forger).expect("entry");
+    log.append(&mut |_| Ok(entry.clone())).expect("append");
+    let (seq, why) = first_bad(&log, None);
+    assert_eq!(seq, 6, "{why}");
+    assert!(why.contains("forged"), "{why}");
+    assert!(why.contains(&forger.address().to_string()), "{why}");
+}
+
+#[test]
+fn an_edited_index_column_is_named() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = five(&dir);
+    sql(&log, "UPDATE entries SET time = 0 WHERE seq = 5");
+    let (seq, why) = first_bad(&log, None);
+    assert_eq!(seq, 5, "{why}");
+    assert!(why.contains("index columns"), "{why}");
+}
+
+#[test]
+fn the_daily_limit_refuses_then_the_window_rolls() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = SigningLogDb::open(dir.path().join("log.sqlite3")).expect("open");
+    let p = policy("[limits]\nst = { per = \"24h\", max = \"10\", max-per-tx = \"8\" }\n");
+    let from = key().address();
+    let v = sign(&log, &p, &redeem(from, 0, 6), T0).expect("6 of 10");
+    assert!(
+        v.spending()[0].contains("0 ST of 10 ST"),
+        "{:?}",
+        v.spending()
+    );
+    let v = sign(&log, &p, &redeem(from, 1, 3), T0 + 3600).expect("9 of 10");
+    assert!(
+        v.spending()[0].contains("6 ST of 10 ST"),
+        "{:?}",
+        v.spending()
+    );
+    // 9 + 2 > 10 within the day: refused, naming the limit, the total and the amount.
+    let e = sign(&log, &p, &redeem(from, 2, 2), T0 + 2 * 3600)
+        .expect_err("over the daily limit")
+        .to_string();
+    assert!(e.contains("10 ST per 24h"), "{e}");
+    assert!(e.contains("9 ST signed already"), "{e}");
+    assert!(e.contains("2 ST more"), "{e}");
+    // Over the per-transaction maximum, whatever the window holds.
+    let e = sign(&log, &p, &redeem(from, 2, 9), T0 + 3 * DAY)
+        .expect_err("over max-per-tx")
+        .to_string();
+    assert!(e.contains("8 ST per transaction"), "{e}");
+    // A day after the first signature it has left the window; the second has not.
+    let v = sign(&log, &p, &redeem(from, 2, 2), T0 + DAY + 1).expect("rolled");
+    assert!(
+        v.spending()[0].contains("3 ST of 10 ST"),
+        "{:?}",
+        v.spending()
+    );
+    // Another key has its own window.
+    assert_eq!(log.verify(None).expect("read").expect("intact").count, 3);
+}
+
+#[test]
+fn a_limit_without_the_logs_total_is_refused() {
+    let p = policy("[limits]\nst = { per = \"24h\", max = \"10\" }\n");
+    let tx = redeem(key().address(), 0, 1);
+    let context = bridgectl_tx::Context {
+        signer: tx.from,
+        gas_price_quote: None,
+        nonce: bridgectl_tx::Nonce::Next(bridgectl_tx::NonceFacts {
+            fixed: Some(0),
+            ..Default::default()
+        }),
+        spent: None,
+    };
+    let e = verify(&tx, None, &p, &context)
+        .expect_err("no total")
+        .to_string();
+    assert!(
+        e.contains("needs this key's total from the signing log"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_broken_window_is_refused_for_limits() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = five(&dir);
+    sql(&log, "DELETE FROM entries WHERE seq = 4");
+    let p = policy("[limits]\nst = { per = \"24h\", max = \"100\" }\n");
+    let e = sign(&log, &p, &redeem(key().address(), 5, 1), T0 + 5 * 3600)
+        .expect_err("a log with a hole is no basis for a limit");
+    let text = format!("{:#}", anyhow_chain(&e));
+    assert!(text.contains("does not hold"), "{text}");
+}
+
+fn anyhow_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(x) = src {
+        s.push_str(": ");
+        s.push_str(&x.to_string());
+        src = x.source();
+    }
+    s
+}
+
+#[test]
+fn the_allowlist_refuses_a_transfer_elsewhere() {
+    let allowed = Address::repeat_byte(0xa1);
+    let p = policy(&format!("allowed-destinations = [\"{allowed}\"]\n"));
+    let from = key().address();
+    let transfer = |to: Address| RawTx {
+        data: Bytes::from(bridgectl_tx::calldata::erc20_transfer(to, U256::from(5))),
+        ..redeem(from, 0, 1)
+    };
+    let context = bridgectl_tx::Context {
+        signer: from,
+        gas_price_quote: None,
+        nonce: bridgectl_tx::Nonce::Next(bridgectl_tx::NonceFacts {
+            fixed: Some(0),
+            ..Default::default()
+        }),
+        spent: None,
+    };
+    verify(&transfer(allowed), None, &p, &context).expect("allowed");
+    let elsewhere = Address::repeat_byte(0xbb);
+    let e = verify(&transfer(elsewhere), None, &p, &context)
+        .expect_err("not allowed")
+        .to_string();
+    assert!(e.contains("destination"), "{e}");
+    assert!(e.contains(&elsewhere.to_string()), "{e}");
+}
+
+#[test]
+fn the_body_is_what_the_readme_says() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = five(&dir);
+    let (entry, body) = log.show(&Default::default()).expect("show").remove(0);
+    let body: EntryBody = body.expect("parsed");
+    assert_eq!(body.seq, 1);
+    assert_eq!(body.function.as_deref(), Some("redeem(uint256)"));
+    assert_eq!(body.amount, Some(U256::from(10u64).pow(U256::from(18))));
+    assert_eq!(
+        entry.hash,
+        alloy_primitives::keccak256(entry.body.as_bytes())
+    );
+    assert!(entry.body.contains("\"amount\":\"1000000000000000000\""));
+}

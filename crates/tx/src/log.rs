@@ -1,0 +1,454 @@
+//! The signing log's format: what one entry says, how entries are chained and signed,
+//! how a chain of them is checked, and [`sign_and_log`], the one way the flows and
+//! `bridgectl sign` sign. The storage is behind the [`SigningLog`] trait, so this crate
+//! stays free of SQLite (`bridgectl-keystore` keeps the log beside the keys).
+//!
+//! The guarantee: every signature made through [`sign_and_log`] is in the log before
+//! the signed bytes are returned. An entry is
+//!
+//! - `body`: the exact JSON text of an [`EntryBody`] (sequence number, hash of the
+//!   previous entry, time, key, chain, nonce, callee, function and decoded arguments,
+//!   token and amount, transaction hash);
+//! - `hash = keccak256(body)` (the UTF-8 bytes of the text, as stored);
+//! - `sig`: the signing key's EIP-191 `personal_sign` over the 32 bytes of `hash`
+//!   (65 bytes `r || s || v`, `v` 27 or 28).
+//!
+//! So someone who can write the file but holds no key cannot alter or insert an entry
+//! (its hash or signature breaks), cannot delete or reorder one (the next entry's `prev`
+//! or `seq` breaks); removing the tail is the one change the chain alone cannot show,
+//! and a [`Checkpoint`] kept elsewhere catches it. An auditor checks an export with
+//! nothing but keccak and ecrecover (the crate README has the procedure).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use alloy_primitives::{Address, B256, Signature, U256, keccak256};
+use alloy_signer::SignerSync;
+use alloy_signer_local::PrivateKeySigner;
+use serde::{Deserialize, Serialize};
+
+use crate::Error;
+use crate::calldata::{self, Decoded, Value};
+use crate::sign::{SignedTx, sign_legacy};
+use crate::verify::Verified;
+
+/// The `v` of every entry this version writes.
+pub const ENTRY_VERSION: u64 = 1;
+
+/// What one entry says. Its JSON text (as written, never re-serialized) is what is
+/// hashed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EntryBody {
+    /// Always [`ENTRY_VERSION`].
+    pub v: u64,
+    /// Position in the log, from 1.
+    pub seq: u64,
+    /// The previous entry's hash; zero for the first.
+    pub prev: B256,
+    /// When it was signed, in seconds since the Unix epoch.
+    pub time: u64,
+    /// The key that signed the transaction (and this entry).
+    pub key: Address,
+    /// The EIP-155 chain id.
+    pub chain_id: u64,
+    /// The nonce.
+    pub nonce: u64,
+    /// The callee.
+    pub to: Address,
+    /// The function's signature (`redeem(uint256)`), when bridgectl knows the call.
+    pub function: Option<String>,
+    /// The decoded arguments: name -> decimal base units or address.
+    pub args: BTreeMap<String, String>,
+    /// The token's symbol, as the policy names the callee.
+    pub token: Option<String>,
+    /// The token amount the call moves, in base units (the sum of its amount
+    /// arguments), decimal; `None` when the call moves none or is not known.
+    #[serde(with = "decimal_opt")]
+    pub amount: Option<U256>,
+    /// Native value sent along, in wei, decimal.
+    #[serde(with = "decimal")]
+    pub value: U256,
+    /// The signed transaction's hash.
+    pub tx_hash: B256,
+}
+
+/// One entry as stored and exported: the body's text, its hash and the key's signature.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Entry {
+    /// Position in the log (repeated from the body, for the reader's eye and the
+    /// storage's order).
+    pub seq: u64,
+    /// The JSON text of the [`EntryBody`], exactly as hashed.
+    pub body: String,
+    /// `keccak256(body)`.
+    pub hash: B256,
+    /// EIP-191 signature of `hash` by `body.key`, 65 bytes.
+    pub sig: alloy_primitives::Bytes,
+}
+
+/// The head of a log: how many entries, and the last one's hash. Printed as
+/// `COUNT:HASH` for the operator to keep elsewhere.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// Number of entries.
+    pub count: u64,
+    /// The hash of entry `count` (zero for an empty log).
+    pub head: B256,
+}
+
+impl Checkpoint {
+    /// The head of an empty log.
+    pub const EMPTY: Checkpoint = Checkpoint {
+        count: 0,
+        head: B256::ZERO,
+    };
+}
+
+impl fmt::Display for Checkpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.count, self.head)
+    }
+}
+
+impl FromStr for Checkpoint {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let expected = || "COUNT:0xHASH, as `bridgectl log checkpoint` prints it".to_string();
+        let (count, head) = s.trim().split_once(':').ok_or_else(expected)?;
+        Ok(Checkpoint {
+            count: count.parse().map_err(|_| expected())?,
+            head: head.parse().map_err(|_| expected())?,
+        })
+    }
+}
+
+/// Where a log stops holding, and why.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("entry {seq}: {reason}")]
+pub struct BadEntry {
+    /// The first entry that does not hold (for a truncated tail, the first missing one).
+    pub seq: u64,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+/// Checks entries in order, one at a time, so a store can stream a large log through
+/// it. Start with [`ChainCheck::new`] (a whole log) or [`ChainCheck::from`] (a slice
+/// that continues after a known entry).
+#[derive(Clone, Debug)]
+pub struct ChainCheck {
+    next_seq: u64,
+    prev: B256,
+}
+
+impl Default for ChainCheck {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ChainCheck {
+    /// A check of a log from its first entry.
+    pub fn new() -> Self {
+        Self::from(Checkpoint::EMPTY)
+    }
+
+    /// A check of the entries after `after` (its count and head hash).
+    pub fn from(after: Checkpoint) -> Self {
+        ChainCheck {
+            next_seq: after.count + 1,
+            prev: after.head,
+        }
+    }
+
+    /// The head so far.
+    pub fn checkpoint(&self) -> Checkpoint {
+        Checkpoint {
+            count: self.next_seq - 1,
+            head: self.prev,
+        }
+    }
+
+    /// Checks the next entry: its position, its hash, its link to the previous one, its
+    /// signature by its own key. Returns its body.
+    pub fn push(&mut self, entry: &Entry) -> Result<EntryBody, BadEntry> {
+        let seq = self.next_seq;
+        let bad = |reason: String| BadEntry { seq, reason };
+        if entry.seq != seq {
+            return Err(bad(if entry.seq > seq {
+                format!(
+                    "missing: the log goes from entry {} to entry {} (an entry was deleted)",
+                    seq - 1,
+                    entry.seq
+                )
+            } else {
+                format!("entry {} appears again out of order", entry.seq)
+            }));
+        }
+        let hash = keccak256(entry.body.as_bytes());
+        if hash != entry.hash {
+            return Err(bad(format!(
+                "its contents do not match its hash (stored {}, computed {hash}): the entry \
+                 was altered",
+                entry.hash
+            )));
+        }
+        let body: EntryBody = serde_json::from_str(&entry.body)
+            .map_err(|e| bad(format!("its body is not an entry of version 1: {e}")))?;
+        if body.v != ENTRY_VERSION {
+            return Err(bad(format!("unknown entry version {}", body.v)));
+        }
+        if body.seq != seq {
+            return Err(bad(format!(
+                "its body says it is entry {}: entries were reordered",
+                body.seq
+            )));
+        }
+        if body.prev != self.prev {
+            return Err(bad(format!(
+                "it does not follow entry {} (prev {}, expected {}): entries were deleted, \
+                 inserted or reordered",
+                seq - 1,
+                body.prev,
+                self.prev
+            )));
+        }
+        let signer = Signature::from_raw(&entry.sig)
+            .ok()
+            .and_then(|sig| sig.recover_address_from_msg(hash.as_slice()).ok());
+        if signer != Some(body.key) {
+            return Err(bad(format!(
+                "not signed by its key {} ({}): the entry was forged",
+                body.key,
+                signer.map_or_else(|| "no valid signature".into(), |a| format!("signed by {a}"))
+            )));
+        }
+        self.next_seq += 1;
+        self.prev = hash;
+        Ok(body)
+    }
+
+    /// Checks an entry on its own, as the anchor of a slice: its hash and its signature
+    /// by its own key, not its place (the entries before it are not read).
+    pub fn anchor(entry: &Entry) -> Result<EntryBody, BadEntry> {
+        let body: EntryBody = serde_json::from_str(&entry.body).map_err(|e| BadEntry {
+            seq: entry.seq,
+            reason: format!("its body is not an entry of version 1: {e}"),
+        })?;
+        let mut check = ChainCheck::from(Checkpoint {
+            count: entry.seq.saturating_sub(1),
+            head: body.prev,
+        });
+        let mut same = entry.clone();
+        same.seq = body.seq;
+        check.push(&same)
+    }
+
+    /// Ends the check against a kept checkpoint, if any: the log must reach it, and
+    /// hold its hash at its count. `seen` holds the hash of entry `checkpoint.count`
+    /// when the log was that long (the caller notes it while pushing).
+    pub fn finish(&self, kept: Option<Checkpoint>, seen: Option<B256>) -> Result<(), BadEntry> {
+        let Some(kept) = kept else { return Ok(()) };
+        let count = self.next_seq - 1;
+        if count < kept.count {
+            return Err(BadEntry {
+                seq: count + 1,
+                reason: format!(
+                    "missing: the log ends at entry {count} but the checkpoint {kept} says it \
+                     had {} (the tail was removed)",
+                    kept.count
+                ),
+            });
+        }
+        let at = if kept.count == 0 {
+            Some(B256::ZERO)
+        } else {
+            seen
+        };
+        if at != Some(kept.head) {
+            return Err(BadEntry {
+                seq: kept.count,
+                reason: format!(
+                    "its hash is {} but the checkpoint {kept} says {}: the log was rewritten",
+                    at.unwrap_or_default(),
+                    kept.head
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Where a log is kept. The library's own store is `bridgectl_keystore::SigningLogDb`
+/// (SQLite beside the keys); a wallet may bring another.
+pub trait SigningLog: Send + Sync + fmt::Debug {
+    /// Appends the entry `make` builds from the current head, as one atomic step with
+    /// reading that head (no other writer can append in between), durably (on disk when
+    /// this returns).
+    fn append(&self, make: &mut dyn FnMut(Checkpoint) -> Result<Entry, Error>)
+    -> Result<(), Error>;
+
+    /// The sum of `amount` over the entries of `query.key` for `query.chain_id` and
+    /// `query.contract` signed at or after `query.since`, from entries that were checked
+    /// (hash, link and signature) on the way.
+    fn window_total(&self, query: &WindowQuery) -> Result<U256, Error>;
+}
+
+/// Which entries a windowed limit adds up: see [`SigningLog::window_total`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WindowQuery {
+    /// The signing key.
+    pub key: Address,
+    /// The chain.
+    pub chain_id: u64,
+    /// The token contract.
+    pub contract: Address,
+    /// The window's start, in Unix seconds.
+    pub since: u64,
+}
+
+/// An entry's hash: keccak256 of its body's bytes.
+pub fn entry_hash(body: &str) -> B256 {
+    keccak256(body.as_bytes())
+}
+
+/// Seconds since the Unix epoch, now: the clock the CLI passes to [`sign_and_log`] and
+/// the limits (tests pass their own).
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// What a call moves: the sum of its amount arguments, its arguments as text, and its
+/// function's signature. `None` amount for a call that is not known.
+pub(crate) struct CallFacts {
+    pub function: Option<String>,
+    pub args: BTreeMap<String, String>,
+    pub amount: Option<U256>,
+    /// The `_to` (or `_spender`) argument: where tokens go.
+    pub destination: Option<Address>,
+}
+
+pub(crate) fn call_facts(data: &[u8]) -> CallFacts {
+    match calldata::classify(data) {
+        Decoded::Call(call) => {
+            let mut amount = U256::ZERO;
+            let mut destination = None;
+            let mut args = BTreeMap::new();
+            for (p, v) in &call.args {
+                match v {
+                    Value::Uint(u) if p.is_amount => amount = amount.saturating_add(*u),
+                    Value::Address(a) if matches!(p.name, "_to" | "_spender") => {
+                        destination = Some(*a);
+                    }
+                    _ => {}
+                }
+                args.insert(p.name.to_owned(), v.to_string());
+            }
+            CallFacts {
+                function: Some(call.function.signature.to_owned()),
+                args,
+                amount: Some(amount),
+                destination,
+            }
+        }
+        _ => CallFacts {
+            function: None,
+            args: BTreeMap::new(),
+            amount: None,
+            destination: None,
+        },
+    }
+}
+
+/// Builds and signs the entry for `signed` after `head`, at `time`.
+pub fn make_entry(
+    head: Checkpoint,
+    verified: &Verified,
+    signed: &SignedTx,
+    time: u64,
+    signer: &PrivateKeySigner,
+) -> Result<Entry, Error> {
+    let tx = verified.raw_tx();
+    let facts = call_facts(&tx.data);
+    let body = EntryBody {
+        v: ENTRY_VERSION,
+        seq: head.count + 1,
+        prev: head.head,
+        time,
+        key: signed.from,
+        chain_id: signed.chain_id,
+        nonce: signed.nonce,
+        to: tx.to,
+        function: facts.function,
+        args: facts.args,
+        token: verified.token().map(|t| t.symbol.clone()),
+        amount: facts.amount.filter(|a| !a.is_zero()),
+        value: tx.value,
+        tx_hash: signed.hash,
+    };
+    let text = serde_json::to_string(&body).map_err(|e| Error::Refused(e.to_string()))?;
+    let hash = keccak256(text.as_bytes());
+    let sig = signer
+        .sign_message_sync(hash.as_slice())
+        .map_err(Error::Signer)?;
+    Ok(Entry {
+        seq: body.seq,
+        body: text,
+        hash,
+        sig: sig.as_bytes().to_vec().into(),
+    })
+}
+
+/// Signs `verified` with `signer` and appends the entry to `log` before the signed bytes
+/// are returned: if the log cannot be written, nothing signed leaves this function.
+/// `time` is the entry's time (Unix seconds, usually [`unix_now`]).
+pub fn sign_and_log(
+    verified: &Verified,
+    signer: &PrivateKeySigner,
+    log: &dyn SigningLog,
+    time: u64,
+) -> Result<SignedTx, Error> {
+    let signed = sign_legacy(verified, signer)?;
+    log.append(&mut |head| make_entry(head, verified, &signed, time, signer))?;
+    Ok(signed)
+}
+
+/// U256 as a decimal string: what an auditor reads without converting.
+mod decimal {
+    use alloy_primitives::U256;
+    use serde::{Deserialize, Deserializer, Serializer, de::Error as _};
+
+    pub fn serialize<S: Serializer>(v: &U256, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&v.to_string())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<U256, D::Error> {
+        let text = String::deserialize(d)?;
+        U256::from_str_radix(&text, 10).map_err(D::Error::custom)
+    }
+}
+
+/// `Option<U256>` as a decimal string or null.
+mod decimal_opt {
+    use alloy_primitives::U256;
+    use serde::{Deserialize, Deserializer, Serializer, de::Error as _};
+
+    pub fn serialize<S: Serializer>(v: &Option<U256>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(v) => s.serialize_str(&v.to_string()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<U256>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|t| U256::from_str_radix(&t, 10).map_err(D::Error::custom))
+            .transpose()
+    }
+}

@@ -1,0 +1,222 @@
+//! `bridgectl log`: the keystore's signing log (every signature made with its keys,
+//! hash-chained, each entry signed by its key). `checkpoint` prints the head to keep
+//! elsewhere; `verify` checks the chain (and against a kept checkpoint, which catches a
+//! removed tail); `show` lists entries; `export` writes JSONL an auditor checks with
+//! keccak and ecrecover alone (`scripts/verify-signing-log.py`).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use alloy_primitives::Address;
+use anyhow::Context as _;
+use bridgectl_keystore::{ShowFilter, SigningLogDb};
+use bridgectl_tx::Checkpoint;
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use crate::cli::GlobalOpts;
+use crate::exit::{Code, coded};
+
+/// `bridgectl log ...`
+#[derive(Debug, Subcommand)]
+pub enum LogCommand {
+    /// Print the head of the log (COUNT:HASH), for the operator to keep elsewhere.
+    Checkpoint,
+    /// Check every entry: hash, link to the previous one, signature by its key. Exit 0
+    /// when the chain holds; 3 naming the first bad entry otherwise.
+    Verify(VerifyArgs),
+    /// List entries.
+    Show(ShowArgs),
+    /// Write every entry as JSON lines, for an auditor.
+    Export(ExportArgs),
+}
+
+/// Arguments of `bridgectl log verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// A checkpoint kept earlier (COUNT:HASH): the log must still reach it and hold it,
+    /// which catches entries removed from the end.
+    #[arg(long, value_name = "COUNT:HASH")]
+    pub checkpoint: Option<String>,
+}
+
+/// Arguments of `bridgectl log show`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Only this key's entries (address).
+    #[arg(long, value_name = "ADDRESS")]
+    pub key: Option<String>,
+    /// Only entries since T: RFC 3339 (`2026-11-23T00:00:00Z`), Unix seconds, or a
+    /// duration back from now (`24h`, `7d`).
+    #[arg(long, value_name = "T")]
+    pub since: Option<String>,
+}
+
+/// Arguments of `bridgectl log export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Write to FILE (never overwritten) instead of stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+fn open(global: &GlobalOpts) -> anyhow::Result<SigningLogDb> {
+    let store = crate::cmd::key::open_keystore(global)?;
+    Ok(store.signing_log()?)
+}
+
+/// Runs `bridgectl log`.
+pub fn run(global: &GlobalOpts, cmd: LogCommand) -> anyhow::Result<()> {
+    let log = open(global)?;
+    match cmd {
+        LogCommand::Checkpoint => {
+            let head = log.checkpoint()?;
+            if global.json {
+                return crate::output::json(&json!({
+                    "count": head.count, "head": head.head, "checkpoint": head.to_string()
+                }));
+            }
+            crate::output::line(head)
+        }
+        LogCommand::Verify(args) => {
+            let kept = args
+                .checkpoint
+                .as_deref()
+                .map(|t| {
+                    t.parse::<Checkpoint>().map_err(|e| {
+                        coded(Code::Usage, format!("--checkpoint {t:?}: expected {e}"))
+                    })
+                })
+                .transpose()?;
+            match log.verify(kept)? {
+                Ok(head) => {
+                    if global.json {
+                        crate::output::json(&json!({
+                            "ok": true, "count": head.count, "head": head.head,
+                            "checkpoint": head.to_string()
+                        }))?;
+                    } else {
+                        crate::output::line(format_args!(
+                            "ok: {} entries, head {head}{}",
+                            head.count,
+                            if kept.is_some() {
+                                " (reaches the kept checkpoint)"
+                            } else {
+                                ""
+                            }
+                        ))?;
+                    }
+                    Ok(())
+                }
+                Err(bad) => {
+                    if global.json {
+                        crate::output::json(&json!({
+                            "ok": false, "entry": bad.seq, "reason": bad.reason
+                        }))?;
+                    }
+                    Err(coded(
+                        Code::Refused,
+                        format!("signing log {} does not hold: {bad}", log.path().display()),
+                    ))
+                }
+            }
+        }
+        LogCommand::Show(args) => {
+            let key = args
+                .key
+                .as_deref()
+                .map(|k| {
+                    k.parse::<Address>().map_err(|_| {
+                        coded(Code::Usage, format!("--key {k:?}: expected an address"))
+                    })
+                })
+                .transpose()?;
+            let since = args.since.as_deref().map(parse_since).transpose()?;
+            let entries = log.show(&ShowFilter { key, since })?;
+            if global.json {
+                let list: Vec<_> = entries
+                    .iter()
+                    .map(|(e, b)| json!({"seq": e.seq, "hash": e.hash, "entry": b}))
+                    .collect();
+                return crate::output::json(&list);
+            }
+            for (e, body) in entries {
+                match body {
+                    Some(b) => crate::output::line(format_args!(
+                        "{:>6}  {}  {}  chain {} nonce {}  {} {}  {}",
+                        e.seq,
+                        format_time(b.time),
+                        b.key,
+                        b.chain_id,
+                        b.nonce,
+                        b.function.as_deref().unwrap_or("(unknown call)"),
+                        match (&b.amount, &b.token) {
+                            (Some(a), Some(t)) => format!("{a} base units of {t}"),
+                            (Some(a), None) => format!("{a} base units"),
+                            _ => String::new(),
+                        },
+                        b.tx_hash
+                    ))?,
+                    None => crate::output::line(format_args!(
+                        "{:>6}  (unreadable entry: run `bridgectl log verify`)",
+                        e.seq
+                    ))?,
+                }
+            }
+            Ok(())
+        }
+        LogCommand::Export(args) => {
+            let mut text = Vec::new();
+            let mut failed = None;
+            log.each(|entry, _| {
+                if failed.is_none() {
+                    match serde_json::to_writer(&mut text, &entry) {
+                        Ok(()) => text.push(b'\n'),
+                        Err(e) => failed = Some(e),
+                    }
+                }
+            })?;
+            if let Some(e) = failed {
+                return Err(e.into());
+            }
+            match &args.out {
+                Some(path) => {
+                    crate::files::write_new(path, &text)?;
+                    crate::output::note(format_args!("exported -> {}", path.display()));
+                }
+                None => {
+                    let mut out = std::io::stdout().lock();
+                    out.write_all(&text)?;
+                    out.flush()?;
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+fn format_time(t: u64) -> String {
+    i64::try_from(t)
+        .ok()
+        .and_then(|t| time::OffsetDateTime::from_unix_timestamp(t).ok())
+        .and_then(|d| {
+            d.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| t.to_string())
+}
+
+fn parse_since(text: &str) -> anyhow::Result<u64> {
+    if let Ok(secs) = text.parse::<u64>() {
+        return Ok(secs);
+    }
+    if let Ok(w) = text.parse::<bridgectl_tx::limits::Window>() {
+        return Ok(bridgectl_tx::log::unix_now().saturating_sub(w.0));
+    }
+    let d = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+        .with_context(|| {
+            format!("--since {text:?}: expected RFC 3339, Unix seconds or a duration (`24h`)")
+        })
+        .map_err(|e| coded(Code::Usage, format!("{e:#}")))?;
+    Ok(u64::try_from(d.unix_timestamp()).unwrap_or_default())
+}

@@ -1,0 +1,389 @@
+//! The signing log end to end: `bridgectl sign` records every signature; `log verify`
+//! names the entry of each kind of tampering; an export is checked by an independent
+//! script (keccak and ecrecover from the pinned `cast`); spending limits and the
+//! allowlist refuse before any passphrase is read.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::util::{CountingPassphrase, Dir, TestCommand};
+
+const PASS: &str = "correct horse";
+const FROM: &str = "0x9d8a62f656a8d1615c1294fd71e9cfb3e4855a4f";
+const ST: &str = "0x5757575757575757575757575757575757575757";
+const ONE_ST: u128 = 1_000_000_000_000_000_000;
+
+/// The offline profile: ST on chain 1337, a gas-price cap, and `policy` lines.
+fn config(dir: &Dir, policy: &str) -> PathBuf {
+    dir.write(
+        "offline.toml",
+        format!(
+            "[profiles.default]\nside_chain_id = 1337\nst_contract = \"{ST}\"\n\
+             side_symbol = \"ST\"\nside_decimals = 18\n\n[profiles.default.policy]\n\
+             max-gas-price = 1000000000\n{policy}"
+        ),
+    )
+}
+
+fn import_key(dir: &Dir) {
+    crate::offline::import_key(dir);
+}
+
+fn raw_tx(nonce: u64, data: String) -> Value {
+    json!({
+        "from": FROM, "to": ST, "data": data, "nonce": nonce, "gasLimit": 100000,
+        "gasPrice": 1000000000u64, "chainId": 1337, "value": "0x0"
+    })
+}
+
+fn redeem(nonce: u64, amount: u128) -> Value {
+    raw_tx(nonce, format!("0xdb006a75{amount:064x}"))
+}
+
+fn transfer(nonce: u64, to: &str, amount: u128) -> Value {
+    raw_tx(
+        nonce,
+        format!(
+            "0xa9059cbb{:0>64}{amount:064x}",
+            to.trim_start_matches("0x")
+        ),
+    )
+}
+
+/// `bridgectl sign` of `tx` with the call pinned (function and every argument, as
+/// `NAME=VALUE`), passphrase from a counting FIFO. Returns the output and how often the
+/// passphrase was read.
+fn sign(
+    dir: &Dir,
+    config: &Path,
+    tx: &Value,
+    function: &str,
+    args: &[String],
+) -> (std::process::Output, usize) {
+    let fifo = CountingPassphrase::new(dir, PASS);
+    let nonce = tx["nonce"].as_u64().expect("nonce").to_string();
+    let mut cmd = dir.command();
+    cmd.args([
+        "sign",
+        "-",
+        "--yes",
+        "--expect-function",
+        function,
+        "--nonce",
+        &nonce,
+    ])
+    .args(args.iter().flat_map(|a| ["--expect-arg", a.as_str()]))
+    .args([Path::new("--config"), config])
+    .args(["--journal", "journal.sqlite3"])
+    .env("BRIDGECTL_PASSPHRASE_FILE", &fifo.path);
+    let out = cmd.output_with_stdin(serde_json::to_string(tx).expect("json").as_bytes());
+    (out, fifo.finish())
+}
+
+fn sign_redeem(
+    dir: &Dir,
+    config: &Path,
+    nonce: u64,
+    amount: u128,
+) -> (std::process::Output, usize) {
+    let args = [format!("_amount={amount}")];
+    sign(dir, config, &redeem(nonce, amount), "redeem", &args)
+}
+
+fn sign_transfer(dir: &Dir, config: &Path, to: &str) -> (std::process::Output, usize) {
+    let args = [format!("_to={to}"), format!("_value={ONE_ST}")];
+    sign(dir, config, &transfer(0, to, ONE_ST), "transfer", &args)
+}
+
+fn log_cmd(dir: &Dir, keystore: &Path, args: &[&str]) -> std::process::Output {
+    let mut cmd = dir.command();
+    cmd.args([Path::new("--keystore"), keystore, Path::new("log")])
+        .args(args);
+    cmd.output()
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A keystore whose log holds four redeems of 1..=4 ST, signed by `bridgectl sign`.
+fn four_signatures(dir: &Dir) {
+    import_key(dir);
+    let config = config(dir, "");
+    for n in 0..4u64 {
+        let (out, reads) = sign_redeem(dir, &config, n, u128::from(n + 1) * ONE_ST);
+        crate::util::assert_success(&Command::new("sign"), &out);
+        assert_eq!(reads, 1);
+    }
+}
+
+/// A copy of the keystore's log in a keystore directory of its own, tampered with by
+/// `sql`.
+fn tampered(dir: &Dir, name: &str, sql: &str) -> PathBuf {
+    let ks = dir.join(name);
+    std::fs::create_dir_all(&ks).expect("mkdir");
+    std::fs::set_permissions(&ks, {
+        let mut p = perms(&ks);
+        std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o700);
+        p
+    })
+    .expect("chmod");
+    std::fs::copy(
+        dir.keystore().join("signing-log.sqlite3"),
+        ks.join("signing-log.sqlite3"),
+    )
+    .expect("copy log");
+    let c = rusqlite::Connection::open(ks.join("signing-log.sqlite3")).expect("open");
+    c.execute_batch(sql).expect(sql);
+    ks
+}
+
+fn perms(p: &Path) -> std::fs::Permissions {
+    std::fs::metadata(p).expect("stat").permissions()
+}
+
+/// Entry 5 as someone without the key would make it: a copy of entry 4 moved on by
+/// one, chained to the real head, signed by another key.
+fn forged_entry_sql(dir: &Dir) -> String {
+    let c = rusqlite::Connection::open(dir.keystore().join("signing-log.sqlite3")).expect("open");
+    let (body, hash): (String, Vec<u8>) = c
+        .query_row("SELECT body, hash FROM entries WHERE seq = 4", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .expect("entry 4");
+    let mut v: Value = serde_json::from_str(&body).expect("body");
+    v["seq"] = json!(5);
+    v["nonce"] = json!(4);
+    v["prev"] = json!(format!("0x{}", alloy_primitives::hex::encode(&hash)));
+    let text = serde_json::to_string(&v).expect("text");
+    let h = alloy_primitives::keccak256(text.as_bytes());
+    let forger = alloy_signer_local::PrivateKeySigner::random();
+    let sig = alloy_signer::SignerSync::sign_message_sync(&forger, h.as_slice()).expect("sig");
+    format!(
+        "INSERT INTO entries (seq, time, key, chain_id, contract, body, hash, sig) \
+         SELECT 5, time, key, chain_id, contract, '{}', X'{}', X'{}' FROM entries WHERE seq = 4",
+        text.replace('\'', "''"),
+        alloy_primitives::hex::encode(h),
+        alloy_primitives::hex::encode(sig.as_bytes())
+    )
+}
+
+bctest!(
+    log_verify_names_each_tampered_entry,
+    |dir: Dir, _cmd: TestCommand| {
+        four_signatures(&dir);
+        let out = log_cmd(&dir, &dir.keystore(), &["checkpoint"]);
+        crate::util::assert_success(&Command::new("log checkpoint"), &out);
+        let kept = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        assert!(kept.starts_with("4:0x"), "{kept}");
+        let out = log_cmd(&dir, &dir.keystore(), &["verify", "--checkpoint", &kept]);
+        crate::util::assert_success(&Command::new("log verify"), &out);
+
+        let cases: Vec<(&str, String, bool, &str)> = vec![
+            (
+                "edit-amount",
+                "UPDATE entries SET body = replace(body, '\"amount\":\"2000000000000000000\"', \
+                 '\"amount\":\"200000000000000000\"') WHERE seq = 2"
+                    .into(),
+                false,
+                "entry 2: its contents do not match its hash",
+            ),
+            (
+                "delete-middle",
+                "DELETE FROM entries WHERE seq = 2".into(),
+                false,
+                "entry 2: missing",
+            ),
+            (
+                "reorder",
+                "UPDATE entries SET seq = 100 WHERE seq = 2; UPDATE entries SET seq = 2 WHERE \
+                 seq = 3; UPDATE entries SET seq = 3 WHERE seq = 100;"
+                    .into(),
+                false,
+                "entry 2: its body says it is entry 3",
+            ),
+            (
+                "truncate-tail",
+                "DELETE FROM entries WHERE seq >= 3".into(),
+                true,
+                "entry 3: missing",
+            ),
+            (
+                "forged-append",
+                forged_entry_sql(&dir),
+                false,
+                "entry 5: not signed by its key",
+            ),
+        ];
+        for (name, sql, with_checkpoint, want) in cases {
+            let ks = tampered(&dir, name, &sql);
+            let mut args = vec!["verify"];
+            if with_checkpoint {
+                args.extend(["--checkpoint", &kept]);
+            }
+            let out = log_cmd(&dir, &ks, &args);
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(3), "{name}: {err}");
+            assert!(err.contains(want), "{name}: {want:?} not in {err}");
+        }
+    }
+);
+
+bctest!(
+    log_show_and_json_list_the_signatures,
+    |dir: Dir, _cmd: TestCommand| {
+        four_signatures(&dir);
+        let out = log_cmd(
+            &dir,
+            &dir.keystore(),
+            &["show", "--key", FROM, "--since", "1h"],
+        );
+        crate::util::assert_success(&Command::new("log show"), &out);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(text.lines().count(), 4, "{text}");
+        assert!(text.contains("redeem(uint256)"), "{text}");
+        let mut cmd = dir.command();
+        cmd.args(["--json", "log", "show", "--since", "2000-01-01T00:00:00Z"]);
+        let out = cmd.output();
+        crate::util::assert_success(&Command::new("log show --json"), &out);
+        let list: Value = serde_json::from_slice(&out.stdout).expect("json");
+        assert_eq!(list[3]["entry"]["amount"], "4000000000000000000");
+        assert_eq!(list[3]["entry"]["token"], "ST");
+        assert_eq!(list[3]["entry"]["args"]["_amount"], "4000000000000000000");
+    }
+);
+
+bctest!(
+    log_export_is_verified_by_an_independent_script,
+    |dir: Dir, _cmd: TestCommand| {
+        four_signatures(&dir);
+        let kept = String::from_utf8_lossy(&log_cmd(&dir, &dir.keystore(), &["checkpoint"]).stdout)
+            .trim()
+            .to_owned();
+        let export = dir.join("export.jsonl");
+        let out = log_cmd(
+            &dir,
+            &dir.keystore(),
+            &["export", "--out", export.to_str().expect("utf-8")],
+        );
+        crate::util::assert_success(&Command::new("log export"), &out);
+        let script = crate::util::repo_root().join("scripts/verify-signing-log.py");
+        let cast = crate::util::pinned_tool("cast");
+        let check = |file: &Path| {
+            Command::new("python3")
+                .arg(&script)
+                .arg(file)
+                .args(["--checkpoint", &kept, "--cast"])
+                .arg(&cast)
+                .output()
+                .expect("python3")
+        };
+        let out = check(&export);
+        crate::util::assert_success(&Command::new("verify-signing-log.py"), &out);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains(&format!("ok: 4 entries, head {kept}")),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        // The same script catches an edited amount, naming the entry.
+        let text = std::fs::read_to_string(&export).expect("read");
+        let edited = text.replacen("3000000000000000000", "300000000000000000", 1);
+        assert_ne!(edited, text);
+        let bad = dir.write("edited.jsonl", edited);
+        let out = check(&bad);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert!(stderr(&out).contains("entry 3:"), "{}", stderr(&out));
+    }
+);
+
+bctest!(
+    a_redeem_over_the_daily_limit_is_refused_before_the_passphrase,
+    |dir: Dir, _cmd: TestCommand| {
+        import_key(&dir);
+        let config = config(
+            &dir,
+            "\n[profiles.default.policy.limits]\nst = { per = \"24h\", max = \"2.5\" }\n",
+        );
+        let (out, reads) = sign_redeem(&dir, &config, 0, 2 * ONE_ST);
+        crate::util::assert_success(&Command::new("sign"), &out);
+        assert_eq!(reads, 1);
+        assert!(
+            stderr(&out).contains("limit:     last 24h: 0 ST of 2.5 ST signed by this key"),
+            "{}",
+            stderr(&out)
+        );
+        let (out, reads) = sign_redeem(&dir, &config, 1, ONE_ST);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(3), "{err}");
+        assert_eq!(reads, 0, "a refusal never reads the passphrase");
+        assert!(
+            err.contains(
+                "spending limit 2.5 ST per 24h: 2 ST signed already in the window, 1 ST more"
+            ),
+            "{err}"
+        );
+        // Half an ST still fits.
+        let (out, reads) = sign_redeem(&dir, &config, 1, ONE_ST / 2);
+        crate::util::assert_success(&Command::new("sign"), &out);
+        assert_eq!(reads, 1);
+    }
+);
+
+bctest!(
+    a_transfer_outside_the_allowlist_is_refused_before_the_passphrase,
+    |dir: Dir, _cmd: TestCommand| {
+        import_key(&dir);
+        let allowed = "0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1";
+        let config = config(&dir, &format!("allowed-destinations = [\"{allowed}\"]\n"));
+        let elsewhere = "0xbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+        let (out, reads) = sign_transfer(&dir, &config, elsewhere);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(3), "{err}");
+        assert_eq!(reads, 0);
+        assert!(err.contains("destination"), "{err}");
+        let (out, reads) = sign_transfer(&dir, &config, allowed);
+        crate::util::assert_success(&Command::new("sign"), &out);
+        assert_eq!(reads, 1);
+    }
+);
+
+#[test]
+fn an_online_redeem_is_logged_and_the_daily_limit_refuses_before_the_passphrase() {
+    let live = crate::live::Live::new("log_online_limit");
+    let config = "xdg/config/bridgectl/config.toml";
+    let mut profile = std::fs::read_to_string(live.dir.join(config)).expect("config");
+    profile.push_str(&format!(
+        "\n[profiles.default.policy.limits]\n{} = {{ per = \"24h\", max = \"2\" }}\n",
+        live.sb.info.side.symbol.to_lowercase()
+    ));
+    live.dir.write(config, profile);
+    let dev = live.dev.to_string();
+    let out = live.ok(&["redeem", "--from", &dev, "--amount", "1.5", "--yes"]);
+    assert_eq!(out["status"], "completed", "{out:#}");
+    // The signature is in the log, and the log holds.
+    let entries = live.ok(&["log", "show"]);
+    assert_eq!(entries.as_array().map(Vec::len), Some(1), "{entries:#}");
+    assert_eq!(entries[0]["entry"]["txHash"], out["txHash"]);
+    assert_eq!(entries[0]["entry"]["function"], "redeem(uint256)");
+    let verified = live.ok(&["log", "verify"]);
+    assert_eq!(verified["ok"], true);
+    // 1.5 + 1 > 2 within the day: refused before any passphrase read.
+    let counter = CountingPassphrase::new(&live.dir, &live.passphrase);
+    let mut c = live.cmd();
+    c.env("BRIDGECTL_PASSPHRASE_FILE", &counter.path)
+        .args(["redeem", "--from", &dev, "--amount", "1", "--yes"]);
+    let out = c.output();
+    let reads = counter.finish();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert_eq!(reads, 0, "the passphrase was read");
+    let sym = &live.sb.info.side.symbol;
+    assert!(
+        err.contains(&format!(
+            "spending limit 2 {sym} per 24h: 1.5 {sym} signed already in the window, 1 {sym} more"
+        )),
+        "{err}"
+    );
+}

@@ -135,6 +135,13 @@ fn tampered(dir: &Dir, name: &str, sql: &str) -> PathBuf {
         ks.join("signing-log.sqlite3"),
     )
     .expect("copy log");
+    // The keys too: `log verify` wants every entry signed by a key of its keystore.
+    for entry in std::fs::read_dir(dir.keystore()).expect("keystore") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "key") {
+            std::fs::copy(&path, ks.join(path.file_name().expect("name"))).expect("copy key");
+        }
+    }
     let c = rusqlite::Connection::open(ks.join("signing-log.sqlite3")).expect("open");
     c.execute_batch(sql).expect(sql);
     ks
@@ -145,8 +152,9 @@ fn perms(p: &Path) -> std::fs::Permissions {
 }
 
 /// Entry 5 as someone without the key would make it: a copy of entry 4 moved on by
-/// one, chained to the real head, signed by another key.
-fn forged_entry_sql(dir: &Dir) -> String {
+/// one, chained to the real head, signed by another key. With `own_key` the entry also
+/// names that other key as its signer (a self-consistent entry of a stranger).
+fn forged_entry_sql(dir: &Dir, own_key: bool) -> String {
     let c = rusqlite::Connection::open(dir.keystore().join("signing-log.sqlite3")).expect("open");
     let (body, hash): (String, Vec<u8>) = c
         .query_row("SELECT body, hash FROM entries WHERE seq = 4", [], |r| {
@@ -157,13 +165,22 @@ fn forged_entry_sql(dir: &Dir) -> String {
     v["seq"] = json!(5);
     v["nonce"] = json!(4);
     v["prev"] = json!(format!("0x{}", alloy_primitives::hex::encode(&hash)));
+    let forger = alloy_signer_local::PrivateKeySigner::random();
+    if own_key {
+        v["key"] = json!(forger.address());
+    }
     let text = serde_json::to_string(&v).expect("text");
     let h = alloy_primitives::keccak256(text.as_bytes());
-    let forger = alloy_signer_local::PrivateKeySigner::random();
     let sig = alloy_signer::SignerSync::sign_message_sync(&forger, h.as_slice()).expect("sig");
+    let key_column = if own_key {
+        format!("'{}'", forger.address())
+    } else {
+        "key".into()
+    };
     format!(
         "INSERT INTO entries (seq, time, key, chain_id, contract, body, hash, sig) \
-         SELECT 5, time, key, chain_id, contract, '{}', X'{}', X'{}' FROM entries WHERE seq = 4",
+         SELECT 5, time, {key_column}, chain_id, contract, '{}', X'{}', X'{}' FROM entries \
+         WHERE seq = 4",
         text.replace('\'', "''"),
         alloy_primitives::hex::encode(h),
         alloy_primitives::hex::encode(sig.as_bytes())
@@ -212,9 +229,15 @@ bctest!(
             ),
             (
                 "forged-append",
-                forged_entry_sql(&dir),
+                forged_entry_sql(&dir, false),
                 false,
                 "entry 5: not signed by its key",
+            ),
+            (
+                "stranger-append",
+                forged_entry_sql(&dir, true),
+                false,
+                "entry 5: signed by 0x",
             ),
         ];
         for (name, sql, with_checkpoint, want) in cases {
@@ -227,6 +250,12 @@ bctest!(
             let err = stderr(&out);
             assert_eq!(out.status.code(), Some(3), "{name}: {err}");
             assert!(err.contains(want), "{name}: {want:?} not in {err}");
+            if name == "stranger-append" {
+                assert!(err.contains("not a key of this keystore"), "{err}");
+                // A key removed since it signed is the one legitimate stranger.
+                let out = log_cmd(&dir, &ks, &["verify", "--any-key"]);
+                crate::util::assert_success(&Command::new("log verify --any-key"), &out);
+            }
         }
     }
 );

@@ -225,8 +225,10 @@ impl CountingPassphrase {
                         r.fetch_add(1, Ordering::SeqCst);
                         let _ = f.write_all(line.as_bytes());
                         drop(f);
-                        // Let the reader see EOF before a possible next open.
-                        std::thread::sleep(std::time::Duration::from_millis(20));
+                        // Let the reader see EOF and close before the next open, or one
+                        // read is counted twice on a loaded machine. A reader that opens
+                        // again meanwhile blocks in open() until then: never missed.
+                        std::thread::sleep(std::time::Duration::from_millis(250));
                     }
                     Err(_) => std::thread::sleep(std::time::Duration::from_millis(1)),
                 }

@@ -38,6 +38,11 @@ pub struct VerifyArgs {
     /// which catches entries removed from the end.
     #[arg(long, value_name = "COUNT:HASH")]
     pub checkpoint: Option<String>,
+    /// Accept entries signed by keys that are not in this keystore (keys removed since
+    /// they signed). Without it such an entry is a failure: someone who can write the
+    /// file could append entries signed with a key of their own.
+    #[arg(long)]
+    pub any_key: bool,
 }
 
 /// Arguments of `bridgectl log show`.
@@ -88,7 +93,34 @@ pub fn run(global: &GlobalOpts, cmd: LogCommand) -> anyhow::Result<()> {
                     })
                 })
                 .transpose()?;
-            match log.verify(kept)? {
+            let mut outcome = log.verify(kept)?;
+            if outcome.is_ok() && !args.any_key {
+                // The chain holds; every entry must also be signed by a key of this
+                // keystore, or a self-signed entry appended by a stranger would pass.
+                let known: Vec<String> = crate::cmd::key::open_keystore(global)?
+                    .list()?
+                    .iter()
+                    .map(|k| k.address.to_string())
+                    .collect();
+                let mut stranger = None;
+                log.each(|entry, columns| {
+                    if stranger.is_none() && !known.contains(&columns.key) {
+                        stranger = Some(bridgectl_tx::log::BadEntry {
+                            seq: entry.seq,
+                            reason: format!(
+                                "signed by {}, which is not a key of this keystore (a key \
+                                 removed since: pass --any-key; else an entry someone else \
+                                 appended)",
+                                columns.key
+                            ),
+                        });
+                    }
+                })?;
+                if let Some(bad) = stranger {
+                    outcome = Err(bad);
+                }
+            }
+            match outcome {
                 Ok(head) => {
                     if global.json {
                         crate::output::json(&json!({

@@ -223,15 +223,7 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
         Ok(signed)
     })()
     .inspect_err(|e| fail("not-signed", e))?;
-    journal.record_signed(
-        &tx_id,
-        &SignedEntry {
-            raw: &signed.raw,
-            hash: signed.hash.to_string(),
-            chain_id: signed.chain_id,
-            nonce: signed.nonce,
-        },
-    )?;
+    journal.record_signed(&tx_id, &SignedEntry::from(&signed))?;
 
     // 6. Output.
     let bundle = SignedBundle::new(&signed, &input);

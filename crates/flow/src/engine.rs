@@ -365,15 +365,8 @@ impl Flows<'_> {
             bridgectl_tx::log::unix_now(),
         )?;
         drop(signer);
-        self.journal.record_signed(
-            tx_id,
-            &SignedEntry {
-                raw: &signed.raw,
-                hash: signed.hash.to_string(),
-                chain_id: signed.chain_id,
-                nonce: signed.nonce,
-            },
-        )?;
+        self.journal
+            .record_signed(tx_id, &SignedEntry::from(&signed))?;
         Ok(signed)
     }
 

@@ -145,6 +145,18 @@ pub struct SignedEntry<'a> {
     pub nonce: u64,
 }
 
+impl<'a> From<&'a bridgectl_tx::SignedTx> for SignedEntry<'a> {
+    /// What the journal keeps of a transaction signed here.
+    fn from(signed: &'a bridgectl_tx::SignedTx) -> Self {
+        SignedEntry {
+            raw: &signed.raw,
+            hash: signed.hash.to_string(),
+            chain_id: signed.chain_id,
+            nonce: signed.nonce,
+        }
+    }
+}
+
 /// The journal database. Thread-safe; every write is its own durable transaction.
 #[derive(Debug)]
 pub struct Journal {

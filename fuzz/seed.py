@@ -108,4 +108,12 @@ put("calldata", "approve", bytes.fromhex(calls["approve"]) + addr + word(2**256 
 put("calldata", "balanceOf", bytes.fromhex(calls["balanceOf"]) + addr)
 put("calldata", "totalSupply", bytes.fromhex(calls["totalSupply"]))
 put("calldata", "transferFrom", bytes.fromhex(calls["transferFrom"]) + addr + addr + word(1))
+# json: every JSON document in the repository's fixtures and vectors, plus the cases the
+# strict parser exists for (duplicate keys, wide integers, deep nesting, surrogates)
+docs = sorted((root / "crates/tx/tests").rglob("*.json"))[:200] + sorted((root / "keystore-fixtures").glob("*.json"))
+for f in docs:
+    put("json", hashlib.sha1(str(f).encode()).hexdigest()[:12], f.read_bytes()[:65536])
+for i, t in enumerate(['{"a":1,"a":2}', '18446744073709551616', '-9223372036854775809', '-0', '1e400',
+                       '[' * 129 + ']' * 129, '"\\ud83d\\ude00"', '"\\udc00"', '{"x":[1.5e-7,true,null]}', '0.1e+2']):
+    put("json", "case" + str(i), t)
 print("seeded", sum(1 for _ in out.rglob("seed-*")), "inputs under", out, file=sys.stderr)

@@ -11,6 +11,7 @@
 mod amount;
 mod calldata;
 mod envelope;
+mod json;
 mod key_file;
 mod tx;
 mod webhook;
@@ -18,6 +19,7 @@ mod webhook;
 pub use amount::amount;
 pub use calldata::calldata;
 pub use envelope::envelope;
+pub use json::json;
 pub use key_file::key_file;
 pub use tx::{rawtx_json, sign_input, signed_bundle, tx_decode};
 pub use webhook::webhook_delivery;
@@ -30,6 +32,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("amount", amount),
     ("calldata", calldata),
     ("envelope", envelope),
+    ("json", json),
     ("key_file", key_file),
     ("rawtx_json", rawtx_json),
     ("sign_input", sign_input),

@@ -103,17 +103,12 @@ pub struct Profile {
     pub labels: BTreeMap<String, String>,
 }
 
-/// The default config path: `$XDG_CONFIG_HOME/bridgectl/config.toml`.
-pub fn default_path() -> Option<PathBuf> {
-    dirs::config_dir().map(|d| d.join("bridgectl").join("config.toml"))
-}
-
 /// Reads the config file named by `--config`/`BRIDGECTL_CONFIG` or the default path.
 /// A missing default file is an empty config; a missing explicit file is an error.
 pub fn load_file(global: &GlobalOpts) -> Result<(ConfigFile, Option<PathBuf>)> {
     let (path, explicit) = match &global.config {
         Some(p) => (Some(p.clone()), true),
-        None => (default_path(), false),
+        None => (crate::paths::config_file(), false),
     };
     let Some(path) = path else {
         return Ok((ConfigFile::default(), None));

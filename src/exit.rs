@@ -31,21 +31,16 @@ pub enum Code {
 ///
 /// Commands wrap a library error in this when its meaning for the exit code is clear
 /// at the call site; everything else falls back to [`Code::Failure`].
-/// Its message is the wrapped error's whole chain, and it reports no source of its
-/// own, so the chain is printed once.
+/// Its message is the wrapped error's whole chain (`{:#}`), and it reports no source of
+/// its own, so the chain is printed once. Every library error either prints its source
+/// or returns it, never both, so `{:#}` names each cause once.
 #[derive(Debug, thiserror::Error)]
-#[error("{}", one_line(error))]
+#[error("{error:#}")]
 pub struct Coded {
     /// The exit code.
     pub code: Code,
     /// The error itself.
     pub error: anyhow::Error,
-}
-
-/// The error and its causes on one line, each cause once: what `main` prints. anyhow's
-/// `{:#}` would repeat a source that a library error also names in its own message.
-pub fn one_line(err: &anyhow::Error) -> String {
-    bridgectl_flow::error::one_line(err.as_ref())
 }
 
 /// Extension to tag a result with an exit code.
@@ -73,6 +68,20 @@ pub fn coded(code: Code, msg: impl std::fmt::Display) -> anyhow::Error {
     })
 }
 
+/// What to do next, for errors whose remedy is a command: printed under the error.
+pub fn hint(err: &anyhow::Error) -> Option<String> {
+    err.chain().find_map(
+        |cause| match cause.downcast_ref::<bridgectl_flow::Error>() {
+            Some(bridgectl_flow::Error::Timeout {
+                flow: Some(tx_id), ..
+            }) => Some(format!(
+                "the flow is journaled: `bridgectl resume {tx_id}` continues waiting"
+            )),
+            _ => None,
+        },
+    )
+}
+
 /// Whether `err` is a write to a closed pipe.
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|c| {
@@ -89,70 +98,94 @@ pub fn code_for(err: &anyhow::Error) -> Code {
             return coded.code;
         }
         if let Some(ks) = cause.downcast_ref::<bridgectl_keystore::Error>() {
-            return crate::cmd::key::exit_code_for(ks);
+            return keystore_code(ks);
         }
         if let Some(flow) = cause.downcast_ref::<bridgectl_flow::Error>() {
-            use bridgectl_flow::Error as F;
-            return match flow {
-                F::Tx(e) => crate::cmd::sign::exit_code_for(e),
-                F::Keystore(e) => crate::cmd::key::exit_code_for(e),
-                F::Declined(_) => Code::Declined,
-                F::BundleMismatch(_) | F::NonceReserved { .. } | F::JournalCorrupt { .. } => {
-                    Code::Refused
-                }
-                F::NotInJournal(_) => Code::NotFound,
-                F::Timeout { .. } => Code::Timeout,
-                F::Http { .. } | F::Platform { .. } | F::UnexpectedShape { .. } => Code::Remote,
-                F::PlaintextRefused { .. } => Code::Refused,
-                _ => Code::Failure,
-            };
+            return flow_code(flow);
         }
         if let Some(tx) = cause.downcast_ref::<bridgectl_tx::Error>() {
-            return crate::cmd::sign::exit_code_for(tx);
+            return tx_code(tx);
         }
     }
     Code::Failure
+}
+
+fn flow_code(err: &bridgectl_flow::Error) -> Code {
+    use bridgectl_flow::Error as F;
+    match err {
+        F::Tx(e) => tx_code(e),
+        F::Keystore(e) => keystore_code(e),
+        F::Declined(_) => Code::Declined,
+        F::Approval(inner) => inner
+            .downcast_ref::<Coded>()
+            .map_or(Code::Failure, |c| c.code),
+        F::BundleMismatch(_)
+        | F::NotBundle(_)
+        | F::NonceReserved { .. }
+        | F::JournalCorrupt { .. }
+        | F::ChangedSinceVerified { .. }
+        | F::NothingToCheckAgainst
+        | F::PlaintextRefused { .. } => Code::Refused,
+        F::NotInJournal(_) => Code::NotFound,
+        F::Timeout { .. } => Code::Timeout,
+        F::Http { .. } | F::Platform { .. } | F::UnexpectedShape { .. } | F::Body { .. } => {
+            Code::Remote
+        }
+        _ => Code::Failure,
+    }
+}
+
+/// Exit code for a tx error: every refusal of the input is [`Code::Refused`].
+fn tx_code(err: &bridgectl_tx::Error) -> Code {
+    if err.is_refusal() {
+        Code::Refused
+    } else {
+        Code::Failure
+    }
+}
+
+/// Exit code for a keystore error.
+fn keystore_code(err: &bridgectl_keystore::Error) -> Code {
+    use bridgectl_keystore::Error as K;
+    match err {
+        K::WrongPassphrase { .. } | K::PassphraseUnavailable { .. } => Code::Passphrase,
+        K::NotFound { .. } => Code::NotFound,
+        K::ExcessiveWork { .. }
+        | K::InsecurePermissions { .. }
+        | K::Malformed { .. }
+        | K::Json { .. }
+        | K::UnsupportedVersion { .. }
+        | K::Unsupported { .. }
+        | K::AddressMismatch { .. }
+        | K::WriteCheck { .. }
+        | K::AlreadyExists { .. }
+        | K::InvalidKey { .. }
+        | K::Mnemonic { .. } => Code::Refused,
+        K::Ambiguous { .. } | K::InvalidLabel { .. } | K::WeakKdf { .. } => Code::Usage,
+        _ => Code::Failure,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A library error that names its source in its message and also reports it.
-    #[derive(Debug, thiserror::Error)]
-    #[error("listener on 127.0.0.1:1: {source}")]
-    struct Listen {
-        #[source]
-        source: std::io::Error,
-    }
-
-    fn in_use() -> std::io::Error {
-        std::io::Error::new(std::io::ErrorKind::AddrInUse, "Address already in use")
-    }
-
     #[test]
-    fn one_line_names_each_cause_once() {
-        let err = anyhow::Error::new(Listen { source: in_use() }).context("webhook listen");
-        assert_eq!(
-            one_line(&err),
-            "webhook listen: listener on 127.0.0.1:1: Address already in use"
-        );
+    fn a_coded_error_prints_its_chain_once() {
+        let err = anyhow::Error::new(std::io::Error::new(
+            std::io::ErrorKind::AddrInUse,
+            "Address already in use",
+        ))
+        .context("binding the sandbox");
         let coded = anyhow::Error::new(Coded {
             code: Code::Remote,
             error: err,
-        });
+        })
+        .context("webhook listen");
         assert_eq!(
-            one_line(&coded),
-            "webhook listen: listener on 127.0.0.1:1: Address already in use"
+            format!("{coded:#}"),
+            "webhook listen: binding the sandbox: Address already in use"
         );
-    }
-
-    #[test]
-    fn one_line_keeps_causes_that_add_something() {
-        let err = anyhow::Error::new(in_use()).context("binding the sandbox");
-        assert_eq!(
-            one_line(&err),
-            "binding the sandbox: Address already in use"
-        );
+        assert_eq!(code_for(&coded), Code::Remote);
     }
 }

@@ -3,12 +3,12 @@
 //! or a rename (replaces), then fsync of the directory. A crash leaves the old file or
 //! the new one, never half of one.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::exit::{Code, coded};
+use crate::exit::{Code, WithCode, coded};
 
 fn parent(path: &Path) -> PathBuf {
     match path.parent() {
@@ -80,4 +80,48 @@ pub fn write_replace(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     }
     sync_dir(path);
     Ok(())
+}
+
+/// The largest input file accepted (a rawTx, a sign request, a bundle): a rawTx with
+/// 1 MiB of calldata fits easily; anything larger is not a file bridgectl wrote.
+const MAX_INPUT: u64 = 4 * 1024 * 1024;
+
+/// How an input is named in messages: its path, or `stdin` for `-`.
+pub fn input_name(input: &str) -> String {
+    if input == "-" {
+        "stdin".into()
+    } else {
+        input.to_owned()
+    }
+}
+
+/// Reads FILE, or stdin for `-`, bounded by [`MAX_INPUT`].
+pub fn read_input(input: &str) -> anyhow::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    if input == "-" {
+        if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            return Err(coded(
+                Code::Usage,
+                "no input: give a FILE, or pipe the JSON into stdin",
+            ));
+        }
+        std::io::stdin()
+            .take(MAX_INPUT + 1)
+            .read_to_end(&mut bytes)
+            .context("cannot read stdin")?;
+    } else {
+        let f = std::fs::File::open(input)
+            .with_context(|| format!("cannot open {input}"))
+            .code(Code::NotFound)?;
+        f.take(MAX_INPUT + 1)
+            .read_to_end(&mut bytes)
+            .with_context(|| format!("cannot read {input}"))?;
+    }
+    if bytes.len() as u64 > MAX_INPUT {
+        return Err(coded(
+            Code::Refused,
+            format!("{} is larger than {MAX_INPUT} bytes", input_name(input)),
+        ));
+    }
+    Ok(bytes)
 }

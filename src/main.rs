@@ -5,13 +5,17 @@
 //! `crates/` never print. Errors travel as `anyhow::Error` here and are mapped to the
 //! documented exit codes in [`exit`].
 
+mod approver;
+mod auth;
 mod cli;
 mod cmd;
 mod config;
 mod exit;
 mod files;
+mod opts;
 mod output;
 mod passphrase;
+mod paths;
 mod review;
 mod session;
 mod shutdown;
@@ -41,8 +45,11 @@ fn main() -> ExitCode {
                 // Errors carry platform messages and request text: escaped on the way out.
                 eprintln!(
                     "error: {}",
-                    bridgectl_tx::text::printable(&exit::one_line(&err))
+                    bridgectl_tx::text::printable(&format!("{err:#}"))
                 );
+                if let Some(hint) = exit::hint(&err) {
+                    eprintln!("hint: {hint}");
+                }
             }
             ExitCode::from(code as u8)
         }

@@ -8,16 +8,16 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use alloy_primitives::Address;
-use bridgectl_flow::action::{ActionCall, ActionOutcome};
-use bridgectl_flow::engine::{Flows, Submitter};
-use bridgectl_flow::journal::FlowState;
-use bridgectl_tx::request::{Intent, Origin, SignRequest};
+use bridgectl_flow::{ActionCall, ActionResult, Mode, Submitter};
+use bridgectl_tx::request::Intent;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
+use crate::approver::{CliApprover, StderrProgress};
 use crate::cli::GlobalOpts;
 use crate::exit::{Code, coded};
-use crate::session::{FlowOpts, Session, StderrProgress};
+use crate::opts::FlowOpts;
+use crate::session::Session;
 
 /// Transaction-action commands.
 #[derive(Debug, Subcommand)]
@@ -108,117 +108,66 @@ fn exec(global: &GlobalOpts, args: ExecArgs) -> anyhow::Result<()> {
     if local_key {
         session.check_signer(from)?;
     }
-    let mut flows = session.flows(Submitter::Platform)?;
     // What the user typed is trusted like the profile: a contract or chain the profile
     // does not name can be allowed for this one action.
-    flows.policy.expect_to = args.expect_to.or(flows.policy.expect_to);
-    flows.policy.expect_chain_id = args.expect_chain_id.or(flows.policy.expect_chain_id);
-    let (tx_id, outcome) = session.runtime.block_on(flows.execute("action", &call))?;
-    let (raw_json, data) = match outcome {
-        ActionOutcome::Eoa { raw_tx, data } => (raw_tx, data),
-        ActionOutcome::Managed {
-            tx_id: their_id,
-            tx_hash,
-        } => {
-            return report(
-                global,
-                &json!({"kind": "managed", "txId": their_id.unwrap_or(tx_id), "txHash": tx_hash}),
-            );
-        }
-        ActionOutcome::View { value } => {
-            return report(global, &json!({"kind": "view", "value": value}));
-        }
-    };
-    let raw = flows.parse_raw_tx(&tx_id, &data)?;
-    let intent = Flows::action_intent(&call);
-    let verified = session
-        .runtime
-        .block_on(flows.check_before_signing(&tx_id, from, &raw, &intent))?;
-    if let Some(out) = &args.out {
-        let request = SignRequest::new(
-            raw,
-            intent,
-            Origin {
-                base_url: Some(session.client.base_url().to_string()),
-                action: Some(args.name.clone()),
-                tx_id: Some(tx_id.clone()),
-                profile: Some(global.profile.clone()),
-                created_at: Some(now()),
-            },
-        );
-        let bytes = serde_json::to_vec_pretty(&request)?;
-        crate::files::write_new(out, &bytes)?;
-        session.journal.note(
-            &tx_id,
-            "sign-request-written",
-            &json!({"path": out.display().to_string()}),
-        )?;
-        return report(
-            global,
-            &json!({"kind": "sign-request", "txId": tx_id, "out": out}),
-        );
-    }
-    if !local_key {
-        session
-            .journal
-            .step(&tx_id, FlowState::Failed, "no-key", &json!({}))?;
-        anyhow::bail!(
-            "the platform returned a transaction to sign for {}, but no key for it is in the \
-             keystore: import it, or use --out to sign on another machine",
-            from
-        );
-    }
+    let flows = session.flows(Submitter::Platform, |policy| {
+        policy.expect_to = args.expect_to.or(policy.expect_to);
+        policy.expect_chain_id = args.expect_chain_id.or(policy.expect_chain_id);
+    })?;
     let mut approver = session.approver();
-    let signed = flows.approve_and_sign(&tx_id, &verified, &intent, &mut approver)?;
-    let submitted = session.runtime.block_on(flows.submit_journaled(
-        &tx_id,
-        &signed.raw,
-        signed.hash,
-        signed.chain_id,
-        signed.nonce,
-        signed.from,
-        &mut StderrProgress,
-    ))?;
-    report(
-        global,
-        &json!({"kind": "eoa", "txId": tx_id, "txHash": submitted.tx_hash, "nonce": submitted.nonce,
-                "chainId": submitted.chain_id, "rawTx": raw_json}),
-    )
-}
-
-fn now() -> String {
-    time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
-}
-
-fn report(global: &GlobalOpts, value: &serde_json::Value) -> anyhow::Result<()> {
-    if global.json {
-        return crate::output::json(value);
-    }
-    let get = |k: &str| {
-        value
-            .get(k)
-            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+    let mut progress = StderrProgress;
+    let mode: Mode<'_, CliApprover<'_>> = match (&args.out, local_key) {
+        (Some(_), _) => Mode::WriteRequest {
+            profile: Some(global.profile.clone()),
+        },
+        (None, true) => Mode::SignHere(&mut approver, &mut progress),
+        (None, false) => Mode::ExecuteOnly,
     };
-    match value.get("kind").and_then(|k| k.as_str()) {
-        Some("managed") => crate::output::line(format_args!(
-            "executed by the platform for the managed account: txId {}, tx {}",
-            crate::output::untrusted(&get("txId").unwrap_or_default()),
-            crate::output::untrusted(&get("txHash").unwrap_or_default())
-        )),
-        Some("view") => {
-            crate::output::line(crate::output::untrusted(&get("value").unwrap_or_default()))
+    let result = match session.runtime.block_on(flows.run_action(&call, mode)) {
+        Err(e @ bridgectl_flow::Error::NoSigner { .. }) => {
+            return Err(anyhow::Error::new(e).context(
+                "import the key, or use --out to write a sign request and sign on another machine",
+            ));
         }
-        Some("sign-request") => crate::output::line(format_args!(
-            "sign request written to {} (txId {}): sign it offline with `bridgectl sign`, then `bridgectl submit`",
-            get("out").unwrap_or_default(),
-            get("txId").unwrap_or_default()
+        other => other?,
+    };
+    if let (ActionResult::SignRequest { request, .. }, Some(out)) = (&result, &args.out) {
+        crate::files::write_new(out, &serde_json::to_vec_pretty(request)?)?;
+    }
+    report(global, &result, args.out.as_deref())
+}
+
+fn report(
+    global: &GlobalOpts,
+    result: &ActionResult,
+    out: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    if global.json {
+        let mut value = serde_json::to_value(result)?;
+        if let Some(out) = out {
+            value["out"] = json!(out);
+        }
+        return crate::output::json(&value);
+    }
+    match result {
+        ActionResult::Managed { tx_id, tx_hash } => crate::output::line(format_args!(
+            "executed by the platform for the managed account: txId {}, tx {}",
+            crate::output::untrusted(tx_id),
+            crate::output::untrusted(tx_hash.as_deref().unwrap_or_default())
         )),
-        _ => crate::output::line(format_args!(
+        ActionResult::View { value } => crate::output::line(crate::output::untrusted(
+            &value
+                .as_str()
+                .map_or_else(|| value.to_string(), str::to_owned),
+        )),
+        ActionResult::SignRequest { tx_id, .. } => crate::output::line(format_args!(
+            "sign request written to {} (txId {tx_id}): sign it offline with `bridgectl sign`, \
+             then `bridgectl submit`",
+            out.map(|p| p.display().to_string()).unwrap_or_default(),
+        )),
+        ActionResult::Eoa { submitted, .. } => crate::output::line(format_args!(
             "submitted tx {} (txId {})",
-            get("txHash").unwrap_or_default(),
-            get("txId").unwrap_or_default()
+            submitted.tx_hash, submitted.tx_id
         )),
     }
 }

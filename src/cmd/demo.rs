@@ -7,23 +7,25 @@
 //! transaction is verified before the key is unlocked, and every signed transaction is
 //! journaled before it is submitted. Nothing outside a temp dir is touched.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, U256};
 use alloy_signer_local::PrivateKeySigner;
 use anyhow::{Context, Result};
 use bridgectl_flow::client::{AccessToken, ClientOptions, PlatformClient};
-use bridgectl_flow::engine::{Approver, Bridge, ChainSide, Flows, Review, Submitter, WaitOptions};
-use bridgectl_flow::journal::Journal;
-use bridgectl_flow::local::{GasSource, NonceSource, TransferSpec, Which};
+use bridgectl_flow::{
+    Approver, Bridge, Flows, GasPriceCap, GasSource, Journal, NonceSource, Review, SwapSpec,
+    TransferSpec, WaitOptions, Which,
+};
 use bridgectl_keystore::{KdfParams, Keystore, Passphrase};
 use bridgectl_sandbox::{Sandbox, SandboxConfig};
 use clap::Args;
 use serde_json::json;
 
+use crate::approver::StderrProgress;
 use crate::cli::GlobalOpts;
 use crate::config::Profile;
-use crate::session::StderrProgress;
 
 /// Arguments of `bridgectl demo`.
 #[derive(Debug, Args)]
@@ -48,7 +50,10 @@ struct DemoApprover<'a> {
 }
 
 impl Approver for DemoApprover<'_> {
-    fn approve(&mut self, review: &Review<'_>) -> Result<PrivateKeySigner, bridgectl_flow::Error> {
+    async fn approve(
+        &mut self,
+        review: &Review<'_>,
+    ) -> Result<PrivateKeySigner, bridgectl_flow::Error> {
         let ctx = crate::review::context(self.profile, review.verified);
         crate::review::show(review.raw_tx(), &ctx);
         crate::output::note("(demo: confirmed automatically)");
@@ -60,17 +65,6 @@ impl Approver for DemoApprover<'_> {
             .ok_or_else(|| bridgectl_flow::Error::Declined("no key".into()))?;
         let mut provider = Passphrase::new(pass.expose_secret().to_owned());
         Ok(ks.unlock(&review.raw_tx().from.to_string(), &mut provider)?)
-    }
-}
-
-fn side(info: &bridgectl_sandbox::ChainInfo) -> ChainSide {
-    ChainSide {
-        environment_id: info.environment_id.clone(),
-        symbol: info.symbol.clone(),
-        decimals: info.decimals,
-        token: info.token_address,
-        chain_id: info.chain_id,
-        rpc_url: Some(info.rpc_url.clone()),
     }
 }
 
@@ -146,8 +140,8 @@ async fn run_flows(
         .map_err(|e| anyhow::anyhow!("registering {user} for fee delegation: {e}"))?;
 
     let bridge = Bridge {
-        main: side(&info.main),
-        side: side(&info.side),
+        main: (&info.main).into(),
+        side: (&info.side).into(),
         redeem_action: "redeem".into(),
     };
     let client = PlatformClient::new(
@@ -157,18 +151,14 @@ async fn run_flows(
     )?;
     let journal = Journal::open(work.join("journal.sqlite3"))?;
     let signing_log = keystore.signing_log()?;
-    let flows = Flows {
-        client: &client,
-        journal: &journal,
-        bridge: Some(&bridge),
-        policy: bridgectl_tx::Policy::default(),
-        submitter: Submitter::Platform,
-        wait: WaitOptions {
+    let flows = Flows::builder(client, Arc::new(journal), Arc::new(signing_log))
+        .bridge(bridge)
+        .wait(WaitOptions {
             interval: Duration::from_millis(200),
             timeout: Duration::from_secs(60),
-        },
-        signing_log: &signing_log,
-    };
+        })
+        .gas_price(GasPriceCap::NodeQuote)
+        .build();
     let mut profile = Profile::default();
     profile.labels.insert(user.to_string(), "demo key".into());
     profile
@@ -224,11 +214,13 @@ async fn run_flows(
     ));
     let swapped = flows
         .swap(
-            user,
-            swap_amount,
-            NonceSource::Platform,
-            GasSource::Platform,
-            true,
+            &SwapSpec {
+                from: user,
+                amount: swap_amount,
+                nonce: NonceSource::Platform,
+                gas: GasSource::Platform,
+                wait: true,
+            },
             &mut approver,
             &mut progress,
         )
@@ -314,7 +306,7 @@ async fn run_flows(
     }))
 }
 
-async fn balances(flows: &Flows<'_>, who: Address) -> Result<(U256, U256)> {
+async fn balances(flows: &Flows, who: Address) -> Result<(U256, U256)> {
     Ok((
         flows.token_balance(Which::Mt, who).await?,
         flows.token_balance(Which::St, who).await?,

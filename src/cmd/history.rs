@@ -22,7 +22,7 @@ pub struct HistoryArgs {
 
 /// Runs `bridgectl history`.
 pub fn run(global: &GlobalOpts, args: HistoryArgs) -> anyhow::Result<()> {
-    let journal = crate::session::open_journal(args.journal.as_ref())?;
+    let journal = crate::session::open_journal(args.journal.as_deref())?;
     if let Some(id) = &args.tx_id {
         let rec = journal
             .get(id)

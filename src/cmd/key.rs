@@ -169,39 +169,6 @@ pub struct VerifyArgs {
     pub passphrase: PassphraseOpts,
 }
 
-/// Opens the keystore named by `--keystore` / `BRIDGECTL_KEYSTORE`, else the default
-/// under the XDG data dir.
-pub fn open_keystore(global: &GlobalOpts) -> anyhow::Result<Keystore> {
-    let dir = match &global.keystore {
-        Some(dir) => dir.clone(),
-        None => Keystore::default_dir().ok_or(KsError::NoDefaultDir)?,
-    };
-    Ok(Keystore::open(dir)?)
-}
-
-/// Exit code for a keystore error.
-pub fn exit_code_for(err: &KsError) -> Code {
-    match err {
-        KsError::WrongPassphrase { .. } | KsError::PassphraseUnavailable { .. } => Code::Passphrase,
-        KsError::NotFound { .. } => Code::NotFound,
-        KsError::ExcessiveWork { .. }
-        | KsError::InsecurePermissions { .. }
-        | KsError::Malformed { .. }
-        | KsError::Json { .. }
-        | KsError::UnsupportedVersion { .. }
-        | KsError::Unsupported { .. }
-        | KsError::AddressMismatch { .. }
-        | KsError::WriteCheck { .. }
-        | KsError::AlreadyExists { .. }
-        | KsError::InvalidKey { .. }
-        | KsError::Mnemonic { .. } => Code::Refused,
-        KsError::Ambiguous { .. } | KsError::InvalidLabel { .. } | KsError::WeakKdf { .. } => {
-            Code::Usage
-        }
-        _ => Code::Failure,
-    }
-}
-
 /// Answers some purposes from a second source (the new passphrase of `passwd`, the
 /// foreign file's of `import`, the exported file's of `export`), the rest from the main
 /// one.
@@ -247,7 +214,7 @@ fn routed(opts: &PassphraseOpts, file: Option<&PathBuf>, second_for: Purpose) ->
 
 /// Runs a key command.
 pub fn run(global: &GlobalOpts, cmd: KeyCommand) -> anyhow::Result<()> {
-    let store = open_keystore(global)?;
+    let store = crate::session::open_keystore(global)?;
     match cmd {
         KeyCommand::New(args) => {
             let mut pass = CliPassphrases::new(&args.passphrase);

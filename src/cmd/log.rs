@@ -66,7 +66,7 @@ pub struct ExportArgs {
 }
 
 fn open(global: &GlobalOpts) -> anyhow::Result<SigningLogDb> {
-    let store = crate::cmd::key::open_keystore(global)?;
+    let store = crate::session::open_keystore(global)?;
     Ok(store.signing_log()?)
 }
 
@@ -97,7 +97,7 @@ pub fn run(global: &GlobalOpts, cmd: LogCommand) -> anyhow::Result<()> {
             if outcome.is_ok() && !args.any_key {
                 // The chain holds; every entry must also be signed by a key of this
                 // keystore, or a self-signed entry appended by a stranger would pass.
-                let known: Vec<String> = crate::cmd::key::open_keystore(global)?
+                let known: Vec<String> = crate::session::open_keystore(global)?
                     .list()?
                     .iter()
                     .map(|k| k.address.to_string())

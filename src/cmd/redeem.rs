@@ -2,12 +2,14 @@
 //! transaction the platform returns is checked against this intent before the key is
 //! unlocked; the signed transaction is journaled before it is submitted.
 
-use bridgectl_flow::engine::Submitter;
+use bridgectl_flow::Submitter;
 use clap::Args;
 use serde_json::json;
 
+use crate::approver::StderrProgress;
 use crate::cli::GlobalOpts;
-use crate::session::{FlowOpts, Session, StderrProgress, parse_amount};
+use crate::opts::{FlowOpts, parse_amount};
+use crate::session::Session;
 
 /// Arguments of `bridgectl redeem`.
 #[derive(Debug, Args)]
@@ -35,14 +37,14 @@ pub fn run(global: &GlobalOpts, args: RedeemArgs) -> anyhow::Result<()> {
     let amount = parse_amount(&args.amount, bridge.side.decimals, "--amount")?;
     session.check_signer(from)?;
     let submitter = if args.direct {
-        let url = session
+        session
             .profile
             .need(&session.profile.side_rpc_url, "side_rpc_url")?;
-        Submitter::Node(bridgectl_flow::rpc::NodeClient::new(url)?)
+        session.node_submitter(bridge.side.chain_id, "--direct")?
     } else {
         Submitter::Platform
     };
-    let flows = session.flows(submitter)?;
+    let flows = session.flows(submitter, |_| {})?;
     let mut approver = session.approver();
     let outcome =
         session

@@ -2,12 +2,14 @@
 //! bytes from the journal (a node's "already known" is success), then waits for the
 //! result as the flow would have. Never signs anything, never picks a new nonce.
 
-use bridgectl_flow::engine::Submitter;
+use bridgectl_flow::Submitter;
 use clap::Args;
 use serde_json::json;
 
+use crate::approver::StderrProgress;
 use crate::cli::GlobalOpts;
-use crate::session::{PlatformOpts, Session, StderrProgress};
+use crate::opts::PlatformOpts;
+use crate::session::Session;
 
 /// Arguments of `bridgectl resume`.
 #[derive(Debug, Args)]
@@ -22,11 +24,10 @@ pub struct ResumeArgs {
 /// Runs `bridgectl resume`.
 pub fn run(global: &GlobalOpts, args: ResumeArgs) -> anyhow::Result<()> {
     let session = Session::for_sending(global, &args.platform)?;
-    let flows = session.flows(Submitter::Platform)?;
-    let mut progress = StderrProgress;
-    let (record, submitted) = match session
+    let flows = session.flows(Submitter::Platform, |_| {})?;
+    let resumed = match session
         .runtime
-        .block_on(flows.resume_submit(&args.tx_id, &mut progress))
+        .block_on(flows.resume(&args.tx_id, &mut StderrProgress))
     {
         // Done already: say so, send nothing.
         Err(e @ bridgectl_flow::Error::AlreadyCompleted { .. }) => {
@@ -39,21 +40,12 @@ pub fn run(global: &GlobalOpts, args: ResumeArgs) -> anyhow::Result<()> {
         }
         other => other?,
     };
-    let mut status = None;
-    if record.kind == "redeem" {
-        let r = session.runtime.block_on(flows.wait_redemption(
-            &args.tx_id,
-            submitted.tx_hash,
-            &mut progress,
-        ))?;
-        status = Some(r.status.clone());
-    } else {
-        flows.complete(&args.tx_id, &json!({"txHash": submitted.tx_hash}), true)?;
-    }
+    let status = resumed.redemption.as_ref().map(|r| r.status.clone());
+    let submitted = &resumed.submitted;
     if global.json {
         crate::output::json(&json!({
             "txId": args.tx_id,
-            "kind": record.kind,
+            "kind": resumed.kind,
             "txHash": submitted.tx_hash,
             "alreadyKnown": submitted.already_known,
             "status": status,
@@ -61,7 +53,7 @@ pub fn run(global: &GlobalOpts, args: ResumeArgs) -> anyhow::Result<()> {
     } else {
         crate::output::line(format_args!(
             "resumed {} {}: tx {}{}{}",
-            record.kind,
+            resumed.kind,
             args.tx_id,
             submitted.tx_hash,
             if submitted.already_known {

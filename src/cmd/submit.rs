@@ -7,15 +7,15 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use bridgectl_flow::engine::Submitter;
-use bridgectl_flow::journal::{FlowState, SignedEntry};
-use bridgectl_tx::request::Intent;
+use bridgectl_flow::{BundleCheck, Submitter};
 use clap::Args;
 use serde_json::json;
 
+use crate::approver::StderrProgress;
 use crate::cli::GlobalOpts;
 use crate::exit::{Code, WithCode, coded};
-use crate::session::{PlatformOpts, Session, StderrProgress};
+use crate::opts::PlatformOpts;
+use crate::session::Session;
 
 /// Arguments of `bridgectl submit`.
 #[derive(Debug, Args)]
@@ -42,7 +42,7 @@ pub struct SubmitArgs {
 /// Reads a bundle or request file, bounded like every input of `sign` (a file that
 /// size is not one bridgectl wrote, and is refused before it is parsed).
 fn read(path: &Path, what: &str) -> anyhow::Result<Vec<u8>> {
-    crate::cmd::sign::read_input(&path.to_string_lossy())
+    crate::files::read_input(&path.to_string_lossy())
         .with_context(|| format!("{what} {}", path.display()))
 }
 
@@ -58,133 +58,53 @@ pub fn run(global: &GlobalOpts, args: SubmitArgs) -> anyhow::Result<()> {
         .code(Code::Refused)?;
     let session = Session::for_sending(global, &args.platform)?;
     let submitter = if args.direct {
-        let chain = checked.bundle.chain_id;
-        let p = &session.profile;
-        let url = if Some(chain) == p.side_chain_id {
-            p.side_rpc_url.as_deref()
-        } else if Some(chain) == p.main_chain_id {
-            p.main_rpc_url.as_deref()
-        } else {
-            None
-        }
-        .ok_or_else(|| anyhow::anyhow!("--direct: no rpc url in the profile for chain {chain}"))?;
-        Submitter::Node(bridgectl_flow::rpc::NodeClient::new(url)?)
+        session.node_submitter(checked.bundle.chain_id, "--direct")?
     } else {
         Submitter::Platform
     };
-    let flows = session.flows(submitter)?;
-    let b = &checked.bundle;
-    // Continue the flow `action exec --out` began, or start one for a bundle from
-    // elsewhere.
-    let tx_id = match &b.tx_id {
-        Some(id) if session.journal.get(id).is_ok() => id.clone(),
-        _ => {
-            let id = uuid::Uuid::new_v4().to_string();
-            session.journal.begin(
-                &id,
-                "submit",
-                Some(&b.from.to_string()),
-                &json!({"bundle": args.bundle.display().to_string(), "theirTxId": b.tx_id}),
-            )?;
-            id
-        }
-    };
-    let existing = session.journal.get(&tx_id)?;
-    // A flow begun here (`action exec --out`) holds the rawTx that was verified online:
-    // the bundle must sign exactly that, whatever the request file now says.
-    if let Some(journaled) = &existing.raw_tx {
-        let raw = bridgectl_tx::RawTx::from_value(journaled).code(Code::Refused)?;
-        bridgectl_flow::airgap::check_signed_matches(&checked.decoded, &raw).code(Code::Refused)?;
-    } else if checked.request.is_none() && !args.unchecked {
-        session.journal.step(
-            &tx_id,
-            FlowState::Failed,
-            "refused",
-            &json!({"error": "nothing to check the bundle against"}),
-        )?;
-        return Err(coded(
-            Code::Refused,
-            format!(
-                "nothing to check bundle {} against: give --request FILE (the sign request it \
-                 answers), or --unchecked to send it as it is",
-                args.bundle.display()
-            ),
-        ));
-    }
-    // What was asked for: the request's intent, or the one the flow journaled online.
-    let intent: Option<Intent> = match &checked.request {
-        Some(input) => input.intent.clone(),
-        None => match existing.intent.get("intent") {
-            None => None,
-            Some(i) => Some(serde_json::from_value(i.clone()).map_err(|e| {
-                coded(
+    let flows = session.flows(submitter, |_| {})?;
+    let origin = args.bundle.display().to_string();
+    let prepared =
+        match session
+            .runtime
+            .block_on(flows.prepare_bundle(checked, args.unchecked, &origin))
+        {
+            Err(bridgectl_flow::Error::NothingToCheckAgainst) => {
+                return Err(coded(
                     Code::Refused,
-                    format!("flow {tx_id}: the journaled intent does not read ({e}); nothing sent"),
-                )
-            })?),
-        },
-    };
-    let verified = session
+                    format!(
+                        "nothing to check bundle {origin} against: give --request FILE (the sign \
+                     request it answers), or --unchecked to send it as it is"
+                    ),
+                ));
+            }
+            other => other?,
+        };
+    if prepared.checked_against == BundleCheck::Unchecked {
+        let ctx = crate::review::context(&session.profile, &prepared.verified);
+        crate::review::show(prepared.verified.raw_tx(), &ctx);
+    }
+    let submitted = session
         .runtime
-        .block_on(flows.check_signed(&checked.decoded, intent.as_ref()))
-        .inspect_err(|e| {
-            let _ = session.journal.step(
-                &tx_id,
-                FlowState::Failed,
-                "refused",
-                &json!({"error": e.to_string()}),
-            );
-        })?;
-    if args.unchecked && checked.request.is_none() && existing.raw_tx.is_none() {
-        let ctx = crate::review::context(&session.profile, &verified);
-        crate::review::show(verified.raw_tx(), &ctx);
-    }
-    if let Some(prev) = &existing.tx_hash
-        && prev.parse().ok() != Some(b.tx_hash)
-    {
-        anyhow::bail!(
-            "flow {tx_id} already signed another transaction ({prev}); refusing to send a \
-             second one for it (bundle has {})",
-            b.tx_hash
-        );
-    }
-    session
-        .journal
-        .reserve_nonce(&tx_id, checked.decoded.sender, b.chain_id, b.nonce)?;
-    session.journal.record_signed(
-        &tx_id,
-        &SignedEntry {
-            raw: &b.signed_tx,
-            hash: b.tx_hash.to_string(),
-            chain_id: b.chain_id,
-            nonce: b.nonce,
-        },
-    )?;
-    let submitted = session.runtime.block_on(flows.submit_journaled(
-        &tx_id,
-        &b.signed_tx,
-        b.tx_hash,
-        b.chain_id,
-        b.nonce,
-        b.from,
-        &mut StderrProgress,
-    ))?;
+        .block_on(flows.send_bundle(&prepared, &mut StderrProgress))?;
+    // The request file was checked against the bundle by `check_bundle` whenever given.
+    let against_request = args.request.is_some();
     if global.json {
         crate::output::json(&json!({
-            "txId": tx_id,
+            "txId": prepared.tx_id,
             "txHash": submitted.tx_hash,
             "from": submitted.from,
             "chainId": submitted.chain_id,
             "nonce": submitted.nonce,
             "alreadyKnown": submitted.already_known,
-            "checkedAgainstRequest": checked.request.is_some(),
+            "checkedAgainstRequest": against_request,
         }))
     } else {
         crate::output::line(format_args!(
             "submitted tx {} (txId {}){}",
             submitted.tx_hash,
-            tx_id,
-            if checked.request.is_some() {
+            prepared.tx_id,
+            if against_request {
                 ", checked against its request"
             } else {
                 ""

@@ -3,14 +3,14 @@
 //! submitted (operation 3).
 
 use alloy_primitives::Address;
-use bridgectl_flow::engine::Submitter;
-use bridgectl_flow::local::{TransferSpec, Which};
+use bridgectl_flow::{Submitter, TransferSpec, Which};
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
+use crate::approver::StderrProgress;
 use crate::cli::GlobalOpts;
-use crate::cmd::swap::BuildOpts;
-use crate::session::{FlowOpts, Session, StderrProgress, parse_amount};
+use crate::opts::{BuildOpts, FlowOpts, parse_amount};
+use crate::session::Session;
 
 /// Which token.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -72,7 +72,7 @@ pub fn run(global: &GlobalOpts, args: TransferArgs) -> anyhow::Result<()> {
     } else {
         Submitter::Platform
     };
-    let flows = session.flows(submitter)?;
+    let flows = session.flows(submitter, |_| {})?;
     let spec = TransferSpec {
         which,
         from,

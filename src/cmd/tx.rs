@@ -53,11 +53,11 @@ struct CallOut {
 /// `signedTx`), or stdin.
 fn input_text(input: &str) -> anyhow::Result<String> {
     let text = if input == "-" {
-        String::from_utf8(crate::cmd::sign::read_input("-")?).context("stdin is not UTF-8")?
+        String::from_utf8(crate::files::read_input("-")?).context("stdin is not UTF-8")?
     } else if input.starts_with("0x") || !std::path::Path::new(input).exists() {
         input.to_owned()
     } else {
-        String::from_utf8(crate::cmd::sign::read_input(input)?)
+        String::from_utf8(crate::files::read_input(input)?)
             .with_context(|| format!("{input} is not UTF-8"))?
     };
     let trimmed = text.trim();

@@ -17,7 +17,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context as _, anyhow};
+use anyhow::Context as _;
 use bridgectl_webhook::client::{
     self, Client, ConditionInput, EventType, NewWebhook, Webhook, WebhookUpdate,
 };
@@ -349,25 +349,17 @@ fn coded_err(e: WebhookError) -> anyhow::Error {
     })
 }
 
-fn state_dir() -> anyhow::Result<PathBuf> {
-    dirs::state_dir()
-        .map(|d| d.join("bridgectl"))
-        .ok_or_else(|| anyhow!("no state directory: set XDG_STATE_HOME or HOME, or give the path"))
-}
-
 fn keys_path(explicit: &Option<PathBuf>) -> anyhow::Result<PathBuf> {
-    match explicit {
-        Some(p) => Ok(p.clone()),
-        None => Ok(state_dir()?.join("webhook-keys.json")),
-    }
+    crate::paths::state_file(explicit.as_deref(), "webhook-keys.json")
 }
 
 fn store_spec(explicit: &Option<String>) -> anyhow::Result<StoreSpec> {
     match explicit {
         Some(text) => Ok(StoreSpec::parse(text)),
-        None => Ok(StoreSpec::Sqlite(
-            state_dir()?.join("webhook-events.sqlite"),
-        )),
+        None => Ok(StoreSpec::Sqlite(crate::paths::state_file(
+            None,
+            "webhook-events.sqlite",
+        )?)),
     }
 }
 
@@ -415,19 +407,7 @@ async fn connect_api(global: &GlobalOpts, web3: &Web3Api) -> anyhow::Result<Clie
 
 async fn web3_token(url: &str, web3: &Web3Api) -> anyhow::Result<SecretString> {
     if let Some(path) = &web3.web3_token_file {
-        bridgectl_keystore::check_private_file(path)?;
-        let text = zeroize::Zeroizing::new(
-            std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read web3 token file {}", path.display()))?,
-        );
-        let line = text.lines().next().unwrap_or("").trim();
-        if line.is_empty() {
-            return Err(coded(
-                Code::Usage,
-                format!("web3 token file {} is empty", path.display()),
-            ));
-        }
-        return Ok(SecretString::from(line.to_owned()));
+        return crate::auth::read_secret_file(path, "web3 token");
     }
     if let Some(token) = env_nonempty("BRIDGECTL_WEB3_TOKEN") {
         return Ok(SecretString::from(token));
@@ -690,10 +670,7 @@ async fn listen(global: &GlobalOpts, args: ListenArgs) -> anyhow::Result<()> {
             loop {
                 match ensure::check(&client, &keys, store.as_ref(), Some(&url)).await {
                     Ok(report) => report_healing(json, &report),
-                    Err(e) => output::note(format!(
-                        "ensure: {}",
-                        crate::exit::one_line(&anyhow::Error::new(e))
-                    )),
+                    Err(e) => output::note(format!("ensure: {:#}", anyhow::Error::new(e))),
                 }
                 tokio::time::sleep(interval).await;
             }

@@ -94,9 +94,8 @@ pub fn check_bundle(
     bundle_bytes: &[u8],
     request_bytes: Option<&[u8]>,
 ) -> Result<CheckedBundle, Error> {
-    let bundle: SignedBundle = bridgectl_json::from_slice_to(bundle_bytes).map_err(|e| {
-        Error::BadInput(format!("not a signed bundle (bridgectl sign output): {e}"))
-    })?;
+    let bundle: SignedBundle =
+        bridgectl_json::from_slice_to(bundle_bytes).map_err(Error::NotBundle)?;
     if bundle.format != bridgectl_tx::sign::BUNDLE_FORMAT {
         return Err(Error::BundleMismatch(format!(
             "format is {:?}, expected {:?}",

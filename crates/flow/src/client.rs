@@ -688,9 +688,10 @@ fn check_path_segment(segment: &str, what: &str) -> Result<(), Error> {
     if ok {
         Ok(())
     } else {
-        Err(Error::BadInput(format!(
-            "invalid {what} {segment:?}: only letters, digits, '-', '_' and '.' are allowed"
-        )))
+        Err(Error::InvalidName {
+            what: what.to_owned(),
+            value: segment.to_owned(),
+        })
     }
 }
 

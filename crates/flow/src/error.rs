@@ -4,23 +4,16 @@ use serde_json::Value;
 
 use crate::client::PlatformError;
 
-/// An error and its causes on one line, "what failed: why", each cause once.
-///
-/// Some errors name their source in their own message (so that `to_string()` alone says
-/// why) and also report it as `source()`; walking the chain naively would print that
-/// source twice ("listener on ...: Address already in use: Address already in use"), so a
-/// cause the text already ends with is skipped.
-pub fn one_line(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = String::new();
-    let mut next = Some(err);
+/// `err` and its causes on one line, "what failed: why: why". Every error of the crate
+/// either prints its source or returns it from `source()`, never both, so each cause
+/// appears once. For journal entries and progress lines; a CLI prints the same chain
+/// with anyhow's `{:#}`.
+pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut next = err.source();
     while let Some(cause) = next {
-        let part = cause.to_string();
-        if !text.ends_with(&part) {
-            if !text.is_empty() {
-                text.push_str(": ");
-            }
-            text.push_str(&part);
-        }
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
         next = cause.source();
     }
     text
@@ -51,7 +44,7 @@ pub enum Error {
     },
 
     /// The request did not get an answer (connection refused, timeout, reset).
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Http {
         /// What was being done.
         what: String,
@@ -92,12 +85,92 @@ pub enum Error {
     },
 
     /// A request body could not be encoded.
-    #[error("cannot encode the request: {0}")]
+    #[error("cannot encode the request")]
     Encode(#[source] serde_json::Error),
 
-    /// An argument given by the user or the config is unusable.
-    #[error("{0}")]
-    BadInput(String),
+    /// The flows were put together without something this flow needs (the bridge
+    /// description, a chain's node URL): a configuration mistake, not a refusal.
+    #[error("configuration: {0}")]
+    Config(&'static str),
+
+    /// A name that goes into a URL path has characters that could walk the path.
+    #[error("invalid {what} {value:?}: only letters, digits, '-', '_' and '.' are allowed")]
+    InvalidName {
+        /// What it names.
+        what: String,
+        /// The name as given.
+        value: String,
+    },
+
+    /// The journal directory could not be made.
+    #[error("cannot create the journal directory {path}")]
+    JournalDir {
+        /// The directory.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A transaction was mined and reverted.
+    #[error("transaction {tx_hash} was mined in block {block} but reverted")]
+    Reverted {
+        /// Its hash.
+        tx_hash: alloy_primitives::B256,
+        /// The block.
+        block: u64,
+    },
+
+    /// An action returned a transaction to sign, and the call was made without a signer.
+    #[error(
+        "the platform returned a transaction for {from} to sign, and there is no key for it here"
+    )]
+    NoSigner {
+        /// The sender the transaction is for.
+        from: alloy_primitives::Address,
+    },
+
+    /// A signed bundle with neither its sign request nor the flow that wrote it known.
+    #[error(
+        "nothing to check the signed bundle against: neither the sign request it answers nor the flow that wrote it is known"
+    )]
+    NothingToCheckAgainst,
+
+    /// A flow that signed one transaction was offered another.
+    #[error(
+        "flow {tx_id} already signed another transaction ({signed}); refusing to send a second one for it (offered {offered})"
+    )]
+    AlreadySigned {
+        /// The flow.
+        tx_id: String,
+        /// What it signed.
+        signed: String,
+        /// What was offered.
+        offered: alloy_primitives::B256,
+    },
+
+    /// A sign request names a flow of this journal but carries another rawTx than the
+    /// one that flow verified.
+    #[error(
+        "the request's rawTx is not the one flow {tx_id} verified here: it was changed after it was written"
+    )]
+    ChangedSinceVerified {
+        /// The flow.
+        tx_id: String,
+    },
+
+    /// A signature did not decode back to the transaction that was verified.
+    #[error("self-check of the signature failed: {0}")]
+    SelfCheck(String),
+
+    /// The approver could not produce a signer (no passphrase source, a failed prompt).
+    /// [`Error::Declined`] is a "no"; this is a failure of the caller's own.
+    #[error(transparent)]
+    Approval(Box<dyn std::error::Error + Send + Sync + 'static>),
+
+    /// A file given as a signed bundle is not one.
+    #[error("not a signed bundle (bridgectl sign output)")]
+    NotBundle(#[source] bridgectl_json::Error),
 
     /// The raw transaction failed parsing or the checks against the intent; nothing was
     /// signed.
@@ -109,7 +182,7 @@ pub enum Error {
     Keystore(#[from] bridgectl_keystore::Error),
 
     /// The journal database failed.
-    #[error("journal {path}: {source}")]
+    #[error("journal {path}")]
     Journal {
         /// The database file.
         path: String,
@@ -183,6 +256,8 @@ pub enum Error {
         what: String,
         /// How long.
         seconds: u64,
+        /// The flow that can be resumed, when the wait belonged to one.
+        flow: Option<String>,
     },
 
     /// The user (through the approval callback) declined.

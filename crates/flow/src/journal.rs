@@ -89,14 +89,69 @@ impl FlowState {
     }
 }
 
+/// What a flow is. Stored as kebab-case text; `resume` dispatches on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FlowKind {
+    /// ST redeemed into MT.
+    Redeem,
+    /// MT swapped into ST.
+    Swap,
+    /// A token transfer signed here.
+    Transfer,
+    /// A token transfer signed by the platform for a managed account.
+    ManagedTransfer,
+    /// A transaction action.
+    Action,
+    /// A signed bundle from the air gap, submitted.
+    Submit,
+    /// A signature made by the offline signer.
+    Sign,
+}
+
+impl FlowKind {
+    /// The stored spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlowKind::Redeem => "redeem",
+            FlowKind::Swap => "swap",
+            FlowKind::Transfer => "transfer",
+            FlowKind::ManagedTransfer => "managed-transfer",
+            FlowKind::Action => "action",
+            FlowKind::Submit => "submit",
+            FlowKind::Sign => "sign",
+        }
+    }
+
+    fn parse(text: &str) -> Option<FlowKind> {
+        [
+            FlowKind::Redeem,
+            FlowKind::Swap,
+            FlowKind::Transfer,
+            FlowKind::ManagedTransfer,
+            FlowKind::Action,
+            FlowKind::Submit,
+            FlowKind::Sign,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == text)
+    }
+}
+
+impl std::fmt::Display for FlowKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One flow as recorded.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FlowRecord {
     /// The txId (UUID v4) that names the flow.
     pub tx_id: String,
-    /// `redeem`, `swap`, `transfer`, `action`, `submit`.
-    pub kind: String,
+    /// What the flow is.
+    pub kind: FlowKind,
     /// Where it stands.
     pub state: FlowState,
     /// The signing account.
@@ -130,31 +185,6 @@ pub struct StepRecord {
     pub step: String,
     /// Details.
     pub detail: Value,
-}
-
-/// A signed transaction, as the journal keeps it.
-#[derive(Debug, Clone)]
-pub struct SignedEntry<'a> {
-    /// The signed bytes.
-    pub raw: &'a [u8],
-    /// Their keccak hash.
-    pub hash: String,
-    /// Chain id.
-    pub chain_id: u64,
-    /// Nonce.
-    pub nonce: u64,
-}
-
-impl<'a> From<&'a bridgectl_tx::SignedTx> for SignedEntry<'a> {
-    /// What the journal keeps of a transaction signed here.
-    fn from(signed: &'a bridgectl_tx::SignedTx) -> Self {
-        SignedEntry {
-            raw: &signed.raw,
-            hash: signed.hash.to_string(),
-            chain_id: signed.chain_id,
-            nonce: signed.nonce,
-        }
-    }
 }
 
 /// The journal database. Thread-safe; every write is its own durable transaction.
@@ -217,21 +247,14 @@ fn unix_now() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
-fn now() -> String {
+/// Now, as the journal writes times (RFC 3339, UTC).
+pub(crate) fn now() -> String {
     time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()
 }
 
 impl Journal {
-    /// `$XDG_STATE_HOME/bridgectl/journal.sqlite3` (or the data dir where there is no
-    /// state dir).
-    pub fn default_path() -> Option<PathBuf> {
-        dirs::state_dir()
-            .or_else(dirs::data_dir)
-            .map(|d| d.join("bridgectl").join("journal.sqlite3"))
-    }
-
     /// Opens (creating if needed) the journal at `path`: directory 0700, file 0600,
     /// WAL with full fsync on every commit.
     pub fn open(path: impl AsRef<Path>) -> Result<Journal, Error> {
@@ -241,12 +264,32 @@ impl Journal {
             source,
         };
         if let Some(dir) = path.parent() {
-            create_private_dir(dir).map_err(|e| {
-                Error::BadInput(format!("cannot create journal dir {}: {e}", dir.display()))
+            create_private_dir(dir).map_err(|source| Error::JournalDir {
+                path: dir.display().to_string(),
+                source,
             })?;
         }
         let conn = Connection::open(&path).map_err(err)?;
         restrict_file(&path);
+        Journal::setup(conn, path)
+    }
+
+    /// A journal that lives as long as the value: for tests, and for embedders that
+    /// keep their own records (nothing survives a crash, so `resume` has nothing to
+    /// find).
+    pub fn in_memory() -> Result<Journal, Error> {
+        let conn = Connection::open_in_memory().map_err(|source| Error::Journal {
+            path: ":memory:".into(),
+            source,
+        })?;
+        Journal::setup(conn, PathBuf::from(":memory:"))
+    }
+
+    fn setup(conn: Connection, path: PathBuf) -> Result<Journal, Error> {
+        let err = |source| Error::Journal {
+            path: path.display().to_string(),
+            source,
+        };
         conn.execute_batch(
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;",
         )
@@ -280,7 +323,7 @@ impl Journal {
     pub fn begin(
         &self,
         tx_id: &str,
-        kind: &str,
+        kind: FlowKind,
         from: Option<&str>,
         intent: &Value,
     ) -> Result<(), Error> {
@@ -290,7 +333,7 @@ impl Journal {
             t.execute(
                 "INSERT INTO flows (tx_id, kind, state, from_addr, intent, created_at, updated_at)
                  VALUES (?1, ?2, 'started', ?3, ?4, ?5, ?5)",
-                params![tx_id, kind, from, intent.to_string(), at],
+                params![tx_id, kind.as_str(), from, intent.to_string(), at],
             )?;
             t.execute(
                 "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, 'started', ?3)",
@@ -390,9 +433,10 @@ impl Journal {
 
     /// Records the signed transaction. Durable when this returns: only then may it be
     /// submitted.
-    pub fn record_signed(&self, tx_id: &str, signed: &SignedEntry<'_>) -> Result<(), Error> {
+    pub fn record_signed(&self, tx_id: &str, signed: &bridgectl_tx::SignedTx) -> Result<(), Error> {
         let at = now();
-        let hex = format!("0x{}", hex::encode(signed.raw));
+        let hex = format!("0x{}", hex::encode(&signed.raw));
+        let hash = signed.hash.to_string();
         self.with(|c| {
             let t = c.transaction()?;
             t.execute(
@@ -401,7 +445,7 @@ impl Journal {
                 params![
                     tx_id,
                     hex,
-                    signed.hash,
+                    hash,
                     signed.chain_id as i64,
                     signed.nonce.to_string(),
                     at
@@ -412,7 +456,7 @@ impl Journal {
                 params![
                     tx_id,
                     at,
-                    serde_json::json!({"txHash": signed.hash, "chainId": signed.chain_id,
+                    serde_json::json!({"txHash": hash, "chainId": signed.chain_id,
                                        "nonce": signed.nonce})
                     .to_string()
                 ],
@@ -590,13 +634,20 @@ fn json_col(text: Option<String>) -> Option<Value> {
 }
 
 fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<FlowRecord> {
+    let kind: String = r.get(1)?;
     let state: String = r.get(2)?;
     let intent: String = r.get(4)?;
     let nonce: Option<String> = r.get(9)?;
     let chain_id: Option<i64> = r.get(8)?;
     Ok(FlowRecord {
         tx_id: r.get(0)?,
-        kind: r.get(1)?,
+        kind: FlowKind::parse(&kind).ok_or_else(|| {
+            rusqlite::Error::FromSqlConversionFailure(
+                1,
+                rusqlite::types::Type::Text,
+                format!("unknown flow kind {kind:?}").into(),
+            )
+        })?,
         state: FlowState::parse(&state),
         from: r.get(3)?,
         intent: serde_json::from_str(&intent).unwrap_or(Value::String(intent)),
@@ -634,27 +685,34 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn signed_for_test(chain_id: u64, nonce: u64) -> bridgectl_tx::SignedTx {
+        bridgectl_tx::SignedTx {
+            raw: vec![0xf8, 0x01].into(),
+            hash: alloy_primitives::B256::repeat_byte(0xab),
+            from: Address::ZERO,
+            chain_id,
+            nonce,
+        }
+    }
+
     #[test]
     fn a_flow_round_trips_with_its_steps() {
         let dir = tempfile::tempdir().expect("tmp");
         let path = dir.path().join("j/journal.sqlite3");
         let j = Journal::open(&path).expect("open");
-        j.begin("id-1", "redeem", Some("0xabc"), &json!({"amount": "1"}))
-            .expect("begin");
+        j.begin(
+            "id-1",
+            FlowKind::Redeem,
+            Some("0xabc"),
+            &json!({"amount": "1"}),
+        )
+        .expect("begin");
         j.record_raw_tx("id-1", &json!({"nonce": "0x1"}))
             .expect("raw");
         j.step("id-1", FlowState::Verified, "verified", &json!({}))
             .expect("verify");
-        j.record_signed(
-            "id-1",
-            &SignedEntry {
-                raw: &[0xf8, 0x01],
-                hash: "0xhash".into(),
-                chain_id: 31337,
-                nonce: u64::MAX,
-            },
-        )
-        .expect("signed");
+        j.record_signed("id-1", &signed_for_test(31337, u64::MAX))
+            .expect("signed");
         drop(j);
 
         // A new process sees everything that was committed.
@@ -694,7 +752,7 @@ mod tests {
             journals[i % 2]
                 .begin(
                     &format!("flow-{i}"),
-                    "redeem",
+                    FlowKind::Redeem,
                     Some(&addr.to_string()),
                     &json!({}),
                 )
@@ -753,15 +811,7 @@ mod tests {
         // A flow that signed holds its nonce for good, even once marked failed (a
         // platform reporting "failed" must not free a nonce that can still be mined).
         journals[0]
-            .record_signed(
-                loser,
-                &SignedEntry {
-                    raw: &[0xf8, 0x01],
-                    hash: "0xab".into(),
-                    chain_id: 7,
-                    nonce: 5,
-                },
-            )
+            .record_signed(loser, &signed_for_test(7, 5))
             .expect("signed");
         journals[0]
             .step(loser, FlowState::Failed, "redemption-failed", &json!({}))
@@ -770,15 +820,21 @@ mod tests {
             journals[0].next_nonce(addr, 7, None).expect("next"),
             Some(6)
         );
+        // A bystander: neither the race's winner (marked failed above) nor the loser.
+        let other = (0..16)
+            .map(|i| format!("flow-{i}"))
+            .find(|id| id != holder && id != loser)
+            .expect("a third flow");
+        let other = other.as_str();
         assert!(matches!(
-            journals[1].reserve_nonce("flow-3", addr, 7, 5),
+            journals[1].reserve_nonce(other, addr, 7, 5),
             Err(Error::NonceReserved { .. })
         ));
 
         // An unsigned reservation holds only for its lease: a flow interrupted at its
         // prompt does not block the address for ever.
         journals[1]
-            .reserve_nonce("flow-3", addr, 7, 6)
+            .reserve_nonce(other, addr, 7, 6)
             .expect("next nonce");
         assert_eq!(
             journals[0].next_nonce(addr, 7, None).expect("next"),
@@ -800,7 +856,8 @@ mod tests {
     fn oversized_blobs_are_stored_as_a_marker() {
         let dir = tempfile::tempdir().expect("tempdir");
         let j = Journal::open(dir.path().join("j.sqlite3")).expect("open");
-        j.begin("t1", "redeem", None, &json!({})).expect("begin");
+        j.begin("t1", FlowKind::Redeem, None, &json!({}))
+            .expect("begin");
         let huge = json!({"status": "PENDING", "raw": "x".repeat(5 * MAX_BLOB_BYTES)});
         j.observe("t1", None, "status", &huge).expect("observe");
         j.record_result("t1", &huge).expect("result");
@@ -842,9 +899,10 @@ mod tests {
             }) => e.code == rusqlite::ErrorCode::ConstraintViolation,
             _ => false,
         };
-        j.begin("a", "swap", None, &json!({})).expect("begin");
+        j.begin("a", FlowKind::Swap, None, &json!({}))
+            .expect("begin");
         assert!(
-            constraint(j.begin("a", "swap", None, &json!({}))),
+            constraint(j.begin("a", FlowKind::Swap, None, &json!({}))),
             "txId reused"
         );
     }

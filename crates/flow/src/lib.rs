@@ -1,25 +1,28 @@
-//! Safe flows over the token-bridge platform API.
-//!
-//! [`client::PlatformClient`] speaks the platform's wire format;
-//! [`engine::Flows`] turns it into flows that never sign blind: every raw transaction
-//! from outside is parsed strictly and checked against the intent before the
-//! [`engine::Approver`] is asked for the key, and every signed transaction is in the
-//! [`journal::Journal`] before it is submitted.
-//!
-//! The library never prints or prompts: progress goes through [`engine::Progress`],
-//! confirmation and unlocking through [`engine::Approver`].
+#![doc = include_str!("../README.md")]
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
-pub mod action;
 pub mod airgap;
 pub mod client;
-pub mod engine;
-pub mod error;
-/// Bounded bodies, no proxy on loopback http, redacted URLs: shared with the webhook
-/// client.
-pub use bridgectl_http as http;
+mod error;
+mod flows;
 pub mod journal;
-pub mod local;
 pub mod rpc;
 pub mod timing;
 
-pub use error::Error;
+/// Bounded bodies, no proxy on loopback http, redacted URLs: shared with the webhook
+/// client.
+pub use bridgectl_http as http;
+
+/// The signer an [`Approver`] hands back (alloy's local signer, re-exported so that an
+/// embedder needs no alloy dependency of its own to implement one).
+pub use alloy_signer_local::PrivateKeySigner;
+pub use bridgectl_tx::{Policy, SignedTx, Verified};
+pub use error::{Error, chain};
+pub use flows::{
+    ActionCall, ActionOutcome, ActionResult, Approver, Bridge, BundleCheck, ChainSide,
+    DEFAULT_MAX_GAS_LIMIT, Flows, FlowsBuilder, GAS_PRICE_SANITY_MULTIPLE, GasPriceCap, GasSource,
+    Mode, NoGasPriceCap, NonceSource, OfflineSigner, OfflineSigning, PreparedBundle, Progress,
+    Quiet, RedeemOutcome, Resumed, Review, Submitted, Submitter, SwapOutcome, SwapSpec,
+    TransferSpec, WaitOptions, Which,
+};
+pub use journal::{FlowKind, FlowState, Journal};

@@ -242,6 +242,7 @@ impl NodeClient {
                 return Err(Error::Timeout {
                     what: format!("the receipt of {hash}"),
                     seconds: timeout.as_secs(),
+                    flow: None,
                 });
             }
             crate::timing::sleep(interval).await;

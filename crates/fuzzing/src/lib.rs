@@ -7,6 +7,7 @@
 //!
 //! Inputs are plain bytes with a small convention per target (documented on each
 //! function), so the corpora stay readable and seeds can be written by hand.
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 mod amount;
 mod calldata;

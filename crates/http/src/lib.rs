@@ -7,6 +7,7 @@
 //! to loopback carries the bearer token in clear text, which a proxy from `HTTP_PROXY`
 //! would see; a node URL often carries an API key in its path
 //! (`https://host/v3/KEY`), and reqwest's error text quotes the whole URL.
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 /// The largest response body any client reads: 1 MiB. Platform envelopes, node answers
 /// and web3 pages are a few KiB; an answer this large is not one we can use.

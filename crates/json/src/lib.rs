@@ -1,4 +1,5 @@
 #![doc = include_str!("../README.md")]
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Number, Value};
@@ -69,7 +70,7 @@ pub enum Error {
     },
     /// The document is valid JSON but not of the expected type.
     #[error("{0}")]
-    Type(#[source] serde_json::Error),
+    Type(serde_json::Error),
 }
 
 /// Parses `bytes` strictly with the default [`Options`].

@@ -211,10 +211,6 @@ pub enum Error {
         bad: bridgectl_tx::log::BadEntry,
     },
 
-    /// No home or data directory to put the default keystore in.
-    #[error("no data directory found for the default keystore; pass --keystore DIR")]
-    NoDefaultDir,
-
     /// A KDF or cipher failed for a reason other than the passphrase (out of memory,
     /// invalid parameters that passed our checks).
     #[error("{} : key derivation failed: {reason}", path.display())]
@@ -267,7 +263,6 @@ impl Error {
             Error::Mnemonic { .. } => "mnemonic",
             Error::WriteCheck { .. } => "write_check",
             Error::Io { .. } => "io",
-            Error::NoDefaultDir => "no_default_dir",
             Error::SigningLog { .. } => "signing_log",
             Error::SigningLogBroken { .. } => "signing_log_broken",
             Error::Crypto { .. } => "crypto",

@@ -1,6 +1,7 @@
 //! Secret-holding types and the passphrase callback.
 //!
-//! Every secret lives in a [`Zeroizing`] buffer, has a hand-written `Debug` that prints
+//! Every secret lives in a `secrecy` box (wiped on drop, the family every bridgectl
+//! crate uses for secrets) or a [`Zeroizing`] buffer, has a hand-written `Debug` that prints
 //! nothing of it, and no `Display` or `Serialize`: the only way to read one is
 //! `expose_secret()`, so a grep finds every read.
 
@@ -11,17 +12,17 @@ use zeroize::Zeroizing;
 use crate::{Error, KeyInfo};
 
 /// A passphrase. Wiped from memory on drop; never printed.
-pub struct Passphrase(Zeroizing<String>);
+pub struct Passphrase(secrecy::SecretString);
 
 impl Passphrase {
     /// Wraps a passphrase. The `String` is moved in, so no copy stays behind.
     pub fn new(passphrase: String) -> Self {
-        Self(Zeroizing::new(passphrase))
+        Self(secrecy::SecretString::from(passphrase))
     }
 
     /// The passphrase text. Call at each read; do not keep the `&str` around.
     pub fn expose_secret(&self) -> &str {
-        &self.0
+        secrecy::ExposeSecret::expose_secret(&self.0)
     }
 }
 
@@ -33,17 +34,17 @@ impl fmt::Debug for Passphrase {
 
 /// Secret text that is not a passphrase: a hex private key or a BIP-39 mnemonic being
 /// imported. Wiped from memory on drop; never printed.
-pub struct SecretText(Zeroizing<String>);
+pub struct SecretText(secrecy::SecretString);
 
 impl SecretText {
     /// Wraps the text. The `String` is moved in, so no copy stays behind.
     pub fn new(text: String) -> Self {
-        Self(Zeroizing::new(text))
+        Self(secrecy::SecretString::from(text))
     }
 
     /// The text. Call at each read; do not keep the `&str` around.
     pub fn expose_secret(&self) -> &str {
-        &self.0
+        secrecy::ExposeSecret::expose_secret(&self.0)
     }
 }
 

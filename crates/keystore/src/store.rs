@@ -236,11 +236,6 @@ impl Drop for LockGuard {
 }
 
 impl Keystore {
-    /// `$XDG_DATA_HOME/bridgectl/keystore` (or the platform's data dir).
-    pub fn default_dir() -> Option<PathBuf> {
-        dirs::data_dir().map(|d| d.join("bridgectl").join("keystore"))
-    }
-
     /// Opens the keystore in `dir`, creating it with mode 0700 if missing. A directory
     /// accessible by group or others is refused, with the chmod that fixes it.
     pub fn open(dir: impl Into<PathBuf>) -> Result<Keystore, Error> {

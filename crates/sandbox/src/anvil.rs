@@ -36,6 +36,11 @@ pub fn find_anvil(configured: Option<&Path>) -> Result<PathBuf, Error> {
     if let Ok(exe) = std::env::current_exe() {
         roots.extend(exe.ancestors().skip(1).map(Path::to_owned));
     }
+    // The working directory (a test runs in its package; a person in the checkout):
+    // the path compiled in below is stale when a build cache moves between checkouts.
+    if let Ok(cwd) = std::env::current_dir() {
+        roots.extend(cwd.ancestors().map(Path::to_owned));
+    }
     roots.extend(
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .ancestors()

@@ -70,6 +70,15 @@ pub enum Error {
     /// A contract could not be deployed or funded.
     #[error("setting up the contracts failed: {0}")]
     Deploy(String),
+    /// A setup transaction (deploying, funding, minting) was not accepted.
+    #[error("setting up the contracts failed: {what}")]
+    Setup {
+        /// The step.
+        what: String,
+        /// The node's refusal.
+        #[source]
+        source: crate::chain::SendError,
+    },
     /// A committed contract artifact does not parse.
     #[error("contract artifact {name} is invalid")]
     Artifact {

@@ -17,6 +17,7 @@
 //! ```
 //!
 //! See the crate README for routes, error codes, the fault knobs and how "drop" looks.
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 pub mod amount;
 pub mod anvil;
@@ -141,7 +142,10 @@ fn signer(hex_key: &str) -> Result<PrivateKeySigner, Error> {
 }
 
 fn deploy_err(what: &str) -> impl Fn(chain::SendError) -> Error + '_ {
-    move |e| Error::Deploy(format!("{what}: {e}"))
+    move |source| Error::Setup {
+        what: what.to_owned(),
+        source,
+    }
 }
 
 impl Sandbox {

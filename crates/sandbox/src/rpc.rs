@@ -28,6 +28,15 @@ pub enum RpcError {
     /// The result did not have the expected shape.
     #[error("unexpected result: {0}")]
     Decode(String),
+    /// The result of a method did not deserialize.
+    #[error("unexpected result of {method}")]
+    Result {
+        /// The method.
+        method: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 /// A log entry, as much of it as the relayer reads.
@@ -119,7 +128,10 @@ impl Rpc {
             });
         }
         let result = resp.get("result").cloned().unwrap_or(Value::Null);
-        serde_json::from_value(result).map_err(|e| RpcError::Decode(format!("{method}: {e}")))
+        serde_json::from_value(result).map_err(|source| RpcError::Result {
+            method: method.to_owned(),
+            source,
+        })
     }
 
     /// `eth_chainId`.

@@ -1,25 +1,34 @@
 //! A string secret (tokens, keys) that never shows in `Debug` and is wiped on drop.
 
+use secrecy::{ExposeSecret, SecretString};
 use zeroize::Zeroizing;
 
 /// A secret string: the bearer token, the API secret key, a private key in hex.
 ///
 /// No `Display`, no `Serialize`, a redacted `Debug`; read it with
 /// [`Secret::expose_secret`] so a grep finds every place that does.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(Zeroizing<String>);
+#[derive(Clone)]
+pub struct Secret(SecretString);
 
 impl Secret {
     /// Wraps a string.
     pub fn new(value: impl Into<String>) -> Secret {
-        Secret(Zeroizing::new(value.into()))
+        Secret(SecretString::from(value.into()))
     }
 
     /// The secret itself.
     pub fn expose_secret(&self) -> &str {
-        &self.0
+        self.0.expose_secret()
     }
 }
+
+impl PartialEq for Secret {
+    fn eq(&self, other: &Self) -> bool {
+        self.expose_secret() == other.expose_secret()
+    }
+}
+
+impl Eq for Secret {}
 
 impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -30,7 +39,7 @@ impl std::fmt::Debug for Secret {
 impl<'de> serde::Deserialize<'de> for Secret {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = Zeroizing::new(String::deserialize(d)?);
-        Ok(Secret(s))
+        Ok(Secret::new(s.as_str()))
     }
 }
 

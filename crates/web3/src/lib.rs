@@ -12,6 +12,7 @@
 //! assert!(signature::verify(b"key", b"{}", &sig));
 //! assert_eq!("block_period".parse::<EventType>(), Ok(EventType::BlockPeriod));
 //! ```
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 pub mod event_type;
 pub mod networks;

@@ -60,7 +60,7 @@ pub enum Error {
     },
     /// The answer's body could not be read: over the size cap, or the connection failed
     /// mid-body.
-    #[error("{method} {url}: {source}")]
+    #[error("{method} {url}")]
     Body {
         /// The method.
         method: &'static str,

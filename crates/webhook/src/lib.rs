@@ -20,6 +20,7 @@
 //!
 //! The network table, the event types and the delivery signature are
 //! `bridgectl-web3`'s, shared with the sandbox.
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 /// Bounded bodies, no proxy on loopback http, redacted URLs: shared with the flows'
 /// clients.

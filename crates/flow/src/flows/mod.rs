@@ -1,29 +1,50 @@
-//! The shared spine of every flow: verify -> approve (unlock) -> sign -> journal ->
-//! submit, and `resume` for a flow that was interrupted after signing.
-//!
-//! Order matters and is the point of this module:
+//! The flows and their shared spine: verify -> approve (unlock) -> sign -> journal ->
+//! submit. Each flow (redeem, swap, transfer, action, managed, submit of a bundle,
+//! resume, offline signing) lives in its own file and reaches the key only through
+//! [`Flows::sign_verified`], the one place that orders the steps:
 //! 1. the raw transaction is parsed strictly and checked against the intent and the
-//!    user's caps; a failure here never reaches the key;
+//!    caps by `bridgectl_tx::verify`; a failure here never reaches the key;
 //! 2. only then is the [`Approver`] asked (it shows the summary, confirms, unlocks);
-//! 3. the signed bytes are committed to the journal before they are sent;
-//! 4. submission failures leave the flow `signed`, so `resume` resends the same bytes.
+//! 3. the signature is recorded in the signing log, re-decoded as a self-check, and the
+//!    signed bytes are committed to the journal before they are sent;
+//! 4. a submission failure leaves the flow `signed`, so [`Flows::resume`] resends the
+//!    same bytes.
 
+mod action;
+mod bundle;
+mod managed;
+mod offline;
+mod redeem;
+mod resume;
+mod swap;
+mod transfer;
+
+use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use alloy_primitives::{Address, B256, U256};
 use alloy_signer_local::PrivateKeySigner;
 use bridgectl_tx::request::{Intent, Token};
 use bridgectl_tx::{Context, Nonce, NonceFacts, Policy, RawTx, SignedTx, SigningLog, Verified};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::Error;
 use crate::client::PlatformClient;
-use crate::journal::{FlowState, Journal, SignedEntry};
+use crate::journal::{FlowKind, FlowState, Journal};
 use crate::rpc::NodeClient;
 
+pub use action::{ActionCall, ActionOutcome, ActionResult, Mode};
+pub use bundle::{BundleCheck, PreparedBundle};
+pub use offline::{OfflineSigner, OfflineSigning};
+pub use redeem::RedeemOutcome;
+pub use resume::Resumed;
+pub use swap::{SwapOutcome, SwapSpec};
+pub use transfer::{GasSource, NonceSource, TransferSpec, Which};
+
 /// One side of the bridge: a chain, its environment and its token.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChainSide {
     /// The platform's environment id for this chain.
@@ -40,8 +61,32 @@ pub struct ChainSide {
     pub rpc_url: Option<String>,
 }
 
+impl ChainSide {
+    fn token_info(&self) -> Token {
+        Token {
+            symbol: self.symbol.clone(),
+            decimals: self.decimals,
+        }
+    }
+}
+
+#[cfg(feature = "sandbox")]
+impl From<&bridgectl_sandbox::ChainInfo> for ChainSide {
+    /// A sandbox chain as the flows describe it (its node URL included).
+    fn from(info: &bridgectl_sandbox::ChainInfo) -> Self {
+        ChainSide {
+            environment_id: info.environment_id.clone(),
+            symbol: info.symbol.clone(),
+            decimals: info.decimals,
+            token: info.token_address,
+            chain_id: info.chain_id,
+            rpc_url: Some(info.rpc_url.clone()),
+        }
+    }
+}
+
 /// Both sides of the bridge and the action names, as a profile describes them.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Bridge {
     /// The main network (MT).
@@ -71,21 +116,25 @@ impl Review<'_> {
     }
 }
 
-/// The caller's part in signing: show, confirm, unlock. The library never prompts;
-/// the CLI implements this with its summary, confirmation prompt and keystore.
-pub trait Approver {
+/// The caller's part in signing: show, confirm, unlock. The library never prompts; a
+/// CLI shows a summary and reads a passphrase, a GUI wallet opens a dialog. Async, so a
+/// wallet waiting for its user does not block the flow's runtime.
+pub trait Approver: Send {
     /// Returns the signer for `review.raw_tx().from`, or an error to stop (nothing is
-    /// signed). Called only after every check passed.
-    fn approve(&mut self, review: &Review<'_>) -> Result<PrivateKeySigner, Error>;
+    /// signed; [`Error::Declined`] for a "no"). Called only after every check passed.
+    fn approve(
+        &mut self,
+        review: &Review<'_>,
+    ) -> impl Future<Output = Result<PrivateKeySigner, Error>> + Send;
 }
 
-/// Progress of a long flow, for the CLI to show on stderr.
-pub trait Progress {
+/// Progress of a long flow, for the caller to show.
+pub trait Progress: Send {
     /// One line of progress.
     fn step(&mut self, message: &str);
 }
 
-/// Progress that goes nowhere (libraries and tests).
+/// Progress that goes nowhere.
 #[derive(Debug, Default)]
 pub struct Quiet;
 
@@ -120,6 +169,18 @@ impl Default for WaitOptions {
     }
 }
 
+/// The highest gas price a flow signs. There is no default: a gas price is the one
+/// field a platform could inflate to drain the sender's native balance in fees, so an
+/// embedder decides where the ceiling comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GasPriceCap {
+    /// At most this many wei per gas.
+    Max(u128),
+    /// At most [`GAS_PRICE_SANITY_MULTIPLE`] times what the chain's node quotes (needs
+    /// the chain's `rpc_url`; without one, a transaction on that chain is refused).
+    NodeQuote,
+}
+
 /// A transaction that was signed and accepted for submission.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -139,28 +200,102 @@ pub struct Submitted {
     pub already_known: bool,
 }
 
-/// The flows, over one platform client, journal and bridge description.
+pub use bridgectl_tx::policy::{DEFAULT_MAX_GAS_LIMIT, GAS_PRICE_SANITY_MULTIPLE};
+
+/// The flows over one platform client, journal, signing log and bridge description.
+/// Made with [`Flows::builder`].
 #[derive(Debug)]
-pub struct Flows<'a> {
-    /// The platform API.
-    pub client: &'a PlatformClient,
-    /// The journal.
-    pub journal: &'a Journal,
-    /// The chains and tokens; needed by redeem, swap and transfer, not by a generic
-    /// transaction action.
-    pub bridge: Option<&'a Bridge>,
-    /// The user's own caps and expectations, checked on top of every intent.
-    pub policy: Policy,
-    /// Where signed transactions go.
-    pub submitter: Submitter,
-    /// Polling.
-    pub wait: WaitOptions,
-    /// Where every signature is recorded before its bytes leave the signing step, and
-    /// where the spending limits read their totals.
-    pub signing_log: &'a dyn SigningLog,
+pub struct Flows {
+    client: PlatformClient,
+    journal: Arc<Journal>,
+    signing_log: Arc<dyn SigningLog>,
+    bridge: Option<Bridge>,
+    policy: Policy,
+    submitter: Submitter,
+    wait: WaitOptions,
 }
 
-pub use bridgectl_tx::policy::{DEFAULT_MAX_GAS_LIMIT, GAS_PRICE_SANITY_MULTIPLE};
+/// Builds [`Flows`]. The parts every flow needs are arguments of [`Flows::builder`];
+/// the gas-price ceiling must be chosen before [`FlowsBuilder::build`] exists.
+#[derive(Debug)]
+pub struct FlowsBuilder<G> {
+    flows: Flows,
+    gas_price: G,
+}
+
+/// The state of a [`FlowsBuilder`] before [`FlowsBuilder::gas_price`] was called.
+#[derive(Debug)]
+pub struct NoGasPriceCap;
+
+impl Flows {
+    /// Starts building flows over `client`, recording every flow in `journal` and every
+    /// signature in `signing_log` (where the spending limits read their totals too).
+    pub fn builder(
+        client: PlatformClient,
+        journal: Arc<Journal>,
+        signing_log: Arc<dyn SigningLog>,
+    ) -> FlowsBuilder<NoGasPriceCap> {
+        FlowsBuilder {
+            flows: Flows {
+                client,
+                journal,
+                signing_log,
+                bridge: None,
+                policy: Policy::default(),
+                submitter: Submitter::Platform,
+                wait: WaitOptions::default(),
+            },
+            gas_price: NoGasPriceCap,
+        }
+    }
+}
+
+impl<G> FlowsBuilder<G> {
+    /// The chains and tokens; needed by redeem, swap and transfer, not by a generic
+    /// transaction action. Its chains and contracts become trusted facts of the policy.
+    pub fn bridge(mut self, bridge: Bridge) -> Self {
+        self.flows.bridge = Some(bridge);
+        self
+    }
+
+    /// The user's own caps and expectations, checked on top of every intent.
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.flows.policy = policy;
+        self
+    }
+
+    /// Where signed transactions go [default: the platform].
+    pub fn submitter(mut self, submitter: Submitter) -> Self {
+        self.flows.submitter = submitter;
+        self
+    }
+
+    /// Polling [default: every 500 ms for 120 s].
+    pub fn wait(mut self, wait: WaitOptions) -> Self {
+        self.flows.wait = wait;
+        self
+    }
+
+    /// The gas-price ceiling (see [`GasPriceCap`]); a [`Policy`] with its own
+    /// `max_gas_price` keeps the lower of the two.
+    pub fn gas_price(self, cap: GasPriceCap) -> FlowsBuilder<GasPriceCap> {
+        FlowsBuilder {
+            flows: self.flows,
+            gas_price: cap,
+        }
+    }
+}
+
+impl FlowsBuilder<GasPriceCap> {
+    /// The flows.
+    pub fn build(mut self) -> Flows {
+        if let GasPriceCap::Max(max) = self.gas_price {
+            let p = &mut self.flows.policy;
+            p.max_gas_price = Some(p.max_gas_price.map_or(max, |m| m.min(max)));
+        }
+        self.flows
+    }
+}
 
 /// Error codes of the platform and of nodes that mean "this exact transaction is already
 /// there": a resend succeeded.
@@ -177,40 +312,45 @@ fn is_already_known(err: &Error) -> bool {
     }
 }
 
-impl Flows<'_> {
-    /// The bridge description, or an error saying it is needed.
+fn new_tx_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+impl Flows {
+    /// The platform client.
+    pub fn client(&self) -> &PlatformClient {
+        &self.client
+    }
+
+    /// The journal (read it for history; the flows write it).
+    pub fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    /// The bridge description, or the configuration error saying it is needed.
     pub fn bridge(&self) -> Result<&Bridge, Error> {
-        self.bridge.ok_or_else(|| {
-            Error::BadInput(
-                "this flow needs the bridge description (environments, tokens, chains) in \
-                 the profile"
-                    .into(),
-            )
-        })
+        self.bridge.as_ref().ok_or(Error::Config(
+            "this flow needs the bridge description (environments, tokens, chains)",
+        ))
     }
 
     /// The policy in force: the user's, with the bridge's chains and contracts (and
-    /// their tokens) as trusted facts. The bridge description comes from the same
-    /// profile as the policy, never from the platform.
+    /// their tokens) as trusted facts. The bridge description comes from the same place
+    /// as the policy (the embedder's configuration), never from the platform.
     pub fn trust_root(&self) -> Policy {
         let mut policy = self.policy.clone();
-        if let Some(b) = self.bridge {
+        if let Some(b) = &self.bridge {
             for side in [&b.main, &b.side] {
-                policy.trusted.contract(
-                    side.token,
-                    side.chain_id,
-                    Some(Token {
-                        symbol: side.symbol.clone(),
-                        decimals: side.decimals,
-                    }),
-                );
+                policy
+                    .trusted
+                    .contract(side.token, side.chain_id, Some(side.token_info()));
             }
         }
         policy
     }
 
     fn side_of_chain(&self, chain_id: u64) -> Option<&ChainSide> {
-        self.bridge.and_then(|b| {
+        self.bridge.as_ref().and_then(|b| {
             [&b.main, &b.side]
                 .into_iter()
                 .find(|s| s.chain_id == chain_id)
@@ -218,7 +358,7 @@ impl Flows<'_> {
     }
 
     /// The node's gas price for `chain_id`, when its node is known.
-    pub(crate) async fn gas_price_quote(&self, chain_id: u64) -> Result<Option<u128>, Error> {
+    async fn gas_price_quote(&self, chain_id: u64) -> Result<Option<u128>, Error> {
         match self
             .side_of_chain(chain_id)
             .and_then(|s| s.rpc_url.as_deref())
@@ -258,10 +398,18 @@ impl Flows<'_> {
         })
     }
 
+    /// Starts a flow of `kind` in the journal under a fresh txId.
+    fn begin(&self, kind: FlowKind, from: Address, intent: &Value) -> Result<String, Error> {
+        let tx_id = new_tx_id();
+        self.journal
+            .begin(&tx_id, kind, Some(&from.to_string()), intent)?;
+        Ok(tx_id)
+    }
+
     /// Verifies `raw_tx` against `intent` and the trust root with the verifier of
     /// `bridgectl-tx`, reserves its nonce in the journal, and records the outcome (a
     /// refusal too). Nothing is unlocked here.
-    pub async fn check_before_signing(
+    async fn verify_and_reserve(
         &self,
         tx_id: &str,
         from: Address,
@@ -274,7 +422,7 @@ impl Flows<'_> {
             context.spent = bridgectl_tx::limits::read_spent(
                 &policy,
                 raw_tx,
-                self.signing_log,
+                self.signing_log.as_ref(),
                 bridgectl_tx::log::unix_now(),
             )?;
             let verified = bridgectl_tx::verify(raw_tx, Some(intent), &policy, &context)?;
@@ -294,99 +442,49 @@ impl Flows<'_> {
                 Ok(verified)
             }
             Err(e) => {
-                self.journal.step(
-                    tx_id,
-                    FlowState::Failed,
-                    "refused",
-                    &json!({"error": e.to_string()}),
-                )?;
+                self.fail(tx_id, "refused", &e);
                 Err(e)
             }
         }
     }
 
-    /// Verify, approve, sign, journal, submit. The flow must have been begun in the
-    /// journal under `tx_id`.
-    pub async fn sign_and_submit(
+    /// Verify, approve, sign, journal, submit: the spine of every flow that signs here.
+    async fn sign_and_submit(
         &self,
         tx_id: &str,
         from: Address,
         raw_tx: &RawTx,
         intent: &Intent,
-        approver: &mut dyn Approver,
+        approver: &mut impl Approver,
         progress: &mut dyn Progress,
     ) -> Result<Submitted, Error> {
-        let verified = self
-            .check_before_signing(tx_id, from, raw_tx, intent)
-            .await?;
-        let signed = self.approve_and_sign(tx_id, &verified, intent, approver)?;
-        progress.step(&format!("signed {} (nonce {})", signed.hash, signed.nonce));
-        self.submit_journaled(
+        let verified = self.verify_and_reserve(tx_id, from, raw_tx, intent).await?;
+        let signed = sign_verified(
+            &self.journal,
+            self.signing_log.as_ref(),
             tx_id,
-            &signed.raw,
-            signed.hash,
-            signed.chain_id,
-            signed.nonce,
-            signed.from,
-            progress,
-        )
-        .await
-    }
-
-    /// Asks the approver for the key, signs, and commits the signed bytes to the journal.
-    pub fn approve_and_sign(
-        &self,
-        tx_id: &str,
-        verified: &Verified,
-        intent: &Intent,
-        approver: &mut dyn Approver,
-    ) -> Result<SignedTx, Error> {
-        let review = Review {
-            tx_id,
-            verified,
+            &verified,
             intent,
-        };
-        let signer = match approver.approve(&review) {
-            Ok(s) => s,
-            Err(e) => {
-                self.journal.step(
-                    tx_id,
-                    FlowState::Failed,
-                    "not-approved",
-                    &json!({"error": e.to_string()}),
-                )?;
-                return Err(e);
-            }
-        };
-        let signed = bridgectl_tx::sign_and_log(
-            verified,
-            &signer,
-            self.signing_log,
-            bridgectl_tx::log::unix_now(),
-        )?;
-        drop(signer);
-        self.journal
-            .record_signed(tx_id, &SignedEntry::from(&signed))?;
-        Ok(signed)
+            approver,
+        )
+        .await?;
+        progress.step(&format!("signed {} (nonce {})", signed.hash, signed.nonce));
+        self.submit_journaled(tx_id, &signed, progress).await
     }
 
     /// Submits bytes that are already in the journal; records the outcome. A failure
     /// leaves the flow `signed` so that `resume` can send the same bytes again.
-    #[allow(clippy::too_many_arguments)]
-    pub async fn submit_journaled(
+    async fn submit_journaled(
         &self,
         tx_id: &str,
-        raw: &[u8],
-        hash: B256,
-        chain_id: u64,
-        nonce: u64,
-        from: Address,
+        signed: &SignedTx,
         progress: &mut dyn Progress,
     ) -> Result<Submitted, Error> {
         progress.step("submitting");
+        let hash = signed.hash;
         let result = match &self.submitter {
-            Submitter::Platform => self.client.submit_signed(raw).await,
-            Submitter::Node(node) => node.send_raw(raw, hash).await,
+            Submitter::Platform => self.client.submit_signed(&signed.raw).await,
+            Submitter::Node(node) => node.send_raw(&signed.raw, hash).await,
         };
         let already_known = match result {
             Ok(answered) => {
@@ -430,18 +528,18 @@ impl Flows<'_> {
             if !receipt.success {
                 self.journal
                     .step(tx_id, FlowState::Failed, "reverted", &json!({}))?;
-                return Err(Error::BadInput(format!(
-                    "transaction {hash} was mined in block {} but reverted",
-                    receipt.block_number
-                )));
+                return Err(Error::Reverted {
+                    tx_hash: hash,
+                    block: receipt.block_number,
+                });
             }
         }
         Ok(Submitted {
             tx_id: tx_id.to_owned(),
             tx_hash: hash,
-            from,
-            chain_id,
-            nonce,
+            from: signed.from,
+            chain_id: signed.chain_id,
+            nonce: signed.nonce,
             already_known,
         })
     }
@@ -450,7 +548,7 @@ impl Flows<'_> {
     /// resume) with the one verifier before it is sent: a legacy EIP-155 call from its
     /// recovered signer, to a trusted chain and contract, within the caps, and (when an
     /// intent is known) doing what was asked. The nonce was fixed when it was signed.
-    pub async fn check_signed(
+    async fn check_signed(
         &self,
         decoded: &bridgectl_tx::decode::DecodedTx,
         intent: Option<&Intent>,
@@ -476,7 +574,7 @@ impl Flows<'_> {
     }
 
     /// Marks a flow done with its final result.
-    pub fn complete(&self, tx_id: &str, result: &Value, ok: bool) -> Result<(), Error> {
+    fn complete(&self, tx_id: &str, result: &Value, ok: bool) -> Result<(), Error> {
         let (state, step) = if ok {
             (FlowState::Completed, "completed")
         } else {
@@ -485,102 +583,73 @@ impl Flows<'_> {
         self.journal.observe(tx_id, Some(state), step, result)
     }
 
-    /// Finishes an interrupted flow: resends the SAME signed bytes from the journal
-    /// (already-known counts as success). Never signs anything. Returns the submission;
-    /// the caller then waits for the flow's result as the flow itself would.
-    pub async fn resume_submit(
-        &self,
-        tx_id: &str,
-        progress: &mut dyn Progress,
-    ) -> Result<(crate::journal::FlowRecord, Submitted), Error> {
-        let rec = self.journal.get(tx_id)?;
-        if rec.state == FlowState::Completed {
-            return Err(Error::AlreadyCompleted {
-                tx_id: tx_id.to_owned(),
-                tx_hash: rec.tx_hash.clone(),
-            });
-        }
-        let Some(signed_hex) = rec.signed_tx.clone() else {
-            return Err(Error::NothingToResume {
-                tx_id: tx_id.to_owned(),
-                state: rec.state.as_str(),
-            });
-        };
-        let corrupt = |reason: String| Error::JournalCorrupt {
-            tx_id: tx_id.to_owned(),
-            reason,
-        };
-        let raw = hex::decode(signed_hex.trim_start_matches("0x"))
-            .map_err(|_| corrupt("the signed bytes are not hex".into()))?;
-        // The journal's bytes are a claim like any other: decoded, and checked against
-        // what the journal says they are and against the trust root, before being sent.
-        let decoded = bridgectl_tx::decode::decode_signed(&raw)
-            .map_err(|e| corrupt(format!("the signed bytes do not decode: {e}")))?;
-        let hash = decoded.hash;
-        let recorded = |field: &str, journal: String, bytes: String| {
-            corrupt(format!(
-                "{field}: the journal records {journal}, its signed bytes have {bytes}"
-            ))
-        };
-        if let Some(h) = &rec.tx_hash
-            && h.parse::<B256>().ok() != Some(hash)
-        {
-            return Err(recorded("txHash", h.clone(), hash.to_string()));
-        }
-        let from: Address = rec
-            .from
-            .as_deref()
-            .and_then(|f| f.parse().ok())
-            .ok_or_else(|| corrupt("no sender recorded".into()))?;
-        if decoded.sender != from {
-            return Err(recorded(
-                "from (recovered signer)",
-                from.to_string(),
-                decoded.sender.to_string(),
-            ));
-        }
-        if decoded.chain_id != rec.chain_id {
-            return Err(recorded(
-                "chainId",
-                format!("{:?}", rec.chain_id),
-                format!("{:?}", decoded.chain_id),
-            ));
-        }
-        if Some(decoded.nonce) != rec.nonce {
-            return Err(recorded(
-                "nonce",
-                format!("{:?}", rec.nonce),
-                decoded.nonce.to_string(),
-            ));
-        }
-        if let Some(journaled) = &rec.raw_tx {
-            let asked = RawTx::from_value(journaled)?;
-            crate::airgap::check_signed_matches(&decoded, &asked)?;
-        }
-        let unsigned = self.check_signed(&decoded, None).await?.raw_tx().clone();
-        self.journal.note(
-            tx_id,
-            "resume",
-            &json!({"txHash": hash.to_string(), "fromState": rec.state.as_str()}),
-        )?;
-        progress.step(&format!("resending the signed transaction {hash}"));
-        let submitted = self
-            .submit_journaled(
-                tx_id,
-                &raw,
-                hash,
-                unsigned.chain_id,
-                unsigned.nonce,
-                from,
-                progress,
-            )
-            .await?;
-        Ok((rec, submitted))
+    /// Journals a failure (best effort: the original error is what the caller reports).
+    fn fail(&self, tx_id: &str, step: &str, err: &Error) {
+        fail(&self.journal, tx_id, step, err);
     }
 }
 
+/// Journals a failure of flow `tx_id` at `step` (best effort).
+fn fail(journal: &Journal, tx_id: &str, step: &str, err: &Error) {
+    let _ = journal.step(
+        tx_id,
+        FlowState::Failed,
+        step,
+        &json!({"error": err.to_string()}),
+    );
+}
+
+/// Asks the approver for the key, signs (recorded in the signing log before the bytes
+/// leave), re-decodes the result as a self-check, and commits the signed bytes to the
+/// journal. The only function of the crate that reaches a key; online flows and the
+/// offline signer both come through here.
+async fn sign_verified(
+    journal: &Journal,
+    signing_log: &dyn SigningLog,
+    tx_id: &str,
+    verified: &Verified,
+    intent: &Intent,
+    approver: &mut impl Approver,
+) -> Result<SignedTx, Error> {
+    let review = Review {
+        tx_id,
+        verified,
+        intent,
+    };
+    let signer = approver
+        .approve(&review)
+        .await
+        .inspect_err(|e| fail(journal, tx_id, "not-approved", e))?;
+    let signed = bridgectl_tx::sign_and_log(
+        verified,
+        &signer,
+        signing_log,
+        bridgectl_tx::log::unix_now(),
+    )
+    .map_err(Error::from);
+    drop(signer);
+    let signed = signed
+        .and_then(|s| self_check(&s, verified.raw_tx()).map(|()| s))
+        .inspect_err(|e| fail(journal, tx_id, "not-signed", e))?;
+    journal.record_signed(tx_id, &signed)?;
+    Ok(signed)
+}
+
+/// The signed bytes decode to the transaction that was verified, from its sender.
+fn self_check(signed: &SignedTx, raw: &RawTx) -> Result<(), Error> {
+    let decoded = bridgectl_tx::decode::decode_signed(&signed.raw)?;
+    crate::airgap::check_signed_matches(&decoded, raw)?;
+    if decoded.hash != signed.hash {
+        return Err(Error::SelfCheck(format!(
+            "the signature's hash {} is not its bytes' hash {}",
+            signed.hash, decoded.hash
+        )));
+    }
+    Ok(())
+}
+
 /// The intent of a token transfer call (`transfer(_to, _value)`).
-pub fn transfer_intent(side: &ChainSide, to: Address, amount: U256, what: &str) -> Intent {
+fn transfer_intent(side: &ChainSide, to: Address, amount: U256, what: &str) -> Intent {
     let mut args = std::collections::BTreeMap::new();
     args.insert("_to".to_owned(), to.to_string());
     args.insert("_value".to_owned(), amount.to_string());
@@ -589,10 +658,7 @@ pub fn transfer_intent(side: &ChainSide, to: Address, amount: U256, what: &str) 
         args,
         to: Some(side.token),
         chain_id: Some(side.chain_id),
-        token: Some(Token {
-            symbol: side.symbol.clone(),
-            decimals: side.decimals,
-        }),
+        token: Some(side.token_info()),
         description: Some(what.to_owned()),
     }
 }

@@ -1,0 +1,147 @@
+//! Redeem: ST back into MT through the redeem transaction action, then the redemption
+//! record polled until it is terminal.
+
+use std::collections::BTreeMap;
+
+use alloy_primitives::{Address, B256, U256};
+use bridgectl_tx::request::Intent;
+use serde::Serialize;
+
+use super::{ActionCall, Approver, Flows, Progress, Submitted};
+use crate::Error;
+use crate::client::Redemption;
+use crate::journal::FlowKind;
+
+/// The outcome of a redeem, as far as it got.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RedeemOutcome {
+    /// The submission.
+    pub submitted: Submitted,
+    /// The last redemption record seen.
+    pub redemption: Option<Redemption>,
+}
+
+impl Flows {
+    /// Redeems `amount` ST (base units) of `from` into MT: the redeem action (its rawTx
+    /// checked against `redeem(amount)` on the ST contract before `approver` is asked),
+    /// then the redemption result polled until terminal or the wait times out.
+    pub async fn redeem(
+        &self,
+        from: Address,
+        amount: U256,
+        approver: &mut impl Approver,
+        progress: &mut dyn Progress,
+    ) -> Result<RedeemOutcome, Error> {
+        let bridge = self.bridge()?;
+        let side = &bridge.side;
+        let mut inputs = BTreeMap::new();
+        inputs.insert("_amount".to_owned(), amount.to_string());
+        let call = ActionCall {
+            action: bridge.redeem_action.clone(),
+            from,
+            inputs: inputs.clone(),
+            intent: Intent {
+                function: Some("redeem".into()),
+                args: inputs,
+                to: Some(side.token),
+                chain_id: Some(side.chain_id),
+                token: Some(side.token_info()),
+                description: Some(format!(
+                    "redeem {} {} into {}",
+                    bridgectl_tx::amount::format_units(amount, side.decimals)
+                        .unwrap_or_else(|_| amount.to_string()),
+                    side.symbol,
+                    bridge.main.symbol
+                )),
+            },
+        };
+        let submitted = self
+            .sign_action(FlowKind::Redeem, &call, approver, progress)
+            .await?
+            .0;
+        let redemption = self
+            .wait_redemption(&submitted.tx_id, submitted.tx_hash, progress)
+            .await?;
+        Ok(RedeemOutcome {
+            submitted,
+            redemption: Some(redemption),
+        })
+    }
+
+    /// Polls the redemption record (by txId, then by hash) until it is terminal.
+    pub(crate) async fn wait_redemption(
+        &self,
+        tx_id: &str,
+        tx_hash: B256,
+        progress: &mut dyn Progress,
+    ) -> Result<Redemption, Error> {
+        let start = std::time::Instant::now();
+        let mut last_status = String::new();
+        let side_env = self.bridge()?.side.environment_id.clone();
+        let mut last_error: Option<String> = None;
+        let timed_out = |last: &str, error: &Option<String>| Error::Timeout {
+            what: format!(
+                "redemption {tx_id} (last status {}{})",
+                if last.is_empty() { "none" } else { last },
+                error
+                    .as_ref()
+                    .map(|e| format!(", last error: {e}"))
+                    .unwrap_or_default()
+            ),
+            seconds: self.wait.timeout.as_secs(),
+            flow: Some(tx_id.to_owned()),
+        };
+        loop {
+            // The whole wait is bounded, a slow answer included.
+            let remaining = self.wait.timeout.saturating_sub(start.elapsed());
+            let Ok(answer) =
+                tokio::time::timeout(remaining, self.client.redemption(tx_id, &side_env)).await
+            else {
+                return Err(timed_out(&last_status, &last_error));
+            };
+            let found = match answer {
+                Ok(r) => Some(r),
+                // Not recorded yet (the relayer has not seen the block): keep waiting.
+                Err(Error::Platform { error, .. }) if error.status == 404 => self
+                    .client
+                    .redemption(&tx_hash.to_string(), &side_env)
+                    .await
+                    .ok(),
+                // Polling is itself a retry loop: a server error or a lost connection
+                // is "no answer this time" until the wait runs out.
+                Err(e @ (Error::Http { .. } | Error::Platform { .. })) if e.is_transient() => {
+                    progress.step(&format!(
+                        "no answer this time ({}); polling on",
+                        bridgectl_tx::text::printable(&e.to_string())
+                    ));
+                    last_error = Some(e.to_string());
+                    None
+                }
+                Err(e) => return Err(e),
+            };
+            if let Some(r) = found {
+                let changed = r.status != last_status;
+                if changed {
+                    progress.step(&format!(
+                        "redemption {}",
+                        bridgectl_tx::text::printable(&r.status)
+                    ));
+                    last_status.clone_from(&r.status);
+                }
+                if r.is_terminal() {
+                    self.complete(tx_id, &r.raw, r.is_success())?;
+                    return Ok(r);
+                }
+                if changed {
+                    // One commit per change of status, not per poll.
+                    self.journal.observe(tx_id, None, "redemption", &r.raw)?;
+                }
+            }
+            if start.elapsed() >= self.wait.timeout {
+                return Err(timed_out(&last_status, &last_error));
+            }
+            crate::timing::sleep(self.wait.interval).await;
+        }
+    }
+}

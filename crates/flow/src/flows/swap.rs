@@ -1,0 +1,175 @@
+//! Swap: MT into ST. The platform issues a swap address; MT is sent there by a transfer
+//! built and signed here; with `wait`, the ST balance is polled until it moves.
+
+use std::time::{Duration, Instant};
+
+use alloy_primitives::{Address, U256};
+use serde::Serialize;
+use serde_json::json;
+
+use super::{
+    Approver, Flows, GasSource, NonceSource, Progress, Submitted, TransferSpec, Which,
+    transfer_intent,
+};
+use crate::Error;
+use crate::client::SwapAddressRequest;
+use crate::journal::FlowKind;
+
+/// A swap to run.
+#[derive(Debug, Clone, Copy)]
+pub struct SwapSpec {
+    /// The account that sends MT and receives ST.
+    pub from: Address,
+    /// MT base units.
+    pub amount: U256,
+    /// Nonce of the MT transfer.
+    pub nonce: NonceSource,
+    /// Gas of the MT transfer.
+    pub gas: GasSource,
+    /// Wait for the ST credit (else for the MT transfer's inclusion only).
+    pub wait: bool,
+}
+
+/// The outcome of a swap.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SwapOutcome {
+    /// The swap address MT was sent to.
+    pub swap_address: Address,
+    /// `data` of the swap-address answer, unchanged.
+    pub swap_address_raw: serde_json::Value,
+    /// The MT transfer.
+    pub submitted: Submitted,
+    /// ST balance before, when waited for.
+    pub st_before: Option<U256>,
+    /// ST balance after the credit, when waited for.
+    pub st_after: Option<U256>,
+}
+
+impl Flows {
+    /// Swaps MT into ST as `spec` says.
+    pub async fn swap(
+        &self,
+        spec: &SwapSpec,
+        approver: &mut impl Approver,
+        progress: &mut dyn Progress,
+    ) -> Result<SwapOutcome, Error> {
+        let SwapSpec {
+            from,
+            amount,
+            nonce,
+            gas,
+            wait,
+        } = *spec;
+        let bridge = self.bridge()?;
+        let (main, side) = (&bridge.main, &bridge.side);
+        let tx_id = self.begin(
+            FlowKind::Swap,
+            from,
+            &json!({"amount": amount.to_string(), "mt": main.symbol, "st": side.symbol}),
+        )?;
+        progress.step("issuing the swap address");
+        let swap = self
+            .client
+            .swap_address(
+                from,
+                &SwapAddressRequest {
+                    main_environment_id: main.environment_id.clone(),
+                    side_environment_id: side.environment_id.clone(),
+                    main_token_symbol: main.symbol.clone(),
+                    side_token_symbol: side.symbol.clone(),
+                },
+            )
+            .await
+            .inspect_err(|e| self.fail(&tx_id, "swap-address-failed", e))?;
+        self.journal.note(
+            &tx_id,
+            "swap-address",
+            &json!({"address": swap.address, "raw": swap.raw}),
+        )?;
+        progress.step(&format!("swap address {}", swap.address));
+        let st_before = if wait {
+            Some(self.token_balance(Which::St, from).await?)
+        } else {
+            None
+        };
+        let raw = self
+            .build_transfer(&TransferSpec {
+                which: Which::Mt,
+                from,
+                to: swap.address,
+                amount,
+                nonce,
+                gas,
+            })
+            .await
+            .inspect_err(|e| self.fail(&tx_id, "build-failed", e))?;
+        self.journal
+            .record_raw_tx(&tx_id, &serde_json::to_value(&raw).unwrap_or_default())?;
+        let intent = transfer_intent(
+            main,
+            swap.address,
+            amount,
+            &format!(
+                "swap: send {} to the swap address {}",
+                main.symbol, swap.address
+            ),
+        );
+        let submitted = self
+            .sign_and_submit(&tx_id, from, &raw, &intent, approver, progress)
+            .await?;
+        let st_after = match st_before {
+            Some(before) => Some(self.wait_st_credit(&tx_id, from, before, progress).await?),
+            None => {
+                self.await_inclusion(Which::Mt, &submitted, progress)
+                    .await?;
+                None
+            }
+        };
+        if wait {
+            self.complete(
+                &tx_id,
+                &json!({"stBefore": st_before.map(|b| b.to_string()),
+                        "stAfter": st_after.map(|a| a.to_string())}),
+                true,
+            )?;
+        }
+        Ok(SwapOutcome {
+            swap_address: swap.address,
+            swap_address_raw: swap.raw,
+            submitted,
+            st_before,
+            st_after,
+        })
+    }
+
+    async fn wait_st_credit(
+        &self,
+        tx_id: &str,
+        owner: Address,
+        before: U256,
+        progress: &mut dyn Progress,
+    ) -> Result<U256, Error> {
+        progress.step("waiting for the ST credit");
+        let start = Instant::now();
+        loop {
+            let now = self.token_balance(Which::St, owner).await?;
+            if now > before {
+                self.journal.note(
+                    tx_id,
+                    "credited",
+                    &json!({"before": before.to_string(), "after": now.to_string()}),
+                )?;
+                return Ok(now);
+            }
+            if start.elapsed() >= self.wait.timeout {
+                return Err(Error::Timeout {
+                    what: format!("the ST credit of swap {tx_id}"),
+                    seconds: self.wait.timeout.as_secs(),
+                    flow: Some(tx_id.to_owned()),
+                });
+            }
+            crate::timing::sleep(self.wait.interval.min(Duration::from_secs(2))).await;
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! Token transfers bridgectl builds itself (a plain MT or ST transfer, and the MT leg of
+//! a swap). The calldata is built here, never taken from outside; the nonce and gas come
+//! from the node (`pending`), the platform or the caller, and are still checked against
+//! the caps like any other raw transaction.
+
+use alloy_primitives::{Address, U256};
+use bridgectl_tx::RawTx;
+use serde::Serialize;
+use serde_json::json;
+
+use super::{Approver, ChainSide, Flows, Progress, Submitted, Submitter, transfer_intent};
+use crate::Error;
+use crate::journal::FlowKind;
+use crate::rpc::NodeClient;
+
+/// Where a locally built transaction's nonce comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NonceSource {
+    /// The platform's next-nonce operation.
+    Platform,
+    /// The node's `pending` transaction count.
+    Node,
+    /// Given by the user.
+    Fixed(u64),
+}
+
+/// Where a locally built transaction's gas limit and price come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GasSource {
+    /// The node: `eth_estimateGas` (+20% headroom) and `eth_gasPrice`.
+    Node,
+    /// The platform's raw MT transfer operation (MT only).
+    Platform,
+    /// Given by the user.
+    Fixed {
+        /// Gas limit.
+        limit: u64,
+        /// Gas price in wei.
+        price: u128,
+    },
+}
+
+/// Which token a transfer moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Which {
+    /// The main-network token.
+    Mt,
+    /// The side-chain token.
+    St,
+}
+
+/// A token transfer to build: what, from whom, to whom, how much, and where its nonce
+/// and gas come from.
+#[derive(Debug, Clone, Copy)]
+pub struct TransferSpec {
+    /// MT or ST.
+    pub which: Which,
+    /// The sender.
+    pub from: Address,
+    /// The recipient.
+    pub to: Address,
+    /// Base units.
+    pub amount: U256,
+    /// Nonce source.
+    pub nonce: NonceSource,
+    /// Gas source.
+    pub gas: GasSource,
+}
+
+impl Flows {
+    pub(crate) fn side(&self, which: Which) -> Result<&ChainSide, Error> {
+        let bridge = self.bridge()?;
+        Ok(match which {
+            Which::Mt => &bridge.main,
+            Which::St => &bridge.side,
+        })
+    }
+
+    fn node(&self, which: Which) -> Result<NodeClient, Error> {
+        let side = self.side(which)?;
+        let url = side.rpc_url.as_deref().ok_or(Error::Config(
+            "this step needs the chain's node URL (rpc_url)",
+        ))?;
+        NodeClient::new(url)
+    }
+
+    /// Builds the unsigned `transfer(to, amount)` of `spec`.
+    pub(crate) async fn build_transfer(&self, spec: &TransferSpec) -> Result<RawTx, Error> {
+        let TransferSpec {
+            which,
+            from,
+            to,
+            amount,
+            nonce,
+            gas,
+        } = *spec;
+        let side = self.side(which)?;
+        let data = bridgectl_tx::calldata::erc20_transfer(to, amount);
+        let nonce = match nonce {
+            NonceSource::Fixed(n) => n,
+            NonceSource::Platform => self.client.next_nonce(from, &side.environment_id).await?,
+            NonceSource::Node => self.node(which)?.pending_nonce(from).await?,
+        };
+        let (gas_limit, gas_price) = match gas {
+            GasSource::Fixed { limit, price } => (limit, price),
+            GasSource::Node => {
+                let node = self.node(which)?;
+                let estimate = node.estimate_gas(from, side.token, &data).await?;
+                // Headroom: state can change between estimate and inclusion.
+                (
+                    estimate.saturating_add(estimate / 5),
+                    node.gas_price().await?,
+                )
+            }
+            GasSource::Platform => {
+                if which != Which::Mt {
+                    return Err(Error::Config(
+                        "the platform's raw-transfer operation builds MT transfers only; \
+                         take ST gas from the node or give it",
+                    ));
+                }
+                let raw = self
+                    .client
+                    .raw_mt_transfer(&side.symbol, &side.environment_id, from, to, amount)
+                    .await?;
+                let theirs = RawTx::from_value(&raw)?;
+                (theirs.gas_limit, theirs.gas_price)
+            }
+        };
+        Ok(RawTx {
+            from,
+            to: side.token,
+            data: data.into(),
+            nonce,
+            gas_limit,
+            gas_price,
+            chain_id: side.chain_id,
+            value: U256::ZERO,
+        })
+    }
+
+    /// Begins a transfer flow of `kind` in the journal and builds its transaction.
+    pub(crate) async fn begin_transfer(
+        &self,
+        kind: FlowKind,
+        spec: &TransferSpec,
+    ) -> Result<(String, RawTx), Error> {
+        let side = self.side(spec.which)?;
+        let tx_id = self.begin(
+            kind,
+            spec.from,
+            &json!({"token": side.symbol, "to": spec.to, "amount": spec.amount.to_string()}),
+        )?;
+        let raw = self
+            .build_transfer(spec)
+            .await
+            .inspect_err(|e| self.fail(&tx_id, "build-failed", e))?;
+        self.journal
+            .record_raw_tx(&tx_id, &serde_json::to_value(&raw).unwrap_or_default())?;
+        Ok((tx_id, raw))
+    }
+
+    /// Transfers MT or ST as `spec` says, signed here, and waits for inclusion when the
+    /// chain's node is known.
+    pub async fn transfer(
+        &self,
+        spec: &TransferSpec,
+        approver: &mut impl Approver,
+        progress: &mut dyn Progress,
+    ) -> Result<Submitted, Error> {
+        let side = self.side(spec.which)?;
+        let intent = transfer_intent(
+            side,
+            spec.to,
+            spec.amount,
+            &format!("transfer {} to {}", side.symbol, spec.to),
+        );
+        let (tx_id, raw) = self.begin_transfer(FlowKind::Transfer, spec).await?;
+        let submitted = self
+            .sign_and_submit(&tx_id, spec.from, &raw, &intent, approver, progress)
+            .await?;
+        self.await_inclusion(spec.which, &submitted, progress)
+            .await?;
+        Ok(submitted)
+    }
+
+    /// Waits until a submitted transaction is mined when the chain's node is known, and
+    /// completes the flow; a revert is an error. Without a node there is nothing to ask,
+    /// and the flow is completed on the platform's acceptance.
+    pub(crate) async fn await_inclusion(
+        &self,
+        which: Which,
+        submitted: &Submitted,
+        progress: &mut dyn Progress,
+    ) -> Result<(), Error> {
+        let node = match (&self.submitter, self.node(which)) {
+            // The node submitter already waited for the receipt.
+            (Submitter::Node(_), _) | (_, Err(_)) => {
+                return self.complete(
+                    &submitted.tx_id,
+                    &json!({"txHash": submitted.tx_hash}),
+                    true,
+                );
+            }
+            (_, Ok(node)) => node,
+        };
+        progress.step("waiting for the receipt");
+        let receipt = node
+            .wait_receipt(submitted.tx_hash, self.wait.interval, self.wait.timeout)
+            .await?;
+        let result = serde_json::to_value(&receipt).unwrap_or_default();
+        self.complete(&submitted.tx_id, &result, receipt.success)?;
+        if receipt.success {
+            Ok(())
+        } else {
+            Err(Error::Reverted {
+                tx_hash: submitted.tx_hash,
+                block: receipt.block_number,
+            })
+        }
+    }
+
+    /// A token balance: from the node if configured, else the platform's balance
+    /// operation.
+    pub async fn token_balance(&self, which: Which, owner: Address) -> Result<U256, Error> {
+        let side = self.side(which)?;
+        if side.rpc_url.is_some() {
+            return self.node(which)?.token_balance(side.token, owner).await;
+        }
+        match which {
+            Which::Mt => self.client.balance(owner, &side.symbol, None).await,
+            Which::St => {
+                self.client
+                    .balance(owner, &self.bridge()?.main.symbol, Some(&side.symbol))
+                    .await
+            }
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! `examples/redeem.rs` is what a wallet developer copies: it must build and redeem on
+//! a real platform (the sandbox over two anvil chains), run as its own process exactly
+//! as documented.
+
+use std::process::Command;
+
+use bridgectl_flow::{Bridge, ChainSide};
+use bridgectl_keystore::{KdfParams, Keystore, Passphrase, SecretText};
+use bridgectl_sandbox::{Sandbox, SandboxConfig};
+
+/// `target/<profile>/examples/redeem`, built by `cargo test` beside this test binary.
+fn example_binary() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let profile_dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    profile_dir.join("examples").join("redeem")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_redeem_example_redeems_on_the_sandbox() {
+    let example = example_binary();
+    assert!(
+        example.exists(),
+        "{} missing: run `cargo test -p bridgectl-flow` (which builds the examples)",
+        example.display()
+    );
+    let sandbox = Sandbox::start(SandboxConfig::default())
+        .await
+        .expect("sandbox");
+    let info = sandbox.info().clone();
+    let dir = tempfile::tempdir().expect("tmp");
+    let keystore = Keystore::open(dir.path().join("keystore")).expect("keystore");
+    let passphrase = "example passphrase";
+    keystore
+        .import_raw(
+            &SecretText::new(info.dev.private_key.expose_secret().to_owned()),
+            Some("wallet"),
+            &mut Passphrase::new(passphrase.to_owned()),
+            &KdfParams::insecure_for_tests(),
+        )
+        .expect("import");
+    let bridge = Bridge {
+        main: ChainSide::from(&info.main),
+        side: ChainSide::from(&info.side),
+        redeem_action: "redeem".into(),
+    };
+    let bridge_file = dir.path().join("bridge.json");
+    std::fs::write(&bridge_file, serde_json::to_vec(&bridge).expect("json")).expect("write");
+    let pass_file = dir.path().join("passphrase");
+    std::fs::write(&pass_file, format!("{passphrase}\n")).expect("write");
+
+    let out = Command::new(&example)
+        .env("PLATFORM_URL", &info.base_url)
+        .env("PLATFORM_TOKEN", info.token.expose_secret())
+        .env("BRIDGE_FILE", &bridge_file)
+        .env("KEYSTORE", dir.path().join("keystore"))
+        .env("FROM", "wallet")
+        .env("PASSPHRASE_FILE", &pass_file)
+        .env("JOURNAL", dir.path().join("journal.sqlite3"))
+        .env("AMOUNT", "1.5")
+        .output()
+        .expect("run the example");
+    sandbox.shutdown().await.expect("shutdown");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "example failed:\n{stdout}\n{stderr}");
+    let mut words = stdout.split_whitespace();
+    let hash = words.next().expect("a tx hash");
+    assert!(hash.starts_with("0x") && hash.len() == 66, "{stdout}");
+    assert_eq!(
+        words.next(),
+        Some("completed"),
+        "redemption status: {stdout}"
+    );
+    assert!(
+        stderr.contains("signing: nonce"),
+        "the approver was asked: {stderr}"
+    );
+    let journal = bridgectl_flow::Journal::open(dir.path().join("journal.sqlite3")).expect("open");
+    let flows = journal.list(10).expect("list");
+    assert_eq!(flows.len(), 1);
+    assert_eq!(flows[0].kind, bridgectl_flow::FlowKind::Redeem);
+    assert_eq!(flows[0].tx_hash.as_deref(), Some(hash));
+}
+
+/// The README shows the example itself, not a copy that drifts.
+#[test]
+fn the_readme_opens_with_the_example() {
+    let readme = include_str!("../README.md");
+    let example = include_str!("../examples/redeem.rs");
+    let first_block = readme
+        .split("```rust,no_run\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("a rust code block");
+    assert_eq!(first_block, example);
+}

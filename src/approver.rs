@@ -1,0 +1,93 @@
+//! The CLI's side of signing: what the flows call once every check has passed. Shows
+//! the summary, asks at the terminal (`--yes` skips the question, never the summary),
+//! reads the passphrase and unlocks the key. And progress lines on stderr.
+
+use std::time::Duration;
+
+use bridgectl_flow::{Approver, Error, PrivateKeySigner, Progress, Review};
+use bridgectl_keystore::{KeyInfo, Keystore};
+
+use crate::config::Profile;
+use crate::exit::Coded;
+use crate::passphrase::CliPassphrases;
+
+/// A CLI failure (no passphrase source, a terminal that went away) as the flows'
+/// error, keeping its exit code.
+fn approval_error(error: anyhow::Error) -> Error {
+    let code = crate::exit::code_for(&error);
+    Error::Approval(Box::new(Coded { code, error }))
+}
+
+/// The CLI's approver: the summary, the question at the terminal (`--yes` skips the
+/// question, never the summary), then the passphrase and the keystore.
+pub struct CliApprover<'a> {
+    /// The keystore.
+    pub keystore: &'a Keystore,
+    /// Where passphrases come from.
+    pub passphrases: CliPassphrases,
+    /// `--yes`.
+    pub yes: bool,
+    /// Names for chains, contracts and addresses in the summary.
+    pub profile: &'a Profile,
+    /// Time spent unlocking keys (the KDF), for `BRIDGECTL_TIMINGS`.
+    pub unlock_time: Duration,
+    /// Set for the offline signer (`bridgectl sign`).
+    pub offline: Option<OfflineInput<'a>>,
+}
+
+/// What the offline signer adds: the key chosen before anything was verified, a line
+/// saying what is signed, and `--yes` only for a pinned call.
+pub struct OfflineInput<'a> {
+    /// The key that signs.
+    pub key: &'a KeyInfo,
+    /// "signing FILE (KIND input, sha256 HASH)", shown first.
+    pub what: String,
+}
+
+impl Approver for CliApprover<'_> {
+    async fn approve(&mut self, review: &Review<'_>) -> Result<PrivateKeySigner, Error> {
+        let mut ctx = crate::review::context(self.profile, review.verified);
+        let from = review.raw_tx().from;
+        let mut selector = from.to_string();
+        let mut question = "sign and submit this transaction?";
+        if let Some(offline) = &self.offline {
+            if self.yes && !review.verified.pins_call() {
+                return Err(bridgectl_tx::Error::Refused(
+                    "signing blind: --yes needs the call pinned: a sign request whose intent \
+                     names the function, --expect-function with every argument as \
+                     --expect-arg, or --expect-data; without --yes the summary is shown and \
+                     you are asked"
+                        .into(),
+                )
+                .into());
+            }
+            crate::output::note(&offline.what);
+            if offline.key.label != selector {
+                ctx.labels
+                    .entry(offline.key.address)
+                    .or_insert_with(|| format!("key {}", offline.key.label));
+            }
+            selector = offline.key.id.to_string();
+            question = "sign this transaction?";
+        }
+        crate::review::show(review.raw_tx(), &ctx);
+        crate::review::confirm(self.yes, question)
+            .map_err(|e| Error::Declined(format!("{e:#}")))?;
+        self.passphrases
+            .ensure_available()
+            .map_err(approval_error)?;
+        let started = std::time::Instant::now();
+        let signer = self.passphrases.unlock(self.keystore, &selector);
+        self.unlock_time += started.elapsed();
+        Ok(signer?)
+    }
+}
+
+/// Progress lines on stderr.
+pub struct StderrProgress;
+
+impl Progress for StderrProgress {
+    fn step(&mut self, message: &str) {
+        crate::output::note(format_args!("» {message}"));
+    }
+}

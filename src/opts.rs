@@ -1,0 +1,141 @@
+//! Option groups shared by several commands, and the parsers of their values. The
+//! policy flags (caps and expectations) are in `trust.rs`, beside the trust root they
+//! feed.
+
+use std::path::PathBuf;
+
+use alloy_primitives::U256;
+use anyhow::Result;
+use bridgectl_flow::{GasSource, NonceSource};
+use clap::{Args, ValueEnum};
+
+use crate::cli::PassphraseOpts;
+use crate::exit::{Code, WithCode, coded};
+
+/// Options of every command that talks to the platform (`submit` and `resume` too, which
+/// never sign).
+#[derive(Debug, Args, Clone, Default)]
+pub struct PlatformOpts {
+    /// File holding the platform access token [env: BRIDGECTL_TOKEN_FILE, or profile
+    /// token_file; BRIDGECTL_ACCESS_TOKEN takes precedence].
+    #[arg(
+        long,
+        env = "BRIDGECTL_TOKEN_FILE",
+        value_name = "FILE",
+        help_heading = "Platform"
+    )]
+    pub token_file: Option<PathBuf>,
+
+    /// Give up waiting for results after this many seconds (resume later).
+    #[arg(long, default_value_t = 120, value_name = "SECS")]
+    pub timeout: u64,
+
+    /// Journal database [default: $XDG_STATE_HOME/bridgectl/journal.sqlite3].
+    #[arg(long, env = "BRIDGECTL_JOURNAL", value_name = "FILE")]
+    pub journal: Option<PathBuf>,
+}
+
+/// Options of the commands that talk to the platform and sign.
+#[derive(Debug, Args, Clone, Default)]
+pub struct FlowOpts {
+    /// The platform.
+    #[command(flatten)]
+    pub platform: PlatformOpts,
+
+    /// Sign without asking for confirmation (the summary is still shown).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+
+    /// Caps on what is signed.
+    #[command(flatten)]
+    pub caps: crate::trust::CapOpts,
+
+    /// Passphrase source.
+    #[command(flatten)]
+    pub passphrase: PassphraseOpts,
+}
+
+/// Where nonces come from.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum NonceFrom {
+    /// The node's `pending` count (profile rpc url).
+    Node,
+    /// The platform's next-nonce operation.
+    Platform,
+}
+
+/// Where gas limit and price come from.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum GasFrom {
+    /// The node: estimate + 20%, and its gas price.
+    Node,
+    /// The platform's raw-transfer operation (MT only).
+    Platform,
+}
+
+/// Nonce and gas options shared by the commands that build transactions locally.
+#[derive(Debug, Args, Clone)]
+pub struct BuildOpts {
+    /// Nonce source [default: node when an rpc url is configured, else platform].
+    #[arg(long, value_enum)]
+    pub nonce_from: Option<NonceFrom>,
+    /// Use this nonce (offline entry).
+    #[arg(long, conflicts_with = "nonce_from")]
+    pub nonce: Option<u64>,
+    /// Gas source [default: node when an rpc url is configured, else platform].
+    #[arg(long, value_enum)]
+    pub gas_from: Option<GasFrom>,
+    /// Gas limit and price as LIMIT:PRICE_WEI (offline entry).
+    #[arg(long, value_name = "LIMIT:PRICE", conflicts_with = "gas_from")]
+    pub gas: Option<String>,
+}
+
+impl BuildOpts {
+    /// The sources, defaulting to the node when `has_node`.
+    pub fn sources(&self, has_node: bool) -> Result<(NonceSource, GasSource)> {
+        let nonce = match (self.nonce, self.nonce_from) {
+            (Some(n), _) => NonceSource::Fixed(n),
+            (None, Some(NonceFrom::Node)) => NonceSource::Node,
+            (None, Some(NonceFrom::Platform)) => NonceSource::Platform,
+            (None, None) if has_node => NonceSource::Node,
+            (None, None) => NonceSource::Platform,
+        };
+        let gas = match (&self.gas, self.gas_from) {
+            (Some(spec), _) => {
+                let (l, p) = spec
+                    .split_once(':')
+                    .ok_or_else(|| anyhow::anyhow!("--gas {spec:?}: expected LIMIT:PRICE_WEI"))?;
+                GasSource::Fixed {
+                    limit: l
+                        .parse()
+                        .map_err(|_| anyhow::anyhow!("--gas: bad limit {l:?}"))?,
+                    price: p
+                        .parse()
+                        .map_err(|_| anyhow::anyhow!("--gas: bad price {p:?}"))?,
+                }
+            }
+            (None, Some(GasFrom::Node)) => GasSource::Node,
+            (None, Some(GasFrom::Platform)) => GasSource::Platform,
+            (None, None) if has_node => GasSource::Node,
+            (None, None) => GasSource::Platform,
+        };
+        Ok((nonce, gas))
+    }
+}
+
+/// Parses an amount of a token with `decimals`, naming the flag in the error.
+/// Zero is refused here rather than by the chain: a transaction that moves nothing
+/// still costs its fee. (`--amount -1` reaches this parser too, and is refused as
+/// negative.)
+pub fn parse_amount(text: &str, decimals: u8, flag: &str) -> Result<U256> {
+    let amount = bridgectl_tx::amount::parse_units(text, decimals)
+        .map_err(|e| anyhow::anyhow!("{flag} {text:?}: {e}"))
+        .code(Code::Usage)?;
+    if amount.is_zero() {
+        return Err(coded(
+            Code::Usage,
+            format!("{flag} {text:?}: the amount must be more than zero"),
+        ));
+    }
+    Ok(amount)
+}

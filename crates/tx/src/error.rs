@@ -76,10 +76,10 @@ pub enum Error {
     },
 
     /// A policy or intent check failed.
-    #[error("{source_name} check failed: {field}: expected {expected}, found {found}")]
+    #[error("{by} check failed: {field}: expected {expected}, found {found}")]
     Policy {
-        /// Where the expectation came from: `policy` or `intent`.
-        source_name: &'static str,
+        /// Where the expectation came from.
+        by: CheckedBy,
         /// The field that failed (e.g. `chainId`, `gasPrice`, `args._amount`).
         field: String,
         /// The expected value or bound.
@@ -160,5 +160,24 @@ pub(crate) fn shorten(s: &str) -> String {
     } else {
         let head: String = s.chars().take(MAX).collect();
         format!("{head}... ({} chars)", s.chars().count())
+    }
+}
+
+/// Who set an expectation that a transaction failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CheckedBy {
+    /// The signer's policy (the profile, the flags): the trust root.
+    Policy,
+    /// What was asked for (the request's or the flow's intent).
+    Intent,
+}
+
+impl std::fmt::Display for CheckedBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CheckedBy::Policy => "policy",
+            CheckedBy::Intent => "intent",
+        })
     }
 }

@@ -165,7 +165,7 @@ pub(crate) fn check(
             .map(ToString::to_string)
             .collect();
         return Err(Error::Policy {
-            source_name: "policy",
+            by: crate::error::CheckedBy::Policy,
             field: "destination".into(),
             expected: format!("one of allowed-destinations: {}", list.join(", ")),
             found: dest.to_string(),

@@ -24,6 +24,7 @@ use alloy_primitives::{Address, U256};
 
 use crate::Error;
 use crate::calldata::{self, Decoded, Value};
+use crate::error::CheckedBy;
 use crate::policy::{DEFAULT_MAX_GAS_LIMIT, GAS_PRICE_SANITY_MULTIPLE, Policy};
 use crate::rawtx::RawTx;
 use crate::request::{Intent, Token};
@@ -143,9 +144,9 @@ impl Verified {
     }
 }
 
-fn refuse(source_name: &'static str, field: &str, expected: String, found: String) -> Error {
+fn refuse(by: CheckedBy, field: &str, expected: String, found: String) -> Error {
     Error::Policy {
-        source_name,
+        by,
         field: field.into(),
         expected,
         found,
@@ -175,7 +176,7 @@ pub fn verify(
     match policy.expect_chain_id {
         Some(id) if raw.chain_id != id => {
             return Err(refuse(
-                "policy",
+                CheckedBy::Policy,
                 "chainId",
                 id.to_string(),
                 raw.chain_id.to_string(),
@@ -184,7 +185,7 @@ pub fn verify(
         Some(_) => {}
         None if !trusted.chains.contains_key(&raw.chain_id) => {
             return Err(refuse(
-                "policy",
+                CheckedBy::Policy,
                 "chainId",
                 known_list(
                     "a chain the profile names (main_chain_id, side_chain_id) or \
@@ -199,12 +200,17 @@ pub fn verify(
     let contract = trusted.find(raw.to, raw.chain_id);
     match policy.expect_to {
         Some(to) if raw.to != to => {
-            return Err(refuse("policy", "to", to.to_string(), raw.to.to_string()));
+            return Err(refuse(
+                CheckedBy::Policy,
+                "to",
+                to.to_string(),
+                raw.to.to_string(),
+            ));
         }
         Some(_) => {}
         None if contract.is_none() => {
             return Err(refuse(
-                "policy",
+                CheckedBy::Policy,
                 "to",
                 known_list(
                     &format!(
@@ -232,7 +238,7 @@ pub fn verify(
             && id != raw.chain_id
         {
             return Err(refuse(
-                "intent",
+                CheckedBy::Intent,
                 "chainId",
                 id.to_string(),
                 raw.chain_id.to_string(),
@@ -241,13 +247,18 @@ pub fn verify(
         if let Some(to) = i.to
             && to != raw.to
         {
-            return Err(refuse("intent", "to", to.to_string(), raw.to.to_string()));
+            return Err(refuse(
+                CheckedBy::Intent,
+                "to",
+                to.to_string(),
+                raw.to.to_string(),
+            ));
         }
         if let Some(claimed) = &i.token {
             match &token {
                 Some(t) if t != claimed => {
                     return Err(refuse(
-                        "intent",
+                        CheckedBy::Intent,
                         "token",
                         format!(
                             "{} with {} decimals (as the profile names {})",
@@ -270,7 +281,7 @@ pub fn verify(
     let max_value = policy.max_value.unwrap_or(U256::ZERO);
     if raw.value > max_value {
         return Err(refuse(
-            "policy",
+            CheckedBy::Policy,
             "value",
             if max_value.is_zero() {
                 "0 wei (no bridge call sends native value; allow it with --allow-value)".into()
@@ -283,7 +294,7 @@ pub fn verify(
     let max_gas_limit = policy.max_gas_limit.unwrap_or(DEFAULT_MAX_GAS_LIMIT);
     if raw.gas_limit > max_gas_limit {
         return Err(refuse(
-            "policy",
+            CheckedBy::Policy,
             "gasLimit",
             format!("at most {max_gas_limit}"),
             raw.gas_limit.to_string(),
@@ -301,7 +312,7 @@ pub fn verify(
         // A fee cap bounds the price too; with neither, nothing would.
         None if policy.max_fee.is_none() => {
             return Err(refuse(
-                "policy",
+                CheckedBy::Policy,
                 "gasPrice",
                 "a cap: max-gas-price or max-fee in the profile's policy or the flags (online, \
                  the chain's rpc_url lets the going price be checked)"
@@ -311,7 +322,7 @@ pub fn verify(
         }
         Some((cap, why)) if raw.gas_price > *cap => {
             return Err(refuse(
-                "policy",
+                CheckedBy::Policy,
                 "gasPrice",
                 format!("at most {cap} wei ({why})"),
                 format!("{} wei", raw.gas_price),
@@ -323,7 +334,7 @@ pub fn verify(
         let fee = raw.max_fee();
         if fee > cap {
             return Err(refuse(
-                "policy",
+                CheckedBy::Policy,
                 "maxFee (gasLimit x gasPrice)",
                 format!("at most {cap} wei"),
                 format!("{} x {} = {fee} wei", raw.gas_limit, raw.gas_price),
@@ -337,7 +348,7 @@ pub fn verify(
         && raw.value > cap
     {
         return Err(refuse(
-            "intent",
+            CheckedBy::Intent,
             "value",
             format!("{cap} wei (the call asked for sends no native value)"),
             format!("{} wei", raw.value),
@@ -346,9 +357,9 @@ pub fn verify(
 
     // What it does: the intent's call exactly, then the policy's expectations.
     if let Some(p) = &expected_by_intent {
-        check_call(raw, p, "intent")?;
+        check_call(raw, p, CheckedBy::Intent)?;
     }
-    check_call(raw, policy, "policy")?;
+    check_call(raw, policy, CheckedBy::Policy)?;
 
     // How much, and to whom: the limits and the allowlist, from the log's totals.
     let spending = crate::limits::check(
@@ -425,7 +436,7 @@ fn check_nonce(nonce: u64, facts: &NonceFacts) -> Result<&'static str, Error> {
             "a replacement of a transaction already sent or signed"
         };
         refuse(
-            "policy",
+            CheckedBy::Policy,
             "nonce",
             format!("{expected} (the sender's next nonce, from {source})"),
             format!("{nonce}: {what}"),
@@ -443,7 +454,7 @@ fn check_nonce(nonce: u64, facts: &NonceFacts) -> Result<&'static str, Error> {
         && nonce < floor
     {
         return Err(refuse(
-            "policy",
+            CheckedBy::Policy,
             "nonce",
             format!(
                 "{} or above (nonces below it were signed or reserved here already)",
@@ -465,7 +476,7 @@ fn check_nonce(nonce: u64, facts: &NonceFacts) -> Result<&'static str, Error> {
         (None, Some(floor)) if nonce != floor => Err(wrong(floor, source)),
         (None, Some(_)) => Ok("journal"),
         (None, None) => Err(refuse(
-            "policy",
+            CheckedBy::Policy,
             "nonce",
             "a way to check it: the chain's node, the platform's next nonce, a journal \
              record for this sender, or --nonce N"
@@ -476,9 +487,8 @@ fn check_nonce(nonce: u64, facts: &NonceFacts) -> Result<&'static str, Error> {
 }
 
 /// Checks the call (function and arguments) against the expectations of `policy`.
-fn check_call(tx: &RawTx, policy: &Policy, source_name: &'static str) -> Result<(), Error> {
-    let fail =
-        |field: &str, expected: String, found: String| refuse(source_name, field, expected, found);
+fn check_call(tx: &RawTx, policy: &Policy, by: CheckedBy) -> Result<(), Error> {
+    let fail = |field: &str, expected: String, found: String| refuse(by, field, expected, found);
     if let Some(want) = &policy.expect_data
         && *want != tx.data
     {

@@ -143,7 +143,7 @@ impl PassphraseProvider for CliPassphrases {
         &mut self,
         request: &PassphraseRequest<'_>,
     ) -> Result<Passphrase, bridgectl_keystore::Error> {
-        match &self.source {
+        let passphrase = match &self.source {
             Source::File(path) => read_file(path),
             Source::Env => std::env::var(ENV_VALUE).map(Passphrase::new).map_err(|_| {
                 bridgectl_keystore::Error::PassphraseUnavailable {
@@ -151,7 +151,16 @@ impl PassphraseProvider for CliPassphrases {
                 }
             }),
             Source::Prompt => prompt(request),
+        }?;
+        // Allowed (a throwaway key may want none), never silently.
+        if matches!(request.purpose, Purpose::Create | Purpose::ExportFile)
+            && passphrase.expose_secret().is_empty()
+        {
+            crate::output::note(
+                "warning: the passphrase is empty: anyone who copies the key file has the key",
+            );
         }
+        Ok(passphrase)
     }
 }
 

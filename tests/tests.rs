@@ -11,6 +11,7 @@ mod http;
 mod key;
 mod log;
 mod offline;
+mod readme;
 mod sandbox;
 mod sign;
 mod tty;

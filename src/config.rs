@@ -61,6 +61,12 @@ pub struct Profile {
     pub base_url: Option<String>,
     /// Web3 (webhook) API base URL.
     pub web3_url: Option<String>,
+    /// File holding the web3 API token (first line).
+    pub web3_token_file: Option<PathBuf>,
+    /// Web3 chain path segment (`ethereum`, `polygon`, ...), for `webhook` commands.
+    pub web3_chain: Option<String>,
+    /// Web3 network path segment (`mainnet`, `sepolia`, ...), for `webhook` commands.
+    pub web3_network: Option<String>,
     /// Main-network environment id.
     pub main_environment_id: Option<String>,
     /// Side-chain environment id.

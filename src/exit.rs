@@ -70,16 +70,34 @@ pub fn coded(code: Code, msg: impl std::fmt::Display) -> anyhow::Error {
 
 /// What to do next, for errors whose remedy is a command: printed under the error.
 pub fn hint(err: &anyhow::Error) -> Option<String> {
-    err.chain().find_map(
-        |cause| match cause.downcast_ref::<bridgectl_flow::Error>() {
-            Some(bridgectl_flow::Error::Timeout {
-                flow: Some(tx_id), ..
-            }) => Some(format!(
+    err.chain().find_map(|cause| {
+        // A coded error reports no source of its own: look inside.
+        if let Some(coded) = cause.downcast_ref::<Coded>() {
+            return hint(&coded.error);
+        }
+        if let Some(bridgectl_flow::Error::Timeout {
+            flow: Some(tx_id), ..
+        }) = cause.downcast_ref::<bridgectl_flow::Error>()
+        {
+            return Some(format!(
                 "the flow is journaled: `bridgectl resume {tx_id}` continues waiting"
-            )),
+            ));
+        }
+        match cause.downcast_ref::<reqwest::Error>() {
+            Some(e) if e.is_connect() => Some(
+                "nothing answered there: is the platform running (for the sandbox: is \
+                 `bridgectl sandbox` still up? `bridgectl sandbox --show` prints where it \
+                 listens), and is the profile's URL right (`--profile`, BRIDGECTL_CONFIG)?"
+                    .into(),
+            ),
+            Some(e) if e.is_timeout() => Some(
+                "no answer in time: the platform or the network is slow or down; a flow that \
+                 signed is journaled and `bridgectl resume TXID` finishes it"
+                    .into(),
+            ),
             _ => None,
-        },
-    )
+        }
+    })
 }
 
 /// Whether `err` is a write to a closed pipe.

@@ -63,7 +63,7 @@ bctest!(
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         fresh(&mut sandbox);
-        let _sandbox = SandboxProcess(sandbox.spawn().expect("start the sandbox"));
+        let sandbox = SandboxProcess(sandbox.spawn().expect("start the sandbox"));
         let started = Instant::now();
         while !dir.join("sandbox.toml").exists() {
             assert!(
@@ -126,5 +126,134 @@ bctest!(
             )
             .expect("count");
         assert_eq!(completed, 2, "the swap and the redeem completed");
+
+        // What the sandbox printed, again, while it runs.
+        let bridgectl = |args: &[&str]| {
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_bridgectl"));
+            cmd.args(args);
+            fresh(&mut cmd);
+            cmd.env("BRIDGECTL_CONFIG", "sandbox.toml")
+                .env("BRIDGECTL_PROFILE", "sandbox")
+                .env("BRIDGECTL_PASSPHRASE", PASS)
+                .output()
+                .expect("run bridgectl")
+        };
+        let profile = std::fs::read_to_string(dir.join("sandbox.toml")).expect("profile");
+        let base_url = profile
+            .lines()
+            .find_map(|l| l.strip_prefix("base_url = \""))
+            .and_then(|rest| rest.strip_suffix('"'))
+            .expect("base_url in the written profile")
+            .to_owned();
+        let shown = bridgectl(&["sandbox", "--show"]);
+        let text = String::from_utf8_lossy(&shown.stdout);
+        assert!(shown.status.success(), "{shown:?}");
+        assert!(
+            text.contains(&base_url) && text.contains("dev key:"),
+            "{text}"
+        );
+
+        // Every --json output: camelCase names, amounts as decimal strings.
+        let json = |args: &[&str]| -> serde_json::Value {
+            let mut all = vec!["--json"];
+            all.extend_from_slice(args);
+            let out = bridgectl(&all);
+            assert!(out.status.success(), "{args:?}: {out:?}");
+            serde_json::from_slice(&out.stdout).expect("one JSON document")
+        };
+        let history = json(&["history"]);
+        let signed = history[0]["signedTx"]
+            .as_str()
+            .expect("signed tx")
+            .to_owned();
+        let tx_id = history[0]["txId"].as_str().expect("txId").to_owned();
+        for (args, doc) in [
+            (vec!["history"], history.clone()),
+            (vec!["history", &tx_id], json(&["history", &tx_id])),
+            (vec!["key", "list"], json(&["key", "list"])),
+            (vec!["key", "show", "dev"], json(&["key", "show", "dev"])),
+            (vec!["sandbox", "--show"], json(&["sandbox", "--show"])),
+            (vec!["tx", "decode"], json(&["tx", "decode", &signed])),
+            (vec!["log", "show"], json(&["log", "show"])),
+        ] {
+            check_json_conventions(&format!("{args:?}"), "$", &doc);
+        }
+
+        // Stopped: --show says so (exit 6), and a command that needs the platform names
+        // the likely cause (exit 7), for the platform and the web3 API alike.
+        drop(sandbox);
+        let shown = bridgectl(&["sandbox", "--show"]);
+        assert_eq!(shown.status.code(), Some(6), "{shown:?}");
+        for args in [
+            &["redeem", "--from", "dev", "--amount", "1", "--yes"][..],
+            &["webhook", "list"][..],
+        ] {
+            let out = bridgectl(args);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(7), "{args:?}: {err}");
+            assert!(
+                err.contains("hint: nothing answered there") && err.contains("sandbox --show"),
+                "{args:?}: {err}"
+            );
+        }
     }
 );
+
+/// Fields that hold someone else's document verbatim (the platform's answers, rawTx and
+/// intent arguments named after Solidity parameters), not bridgectl's own naming.
+const VERBATIM: &[&str] = &[
+    "intent",
+    "rawTx",
+    "result",
+    "detail",
+    "redemption",
+    "raw",
+    "data",
+    "args",
+    "inputs",
+    "call",
+    "condition",
+];
+
+/// Amount fields, anywhere in bridgectl's own JSON: decimal strings in base units.
+const AMOUNTS: &[&str] = &[
+    "amount",
+    "value",
+    "gasPrice",
+    "maxFeePerGas",
+    "maxPriorityFeePerGas",
+    "stBefore",
+    "stAfter",
+    "fee",
+];
+
+fn check_json_conventions(command: &str, at: &str, v: &serde_json::Value) {
+    match v {
+        serde_json::Value::Object(map) => {
+            for (k, child) in map {
+                let here = format!("{at}.{k}");
+                assert!(
+                    k.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+                        && k.chars().all(|c| c.is_ascii_alphanumeric()),
+                    "{command}: {here} is not camelCase"
+                );
+                if AMOUNTS.contains(&k.as_str()) && !child.is_null() {
+                    let text = child.as_str().unwrap_or_default();
+                    assert!(
+                        !text.is_empty() && text.chars().all(|c| c.is_ascii_digit()),
+                        "{command}: {here} = {child} is not a decimal string"
+                    );
+                }
+                if !VERBATIM.contains(&k.as_str()) {
+                    check_json_conventions(command, &here, child);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                check_json_conventions(command, &format!("{at}[{i}]"), item);
+            }
+        }
+        _ => {}
+    }
+}

@@ -26,10 +26,52 @@ pub struct SandboxArgs {
     /// never overwritten; mode 0600; the token goes to FILE.token, named by `token_file`).
     #[arg(long, value_name = "FILE")]
     pub write_profile: Option<PathBuf>,
+
+    /// Do not start one: show the sandbox running on this account (its URLs, token, dev
+    /// account), as it printed them when it started.
+    #[arg(long, conflicts_with_all = ["sandbox_config", "write_profile"])]
+    pub show: bool,
+}
+
+/// Where a running sandbox leaves what it printed, for `--show` (0600, removed when it
+/// stops).
+fn running_file() -> anyhow::Result<PathBuf> {
+    crate::paths::state_file(None, "sandbox-running.json")
+}
+
+/// `--show`: what the running sandbox printed, if its process is still alive.
+fn show(global: &GlobalOpts) -> anyhow::Result<()> {
+    let not_running = || {
+        crate::exit::coded(
+            crate::exit::Code::NotFound,
+            "no sandbox is running on this account: start one with `bridgectl sandbox \
+             --write-profile sandbox.toml`",
+        )
+    };
+    let path = running_file()?;
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Err(not_running());
+    };
+    let state: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not what a sandbox wrote", path.display()))?;
+    let pid = state["pid"].as_u64().unwrap_or(0);
+    if pid == 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        return Err(not_running());
+    }
+    if global.json {
+        return output::json(&state["info"]);
+    }
+    for line in state["text"].as_array().into_iter().flatten() {
+        output::line(line.as_str().unwrap_or_default())?;
+    }
+    Ok(())
 }
 
 /// Runs the sandbox until Ctrl-C.
 pub fn run(global: &GlobalOpts, args: SandboxArgs) -> anyhow::Result<()> {
+    if args.show {
+        return show(global);
+    }
     let config = match &args.sandbox_config {
         Some(path) => SandboxConfig::from_file(path)?,
         None => SandboxConfig::default(),
@@ -54,12 +96,20 @@ pub fn run(global: &GlobalOpts, args: SandboxArgs) -> anyhow::Result<()> {
         if let Some(path) = &args.write_profile {
             write_profile(path, &info)?;
         }
+        let text = text_lines(&info, ready_ms);
+        let running = running_file()?;
+        let state = json!({"pid": std::process::id(), "info": info_json(&info, ready_ms),
+                           "text": text});
+        crate::files::write_replace(&running, state.to_string().as_bytes())?;
         if global.json {
             output::json(&info_json(&info, ready_ms))?;
         } else {
-            print_text(&info, ready_ms)?;
+            for l in &text {
+                output::line(l)?;
+            }
         }
         stop.await;
+        let _ = std::fs::remove_file(&running);
         output::note("stopping the sandbox...");
         sandbox.shutdown().await.context("stopping the sandbox")?;
         output::note("stopped; no anvil left running");
@@ -96,7 +146,7 @@ fn info_json(info: &SandboxInfo, ready_ms: u128) -> serde_json::Value {
     })
 }
 
-fn print_text(info: &SandboxInfo, ready_ms: u128) -> anyhow::Result<()> {
+fn text_lines(info: &SandboxInfo, ready_ms: u128) -> Vec<String> {
     let mut lines = vec![
         format!("sandbox ready in {ready_ms} ms (Ctrl-C stops it)"),
         format!("base url:      {}", info.base_url),
@@ -124,10 +174,7 @@ fn print_text(info: &SandboxInfo, ready_ms: u128) -> anyhow::Result<()> {
     for a in &info.managed_accounts {
         lines.push(format!("managed:       {a}"));
     }
-    for l in lines {
-        output::line(l)?;
-    }
-    Ok(())
+    lines
 }
 
 /// The first words of a profile this command writes: how a later run knows it may
@@ -156,6 +203,11 @@ fn write_profile(path: &std::path::Path, info: &SandboxInfo) -> anyhow::Result<(
         side_rpc_url: Some(info.side.rpc_url.clone()),
         redeem_action: Some("redeem".into()),
         token_file: Some(token_path.clone()),
+        // The sandbox's web3 API takes the platform token and answers for any supported
+        // chain and network: with these, `webhook` commands need no flags.
+        web3_token_file: Some(token_path.clone()),
+        web3_chain: Some("ethereum".into()),
+        web3_network: Some("mainnet".into()),
         access_key: Some(info.access_key.clone()),
         chains: [
             (info.main.chain_id.to_string(), "sandbox main".to_string()),

@@ -88,13 +88,14 @@ pub struct Web3Opts {
     #[command(flatten)]
     pub api: Web3Api,
 
-    /// Chain path segment, e.g. ethereum, polygon.
+    /// Chain path segment, e.g. ethereum, polygon [default: the profile's web3_chain].
     #[arg(long, env = "BRIDGECTL_WEB3_CHAIN", help_heading = "Web3 API")]
-    pub chain: String,
+    pub chain: Option<String>,
 
-    /// Network path segment, e.g. mainnet, sepolia.
+    /// Network path segment, e.g. mainnet, sepolia [default: the profile's
+    /// web3_network].
     #[arg(long, env = "BRIDGECTL_WEB3_NETWORK", help_heading = "Web3 API")]
-    pub network: String,
+    pub network: Option<String>,
 
     /// Signing-key file [default: $XDG_STATE_HOME/bridgectl/webhook-keys.json].
     #[arg(long, env = "BRIDGECTL_WEBHOOK_KEYS", value_name = "FILE")]
@@ -330,6 +331,11 @@ pub fn run(global: &GlobalOpts, cmd: WebhookCommand) -> anyhow::Result<()> {
 fn code_of(e: &WebhookError) -> Code {
     match e {
         WebhookError::NotFound { .. } | WebhookError::Api { status: 404, .. } => Code::NotFound,
+        // The web3 API answered with an error, or could not be reached: remote, as for
+        // the platform.
+        WebhookError::Http { .. } | WebhookError::Body { .. } | WebhookError::Api { .. } => {
+            Code::Remote
+        }
         WebhookError::Network(_)
         | WebhookError::EventType(_)
         | WebhookError::Invalid { .. }
@@ -381,17 +387,49 @@ fn env_nonempty(name: &str) -> Option<String> {
 
 /// Checks chain/network, finds the URL and the token, and builds the client. The chain
 /// check comes first: a typo never costs a request, not even the token exchange.
-async fn connect(global: &GlobalOpts, web3: &Web3Opts) -> anyhow::Result<Client> {
-    networks::check(&web3.chain, &web3.network).map_err(|e| coded_err(e.into()))?;
-    connect_api(global, &web3.api).await
+async fn connect(global: &GlobalOpts, web3: &Web3Opts) -> anyhow::Result<(Client, Target)> {
+    let profile = crate::config::load_profile(global).ok();
+    let pick = |flag: &Option<String>, field: Option<&String>, name: &str| {
+        flag.clone().or_else(|| field.cloned()).ok_or_else(|| {
+            coded(
+                Code::Usage,
+                format!("no web3 {name}: give --{name} or web3_{name} in the profile"),
+            )
+        })
+    };
+    let target = Target {
+        chain: pick(
+            &web3.chain,
+            profile.as_ref().and_then(|p| p.web3_chain.as_ref()),
+            "chain",
+        )?,
+        network: pick(
+            &web3.network,
+            profile.as_ref().and_then(|p| p.web3_network.as_ref()),
+            "network",
+        )?,
+    };
+    networks::check(&target.chain, &target.network).map_err(|e| coded_err(e.into()))?;
+    Ok((connect_api(global, &web3.api).await?, target))
+}
+
+/// The chain and network a webhook command works on.
+struct Target {
+    chain: String,
+    network: String,
 }
 
 /// Finds the URL and the token and builds the client.
 async fn connect_api(global: &GlobalOpts, web3: &Web3Api) -> anyhow::Result<Client> {
+    let profile = match &web3.web3_url {
+        Some(_) => crate::config::load_profile(global).ok(),
+        None => Some(crate::config::load_profile(global)?),
+    };
     let url = match &web3.web3_url {
         Some(u) => u.clone(),
-        None => crate::config::load_profile(global)?
-            .web3_url
+        None => profile
+            .as_ref()
+            .and_then(|p| p.web3_url.clone())
             .ok_or_else(|| {
                 coded(
                     Code::Usage,
@@ -401,12 +439,21 @@ async fn connect_api(global: &GlobalOpts, web3: &Web3Api) -> anyhow::Result<Clie
     };
     // Refuse an insecure URL before a token is read or exchanged.
     client::check_url(&url).map_err(coded_err)?;
-    let token = web3_token(&url, web3).await?;
+    let token = web3_token(
+        &url,
+        web3,
+        profile.as_ref().and_then(|p| p.web3_token_file.as_deref()),
+    )
+    .await?;
     Client::new(&url, token).map_err(coded_err)
 }
 
-async fn web3_token(url: &str, web3: &Web3Api) -> anyhow::Result<SecretString> {
-    if let Some(path) = &web3.web3_token_file {
+async fn web3_token(
+    url: &str,
+    web3: &Web3Api,
+    profile_file: Option<&std::path::Path>,
+) -> anyhow::Result<SecretString> {
+    if let Some(path) = web3.web3_token_file.as_deref().or(profile_file) {
         return crate::auth::read_secret_file(path, "web3 token");
     }
     if let Some(token) = env_nonempty("BRIDGECTL_WEB3_TOKEN") {
@@ -440,11 +487,11 @@ async fn create(global: &GlobalOpts, args: CreateArgs) -> anyhow::Result<()> {
     let keys = KeyFile::new(keys_path(&args.web3.keys)?);
     // Fail on a bad key file before creating a webhook whose key could not be kept.
     keys.load().map_err(coded_err)?;
-    let client = connect(global, &args.web3).await?;
+    let (client, target) = connect(global, &args.web3).await?;
     let created = client
         .create(
-            &args.web3.chain,
-            &args.web3.network,
+            &target.chain,
+            &target.network,
             &NewWebhook {
                 event_type,
                 description: args.description.clone(),
@@ -467,8 +514,8 @@ async fn create(global: &GlobalOpts, args: CreateArgs) -> anyhow::Result<()> {
             description: args.description.clone(),
             ..KeyEntry::new(
                 created.signing_key.clone(),
-                &args.web3.chain,
-                &args.web3.network,
+                &target.chain,
+                &target.network,
             )
         },
     )
@@ -490,8 +537,8 @@ async fn create(global: &GlobalOpts, args: CreateArgs) -> anyhow::Result<()> {
                 .as_ref()
                 .map(Value::to_string)
                 .unwrap_or_default(),
-            args.web3.chain,
-            args.web3.network,
+            target.chain,
+            target.network,
             args.url
         ))?;
         output::line(format!("signing key stored in {}", keys.path().display()))
@@ -518,9 +565,9 @@ fn describe(w: &Webhook) -> String {
 }
 
 async fn list(global: &GlobalOpts, args: ListArgs) -> anyhow::Result<()> {
-    let client = connect(global, &args.web3).await?;
+    let (client, target) = connect(global, &args.web3).await?;
     let page = client
-        .list(&args.web3.chain, &args.web3.network)
+        .list(&target.chain, &target.network)
         .await
         .map_err(coded_err)?;
     if global.json {
@@ -529,7 +576,7 @@ async fn list(global: &GlobalOpts, args: ListArgs) -> anyhow::Result<()> {
     if page.items.is_empty() {
         output::note(format!(
             "no webhooks on {}/{}",
-            args.web3.chain, args.web3.network
+            target.chain, target.network
         ));
     }
     for w in &page.items {
@@ -539,9 +586,9 @@ async fn list(global: &GlobalOpts, args: ListArgs) -> anyhow::Result<()> {
 }
 
 async fn get(global: &GlobalOpts, args: IdArgs) -> anyhow::Result<()> {
-    let client = connect(global, &args.web3).await?;
+    let (client, target) = connect(global, &args.web3).await?;
     let w = client
-        .get(&args.web3.chain, &args.web3.network, &args.id)
+        .get(&target.chain, &target.network, &args.id)
         .await
         .map_err(coded_err)?;
     if global.json {
@@ -574,9 +621,9 @@ async fn update(global: &GlobalOpts, args: UpdateArgs) -> anyhow::Result<()> {
         is_active: args.active,
         condition,
     };
-    let client = connect(global, &args.web3).await?;
+    let (client, target) = connect(global, &args.web3).await?;
     client
-        .update(&args.web3.chain, &args.web3.network, &args.id, &change)
+        .update(&target.chain, &target.network, &args.id, &change)
         .await
         .map_err(coded_err)?;
     if global.json {
@@ -588,9 +635,9 @@ async fn update(global: &GlobalOpts, args: UpdateArgs) -> anyhow::Result<()> {
 
 async fn delete(global: &GlobalOpts, args: IdArgs) -> anyhow::Result<()> {
     let keys = KeyFile::new(keys_path(&args.web3.keys)?);
-    let client = connect(global, &args.web3).await?;
+    let (client, target) = connect(global, &args.web3).await?;
     client
-        .delete(&args.web3.chain, &args.web3.network, &args.id)
+        .delete(&target.chain, &target.network, &args.id)
         .await
         .map_err(coded_err)?;
     let removed = keys.remove(&args.id).map_err(coded_err)?;

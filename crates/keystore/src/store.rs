@@ -28,6 +28,7 @@ pub const DEFAULT_DERIVATION_PATH: &str = "m/44'/60'/0'/0/0";
 /// What `list` and `show` print: the plaintext metadata of a key file. Reading it
 /// needs no passphrase; every field is authenticated when the key is unlocked.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct KeyInfo {
     /// The key's address (EIP-55 in JSON).
     #[serde(serialize_with = "checksummed")]
@@ -48,6 +49,7 @@ pub struct KeyInfo {
 
 /// The KDF of a key file, for display.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
 pub struct KdfSummary {
     /// Always `argon2id` in format version 1.
     pub algorithm: String,

@@ -15,6 +15,22 @@ use crate::rawtx::RawTx;
 const SECP256K1N: U256 =
     uint!(0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141_U256);
 
+/// Amounts in JSON are decimal strings in base units (as the README promises for every
+/// `--json`): exact, and readable without knowing the field is hex.
+fn decimal<S: serde::Serializer>(v: &U256, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(v)
+}
+
+fn decimal_option<S: serde::Serializer, T: std::fmt::Display>(
+    v: &Option<T>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => s.collect_str(v),
+        None => s.serialize_none(),
+    }
+}
+
 /// A decoded, signature-checked transaction.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -30,17 +46,27 @@ pub struct DecodedTx {
     pub gas_limit: u64,
     /// Legacy and EIP-2930 gas price (a legacy one may exceed 2^128: valid on chain,
     /// though alloy's `TxLegacy` cannot hold it).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "decimal_option"
+    )]
     pub gas_price: Option<U256>,
     /// EIP-1559 style fee cap.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "decimal_option"
+    )]
     pub max_fee_per_gas: Option<u128>,
     /// EIP-1559 style priority fee.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "decimal_option"
+    )]
     pub max_priority_fee_per_gas: Option<u128>,
     /// The callee, `None` for contract creation.
     pub to: Option<Address>,
     /// Wei sent along.
+    #[serde(serialize_with = "decimal")]
     pub value: U256,
     /// Calldata.
     pub input: Bytes,

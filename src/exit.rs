@@ -145,6 +145,7 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
         | F::NothingToCheckAgainst
         | F::PlaintextRefused { .. } => Code::Refused,
         F::NotInJournal(_) => Code::NotFound,
+        F::AmbiguousTxId { .. } => Code::Usage,
         F::Timeout { .. } => Code::Timeout,
         F::Http { .. } | F::Platform { .. } | F::UnexpectedShape { .. } | F::Body { .. } => {
             Code::Remote

@@ -535,6 +535,31 @@ fn history_lists_flows_and_unknown_flows_are_not_found() {
     assert_eq!(list[0]["kind"], "redeem");
     assert_eq!(list[0]["state"], "completed");
     live.fails(&["history", "00000000-0000-4000-8000-000000000000"], 6);
+
+    // A unique prefix names the flow; times are whole seconds.
+    let tx_id = list[0]["txId"].as_str().expect("txId");
+    let one = live.ok(&["history", &tx_id[..8]]);
+    assert_eq!(one["flow"]["txId"], tx_id);
+    let created = list[0]["createdAt"].as_str().expect("createdAt");
+    assert!(!created.contains('.'), "{created}");
+
+    // The table: a header, then one row with the amount asked for.
+    let mut c = live.cmd();
+    c.args(["history"]);
+    let out = c.output();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    assert!(
+        lines.next().is_some_and(|h| h.starts_with("CREATED (UTC)")),
+        "{text}"
+    );
+    let row = lines.next().expect("a row");
+    assert!(
+        row.contains(tx_id)
+            && row.contains("redeem")
+            && row.contains(&units(1, live.sb.info.side.decimals).to_string()),
+        "{row}"
+    );
 }
 
 #[test]

@@ -241,6 +241,15 @@ pub enum Error {
         reason: String,
     },
 
+    /// A txId prefix that names more than one flow.
+    #[error("txId prefix {prefix} names several flows ({}, ...): give more of it", .matches.join(", "))]
+    AmbiguousTxId {
+        /// The prefix.
+        prefix: String,
+        /// Some of the flows it names.
+        matches: Vec<String>,
+    },
+
     /// A record asked for is not in the journal.
     #[error("no flow with txId {0} in the journal")]
     NotInJournal(String),

@@ -249,7 +249,10 @@ fn unix_now() -> i64 {
 
 /// Now, as the journal writes times (RFC 3339, UTC).
 pub(crate) fn now() -> String {
-    time::OffsetDateTime::now_utc()
+    // Whole seconds: a journal is read by people; nanoseconds only make it wider.
+    let now = time::OffsetDateTime::now_utc();
+    now.replace_nanosecond(0)
+        .unwrap_or(now)
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()
 }
@@ -595,6 +598,31 @@ impl Journal {
             .optional()
         })?
         .ok_or_else(|| Error::NotInJournal(tx_id.to_owned()))
+    }
+
+    /// The flow whose txId is `prefix` or starts with it (a prefix must name one flow).
+    pub fn find(&self, prefix: &str) -> Result<FlowRecord, Error> {
+        if let Ok(rec) = self.get(prefix) {
+            return Ok(rec);
+        }
+        // Only hex digits and dashes can be part of a txId: nothing else reaches LIKE.
+        if prefix.is_empty() || !prefix.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            return Err(Error::NotInJournal(prefix.to_owned()));
+        }
+        let found: Vec<FlowRecord> = self.with(|c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT {COLUMNS} FROM flows WHERE tx_id LIKE ?1 || '%' ORDER BY created_at LIMIT 3"
+            ))?;
+            stmt.query_map(params![prefix], row_to_record)?.collect()
+        })?;
+        match found.len() {
+            0 => Err(Error::NotInJournal(prefix.to_owned())),
+            1 => Ok(found.into_iter().next().expect("one")),
+            _ => Err(Error::AmbiguousTxId {
+                prefix: prefix.to_owned(),
+                matches: found.into_iter().map(|f| f.tx_id).collect(),
+            }),
+        }
     }
 
     /// The most recent flows, newest first.

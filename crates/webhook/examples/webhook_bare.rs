@@ -40,6 +40,9 @@ impl EventStore for NullStore {
     fn claim(&self, _: Claim) -> StoreFuture<'_, Vec<StoredEvent>> {
         ready(Vec::new())
     }
+    fn start_attempt(&self, _: i64, _: &str) -> StoreFuture<'_, Option<i64>> {
+        ready(Some(1))
+    }
     fn record_handoff(&self, _: HandoffRecord) -> StoreFuture<'_, ()> {
         ready(())
     }

@@ -259,6 +259,16 @@ impl EventStore for SqliteStore {
         })
     }
 
+    fn start_attempt(&self, id: i64, owner: &str) -> StoreFuture<'_, Option<i64>> {
+        let owner = owner.to_owned();
+        Box::pin(async move {
+            match self.write(OpKind::Start(id, owner)).await? {
+                Reply::Id(n) => Ok(Some(n)),
+                _ => Ok(None),
+            }
+        })
+    }
+
     fn record_handoff(&self, record: HandoffRecord) -> StoreFuture<'_, ()> {
         Box::pin(async move { self.write(OpKind::Handoff(record)).await.map(|_| ()) })
     }
@@ -595,6 +605,7 @@ fn limit_i64(limit: usize) -> i64 {
 enum OpKind {
     Insert(Incoming),
     Claim(Claim),
+    Start(i64, String),
     Handoff(HandoffRecord),
     Gap(Gap),
     Setting(String, String),
@@ -763,10 +774,19 @@ fn apply(
             }
             Ok(Reply::Events(events))
         }
+        OpKind::Start(id, owner) => {
+            let mut stmt = tx.prepare_cached(
+                "UPDATE events SET attempts = attempts + 1 WHERE id = ?1 AND lease_owner = ?2
+                 RETURNING attempts",
+            )?;
+            let attempt = stmt
+                .query_row(params![id, owner], |r| r.get::<_, i64>(0))
+                .optional()?;
+            Ok(attempt.map_or(Reply::Done, Reply::Id))
+        }
         OpKind::Handoff(record) => {
             let mut stmt = tx.prepare_cached(
                 "UPDATE events SET handed_off = handed_off | ?2,
-                    attempts = attempts + 1,
                     last_error = ?3,
                     next_attempt_ms = CASE WHEN ?3 IS NULL THEN next_attempt_ms ELSE ?4 END,
                     lease_owner = CASE WHEN lease_owner = ?5 THEN NULL ELSE lease_owner END,

@@ -378,7 +378,7 @@ async fn receive(
     };
     let c = &state.inner.counters;
     let outcome = state.inner.store.insert(incoming).await;
-    if let (Some(sub), Ok(_)) = (subscription, &outcome) {
+    if let (Some(sub), Ok(_)) = (&subscription, &outcome) {
         reverify_once(&state, sub);
     }
     match outcome {
@@ -410,19 +410,23 @@ async fn receive(
 /// "no signing key" rows: the platform may deliver before `webhook create` (or the
 /// self-healing check) has written the new key, and such an event must not stay
 /// unverified, so never handed on.
-fn reverify_once(state: &ListenerState, subscription_id: String) {
-    let fresh = state
-        .inner
-        .reverified
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(subscription_id.clone());
+fn reverify_once(state: &ListenerState, subscription_id: &str) {
+    let fresh = {
+        let mut done = state
+            .inner
+            .reverified
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        // Looked up before inserting: a copy of the id only on the first delivery.
+        !done.contains(subscription_id) && done.insert(subscription_id.to_owned())
+    };
     let Some(key) = fresh
-        .then(|| state.inner.keys.get(&subscription_id))
+        .then(|| state.inner.keys.get(subscription_id))
         .flatten()
     else {
         return;
     };
+    let subscription_id = subscription_id.to_owned();
     let state = state.clone();
     tokio::spawn(async move {
         if let Ok(n) = state.inner.store.reverify(&subscription_id, key).await
@@ -648,8 +652,10 @@ impl Listener {
 const DRAIN: Duration = Duration::from_secs(10);
 
 /// The accept loop: at most `max_connections` at once (the rest wait in the backlog),
-/// each with a header-read timeout that also closes idle keep-alive connections.
-async fn serve(
+/// each with a header-read timeout that also closes idle keep-alive connections. Public
+/// so a benchmark can serve the listener's [`router`] exactly as the listener does, over
+/// a store of its own.
+pub async fn serve(
     tcp: tokio::net::TcpListener,
     app: Router,
     max_connections: usize,

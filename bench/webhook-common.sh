@@ -13,7 +13,8 @@ if [ -n "${BENCH_BIN:-}" ]; then
     BIN=$BENCH_BIN
 else
     cargo build --release --quiet -p bridgectl -p bridgectl-webhook --features bridgectl-webhook/bench \
-        --bin bridgectl --example webhook_bare --example webhook_load --example webhook_store
+        --bin bridgectl --example webhook_bare --example webhook_load --example webhook_store \
+        --example webhook_stages
     BIN=$CARGO_TARGET_DIR/release
 fi
 WORK=$(mktemp -d "${BENCH_DIR:-/var/tmp}/bridgectl-bench.XXXXXX")

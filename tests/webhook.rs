@@ -1032,10 +1032,11 @@ bctest!(
         // success was never recorded); every other event ran exactly once.
         assert!(twice.len() <= 1, "events run more than once: {twice:?}");
         assert!(count.values().all(|&n| n <= 2));
-        // A consumer that skips runs marked BRIDGECTL_RERUN=1 (or dedupes on the ids) sees
-        // each event once: no event has two unmarked runs, and every event has one, unless
-        // A died between recording the start of an attempt and starting its child (then
-        // that event's only run is marked: seen at most once, never twice).
+        // A consumer that checks its own records only for runs marked BRIDGECTL_RERUN=1
+        // acts on each event once: no event has two unmarked runs, and every event has
+        // one, unless A died between counting an attempt and starting its child (then
+        // that event's only run is marked, which is why marked runs are checked, not
+        // dropped).
         assert!(
             unmarked.values().all(|&n| n == 1),
             "an event ran twice unmarked: {unmarked:?}"

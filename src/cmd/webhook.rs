@@ -241,7 +241,9 @@ pub struct ListenArgs {
     /// attempt, a listener killed mid-run): dedupe on (BRIDGECTL_SUBSCRIPTION_ID,
     /// BRIDGECTL_SEQUENCE_NUMBER). Each attempt is counted before it starts, so
     /// BRIDGECTL_RERUN=1 (BRIDGECTL_ATTEMPT above 1) marks every run after the first,
-    /// whichever replica ran it; BRIDGECTL_RERUN=0 is the first and only unmarked run.
+    /// whichever replica ran it; BRIDGECTL_RERUN=0 is the first and only unmarked run. A
+    /// marked run may also be the first (its runner died before starting it): check it
+    /// against your records, never drop it.
     #[arg(long, value_name = "CMD")]
     pub exec: Option<String>,
     /// Seconds one --exec run may take, writing its stdin included.

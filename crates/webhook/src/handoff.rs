@@ -21,7 +21,7 @@
 //! `--exec` and the headers of `--forward` carry, or check their own records only when
 //! the run is marked as a re-run. (A runner that dies after counting the attempt but
 //! before starting it leaves an event whose only run is marked: a marked run means "may
-//! have run before", never "has".)
+//! have run before", never "has", so it is checked, never dropped.)
 //!
 //! - exec: `sh -c CMD`, the raw body on stdin, `BRIDGECTL_EVENT_ID`,
 //!   `BRIDGECTL_SUBSCRIPTION_ID`, `BRIDGECTL_SEQUENCE_NUMBER`, `BRIDGECTL_EVENT_TYPE`,

@@ -7,9 +7,16 @@ LOAD_CPU=${LOAD_CPU:-1}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/bridgectl-target}
 
 # One command, so the examples share the binary's feature set and nothing builds twice.
-cargo build --release --quiet -p bridgectl -p bridgectl-webhook --features bridgectl-webhook/bench \
-    --bin bridgectl --example webhook_bare --example webhook_load --example webhook_store
-BIN=$CARGO_TARGET_DIR/release
+# BENCH_BIN=DIR measures binaries built before (DIR/bridgectl, DIR/examples/...) instead,
+# e.g. a copy of an older build to compare against.
+if [ -n "${BENCH_BIN:-}" ]; then
+    BIN=$BENCH_BIN
+else
+    cargo build --release --quiet -p bridgectl -p bridgectl-webhook --features bridgectl-webhook/bench \
+        --bin bridgectl --example webhook_bare --example webhook_load --example webhook_store \
+        --example webhook_stages
+    BIN=$CARGO_TARGET_DIR/release
+fi
 WORK=$(mktemp -d "${BENCH_DIR:-/var/tmp}/bridgectl-bench.XXXXXX")
 PIDS=()
 cleanup() {

@@ -11,6 +11,9 @@
 #
 # Loopback only and bounded. Usage:
 #   bench/webhook-listener.sh [REQUESTS=20000] [CONNECTIONS=64] [ROUNDS=5]
+# (BENCH_BIN=DIR measures binaries built before instead of building; see webhook-common.sh.)
+# The summary: req/s, p50/p99 and CPU us per event for each server, the listener/bare
+# ratio (the median of per-round ratios), CPU us per event by stage and WAL bytes per event.
 # SERVER_CPU / LOAD_CPU choose the cores (default 0 and 1).
 # The store goes in a fresh directory under ${BENCH_DIR:-/var/tmp} (use a real disk, not
 # tmpfs, or fsync costs nothing). Prints one JSON line per run and a summary.
@@ -91,18 +94,30 @@ for kind in bare verify listener; do
     col() { printf '%s' "${RUNS[$kind]}" | awk -v c="$1" 'NF { print $c }' | median; }
     printf '%-10s %10s %10s %10s %12s %14s\n' "$kind" "$(col 1)" "$(col 2)" "$(col 3)" "$(col 4)" "$(col 5)"
 done
-# The store's writer alone, without HTTP: durable inserts of the same events by 64 tasks.
-WRITER_CPU=$(taskset -c "$SERVER_CPU" python3 -c '
-import resource, subprocess, sys
-out = subprocess.run(sys.argv[1:], capture_output=True, text=True, check=True).stdout
-r = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(out.strip(), file=sys.stderr)
-print("%.1f" % ((r.ru_utime + r.ru_stime) * 1e6 / int(sys.argv[3])))
-' "$BIN/examples/webhook_store" "$WORK/writer.sqlite" "$REQUESTS" "$CONNECTIONS" 2>> "$WORK/writer.out")
-echo "writer alone: $(cat "$WORK/writer.out") cpu_us_per_event=$WRITER_CPU"
+# The store's writer alone, without HTTP: durable inserts of the same events by
+# $CONNECTIONS tasks, 2 rounds (the second into a WAL that has its size), the writer's
+# stages timed; and the CPU cost of parsing and verifying one delivery, stage by stage.
+BRIDGECTL_BENCH_STAGES=1 taskset -c "$SERVER_CPU" "$BIN/examples/webhook_store" "$WORK/writer.sqlite" \
+    "$REQUESTS" "$CONNECTIONS" 2 > "$WORK/writer.out"
+WRITER=$(tail -1 "$WORK/writer.out")
+echo "writer alone: $WRITER"
+STAGES=$(taskset -c "$SERVER_CPU" "$BIN/examples/webhook_stages" 50000)
+echo "parse/verify alone: $STAGES"
 cpu() { printf '%s' "${RUNS[$1]}" | awk 'NF { print $4 }' | median; }
-awk -v b="$(cpu bare)" -v v="$(cpu verify)" -v l="$(cpu listener)" -v w="$WRITER_CPU" 'BEGIN {
-    printf "CPU us per event by stage: HTTP %.1f, parse+verify %.1f, store hand-off+insert+commit %.1f (writer alone %.1f), total %.1f\n", b, v - b, l - v, w, l }'
+written() { printf '%s' "${RUNS[$1]}" | awk 'NF { print $5 }' | median; }
+awk -v b="$(cpu bare)" -v v="$(cpu verify)" -v l="$(cpu listener)" \
+    -v parse="$(echo "$STAGES" | field parse_us)" -v sha="$(echo "$STAGES" | field sha256_us)" \
+    -v hmac="$(echo "$STAGES" | field hmac_verify_us)" \
+    -v w="$(echo "$WRITER" | field cpu_us_per_event)" -v ins="$(echo "$WRITER" | field insert_us)" \
+    -v com="$(echo "$WRITER" | field commit_us)" -v wal="$(echo "$WRITER" | field wal_bytes_per_event)" \
+    -v disk="$(written listener)" 'BEGIN {
+    printf "CPU us per event by stage (medians):\n"
+    printf "  HTTP (bare axum)                        %6.1f\n", b
+    printf "  parse+verify, listener serve loop       %6.1f   (alone: parse %.1f, sha256 %.1f, hmac %.1f)\n", v - b, parse, sha, hmac
+    printf "  store: hand-off+insert+commit/fsync     %6.1f   (writer alone %.1f: insert %.1f, commit/fsync %.1f, hand-off+checkpoint %.1f)\n", l - v, w, ins, com, w - ins - com
+    printf "  listener total                          %6.1f   (bare x %.2f)\n", l, l / b
+    printf "WAL bytes per event: %d (writer alone); bytes written to disk per event by the listener (WAL + checkpoint): %d\n", wal, disk
+}'
 ratio=$(printf '%s\n' "${RATIOS[@]}" | median)
 echo "per-round listener/bare: ${RATIOS[*]}"
 awk -v r="$ratio" \

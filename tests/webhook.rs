@@ -893,7 +893,7 @@ bctest!(
         let handed = dir.join("handed.txt");
         // Appends are atomic for a short line, whichever replica runs it.
         let exec = format!(
-            "echo \"$BRIDGECTL_SEQUENCE_NUMBER $BRIDGECTL_ATTEMPT\" >> {}",
+            "echo \"$BRIDGECTL_SEQUENCE_NUMBER $BRIDGECTL_ATTEMPT $BRIDGECTL_RERUN\" >> {}",
             handed.display()
         );
         let extra = [
@@ -969,13 +969,21 @@ bctest!(
         assert_eq!(events.len(), 2 * HALF, "every delivery stored once");
 
         // The hand-off: B finishes everything, A's leased events included once the lease ends.
-        let lines = || -> Vec<(u64, u64)> {
+        // (sequence number, attempt, marked as a re-run)
+        let lines = || -> Vec<(u64, u64, bool)> {
             std::fs::read_to_string(&handed)
                 .unwrap_or_default()
                 .lines()
                 .filter_map(|l| {
-                    let (s, a) = l.split_once(' ')?;
-                    Some((s.parse().ok()?, a.parse().ok()?))
+                    let mut f = l.split(' ');
+                    let seq = f.next()?.parse().ok()?;
+                    let attempt = f.next()?.parse().ok()?;
+                    let rerun = match f.next()? {
+                        "0" => false,
+                        "1" => true,
+                        _ => return None,
+                    };
+                    Some((seq, attempt, rerun))
                 })
                 .collect()
         };
@@ -995,14 +1003,26 @@ bctest!(
         std::thread::sleep(Duration::from_secs(1));
         let seen = lines();
         let mut count: BTreeMap<u64, usize> = BTreeMap::new();
-        for (seq, _) in &seen {
-            *count.entry(*seq).or_default() += 1;
+        let mut unmarked: BTreeMap<u64, usize> = BTreeMap::new();
+        for &(seq, attempt, rerun) in &seen {
+            *count.entry(seq).or_default() += 1;
+            // The marker and the attempt number agree: attempt 1 is the only unmarked one.
+            assert_eq!(
+                rerun,
+                attempt > 1,
+                "event {seq}: attempt {attempt}, rerun {rerun}"
+            );
+            if !rerun {
+                *unmarked.entry(seq).or_default() += 1;
+            }
         }
         let twice: Vec<u64> = count.iter().filter(|c| *c.1 > 1).map(|c| *c.0).collect();
+        let unmarked_runs: usize = unmarked.values().sum();
         #[allow(clippy::print_stderr)]
         {
             eprintln!(
-                "replica A acked {} of {HALF} before SIGKILL; exec runs: {} for {} events; run twice: {twice:?}",
+                "replica A acked {} of {HALF} before SIGKILL; exec runs: {} for {} events \
+                 ({unmarked_runs} not marked as re-runs); run twice: {twice:?}",
                 acked_a.len(),
                 seen.len(),
                 count.len()
@@ -1012,6 +1032,20 @@ bctest!(
         // success was never recorded); every other event ran exactly once.
         assert!(twice.len() <= 1, "events run more than once: {twice:?}");
         assert!(count.values().all(|&n| n <= 2));
+        // A consumer that checks its own records only for runs marked BRIDGECTL_RERUN=1
+        // acts on each event once: no event has two unmarked runs, and every event has
+        // one, unless A died between counting an attempt and starting its child (then
+        // that event's only run is marked, which is why marked runs are checked, not
+        // dropped).
+        assert!(
+            unmarked.values().all(|&n| n == 1),
+            "an event ran twice unmarked: {unmarked:?}"
+        );
+        assert!(
+            unmarked_runs == 2 * HALF || (unmarked_runs == 2 * HALF - 1 && twice.is_empty()),
+            "{unmarked_runs} unmarked runs for {} events",
+            2 * HALF
+        );
         b.stop();
         drop(pg);
     }

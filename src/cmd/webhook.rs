@@ -237,13 +237,22 @@ pub struct ListenArgs {
     pub request_timeout: f64,
     /// Run `sh -c CMD` per verified event, the body on stdin; retried until it exits 0.
     /// Its environment holds only PATH, HOME, USER, LOGNAME, LANG, LC_ALL, TZ, TMPDIR and
-    /// the BRIDGECTL_EVENT_* variables: no secret of this process.
+    /// BRIDGECTL_EVENT_ID, _SUBSCRIPTION_ID, _SEQUENCE_NUMBER, _EVENT_TYPE, _ATTEMPT and
+    /// _RERUN: no secret of this process. An event can run more than once (a failed
+    /// attempt, a listener killed mid-run): dedupe on (BRIDGECTL_SUBSCRIPTION_ID,
+    /// BRIDGECTL_SEQUENCE_NUMBER). Each attempt is counted before it starts, so
+    /// BRIDGECTL_RERUN=1 (BRIDGECTL_ATTEMPT above 1) marks every run after the first,
+    /// whichever replica ran it; BRIDGECTL_RERUN=0 is the first and only unmarked run. A
+    /// marked run may also be the first (its runner died before starting it): check it
+    /// against your records, never drop it.
     #[arg(long, value_name = "CMD")]
     pub exec: Option<String>,
     /// Seconds one --exec run may take, writing its stdin included.
     #[arg(long, default_value_t = bridgectl_webhook::handoff::EXEC_TIMEOUT.as_secs_f64(), value_name = "SECS")]
     pub exec_timeout: f64,
-    /// POST each verified event to URL; retried until it answers 2xx.
+    /// POST each verified event to URL; retried until it answers 2xx. Headers
+    /// x-bridgectl-subscription-id and x-bridgectl-sequence-number identify the event
+    /// (dedupe on them); x-bridgectl-attempt and x-bridgectl-rerun: 1 mark a re-run.
     #[arg(long, value_name = "URL")]
     pub forward: Option<String>,
     /// Seconds a replica holds an event it is handing on before another may take it over

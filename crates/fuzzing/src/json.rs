@@ -12,6 +12,9 @@ use serde_json::Value;
 ///   not correctly rounded, so those are compared by the round trip below instead);
 /// - its own output reads back as the same value (floats included);
 /// - the lenient mode accepts everything the strict mode does, with the same value;
+/// - picking top-level members ([`bridgectl_json::pick_with`], the webhook listener's
+///   path) accepts and refuses exactly what the full parse does, with the same message,
+///   and keeps exactly the picked members;
 /// - a document `serde_json` accepts is refused only for a reason the strict parser
 ///   exists for: a duplicate key, an integer beyond 64 bits, or nesting too deep. Any
 ///   other disagreement is a syntax bug in one of the two.
@@ -25,6 +28,7 @@ pub fn json(data: &[u8]) {
         },
     );
     let reference: Result<Value, _> = serde_json::from_slice(data);
+    check_picking(data, &strict);
     match &strict {
         Ok(value) => {
             assert_eq!(lenient.as_ref().ok(), Some(value), "lenient mode disagrees");
@@ -52,6 +56,27 @@ pub fn json(data: &[u8]) {
                 assert!(lenient.is_err(), "lenient mode accepts: {error}");
             }
         }
+    }
+}
+
+/// The members picked are the two most common one-letter keys in fuzz inputs.
+fn check_picking(data: &[u8], strict: &Result<Value, Error>) {
+    const KEYS: [&str; 2] = ["a", "b"];
+    let picked = bridgectl_json::pick_with(data, Options::default(), &KEYS);
+    match (strict, &picked) {
+        (Ok(Value::Object(full)), Ok(Value::Object(picked))) => {
+            let want: serde_json::Map<String, Value> = full
+                .iter()
+                .filter(|(k, _)| KEYS.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            assert_eq!(&want, picked, "picked members differ");
+        }
+        (Ok(full), Ok(picked)) => assert_eq!(full, picked, "picking changed a non-object"),
+        (Err(full), Err(picked)) => {
+            assert_eq!(full.to_string(), picked.to_string(), "another refusal")
+        }
+        (full, picked) => panic!("picking disagrees: {full:?} vs {picked:?}"),
     }
 }
 

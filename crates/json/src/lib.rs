@@ -1,6 +1,9 @@
 #![doc = include_str!("../README.md")]
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
+use std::borrow::Cow;
+use std::collections::HashSet;
+
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Number, Value};
 
@@ -85,6 +88,30 @@ pub fn from_slice_to<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
 
 /// Parses `bytes` with `options`.
 pub fn from_slice_with(bytes: &[u8], options: Options) -> Result<Value, Error> {
+    parse(bytes, options, Build::All)
+}
+
+/// Checks `bytes` exactly as [`from_slice_with`] does (the whole document, duplicates,
+/// depth and numbers included) but, when it is an object, builds only its top-level
+/// members named in `keys`; the rest is checked and dropped. For a large document of
+/// which a few fields are read on a hot path (a webhook delivery): no allocation for the
+/// parts nobody reads. Any other document is returned whole.
+///
+/// ```
+/// let v = bridgectl_json::pick_with(
+///     br#"{"id": 7, "big": {"x": [1, 2, 3]}}"#,
+///     bridgectl_json::Options::default(),
+///     &["id"],
+/// )
+/// .unwrap();
+/// assert_eq!(v, serde_json::json!({"id": 7}));
+/// assert!(bridgectl_json::pick_with(br#"{"a": {"b": 1, "b": 2}}"#, Default::default(), &[]).is_err());
+/// ```
+pub fn pick_with(bytes: &[u8], options: Options, keys: &[&str]) -> Result<Value, Error> {
+    parse(bytes, options, Build::Members(keys))
+}
+
+fn parse(bytes: &[u8], options: Options, build: Build<'_>) -> Result<Value, Error> {
     let mut p = Parser {
         bytes,
         pos: 0,
@@ -92,7 +119,7 @@ pub fn from_slice_with(bytes: &[u8], options: Options) -> Result<Value, Error> {
         path: Vec::new(),
     };
     p.skip_ws();
-    let v = p.value(0)?;
+    let v = p.value(0, build)?;
     p.skip_ws();
     if p.pos != bytes.len() {
         return Err(p.syntax("trailing characters after the JSON value"));
@@ -100,9 +127,51 @@ pub fn from_slice_with(bytes: &[u8], options: Options) -> Result<Value, Error> {
     Ok(v)
 }
 
+/// What a value is parsed into.
+#[derive(Clone, Copy)]
+enum Build<'k> {
+    /// The value, whole.
+    All,
+    /// Nothing: checked only ([`Value::Null`] stands in).
+    Nothing,
+    /// An object keeps only these members (built whole); any other value is built whole.
+    Members(&'k [&'k str]),
+}
+
+/// Where the parser is, for messages. A key is kept as the offset of its opening quote and
+/// decoded again only when an error is reported, so a document costs no key copies.
 enum Segment {
-    Key(String),
+    Key(usize),
     Index(usize),
+}
+
+/// Keys of one object seen so far, when the object itself is not built: a list while
+/// short (nearly every object), a hash set past [`LISTED_KEYS`], so an object with
+/// thousands of keys costs linear time, not quadratic.
+enum SeenKeys<'a> {
+    Listed(Vec<Cow<'a, str>>),
+    Hashed(HashSet<Cow<'a, str>>),
+}
+
+const LISTED_KEYS: usize = 16;
+
+impl<'a> SeenKeys<'a> {
+    /// Records `key`; false if it was there already.
+    fn insert(&mut self, key: Cow<'a, str>) -> bool {
+        match self {
+            SeenKeys::Listed(list) => {
+                if list.contains(&key) {
+                    return false;
+                }
+                list.push(key);
+                if list.len() > LISTED_KEYS {
+                    *self = SeenKeys::Hashed(std::mem::take(list).into_iter().collect());
+                }
+                true
+            }
+            SeenKeys::Hashed(set) => set.insert(key),
+        }
+    }
 }
 
 struct Parser<'a> {
@@ -123,14 +192,22 @@ fn shorten(s: &str) -> String {
     }
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     fn path(&self) -> String {
         let mut out = String::from("$");
         for seg in &self.path {
             match seg {
-                Segment::Key(k) => {
+                Segment::Key(at) => {
+                    // The key parsed once already, so it parses again.
+                    let mut again = Parser {
+                        bytes: self.bytes,
+                        pos: *at,
+                        options: self.options,
+                        path: Vec::new(),
+                    };
+                    let key = again.string().unwrap_or_default();
                     out.push('.');
-                    out.push_str(&shorten(k));
+                    out.push_str(&shorten(&key));
                 }
                 Segment::Index(i) => out.push_str(&format!("[{i}]")),
             }
@@ -169,12 +246,18 @@ impl Parser<'_> {
         }
     }
 
-    fn value(&mut self, depth: usize) -> Result<Value, Error> {
+    fn value(&mut self, depth: usize, build: Build<'_>) -> Result<Value, Error> {
         match self.peek() {
             None => Err(self.syntax("unexpected end of input")),
-            Some(b'{') => self.object(depth + 1),
-            Some(b'[') => self.array(depth + 1),
-            Some(b'"') => Ok(Value::String(self.string()?)),
+            Some(b'{') => self.object(depth + 1, build),
+            Some(b'[') => self.array(depth + 1, build),
+            Some(b'"') => {
+                let s = self.string()?;
+                Ok(match build {
+                    Build::Nothing => Value::Null,
+                    _ => Value::String(s.into_owned()),
+                })
+            }
             Some(b't') => self.expect_literal(b"true", Value::Bool(true)),
             Some(b'f') => self.expect_literal(b"false", Value::Bool(false)),
             Some(b'n') => self.expect_literal(b"null", Value::Null),
@@ -194,22 +277,32 @@ impl Parser<'_> {
         }
     }
 
-    fn object(&mut self, depth: usize) -> Result<Value, Error> {
+    fn object(&mut self, depth: usize, build: Build<'_>) -> Result<Value, Error> {
         self.check_depth(depth)?;
         self.pos += 1; // '{'
         let mut map = Map::new();
+        // A built object finds duplicates in its map; otherwise the keys are kept apart.
+        let mut seen = match build {
+            Build::All => None,
+            _ => Some(SeenKeys::Listed(Vec::new())),
+        };
         self.skip_ws();
         if self.peek() == Some(b'}') {
             self.pos += 1;
-            return Ok(Value::Object(map));
+            return Ok(self.object_value(map, build));
         }
         loop {
             self.skip_ws();
             if self.peek() != Some(b'"') {
                 return Err(self.syntax("expected a string key"));
             }
+            let key_at = self.pos;
             let key = self.string()?;
-            if map.contains_key(&key) {
+            let fresh = match &mut seen {
+                None => !map.contains_key(&*key),
+                Some(seen) => seen.insert(key.clone()),
+            };
+            if !fresh {
                 return Err(Error::DuplicateKey {
                     key: shorten(&key),
                     path: self.path(),
@@ -221,26 +314,46 @@ impl Parser<'_> {
             }
             self.pos += 1;
             self.skip_ws();
-            self.path.push(Segment::Key(key.clone()));
-            let v = self.value(depth)?;
+            let member = match build {
+                Build::All => Build::All,
+                Build::Members(keys) if keys.contains(&&*key) => Build::All,
+                _ => Build::Nothing,
+            };
+            self.path.push(Segment::Key(key_at));
+            let v = self.value(depth, member)?;
             self.path.pop();
-            map.insert(key, v);
+            if !matches!(member, Build::Nothing) {
+                map.insert(key.into_owned(), v);
+            }
             self.skip_ws();
             match self.peek() {
                 Some(b',') => self.pos += 1,
                 Some(b'}') => {
                     self.pos += 1;
-                    return Ok(Value::Object(map));
+                    return Ok(self.object_value(map, build));
                 }
                 _ => return Err(self.syntax("expected ',' or '}' in an object")),
             }
         }
     }
 
-    fn array(&mut self, depth: usize) -> Result<Value, Error> {
+    fn object_value(&self, map: Map<String, Value>, build: Build<'_>) -> Value {
+        match build {
+            Build::Nothing => Value::Null,
+            _ => Value::Object(map),
+        }
+    }
+
+    fn array(&mut self, depth: usize, build: Build<'_>) -> Result<Value, Error> {
         self.check_depth(depth)?;
         self.pos += 1; // '['
+        // Only objects are pruned by `Members`: an array is built whole or not at all.
+        let item = match build {
+            Build::Nothing => Build::Nothing,
+            _ => Build::All,
+        };
         let mut items = Vec::new();
+        let mut index = 0;
         self.skip_ws();
         if self.peek() == Some(b']') {
             self.pos += 1;
@@ -248,16 +361,22 @@ impl Parser<'_> {
         }
         loop {
             self.skip_ws();
-            self.path.push(Segment::Index(items.len()));
-            let v = self.value(depth)?;
+            self.path.push(Segment::Index(index));
+            let v = self.value(depth, item)?;
             self.path.pop();
-            items.push(v);
+            index += 1;
+            if !matches!(item, Build::Nothing) {
+                items.push(v);
+            }
             self.skip_ws();
             match self.peek() {
                 Some(b',') => self.pos += 1,
                 Some(b']') => {
                     self.pos += 1;
-                    return Ok(Value::Array(items));
+                    return Ok(match item {
+                        Build::Nothing => Value::Null,
+                        _ => Value::Array(items),
+                    });
                 }
                 _ => return Err(self.syntax("expected ',' or ']' in an array")),
             }
@@ -278,9 +397,29 @@ impl Parser<'_> {
         Ok(v)
     }
 
-    fn string(&mut self) -> Result<String, Error> {
+    /// Moves past the longest run of bytes that stand for themselves in a string.
+    fn plain_run(&mut self) -> &'a [u8] {
+        let start = self.pos;
+        let rest = &self.bytes[start..];
+        let len = rest
+            .iter()
+            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+            .unwrap_or(rest.len());
+        self.pos += len;
+        &rest[..len]
+    }
+
+    /// A string: borrowed from the input unless it has escapes.
+    fn string(&mut self) -> Result<Cow<'a, str>, Error> {
         self.pos += 1; // opening quote
-        let mut out = Vec::new();
+        let run = self.plain_run();
+        if self.peek() == Some(b'"') {
+            self.pos += 1;
+            return std::str::from_utf8(run)
+                .map(Cow::Borrowed)
+                .map_err(|_| self.syntax("invalid UTF-8"));
+        }
+        let mut out = run.to_vec();
         loop {
             let Some(b) = self.peek() else {
                 return Err(self.syntax("unexpected end of input in a string"));
@@ -288,7 +427,9 @@ impl Parser<'_> {
             match b {
                 b'"' => {
                     self.pos += 1;
-                    return String::from_utf8(out).map_err(|_| self.syntax("invalid UTF-8"));
+                    return String::from_utf8(out)
+                        .map(Cow::Owned)
+                        .map_err(|_| self.syntax("invalid UTF-8"));
                 }
                 b'\\' => {
                     self.pos += 1;
@@ -313,8 +454,8 @@ impl Parser<'_> {
                 }
                 0..=0x1f => return Err(self.syntax("control character in a string")),
                 _ => {
-                    out.push(b);
-                    self.pos += 1;
+                    let run = self.plain_run();
+                    out.extend_from_slice(run);
                 }
             }
         }
@@ -468,6 +609,33 @@ mod tests {
     }
 
     #[test]
+    fn picking_refuses_what_a_full_parse_refuses_with_the_same_message() {
+        let docs = [
+            r#"{"a": 1, "x": {"k": 1, "k": 2}}"#,
+            r#"{"x": [{"to": 1}, {"to": 1, "to": 2}]}"#,
+            r#"{"x": {"v": 18446744073709551616}}"#,
+            r#"{"x": {"\u0061": 1, "a": 2}}"#,
+            r#"{"x": "a\tb", "y": "\ud800"}"#,
+            "{\"x\": [1, 2,]}",
+        ];
+        for doc in docs {
+            let full = from_slice(doc.as_bytes()).expect_err(doc).to_string();
+            let picked = pick_with(doc.as_bytes(), Options::default(), &["a"])
+                .expect_err(doc)
+                .to_string();
+            assert_eq!(full, picked, "{doc}");
+        }
+        // Many keys in an object that is not built: still refused, still linear.
+        let mut many: String = (0..1000).map(|i| format!("\"k{i}\": {i}, ")).collect();
+        many = format!("{{\"x\": {{{many}\"k999\": 0}}}}");
+        let e = pick_with(many.as_bytes(), Options::default(), &[]).expect_err("duplicate");
+        assert!(
+            e.to_string().contains("duplicate key \"k999\" in $.x"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn depth_is_bounded() {
         let deep = "[".repeat(129) + &"]".repeat(129);
         let e = from_slice(deep.as_bytes()).expect_err("too deep");
@@ -495,6 +663,34 @@ mod tests {
             let theirs: Result<Value, _> = serde_json::from_str(&s);
             if let Ok(v) = &ours {
                 prop_assert_eq!(Some(v), theirs.as_ref().ok());
+            }
+        }
+
+        // Picking members checks exactly what a full parse checks, and keeps exactly the
+        // named top-level members.
+        #[test]
+        fn picking_agrees_with_a_full_parse(s in "[\\[\\]{}\",:0-9a-z\\\\. e\\-]{0,40}") {
+            let full = from_slice(s.as_bytes());
+            let picked = pick_with(s.as_bytes(), Options::default(), &["a", "b"]);
+            prop_assert_eq!(full.is_ok(), picked.is_ok(), "{:?} {:?}", full, picked);
+            if let (Ok(Value::Object(full)), Ok(Value::Object(picked))) = (&full, &picked) {
+                let want: Map<String, Value> = full
+                    .iter()
+                    .filter(|(k, _)| *k == "a" || *k == "b")
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                prop_assert_eq!(&want, picked);
+            } else if let Ok(v) = &full {
+                prop_assert_eq!(Some(v), picked.as_ref().ok());
+            }
+        }
+
+        #[test]
+        fn picked_documents_round_trip(v in arb_value()) {
+            let text = serde_json::to_string(&v).expect("serialize");
+            let picked = pick_with(text.as_bytes(), Options::default(), &[]).expect("parse");
+            if !v.is_object() {
+                prop_assert_eq!(picked, v);
             }
         }
 

@@ -1,7 +1,8 @@
 //! The benchmark's baselines, to split the listener's cost by stage:
 //! - `bare`: an axum handler that reads the body and answers 200, nothing else (HTTP);
-//! - `verify`: the real listener's router (parse, signature check, counters) over a store
-//!   that keeps nothing (HTTP + parse/verify; the listener minus this is the store).
+//! - `verify`: the real listener's router and accept loop (parse, signature check,
+//!   counters, connection limit, timeouts) over a store that keeps nothing (the listener
+//!   minus this is the store).
 //!
 //! `bench/webhook-listener.sh` runs the same load against these and the real listener.
 //! Usage: `webhook_bare ADDR PATH [verify KEY_FILE]` (prints `{"addr": ...}` once listening).
@@ -9,7 +10,6 @@
 #![allow(clippy::print_stdout)]
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -17,7 +17,9 @@ use axum::http::StatusCode;
 use axum::routing::post;
 use axum::serve::ListenerExt;
 use bridgectl_webhook::keys::{KeyFile, SigningKey};
-use bridgectl_webhook::listener::{DEFAULT_MAX_BODY, ListenerState, router};
+use bridgectl_webhook::listener::{
+    DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, ListenerState, Timeouts, router, serve,
+};
 use bridgectl_webhook::store::{
     Claim, Counts, EventStore, Gap, HandoffRecord, Incoming, Outcome, Quarantined, StoreFuture,
     StoredEvent,
@@ -39,6 +41,9 @@ impl EventStore for NullStore {
     }
     fn claim(&self, _: Claim) -> StoreFuture<'_, Vec<StoredEvent>> {
         ready(Vec::new())
+    }
+    fn start_attempt(&self, _: i64, _: &str) -> StoreFuture<'_, Option<i64>> {
+        ready(Some(1))
     }
     fn record_handoff(&self, _: HandoffRecord) -> StoreFuture<'_, ()> {
         ready(())
@@ -83,32 +88,38 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let addr = args.next().unwrap_or_else(|| "127.0.0.1:0".into());
     let path = args.next().unwrap_or_else(|| "/hooks/bench".into());
-    let app = match (args.next().as_deref(), args.next()) {
-        (Some("verify"), Some(keys)) => {
-            let state = ListenerState::new(
-                Arc::new(NullStore),
-                KeyFile::new(keys),
-                &path,
-                DEFAULT_MAX_BODY,
-            )?;
-            router(state, Duration::from_secs(30))
-        }
-        _ => Router::new()
-            .route(
-                &path,
-                post(|_body: Bytes| async { (StatusCode::OK, "stored\n") }),
-            )
-            .fallback(|| async { StatusCode::NOT_FOUND }),
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
     };
+    if let (Some("verify"), Some(keys)) = (args.next().as_deref(), args.next()) {
+        // The listener's own router and accept loop (connection limit, timeouts): all of
+        // the listener but the store.
+        let state = ListenerState::new(
+            Arc::new(NullStore),
+            KeyFile::new(keys),
+            &path,
+            DEFAULT_MAX_BODY,
+        )?;
+        let timeouts = Timeouts::default();
+        let app = router(state, timeouts.request);
+        let tcp = tokio::net::TcpListener::bind(&addr).await?;
+        println!("{{\"addr\": \"{}\"}}", tcp.local_addr()?);
+        serve(tcp, app, DEFAULT_MAX_CONNECTIONS, timeouts.header, shutdown).await;
+        return Ok(());
+    }
+    let app = Router::new()
+        .route(
+            &path,
+            post(|_body: Bytes| async { (StatusCode::OK, "stored\n") }),
+        )
+        .fallback(|| async { StatusCode::NOT_FOUND });
     let tcp = tokio::net::TcpListener::bind(&addr).await?;
     println!("{{\"addr\": \"{}\"}}", tcp.local_addr()?);
     let tcp = tcp.tap_io(|s| {
         let _ = s.set_nodelay(true);
     });
     axum::serve(tcp, app)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
+        .with_graceful_shutdown(shutdown)
         .await?;
     Ok(())
 }

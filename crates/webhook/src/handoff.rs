@@ -5,20 +5,35 @@
 //! (verified events whose `handed_off` bits lack a configured sink), so whatever was
 //! acknowledged survives a crash and is handed on after the restart. A claim is a lease:
 //! while it runs no other listener on the same store takes the event, and when the
-//! claimant dies the lease expires and another takes it over. A sink's success is recorded
-//! after it happened, so a listener killed between the two repeats that one attempt
-//! (with the same `BRIDGECTL_ATTEMPT`, as its attempt was never recorded): consumers that
-//! must never see an event twice dedupe on (subscriptionId, sequenceNumber), which the
-//! environment of `--exec` and the headers of `--forward` carry. Unverified events are never handed on.
+//! claimant dies the lease expires and another takes it over. Unverified events are never
+//! handed on.
+//!
+//! # Re-runs are marked
+//!
+//! A sink's success can only be recorded after it happened, so a listener killed between
+//! the two (or a sink that failed half-way) leaves an event that runs again. Exactly once
+//! is therefore the consumer's part, and this module makes it possible: every attempt is
+//! counted in the store, durably, *before* its child starts or its POST is sent
+//! ([`EventStore::start_attempt`]), so the next runner, on this replica or another, sees
+//! `BRIDGECTL_ATTEMPT` above 1 and `BRIDGECTL_RERUN=1`. A run with `BRIDGECTL_RERUN=0`
+//! is the first attempt anywhere; each event gets at most one. Consumers that must never
+//! act twice either dedupe on (subscriptionId, sequenceNumber), which the environment of
+//! `--exec` and the headers of `--forward` carry, or check their own records only when
+//! the run is marked as a re-run. (A runner that dies after counting the attempt but
+//! before starting it leaves an event whose only run is marked: a marked run means "may
+//! have run before", never "has", so it is checked, never dropped.)
 //!
 //! - exec: `sh -c CMD`, the raw body on stdin, `BRIDGECTL_EVENT_ID`,
-//!   `BRIDGECTL_SUBSCRIPTION_ID`, `BRIDGECTL_SEQUENCE_NUMBER`, `BRIDGECTL_EVENT_TYPE` and
-//!   `BRIDGECTL_ATTEMPT` in an environment scrubbed of everything else but [`EXEC_ENV`]
-//!   (no passphrase, access token or web3 key reaches it); success is exit status 0 within
-//!   the exec timeout ([`EXEC_TIMEOUT`] unless set), which also covers writing stdin, so a
-//!   command that neither reads nor exits is killed like one that hangs.
+//!   `BRIDGECTL_SUBSCRIPTION_ID`, `BRIDGECTL_SEQUENCE_NUMBER`, `BRIDGECTL_EVENT_TYPE`,
+//!   `BRIDGECTL_ATTEMPT` and `BRIDGECTL_RERUN` (`0` or `1`) in an environment scrubbed of
+//!   everything else but [`EXEC_ENV`] (no passphrase, access token or web3 key reaches
+//!   it); success is exit status 0 within the exec timeout ([`EXEC_TIMEOUT`] unless set),
+//!   which also covers writing stdin, so a command that neither reads nor exits is killed
+//!   like one that hangs.
 //! - forward: `POST URL` with the raw body, `content-type: application/json`, the original
-//!   `x-signature` and `x-bridgectl-event-id`; success is any 2xx within [`FORWARD_TIMEOUT`].
+//!   `x-signature`, `x-bridgectl-event-id`, `x-bridgectl-subscription-id`,
+//!   `x-bridgectl-sequence-number`, `x-bridgectl-attempt` and `x-bridgectl-rerun`; success
+//!   is any 2xx within [`FORWARD_TIMEOUT`].
 //!
 //! A failed attempt is retried with exponential backoff from 1 s, capped at
 //! [`MAX_BACKOFF`]; a failing event does not hold back later ones.
@@ -228,8 +243,17 @@ async fn dispatch(
             {
                 break;
             }
+            // Counted before anything runs: if this process dies mid-attempt, the next
+            // runner knows its run is a re-run.
+            let attempt = match store.start_attempt(event.id, &options.owner).await {
+                Ok(Some(n)) => Attempt(n),
+                // The lease went to another claimant: the event is theirs now.
+                Ok(None) => continue,
+                // The store is gone: nothing can be counted, so nothing runs.
+                Err(_) => return,
+            };
             let attempt = tokio::select! {
-                r = hand_off(&http, sinks, bits, &event, options.exec_timeout) => r,
+                r = hand_off(&http, sinks, bits, &event, attempt, options.exec_timeout) => r,
                 // Stopping mid-attempt records nothing: the event is retried after restart.
                 _ = stop.changed() => return,
             };
@@ -258,6 +282,7 @@ async fn hand_off(
     sinks: &Sinks,
     bits: u8,
     event: &StoredEvent,
+    attempt: Attempt,
     exec_timeout: Duration,
 ) -> (u8, Option<String>) {
     let mut done = 0;
@@ -266,7 +291,7 @@ async fn hand_off(
     if missing & SINK_EXEC != 0
         && let Some(cmd) = &sinks.exec
     {
-        match exec(cmd, event, exec_timeout).await {
+        match exec(cmd, event, attempt, exec_timeout).await {
             Ok(()) => done |= SINK_EXEC,
             Err(e) => errors.push(format!("exec: {e}")),
         }
@@ -274,7 +299,7 @@ async fn hand_off(
     if missing & SINK_FORWARD != 0
         && let Some(url) = &sinks.forward
     {
-        match forward(http, url, event).await {
+        match forward(http, url, event, attempt).await {
             Ok(()) => done |= SINK_FORWARD,
             Err(e) => errors.push(format!("forward: {e}")),
         }
@@ -283,7 +308,29 @@ async fn hand_off(
     (done, error)
 }
 
-async fn exec(cmd: &str, event: &StoredEvent, timeout: Duration) -> Result<(), String> {
+/// The number of an attempt, as counted in the store before it ran.
+#[derive(Clone, Copy, Debug)]
+struct Attempt(i64);
+
+impl Attempt {
+    /// `BRIDGECTL_ATTEMPT` / `x-bridgectl-attempt`.
+    fn number(self) -> String {
+        self.0.to_string()
+    }
+
+    /// `BRIDGECTL_RERUN` / `x-bridgectl-rerun`: `1` when an earlier attempt was started
+    /// (so the event may have been handled already), else `0`.
+    fn rerun(self) -> &'static str {
+        if self.0 > 1 { "1" } else { "0" }
+    }
+}
+
+async fn exec(
+    cmd: &str,
+    event: &StoredEvent,
+    attempt: Attempt,
+    timeout: Duration,
+) -> Result<(), String> {
     let mut command = tokio::process::Command::new("sh");
     command.arg("-c").arg(cmd).env_clear();
     for name in EXEC_ENV {
@@ -299,7 +346,8 @@ async fn exec(cmd: &str, event: &StoredEvent, timeout: Duration) -> Result<(), S
             "BRIDGECTL_EVENT_TYPE",
             event.event_type.as_deref().unwrap_or(""),
         )
-        .env("BRIDGECTL_ATTEMPT", (event.attempts + 1).to_string())
+        .env("BRIDGECTL_ATTEMPT", attempt.number())
+        .env("BRIDGECTL_RERUN", attempt.rerun())
         .stdin(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -329,13 +377,20 @@ async fn exec(cmd: &str, event: &StoredEvent, timeout: Duration) -> Result<(), S
     }
 }
 
-async fn forward(http: &reqwest::Client, url: &str, event: &StoredEvent) -> Result<(), String> {
+async fn forward(
+    http: &reqwest::Client,
+    url: &str,
+    event: &StoredEvent,
+    attempt: Attempt,
+) -> Result<(), String> {
     let mut req = http
         .post(url)
         .header("content-type", "application/json")
         .header("x-bridgectl-event-id", event.id.to_string())
         .header("x-bridgectl-subscription-id", &event.subscription_id)
         .header("x-bridgectl-sequence-number", &event.sequence_number)
+        .header("x-bridgectl-attempt", attempt.number())
+        .header("x-bridgectl-rerun", attempt.rerun())
         .body(event.body.clone());
     if let Some(sig) = &event.signature {
         req = req.header("x-signature", sig);

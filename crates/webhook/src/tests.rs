@@ -260,10 +260,12 @@ async fn exec_is_retried_until_it_succeeds_and_never_sees_forged_events() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("out.txt");
     let count = dir.path().join("count");
-    // Fails the first two runs, then appends "<seq>:<sha of stdin>" per event.
+    // Fails the first two runs, then appends "<seq>:<sha of stdin> <attempt> <rerun>" per
+    // event.
     let cmd = format!(
         "n=$(cat {c} 2>/dev/null || echo 0); echo $((n+1)) > {c}; [ $n -ge 2 ] || exit 1; \
-         echo \"$BRIDGECTL_SEQUENCE_NUMBER:$(sha256sum | cut -c1-64)\" >> {o}",
+         echo \"$BRIDGECTL_SEQUENCE_NUMBER:$(sha256sum | cut -c1-64) \
+         $BRIDGECTL_ATTEMPT $BRIDGECTL_RERUN\" >> {o}",
         c = count.display(),
         o = out.display()
     );
@@ -297,8 +299,15 @@ async fn exec_is_retried_until_it_succeeds_and_never_sees_forged_events() {
     run.stop().await;
 
     let lines = std::fs::read_to_string(&out).expect("exec output");
-    let mut seen: Vec<&str> = lines.lines().collect();
+    let (mut seen, mut attempts): (Vec<&str>, Vec<&str>) = lines
+        .lines()
+        .map(|l| l.split_once(' ').expect("two fields"))
+        .unzip();
     seen.sort_unstable();
+    attempts.sort_unstable();
+    // The two events whose first run failed ran again, marked as re-runs; the third ran
+    // once, unmarked.
+    assert_eq!(attempts, ["1 0", "2 1", "2 1"]);
     let expected: Vec<String> = (1..=3)
         .map(|seq| {
             use sha2::Digest;
@@ -337,7 +346,8 @@ async fn pending_hand_offs_survive_a_restart_and_forward_carries_the_signature()
     wait_until("a failed attempt", || {
         store
             .events_blocking(0, 10)
-            .map(|e| e.first().is_some_and(|e| e.attempts >= 1))
+            // An attempt is counted when it starts: wait for its end.
+            .map(|e| e.first().is_some_and(|e| e.last_error.is_some()))
             .unwrap_or(false)
     })
     .await;

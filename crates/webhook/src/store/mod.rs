@@ -21,8 +21,10 @@
 //!   [`Limits`] (rows and bytes); beyond it a row keeps the hash, the length and the
 //!   signature header but not the body, so unsigned posts cannot fill the disk.
 //! - **Leased hand-off**: [`EventStore::claim`] hands a pending event to one claimant at
-//!   a time until its lease expires; [`EventStore::record_handoff`] ends the lease. A
-//!   claimant that dies mid-hand-off loses the event to another after the lease.
+//!   a time until its lease expires; [`EventStore::start_attempt`] counts an attempt
+//!   durably before it runs, and [`EventStore::record_handoff`] ends the lease. A claimant
+//!   that dies mid-hand-off loses the event to another after the lease, which sees the
+//!   attempt counted and so knows its run is a re-run.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -227,7 +229,8 @@ pub struct StoredEvent {
     pub verification: String,
     /// Sinks that took it (bit 1 exec, bit 2 forward).
     pub handed_off: u8,
-    /// Hand-off attempts so far.
+    /// Hand-off attempts started so far (counted before each runs, so one whose
+    /// listener died mid-way counts too).
     pub attempts: i64,
     /// The last hand-off error.
     pub last_error: Option<String>,
@@ -336,7 +339,15 @@ pub trait EventStore: Send + Sync {
     /// Leases pending verified events to `claim.owner`, oldest first.
     fn claim(&self, claim: Claim) -> StoreFuture<'_, Vec<StoredEvent>>;
 
-    /// Records a hand-off attempt and ends its lease.
+    /// Records that `owner` starts a hand-off attempt of event `id`, durably and before
+    /// anything runs, and returns its number (1 for the first attempt anywhere). A claimant
+    /// that dies mid-attempt never records its end, so only this record lets the next one
+    /// tell a re-run from a first run. `None` when `owner` no longer holds the lease:
+    /// another claimant has the event, and nothing may run.
+    fn start_attempt(&self, id: i64, owner: &str) -> StoreFuture<'_, Option<i64>>;
+
+    /// Records how a hand-off attempt ended (the attempt itself was counted by
+    /// [`EventStore::start_attempt`]) and ends its lease.
     fn record_handoff(&self, record: HandoffRecord) -> StoreFuture<'_, ()>;
 
     /// Ends every lease `owner` holds (a listener that stops): its claimed events need not

@@ -510,12 +510,29 @@ impl EventStore for PgStore {
         })
     }
 
+    fn start_attempt(&self, id: i64, owner: &str) -> StoreFuture<'_, Option<i64>> {
+        let owner = owner.to_owned();
+        Box::pin(async move {
+            // One statement is one transaction: committed (durable, under the server's
+            // synchronous_commit) before the answer, so before the attempt runs.
+            let row = self
+                .client
+                .query_opt(
+                    "UPDATE webhook_events SET attempts = attempts + 1
+                     WHERE id = $1 AND lease_owner = $2 RETURNING attempts",
+                    &[&id, &owner],
+                )
+                .await
+                .map_err(|e| self.pg(e))?;
+            Ok(row.map(|r| r.get(0)))
+        })
+    }
+
     fn record_handoff(&self, record: HandoffRecord) -> StoreFuture<'_, ()> {
         Box::pin(async move {
             self.client
                 .execute(
                     "UPDATE webhook_events SET handed_off = handed_off | $2,
-                        attempts = attempts + 1,
                         last_error = $3,
                         next_attempt_ms = CASE WHEN $3::text IS NULL THEN next_attempt_ms
                                                ELSE $4 END,

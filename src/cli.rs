@@ -86,6 +86,8 @@ pub enum Command {
     Resume(cmd::resume::ResumeArgs),
     /// Show the journal of flows.
     History(cmd::history::HistoryArgs),
+    /// MT and ST balances of the keystore's keys or of the accounts named.
+    Balance(cmd::balance::BalanceArgs),
     /// Run the whole job on the embedded sandbox: throwaway key, swap, redeem, balances.
     Demo(cmd::demo::DemoArgs),
     /// Webhooks: create/list/get/update/delete, and a listener that never loses an event.

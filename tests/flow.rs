@@ -536,6 +536,26 @@ fn history_lists_flows_and_unknown_flows_are_not_found() {
     assert_eq!(list[0]["state"], "completed");
     live.fails(&["history", "00000000-0000-4000-8000-000000000000"], 6);
 
+    // Balances from the chains, exact, for a key label.
+    let b = live.ok(&["balance", "dev"]);
+    assert_eq!(
+        b[0]["address"],
+        dev.as_str()
+            .to_lowercase()
+            .parse::<alloy_primitives::Address>()
+            .map(|a| serde_json::json!(a))
+            .expect("address")
+    );
+    assert_eq!(
+        b[0]["st"]["amount"],
+        live.balance(true, live.dev).to_string()
+    );
+    assert_eq!(
+        b[0]["mt"]["amount"],
+        live.balance(false, live.dev).to_string()
+    );
+    assert_eq!(b[0]["label"], "dev");
+
     // A unique prefix names the flow; times are whole seconds.
     let tx_id = list[0]["txId"].as_str().expect("txId");
     let one = live.ok(&["history", &tx_id[..8]]);

@@ -1,6 +1,7 @@
 //! One module per subcommand, each with an `*Args` struct and a `run()`.
 
 pub mod action;
+pub mod balance;
 pub mod completions;
 pub mod demo;
 pub mod history;
@@ -34,6 +35,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Submit(args) => submit::run(&global, args),
         Command::Resume(args) => resume::run(&global, args),
         Command::History(args) => history::run(&global, args),
+        Command::Balance(args) => balance::run(&global, args),
         Command::Demo(args) => demo::run(&global, args),
         Command::Webhook(cmd) => webhook::run(&global, cmd),
         Command::Completions(args) => completions::run(args),

@@ -349,6 +349,7 @@ impl Sandbox {
             secret_key: config.secret_key.clone(),
             tokens: Mutex::new(tokens),
             faults: RwLock::new(config.faults.clone()),
+            faults_changed: tokio::sync::Notify::new(),
             hostile: RwLock::new(config.hostile),
             request_log: Mutex::new(Vec::new()),
             managed: Mutex::new(HashMap::new()),

@@ -42,6 +42,8 @@ pub(crate) struct Inner {
     /// accepted bearer tokens -> expiry (unix seconds; None never expires)
     pub tokens: Mutex<HashMap<String, Option<i64>>>,
     pub faults: RwLock<BTreeMap<String, FaultConfig>>,
+    /// Woken whenever a fault changes, so held requests look again.
+    pub faults_changed: tokio::sync::Notify,
     pub hostile: RwLock<Option<crate::config::Hostile>>,
     /// Every request seen (see `api::log_request`), oldest first, capped.
     pub request_log: Mutex<Vec<String>>,
@@ -238,6 +240,22 @@ impl AppState {
             f.remove(route);
         } else {
             f.insert(route.to_owned(), fault);
+        }
+        drop(f);
+        self.0.faults_changed.notify_waiters();
+    }
+
+    /// Waits while `route` is held (see [`FaultConfig::hold`]).
+    pub(crate) async fn wait_while_held(&self, route: &str) {
+        loop {
+            let changed = self.0.faults_changed.notified();
+            let mut changed = std::pin::pin!(changed);
+            // Registered before the check, so a release in between is not missed.
+            changed.as_mut().enable();
+            if !self.fault(route).is_some_and(|f| f.hold) {
+                return;
+            }
+            changed.await;
         }
     }
 

@@ -323,6 +323,7 @@ async fn faults(
     req: Request,
     next: Next,
 ) -> Response {
+    state.wait_while_held(route).await;
     if let Some(f) = state.fault(route) {
         if f.latency_ms > 0 {
             tokio::time::sleep(Duration::from_millis(f.latency_ms)).await;

@@ -1,8 +1,6 @@
 //! The online flows end to end: the CLI binary against a live sandbox over real anvil
 //! chains. Every output is checked for secrets (see `live.rs`).
 
-use std::time::{Duration, Instant};
-
 use alloy_primitives::U256;
 use serde_json::Value;
 
@@ -361,14 +359,8 @@ fn dropped_submit_response_is_resumed_with_the_same_hash() {
         nonce0 + 1,
         "only the first send"
     );
-    // Resume never signs: a passphrase source that counts reads is never read, and no
-    // source at all is needed either.
-    let counter = crate::util::CountingPassphrase::new(&live.dir, &live.passphrase);
-    let mut c = live.cmd();
-    c.env("BRIDGECTL_PASSPHRASE_FILE", &counter.path)
-        .args(["--json", "resume", &tx_id]);
-    let resumed = live.ok_cmd(c);
-    assert_eq!(counter.finish(), 0, "resume read a passphrase");
+    // Resume never signs: a passphrase source that counts reads is never read.
+    let resumed = live.resume_unsigned(&tx_id);
     assert_eq!(resumed["txHash"], hash.as_str());
     assert_eq!(
         resumed["alreadyKnown"], true,
@@ -481,11 +473,12 @@ fn a_timeout_is_exit_8_and_resume_finishes() {
 }
 
 #[test]
-fn killed_between_sign_and_submit_then_resumed() {
+fn the_signed_bytes_are_journaled_before_the_platform_sees_them() {
     let live = Live::new("kill_resume");
     let dev = live.dev.to_string();
-    // Hold the submission long enough to kill the client after it has signed.
-    live.sb.delay("submit", 30_000);
+    // The submission is held at the platform, logged and before any work: the client is
+    // killed at the moment its POST has arrived.
+    live.sb.hold("submit");
     let nonce0 = live.nonce(true, live.dev);
     let mut c = live.cmd();
     c.args(["redeem", "--from", &dev, "--amount", "1", "--yes"]);
@@ -495,28 +488,33 @@ fn killed_between_sign_and_submit_then_resumed() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("spawn");
-    let journal =
-        bridgectl_flow::journal::Journal::open(live.dir.join("journal.sqlite3")).expect("journal");
-    let start = Instant::now();
-    let tx_id = loop {
-        let signed = journal
-            .list(5)
-            .expect("list")
-            .into_iter()
-            .find(|f| f.signed_tx.is_some());
-        if let Some(f) = signed {
-            break f.tx_id;
-        }
-        assert!(start.elapsed() < Duration::from_secs(60), "never signed");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    child.kill().expect("kill");
+    let line = live.sb.wait_for_request(0, crate::live::SUBMIT);
+    child.kill().expect("SIGKILL");
     let _ = child.wait();
-    let rec = journal.get(&tx_id).expect("rec");
-    assert!(matches!(rec.state.as_str(), "signed"), "{:?}", rec.state);
+    let sent = crate::live::signed_tx_of(&line).expect("signedTx in the POST");
+    // What the crash left on disk: the bytes the platform was sent, already journaled.
+    let rows = live.journal_rows();
+    let journaled: Vec<_> = rows.iter().filter_map(|r| r.2.clone()).collect();
+    assert_eq!(
+        journaled,
+        vec![sent.clone()],
+        "the platform saw signed bytes the journal does not hold: {rows:?}"
+    );
+    let (tx_id, state, _) = rows[0].clone();
+    assert_eq!(state, "signed");
+
     live.sb.clear("submit");
-    let resumed = live.ok(&["resume", &tx_id]);
-    assert_eq!(resumed["txHash"].as_str(), rec.tx_hash.as_deref());
+    // Resume sends those bytes again without a passphrase: the counting source is never
+    // read, and the resent POST carries exactly the journal's bytes.
+    let requests = live.sb.state.request_log().len();
+    let resumed = live.resume_unsigned(&tx_id);
+    let resent =
+        crate::live::signed_tx_of(&live.sb.wait_for_request(requests, crate::live::SUBMIT));
+    assert_eq!(
+        resent,
+        Some(sent),
+        "resume sent other bytes than the journal's"
+    );
     assert_eq!(resumed["status"], "completed");
     assert_eq!(
         live.nonce(true, live.dev),
@@ -680,7 +678,7 @@ fn two_concurrent_redeems_of_one_address_never_sign_one_nonce_twice() {
     let dev = live.dev.to_string();
     // The first flow signs and is held at the submission; the platform hands the second
     // the same nonce (the node has not seen the first transaction yet).
-    live.sb.delay("submit", 5_000);
+    live.sb.hold("submit");
     let nonce0 = live.nonce(true, live.dev);
     let mut first = live.cmd();
     first.args(["--json", "redeem", "--from", &dev, "--amount", "1", "--yes"]);
@@ -690,18 +688,7 @@ fn two_concurrent_redeems_of_one_address_never_sign_one_nonce_twice() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
-    let journal =
-        bridgectl_flow::journal::Journal::open(live.dir.join("journal.sqlite3")).expect("journal");
-    let start = Instant::now();
-    while !journal
-        .list(5)
-        .expect("list")
-        .iter()
-        .any(|f| f.signed_tx.is_some())
-    {
-        assert!(start.elapsed() < Duration::from_secs(60), "never signed");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    live.sb.wait_for_request(0, crate::live::SUBMIT);
     let counter = crate::util::CountingPassphrase::new(&live.dir, &live.passphrase);
     let mut second = live.cmd();
     second
@@ -715,13 +702,13 @@ fn two_concurrent_redeems_of_one_address_never_sign_one_nonce_twice() {
         err.contains(&format!("found {nonce0}: a replacement")),
         "{err}"
     );
+    live.sb.clear("submit");
     let first = first.wait_with_output().expect("first");
     assert!(
         first.status.success(),
         "{}",
         String::from_utf8_lossy(&first.stderr)
     );
-    live.sb.clear("submit");
     assert_eq!(
         live.nonce(true, live.dev),
         nonce0 + 1,

@@ -101,6 +101,51 @@ impl LiveSandbox {
         );
     }
 
+    /// `route`'s requests wait, already in the request log and before any work, until
+    /// [`LiveSandbox::clear`] lifts the hold.
+    pub fn hold(&self, route: &str) {
+        self.fault(
+            route,
+            FaultConfig {
+                hold: true,
+                ..Default::default()
+            },
+        );
+    }
+
+    /// Waits until the request log has a line starting with `prefix` (method and path)
+    /// after the first `skip` lines, and returns that line. Waiting for a request that
+    /// never comes ends the test after 60 s: a deadline on presence, never a proof of
+    /// absence.
+    pub fn wait_for_request(&self, skip: usize, prefix: &str) -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(line) = self
+                .state
+                .request_log()
+                .into_iter()
+                .skip(skip)
+                .find(|l| l.starts_with(prefix))
+            {
+                return line;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no request {prefix} reached the sandbox in 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The `signedTx` of every submission in the request log, oldest first.
+    pub fn submitted(&self) -> Vec<String> {
+        self.state
+            .request_log()
+            .iter()
+            .filter_map(|l| signed_tx_of(l))
+            .collect()
+    }
+
     /// Clears the faults of `route`.
     pub fn clear(&self, route: &str) {
         self.state.set_fault(route, FaultConfig::default());
@@ -146,6 +191,15 @@ impl Drop for LiveSandbox {
             let _ = t.join();
         }
     }
+}
+
+/// The request-log line of a submission, `POST <path> {"signedTx": ...}`.
+pub const SUBMIT: &str = "POST /mx/v2.0/transaction/send/signed-tx ";
+
+/// The `signedTx` a request-log line of a submission carries.
+pub fn signed_tx_of(line: &str) -> Option<String> {
+    let body: serde_json::Value = serde_json::from_str(line.strip_prefix(SUBMIT)?).ok()?;
+    body["signedTx"].as_str().map(str::to_owned)
 }
 
 /// Runs a future to completion on a small runtime (for node queries in assertions).
@@ -321,6 +375,36 @@ redeem_action = "redeem"
             self.sb.info.main.token_address
         };
         block_on(self.sb.node(side).token_balance(token, who)).expect("balance")
+    }
+
+    /// `resume <tx_id>` with a passphrase source that counts its reads; asserts it was
+    /// never read (resume sends the journal's bytes, it never signs) and returns the JSON.
+    pub fn resume_unsigned(&self, tx_id: &str) -> serde_json::Value {
+        let counter = crate::util::CountingPassphrase::new(&self.dir, &self.passphrase);
+        let mut c = self.cmd();
+        c.env("BRIDGECTL_PASSPHRASE_FILE", &counter.path)
+            .args(["--json", "resume", tx_id]);
+        let resumed = self.ok_cmd(c);
+        assert_eq!(counter.finish(), 0, "resume read a passphrase");
+        resumed
+    }
+
+    /// `(tx_id, state, signed_tx)` of every flow in the journal, read through a read-only
+    /// SQLite connection of the test's own: what a crash leaves on disk, not what the
+    /// client reports.
+    pub fn journal_rows(&self) -> Vec<(String, String, Option<String>)> {
+        let db = rusqlite::Connection::open_with_flags(
+            self.dir.join("journal.sqlite3"),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .expect("open the journal read-only");
+        let mut q = db
+            .prepare("SELECT tx_id, state, signed_tx FROM flows ORDER BY created_at")
+            .expect("query");
+        q.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .expect("rows")
+            .collect::<Result<_, _>>()
+            .expect("row")
     }
 
     /// The `pending` nonce of `who`.

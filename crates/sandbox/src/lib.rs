@@ -45,7 +45,7 @@ pub use config::{
 };
 pub use error::Error;
 pub use secret::Secret;
-pub use state::{AppState, Redemption, SwapAddress, SwapRecord};
+pub use state::{AppState, LoggedRequest, Redemption, SwapAddress, SwapRecord};
 
 use crate::anvil::Anvil;
 use crate::chain::Chain;

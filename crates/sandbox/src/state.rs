@@ -46,7 +46,7 @@ pub(crate) struct Inner {
     pub faults_changed: tokio::sync::Notify,
     pub hostile: RwLock<Option<crate::config::Hostile>>,
     /// Every request seen (see `api::log_request`), oldest first, capped.
-    pub request_log: Mutex<Vec<String>>,
+    pub request_log: Mutex<Vec<LoggedRequest>>,
     pub managed: Mutex<HashMap<Address, PrivateKeySigner>>,
     pub registered: Mutex<HashSet<Address>>,
     /// swap address -> its record
@@ -61,6 +61,16 @@ pub(crate) struct Inner {
     pub swap_salt: B256,
     /// background tasks (relayer, deliverers), aborted at shutdown
     pub tasks: Mutex<Vec<tokio::task::AbortHandle>>,
+}
+
+/// One entry of the request log.
+#[derive(Debug, Clone)]
+pub struct LoggedRequest {
+    /// `METHOD /path?query body`.
+    pub line: String,
+    /// Every header, `name: value` one per line, with the credentials the API accepts at
+    /// their own place shown as a placeholder (see `api::log_request`).
+    pub headers: String,
 }
 
 /// Locks a std mutex, recovering from poisoning (a panicked holder leaves plain data).
@@ -262,14 +272,48 @@ impl AppState {
     /// Every request the API has seen: `METHOD /path?query body`, without the
     /// `Authorization` header. Capped at 100,000 entries.
     pub fn request_log(&self) -> Vec<String> {
+        lock(&self.0.request_log)
+            .iter()
+            .map(|r| r.line.clone())
+            .collect()
+    }
+
+    /// The request log with every header of every request (see [`LoggedRequest`]).
+    pub fn request_log_with_headers(&self) -> Vec<LoggedRequest> {
         lock(&self.0.request_log).clone()
     }
 
-    pub(crate) fn log_request(&self, line: String) {
+    pub(crate) fn log_request(&self, entry: LoggedRequest) {
         let mut log = lock(&self.0.request_log);
         if log.len() < REQUEST_LOG_CAP {
-            log.push(line);
+            log.push(entry);
         }
+    }
+
+    /// Whether `token` is a bearer token this sandbox issued (expired or not).
+    pub(crate) fn is_issued_token(&self, token: &str) -> bool {
+        lock(&self.0.tokens).contains_key(token)
+    }
+
+    /// Every secret this sandbox holds or has handed out, for leak scans: the access and
+    /// secret keys, every issued token, every webhook signing key, and the private keys of the dev
+    /// account, the managed accounts and the bridge.
+    pub fn secrets(&self) -> Vec<String> {
+        let key = |s: &PrivateKeySigner| hex::encode(s.credential().to_bytes());
+        let mut all = vec![
+            self.0.access_key.clone(),
+            self.0.secret_key.expose_secret().to_owned(),
+            self.0.info.dev.private_key.expose_secret().to_owned(),
+            key(&self.0.bridge),
+        ];
+        all.extend(lock(&self.0.tokens).keys().cloned());
+        all.extend(
+            lock(&self.0.webhooks)
+                .values()
+                .map(|w| w.signing_key.expose_secret().to_owned()),
+        );
+        all.extend(lock(&self.0.managed).values().map(key));
+        all
     }
 
     /// Turns hostile-platform mode on (with one kind of tampering) or off.

@@ -524,6 +524,28 @@ fn the_signed_bytes_are_journaled_before_the_platform_sees_them() {
 }
 
 #[test]
+fn a_wrong_passphrase_signs_sends_and_prints_nothing() {
+    let live = Live::new("redeem_wrong_passphrase");
+    let dev = live.dev.to_string();
+    let wrong = format!("wrong-{}", uuid::Uuid::new_v4().simple());
+    let wrong_file = live.dir.write("wrong-passphrase", format!("{wrong}\n"));
+    let nonce0 = live.nonce(true, live.dev);
+    let mut c = live.cmd();
+    c.env("BRIDGECTL_PASSPHRASE_FILE", &wrong_file)
+        .args(["--json", "redeem", "--from", &dev, "--amount", "1", "--yes"]);
+    let out = c.output();
+    let mut scan = live.scan();
+    scan.add("the wrong passphrase", &wrong);
+    crate::util::assert_wrong_passphrase(&scan, "redeem", &out);
+    // Nothing signed, journaled as signed or sent.
+    let rows = live.journal_rows();
+    assert!(rows.iter().all(|r| r.2.is_none()), "{rows:?}");
+    assert!(live.sb.submitted().is_empty(), "a submission was sent");
+    assert_eq!(live.nonce(true, live.dev), nonce0);
+    scan.scan_file(&live.dir.join("journal.sqlite3"));
+}
+
+#[test]
 fn history_lists_flows_and_unknown_flows_are_not_found() {
     let live = Live::new("history");
     let dev = live.dev.to_string();

@@ -163,21 +163,21 @@ impl LiveSandbox {
 }
 
 impl Drop for Live {
-    /// The platform must never have been sent a key, a passphrase or (outside the
-    /// Authorization header, which the log leaves out) the token.
+    /// The platform must never have been sent a secret (its request log is scanned with
+    /// every header), and the journal must hold none.
     fn drop(&mut self) {
         if std::thread::panicking() {
             return;
         }
-        let log = self.sb.state.request_log();
-        assert!(!log.is_empty(), "the sandbox saw no request");
-        for line in &log {
-            for s in &self.secrets {
-                assert!(
-                    !line.contains(s.as_str()),
-                    "a secret reached the platform: {line}"
-                );
-            }
+        assert!(
+            !self.sb.state.request_log().is_empty(),
+            "the sandbox saw no request"
+        );
+        let scan = self.scan();
+        scan.scan_request_log(&self.sb.state);
+        let journal = self.dir.join("journal.sqlite3");
+        if journal.exists() {
+            scan.scan_file(&journal);
         }
     }
 }
@@ -225,8 +225,9 @@ pub struct Live {
     pub sb: LiveSandbox,
     /// The passphrase of every key in the test keystore.
     pub passphrase: String,
-    /// Secrets that must never appear in any output.
-    pub secrets: Vec<String>,
+    /// Secrets that must never appear in any output (the sandbox's own are added at each
+    /// scan: tokens and signing keys are issued as the test runs).
+    pub secrets: crate::secrets::Secrets,
     /// The development account.
     pub dev: Address,
 }
@@ -280,12 +281,11 @@ redeem_action = "redeem"
             srpc = with_api_key(&info.side.rpc_url, &node_key),
         );
         dir.write("xdg/config/bridgectl/config.toml", profile);
-        let secrets = vec![
-            info.dev.private_key.expose_secret().to_owned(),
-            passphrase.clone(),
-            info.token.expose_secret().to_owned(),
-            node_key,
-        ];
+        let mut secrets = crate::secrets::Secrets::new();
+        secrets
+            .add("the passphrase", &passphrase)
+            .add("the access token", info.token.expose_secret())
+            .add("the node API key", &node_key);
         let dev = info.dev.address;
         let live = Live {
             dir,
@@ -322,17 +322,16 @@ redeem_action = "redeem"
         c
     }
 
+    /// The scanner: the test's secrets and every secret the sandbox holds or handed out.
+    pub fn scan(&self) -> crate::secrets::Secrets {
+        let mut scan = self.secrets.clone();
+        scan.add_sandbox(&self.sb.state);
+        scan
+    }
+
     /// Fails the test if any secret is in the output.
     pub fn check_secrets(&self, out: &Output) {
-        for stream in [&out.stdout, &out.stderr] {
-            let text = String::from_utf8_lossy(stream);
-            for s in &self.secrets {
-                assert!(
-                    !text.contains(s.as_str()),
-                    "a secret appeared in the output:\n{text}"
-                );
-            }
-        }
+        self.scan().scan_output("a bridgectl command", out);
     }
 
     /// Runs `args`, checks secrets, asserts success, parses stdout as JSON.
@@ -389,22 +388,9 @@ redeem_action = "redeem"
         resumed
     }
 
-    /// `(tx_id, state, signed_tx)` of every flow in the journal, read through a read-only
-    /// SQLite connection of the test's own: what a crash leaves on disk, not what the
-    /// client reports.
+    /// `(tx_id, state, signed_tx)` of every flow in the test's journal, as on disk.
     pub fn journal_rows(&self) -> Vec<(String, String, Option<String>)> {
-        let db = rusqlite::Connection::open_with_flags(
-            self.dir.join("journal.sqlite3"),
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-        )
-        .expect("open the journal read-only");
-        let mut q = db
-            .prepare("SELECT tx_id, state, signed_tx FROM flows ORDER BY created_at")
-            .expect("query");
-        q.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .expect("rows")
-            .collect::<Result<_, _>>()
-            .expect("row")
+        crate::util::journal_rows(&self.dir.join("journal.sqlite3"))
     }
 
     /// The `pending` nonce of `who`.

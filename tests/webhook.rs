@@ -35,11 +35,19 @@ fn write_keys(dir: &Dir) -> PathBuf {
     path
 }
 
-/// A running `bridgectl webhook listen`.
+/// A running `bridgectl webhook listen`, killed on drop. Its stderr goes to a file, and
+/// that file and the event store are scanned for secrets (the signing key, and every
+/// secret given in its environment) when it is stopped or killed.
 struct Listening {
     child: Child,
     stdout: BufReader<ChildStdout>,
     addr: SocketAddr,
+    /// Secrets that must appear in none of its output or files.
+    scan: crate::secrets::Secrets,
+    /// A sandbox whose secrets (signing keys, tokens) are scanned for too.
+    sandbox: Option<bridgectl_sandbox::AppState>,
+    stderr: PathBuf,
+    store: PathBuf,
 }
 
 impl Listening {
@@ -68,10 +76,19 @@ impl Listening {
         .args(["--store".as_ref(), store.as_ref()])
         .args(["--keys".as_ref(), keys.as_os_str()])
         .args(extra);
+        let mut scan = crate::secrets::Secrets::new();
+        scan.add("the webhook signing key", KEY);
         for (k, v) in env {
             cmd.env(k, v);
+            scan.add(k, v);
         }
-        cmd.cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
+        let stderr = (0..)
+            .map(|n| dir.join(format!("listener-{n}.stderr")))
+            .find(|p| !p.exists())
+            .expect("a free name");
+        cmd.cmd
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr).expect("stderr file"));
         let mut child = cmd.cmd.spawn().expect("spawn listener");
         let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
         let mut line = String::new();
@@ -87,6 +104,28 @@ impl Listening {
             child,
             stdout,
             addr,
+            scan,
+            sandbox: None,
+            stderr,
+            store: PathBuf::from(store.as_ref()),
+        }
+    }
+
+    /// Scans for the secrets of `sandbox` too, as they are when it stops.
+    fn with_sandbox(mut self, sandbox: &bridgectl_sandbox::Sandbox) -> Listening {
+        self.sandbox = Some(sandbox.state().clone());
+        self
+    }
+
+    /// Scans its stderr and (a file store) the event store with its WAL.
+    fn scan_leftovers(&self) {
+        let mut scan = self.scan.clone();
+        if let Some(state) = &self.sandbox {
+            scan.add_sandbox(state);
+        }
+        scan.scan_file(&self.stderr);
+        if self.store.is_file() {
+            scan.scan_file(&self.store);
         }
     }
 
@@ -101,13 +140,29 @@ impl Listening {
         let mut line = String::new();
         self.stdout.read_line(&mut line).expect("summary");
         let exit = self.child.wait().expect("wait");
-        assert!(exit.success(), "listener exited with {exit}");
+        assert!(
+            exit.success(),
+            "listener exited with {exit}:\n{}",
+            std::fs::read_to_string(&self.stderr).unwrap_or_default()
+        );
+        self.scan_leftovers();
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("summary not json ({e}): {line:?}"))
     }
 
     fn kill9(mut self) {
         self.child.kill().expect("kill -9");
         let _ = self.child.wait();
+        self.scan_leftovers();
+    }
+}
+
+impl Drop for Listening {
+    /// A test that fails leaves no listener behind.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
 
@@ -430,7 +485,8 @@ bctest!(
 
         let keys = dir.join("state/keys.json");
         let store = dir.join("events.sqlite");
-        let listener = Listening::start(&dir, "127.0.0.1:0", &store, &keys, &[]);
+        let listener =
+            Listening::start(&dir, "127.0.0.1:0", &store, &keys, &[]).with_sandbox(&sandbox);
         let hook_url = format!("http://{}{PATH}", listener.addr);
         let web3 = |cmd: &mut TestCommand| {
             cmd.args(["--chain", "ethereum", "--network", "sepolia"])
@@ -574,7 +630,7 @@ bctest!(
         listener.kill9();
         let before = deliveries(&dir, &store, &sub3).len();
         std::thread::sleep(Duration::from_secs(3)); // about six blocks while down
-        let listener = Listening::start(&dir, &bind, &store, &keys, &[]);
+        let listener = Listening::start(&dir, &bind, &store, &keys, &[]).with_sandbox(&sandbox);
         wait_for("retried deliveries after the restart", 60, || {
             deliveries(&dir, &store, &sub3).len() >= before + 6
         });

@@ -193,6 +193,72 @@ fn spec(addr: SocketAddr, requests: usize) -> LoadSpec {
 }
 
 bctest!(
+    the_listener_verifies_exactly_the_known_answers,
+    |dir: Dir, _cmd: TestCommand| {
+        // Body, key and header computed by OpenSSL (scripts/x-signature-fixtures.sh); a
+        // `fail_` header must be stored as unverified.
+        let fixtures = crate::util::repo_root().join("crates/webhook/tests/fixtures/x-signature");
+        let mut cases: Vec<(String, Vec<u8>, String, String)> = Vec::new();
+        let keys = dir.join("state/keys.json");
+        for entry in std::fs::read_dir(&fixtures).expect("fixtures") {
+            let path = entry.expect("entry").path();
+            if path.extension().is_none_or(|e| e != "key") {
+                continue;
+            }
+            let name = path
+                .file_stem()
+                .expect("stem")
+                .to_string_lossy()
+                .into_owned();
+            let read = |ext: &str| std::fs::read(path.with_extension(ext)).expect(ext);
+            let body = read("body");
+            let header = String::from_utf8(read("x-signature")).expect("utf-8");
+            let key = String::from_utf8(read("key")).expect("a signingKey is text");
+            let sub = serde_json::from_slice::<Value>(&body).expect("json")["subscriptionId"]
+                .as_str()
+                .expect("subscriptionId")
+                .to_owned();
+            KeyFile::new(&keys)
+                .insert(
+                    &sub,
+                    &KeyEntry::new(
+                        SigningKey::new(SecretString::from(key)),
+                        "ethereum",
+                        "sepolia",
+                    ),
+                )
+                .expect("write keys");
+            cases.push((name, body, header.trim().to_owned(), sub));
+        }
+        assert!(cases.len() >= 6, "{} cases", cases.len());
+        let store = dir.join("events.sqlite");
+        let listener = Listening::start(&dir, "127.0.0.1:0", &store, &keys, &[]);
+        let report = load::run(
+            &spec(listener.addr, cases.len()),
+            &|i| (cases[i].1.clone(), Some(cases[i].2.clone())),
+            None,
+        )
+        .expect("load");
+        assert_eq!(report.ok(), cases.len());
+        listener.stop();
+        let events = stored_events(&dir, &store);
+        for (name, _, _, sub) in &cases {
+            let stored: Vec<_> = events
+                .iter()
+                .filter(|e| e["subscriptionId"] == sub.as_str())
+                .collect();
+            assert_eq!(stored.len(), 1, "{name}: {stored:?}");
+            assert_eq!(
+                stored[0]["verified"],
+                !name.starts_with("fail_"),
+                "{name}: {:?}",
+                stored[0]
+            );
+        }
+    }
+);
+
+bctest!(
     listen_stores_10000_posts_from_64_connections,
     |dir: Dir, _cmd: TestCommand| {
         let keys = write_keys(&dir);

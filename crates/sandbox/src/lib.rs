@@ -45,7 +45,7 @@ pub use config::{
 };
 pub use error::Error;
 pub use secret::Secret;
-pub use state::{AppState, LoggedRequest, Redemption, SwapAddress, SwapRecord};
+pub use state::{AppState, DelivererState, LoggedRequest, Redemption, SwapAddress, SwapRecord};
 
 use crate::anvil::Anvil;
 use crate::chain::Chain;
@@ -359,6 +359,7 @@ impl Sandbox {
             executions: Mutex::new(HashMap::new()),
             redemptions: Mutex::new(HashMap::new()),
             webhooks: Mutex::new(BTreeMap::new()),
+            deliverers: Mutex::new(HashMap::new()),
             next_webhook_id: Mutex::new(0),
             latest_main_block: tokio::sync::watch::channel(0).0,
             swap_salt: B256::from(salt),

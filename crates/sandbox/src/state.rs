@@ -56,11 +56,25 @@ pub(crate) struct Inner {
     /// side-chain tx hash -> redemption
     pub redemptions: Mutex<HashMap<B256, Redemption>>,
     pub webhooks: Mutex<BTreeMap<u64, Webhook>>,
+    /// webhook id -> what its deliverer has done (kept after the webhook is gone)
+    pub deliverers: Mutex<HashMap<u64, DelivererState>>,
     pub next_webhook_id: Mutex<u64>,
     pub latest_main_block: tokio::sync::watch::Sender<u64>,
     pub swap_salt: B256,
     /// background tasks (relayer, deliverers), aborted at shutdown
     pub tasks: Mutex<Vec<tokio::task::AbortHandle>>,
+}
+
+/// What the delivery task of one webhook has done, as it reports it: tests wait for this
+/// state instead of sleeping and hoping nothing happens meanwhile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DelivererState {
+    /// The last main-chain block it has finished with: delivered (acknowledged), skipped
+    /// (inactive, not in the period) or abandoned (deactivated while retrying).
+    pub handled_block: u64,
+    /// False once it has stopped for good (webhook deleted or removed): from then on it
+    /// sends nothing, and every POST it made has been answered or has timed out.
+    pub running: bool,
 }
 
 /// One entry of the request log.
@@ -350,6 +364,11 @@ impl AppState {
     /// A redemption by its side-chain tx hash.
     pub fn redemption(&self, hash: B256) -> Option<Redemption> {
         lock(&self.0.redemptions).get(&hash).cloned()
+    }
+
+    /// What the deliverer of webhook `id` has done, if one was ever started.
+    pub fn deliverer(&self, id: u64) -> Option<DelivererState> {
+        lock(&self.0.deliverers).get(&id).copied()
     }
 
     /// Webhooks currently registered: (id, active, delivered, consecutive failures).

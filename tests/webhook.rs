@@ -646,33 +646,50 @@ bctest!(
         web3(&mut c);
         with_token(&mut c);
         assert_eq!(c.json()["isActive"], false);
-        std::thread::sleep(Duration::from_millis(1200));
-        let paused = deliveries(&dir, &store, &sub1).len();
+        // The deliverer reports the blocks it has finished with. Once it is past the one
+        // it may have been delivering when the pause came, every later block is read as
+        // paused: three of them handled with nothing sent proves the pause, no sleep.
+        let state = sandbox.state();
+        let id1: u64 = sub1.parse().expect("numeric id");
+        let handled = |id: u64| state.deliverer(id).expect("a deliverer").handled_block;
+        let h0 = handled(id1);
+        wait_for("the block in hand when paused", 30, || handled(id1) > h0);
+        let stored = |sub: &str| {
+            stored_events(&dir, &store)
+                .iter()
+                .filter(|e| e["subscriptionId"] == sub)
+                .count()
+        };
+        let delivered = |id: u64| {
+            state
+                .webhook_status()
+                .iter()
+                .find(|w| w.0 == id)
+                .map(|w| w.2)
+        };
+        let (paused, paused_sent) = (stored(&sub1), delivered(id1));
+        wait_for("three blocks handled while paused", 30, || {
+            handled(id1) >= h0 + 4
+        });
+        assert_eq!(delivered(id1), paused_sent, "the sandbox sent while paused");
+        assert_eq!(stored(&sub1), paused, "inactive webhook delivered");
 
-        // delete stops sub2 and removes its key.
+        // delete stops sub2 for good (its deliverer ends) and removes its key.
         let mut c = dir.command();
         c.args(["--json", "webhook", "delete", &sub2]);
         web3(&mut c);
         with_token(&mut c);
         assert_eq!(c.json()["signingKeyRemoved"], true);
-        std::thread::sleep(Duration::from_millis(1200));
-        let deleted = deliveries(&dir, &store, &sub2).len();
+        let id2: u64 = sub2.parse().expect("numeric id");
+        wait_for("the deleted webhook's deliverer to end", 30, || {
+            !state.deliverer(id2).expect("a deliverer").running
+        });
+        let deleted = stored(&sub2);
         let mut c = dir.command();
         c.args(["webhook", "get", &sub2]);
         web3(&mut c);
         with_token(&mut c);
         c.fails_with(6);
-        std::thread::sleep(Duration::from_secs(3));
-        assert_eq!(
-            deliveries(&dir, &store, &sub1).len(),
-            paused,
-            "inactive webhook delivered"
-        );
-        assert_eq!(
-            deliveries(&dir, &store, &sub2).len(),
-            deleted,
-            "deleted webhook delivered"
-        );
 
         // A listener that was down gets the retried deliveries after it restarts.
         let mut c = dir.command();
@@ -695,7 +712,14 @@ bctest!(
         let bind = listener.addr.to_string();
         listener.kill9();
         let before = deliveries(&dir, &store, &sub3).len();
-        std::thread::sleep(Duration::from_secs(3)); // about six blocks while down
+        // Down until the sandbox reports failed attempts: there is something to retry.
+        let id3: u64 = sub3.parse().expect("numeric id");
+        wait_for("failed deliveries while the listener is down", 30, || {
+            state
+                .webhook_status()
+                .iter()
+                .any(|w| w.0 == id3 && w.3 >= 2)
+        });
         let listener = Listening::start(&dir, &bind, &store, &keys, &[]).with_sandbox(&sandbox);
         wait_for("retried deliveries after the restart", 60, || {
             deliveries(&dir, &store, &sub3).len() >= before + 6
@@ -706,6 +730,7 @@ bctest!(
             assert_eq!(pair[1].1, pair[0].1 + 1, "a block was skipped: {d:?}");
         }
         listener.stop();
+        assert_eq!(stored(&sub2), deleted, "deleted webhook delivered");
         rt.block_on(sandbox.shutdown()).expect("sandbox stops");
     }
 );
@@ -1114,7 +1139,9 @@ bctest!(
             );
             std::thread::sleep(Duration::from_millis(500));
         }
-        std::thread::sleep(Duration::from_secs(1));
+        // Final, not "quiet for a while": A is dead and B is stopped, so nothing can run
+        // an event again after this.
+        b.stop();
         let seen = lines();
         let mut count: BTreeMap<u64, usize> = BTreeMap::new();
         for (seq, _) in &seen {
@@ -1134,7 +1161,6 @@ bctest!(
         // success was never recorded); every other event ran exactly once.
         assert!(twice.len() <= 1, "events run more than once: {twice:?}");
         assert!(count.values().all(|&n| n <= 2));
-        b.stop();
         drop(pg);
     }
 );

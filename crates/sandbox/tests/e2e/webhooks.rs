@@ -6,7 +6,6 @@
 
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -177,9 +176,26 @@ async fn block_period_deliveries_are_signed_and_stop_when_told() {
         )
         .await;
     assert_eq!((s, &r), (200, &json!({"result": true})));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // No sleeping: the deliverer reports the blocks it has finished with. Past the block
+    // it may have been delivering when the pause came, every block is read as paused;
+    // three of them handled with nothing sent proves the pause.
+    let num: u64 = id.parse().expect("numeric id");
+    let handled = || {
+        sb.state()
+            .deliverer(num)
+            .expect("a deliverer")
+            .handled_block
+    };
+    let h0 = handled();
+    eventually(10, "the block in hand when paused", || async {
+        (handled() > h0).then_some(())
+    })
+    .await;
     let n = ok_listener.count();
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    eventually(10, "three blocks handled while paused", || async {
+        (handled() >= h0 + 4).then_some(())
+    })
+    .await;
     assert_eq!(
         ok_listener.count(),
         n,
@@ -204,10 +220,12 @@ async fn block_period_deliveries_are_signed_and_stop_when_told() {
         .send(reqwest::Method::DELETE, &format!("{hooks}/{id}"), None)
         .await;
     assert_eq!((s, &r), (200, &json!({"result": true})));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Deleted: its deliverer ends, and with it every delivery it could make.
+    eventually(10, "the deleted webhook's deliverer to end", || async {
+        (!sb.state().deliverer(num).expect("a deliverer").running).then_some(())
+    })
+    .await;
     let n = ok_listener.count();
-    tokio::time::sleep(Duration::from_millis(1000)).await;
-    assert_eq!(ok_listener.count(), n, "deliveries continued after delete");
     let (s, r) = c.get(&format!("{hooks}/{id}"), None).await;
     assert_eq!((s, r["code"].as_str()), (404, Some("WEBHOOK_NOT_FOUND")));
 
@@ -232,5 +250,6 @@ async fn block_period_deliveries_are_signed_and_stop_when_told() {
     );
     let v: Value = serde_json::from_slice(&tries[0].1).expect("json");
     assert_eq!(v["sequenceNumber"], 1);
+    assert_eq!(ok_listener.count(), n, "deliveries continued after delete");
     finish(sb).await;
 }

@@ -92,6 +92,40 @@ fn swap_with_wait_credits_st_at_the_ratio() {
 }
 
 #[test]
+fn amounts_are_exact_at_18_and_6_decimals_and_a_1_to_2_ratio() {
+    // Expected values written out by hand, not computed by the code under test.
+    let mut config = bridgectl_sandbox::SandboxConfig::default();
+    config.side.decimals = 6;
+    config.ratio = bridgectl_sandbox::Ratio { mt: 1, st: 2 };
+    let live = Live::with_config("decimals_18_6", config);
+    let dev = live.dev;
+    let (mt0, st0) = (live.balance(false, dev), live.balance(true, dev));
+    // 1.5 MT (18 decimals) swapped at 1:2 is 3 ST (6 decimals).
+    live.ok(&[
+        "swap", "--from", "dev", "--amount", "1.5", "--wait", "--yes",
+    ]);
+    let mt1 = live.balance(false, dev);
+    assert_eq!(mt0 - mt1, U256::from(1_500_000_000_000_000_000u128));
+    let st1 = live.balance(true, dev);
+    assert_eq!(st1 - st0, U256::from(3_000_000u64));
+    // 1.25 ST redeemed at 1:2 is 0.625 MT.
+    let out = live.ok(&["redeem", "--from", "dev", "--amount", "1.25", "--yes"]);
+    assert_eq!(out["status"], "completed", "{out:#}");
+    assert_eq!(out["amount"], "1250000");
+    assert_eq!(st1 - live.balance(true, dev), U256::from(1_250_000u64));
+    assert_eq!(
+        live.balance(false, dev) - mt1,
+        U256::from(625_000_000_000_000_000u128)
+    );
+    // A seventh fractional digit of ST is refused, not rounded.
+    let err = live.fails(
+        &["redeem", "--from", "dev", "--amount", "0.0000001", "--yes"],
+        2,
+    );
+    assert!(err.contains("7 fractional digits"), "{err}");
+}
+
+#[test]
 fn transfers_of_mt_and_st_and_a_managed_transfer() {
     let live = Live::new("transfer_e2e");
     let dev = live.dev.to_string();

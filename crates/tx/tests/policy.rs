@@ -69,3 +69,24 @@ fn is_empty_means_nothing_set() {
     trusting.trusted.chain(1, None);
     assert!(!trusting.is_empty());
 }
+
+#[test]
+fn an_intent_is_checked_field_by_field() {
+    // Every field of what was asked for becomes an expectation: dropping one (the callee,
+    // say) would let a rawTx to another contract through.
+    let to = Address::repeat_byte(0x5c);
+    let intent = bridgectl_tx::request::Intent {
+        function: Some("redeem".into()),
+        args: [("_amount".to_owned(), "5".to_owned())].into(),
+        to: Some(to),
+        chain_id: Some(3),
+        ..Default::default()
+    };
+    let p = Policy::from(&intent);
+    assert_eq!(p.expect_to, Some(to));
+    assert_eq!(p.expect_chain_id, Some(3));
+    assert_eq!(p.expect_function.as_deref(), Some("redeem"));
+    assert_eq!(p.expect_args, intent.args);
+    assert!(p.exact_args);
+    assert_eq!(p.max_value, Some(alloy_primitives::U256::ZERO));
+}

@@ -525,3 +525,30 @@ fn private_files_open_to_others_are_refused_like_key_files() {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     bridgectl_keystore::check_private_file(&path).expect("0600 accepted");
 }
+
+#[test]
+fn labels_are_1_to_64_characters_and_a_refused_one_is_quoted_only_when_safe() {
+    let (_dir, store) = store();
+    let invalid = |label: &str| match store.import_raw(
+        &SecretText::new(format!("0x{KEY_4646}\n")),
+        Some(label),
+        &mut pass("pw"),
+        &test_kdf(),
+    ) {
+        Err(Error::InvalidLabel { label, reason }) => (label, reason),
+        other => panic!("{label:?}: expected InvalidLabel, got {other:?}"),
+    };
+    // 65 characters: refused, and shown by its length only.
+    let (shown, reason) = invalid(&"k".repeat(65));
+    assert_eq!(shown, "<65 characters>");
+    assert!(reason.contains("1 to 64"), "{reason}");
+    // Characters outside the safe alphabet (a terminal escape): never echoed.
+    let (shown, _) = invalid("a\u{1b}[2Kb");
+    assert_eq!(shown, "<6 characters>");
+    // A safe, short label refused for another rule is quoted as it is.
+    let (shown, reason) = invalid(".hidden");
+    assert_eq!(shown, ".hidden");
+    assert!(reason.contains("must not start with"), "{reason}");
+    // 64 characters is allowed.
+    assert_eq!(import_4646(&store, &"k".repeat(64)).label, "k".repeat(64));
+}

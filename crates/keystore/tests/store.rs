@@ -256,6 +256,27 @@ fn kdf_floor_and_defaults() {
 }
 
 #[test]
+fn kdf_caps_are_inclusive_and_parameters_argon2_refuses_are_refused() {
+    use bridgectl_keystore::{MAX_M_KIB, MAX_P, MAX_T, MIN_M_KIB, MIN_T};
+    // Exactly at every cap: allowed (nothing is derived here, only checked).
+    KdfParams::new(MAX_M_KIB, MAX_T, MAX_P).expect("at the caps");
+    for (m, t, p) in [
+        (MAX_M_KIB + 1, MIN_T, 1),
+        (MIN_M_KIB, MAX_T + 1, 1),
+        (MIN_M_KIB, MIN_T, MAX_P + 1),
+    ] {
+        let err = KdfParams::new(m, t, p).expect_err("over a cap");
+        assert!(
+            matches!(err, Error::ExcessiveWork { .. }),
+            "{m} {t} {p}: {err}"
+        );
+    }
+    // Within the caps but not valid Argon2id (no lane): refused before any use.
+    let err = KdfParams::new(MIN_M_KIB, MIN_T, 0).expect_err("p = 0");
+    assert!(matches!(err, Error::WeakKdf { .. }), "{err}");
+}
+
+#[test]
 fn raw_import_rejects_bad_keys_without_echoing_them() {
     let (_d, store) = store();
     for (bad, why) in [

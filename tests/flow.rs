@@ -1,8 +1,6 @@
 //! The online flows end to end: the CLI binary against a live sandbox over real anvil
 //! chains. Every output is checked for secrets (see `live.rs`).
 
-use std::time::{Duration, Instant};
-
 use alloy_primitives::U256;
 use serde_json::Value;
 
@@ -91,6 +89,40 @@ fn swap_with_wait_credits_st_at_the_ratio() {
     // The same swap address on a repeat call.
     let again = live.ok(&["swap", "--from", &dev, "--amount", "1", "--yes"]);
     assert_eq!(again["swapAddress"], out["swapAddress"]);
+}
+
+#[test]
+fn amounts_are_exact_at_18_and_6_decimals_and_a_1_to_2_ratio() {
+    // Expected values written out by hand, not computed by the code under test.
+    let mut config = bridgectl_sandbox::SandboxConfig::default();
+    config.side.decimals = 6;
+    config.ratio = bridgectl_sandbox::Ratio { mt: 1, st: 2 };
+    let live = Live::with_config("decimals_18_6", config);
+    let dev = live.dev;
+    let (mt0, st0) = (live.balance(false, dev), live.balance(true, dev));
+    // 1.5 MT (18 decimals) swapped at 1:2 is 3 ST (6 decimals).
+    live.ok(&[
+        "swap", "--from", "dev", "--amount", "1.5", "--wait", "--yes",
+    ]);
+    let mt1 = live.balance(false, dev);
+    assert_eq!(mt0 - mt1, U256::from(1_500_000_000_000_000_000u128));
+    let st1 = live.balance(true, dev);
+    assert_eq!(st1 - st0, U256::from(3_000_000u64));
+    // 1.25 ST redeemed at 1:2 is 0.625 MT.
+    let out = live.ok(&["redeem", "--from", "dev", "--amount", "1.25", "--yes"]);
+    assert_eq!(out["status"], "completed", "{out:#}");
+    assert_eq!(out["amount"], "1250000");
+    assert_eq!(st1 - live.balance(true, dev), U256::from(1_250_000u64));
+    assert_eq!(
+        live.balance(false, dev) - mt1,
+        U256::from(625_000_000_000_000_000u128)
+    );
+    // A seventh fractional digit of ST is refused, not rounded.
+    let err = live.fails(
+        &["redeem", "--from", "dev", "--amount", "0.0000001", "--yes"],
+        2,
+    );
+    assert!(err.contains("7 fractional digits"), "{err}");
 }
 
 #[test]
@@ -361,14 +393,8 @@ fn dropped_submit_response_is_resumed_with_the_same_hash() {
         nonce0 + 1,
         "only the first send"
     );
-    // Resume never signs: a passphrase source that counts reads is never read, and no
-    // source at all is needed either.
-    let counter = crate::util::CountingPassphrase::new(&live.dir, &live.passphrase);
-    let mut c = live.cmd();
-    c.env("BRIDGECTL_PASSPHRASE_FILE", &counter.path)
-        .args(["--json", "resume", &tx_id]);
-    let resumed = live.ok_cmd(c);
-    assert_eq!(counter.finish(), 0, "resume read a passphrase");
+    // Resume never signs: a passphrase source that counts reads is never read.
+    let resumed = live.resume_unsigned(&tx_id);
     assert_eq!(resumed["txHash"], hash.as_str());
     assert_eq!(
         resumed["alreadyKnown"], true,
@@ -481,11 +507,12 @@ fn a_timeout_is_exit_8_and_resume_finishes() {
 }
 
 #[test]
-fn killed_between_sign_and_submit_then_resumed() {
+fn the_signed_bytes_are_journaled_before_the_platform_sees_them() {
     let live = Live::new("kill_resume");
     let dev = live.dev.to_string();
-    // Hold the submission long enough to kill the client after it has signed.
-    live.sb.delay("submit", 30_000);
+    // The submission is held at the platform, logged and before any work: the client is
+    // killed at the moment its POST has arrived.
+    live.sb.hold("submit");
     let nonce0 = live.nonce(true, live.dev);
     let mut c = live.cmd();
     c.args(["redeem", "--from", &dev, "--amount", "1", "--yes"]);
@@ -495,34 +522,61 @@ fn killed_between_sign_and_submit_then_resumed() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("spawn");
-    let journal =
-        bridgectl_flow::journal::Journal::open(live.dir.join("journal.sqlite3")).expect("journal");
-    let start = Instant::now();
-    let tx_id = loop {
-        let signed = journal
-            .list(5)
-            .expect("list")
-            .into_iter()
-            .find(|f| f.signed_tx.is_some());
-        if let Some(f) = signed {
-            break f.tx_id;
-        }
-        assert!(start.elapsed() < Duration::from_secs(60), "never signed");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    child.kill().expect("kill");
+    let line = live.sb.wait_for_request(0, crate::live::SUBMIT);
+    child.kill().expect("SIGKILL");
     let _ = child.wait();
-    let rec = journal.get(&tx_id).expect("rec");
-    assert!(matches!(rec.state.as_str(), "signed"), "{:?}", rec.state);
+    let sent = crate::live::signed_tx_of(&line).expect("signedTx in the POST");
+    // What the crash left on disk: the bytes the platform was sent, already journaled.
+    let rows = live.journal_rows();
+    let journaled: Vec<_> = rows.iter().filter_map(|r| r.2.clone()).collect();
+    assert_eq!(
+        journaled,
+        vec![sent.clone()],
+        "the platform saw signed bytes the journal does not hold: {rows:?}"
+    );
+    let (tx_id, state, _) = rows[0].clone();
+    assert_eq!(state, "signed");
+
     live.sb.clear("submit");
-    let resumed = live.ok(&["resume", &tx_id]);
-    assert_eq!(resumed["txHash"].as_str(), rec.tx_hash.as_deref());
+    // Resume sends those bytes again without a passphrase: the counting source is never
+    // read, and the resent POST carries exactly the journal's bytes.
+    let requests = live.sb.state.request_log().len();
+    let resumed = live.resume_unsigned(&tx_id);
+    let resent =
+        crate::live::signed_tx_of(&live.sb.wait_for_request(requests, crate::live::SUBMIT));
+    assert_eq!(
+        resent,
+        Some(sent),
+        "resume sent other bytes than the journal's"
+    );
     assert_eq!(resumed["status"], "completed");
     assert_eq!(
         live.nonce(true, live.dev),
         nonce0 + 1,
         "exactly one transaction"
     );
+}
+
+#[test]
+fn a_wrong_passphrase_signs_sends_and_prints_nothing() {
+    let live = Live::new("redeem_wrong_passphrase");
+    let dev = live.dev.to_string();
+    let wrong = format!("wrong-{}", uuid::Uuid::new_v4().simple());
+    let wrong_file = live.dir.write("wrong-passphrase", format!("{wrong}\n"));
+    let nonce0 = live.nonce(true, live.dev);
+    let mut c = live.cmd();
+    c.env("BRIDGECTL_PASSPHRASE_FILE", &wrong_file)
+        .args(["--json", "redeem", "--from", &dev, "--amount", "1", "--yes"]);
+    let out = c.output();
+    let mut scan = live.scan();
+    scan.add("the wrong passphrase", &wrong);
+    crate::util::assert_wrong_passphrase(&scan, "redeem", &out);
+    // Nothing signed, journaled as signed or sent.
+    let rows = live.journal_rows();
+    assert!(rows.iter().all(|r| r.2.is_none()), "{rows:?}");
+    assert!(live.sb.submitted().is_empty(), "a submission was sent");
+    assert_eq!(live.nonce(true, live.dev), nonce0);
+    scan.scan_file(&live.dir.join("journal.sqlite3"));
 }
 
 #[test]
@@ -725,7 +779,7 @@ fn two_concurrent_redeems_of_one_address_never_sign_one_nonce_twice() {
     let dev = live.dev.to_string();
     // The first flow signs and is held at the submission; the platform hands the second
     // the same nonce (the node has not seen the first transaction yet).
-    live.sb.delay("submit", 5_000);
+    live.sb.hold("submit");
     let nonce0 = live.nonce(true, live.dev);
     let mut first = live.cmd();
     first.args(["--json", "redeem", "--from", &dev, "--amount", "1", "--yes"]);
@@ -735,18 +789,7 @@ fn two_concurrent_redeems_of_one_address_never_sign_one_nonce_twice() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
-    let journal =
-        bridgectl_flow::journal::Journal::open(live.dir.join("journal.sqlite3")).expect("journal");
-    let start = Instant::now();
-    while !journal
-        .list(5)
-        .expect("list")
-        .iter()
-        .any(|f| f.signed_tx.is_some())
-    {
-        assert!(start.elapsed() < Duration::from_secs(60), "never signed");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    live.sb.wait_for_request(0, crate::live::SUBMIT);
     let counter = crate::util::CountingPassphrase::new(&live.dir, &live.passphrase);
     let mut second = live.cmd();
     second
@@ -760,13 +803,13 @@ fn two_concurrent_redeems_of_one_address_never_sign_one_nonce_twice() {
         err.contains(&format!("found {nonce0}: a replacement")),
         "{err}"
     );
+    live.sb.clear("submit");
     let first = first.wait_with_output().expect("first");
     assert!(
         first.status.success(),
         "{}",
         String::from_utf8_lossy(&first.stderr)
     );
-    live.sb.clear("submit");
     assert_eq!(
         live.nonce(true, live.dev),
         nonce0 + 1,

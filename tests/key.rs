@@ -14,7 +14,7 @@ const ADDR_4646: &str = "0x9d8A62f656a8d1615C1294fd71e9CFb3E4855A4F";
 
 /// Exit codes from src/exit.rs.
 const EXIT_REFUSED: i32 = 3;
-const EXIT_PASSPHRASE: i32 = 4;
+use crate::util::EXIT_PASSPHRASE;
 const EXIT_DECLINED: i32 = 5;
 const EXIT_NOT_FOUND: i32 = 6;
 
@@ -213,6 +213,33 @@ bctest!(
         dir.command()
             .args(["key", "show", "ops"])
             .fails_with(EXIT_NOT_FOUND);
+    }
+);
+
+bctest!(
+    export_unsafe_raw_with_a_wrong_passphrase_prints_nothing,
+    |dir: Dir, mut cmd: TestCommand| {
+        import_4646(&dir, "ops");
+        let listing = || {
+            let mut names: Vec<_> = std::fs::read_dir(dir.keystore())
+                .expect("keystore")
+                .map(|e| e.expect("entry").file_name())
+                .collect();
+            names.sort();
+            names
+        };
+        let before = listing();
+        let wrong = "not the passphrase of ops";
+        let pw = passfile(&dir, "wrong", wrong);
+        let out = cmd
+            .args(["key", "export", "ops", "--unsafe-raw"])
+            .args([Path::new("--passphrase-file"), &pw])
+            .output();
+        let mut scan = crate::secrets::Secrets::new();
+        scan.add_key("the key of ops", KEY_4646)
+            .add("the wrong passphrase", wrong);
+        crate::util::assert_wrong_passphrase(&scan, "key export --unsafe-raw", &out);
+        assert_eq!(listing(), before, "nothing written into the keystore");
     }
 );
 

@@ -101,6 +101,51 @@ impl LiveSandbox {
         );
     }
 
+    /// `route`'s requests wait, already in the request log and before any work, until
+    /// [`LiveSandbox::clear`] lifts the hold.
+    pub fn hold(&self, route: &str) {
+        self.fault(
+            route,
+            FaultConfig {
+                hold: true,
+                ..Default::default()
+            },
+        );
+    }
+
+    /// Waits until the request log has a line starting with `prefix` (method and path)
+    /// after the first `skip` lines, and returns that line. Waiting for a request that
+    /// never comes ends the test after 60 s: a deadline on presence, never a proof of
+    /// absence.
+    pub fn wait_for_request(&self, skip: usize, prefix: &str) -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(line) = self
+                .state
+                .request_log()
+                .into_iter()
+                .skip(skip)
+                .find(|l| l.starts_with(prefix))
+            {
+                return line;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no request {prefix} reached the sandbox in 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The `signedTx` of every submission in the request log, oldest first.
+    pub fn submitted(&self) -> Vec<String> {
+        self.state
+            .request_log()
+            .iter()
+            .filter_map(|l| signed_tx_of(l))
+            .collect()
+    }
+
     /// Clears the faults of `route`.
     pub fn clear(&self, route: &str) {
         self.state.set_fault(route, FaultConfig::default());
@@ -118,21 +163,21 @@ impl LiveSandbox {
 }
 
 impl Drop for Live {
-    /// The platform must never have been sent a key, a passphrase or (outside the
-    /// Authorization header, which the log leaves out) the token.
+    /// The platform must never have been sent a secret (its request log is scanned with
+    /// every header), and the journal must hold none.
     fn drop(&mut self) {
         if std::thread::panicking() {
             return;
         }
-        let log = self.sb.state.request_log();
-        assert!(!log.is_empty(), "the sandbox saw no request");
-        for line in &log {
-            for s in &self.secrets {
-                assert!(
-                    !line.contains(s.as_str()),
-                    "a secret reached the platform: {line}"
-                );
-            }
+        assert!(
+            !self.sb.state.request_log().is_empty(),
+            "the sandbox saw no request"
+        );
+        let scan = self.scan();
+        scan.scan_request_log(&self.sb.state);
+        let journal = self.dir.join("journal.sqlite3");
+        if journal.exists() {
+            scan.scan_file(&journal);
         }
     }
 }
@@ -146,6 +191,15 @@ impl Drop for LiveSandbox {
             let _ = t.join();
         }
     }
+}
+
+/// The request-log line of a submission, `POST <path> {"signedTx": ...}`.
+pub const SUBMIT: &str = "POST /mx/v2.0/transaction/send/signed-tx ";
+
+/// The `signedTx` a request-log line of a submission carries.
+pub fn signed_tx_of(line: &str) -> Option<String> {
+    let body: serde_json::Value = serde_json::from_str(line.strip_prefix(SUBMIT)?).ok()?;
+    body["signedTx"].as_str().map(str::to_owned)
 }
 
 /// Runs a future to completion on a small runtime (for node queries in assertions).
@@ -171,8 +225,9 @@ pub struct Live {
     pub sb: LiveSandbox,
     /// The passphrase of every key in the test keystore.
     pub passphrase: String,
-    /// Secrets that must never appear in any output.
-    pub secrets: Vec<String>,
+    /// Secrets that must never appear in any output (the sandbox's own are added at each
+    /// scan: tokens and signing keys are issued as the test runs).
+    pub secrets: crate::secrets::Secrets,
     /// The development account.
     pub dev: Address,
 }
@@ -226,12 +281,11 @@ redeem_action = "redeem"
             srpc = with_api_key(&info.side.rpc_url, &node_key),
         );
         dir.write("xdg/config/bridgectl/config.toml", profile);
-        let secrets = vec![
-            info.dev.private_key.expose_secret().to_owned(),
-            passphrase.clone(),
-            info.token.expose_secret().to_owned(),
-            node_key,
-        ];
+        let mut secrets = crate::secrets::Secrets::new();
+        secrets
+            .add("the passphrase", &passphrase)
+            .add("the access token", info.token.expose_secret())
+            .add("the node API key", &node_key);
         let dev = info.dev.address;
         let live = Live {
             dir,
@@ -268,17 +322,16 @@ redeem_action = "redeem"
         c
     }
 
+    /// The scanner: the test's secrets and every secret the sandbox holds or handed out.
+    pub fn scan(&self) -> crate::secrets::Secrets {
+        let mut scan = self.secrets.clone();
+        scan.add_sandbox(&self.sb.state);
+        scan
+    }
+
     /// Fails the test if any secret is in the output.
     pub fn check_secrets(&self, out: &Output) {
-        for stream in [&out.stdout, &out.stderr] {
-            let text = String::from_utf8_lossy(stream);
-            for s in &self.secrets {
-                assert!(
-                    !text.contains(s.as_str()),
-                    "a secret appeared in the output:\n{text}"
-                );
-            }
-        }
+        self.scan().scan_output("a bridgectl command", out);
     }
 
     /// Runs `args`, checks secrets, asserts success, parses stdout as JSON.
@@ -321,6 +374,23 @@ redeem_action = "redeem"
             self.sb.info.main.token_address
         };
         block_on(self.sb.node(side).token_balance(token, who)).expect("balance")
+    }
+
+    /// `resume <tx_id>` with a passphrase source that counts its reads; asserts it was
+    /// never read (resume sends the journal's bytes, it never signs) and returns the JSON.
+    pub fn resume_unsigned(&self, tx_id: &str) -> serde_json::Value {
+        let counter = crate::util::CountingPassphrase::new(&self.dir, &self.passphrase);
+        let mut c = self.cmd();
+        c.env("BRIDGECTL_PASSPHRASE_FILE", &counter.path)
+            .args(["--json", "resume", tx_id]);
+        let resumed = self.ok_cmd(c);
+        assert_eq!(counter.finish(), 0, "resume read a passphrase");
+        resumed
+    }
+
+    /// `(tx_id, state, signed_tx)` of every flow in the test's journal, as on disk.
+    pub fn journal_rows(&self) -> Vec<(String, String, Option<String>)> {
+        crate::util::journal_rows(&self.dir.join("journal.sqlite3"))
     }
 
     /// The `pending` nonce of `who`.

@@ -110,6 +110,33 @@ bctest!(
 );
 
 bctest!(
+    a_wrong_passphrase_signs_writes_and_prints_nothing,
+    |dir: Dir, _cmd: TestCommand| {
+        import_key(&dir);
+        let (name, case) = cases()
+            .into_iter()
+            .find(|(n, _)| n == "ok_redeem_request")
+            .expect("ok case");
+        let wrong = "not the passphrase of k";
+        let fifo = CountingPassphrase::new(&dir, wrong);
+        let out = sign(&dir, &name, &case, &fifo).output_with_stdin(&input_bytes(&case));
+        assert_eq!(fifo.finish(), 1, "the passphrase is read once");
+        let mut scan = crate::secrets::Secrets::new();
+        scan.add_key("the signing key", KEY)
+            .add("the passphrase", PASS)
+            .add("the wrong passphrase", wrong);
+        crate::util::assert_wrong_passphrase(&scan, "sign", &out);
+        // The offline journal holds no signed bytes, and no secret.
+        let journal = dir.join(format!("{name}.sqlite3"));
+        if journal.exists() {
+            scan.scan_file(&journal);
+            let rows = crate::util::journal_rows(&journal);
+            assert!(rows.iter().all(|r| r.2.is_none()), "{rows:?}");
+        }
+    }
+);
+
+bctest!(
     request_text_reaches_the_terminal_escaped_and_as_a_claim,
     |dir: Dir, _cmd: TestCommand| {
         import_key(&dir);

@@ -4,6 +4,7 @@
 #[macro_use]
 mod macros;
 mod live;
+mod secrets;
 mod util;
 
 mod flow;

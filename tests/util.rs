@@ -6,6 +6,9 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+/// The exit code the CLI defines for a wrong passphrase (or none to be had).
+pub const EXIT_PASSPHRASE: i32 = 4;
+
 /// The repository root (where `keystore-fixtures/` and `tools/` live).
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -164,6 +167,33 @@ impl TestCommand {
         );
         String::from_utf8(out.stderr).expect("stderr is UTF-8")
     }
+}
+
+/// Asserts that `out` is a refusal for a wrong passphrase and nothing more: exit
+/// [`EXIT_PASSPHRASE`], "wrong passphrase" on stderr, nothing on stdout, no secret of
+/// `scan` in either.
+pub fn assert_wrong_passphrase(scan: &crate::secrets::Secrets, what: &str, out: &Output) {
+    scan.scan_output(what, out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(EXIT_PASSPHRASE), "{what}: {err}");
+    assert!(err.contains("wrong passphrase"), "{what}: {err}");
+    assert!(out.stdout.is_empty(), "{what} printed {:?}", out.stdout);
+}
+
+/// `(tx_id, state, signed_tx)` of every flow in the journal at `path`, read through a
+/// read-only SQLite connection of the test's own: what is on disk, not what the client
+/// reports.
+pub fn journal_rows(path: &Path) -> Vec<(String, String, Option<String>)> {
+    let db =
+        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open the journal read-only");
+    let mut q = db
+        .prepare("SELECT tx_id, state, signed_tx FROM flows ORDER BY created_at")
+        .expect("query");
+    q.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .expect("rows")
+        .collect::<Result<_, _>>()
+        .expect("row")
 }
 
 /// Panics with the full output when a command failed.

@@ -35,11 +35,19 @@ fn write_keys(dir: &Dir) -> PathBuf {
     path
 }
 
-/// A running `bridgectl webhook listen`.
+/// A running `bridgectl webhook listen`, killed on drop. Its stderr goes to a file, and
+/// that file and the event store are scanned for secrets (the signing key, and every
+/// secret given in its environment) when it is stopped or killed.
 struct Listening {
     child: Child,
     stdout: BufReader<ChildStdout>,
     addr: SocketAddr,
+    /// Secrets that must appear in none of its output or files.
+    scan: crate::secrets::Secrets,
+    /// A sandbox whose secrets (signing keys, tokens) are scanned for too.
+    sandbox: Option<bridgectl_sandbox::AppState>,
+    stderr: PathBuf,
+    store: PathBuf,
 }
 
 impl Listening {
@@ -68,10 +76,19 @@ impl Listening {
         .args(["--store".as_ref(), store.as_ref()])
         .args(["--keys".as_ref(), keys.as_os_str()])
         .args(extra);
+        let mut scan = crate::secrets::Secrets::new();
+        scan.add("the webhook signing key", KEY);
         for (k, v) in env {
             cmd.env(k, v);
+            scan.add(k, v);
         }
-        cmd.cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
+        let stderr = (0..)
+            .map(|n| dir.join(format!("listener-{n}.stderr")))
+            .find(|p| !p.exists())
+            .expect("a free name");
+        cmd.cmd
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr).expect("stderr file"));
         let mut child = cmd.cmd.spawn().expect("spawn listener");
         let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
         let mut line = String::new();
@@ -87,6 +104,28 @@ impl Listening {
             child,
             stdout,
             addr,
+            scan,
+            sandbox: None,
+            stderr,
+            store: PathBuf::from(store.as_ref()),
+        }
+    }
+
+    /// Scans for the secrets of `sandbox` too, as they are when it stops.
+    fn with_sandbox(mut self, sandbox: &bridgectl_sandbox::Sandbox) -> Listening {
+        self.sandbox = Some(sandbox.state().clone());
+        self
+    }
+
+    /// Scans its stderr and (a file store) the event store with its WAL.
+    fn scan_leftovers(&self) {
+        let mut scan = self.scan.clone();
+        if let Some(state) = &self.sandbox {
+            scan.add_sandbox(state);
+        }
+        scan.scan_file(&self.stderr);
+        if self.store.is_file() {
+            scan.scan_file(&self.store);
         }
     }
 
@@ -101,13 +140,29 @@ impl Listening {
         let mut line = String::new();
         self.stdout.read_line(&mut line).expect("summary");
         let exit = self.child.wait().expect("wait");
-        assert!(exit.success(), "listener exited with {exit}");
+        assert!(
+            exit.success(),
+            "listener exited with {exit}:\n{}",
+            std::fs::read_to_string(&self.stderr).unwrap_or_default()
+        );
+        self.scan_leftovers();
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("summary not json ({e}): {line:?}"))
     }
 
     fn kill9(mut self) {
         self.child.kill().expect("kill -9");
         let _ = self.child.wait();
+        self.scan_leftovers();
+    }
+}
+
+impl Drop for Listening {
+    /// A test that fails leaves no listener behind.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
 
@@ -136,6 +191,72 @@ fn spec(addr: SocketAddr, requests: usize) -> LoadSpec {
         timeout: Duration::from_secs(30),
     }
 }
+
+bctest!(
+    the_listener_verifies_exactly_the_known_answers,
+    |dir: Dir, _cmd: TestCommand| {
+        // Body, key and header computed by OpenSSL (scripts/x-signature-fixtures.sh); a
+        // `fail_` header must be stored as unverified.
+        let fixtures = crate::util::repo_root().join("crates/webhook/tests/fixtures/x-signature");
+        let mut cases: Vec<(String, Vec<u8>, String, String)> = Vec::new();
+        let keys = dir.join("state/keys.json");
+        for entry in std::fs::read_dir(&fixtures).expect("fixtures") {
+            let path = entry.expect("entry").path();
+            if path.extension().is_none_or(|e| e != "key") {
+                continue;
+            }
+            let name = path
+                .file_stem()
+                .expect("stem")
+                .to_string_lossy()
+                .into_owned();
+            let read = |ext: &str| std::fs::read(path.with_extension(ext)).expect(ext);
+            let body = read("body");
+            let header = String::from_utf8(read("x-signature")).expect("utf-8");
+            let key = String::from_utf8(read("key")).expect("a signingKey is text");
+            let sub = serde_json::from_slice::<Value>(&body).expect("json")["subscriptionId"]
+                .as_str()
+                .expect("subscriptionId")
+                .to_owned();
+            KeyFile::new(&keys)
+                .insert(
+                    &sub,
+                    &KeyEntry::new(
+                        SigningKey::new(SecretString::from(key)),
+                        "ethereum",
+                        "sepolia",
+                    ),
+                )
+                .expect("write keys");
+            cases.push((name, body, header.trim().to_owned(), sub));
+        }
+        assert!(cases.len() >= 6, "{} cases", cases.len());
+        let store = dir.join("events.sqlite");
+        let listener = Listening::start(&dir, "127.0.0.1:0", &store, &keys, &[]);
+        let report = load::run(
+            &spec(listener.addr, cases.len()),
+            &|i| (cases[i].1.clone(), Some(cases[i].2.clone())),
+            None,
+        )
+        .expect("load");
+        assert_eq!(report.ok(), cases.len());
+        listener.stop();
+        let events = stored_events(&dir, &store);
+        for (name, _, _, sub) in &cases {
+            let stored: Vec<_> = events
+                .iter()
+                .filter(|e| e["subscriptionId"] == sub.as_str())
+                .collect();
+            assert_eq!(stored.len(), 1, "{name}: {stored:?}");
+            assert_eq!(
+                stored[0]["verified"],
+                !name.starts_with("fail_"),
+                "{name}: {:?}",
+                stored[0]
+            );
+        }
+    }
+);
 
 bctest!(
     listen_stores_10000_posts_from_64_connections,
@@ -430,7 +551,8 @@ bctest!(
 
         let keys = dir.join("state/keys.json");
         let store = dir.join("events.sqlite");
-        let listener = Listening::start(&dir, "127.0.0.1:0", &store, &keys, &[]);
+        let listener =
+            Listening::start(&dir, "127.0.0.1:0", &store, &keys, &[]).with_sandbox(&sandbox);
         let hook_url = format!("http://{}{PATH}", listener.addr);
         let web3 = |cmd: &mut TestCommand| {
             cmd.args(["--chain", "ethereum", "--network", "sepolia"])
@@ -524,33 +646,50 @@ bctest!(
         web3(&mut c);
         with_token(&mut c);
         assert_eq!(c.json()["isActive"], false);
-        std::thread::sleep(Duration::from_millis(1200));
-        let paused = deliveries(&dir, &store, &sub1).len();
+        // The deliverer reports the blocks it has finished with. Once it is past the one
+        // it may have been delivering when the pause came, every later block is read as
+        // paused: three of them handled with nothing sent proves the pause, no sleep.
+        let state = sandbox.state();
+        let id1: u64 = sub1.parse().expect("numeric id");
+        let handled = |id: u64| state.deliverer(id).expect("a deliverer").handled_block;
+        let h0 = handled(id1);
+        wait_for("the block in hand when paused", 30, || handled(id1) > h0);
+        let stored = |sub: &str| {
+            stored_events(&dir, &store)
+                .iter()
+                .filter(|e| e["subscriptionId"] == sub)
+                .count()
+        };
+        let delivered = |id: u64| {
+            state
+                .webhook_status()
+                .iter()
+                .find(|w| w.0 == id)
+                .map(|w| w.2)
+        };
+        let (paused, paused_sent) = (stored(&sub1), delivered(id1));
+        wait_for("three blocks handled while paused", 30, || {
+            handled(id1) >= h0 + 4
+        });
+        assert_eq!(delivered(id1), paused_sent, "the sandbox sent while paused");
+        assert_eq!(stored(&sub1), paused, "inactive webhook delivered");
 
-        // delete stops sub2 and removes its key.
+        // delete stops sub2 for good (its deliverer ends) and removes its key.
         let mut c = dir.command();
         c.args(["--json", "webhook", "delete", &sub2]);
         web3(&mut c);
         with_token(&mut c);
         assert_eq!(c.json()["signingKeyRemoved"], true);
-        std::thread::sleep(Duration::from_millis(1200));
-        let deleted = deliveries(&dir, &store, &sub2).len();
+        let id2: u64 = sub2.parse().expect("numeric id");
+        wait_for("the deleted webhook's deliverer to end", 30, || {
+            !state.deliverer(id2).expect("a deliverer").running
+        });
+        let deleted = stored(&sub2);
         let mut c = dir.command();
         c.args(["webhook", "get", &sub2]);
         web3(&mut c);
         with_token(&mut c);
         c.fails_with(6);
-        std::thread::sleep(Duration::from_secs(3));
-        assert_eq!(
-            deliveries(&dir, &store, &sub1).len(),
-            paused,
-            "inactive webhook delivered"
-        );
-        assert_eq!(
-            deliveries(&dir, &store, &sub2).len(),
-            deleted,
-            "deleted webhook delivered"
-        );
 
         // A listener that was down gets the retried deliveries after it restarts.
         let mut c = dir.command();
@@ -573,8 +712,15 @@ bctest!(
         let bind = listener.addr.to_string();
         listener.kill9();
         let before = deliveries(&dir, &store, &sub3).len();
-        std::thread::sleep(Duration::from_secs(3)); // about six blocks while down
-        let listener = Listening::start(&dir, &bind, &store, &keys, &[]);
+        // Down until the sandbox reports failed attempts: there is something to retry.
+        let id3: u64 = sub3.parse().expect("numeric id");
+        wait_for("failed deliveries while the listener is down", 30, || {
+            state
+                .webhook_status()
+                .iter()
+                .any(|w| w.0 == id3 && w.3 >= 2)
+        });
+        let listener = Listening::start(&dir, &bind, &store, &keys, &[]).with_sandbox(&sandbox);
         wait_for("retried deliveries after the restart", 60, || {
             deliveries(&dir, &store, &sub3).len() >= before + 6
         });
@@ -584,6 +730,7 @@ bctest!(
             assert_eq!(pair[1].1, pair[0].1 + 1, "a block was skipped: {d:?}");
         }
         listener.stop();
+        assert_eq!(stored(&sub2), deleted, "deleted webhook delivered");
         rt.block_on(sandbox.shutdown()).expect("sandbox stops");
     }
 );
@@ -1000,7 +1147,9 @@ bctest!(
             );
             std::thread::sleep(Duration::from_millis(500));
         }
-        std::thread::sleep(Duration::from_secs(1));
+        // Final, not "quiet for a while": A is dead and B is stopped, so nothing can run
+        // an event again after this.
+        b.stop();
         let seen = lines();
         let mut count: BTreeMap<u64, usize> = BTreeMap::new();
         let mut unmarked: BTreeMap<u64, usize> = BTreeMap::new();
@@ -1046,7 +1195,6 @@ bctest!(
             "{unmarked_runs} unmarked runs for {} events",
             2 * HALF
         );
-        b.stop();
         drop(pg);
     }
 );

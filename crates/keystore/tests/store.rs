@@ -256,6 +256,27 @@ fn kdf_floor_and_defaults() {
 }
 
 #[test]
+fn kdf_caps_are_inclusive_and_parameters_argon2_refuses_are_refused() {
+    use bridgectl_keystore::{MAX_M_KIB, MAX_P, MAX_T, MIN_M_KIB, MIN_T};
+    // Exactly at every cap: allowed (nothing is derived here, only checked).
+    KdfParams::new(MAX_M_KIB, MAX_T, MAX_P).expect("at the caps");
+    for (m, t, p) in [
+        (MAX_M_KIB + 1, MIN_T, 1),
+        (MIN_M_KIB, MAX_T + 1, 1),
+        (MIN_M_KIB, MIN_T, MAX_P + 1),
+    ] {
+        let err = KdfParams::new(m, t, p).expect_err("over a cap");
+        assert!(
+            matches!(err, Error::ExcessiveWork { .. }),
+            "{m} {t} {p}: {err}"
+        );
+    }
+    // Within the caps but not valid Argon2id (no lane): refused before any use.
+    let err = KdfParams::new(MIN_M_KIB, MIN_T, 0).expect_err("p = 0");
+    assert!(matches!(err, Error::WeakKdf { .. }), "{err}");
+}
+
+#[test]
 fn raw_import_rejects_bad_keys_without_echoing_them() {
     let (_d, store) = store();
     for (bad, why) in [
@@ -524,4 +545,31 @@ fn private_files_open_to_others_are_refused_like_key_files() {
     assert!(err.to_string().contains("chmod 600"), "{err}");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     bridgectl_keystore::check_private_file(&path).expect("0600 accepted");
+}
+
+#[test]
+fn labels_are_1_to_64_characters_and_a_refused_one_is_quoted_only_when_safe() {
+    let (_dir, store) = store();
+    let invalid = |label: &str| match store.import_raw(
+        &SecretText::new(format!("0x{KEY_4646}\n")),
+        Some(label),
+        &mut pass("pw"),
+        &test_kdf(),
+    ) {
+        Err(Error::InvalidLabel { label, reason }) => (label, reason),
+        other => panic!("{label:?}: expected InvalidLabel, got {other:?}"),
+    };
+    // 65 characters: refused, and shown by its length only.
+    let (shown, reason) = invalid(&"k".repeat(65));
+    assert_eq!(shown, "<65 characters>");
+    assert!(reason.contains("1 to 64"), "{reason}");
+    // Characters outside the safe alphabet (a terminal escape): never echoed.
+    let (shown, _) = invalid("a\u{1b}[2Kb");
+    assert_eq!(shown, "<6 characters>");
+    // A safe, short label refused for another rule is quoted as it is.
+    let (shown, reason) = invalid(".hidden");
+    assert_eq!(shown, ".hidden");
+    assert!(reason.contains("must not start with"), "{reason}");
+    // 64 characters is allowed.
+    assert_eq!(import_4646(&store, &"k".repeat(64)).label, "k".repeat(64));
 }

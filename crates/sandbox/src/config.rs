@@ -286,6 +286,10 @@ pub struct FaultConfig {
     /// Share (0..=1) of requests (submit and execute only) whose work is done and whose
     /// answer is then replaced by `502 BAD_GATEWAY`, as when a gateway loses the response.
     pub drop_after_work: f64,
+    /// Requests wait, already in the request log and before any work, until the route's
+    /// hold is lifted (a `set_fault` without `hold`): a test can act at the exact moment
+    /// a request has reached the platform, without guessing a latency.
+    pub hold: bool,
 }
 
 impl SandboxConfig {

@@ -46,7 +46,7 @@ pub use config::{
 };
 pub use error::Error;
 pub use secret::Secret;
-pub use state::{AppState, Redemption, SwapAddress, SwapRecord};
+pub use state::{AppState, DelivererState, LoggedRequest, Redemption, SwapAddress, SwapRecord};
 
 use crate::anvil::Anvil;
 use crate::chain::Chain;
@@ -353,6 +353,7 @@ impl Sandbox {
             secret_key: config.secret_key.clone(),
             tokens: Mutex::new(tokens),
             faults: RwLock::new(config.faults.clone()),
+            faults_changed: tokio::sync::Notify::new(),
             hostile: RwLock::new(config.hostile),
             request_log: Mutex::new(Vec::new()),
             managed: Mutex::new(HashMap::new()),
@@ -362,6 +363,7 @@ impl Sandbox {
             executions: Mutex::new(HashMap::new()),
             redemptions: Mutex::new(HashMap::new()),
             webhooks: Mutex::new(BTreeMap::new()),
+            deliverers: Mutex::new(HashMap::new()),
             next_webhook_id: Mutex::new(0),
             latest_main_block: tokio::sync::watch::channel(0).0,
             swap_salt: B256::from(salt),

@@ -42,9 +42,11 @@ pub(crate) struct Inner {
     /// accepted bearer tokens -> expiry (unix seconds; None never expires)
     pub tokens: Mutex<HashMap<String, Option<i64>>>,
     pub faults: RwLock<BTreeMap<String, FaultConfig>>,
+    /// Woken whenever a fault changes, so held requests look again.
+    pub faults_changed: tokio::sync::Notify,
     pub hostile: RwLock<Option<crate::config::Hostile>>,
     /// Every request seen (see `api::log_request`), oldest first, capped.
-    pub request_log: Mutex<Vec<String>>,
+    pub request_log: Mutex<Vec<LoggedRequest>>,
     pub managed: Mutex<HashMap<Address, PrivateKeySigner>>,
     pub registered: Mutex<HashSet<Address>>,
     /// swap address -> its record
@@ -54,11 +56,35 @@ pub(crate) struct Inner {
     /// side-chain tx hash -> redemption
     pub redemptions: Mutex<HashMap<B256, Redemption>>,
     pub webhooks: Mutex<BTreeMap<u64, Webhook>>,
+    /// webhook id -> what its deliverer has done (kept after the webhook is gone)
+    pub deliverers: Mutex<HashMap<u64, DelivererState>>,
     pub next_webhook_id: Mutex<u64>,
     pub latest_main_block: tokio::sync::watch::Sender<u64>,
     pub swap_salt: B256,
     /// background tasks (relayer, deliverers), aborted at shutdown
     pub tasks: Mutex<Vec<tokio::task::AbortHandle>>,
+}
+
+/// What the delivery task of one webhook has done, as it reports it: tests wait for this
+/// state instead of sleeping and hoping nothing happens meanwhile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DelivererState {
+    /// The last main-chain block it has finished with: delivered (acknowledged), skipped
+    /// (inactive, not in the period) or abandoned (deactivated while retrying).
+    pub handled_block: u64,
+    /// False once it has stopped for good (webhook deleted or removed): from then on it
+    /// sends nothing, and every POST it made has been answered or has timed out.
+    pub running: bool,
+}
+
+/// One entry of the request log.
+#[derive(Debug, Clone)]
+pub struct LoggedRequest {
+    /// `METHOD /path?query body`.
+    pub line: String,
+    /// Every header, `name: value` one per line, with the credentials the API accepts at
+    /// their own place shown as a placeholder (see `api::log_request`).
+    pub headers: String,
 }
 
 /// Locks a std mutex, recovering from poisoning (a panicked holder leaves plain data).
@@ -239,19 +265,69 @@ impl AppState {
         } else {
             f.insert(route.to_owned(), fault);
         }
+        drop(f);
+        self.0.faults_changed.notify_waiters();
+    }
+
+    /// Waits while `route` is held (see [`FaultConfig::hold`]).
+    pub(crate) async fn wait_while_held(&self, route: &str) {
+        loop {
+            let changed = self.0.faults_changed.notified();
+            let mut changed = std::pin::pin!(changed);
+            // Registered before the check, so a release in between is not missed.
+            changed.as_mut().enable();
+            if !self.fault(route).is_some_and(|f| f.hold) {
+                return;
+            }
+            changed.await;
+        }
     }
 
     /// Every request the API has seen: `METHOD /path?query body`, without the
     /// `Authorization` header. Capped at 100,000 entries.
     pub fn request_log(&self) -> Vec<String> {
+        lock(&self.0.request_log)
+            .iter()
+            .map(|r| r.line.clone())
+            .collect()
+    }
+
+    /// The request log with every header of every request (see [`LoggedRequest`]).
+    pub fn request_log_with_headers(&self) -> Vec<LoggedRequest> {
         lock(&self.0.request_log).clone()
     }
 
-    pub(crate) fn log_request(&self, line: String) {
+    pub(crate) fn log_request(&self, entry: LoggedRequest) {
         let mut log = lock(&self.0.request_log);
         if log.len() < REQUEST_LOG_CAP {
-            log.push(line);
+            log.push(entry);
         }
+    }
+
+    /// Whether `token` is a bearer token this sandbox issued (expired or not).
+    pub(crate) fn is_issued_token(&self, token: &str) -> bool {
+        lock(&self.0.tokens).contains_key(token)
+    }
+
+    /// Every secret this sandbox holds or has handed out, for leak scans: the access and
+    /// secret keys, every issued token, every webhook signing key, and the private keys of the dev
+    /// account, the managed accounts and the bridge.
+    pub fn secrets(&self) -> Vec<String> {
+        let key = |s: &PrivateKeySigner| hex::encode(s.credential().to_bytes());
+        let mut all = vec![
+            self.0.access_key.clone(),
+            self.0.secret_key.expose_secret().to_owned(),
+            self.0.info.dev.private_key.expose_secret().to_owned(),
+            key(&self.0.bridge),
+        ];
+        all.extend(lock(&self.0.tokens).keys().cloned());
+        all.extend(
+            lock(&self.0.webhooks)
+                .values()
+                .map(|w| w.signing_key.expose_secret().to_owned()),
+        );
+        all.extend(lock(&self.0.managed).values().map(key));
+        all
     }
 
     /// Turns hostile-platform mode on (with one kind of tampering) or off.
@@ -288,6 +364,11 @@ impl AppState {
     /// A redemption by its side-chain tx hash.
     pub fn redemption(&self, hash: B256) -> Option<Redemption> {
         lock(&self.0.redemptions).get(&hash).cloned()
+    }
+
+    /// What the deliverer of webhook `id` has done, if one was ever started.
+    pub fn deliverer(&self, id: u64) -> Option<DelivererState> {
+        lock(&self.0.deliverers).get(&id).copied()
     }
 
     /// Webhooks currently registered: (id, active, delivered, consecutive failures).

@@ -59,6 +59,36 @@ pub(crate) fn spawn_deliverer(state: AppState, id: u64) {
     lock(&state.0.tasks).push(handle.abort_handle());
 }
 
+/// Marks the deliverer of one webhook stopped when its task ends, however it ends.
+struct Running(AppState, u64);
+
+impl Running {
+    fn start(state: &AppState, id: u64, block: u64) -> Running {
+        lock(&state.0.deliverers).insert(
+            id,
+            crate::state::DelivererState {
+                handled_block: block,
+                running: true,
+            },
+        );
+        Running(state.clone(), id)
+    }
+
+    fn handled(&self, block: u64) {
+        if let Some(d) = lock(&self.0.0.deliverers).get_mut(&self.1) {
+            d.handled_block = block;
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(d) = lock(&self.0.0.deliverers).get_mut(&self.1) {
+            d.running = false;
+        }
+    }
+}
+
 async fn deliver_loop(state: AppState, id: u64) {
     let cfg = state.0.webhook_config.clone();
     let http = reqwest::Client::builder()
@@ -67,6 +97,7 @@ async fn deliver_loop(state: AppState, id: u64) {
         .unwrap_or_default();
     let mut rx = state.0.latest_main_block.subscribe();
     let start = *rx.borrow_and_update();
+    let running = Running::start(&state, id, start);
     let mut next = start + 1;
     loop {
         if rx.changed().await.is_err() {
@@ -86,9 +117,11 @@ async fn deliver_loop(state: AppState, id: u64) {
                 .unwrap_or(1)
                 .max(1);
             if !hook.is_active || !(n - start).is_multiple_of(period) {
+                running.handled(n);
                 continue;
             }
             let Ok(block) = state.0.main.rpc.block(n).await else {
+                running.handled(n);
                 continue;
             };
             let body = json!({
@@ -154,6 +187,7 @@ async fn deliver_loop(state: AppState, id: u64) {
                     .min(cfg.retry_max_ms);
                 tokio::time::sleep(Duration::from_millis(backoff)).await;
             }
+            running.handled(n);
         }
     }
 }

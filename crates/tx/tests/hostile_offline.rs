@@ -91,3 +91,42 @@ fn every_hostile_case_is_refused_and_every_good_one_signs() {
         }
     }
 }
+
+#[test]
+fn the_summary_is_told_the_trusted_facts_and_the_claim() {
+    // What the person is shown comes from the profile (chain name, token, fee cap) and,
+    // marked as a claim, the request's description: none of it may go missing.
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/hostile-offline/ok_redeem_request.json");
+    let case: Value = serde_json::from_slice(&std::fs::read(path).expect("read")).expect("json");
+    let input =
+        SignInput::parse(&serde_json::to_vec(&case["input"]).expect("input")).expect("parse");
+    let mut policy = policy_of(&case["profile"]);
+    let chain = case["profile"]["sideChainId"].as_u64().expect("chain");
+    policy.trusted.chain(chain, Some("side".into()));
+    policy.max_fee =
+        Some(alloy_primitives::U256::from(10u64).pow(alloy_primitives::U256::from(18)));
+    let key: PrivateKeySigner = KEY.parse().expect("key");
+    let context = Context {
+        signer: key.address(),
+        gas_price_quote: None,
+        nonce: Nonce::Next(NonceFacts {
+            fixed: Some(4),
+            ..NonceFacts::default()
+        }),
+        spent: None,
+    };
+    let v = verify(&input.raw_tx, input.intent.as_ref(), &policy, &context).expect("verified");
+    let ctx = v.summary_context();
+    assert_eq!(ctx.chain_name.as_deref(), Some("side"));
+    assert_eq!(
+        ctx.token.as_ref().map(|t| (t.symbol.as_str(), t.decimals)),
+        Some(("ST", 18))
+    );
+    assert_eq!(ctx.max_fee, policy.max_fee);
+    assert_eq!(ctx.description.as_deref(), Some("redeem 1 ST"));
+    assert_eq!(
+        ctx.labels.get(&input.raw_tx.to).map(String::as_str),
+        Some("ST token")
+    );
+}

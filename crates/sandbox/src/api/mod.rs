@@ -17,7 +17,7 @@ use axum::routing::{get, patch, post};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::state::{AppState, lock};
+use crate::state::{AppState, LoggedRequest, lock};
 
 /// An error answer: the platform's error envelope
 /// `{result: false, status, code, message}` with a stable `code` (see the README).
@@ -217,9 +217,13 @@ pub fn app(state: AppState) -> Router {
 /// Largest request body kept in the request log.
 const LOG_BODY_LIMIT: usize = 64 * 1024;
 
-/// Records every request (method, path and query, body) in the state's request log,
-/// as a platform's access log would, so tests can check what clients sent. The
-/// `Authorization` header is never recorded, nor the bodies of the token routes.
+/// Records every request (method, path and query, body, headers) in the state's request
+/// log, as a platform's access log would, so tests can check what clients sent. A
+/// credential is replaced by a placeholder only where the API takes it: an issued token in
+/// `Authorization: Bearer`, the access and secret keys in `x-key-id` / `x-key-secret` on the
+/// token routes (whose
+/// bodies, which carry the secret key, are not kept either). Anything else is kept as
+/// sent, so a secret sent anywhere else is in the log for a leak scan to find.
 async fn log_request(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let (parts, body) = req.into_parts();
     let bytes = match axum::body::to_bytes(body, 16 * 1024 * 1024).await {
@@ -233,17 +237,41 @@ async fn log_request(State(state): State<AppState>, req: Request, next: Next) ->
             .into_response();
         }
     };
-    // The token routes carry a secret key in their body: their bodies are not kept.
-    if OPEN_PATHS.contains(&parts.uri.path()) {
-        state.log_request(format!("{} {} <body not logged>", parts.method, parts.uri));
-        return next
-            .run(Request::from_parts(parts, axum::body::Body::from(bytes)))
-            .await;
-    }
-    let shown: Value = serde_json::from_slice(&bytes).unwrap_or_else(|_| {
-        Value::String(String::from_utf8_lossy(&bytes[..bytes.len().min(LOG_BODY_LIMIT)]).into())
-    });
-    state.log_request(format!("{} {} {}", parts.method, parts.uri, shown));
+    let token_route = OPEN_PATHS.contains(&parts.uri.path());
+    let headers = parts
+        .headers
+        .iter()
+        .map(|(name, value)| {
+            let value = String::from_utf8_lossy(value.as_bytes());
+            let shown = match name.as_str() {
+                "authorization"
+                    if value
+                        .strip_prefix("Bearer ")
+                        .is_some_and(|t| state.is_issued_token(t.trim())) =>
+                {
+                    "Bearer <an issued token>".into()
+                }
+                "x-key-secret" if token_route && value == state.0.secret_key.expose_secret() => {
+                    "<the secret key>".into()
+                }
+                "x-key-id" if token_route && value == state.0.access_key => {
+                    "<the access key>".into()
+                }
+                _ => value,
+            };
+            format!("{name}: {shown}\n")
+        })
+        .collect();
+    // The token routes carry the secret key in their body: their bodies are not kept.
+    let line = if token_route {
+        format!("{} {} <body not logged>", parts.method, parts.uri)
+    } else {
+        let shown: Value = serde_json::from_slice(&bytes).unwrap_or_else(|_| {
+            Value::String(String::from_utf8_lossy(&bytes[..bytes.len().min(LOG_BODY_LIMIT)]).into())
+        });
+        format!("{} {} {}", parts.method, parts.uri, shown)
+    };
+    state.log_request(LoggedRequest { line, headers });
     next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
         .await
 }
@@ -323,6 +351,7 @@ async fn faults(
     req: Request,
     next: Next,
 ) -> Response {
+    state.wait_while_held(route).await;
     if let Some(f) = state.fault(route) {
         if f.latency_ms > 0 {
             tokio::time::sleep(Duration::from_millis(f.latency_ms)).await;

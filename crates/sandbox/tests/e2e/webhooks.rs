@@ -1,8 +1,11 @@
 //! Webhook deliveries over sockets: a test listener checks the signature of every POST.
+//!
+//! The signature is checked against an HMAC-SHA256 written out here from RFC 2104 over
+//! `sha2` (not the `hmac` crate, not `bridgectl-web3`), which the known answers computed
+//! by OpenSSL (`scripts/x-signature-fixtures.sh`) pin first.
 
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -12,6 +15,76 @@ use bridgectl_sandbox::webhooks::signature;
 use serde_json::{Value, json};
 
 use crate::util::{Client, eventually, finish, start};
+
+/// HMAC-SHA256 (RFC 2104) written out over `sha2`, as lowercase hex: the reference the
+/// deliveries are checked against, independent of the code that signs them.
+fn hmac_sha256_hex(key: &[u8], body: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut block = [0u8; 64];
+    if key.len() > block.len() {
+        block[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
+    }
+    let pad = |b: u8| block.iter().map(|k| k ^ b).collect::<Vec<u8>>();
+    let inner = Sha256::new()
+        .chain_update(pad(0x36))
+        .chain_update(body)
+        .finalize();
+    hex::encode(
+        Sha256::new()
+            .chain_update(pad(0x5c))
+            .chain_update(inner)
+            .finalize(),
+    )
+}
+
+/// The known answers: `(name, key, body, x-signature)`; a `fail_` header must not verify.
+fn known_answers() -> Vec<(String, Vec<u8>, Vec<u8>, String)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../webhook/tests/fixtures/x-signature");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("fixtures")
+        .filter_map(|e| {
+            let name = e.expect("entry").file_name().to_string_lossy().into_owned();
+            name.strip_suffix(".key").map(str::to_owned)
+        })
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(|n| {
+            let read = |ext: &str| std::fs::read(dir.join(format!("{n}.{ext}"))).expect(ext);
+            let header = String::from_utf8(read("x-signature")).expect("utf-8");
+            (
+                n.clone(),
+                read("key"),
+                read("body"),
+                header.trim().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_sandbox_signs_exactly_the_known_answers() {
+    let cases = known_answers();
+    assert!(cases.len() >= 6, "{} cases", cases.len());
+    for (name, key, body, header) in cases {
+        let want = !name.starts_with("fail_");
+        assert_eq!(
+            hmac_sha256_hex(&key, &body) == header,
+            want,
+            "{name}: reference"
+        );
+        let key = String::from_utf8(key).expect("a signingKey is text");
+        assert_eq!(
+            signature(&key, &body) == header,
+            want,
+            "{name}: the sandbox"
+        );
+    }
+}
 
 #[derive(Clone, Default)]
 struct Listener {
@@ -80,7 +153,7 @@ async fn block_period_deliveries_are_signed_and_stop_when_told() {
     for (sig, body) in &got {
         assert_eq!(
             sig,
-            &signature(&key, body),
+            &hmac_sha256_hex(key.as_bytes(), body),
             "x-signature must be HMAC-SHA256 of the raw body"
         );
         let v: Value = serde_json::from_slice(body).expect("json body");
@@ -92,7 +165,7 @@ async fn block_period_deliveries_are_signed_and_stop_when_told() {
         assert_eq!(seq, last + 1);
         last = seq;
     }
-    assert_ne!(signature("wrong key", &got[0].1), got[0].0);
+    assert_ne!(hmac_sha256_hex(b"wrong key", &got[0].1), got[0].0);
 
     // isActive=false stops deliveries.
     let (s, r) = c
@@ -103,9 +176,26 @@ async fn block_period_deliveries_are_signed_and_stop_when_told() {
         )
         .await;
     assert_eq!((s, &r), (200, &json!({"result": true})));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // No sleeping: the deliverer reports the blocks it has finished with. Past the block
+    // it may have been delivering when the pause came, every block is read as paused;
+    // three of them handled with nothing sent proves the pause.
+    let num: u64 = id.parse().expect("numeric id");
+    let handled = || {
+        sb.state()
+            .deliverer(num)
+            .expect("a deliverer")
+            .handled_block
+    };
+    let h0 = handled();
+    eventually(10, "the block in hand when paused", || async {
+        (handled() > h0).then_some(())
+    })
+    .await;
     let n = ok_listener.count();
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    eventually(10, "three blocks handled while paused", || async {
+        (handled() >= h0 + 4).then_some(())
+    })
+    .await;
     assert_eq!(
         ok_listener.count(),
         n,
@@ -130,10 +220,12 @@ async fn block_period_deliveries_are_signed_and_stop_when_told() {
         .send(reqwest::Method::DELETE, &format!("{hooks}/{id}"), None)
         .await;
     assert_eq!((s, &r), (200, &json!({"result": true})));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Deleted: its deliverer ends, and with it every delivery it could make.
+    eventually(10, "the deleted webhook's deliverer to end", || async {
+        (!sb.state().deliverer(num).expect("a deliverer").running).then_some(())
+    })
+    .await;
     let n = ok_listener.count();
-    tokio::time::sleep(Duration::from_millis(1000)).await;
-    assert_eq!(ok_listener.count(), n, "deliveries continued after delete");
     let (s, r) = c.get(&format!("{hooks}/{id}"), None).await;
     assert_eq!((s, r["code"].as_str()), (404, Some("WEBHOOK_NOT_FOUND")));
 
@@ -158,5 +250,6 @@ async fn block_period_deliveries_are_signed_and_stop_when_told() {
     );
     let v: Value = serde_json::from_slice(&tries[0].1).expect("json");
     assert_eq!(v["sequenceNumber"], 1);
+    assert_eq!(ok_listener.count(), n, "deliveries continued after delete");
     finish(sb).await;
 }

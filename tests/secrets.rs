@@ -1,0 +1,141 @@
+//! One leak scan for every CLI test: the secrets a test knows, looked for in every place
+//! a command leaves text or bytes (stdout, stderr, a listener's stderr, the journal and
+//! event-store files with their WAL, the sandbox's request log with its headers).
+//!
+//! - a private key is found with or without `0x`, in any case, and as its 32 raw bytes
+//!   (a binary file such as SQLite could hold it unencoded);
+//! - every other secret (passphrase, access and secret keys, issued tokens, webhook
+//!   signing keys, node API keys) is found in any case;
+//! - a secret shorter than 8 characters cannot be told from ordinary text and is refused
+//!   when added: a test that wants its passphrase scanned gives it a long one.
+
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::Output;
+
+/// The secrets of one test.
+#[derive(Clone, Default)]
+pub struct Secrets {
+    /// (what it is, lower-case text to look for)
+    text: Vec<(String, String)>,
+    /// (what it is, raw bytes to look for)
+    raw: Vec<(String, Vec<u8>)>,
+}
+
+impl Secrets {
+    /// No secrets yet.
+    pub fn new() -> Secrets {
+        Secrets::default()
+    }
+
+    /// A secret string, found in any case. `what` names it in a failure (never the value).
+    pub fn add(&mut self, what: &str, value: &str) -> &mut Self {
+        assert!(
+            value.len() >= 8,
+            "{what}: a secret under 8 characters cannot be scanned for without false alarms"
+        );
+        self.text.push((what.to_owned(), value.to_lowercase()));
+        self
+    }
+
+    /// A private key in hex (with or without `0x`): found in hex with or without `0x`, in
+    /// any case, and as its raw bytes.
+    pub fn add_key(&mut self, what: &str, hex_key: &str) -> &mut Self {
+        let digits = hex_key.trim().trim_start_matches("0x").to_lowercase();
+        let raw = hex::decode(&digits).unwrap_or_else(|e| panic!("{what}: not hex: {e}"));
+        assert_eq!(raw.len(), 32, "{what}: a private key is 32 bytes");
+        self.text.push((format!("{what} (hex)"), digits));
+        self.raw.push((format!("{what} (raw bytes)"), raw));
+        self
+    }
+
+    /// Adds every secret a sandbox holds or has handed out (its secret key, issued
+    /// tokens, webhook signing keys, account keys).
+    pub fn add_sandbox(&mut self, state: &bridgectl_sandbox::AppState) -> &mut Self {
+        for s in state.secrets() {
+            match hex::decode(s.trim_start_matches("0x")) {
+                Ok(b) if b.len() == 32 => self.add_key("a sandbox key", &s),
+                _ => self.add("a sandbox secret", &s),
+            };
+        }
+        self
+    }
+
+    /// Fails the test if `bytes` (from `place`) hold any secret.
+    pub fn scan(&self, place: &str, bytes: &[u8]) {
+        let lower = bytes.to_ascii_lowercase();
+        for (what, needle) in &self.text {
+            if let Some(at) = find(&lower, needle.as_bytes()) {
+                let from = at.saturating_sub(80);
+                let to = (at + needle.len() + 80).min(bytes.len());
+                panic!(
+                    "{what} appeared in {place}, here:\n{}",
+                    String::from_utf8_lossy(&bytes[from..to])
+                );
+            }
+        }
+        for (what, needle) in &self.raw {
+            assert!(
+                find(bytes, needle).is_none(),
+                "{what} appeared in {place} (binary)"
+            );
+        }
+    }
+
+    /// Scans a command's stdout and stderr.
+    pub fn scan_output(&self, what: &str, out: &Output) {
+        self.scan(&format!("the stdout of {what}"), &out.stdout);
+        self.scan(&format!("the stderr of {what}"), &out.stderr);
+    }
+
+    /// Scans a file and, for SQLite, its `-wal` and `-journal` siblings (where a crash
+    /// leaves the last commits). A file that does not exist is a test error.
+    pub fn scan_file(&self, path: &Path) {
+        let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+        self.scan(&path.display().to_string(), &bytes);
+        for suffix in ["-wal", "-journal"] {
+            let mut side = path.as_os_str().to_owned();
+            side.push(suffix);
+            if let Ok(bytes) = std::fs::read(&side) {
+                self.scan(&Path::new(&side).display().to_string(), &bytes);
+            }
+        }
+    }
+
+    /// Scans every line of a sandbox's request log, with its headers.
+    pub fn scan_request_log(&self, state: &bridgectl_sandbox::AppState) {
+        for r in state.request_log_with_headers() {
+            let text = format!("{}\n{}", r.line, r.headers);
+            self.scan("the sandbox's request log", text.as_bytes());
+        }
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() || needle.len() > haystack.len() {
+        return None;
+    }
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+#[test]
+fn the_scan_finds_a_key_in_every_form_and_nothing_else() {
+    let key = "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318";
+    let mut s = Secrets::new();
+    s.add_key("the key", key).add("the token", "Tok-En-1234");
+    let caught = |bytes: &[u8]| {
+        let s = s.clone();
+        let bytes = bytes.to_vec();
+        std::panic::catch_unwind(move || s.scan("x", &bytes)).is_err()
+    };
+    assert!(caught(key.as_bytes()));
+    assert!(caught(format!("0x{key}").as_bytes()));
+    assert!(caught(format!("0X{}", key.to_uppercase()).as_bytes()));
+    assert!(caught(
+        &[b"\x00\x01".as_slice(), &hex::decode(key).expect("hex")].concat()
+    ));
+    assert!(caught(b"bearer tok-en-1234"));
+    assert!(!caught(&key.as_bytes()[..63]));
+    assert!(!caught(b"token: <an issued token>"));
+}

@@ -387,7 +387,7 @@ impl PlatformClient {
     }
 
     /// Operation 4: executes a transaction action. Never retried (see module docs).
-    /// Returns `data` unchanged; [`crate::action::ActionOutcome::classify`] reads it.
+    /// Returns `data` unchanged; [`crate::ActionOutcome::classify`] reads it.
     pub async fn execute_action(
         &self,
         action: &str,

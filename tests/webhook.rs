@@ -564,37 +564,18 @@ bctest!(
         };
 
         // Period 1 with the token from the environment; period 2 by key exchange.
-        let mut c = dir.command();
-        c.args([
-            "--json",
-            "webhook",
-            "create",
-            "--type",
-            "BLOCK_PERIOD",
-            "--period",
-            "1",
-        ])
-        .args(["--url", &hook_url, "--description", "every block"]);
+        let mut c = create_block_period(&dir, "1", &hook_url);
+        c.args(["--description", "every block"]);
         web3(&mut c);
         with_token(&mut c);
         let one = c.json();
         let sub1 = one["subscriptionId"].as_str().expect("id").to_owned();
         assert!(one.get("signingKey").is_none() && !one.to_string().contains("signingKey\""));
         assert_eq!(one["network"], "SEPOLIA");
-        let mut c = dir.command();
-        c.args([
-            "--json",
-            "webhook",
-            "create",
-            "--type",
-            "BLOCK_PERIOD",
-            "--period",
-            "2",
-        ])
-        .args(["--url", &hook_url])
-        .env("BRIDGECTL_WEB3_NODE_ID", "node-1")
-        .env("BRIDGECTL_WEB3_KEY_ID", &info.access_key)
-        .env("BRIDGECTL_WEB3_KEY_SECRET", "sandbox-secret-key");
+        let mut c = create_block_period(&dir, "2", &hook_url);
+        c.env("BRIDGECTL_WEB3_NODE_ID", "node-1")
+            .env("BRIDGECTL_WEB3_KEY_ID", &info.access_key)
+            .env("BRIDGECTL_WEB3_KEY_SECRET", "sandbox-secret-key");
         web3(&mut c);
         let two = c.json();
         let sub2 = two["subscriptionId"].as_str().expect("id").to_owned();
@@ -692,17 +673,7 @@ bctest!(
         c.fails_with(6);
 
         // A listener that was down gets the retried deliveries after it restarts.
-        let mut c = dir.command();
-        c.args([
-            "--json",
-            "webhook",
-            "create",
-            "--type",
-            "BLOCK_PERIOD",
-            "--period",
-            "1",
-        ])
-        .args(["--url", &hook_url]);
+        let mut c = create_block_period(&dir, "1", &hook_url);
         web3(&mut c);
         with_token(&mut c);
         let sub3 = c.json()["subscriptionId"].as_str().expect("id").to_owned();
@@ -914,17 +885,7 @@ bctest!(
                 .args(["--keys".as_ref(), keys.as_os_str()])
                 .env("BRIDGECTL_WEB3_TOKEN", &token);
         };
-        let mut c = dir.command();
-        c.args([
-            "--json",
-            "webhook",
-            "create",
-            "--type",
-            "BLOCK_PERIOD",
-            "--period",
-            "1",
-        ])
-        .args(["--url", &hook_url]);
+        let mut c = create_block_period(&dir, "1", &hook_url);
         web3(&mut c);
         let sub1 = c.json()["subscriptionId"].as_str().expect("id").to_owned();
         wait_for("first deliveries", 30, || {
@@ -1198,3 +1159,21 @@ bctest!(
         drop(pg);
     }
 );
+
+/// `bridgectl --json webhook create --type BLOCK_PERIOD --period N --url URL`, without
+/// the web3 settings (each test adds its own).
+fn create_block_period(dir: &Dir, period: &str, hook_url: &str) -> TestCommand {
+    let mut c = dir.command();
+    c.args([
+        "--json",
+        "webhook",
+        "create",
+        "--type",
+        "BLOCK_PERIOD",
+        "--period",
+        period,
+        "--url",
+        hook_url,
+    ]);
+    c
+}

@@ -250,6 +250,14 @@ pub enum Error {
         matches: Vec<String>,
     },
 
+    /// A batch that cannot be recorded as given.
+    #[error("invalid batch: {0}")]
+    InvalidBatch(String),
+
+    /// No batch with this id (or id prefix) in the journal.
+    #[error("no batch {0} in the journal")]
+    NoSuchBatch(String),
+
     /// A record asked for is not in the journal.
     #[error("no flow with txId {0} in the journal")]
     NotInJournal(String),

@@ -187,6 +187,38 @@ pub struct StepRecord {
     pub detail: Value,
 }
 
+/// A batch as recorded: where its items came from and when.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchRecord {
+    /// The batch id (UUID v4).
+    pub batch_id: String,
+    /// Where the items came from (a file name), for people.
+    pub source: String,
+    /// When it was created (RFC 3339, UTC).
+    pub created_at: String,
+    /// How many items it has.
+    pub items: usize,
+}
+
+/// One item of a batch: what it asks for and the flow that carries it out now.
+#[derive(Debug, Clone)]
+pub struct BatchItemRecord {
+    /// Position in the batch (0-based, the order of the input).
+    pub index: usize,
+    /// The item's id (from the input, or its line number).
+    pub item_id: String,
+    /// The operation, as the flows' batch module stores it.
+    pub op: Value,
+    /// The txId of its current flow: assigned when the batch is created, replaced when a
+    /// flow that never signed is run again.
+    pub tx_id: String,
+    /// How many flows the item has had (1 unless a resume ran it again).
+    pub attempt: u32,
+    /// Its current flow, once begun.
+    pub flow: Option<FlowRecord>,
+}
+
 /// The journal database. Thread-safe; every write is its own durable transaction.
 #[derive(Debug)]
 pub struct Journal {
@@ -227,6 +259,21 @@ CREATE TABLE IF NOT EXISTS nonces (
     PRIMARY KEY (address, chain_id, nonce)
 );
 CREATE INDEX IF NOT EXISTS flows_by_hash ON flows(tx_hash);
+CREATE TABLE IF NOT EXISTS batches (
+    batch_id   TEXT PRIMARY KEY,
+    source     TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS batch_items (
+    batch_id TEXT NOT NULL REFERENCES batches(batch_id),
+    idx      INTEGER NOT NULL,
+    item_id  TEXT NOT NULL,
+    op       TEXT NOT NULL,
+    tx_id    TEXT NOT NULL,
+    attempt  INTEGER NOT NULL DEFAULT 1,
+    PRIMARY KEY (batch_id, idx)
+);
+CREATE INDEX IF NOT EXISTS batch_items_by_tx ON batch_items(tx_id);
 ";
 
 /// How long a reservation of a flow that has not signed holds: long enough for a person
@@ -654,6 +701,164 @@ impl Journal {
     }
 }
 
+/// Batches: one record with its items, each bound to the txId of the flow that carries it
+/// out, so that a batch interrupted anywhere can be finished from the journal alone.
+impl Journal {
+    /// Records batch `batch_id` with its items `(item id, operation, txId)` in one
+    /// transaction: either the whole batch is known or none of it.
+    pub fn create_batch(
+        &self,
+        batch_id: &str,
+        source: &str,
+        items: &[(String, Value, String)],
+    ) -> Result<(), Error> {
+        let at = now();
+        self.with(|c| {
+            let t = c.transaction()?;
+            t.execute(
+                "INSERT INTO batches (batch_id, source, created_at) VALUES (?1, ?2, ?3)",
+                params![batch_id, source, at],
+            )?;
+            {
+                let mut insert = t.prepare(
+                    "INSERT INTO batch_items (batch_id, idx, item_id, op, tx_id)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                )?;
+                for (idx, (item_id, op, tx_id)) in items.iter().enumerate() {
+                    insert.execute(params![
+                        batch_id,
+                        idx as i64,
+                        item_id,
+                        op.to_string(),
+                        tx_id
+                    ])?;
+                }
+            }
+            t.commit()
+        })
+    }
+
+    /// The batch whose id is `prefix` or starts with it.
+    pub fn find_batch(&self, prefix: &str) -> Result<BatchRecord, Error> {
+        if prefix.is_empty() || !prefix.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            return Err(Error::NoSuchBatch(prefix.to_owned()));
+        }
+        let found: Vec<BatchRecord> = self.with(|c| {
+            let mut stmt = c.prepare(
+                "SELECT b.batch_id, b.source, b.created_at,
+                        (SELECT COUNT(*) FROM batch_items i WHERE i.batch_id = b.batch_id)
+                   FROM batches b WHERE b.batch_id LIKE ?1 || '%' ORDER BY b.created_at LIMIT 3",
+            )?;
+            stmt.query_map(params![prefix], row_to_batch)?.collect()
+        })?;
+        if let Some(exact) = found.iter().find(|b| b.batch_id == prefix) {
+            return Ok(exact.clone());
+        }
+        match found.len() {
+            0 => Err(Error::NoSuchBatch(prefix.to_owned())),
+            1 => Ok(found.into_iter().next().expect("one")),
+            _ => Err(Error::AmbiguousTxId {
+                prefix: prefix.to_owned(),
+                matches: found.into_iter().map(|b| b.batch_id).collect(),
+            }),
+        }
+    }
+
+    /// The most recent batches, newest first.
+    pub fn list_batches(&self, limit: usize) -> Result<Vec<BatchRecord>, Error> {
+        self.with(|c| {
+            let mut stmt = c.prepare(
+                "SELECT b.batch_id, b.source, b.created_at,
+                        (SELECT COUNT(*) FROM batch_items i WHERE i.batch_id = b.batch_id)
+                   FROM batches b ORDER BY b.created_at DESC, b.rowid DESC LIMIT ?1",
+            )?;
+            stmt.query_map(params![limit as i64], row_to_batch)?
+                .collect()
+        })
+    }
+
+    /// The items of batch `batch_id` in input order, each with its current flow.
+    pub fn batch_items(&self, batch_id: &str) -> Result<Vec<BatchItemRecord>, Error> {
+        let columns = COLUMNS
+            .split(", ")
+            .map(|c| format!("f.{}", c.trim()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        self.with(|c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT i.idx, i.item_id, i.op, i.tx_id, i.attempt, f.tx_id IS NOT NULL, {columns}
+                   FROM batch_items i LEFT JOIN flows f ON f.tx_id = i.tx_id
+                  WHERE i.batch_id = ?1 ORDER BY i.idx"
+            ))?;
+            stmt.query_map(params![batch_id], |r| {
+                let op: String = r.get(2)?;
+                let has_flow: bool = r.get(5)?;
+                Ok(BatchItemRecord {
+                    index: r.get::<_, i64>(0)? as usize,
+                    item_id: r.get(1)?,
+                    op: serde_json::from_str(&op).unwrap_or(Value::String(op)),
+                    tx_id: r.get(3)?,
+                    attempt: r.get::<_, i64>(4)? as u32,
+                    flow: if has_flow {
+                        Some(row_to_record_at(r, 6)?)
+                    } else {
+                        None
+                    },
+                })
+            })?
+            .collect()
+        })
+    }
+
+    /// Binds item `index` of batch `batch_id` to a new flow `tx_id` (its next attempt).
+    /// The flow it had before must have ended without signing: marked failed here (in
+    /// the same transaction) if it had not, which also frees its nonce reservation.
+    pub fn retry_batch_item(
+        &self,
+        batch_id: &str,
+        index: usize,
+        old_tx_id: &str,
+        tx_id: &str,
+    ) -> Result<(), Error> {
+        let at = now();
+        self.with(|c| {
+            let t = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let abandoned = t.execute(
+                "UPDATE flows SET state = 'failed', updated_at = ?2
+                  WHERE tx_id = ?1 AND signed_tx IS NULL AND state NOT IN ('failed', 'completed')",
+                params![old_tx_id, at],
+            )?;
+            if abandoned > 0 {
+                t.execute(
+                    "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, 'abandoned', ?3)",
+                    params![
+                        old_tx_id,
+                        at,
+                        serde_json::json!({"reason": "the batch was interrupted before this \
+                            flow signed; its item runs again", "next": tx_id})
+                        .to_string()
+                    ],
+                )?;
+            }
+            t.execute(
+                "UPDATE batch_items SET tx_id = ?3, attempt = attempt + 1
+                  WHERE batch_id = ?1 AND idx = ?2",
+                params![batch_id, index as i64, tx_id],
+            )?;
+            t.commit()
+        })
+    }
+}
+
+fn row_to_batch(r: &rusqlite::Row<'_>) -> rusqlite::Result<BatchRecord> {
+    Ok(BatchRecord {
+        batch_id: r.get(0)?,
+        source: r.get(1)?,
+        created_at: r.get(2)?,
+        items: r.get::<_, i64>(3)? as usize,
+    })
+}
+
 const COLUMNS: &str = "tx_id, kind, state, from_addr, intent, raw_tx, signed_tx, tx_hash, \
                        chain_id, nonce, result, created_at, updated_at";
 
@@ -662,31 +867,36 @@ fn json_col(text: Option<String>) -> Option<Value> {
 }
 
 fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<FlowRecord> {
-    let kind: String = r.get(1)?;
-    let state: String = r.get(2)?;
-    let intent: String = r.get(4)?;
-    let nonce: Option<String> = r.get(9)?;
-    let chain_id: Option<i64> = r.get(8)?;
+    row_to_record_at(r, 0)
+}
+
+/// A flow record from the [`COLUMNS`] of row `r` starting at column `at`.
+fn row_to_record_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<FlowRecord> {
+    let kind: String = r.get(at + 1)?;
+    let state: String = r.get(at + 2)?;
+    let intent: String = r.get(at + 4)?;
+    let nonce: Option<String> = r.get(at + 9)?;
+    let chain_id: Option<i64> = r.get(at + 8)?;
     Ok(FlowRecord {
-        tx_id: r.get(0)?,
+        tx_id: r.get(at)?,
         kind: FlowKind::parse(&kind).ok_or_else(|| {
             rusqlite::Error::FromSqlConversionFailure(
-                1,
+                at + 1,
                 rusqlite::types::Type::Text,
                 format!("unknown flow kind {kind:?}").into(),
             )
         })?,
         state: FlowState::parse(&state),
-        from: r.get(3)?,
+        from: r.get(at + 3)?,
         intent: serde_json::from_str(&intent).unwrap_or(Value::String(intent)),
-        raw_tx: json_col(r.get(5)?),
-        signed_tx: r.get(6)?,
-        tx_hash: r.get(7)?,
+        raw_tx: json_col(r.get(at + 5)?),
+        signed_tx: r.get(at + 6)?,
+        tx_hash: r.get(at + 7)?,
         chain_id: chain_id.map(|c| c as u64),
         nonce: nonce.and_then(|n| n.parse().ok()),
-        result: json_col(r.get(10)?),
-        created_at: r.get(11)?,
-        updated_at: r.get(12)?,
+        result: json_col(r.get(at + 10)?),
+        created_at: r.get(at + 11)?,
+        updated_at: r.get(at + 12)?,
     })
 }
 

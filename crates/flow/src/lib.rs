@@ -19,10 +19,11 @@ pub use alloy_signer_local::PrivateKeySigner;
 pub use bridgectl_tx::{Policy, SignedTx, Verified};
 pub use error::{Error, chain};
 pub use flows::{
-    ActionCall, ActionOutcome, ActionResult, Approver, Bridge, BundleCheck, ChainSide,
-    DEFAULT_MAX_GAS_LIMIT, Flows, FlowsBuilder, GAS_PRICE_SANITY_MULTIPLE, GasPriceCap, GasSource,
+    ActionCall, ActionOutcome, ActionResult, Approver, BatchItem, BatchOp, BatchOptions,
+    BatchStatus, Bridge, BundleCheck, ChainSide, DEFAULT_MAX_GAS_LIMIT, Flows, FlowsBuilder,
+    GAS_PRICE_SANITY_MULTIPLE, GasPriceCap, GasSource, ItemResult, ItemState, ItemStatus, ItemView,
     Mode, NoGasPriceCap, NonceSource, OfflineSigner, OfflineSigning, PreparedBundle, Progress,
     Quiet, RedeemOutcome, Resumed, Review, Submitted, Submitter, SwapOutcome, SwapSpec,
     TransferSpec, WaitOptions, Which,
 };
-pub use journal::{FlowKind, FlowState, Journal};
+pub use journal::{BatchRecord, FlowKind, FlowState, Journal};

@@ -159,7 +159,7 @@ impl Flows {
         call: &ActionCall,
         mode: Mode<'_, A>,
     ) -> Result<ActionResult, Error> {
-        let (tx_id, outcome) = self.execute(FlowKind::Action, call).await?;
+        let (tx_id, outcome) = self.execute(FlowKind::Action, call, None).await?;
         let (raw_json, raw) = match outcome {
             ActionOutcome::Eoa { raw_tx, data } => {
                 let raw = self.parse_raw_tx(&tx_id, &data)?;
@@ -226,11 +226,12 @@ impl Flows {
         &self,
         kind: FlowKind,
         call: &ActionCall,
+        tx_id: Option<&str>,
         approver: &mut impl Approver,
         progress: &mut dyn Progress,
     ) -> Result<(Submitted, Value), Error> {
         progress.step(&format!("executing action {}", call.action));
-        let (tx_id, outcome) = self.execute(kind, call).await?;
+        let (tx_id, outcome) = self.execute(kind, call, tx_id).await?;
         let ActionOutcome::Eoa { raw_tx, data } = outcome else {
             return Err(Error::UnexpectedShape {
                 what: format!("answer to action {}", call.action),
@@ -256,18 +257,20 @@ impl Flows {
         Ok((submitted, raw_tx))
     }
 
-    /// Executes `call` with a fresh txId and records the answer. Nothing is signed here.
+    /// Executes `call` under `tx_id` (else a fresh txId) and records the answer. Nothing
+    /// is signed here.
     async fn execute(
         &self,
         kind: FlowKind,
         call: &ActionCall,
+        tx_id: Option<&str>,
     ) -> Result<(String, ActionOutcome), Error> {
         let intent_json = json!({
             "action": call.action,
             "inputs": call.inputs,
             "intent": call.intent,
         });
-        let tx_id = self.begin(kind, call.from, &intent_json)?;
+        let tx_id = self.begin_as(tx_id, kind, call.from, &intent_json)?;
         let request = ExecuteRequest {
             tx_id: tx_id.clone(),
             from: call.from,

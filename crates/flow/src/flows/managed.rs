@@ -22,7 +22,9 @@ impl Flows {
             spec.amount,
             &format!("managed transfer of {} to {}", side.symbol, spec.to),
         );
-        let (tx_id, raw) = self.begin_transfer(FlowKind::ManagedTransfer, spec).await?;
+        let (tx_id, raw) = self
+            .begin_transfer(FlowKind::ManagedTransfer, spec, None)
+            .await?;
         self.verify_and_reserve(&tx_id, from, &raw, &intent).await?;
         let raw_json = serde_json::to_value(&raw).unwrap_or_default();
         progress.step("asking the platform to sign for the managed account");

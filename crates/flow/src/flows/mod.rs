@@ -11,6 +11,7 @@
 //!    same bytes.
 
 mod action;
+mod batch;
 mod bundle;
 mod managed;
 mod offline;
@@ -36,6 +37,9 @@ use crate::journal::{FlowKind, FlowState, Journal};
 use crate::rpc::NodeClient;
 
 pub use action::{ActionCall, ActionOutcome, ActionResult, Mode};
+pub use batch::{
+    BatchItem, BatchOp, BatchOptions, BatchStatus, ItemResult, ItemState, ItemStatus, ItemView,
+};
 pub use bundle::{BundleCheck, PreparedBundle};
 pub use offline::{OfflineSigner, OfflineSigning};
 pub use redeem::RedeemOutcome;
@@ -312,6 +316,18 @@ fn is_already_known(err: &Error) -> bool {
     }
 }
 
+/// The node refused a transaction because its sender's nonce is past it: either this
+/// transaction was mined already or another one took the nonce.
+fn is_nonce_too_low(err: &Error) -> bool {
+    match err {
+        Error::Platform { error, .. } => {
+            error.code.eq_ignore_ascii_case("NONCE_TOO_LOW")
+                || error.message.to_ascii_lowercase().contains("nonce too low")
+        }
+        _ => false,
+    }
+}
+
 fn new_tx_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }
@@ -357,6 +373,21 @@ impl Flows {
         })
     }
 
+    /// Whether transaction `hash` on `chain_id` is mined, when the chain's node is known
+    /// (unknown counts as no: the caller then reports the node's refusal).
+    async fn is_mined(&self, chain_id: u64, hash: B256) -> bool {
+        let Some(url) = self
+            .side_of_chain(chain_id)
+            .and_then(|s| s.rpc_url.as_deref())
+        else {
+            return false;
+        };
+        match NodeClient::new(url) {
+            Ok(node) => matches!(node.receipt(hash).await, Ok(Some(_))),
+            Err(_) => false,
+        }
+    }
+
     /// The node's gas price for `chain_id`, when its node is known.
     async fn gas_price_quote(&self, chain_id: u64) -> Result<Option<u128>, Error> {
         match self
@@ -400,7 +431,19 @@ impl Flows {
 
     /// Starts a flow of `kind` in the journal under a fresh txId.
     fn begin(&self, kind: FlowKind, from: Address, intent: &Value) -> Result<String, Error> {
-        let tx_id = new_tx_id();
+        self.begin_as(None, kind, from, intent)
+    }
+
+    /// Starts a flow of `kind` under `tx_id` (one a batch assigned and recorded first),
+    /// else under a fresh txId.
+    fn begin_as(
+        &self,
+        tx_id: Option<&str>,
+        kind: FlowKind,
+        from: Address,
+        intent: &Value,
+    ) -> Result<String, Error> {
+        let tx_id = tx_id.map_or_else(new_tx_id, str::to_owned);
         self.journal
             .begin(&tx_id, kind, Some(&from.to_string()), intent)?;
         Ok(tx_id)
@@ -500,6 +543,9 @@ impl Flows {
                 false
             }
             Err(e) if is_already_known(&e) => true,
+            // A resend of bytes that were mined meanwhile: "nonce too low" for the very
+            // transaction that used the nonce is success, not a conflict.
+            Err(e) if is_nonce_too_low(&e) && self.is_mined(signed.chain_id, hash).await => true,
             Err(e) => {
                 self.journal
                     .note(tx_id, "submit-failed", &json!({"error": e.to_string()}))?;

@@ -33,6 +33,27 @@ impl Flows {
         approver: &mut impl Approver,
         progress: &mut dyn Progress,
     ) -> Result<RedeemOutcome, Error> {
+        let submitted = self
+            .submit_redeem(from, amount, None, approver, progress)
+            .await?;
+        let redemption = self
+            .wait_redemption(&submitted.tx_id, submitted.tx_hash, progress)
+            .await?;
+        Ok(RedeemOutcome {
+            submitted,
+            redemption: Some(redemption),
+        })
+    }
+
+    /// The redeem up to its submission, as flow `tx_id` (else a fresh one).
+    pub(crate) async fn submit_redeem(
+        &self,
+        from: Address,
+        amount: U256,
+        tx_id: Option<&str>,
+        approver: &mut impl Approver,
+        progress: &mut dyn Progress,
+    ) -> Result<Submitted, Error> {
         let bridge = self.bridge()?;
         let side = &bridge.side;
         let mut inputs = BTreeMap::new();
@@ -56,17 +77,10 @@ impl Flows {
                 )),
             },
         };
-        let submitted = self
-            .sign_action(FlowKind::Redeem, &call, approver, progress)
+        Ok(self
+            .sign_action(FlowKind::Redeem, &call, tx_id, approver, progress)
             .await?
-            .0;
-        let redemption = self
-            .wait_redemption(&submitted.tx_id, submitted.tx_hash, progress)
-            .await?;
-        Ok(RedeemOutcome {
-            submitted,
-            redemption: Some(redemption),
-        })
+            .0)
     }
 
     /// Polls the redemption record (by txId, then by hash) until it is terminal.
@@ -74,6 +88,18 @@ impl Flows {
         &self,
         tx_id: &str,
         tx_hash: B256,
+        progress: &mut dyn Progress,
+    ) -> Result<Redemption, Error> {
+        self.wait_redemption_every(tx_id, tx_hash, self.wait.interval, progress)
+            .await
+    }
+
+    /// [`Flows::wait_redemption`], polling every `interval`.
+    pub(crate) async fn wait_redemption_every(
+        &self,
+        tx_id: &str,
+        tx_hash: B256,
+        interval: std::time::Duration,
         progress: &mut dyn Progress,
     ) -> Result<Redemption, Error> {
         let start = std::time::Instant::now();
@@ -141,7 +167,7 @@ impl Flows {
             if start.elapsed() >= self.wait.timeout {
                 return Err(timed_out(&last_status, &last_error));
             }
-            crate::timing::sleep(self.wait.interval).await;
+            crate::timing::sleep(interval).await;
         }
     }
 }

@@ -10,7 +10,7 @@ use serde_json::json;
 use super::{Flows, Progress, Submitted};
 use crate::Error;
 use crate::client::Redemption;
-use crate::journal::{FlowKind, FlowState};
+use crate::journal::{FlowKind, FlowRecord, FlowState};
 
 /// What [`Flows::resume`] did.
 #[derive(Debug, Clone, Serialize)]
@@ -31,6 +31,30 @@ impl Flows {
     /// [`Error::AlreadyCompleted`] and [`Error::NothingToResume`] say why nothing was
     /// sent.
     pub async fn resume(&self, tx_id: &str, progress: &mut dyn Progress) -> Result<Resumed, Error> {
+        let (rec, submitted) = self.resend(tx_id, progress).await?;
+        let redemption = if rec.kind == FlowKind::Redeem {
+            Some(
+                self.wait_redemption(tx_id, submitted.tx_hash, progress)
+                    .await?,
+            )
+        } else {
+            self.complete(tx_id, &json!({"txHash": submitted.tx_hash}), true)?;
+            None
+        };
+        Ok(Resumed {
+            kind: rec.kind,
+            submitted,
+            redemption,
+        })
+    }
+
+    /// The first half of [`Flows::resume`]: the journal's signed bytes of flow `tx_id`,
+    /// checked, sent again. Returns the flow's record as it was and the submission.
+    pub(crate) async fn resend(
+        &self,
+        tx_id: &str,
+        progress: &mut dyn Progress,
+    ) -> Result<(FlowRecord, Submitted), Error> {
         let rec = self.journal.get(tx_id)?;
         if rec.state == FlowState::Completed {
             return Err(Error::AlreadyCompleted {
@@ -110,19 +134,6 @@ impl Flows {
             nonce: unsigned.nonce,
         };
         let submitted = self.submit_journaled(tx_id, &signed, progress).await?;
-        let redemption = if rec.kind == FlowKind::Redeem {
-            Some(
-                self.wait_redemption(tx_id, submitted.tx_hash, progress)
-                    .await?,
-            )
-        } else {
-            self.complete(tx_id, &json!({"txHash": submitted.tx_hash}), true)?;
-            None
-        };
-        Ok(Resumed {
-            kind: rec.kind,
-            submitted,
-            redemption,
-        })
+        Ok((rec, submitted))
     }
 }

@@ -12,7 +12,7 @@ use super::{
     transfer_intent,
 };
 use crate::Error;
-use crate::client::SwapAddressRequest;
+use crate::client::{SwapAddress, SwapAddressRequest};
 use crate::journal::FlowKind;
 
 /// A swap to run.
@@ -54,6 +54,46 @@ impl Flows {
         approver: &mut impl Approver,
         progress: &mut dyn Progress,
     ) -> Result<SwapOutcome, Error> {
+        let (swap, st_before, submitted) = self.submit_swap(spec, None, approver, progress).await?;
+        let tx_id = &submitted.tx_id;
+        let st_after = match st_before {
+            Some(before) => Some(
+                self.wait_st_credit(tx_id, spec.from, before, progress)
+                    .await?,
+            ),
+            None => {
+                self.await_inclusion(Which::Mt, &submitted, progress)
+                    .await?;
+                None
+            }
+        };
+        if spec.wait {
+            self.complete(
+                tx_id,
+                &json!({"stBefore": st_before.map(|b| b.to_string()),
+                        "stAfter": st_after.map(|a| a.to_string())}),
+                true,
+            )?;
+        }
+        Ok(SwapOutcome {
+            swap_address: swap.address,
+            swap_address_raw: swap.raw,
+            submitted,
+            st_before,
+            st_after,
+        })
+    }
+
+    /// The swap of `spec` up to the submission of its MT transfer, as flow `tx_id` (else
+    /// a fresh one): the swap address, the ST balance before (when `spec.wait`), the
+    /// submission.
+    pub(crate) async fn submit_swap(
+        &self,
+        spec: &SwapSpec,
+        tx_id: Option<&str>,
+        approver: &mut impl Approver,
+        progress: &mut dyn Progress,
+    ) -> Result<(SwapAddress, Option<U256>, Submitted), Error> {
         let SwapSpec {
             from,
             amount,
@@ -63,7 +103,8 @@ impl Flows {
         } = *spec;
         let bridge = self.bridge()?;
         let (main, side) = (&bridge.main, &bridge.side);
-        let tx_id = self.begin(
+        let tx_id = self.begin_as(
+            tx_id,
             FlowKind::Swap,
             from,
             &json!({"amount": amount.to_string(), "mt": main.symbol, "st": side.symbol}),
@@ -118,29 +159,7 @@ impl Flows {
         let submitted = self
             .sign_and_submit(&tx_id, from, &raw, &intent, approver, progress)
             .await?;
-        let st_after = match st_before {
-            Some(before) => Some(self.wait_st_credit(&tx_id, from, before, progress).await?),
-            None => {
-                self.await_inclusion(Which::Mt, &submitted, progress)
-                    .await?;
-                None
-            }
-        };
-        if wait {
-            self.complete(
-                &tx_id,
-                &json!({"stBefore": st_before.map(|b| b.to_string()),
-                        "stAfter": st_after.map(|a| a.to_string())}),
-                true,
-            )?;
-        }
-        Ok(SwapOutcome {
-            swap_address: swap.address,
-            swap_address_raw: swap.raw,
-            submitted,
-            st_before,
-            st_after,
-        })
+        Ok((swap, st_before, submitted))
     }
 
     async fn wait_st_credit(

@@ -5,7 +5,7 @@
 
 use alloy_primitives::{Address, U256};
 use bridgectl_tx::RawTx;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::{Approver, ChainSide, Flows, Progress, Submitted, Submitter, transfer_intent};
@@ -41,7 +41,7 @@ pub enum GasSource {
 }
 
 /// Which token a transfer moves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Which {
     /// The main-network token.
@@ -145,9 +145,11 @@ impl Flows {
         &self,
         kind: FlowKind,
         spec: &TransferSpec,
+        tx_id: Option<&str>,
     ) -> Result<(String, RawTx), Error> {
         let side = self.side(spec.which)?;
-        let tx_id = self.begin(
+        let tx_id = self.begin_as(
+            tx_id,
             kind,
             spec.from,
             &json!({"token": side.symbol, "to": spec.to, "amount": spec.amount.to_string()}),
@@ -169,6 +171,20 @@ impl Flows {
         approver: &mut impl Approver,
         progress: &mut dyn Progress,
     ) -> Result<Submitted, Error> {
+        let submitted = self.submit_transfer(spec, None, approver, progress).await?;
+        self.await_inclusion(spec.which, &submitted, progress)
+            .await?;
+        Ok(submitted)
+    }
+
+    /// The transfer of `spec` up to its submission, as flow `tx_id` (else a fresh one).
+    pub(crate) async fn submit_transfer(
+        &self,
+        spec: &TransferSpec,
+        tx_id: Option<&str>,
+        approver: &mut impl Approver,
+        progress: &mut dyn Progress,
+    ) -> Result<Submitted, Error> {
         let side = self.side(spec.which)?;
         let intent = transfer_intent(
             side,
@@ -176,13 +192,9 @@ impl Flows {
             spec.amount,
             &format!("transfer {} to {}", side.symbol, spec.to),
         );
-        let (tx_id, raw) = self.begin_transfer(FlowKind::Transfer, spec).await?;
-        let submitted = self
-            .sign_and_submit(&tx_id, spec.from, &raw, &intent, approver, progress)
-            .await?;
-        self.await_inclusion(spec.which, &submitted, progress)
-            .await?;
-        Ok(submitted)
+        let (tx_id, raw) = self.begin_transfer(FlowKind::Transfer, spec, tx_id).await?;
+        self.sign_and_submit(&tx_id, spec.from, &raw, &intent, approver, progress)
+            .await
     }
 
     /// Waits until a submitted transaction is mined when the chain's node is known, and

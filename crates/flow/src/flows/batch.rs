@@ -1,0 +1,844 @@
+//! Batch: many redeems, transfers and swaps in one run, pipelined across addresses and
+//! finished from the journal after a crash.
+//!
+//! The batch is one journal record whose items are each bound to the txId of the flow that
+//! carries them out, assigned when the batch is created. So after a crash or Ctrl-C the
+//! journal alone says, for every item, whether it was never begun, stopped before it
+//! signed (run again under a new txId; the old flow is marked abandoned and frees its
+//! nonce), signed (the SAME bytes are sent again) or finished. Nothing runs twice.
+//!
+//! Every item goes through the same spine as a single flow (execute or build, the one
+//! verifier, sign, journal, submit): a batch is never a way around a check. What a batch
+//! changes is the order of work:
+//! - items of one address run in input order, one at a time, because their nonces are
+//!   consecutive: the next item starts as soon as the previous one's signed transaction
+//!   is accepted, not when its redemption completes;
+//! - addresses run side by side, at most [`BatchOptions::jobs`] at once;
+//! - waiting for results (redemptions, receipts) happens for all submitted items
+//!   together, off the addresses' paths;
+//! - each address's key is given once for the whole batch and dropped (zeroized) as soon
+//!   as its last item is signed.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::time::Duration;
+
+use alloy_primitives::{Address, B256, U256};
+use alloy_signer_local::PrivateKeySigner;
+use futures_util::stream::{FuturesUnordered, Stream, StreamExt};
+use serde::{Deserialize, Serialize};
+use tokio::sync::{Semaphore, mpsc};
+
+use super::{
+    Approver, Flows, GasSource, NonceSource, Quiet, Review, Submitted, SwapSpec, TransferSpec,
+    Which, new_tx_id,
+};
+use crate::Error;
+use crate::journal::{BatchItemRecord, BatchRecord, FlowRecord, FlowState, Journal};
+
+/// One operation of a batch. Amounts are base units (stored as decimal strings).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum BatchOp {
+    /// Redeem `amount` ST of `from` into MT (the redeem transaction action).
+    Redeem {
+        /// The account that holds the ST.
+        from: Address,
+        /// ST base units.
+        #[serde(with = "decimal")]
+        amount: U256,
+    },
+    /// Transfer `amount` of `token` from `from` to `to` (built and signed here).
+    Transfer {
+        /// MT or ST.
+        token: Which,
+        /// The sender.
+        from: Address,
+        /// The recipient.
+        to: Address,
+        /// Base units of `token`.
+        #[serde(with = "decimal")]
+        amount: U256,
+    },
+    /// Swap `amount` MT of `from` into ST (a transfer to the issued swap address).
+    Swap {
+        /// The account that sends the MT.
+        from: Address,
+        /// MT base units.
+        #[serde(with = "decimal")]
+        amount: U256,
+    },
+}
+
+impl BatchOp {
+    /// The account that signs it.
+    pub fn from(&self) -> Address {
+        match self {
+            BatchOp::Redeem { from, .. }
+            | BatchOp::Transfer { from, .. }
+            | BatchOp::Swap { from, .. } => *from,
+        }
+    }
+
+    /// The token that leaves `from`, and how much of it.
+    pub fn spends(&self) -> (Which, U256) {
+        match self {
+            BatchOp::Redeem { amount, .. } => (Which::St, *amount),
+            BatchOp::Transfer { token, amount, .. } => (*token, *amount),
+            BatchOp::Swap { amount, .. } => (Which::Mt, *amount),
+        }
+    }
+
+    /// The operation's name (`redeem`, `transfer`, `swap`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            BatchOp::Redeem { .. } => "redeem",
+            BatchOp::Transfer { .. } => "transfer",
+            BatchOp::Swap { .. } => "swap",
+        }
+    }
+}
+
+/// Serde for amounts as decimal strings of base units: what the README promises for
+/// every amount bridgectl writes.
+mod decimal {
+    use alloy_primitives::U256;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(value: &U256, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&value.to_string())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<U256, D::Error> {
+        let text = String::deserialize(d)?;
+        if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(serde::de::Error::custom(format!(
+                "amount {text:?} is not a decimal integer of base units"
+            )));
+        }
+        U256::from_str_radix(&text, 10).map_err(serde::de::Error::custom)
+    }
+}
+
+/// One item of a batch: an id for people and scripts, and what to do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchItem {
+    /// The item's id, unique in the batch (from the input, or its line number).
+    pub id: String,
+    /// What to do.
+    pub op: BatchOp,
+}
+
+/// How a batch runs.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchOptions {
+    /// How many addresses sign and submit at the same time. Each address's items run one
+    /// after another whatever this is (their nonces are consecutive).
+    pub jobs: usize,
+    /// How often each submitted item's result is polled.
+    pub poll_interval: Duration,
+}
+
+impl Default for BatchOptions {
+    fn default() -> Self {
+        // The work of an item is mostly waiting for the platform and the node, so more
+        // addresses than cores keep both busy; more than this only queues at the
+        // platform.
+        Self {
+            jobs: 8,
+            poll_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// How an item ended in this run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ItemStatus {
+    /// Done: redeemed, mined, credited.
+    Completed,
+    /// Failed for good in this run: refused by a check, reverted, a redemption the
+    /// platform failed. A refused item (it never signed) runs again on resume.
+    Failed,
+    /// Not finished: its result did not come in time, or it did not run because an
+    /// earlier item of its address could not be sent. `batch resume` finishes it.
+    Pending,
+}
+
+/// The result of one item, as the batch reports it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ItemResult {
+    /// Position in the batch (0-based, input order).
+    pub index: usize,
+    /// The item's id.
+    pub id: String,
+    /// The txId of the flow that carried it out.
+    pub tx_id: String,
+    /// Its transaction, once signed.
+    pub tx_hash: Option<B256>,
+    /// How it ended.
+    pub status: ItemStatus,
+    /// Why it failed or is pending.
+    pub error: Option<String>,
+    /// The signed bytes were sent again (a resumed batch), not signed now.
+    pub resent: bool,
+    /// It had finished in an earlier run; nothing was done now.
+    pub earlier: bool,
+}
+
+/// Where an item stands in the journal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ItemState {
+    /// Its flow has not begun.
+    NotStarted,
+    /// Its flow began and stopped before signing (interrupted, refused or declined).
+    Unsigned,
+    /// Signed and journaled; not known to be accepted.
+    Signed,
+    /// Accepted by the platform or node; its result is awaited.
+    Submitted,
+    /// Done.
+    Completed,
+    /// Failed after it signed (reverted, or the platform failed the redemption).
+    Failed,
+}
+
+impl ItemState {
+    fn of(flow: Option<&FlowRecord>) -> ItemState {
+        let Some(f) = flow else {
+            return ItemState::NotStarted;
+        };
+        match (f.state, f.signed_tx.is_some()) {
+            (FlowState::Completed, _) => ItemState::Completed,
+            (FlowState::Failed, true) => ItemState::Failed,
+            (FlowState::Submitted, true) => ItemState::Submitted,
+            (_, true) => ItemState::Signed,
+            (_, false) => ItemState::Unsigned,
+        }
+    }
+}
+
+/// One item as `batch status` shows it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ItemView {
+    /// Position in the batch.
+    pub index: usize,
+    /// The item's id.
+    pub id: String,
+    /// What it does.
+    pub op: BatchOp,
+    /// The txId of its current flow.
+    pub tx_id: String,
+    /// How many flows it has had.
+    pub attempt: u32,
+    /// Where it stands.
+    pub state: ItemState,
+    /// Its transaction, once signed.
+    pub tx_hash: Option<String>,
+    /// The last failure recorded for its flow.
+    pub error: Option<String>,
+}
+
+/// A batch and where each of its items stands.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchStatus {
+    /// The batch.
+    #[serde(flatten)]
+    pub batch: BatchRecord,
+    /// Its items, in input order.
+    pub items: Vec<ItemView>,
+}
+
+impl BatchStatus {
+    /// Where each item of batch `batch_id` (or a prefix of it) stands, from `journal`
+    /// alone (no platform needed).
+    pub fn read(journal: &Journal, batch_id: &str) -> Result<BatchStatus, Error> {
+        let batch = journal.find_batch(batch_id)?;
+        let items = journal
+            .batch_items(&batch.batch_id)?
+            .into_iter()
+            .map(|r| {
+                let op = stored_op(&r)?;
+                let state = ItemState::of(r.flow.as_ref());
+                let error = match state {
+                    ItemState::Unsigned | ItemState::Failed => last_error(journal, &r.tx_id),
+                    _ => None,
+                };
+                Ok(ItemView {
+                    index: r.index,
+                    id: r.item_id,
+                    op,
+                    tx_id: r.tx_id,
+                    attempt: r.attempt,
+                    state,
+                    tx_hash: r.flow.and_then(|f| f.tx_hash),
+                    error,
+                })
+            })
+            .collect::<Result<_, Error>>()?;
+        Ok(BatchStatus { batch, items })
+    }
+
+    /// How many items are in `state`.
+    pub fn count(&self, state: ItemState) -> usize {
+        self.items.iter().filter(|i| i.state == state).count()
+    }
+
+    /// The accounts whose keys the batch still needs: senders of items that will sign
+    /// (not begun, or stopped before signing), in order of first appearance.
+    pub fn signers_needed(&self) -> Vec<Address> {
+        let mut seen = Vec::new();
+        for i in &self.items {
+            let from = i.op.from();
+            if matches!(i.state, ItemState::NotStarted | ItemState::Unsigned)
+                && !seen.contains(&from)
+            {
+                seen.push(from);
+            }
+        }
+        seen
+    }
+}
+
+/// What a run does with one item.
+enum Plan {
+    /// Finished in an earlier run: reported as it ended.
+    Report(ItemResult),
+    /// Signed before: the same bytes sent again, then awaited.
+    Resend,
+    /// Run (again): with a fresh txId when its flow stopped before signing.
+    Run { fresh_tx_id: bool },
+}
+
+struct Planned {
+    record: BatchItemRecord,
+    op: BatchOp,
+    plan: Plan,
+}
+
+impl Planned {
+    fn result(&self, tx_id: &str, status: ItemStatus, error: Option<String>) -> ItemResult {
+        ItemResult {
+            index: self.record.index,
+            id: self.record.item_id.clone(),
+            tx_id: tx_id.to_owned(),
+            tx_hash: None,
+            status,
+            error,
+            resent: false,
+            earlier: false,
+        }
+    }
+}
+
+/// A submitted item whose result is awaited.
+struct Awaited {
+    index: usize,
+    id: String,
+    op: BatchOp,
+    submitted: Submitted,
+    resent: bool,
+}
+
+/// The approver of one address's items: the key given for the batch, handed out only for
+/// transactions from that address (each has passed the verifier when it is asked).
+struct BatchKey {
+    signer: Option<PrivateKeySigner>,
+}
+
+impl Approver for BatchKey {
+    fn approve(
+        &mut self,
+        review: &Review<'_>,
+    ) -> impl Future<Output = Result<PrivateKeySigner, Error>> + Send {
+        let from = review.raw_tx().from;
+        let signer = match &self.signer {
+            Some(s) if s.address() == from => Ok(s.clone()),
+            _ => Err(Error::NoSigner { from }),
+        };
+        std::future::ready(signer)
+    }
+}
+
+impl Flows {
+    /// Records a batch of `items` (read from `source`, a name for people) in the journal,
+    /// each bound to the txId its flow will have, and returns it. Nothing runs yet:
+    /// [`Flows::batch`] runs it, as often as needed until every item is finished.
+    pub fn create_batch(&self, source: &str, items: &[BatchItem]) -> Result<BatchRecord, Error> {
+        if items.is_empty() {
+            return Err(Error::InvalidBatch(
+                "a batch needs at least one item".into(),
+            ));
+        }
+        let mut ids = std::collections::HashSet::new();
+        let mut rows = Vec::with_capacity(items.len());
+        for item in items {
+            if !ids.insert(item.id.as_str()) {
+                return Err(Error::InvalidBatch(format!(
+                    "item id {:?} is used twice",
+                    item.id
+                )));
+            }
+            let (_, amount) = item.op.spends();
+            if amount.is_zero() {
+                return Err(Error::InvalidBatch(format!(
+                    "item {:?}: the amount is zero",
+                    item.id
+                )));
+            }
+            let op = serde_json::to_value(&item.op).map_err(Error::Encode)?;
+            rows.push((item.id.clone(), op, new_tx_id()));
+        }
+        let batch_id = new_tx_id();
+        self.journal.create_batch(&batch_id, source, &rows)?;
+        self.journal.find_batch(&batch_id)
+    }
+
+    /// Where each item of batch `batch_id` (or a prefix of it) stands.
+    pub fn batch_status(&self, batch_id: &str) -> Result<BatchStatus, Error> {
+        BatchStatus::read(&self.journal, batch_id)
+    }
+
+    /// Runs batch `batch_id` until every item has finished or cannot go on in this run,
+    /// and returns a stream of the items' results, one per item, as they finish (in no
+    /// fixed order). The same call finishes an interrupted batch: finished items are
+    /// reported as they ended, signed ones are sent again with the same bytes, the rest
+    /// run. `keys` are the signers of the accounts that still sign (see
+    /// [`BatchStatus::signers_needed`]); an item whose key is missing fails with
+    /// [`Error::NoSigner`] and runs again on the next call.
+    ///
+    /// The work happens while the stream is polled; dropping it stops the batch where it
+    /// is (as a crash would: the next call finishes it).
+    pub fn batch<'a>(
+        &'a self,
+        batch_id: &str,
+        keys: Vec<PrivateKeySigner>,
+        options: BatchOptions,
+    ) -> Result<impl Stream<Item = ItemResult> + Unpin + 'a, Error> {
+        let batch = self.journal.find_batch(batch_id)?;
+        let mut planned = Vec::new();
+        for record in self.journal.batch_items(&batch.batch_id)? {
+            let op = stored_op(&record)?;
+            let plan = self.plan(&record);
+            planned.push(Planned { record, op, plan });
+        }
+        let (out, results) = mpsc::unbounded_channel();
+        let driver = Box::pin(self.drive(batch.batch_id, planned, keys, options, out));
+        Ok(Box::pin(futures_util::stream::unfold(
+            (driver, results, false),
+            |(mut driver, mut results, mut driven)| async move {
+                loop {
+                    if driven {
+                        let next = results.recv().await?;
+                        return Some((next, (driver, results, driven)));
+                    }
+                    tokio::select! {
+                        biased;
+                        next = results.recv() => {
+                            if let Some(next) = next {
+                                return Some((next, (driver, results, driven)));
+                            }
+                            return None;
+                        }
+                        () = &mut driver => driven = true,
+                    }
+                }
+            },
+        )))
+    }
+
+    fn plan(&self, record: &BatchItemRecord) -> Plan {
+        let flow = record.flow.as_ref();
+        let done = |status: ItemStatus, error: Option<String>| {
+            Plan::Report(ItemResult {
+                index: record.index,
+                id: record.item_id.clone(),
+                tx_id: record.tx_id.clone(),
+                tx_hash: flow.and_then(|f| f.tx_hash.as_deref()?.parse().ok()),
+                status,
+                error,
+                resent: false,
+                earlier: true,
+            })
+        };
+        match ItemState::of(flow) {
+            ItemState::NotStarted => Plan::Run { fresh_tx_id: false },
+            ItemState::Unsigned => Plan::Run { fresh_tx_id: true },
+            ItemState::Signed | ItemState::Submitted => Plan::Resend,
+            ItemState::Completed => done(ItemStatus::Completed, None),
+            ItemState::Failed => done(ItemStatus::Failed, last_error(&self.journal, &record.tx_id)),
+        }
+    }
+
+    async fn drive(
+        &self,
+        batch_id: String,
+        planned: Vec<Planned>,
+        keys: Vec<PrivateKeySigner>,
+        options: BatchOptions,
+        out: mpsc::UnboundedSender<ItemResult>,
+    ) {
+        let mut keys: HashMap<Address, PrivateKeySigner> =
+            keys.into_iter().map(|k| (k.address(), k)).collect();
+        let mut lanes: Vec<(Address, Vec<Planned>)> = Vec::new();
+        for p in planned {
+            let from = p.op.from();
+            match lanes.iter_mut().find(|(a, _)| *a == from) {
+                Some((_, items)) => items.push(p),
+                None => lanes.push((from, vec![p])),
+            }
+        }
+        let jobs = Semaphore::new(options.jobs.max(1));
+        let (awaiting, awaited) = mpsc::unbounded_channel();
+        let runs = futures_util::future::join_all(lanes.into_iter().map(|(from, items)| {
+            let key = BatchKey {
+                signer: keys.remove(&from),
+            };
+            self.lane(&batch_id, items, key, &jobs, awaiting.clone(), &out)
+        }));
+        // Keys of accounts with no item here are dropped now.
+        drop(keys);
+        drop(awaiting);
+        futures_util::future::join(runs, self.await_results(awaited, options, &out)).await;
+    }
+
+    /// The items of one address, in order: each signed and submitted before the next
+    /// begins. The key is dropped after the last item that signs.
+    async fn lane(
+        &self,
+        batch_id: &str,
+        items: Vec<Planned>,
+        mut key: BatchKey,
+        jobs: &Semaphore,
+        awaiting: mpsc::UnboundedSender<Awaited>,
+        out: &mpsc::UnboundedSender<ItemResult>,
+    ) {
+        let last_signing = items
+            .iter()
+            .rposition(|p| matches!(p.plan, Plan::Run { .. }));
+        let mut blocked: Option<String> = None;
+        for (position, p) in items.into_iter().enumerate() {
+            if let Plan::Report(result) = p.plan {
+                let _ = out.send(result);
+                continue;
+            }
+            if let Some(reason) = &blocked {
+                let _ =
+                    out.send(p.result(&p.record.tx_id, ItemStatus::Pending, Some(reason.clone())));
+                continue;
+            }
+            let resent = matches!(p.plan, Plan::Resend);
+            let tx_id = match p.plan {
+                Plan::Run { fresh_tx_id: true } => {
+                    let fresh = new_tx_id();
+                    if let Err(e) = self.journal.retry_batch_item(
+                        batch_id,
+                        p.record.index,
+                        &p.record.tx_id,
+                        &fresh,
+                    ) {
+                        let _ = out.send(p.result(
+                            &p.record.tx_id,
+                            ItemStatus::Pending,
+                            Some(e.to_string()),
+                        ));
+                        continue;
+                    }
+                    fresh
+                }
+                _ => p.record.tx_id.clone(),
+            };
+            let permit = jobs.acquire().await;
+            let sent = if resent {
+                self.resend(&tx_id, &mut Quiet).await.map(|(_, s)| s)
+            } else {
+                self.submit_item(&p.op, &tx_id, &mut key).await
+            };
+            let sent = match sent {
+                Err(e) if e.is_transient() && self.signed(&tx_id) => {
+                    self.resend_transient(&tx_id).await
+                }
+                other => other,
+            };
+            drop(permit);
+            if Some(position) == last_signing {
+                // Zeroized on drop: the key is not kept past its last signature.
+                key.signer = None;
+            }
+            match sent {
+                Ok(submitted) => {
+                    let _ = awaiting.send(Awaited {
+                        index: p.record.index,
+                        id: p.record.item_id.clone(),
+                        op: p.op.clone(),
+                        submitted,
+                        resent,
+                    });
+                }
+                Err(e) if self.signed(&tx_id) => {
+                    // Its nonce is taken by bytes that were not accepted: the address's
+                    // next items would be refused. They wait for `batch resume`.
+                    blocked = Some(format!(
+                        "item {} of the same address could not be sent ({e}); resume the batch",
+                        p.record.item_id
+                    ));
+                    let _ = out.send(p.result(&tx_id, ItemStatus::Pending, Some(e.to_string())));
+                }
+                Err(e) => {
+                    let _ = out.send(p.result(&tx_id, ItemStatus::Failed, Some(e.to_string())));
+                }
+            }
+        }
+    }
+
+    /// Whether flow `tx_id` holds signed bytes.
+    fn signed(&self, tx_id: &str) -> bool {
+        self.journal.get(tx_id).is_ok_and(|f| f.signed_tx.is_some())
+    }
+
+    /// Sends the journaled bytes of `tx_id` again after a transient failure: a few
+    /// times, further apart each time. The same bytes, never a new signature.
+    async fn resend_transient(&self, tx_id: &str) -> Result<Submitted, Error> {
+        let mut last = None;
+        for attempt in 1..=3u32 {
+            crate::timing::sleep(Duration::from_millis(250) * attempt).await;
+            match self.resend(tx_id, &mut Quiet).await {
+                Ok((_, s)) => return Ok(s),
+                Err(e) if e.is_transient() => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.expect("three attempts"))
+    }
+
+    /// Signs and submits one item as flow `tx_id`.
+    async fn submit_item(
+        &self,
+        op: &BatchOp,
+        tx_id: &str,
+        key: &mut BatchKey,
+    ) -> Result<Submitted, Error> {
+        let progress = &mut Quiet;
+        match *op {
+            BatchOp::Redeem { from, amount } => {
+                self.submit_redeem(from, amount, Some(tx_id), key, progress)
+                    .await
+            }
+            BatchOp::Transfer {
+                token,
+                from,
+                to,
+                amount,
+            } => {
+                let (nonce, gas) = self.local_sources(token);
+                let spec = TransferSpec {
+                    which: token,
+                    from,
+                    to,
+                    amount,
+                    nonce,
+                    gas,
+                };
+                self.submit_transfer(&spec, Some(tx_id), key, progress)
+                    .await
+            }
+            BatchOp::Swap { from, amount } => {
+                let (nonce, gas) = self.local_sources(Which::Mt);
+                let spec = SwapSpec {
+                    from,
+                    amount,
+                    nonce,
+                    gas,
+                    wait: false,
+                };
+                self.submit_swap(&spec, Some(tx_id), key, progress)
+                    .await
+                    .map(|(_, _, s)| s)
+            }
+        }
+    }
+
+    /// Nonce and gas of a transaction built here: the chain's node when it is known, else
+    /// the platform.
+    fn local_sources(&self, which: Which) -> (NonceSource, GasSource) {
+        let has_node = self.side(which).is_ok_and(|s| s.rpc_url.is_some());
+        if has_node {
+            (NonceSource::Node, GasSource::Node)
+        } else {
+            (NonceSource::Platform, GasSource::Platform)
+        }
+    }
+
+    /// Waits for the results of every submitted item, all at once, as they come.
+    async fn await_results(
+        &self,
+        mut awaited: mpsc::UnboundedReceiver<Awaited>,
+        options: BatchOptions,
+        out: &mpsc::UnboundedSender<ItemResult>,
+    ) {
+        let mut waiting = FuturesUnordered::new();
+        let mut open = true;
+        while open || !waiting.is_empty() {
+            tokio::select! {
+                next = awaited.recv(), if open => match next {
+                    Some(a) => waiting.push(self.finish(a, options.poll_interval)),
+                    None => open = false,
+                },
+                Some(result) = waiting.next(), if !waiting.is_empty() => {
+                    let _ = out.send(result);
+                }
+            }
+        }
+    }
+
+    /// The end of one submitted item: its redemption, or its receipt.
+    async fn finish(&self, a: Awaited, interval: Duration) -> ItemResult {
+        let tx_id = a.submitted.tx_id.clone();
+        let outcome = match a.op {
+            BatchOp::Redeem { .. } => self
+                .wait_redemption_every(&tx_id, a.submitted.tx_hash, interval, &mut Quiet)
+                .await
+                .map(|r| {
+                    (!r.is_success()).then(|| {
+                        format!(
+                            "the redemption ended {}{}",
+                            bridgectl_tx::text::printable(&r.status),
+                            r.raw
+                                .get("reason")
+                                .and_then(|v| v.as_str())
+                                .map(|m| format!(": {}", bridgectl_tx::text::printable(m)))
+                                .unwrap_or_default()
+                        )
+                    })
+                }),
+            BatchOp::Transfer { token, .. } => self
+                .await_inclusion(token, &a.submitted, &mut Quiet)
+                .await
+                .map(|()| None),
+            BatchOp::Swap { .. } => self
+                .await_inclusion(Which::Mt, &a.submitted, &mut Quiet)
+                .await
+                .map(|()| None),
+        };
+        let (status, error) = match outcome {
+            Ok(None) => (ItemStatus::Completed, None),
+            Ok(Some(failed)) => (ItemStatus::Failed, Some(failed)),
+            Err(e @ Error::Reverted { .. }) => (ItemStatus::Failed, Some(e.to_string())),
+            // Submitted and not known to have failed: `batch resume` waits again.
+            Err(e) => (ItemStatus::Pending, Some(e.to_string())),
+        };
+        ItemResult {
+            index: a.index,
+            id: a.id,
+            tx_id,
+            tx_hash: Some(a.submitted.tx_hash),
+            status,
+            error,
+            resent: a.resent,
+            earlier: false,
+        }
+    }
+}
+
+/// The error of the last failed step of flow `tx_id`, if one was recorded.
+fn last_error(journal: &Journal, tx_id: &str) -> Option<String> {
+    let steps = journal.steps(tx_id).ok()?;
+    steps.iter().rev().find_map(|s| {
+        s.detail
+            .get("error")
+            .or_else(|| s.detail.get("reason"))
+            .and_then(|e| e.as_str())
+            .map(str::to_owned)
+    })
+}
+
+/// The operation of a batch item as stored.
+fn stored_op(record: &BatchItemRecord) -> Result<BatchOp, Error> {
+    serde_json::from_value(record.op.clone()).map_err(|e| Error::JournalCorrupt {
+        tx_id: record.tx_id.clone(),
+        reason: format!(
+            "batch item {}: the stored operation does not parse: {e}",
+            record.index
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::FlowKind;
+    use serde_json::json;
+
+    #[test]
+    fn operations_are_stored_with_decimal_amounts_and_read_back() {
+        let op = BatchOp::Transfer {
+            token: Which::St,
+            from: Address::repeat_byte(1),
+            to: Address::repeat_byte(2),
+            amount: U256::from(10).pow(U256::from(30)),
+        };
+        let stored = serde_json::to_value(&op).expect("encode");
+        assert_eq!(stored["op"], json!("transfer"));
+        assert_eq!(stored["token"], json!("ST"));
+        assert_eq!(stored["amount"], json!("1000000000000000000000000000000"));
+        assert_eq!(
+            serde_json::from_value::<BatchOp>(stored).expect("decode"),
+            op
+        );
+        for bad in ["0x10", "-1", "1.5", ""] {
+            let v = json!({"op": "redeem", "from": Address::ZERO, "amount": bad});
+            assert!(
+                serde_json::from_value::<BatchOp>(v).is_err(),
+                "{bad:?} must not be read as an amount"
+            );
+        }
+    }
+
+    #[test]
+    fn the_state_of_an_item_follows_its_flow() {
+        let flow = |state: FlowState, signed: bool| FlowRecord {
+            tx_id: "t".into(),
+            kind: FlowKind::Redeem,
+            state,
+            from: None,
+            intent: json!({}),
+            raw_tx: None,
+            signed_tx: signed.then(|| "0x01".into()),
+            tx_hash: None,
+            chain_id: None,
+            nonce: None,
+            result: None,
+            created_at: String::new(),
+            updated_at: String::new(),
+        };
+        assert_eq!(ItemState::of(None), ItemState::NotStarted);
+        assert_eq!(
+            ItemState::of(Some(&flow(FlowState::Verified, false))),
+            ItemState::Unsigned
+        );
+        assert_eq!(
+            ItemState::of(Some(&flow(FlowState::Failed, false))),
+            ItemState::Unsigned
+        );
+        assert_eq!(
+            ItemState::of(Some(&flow(FlowState::Signed, true))),
+            ItemState::Signed
+        );
+        assert_eq!(
+            ItemState::of(Some(&flow(FlowState::Submitted, true))),
+            ItemState::Submitted
+        );
+        assert_eq!(
+            ItemState::of(Some(&flow(FlowState::Failed, true))),
+            ItemState::Failed
+        );
+        assert_eq!(
+            ItemState::of(Some(&flow(FlowState::Completed, true))),
+            ItemState::Completed
+        );
+    }
+}

@@ -355,6 +355,7 @@ impl Sandbox {
             faults: RwLock::new(config.faults.clone()),
             faults_changed: tokio::sync::Notify::new(),
             hostile: RwLock::new(config.hostile),
+            hostile_input: RwLock::new(None),
             request_log: Mutex::new(Vec::new()),
             managed: Mutex::new(HashMap::new()),
             registered: Mutex::new(HashSet::new()),

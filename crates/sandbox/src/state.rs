@@ -45,6 +45,9 @@ pub(crate) struct Inner {
     /// Woken whenever a fault changes, so held requests look again.
     pub faults_changed: tokio::sync::Notify,
     pub hostile: RwLock<Option<crate::config::Hostile>>,
+    /// With hostile mode on: tamper only with actions that have an input of this value
+    /// (one item of a batch); `None` tampers with every action.
+    pub hostile_input: RwLock<Option<String>>,
     /// Every request seen (see `api::log_request`), oldest first, capped.
     pub request_log: Mutex<Vec<LoggedRequest>>,
     pub managed: Mutex<HashMap<Address, PrivateKeySigner>>,
@@ -337,6 +340,95 @@ impl AppState {
             .hostile
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = hostile;
+    }
+
+    /// Hostile mode for the actions with an input equal to `input` only (e.g. the one
+    /// amount of a batch's item 500), so a test can prove one tampered item among many
+    /// is refused without stopping or weakening the others.
+    pub fn set_hostile_for_input(&self, hostile: crate::config::Hostile, input: &str) {
+        *self
+            .0
+            .hostile_input
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(input.to_owned());
+        self.set_hostile(Some(hostile));
+    }
+
+    /// Whether hostile mode (when on) applies to an action with `inputs`.
+    pub(crate) fn hostile_targets(&self, inputs: &BTreeMap<String, serde_json::Value>) -> bool {
+        let only = self
+            .0
+            .hostile_input
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        only.is_none_or(|v| inputs.values().any(|i| i.as_str() == Some(v.as_str())))
+    }
+
+    /// Funds `address` for tests and benchmarks: registered for fee delegation (gas on
+    /// both chains), `mt` MT transferred and `st` ST minted from the bridge account,
+    /// both mined before this returns.
+    pub async fn fund(&self, address: Address, mt: U256, st: U256) -> Result<(), crate::Error> {
+        let rpc = |chain, method| {
+            move |source| crate::Error::Rpc {
+                chain,
+                method,
+                source,
+            }
+        };
+        self.register_fee_delegation(address)
+            .await
+            .map_err(rpc("main", "anvil_setBalance"))?;
+        let call = |selector: [u8; 4], v: U256| {
+            let mut d = selector.to_vec();
+            d.extend_from_slice(
+                &alloy_dyn_abi::DynSolValue::Tuple(vec![
+                    alloy_dyn_abi::DynSolValue::Address(address),
+                    alloy_dyn_abi::DynSolValue::Uint(v, 256),
+                ])
+                .abi_encode_params(),
+            );
+            Bytes::from(d)
+        };
+        let st_ = &self.0;
+        let mut sent = Vec::new();
+        if !mt.is_zero() {
+            let h = st_
+                .main
+                .send(
+                    &st_.bridge,
+                    Some(st_.info.main.token_address),
+                    call(crate::contracts::TRANSFER_SELECTOR, mt),
+                )
+                .await
+                .map_err(|e| crate::Error::Deploy(format!("funding {address} with MT: {e}")))?;
+            sent.push((&st_.main, h));
+        }
+        if !st.is_zero() {
+            let h = st_
+                .side
+                .send(
+                    &st_.bridge,
+                    Some(st_.info.side.token_address),
+                    call([0x40, 0xc1, 0x0f, 0x19], st),
+                )
+                .await
+                .map_err(|e| crate::Error::Deploy(format!("minting ST to {address}: {e}")))?;
+            sent.push((&st_.side, h));
+        }
+        for (chain, hash) in sent {
+            let r = chain
+                .wait(hash)
+                .await
+                .map_err(rpc(chain.name, "eth_getTransactionReceipt"))?;
+            if r.status.to::<u64>() != 1 {
+                return Err(crate::Error::Deploy(format!(
+                    "funding {address}: {hash} reverted on the {} chain",
+                    chain.name
+                )));
+            }
+        }
+        Ok(())
     }
 
     pub(crate) fn hostile(&self) -> Option<crate::config::Hostile> {

@@ -185,6 +185,10 @@ pub fn app(state: AppState) -> Router {
                 .route_layer(f("fee_delegation")),
         )
         .route(
+            "/sandbox/v1/fund/{address}",
+            post(platform::fund).route_layer(f("fee_delegation")),
+        )
+        .route(
             "/sandbox/v1/managed-accounts",
             post(platform::create_managed)
                 .get(platform::list_managed)

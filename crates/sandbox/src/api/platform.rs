@@ -714,7 +714,9 @@ pub(super) async fn execute(
         "gasPrice": q(gas_price),
         "chainId": chain.chain_id,
     });
-    if let Some(h) = state.hostile() {
+    if let Some(h) = state.hostile()
+        && state.hostile_targets(&req.inputs)
+    {
         tamper(&mut raw_tx, h, &data, gas_price, chain.chain_id);
     }
     remember(
@@ -1008,6 +1010,38 @@ pub(super) async fn register(
         .await
         .map_err(ApiError::node)?;
     Ok(ok(json!({"address": address, "registered": true})))
+}
+
+/// Body of `POST /sandbox/v1/fund/{address}`: base units, decimal strings.
+#[derive(Deserialize)]
+pub(super) struct FundRequest {
+    #[serde(default)]
+    mt: Option<String>,
+    #[serde(default)]
+    st: Option<String>,
+}
+
+pub(super) async fn fund(
+    State(state): State<AppState>,
+    Path(address): Path<String>,
+    JsonBody(req): JsonBody<FundRequest>,
+) -> ApiResult {
+    let address = parse_address("path address", &address)?;
+    let amount = |field: &str, v: &Option<String>| {
+        v.as_deref().map_or(Ok(U256::ZERO), |t| {
+            U256::from_str_radix(t, 10).map_err(|_| {
+                ApiError::bad("INVALID_AMOUNT", format!("{field}: not a decimal integer"))
+            })
+        })
+    };
+    let (mt, st) = (amount("mt", &req.mt)?, amount("st", &req.st)?);
+    state
+        .fund(address, mt, st)
+        .await
+        .map_err(|e| ApiError::new(StatusCode::BAD_GATEWAY, "NODE_ERROR", e.to_string()))?;
+    Ok(ok(
+        json!({"address": address, "mt": mt.to_string(), "st": st.to_string()}),
+    ))
 }
 
 pub(super) async fn registration(

@@ -82,6 +82,10 @@ pub enum Command {
     Action(cmd::action::ActionCommand),
     /// Submit a signed bundle from the offline signer, after checking it.
     Submit(cmd::submit::SubmitArgs),
+    /// Many redeems, transfers and swaps from one file: planned, confirmed once,
+    /// pipelined, resumable after a crash.
+    #[command(subcommand)]
+    Batch(cmd::batch::BatchCommand),
     /// Finish an interrupted flow by resending its signed transaction.
     Resume(cmd::resume::ResumeArgs),
     /// Show the journal of flows.

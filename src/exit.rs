@@ -25,6 +25,9 @@ pub enum Code {
     Remote = 7,
     /// Gave up waiting for a result; the flow is journaled and `resume` continues it.
     Timeout = 8,
+    /// A batch ran to its end with items failed or pending: `batch status ID` shows
+    /// which, `batch resume ID` runs what can still run.
+    Incomplete = 9,
 }
 
 /// Marks an error with the exit code it must produce.
@@ -144,7 +147,8 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
         | F::ChangedSinceVerified { .. }
         | F::NothingToCheckAgainst
         | F::PlaintextRefused { .. } => Code::Refused,
-        F::NotInJournal(_) => Code::NotFound,
+        F::NotInJournal(_) | F::NoSuchBatch(_) => Code::NotFound,
+        F::InvalidBatch(_) => Code::Usage,
         F::AmbiguousTxId { .. } => Code::Usage,
         F::Timeout { .. } => Code::Timeout,
         F::Http { .. } | F::Platform { .. } | F::UnexpectedShape { .. } | F::Body { .. } => {

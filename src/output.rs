@@ -16,6 +16,16 @@ pub fn json<T: Serialize>(value: &T) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Prints `value` as one line of compact JSON on stdout: for streams of results that a
+/// script reads line by line (`batch run --json`).
+pub fn json_line<T: Serialize>(value: &T) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer(&mut out, value).map_err(std::io::Error::from)?;
+    writeln!(out)?;
+    out.flush()?;
+    Ok(())
+}
+
 /// Prints a line of text on stdout. Text from outside in it (platform values, labels,
 /// webhook fields) reaches the terminal escaped: see [`untrusted()`].
 pub fn line(text: impl std::fmt::Display) -> anyhow::Result<()> {

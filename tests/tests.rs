@@ -7,6 +7,7 @@ mod live;
 mod secrets;
 mod util;
 
+mod batch;
 mod flow;
 mod http;
 mod key;

@@ -2,6 +2,7 @@
 
 pub mod action;
 pub mod balance;
+pub mod batch;
 pub mod completions;
 pub mod demo;
 pub mod history;
@@ -25,6 +26,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Key(cmd) => key::run(&global, cmd),
         Command::Sign(args) => sign::run(&global, args),
+        Command::Batch(cmd) => batch::run(&global, cmd),
         Command::Tx(cmd) => tx::run(&global, cmd),
         Command::Log(cmd) => log::run(&global, cmd),
         Command::Sandbox(args) => sandbox::run(&global, args),

@@ -1,0 +1,344 @@
+//! Batches end to end against a live sandbox: many redeems across several keys, each key
+//! unlocked once, a hostile item refused without stopping the others, and a batch killed
+//! at random moments (once between sign and submit) finished by `batch resume` with
+//! every redemption on chain exactly once, checked from the chain's own logs.
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::time::Duration;
+
+use alloy_primitives::{Address, B256, U256};
+use alloy_signer_local::PrivateKeySigner;
+use serde_json::{Value, json};
+
+use crate::live::{Live, SUBMIT, block_on};
+use crate::util::CountingPassphrase;
+
+const EXIT_INCOMPLETE: i32 = 9;
+
+/// `n` new keys in the test keystore (labels `payer0`...), each funded with `st` ST
+/// base units by the sandbox.
+fn payers(live: &mut Live, n: usize, st: U256) -> Vec<Address> {
+    (0..n)
+        .map(|i| {
+            let signer = PrivateKeySigner::random();
+            let key = hex::encode(signer.to_bytes());
+            live.secrets.add("a payer's private key", &key);
+            block_on(live.sb.state.fund(signer.address(), U256::ZERO, st)).expect("fund");
+            live.import_key(&key, &format!("payer{i}"));
+            signer.address()
+        })
+        .collect()
+}
+
+/// `per` redeem items for each payer, round robin, each with its own amount (so the chain's
+/// logs say which item a redemption was): `(file text, amount of each item in base units)`.
+fn redeem_items(payers: &[Address], per: usize) -> (String, Vec<(Address, U256)>) {
+    let mut text = String::from("# payouts\n");
+    let mut items = Vec::new();
+    for k in 0..payers.len() * per {
+        let from = payers[k % payers.len()];
+        // 0.001001, 0.001002, ... ST: exact in 18 decimals, all different.
+        let amount = format!("0.001{:03}", k + 1);
+        let base = U256::from(1_000_000_000_000_000u64 + (k as u64 + 1) * 1_000_000_000_000);
+        text.push_str(&format!(
+            "{}\n",
+            json!({"op": "redeem", "from": from, "amount": amount, "id": format!("item-{k}")})
+        ));
+        items.push((from, base));
+    }
+    (text, items)
+}
+
+/// Every `Redeem(redeemer, amount)` the ST contract emitted, from the side chain's node.
+fn redeems_on_chain(live: &Live) -> Vec<(Address, U256)> {
+    let topic = bridgectl_sandbox::contracts::redeem_topic();
+    let logs = block_on(live.sb.node(true).call(
+        "eth_getLogs",
+        json!([{
+            "address": live.sb.info.side.token_address,
+            "fromBlock": "0x0",
+            "toBlock": "latest",
+            "topics": [topic],
+        }]),
+    ))
+    .expect("eth_getLogs");
+    logs.as_array()
+        .expect("logs")
+        .iter()
+        .map(|l| {
+            let redeemer: B256 = l["topics"][1]
+                .as_str()
+                .expect("topic")
+                .parse()
+                .expect("b256");
+            let data = hex::decode(l["data"].as_str().expect("data").trim_start_matches("0x"))
+                .expect("hex");
+            (
+                Address::from_slice(&redeemer[12..]),
+                U256::from_be_slice(&data[..32]),
+            )
+        })
+        .collect()
+}
+
+/// The redemptions of `payers` on chain, sorted, against the items', sorted: equal means
+/// each item was redeemed exactly once (no duplicate, none lost).
+fn assert_each_item_redeemed_once(live: &Live, payers: &[Address], items: &[(Address, U256)]) {
+    let mut on_chain: Vec<_> = redeems_on_chain(live)
+        .into_iter()
+        .filter(|(a, _)| payers.contains(a))
+        .collect();
+    let mut expected = items.to_vec();
+    on_chain.sort();
+    expected.sort();
+    assert_eq!(
+        on_chain.len(),
+        expected.len(),
+        "redemptions on chain vs items"
+    );
+    assert_eq!(
+        on_chain, expected,
+        "the chain's redemptions are not the items"
+    );
+    // ST burned and MT paid (1:1, 18 and 18 decimals) exactly, per payer.
+    let mut per: BTreeMap<Address, U256> = BTreeMap::new();
+    for (a, v) in items {
+        *per.entry(*a).or_default() += *v;
+    }
+    for (a, sum) in per {
+        assert_eq!(live.balance(false, a), sum, "MT paid to {a}");
+    }
+}
+
+/// The JSON lines of `batch run|resume --json`: the items' results and the summary.
+fn parse_results(stdout: &[u8]) -> (Vec<Value>, Value) {
+    let mut items = Vec::new();
+    let mut summary = Value::Null;
+    for line in String::from_utf8_lossy(stdout).lines() {
+        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        if v.get("summary").is_some() {
+            summary = v["summary"].clone();
+        } else {
+            items.push(v);
+        }
+    }
+    (items, summary)
+}
+
+#[test]
+fn a_batch_of_redeems_across_keys_refuses_one_hostile_item_and_resume_finishes_it() {
+    let mut live = Live::new("batch_redeems");
+    let st_each = U256::from(10u64).pow(U256::from(18u64)); // 1 ST each
+    let payers = payers(&mut live, 4, st_each);
+    let (text, items) = redeem_items(&payers, 10);
+    live.dir.write("payouts.jsonl", &text);
+    // The platform tampers with the amount of item 20 only.
+    let hostile = items[20].1.to_string();
+    live.sb
+        .state
+        .set_hostile_for_input(bridgectl_sandbox::Hostile::OtherAmount, &hostile);
+
+    // The plan: totals per token and address, balances beside them; nothing signed.
+    let plan = live.ok(&["batch", "plan", "payouts.jsonl"]);
+    assert_eq!(plan["items"], 40, "{plan:#}");
+    assert_eq!(plan["accounts"].as_array().expect("accounts").len(), 4);
+    assert_eq!(plan["refused"], Value::Null, "{plan:#}");
+    // A cap below the total refuses the batch before anything runs.
+    let err = live.fails(
+        &[
+            "batch",
+            "run",
+            "payouts.jsonl",
+            "--max-total",
+            "ST=0.01",
+            "--yes",
+        ],
+        3,
+    );
+    assert!(err.contains("above --max-total"), "{err}");
+
+    let counter = CountingPassphrase::new(&live.dir, &live.passphrase);
+    let mut c = live.cmd();
+    c.env("BRIDGECTL_PASSPHRASE_FILE", &counter.path).args([
+        "--json",
+        "batch",
+        "run",
+        "payouts.jsonl",
+        "--yes",
+    ]);
+    let out = c.output();
+    live.check_secrets(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(EXIT_INCOMPLETE),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(counter.finish(), 4, "each key is unlocked once");
+    let (results, summary) = parse_results(&out.stdout);
+    assert_eq!(results.len(), 40);
+    assert_eq!(summary["completed"], 39, "{summary:#}");
+    assert_eq!(summary["failed"], 1, "{summary:#}");
+    let refused = results
+        .iter()
+        .find(|r| r["status"] == "failed")
+        .expect("one failed item");
+    assert_eq!(refused["id"], "item-20", "{refused:#}");
+    let why = refused["error"].as_str().unwrap_or_default();
+    assert!(why.contains("_amount"), "refused for its amount: {why}");
+    assert!(refused["txHash"].is_null(), "the hostile item never signed");
+    let batch_id = summary["batchId"].as_str().expect("batch id").to_owned();
+
+    // Nothing of item 20 is on chain; every other item exactly once.
+    let mut done = items.clone();
+    done.remove(20);
+    assert_each_item_redeemed_once(&live, &payers, &done);
+
+    // With the platform honest again, resume runs the refused item only: one key.
+    live.sb.state.set_hostile(None);
+    let status = live.ok(&["batch", "status", &batch_id]);
+    assert_eq!(
+        status["items"][20]["state"], "unsigned",
+        "{:#}",
+        status["items"][20]
+    );
+    let counter = CountingPassphrase::new(&live.dir, &live.passphrase);
+    let mut c = live.cmd();
+    c.env("BRIDGECTL_PASSPHRASE_FILE", &counter.path).args([
+        "--json",
+        "batch",
+        "resume",
+        &batch_id[..8],
+        "--yes",
+    ]);
+    let out = c.output();
+    live.check_secrets(&out);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        counter.finish(),
+        1,
+        "only the refused item's key is unlocked"
+    );
+    let (results, summary) = parse_results(&out.stdout);
+    assert_eq!(summary["completed"], 40, "{summary:#}");
+    let earlier = results.iter().filter(|r| r["earlier"] == true).count();
+    assert_eq!(earlier, 39, "finished items are reported, not run");
+    assert_each_item_redeemed_once(&live, &payers, &items);
+}
+
+/// A tiny deterministic generator for the kill moments (the seed is printed).
+struct Moments(u64);
+
+impl Moments {
+    fn next_ms(&mut self, below: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % below
+    }
+}
+
+#[test]
+fn a_batch_killed_at_random_moments_is_finished_by_resume_exactly_once() {
+    let mut live = Live::new("batch_crash");
+    let st_each = U256::from(10u64).pow(U256::from(18u64));
+    let payers = payers(&mut live, 3, st_each);
+    let (text, items) = redeem_items(&payers, 10);
+    live.dir.write("payouts.jsonl", &text);
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(7, |d| d.as_nanos() as u64);
+    let mut moments = Moments(seed);
+
+    let spawn = |args: &[&str]| {
+        let mut c = live.cmd();
+        c.args(args);
+        c.cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn bridgectl")
+    };
+    // 1. Killed between sign and submit: the submission is held at the sandbox (after
+    //    the signed bytes were journaled), and the process dies there.
+    live.sb.hold("submit");
+    let skip = live.sb.state.request_log().len();
+    let mut child = spawn(&["batch", "run", "payouts.jsonl", "--yes"]);
+    live.sb.wait_for_request(skip, SUBMIT);
+    child.kill().expect("kill");
+    child.wait().expect("reap");
+    live.sb.clear("submit");
+    let batches = live.ok(&["batch", "status"]);
+    let batch_id = batches[0]["batchId"].as_str().expect("batch id").to_owned();
+    let states = |live: &Live| -> Vec<String> {
+        live.ok(&["batch", "status", &batch_id])["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|i| i["state"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let after_first = states(&live);
+    assert!(
+        after_first.iter().any(|s| s == "signed"),
+        "killed between sign and submit: {after_first:?}"
+    );
+
+    // 2. Resumed and killed again at random moments: after a random number of further
+    //    signatures (read from the journal as the run goes) plus a random few ms, so
+    //    the kills land while items are being signed, sent and awaited.
+    let signed = |live: &Live| {
+        live.journal_rows()
+            .iter()
+            .filter(|(_, _, tx)| tx.is_some())
+            .count()
+    };
+    let mut history = Vec::new();
+    for _ in 0..5 {
+        let target = signed(&live) + 1 + moments.next_ms(4) as usize;
+        let mut child = spawn(&["batch", "resume", &batch_id, "--yes"]);
+        while signed(&live) < target && child.try_wait().expect("try_wait").is_none() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(moments.next_ms(40)));
+        let _ = child.kill();
+        child.wait().expect("reap");
+        history.push(states(&live));
+    }
+    // The kills landed mid-run (the test proves nothing about crashes otherwise).
+    let mid_run = history
+        .iter()
+        .filter(|h| h.iter().any(|s| s != "completed"))
+        .count();
+    assert!(
+        mid_run >= 3,
+        "seed {seed}: kills after the end: {history:?}"
+    );
+
+    // 3. Resumed to the end.
+    let mut c = live.cmd();
+    c.args(["--json", "batch", "resume", &batch_id, "--yes"]);
+    let out = c.output();
+    live.check_secrets(&out);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (results, summary) = parse_results(&out.stdout);
+    assert_eq!(results.len(), items.len());
+    assert_eq!(summary["completed"], items.len(), "{summary:#}");
+    let end = states(&live);
+    assert!(
+        end.iter().all(|s| s == "completed"),
+        "seed {seed}: every item completed: {end:?} (after each kill: {history:?})"
+    );
+    // The chain, not the journal, says each item was redeemed exactly once.
+    assert_each_item_redeemed_once(&live, &payers, &items);
+}

@@ -813,6 +813,7 @@ fn report(global: &GlobalOpts, bar: Option<&indicatif::ProgressBar>, r: &ItemRes
             "error": r.error,
             "resent": r.resent,
             "earlier": r.earlier,
+            "latencyMs": r.latency_ms,
         }));
     }
     let line = format!(

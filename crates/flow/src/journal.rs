@@ -1159,4 +1159,89 @@ mod tests {
         assert_eq!(mode, "wal");
         assert_eq!(sync, 2, "synchronous = FULL: a commit survives a power cut");
     }
+
+    #[test]
+    fn a_batch_item_run_again_abandons_its_unsigned_flow_and_frees_its_nonce() {
+        let j = Journal::in_memory().expect("journal");
+        let from = Address::repeat_byte(7);
+        let items = vec![
+            ("a".to_owned(), json!({"op": "redeem"}), "flow-a".to_owned()),
+            ("b".to_owned(), json!({"op": "redeem"}), "flow-b".to_owned()),
+        ];
+        j.create_batch("ba7c-0001", "payouts.jsonl", &items)
+            .expect("create");
+        // Item a began, reserved nonce 5 and was interrupted before signing; item b
+        // signed nonce 6.
+        j.begin(
+            "flow-a",
+            FlowKind::Redeem,
+            Some(&from.to_string()),
+            &json!({}),
+        )
+        .expect("begin a");
+        j.reserve_nonce("flow-a", from, 1, 5).expect("reserve a");
+        j.begin(
+            "flow-b",
+            FlowKind::Redeem,
+            Some(&from.to_string()),
+            &json!({}),
+        )
+        .expect("begin b");
+        j.reserve_nonce("flow-b", from, 1, 6).expect("reserve b");
+        j.record_signed("flow-b", &signed_for_test(1, 6))
+            .expect("signed b");
+        let found = j.batch_items("ba7c-0001").expect("items");
+        assert_eq!(found.len(), 2);
+        assert_eq!(
+            found[0].flow.as_ref().map(|f| f.state),
+            Some(FlowState::Started)
+        );
+        assert!(
+            found[1]
+                .flow
+                .as_ref()
+                .is_some_and(|f| f.signed_tx.is_some())
+        );
+
+        j.retry_batch_item("ba7c-0001", 0, "flow-a", "flow-a2")
+            .expect("retry");
+        let a = j.get("flow-a").expect("old flow");
+        assert_eq!(
+            a.state,
+            FlowState::Failed,
+            "the interrupted flow is abandoned"
+        );
+        assert!(
+            j.steps("flow-a")
+                .expect("steps")
+                .iter()
+                .any(|s| s.step == "abandoned")
+        );
+        let found = j.batch_items("ba7c-0001").expect("items");
+        assert_eq!(found[0].tx_id, "flow-a2");
+        assert_eq!(found[0].attempt, 2);
+        assert!(found[0].flow.is_none(), "the new flow has not begun");
+        // Nonce 5 is free again for the new attempt; 6 stays taken (it was signed).
+        j.begin(
+            "flow-a2",
+            FlowKind::Redeem,
+            Some(&from.to_string()),
+            &json!({}),
+        )
+        .expect("begin a2");
+        j.reserve_nonce("flow-a2", from, 1, 5)
+            .expect("nonce 5 is free again");
+        assert!(matches!(
+            j.reserve_nonce("flow-a2", from, 1, 6),
+            Err(Error::NonceReserved { nonce: 6, .. })
+        ));
+        // A signed flow is never abandoned.
+        j.retry_batch_item("ba7c-0001", 1, "flow-b", "flow-b2")
+            .expect("retry b");
+        assert_ne!(j.get("flow-b").expect("b").state, FlowState::Failed);
+
+        assert_eq!(j.find_batch("ba7c").expect("prefix").items, 2);
+        assert!(matches!(j.find_batch("zz"), Err(Error::NoSuchBatch(_))));
+        assert_eq!(j.list_batches(5).expect("list").len(), 1);
+    }
 }

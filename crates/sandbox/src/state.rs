@@ -333,8 +333,18 @@ impl AppState {
         all
     }
 
-    /// Turns hostile-platform mode on (with one kind of tampering) or off.
+    /// Turns hostile-platform mode on (with one kind of tampering, for every action) or
+    /// off.
     pub fn set_hostile(&self, hostile: Option<crate::config::Hostile>) {
+        *self
+            .0
+            .hostile_input
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        self.set_hostile_kind(hostile);
+    }
+
+    fn set_hostile_kind(&self, hostile: Option<crate::config::Hostile>) {
         *self
             .0
             .hostile
@@ -351,7 +361,7 @@ impl AppState {
             .hostile_input
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(input.to_owned());
-        self.set_hostile(Some(hostile));
+        self.set_hostile_kind(Some(hostile));
     }
 
     /// Whether hostile mode (when on) applies to an action with `inputs`.

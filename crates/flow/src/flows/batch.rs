@@ -185,6 +185,9 @@ pub struct ItemResult {
     pub resent: bool,
     /// It had finished in an earlier run; nothing was done now.
     pub earlier: bool,
+    /// Milliseconds from the start of its work in this run (the platform's action, or the
+    /// resend) to its result; none for an item that did not run.
+    pub latency_ms: Option<u64>,
 }
 
 /// Where an item stands in the journal.
@@ -331,6 +334,7 @@ impl Planned {
             error,
             resent: false,
             earlier: false,
+            latency_ms: None,
         }
     }
 }
@@ -342,6 +346,7 @@ struct Awaited {
     op: BatchOp,
     submitted: Submitted,
     resent: bool,
+    started: std::time::Instant,
 }
 
 /// The approver of one address's items: the key given for the batch, handed out only for
@@ -463,6 +468,7 @@ impl Flows {
                 error,
                 resent: false,
                 earlier: true,
+                latency_ms: None,
             })
         };
         match ItemState::of(flow) {
@@ -553,6 +559,7 @@ impl Flows {
                 _ => p.record.tx_id.clone(),
             };
             let permit = jobs.acquire().await;
+            let started = std::time::Instant::now();
             let sent = if resent {
                 self.resend(&tx_id, &mut Quiet).await.map(|(_, s)| s)
             } else {
@@ -577,6 +584,7 @@ impl Flows {
                         op: p.op.clone(),
                         submitted,
                         resent,
+                        started,
                     });
                 }
                 Err(e) if self.signed(&tx_id) => {
@@ -740,6 +748,7 @@ impl Flows {
             error,
             resent: a.resent,
             earlier: false,
+            latency_ms: Some(a.started.elapsed().as_millis() as u64),
         }
     }
 }

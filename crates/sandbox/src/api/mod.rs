@@ -189,6 +189,10 @@ pub fn app(state: AppState) -> Router {
             post(platform::fund).route_layer(f("fee_delegation")),
         )
         .route(
+            "/sandbox/v1/hostile",
+            post(platform::hostile).route_layer(f("hostile")),
+        )
+        .route(
             "/sandbox/v1/managed-accounts",
             post(platform::create_managed)
                 .get(platform::list_managed)

@@ -1044,6 +1044,26 @@ pub(super) async fn fund(
     ))
 }
 
+/// Body of `POST /sandbox/v1/hostile`: hostile mode on (`kind`, optionally only for
+/// actions with an input of value `input`) or off (`kind` null).
+#[derive(Deserialize)]
+pub(super) struct HostileRequest {
+    kind: Option<crate::config::Hostile>,
+    #[serde(default)]
+    input: Option<String>,
+}
+
+pub(super) async fn hostile(
+    State(state): State<AppState>,
+    JsonBody(req): JsonBody<HostileRequest>,
+) -> ApiResult {
+    match (req.kind, &req.input) {
+        (Some(kind), Some(input)) => state.set_hostile_for_input(kind, input),
+        (kind, _) => state.set_hostile(kind),
+    }
+    Ok(ok(json!({"kind": req.kind, "input": req.input})))
+}
+
 pub(super) async fn registration(
     State(state): State<AppState>,
     Path(address): Path<String>,

@@ -32,10 +32,9 @@ work="$(mktemp -d "${BENCH_DIR:-/var/tmp}/bridgectl-batch.XXXXXX")"
 cleanup() { [ -n "${sb_pid:-}" ] && kill "$sb_pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
 
-"$BIN" --json sandbox --write-profile "$work/config.toml" >"$work/sandbox.json" 2>"$work/sandbox.err" &
-sb_pid=$!
-for _ in $(seq 300); do [ -s "$work/sandbox.json" ] && break; sleep 0.1; done
-[ -s "$work/sandbox.json" ] || { cat "$work/sandbox.err"; exit 1; }
+# shellcheck source=bench/sandbox-common.sh
+. bench/sandbox-common.sh
+start_sandbox
 field() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))
 for k in sys.argv[2].split("."): v=v[k]
 print(v)' "$work/sandbox.json" "$1"; }
@@ -46,7 +45,6 @@ ST=$(field side.tokenAddress)
 MAIN_RPC=$(field main.rpcUrl)
 MT=$(field main.tokenAddress)
 
-export BRIDGECTL_CONFIG="$work/config.toml" BRIDGECTL_PROFILE=sandbox
 export BRIDGECTL_KEYSTORE="$work/keystore" BRIDGECTL_JOURNAL="$work/journal.sqlite3"
 echo "bench-passphrase-$$" >"$work/pass"; chmod 600 "$work/pass"
 export BRIDGECTL_PASSPHRASE_FILE="$work/pass"

@@ -18,12 +18,9 @@ work="$(mktemp -d)"
 cleanup() { [ -n "${sb_pid:-}" ] && kill "$sb_pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
 
-"$BIN" --json sandbox --write-profile "$work/config.toml" >"$work/sandbox.json" 2>"$work/sandbox.err" &
-sb_pid=$!
-for _ in $(seq 100); do [ -s "$work/sandbox.json" ] && break; sleep 0.1; done
-[ -s "$work/sandbox.json" ] || { cat "$work/sandbox.err"; exit 1; }
-
-export BRIDGECTL_CONFIG="$work/config.toml" BRIDGECTL_PROFILE=sandbox
+# shellcheck source=bench/sandbox-common.sh
+. bench/sandbox-common.sh
+start_sandbox
 export BRIDGECTL_KEYSTORE="$work/keystore" BRIDGECTL_JOURNAL="$work/journal.sqlite3"
 echo "bench-passphrase" >"$work/pass"; chmod 600 "$work/pass"
 export BRIDGECTL_PASSPHRASE_FILE="$work/pass"

@@ -145,7 +145,7 @@ impl Default for BatchOptions {
         // addresses than cores keep both busy; more than this only queues at the
         // platform.
         Self {
-            jobs: 8,
+            jobs: 16,
             poll_interval: Duration::from_secs(1),
         }
     }

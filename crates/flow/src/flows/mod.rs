@@ -217,6 +217,9 @@ pub struct Flows {
     policy: Policy,
     submitter: Submitter,
     wait: WaitOptions,
+    /// One client per node URL, made on first use: a client holds its connections (and
+    /// its TLS setup), so a batch of a thousand items does not build a thousand.
+    nodes: std::sync::Mutex<std::collections::HashMap<String, NodeClient>>,
 }
 
 /// Builds [`Flows`]. The parts every flow needs are arguments of [`Flows::builder`];
@@ -248,6 +251,7 @@ impl Flows {
                 policy: Policy::default(),
                 submitter: Submitter::Platform,
                 wait: WaitOptions::default(),
+                nodes: Default::default(),
             },
             gas_price: NoGasPriceCap,
         }
@@ -373,6 +377,17 @@ impl Flows {
         })
     }
 
+    /// The client of the node at `url` (one per URL for the life of the flows).
+    fn node_at(&self, url: &str) -> Result<NodeClient, Error> {
+        let mut nodes = self.nodes.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(node) = nodes.get(url) {
+            return Ok(node.clone());
+        }
+        let node = NodeClient::new(url)?;
+        nodes.insert(url.to_owned(), node.clone());
+        Ok(node)
+    }
+
     /// Whether transaction `hash` on `chain_id` is mined, when the chain's node is known
     /// (unknown counts as no: the caller then reports the node's refusal).
     async fn is_mined(&self, chain_id: u64, hash: B256) -> bool {
@@ -382,7 +397,7 @@ impl Flows {
         else {
             return false;
         };
-        match NodeClient::new(url) {
+        match self.node_at(url) {
             Ok(node) => matches!(node.receipt(hash).await, Ok(Some(_))),
             Err(_) => false,
         }
@@ -394,7 +409,7 @@ impl Flows {
             .side_of_chain(chain_id)
             .and_then(|s| s.rpc_url.as_deref())
         {
-            Some(url) => Ok(Some(NodeClient::new(url)?.gas_price().await?)),
+            Some(url) => Ok(Some(self.node_at(url)?.gas_price().await?)),
             None => Ok(None),
         }
     }
@@ -411,9 +426,11 @@ impl Flows {
         let mut gas_price_quote = None;
         match side.and_then(|s| s.rpc_url.as_deref()) {
             Some(url) => {
-                let node = NodeClient::new(url)?;
-                gas_price_quote = Some(node.gas_price().await?);
-                facts.pending = Some(node.pending_nonce(from).await?);
+                let node = self.node_at(url)?;
+                let (price, pending) =
+                    tokio::try_join!(node.gas_price(), node.pending_nonce(from))?;
+                gas_price_quote = Some(price);
+                facts.pending = Some(pending);
             }
             None => {
                 if let Some(s) = side {

@@ -82,7 +82,7 @@ impl Flows {
         let url = side.rpc_url.as_deref().ok_or(Error::Config(
             "this step needs the chain's node URL (rpc_url)",
         ))?;
-        NodeClient::new(url)
+        self.node_at(url)
     }
 
     /// Builds the unsigned `transfer(to, amount)` of `spec`.

@@ -342,3 +342,66 @@ fn a_batch_killed_at_random_moments_is_finished_by_resume_exactly_once() {
     // The chain, not the journal, says each item was redeemed exactly once.
     assert_each_item_redeemed_once(&live, &payers, &items);
 }
+
+#[test]
+fn a_csv_batch_mixes_transfers_a_swap_and_a_redeem_and_bad_input_is_refused_by_line() {
+    let live = Live::new("batch_csv");
+    let to = PrivateKeySigner::random().address();
+    live.dir.write(
+        "mixed.csv",
+        format!(
+            "op,from,to,token,amount,id\n\
+             transfer,dev,{to},st,1.5,t-st\n\
+             transfer,dev,{to},mt,2,t-mt\n\
+             swap,dev,,,3,s1\n\
+             redeem,dev,,,0.5,r1\n"
+        ),
+    );
+    let mut c = live.cmd();
+    c.args(["--json", "batch", "run", "mixed.csv", "--yes"]);
+    let out = c.output();
+    live.check_secrets(&out);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (results, summary) = parse_results(&out.stdout);
+    assert_eq!(summary["completed"], 4, "{results:#?}");
+    let one = U256::from(10u64).pow(U256::from(17u64)); // 0.1 token, 18 decimals
+    assert_eq!(live.balance(true, to), one * U256::from(15u64), "ST sent");
+    assert_eq!(live.balance(false, to), one * U256::from(20u64), "MT sent");
+    let kinds: Vec<String> = live
+        .journal_rows()
+        .iter()
+        .map(|(tx_id, _, _)| live.ok(&["history", tx_id])["flow"]["kind"].to_string())
+        .collect();
+    for kind in ["\"transfer\"", "\"swap\"", "\"redeem\""] {
+        assert!(kinds.iter().any(|k| k == kind), "{kind} in {kinds:?}");
+    }
+
+    // An address that cannot cover its items: refused by the plan, nothing runs.
+    live.dir
+        .write("big.csv", "op,from,amount\nredeem,dev,100000\n");
+    let err = live.fails(&["batch", "run", "big.csv", "--yes"], 3);
+    assert!(err.contains("cannot be covered"), "{err}");
+    // Bad input is refused naming its line; nothing is recorded.
+    live.dir
+        .write("bad.csv", "op,from,amount\nredeem,dev,1\nredeem,dev\n");
+    let err = live.fails(&["batch", "plan", "bad.csv"], 2);
+    assert!(
+        err.contains("bad.csv:3: 2 fields, the header has 3"),
+        "{err}"
+    );
+    live.dir.write(
+        "bad.jsonl",
+        "{\"op\": \"redeem\", \"from\": \"dev\", \"amount\": 1.5}\n",
+    );
+    let err = live.fails(&["batch", "plan", "bad.jsonl"], 2);
+    assert!(
+        err.contains("bad.jsonl:1: field \"amount\" must be a string"),
+        "{err}"
+    );
+    let batches = live.ok(&["batch", "status"]);
+    assert_eq!(batches.as_array().map(Vec::len), Some(1), "{batches:#}");
+}

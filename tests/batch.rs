@@ -368,6 +368,22 @@ fn a_csv_batch_mixes_transfers_a_swap_and_a_redeem_and_bad_input_is_refused_by_l
     );
     let (results, summary) = parse_results(&out.stdout);
     assert_eq!(summary["completed"], 4, "{results:#?}");
+    // Text for people: a resume of a finished batch reports, runs nothing, asks nothing.
+    let id = summary["batchId"].as_str().expect("batch id");
+    let mut c = live.cmd();
+    c.cmd.env_remove("BRIDGECTL_PASSPHRASE_FILE");
+    c.args(["batch", "resume", id]);
+    let text = c.stdout();
+    assert!(text.contains("completed t-st 0x"), "{text}");
+    assert!(
+        text.contains(": 4 completed, 0 failed, 0 pending of 4"),
+        "{text}"
+    );
+    let mut c = live.cmd();
+    c.args(["batch", "status", &id[..6]]);
+    let text = c.stdout();
+    assert!(text.contains("4 completed, 0 failed, 0 open"), "{text}");
+    assert!(text.contains("r1") && text.contains("redeem"), "{text}");
     let one = U256::from(10u64).pow(U256::from(17u64)); // 0.1 token, 18 decimals
     assert_eq!(live.balance(true, to), one * U256::from(15u64), "ST sent");
     assert_eq!(live.balance(false, to), one * U256::from(20u64), "MT sent");

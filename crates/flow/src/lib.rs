@@ -23,6 +23,6 @@ pub use flows::{
     DEFAULT_MAX_GAS_LIMIT, Flows, FlowsBuilder, GAS_PRICE_SANITY_MULTIPLE, GasPriceCap, GasSource,
     Mode, NoGasPriceCap, NonceSource, OfflineSigner, OfflineSigning, PreparedBundle, Progress,
     Quiet, RedeemOutcome, Resumed, Review, Submitted, Submitter, SwapOutcome, SwapSpec,
-    TransferSpec, WaitOptions, Which,
+    TransferSpec, WaitOptions, Which, can_resume,
 };
 pub use journal::{FlowKind, FlowState, Journal};

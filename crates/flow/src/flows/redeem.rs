@@ -33,11 +33,29 @@ impl Flows {
         approver: &mut impl Approver,
         progress: &mut dyn Progress,
     ) -> Result<RedeemOutcome, Error> {
+        let call = self.redeem_call(from, amount)?;
+        let submitted = self
+            .sign_action(FlowKind::Redeem, &call, approver, progress)
+            .await?
+            .0;
+        let redemption = self
+            .wait_redemption(&submitted.tx_id, submitted.tx_hash, progress)
+            .await?;
+        Ok(RedeemOutcome {
+            submitted,
+            redemption: Some(redemption),
+        })
+    }
+
+    /// The redeem action call for `amount` ST of `from`: the intent is `redeem(amount)`
+    /// on the ST contract of the bridge description (the trust root). A redeem resumed
+    /// at its approval is checked against this, rebuilt, not against the journal's copy.
+    pub(crate) fn redeem_call(&self, from: Address, amount: U256) -> Result<ActionCall, Error> {
         let bridge = self.bridge()?;
         let side = &bridge.side;
         let mut inputs = BTreeMap::new();
         inputs.insert("_amount".to_owned(), amount.to_string());
-        let call = ActionCall {
+        Ok(ActionCall {
             action: bridge.redeem_action.clone(),
             from,
             inputs: inputs.clone(),
@@ -55,17 +73,6 @@ impl Flows {
                     bridge.main.symbol
                 )),
             },
-        };
-        let submitted = self
-            .sign_action(FlowKind::Redeem, &call, approver, progress)
-            .await?
-            .0;
-        let redemption = self
-            .wait_redemption(&submitted.tx_id, submitted.tx_hash, progress)
-            .await?;
-        Ok(RedeemOutcome {
-            submitted,
-            redemption: Some(redemption),
         })
     }
 

@@ -13,6 +13,7 @@ mod key;
 mod log;
 mod offline;
 mod readme;
+mod resume;
 mod sandbox;
 mod sign;
 mod tty;

@@ -1,0 +1,111 @@
+//! `bridgectl resume` of flows that stopped before signing, against a live sandbox: a
+//! redeem whose passphrase was wrong is resumed (checked again, asked again, signed,
+//! redeemed).
+
+use serde_json::Value;
+
+use crate::live::Live;
+
+/// The flows of `history --json`, newest first.
+fn flows(live: &Live) -> Vec<Value> {
+    match live.ok(&["history"]) {
+        Value::Array(v) => v,
+        other => panic!("history --json is not an array: {other}"),
+    }
+}
+
+/// `redeem --from dev --amount 1 --yes`, to add to.
+fn redeem_one(live: &Live) -> crate::util::TestCommand {
+    let mut c = live.cmd();
+    c.args(["redeem", "--from", "dev", "--amount", "1", "--yes"]);
+    c
+}
+
+/// Text `history` (stdout, stderr) with `extra` arguments.
+fn history_text(live: &Live, extra: &[&str]) -> (String, String) {
+    let mut c = live.cmd();
+    c.args(["history"]).args(extra);
+    let out = c.output();
+    live.check_secrets(&out);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_redeem_with_a_wrong_passphrase_is_resumed_with_the_right_one() {
+    let live = Live::new("resume_at_approval");
+    let wrong = live.dir.write("wrong-passphrase", "not the passphrase\n");
+    let st_before = live.balance(true, live.dev);
+    let nonce0 = live.nonce(true, live.dev);
+
+    // The passphrase is wrong: nothing signed, the flow named with how to go on.
+    let mut c = redeem_one(&live);
+    c.env("BRIDGECTL_PASSPHRASE_FILE", &wrong);
+    let out = c.output();
+    live.check_secrets(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    let flow = flows(&live)[0].clone();
+    let tx_id = flow["txId"].as_str().expect("txId").to_owned();
+    assert_eq!(flow["state"], "failed");
+    assert!(flow["signedTx"].is_null(), "{flow:#}");
+    assert!(
+        err.contains(&format!(
+            "flow {tx_id} stopped before signing, nothing was sent"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("wrong passphrase"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "hint: the transaction is journaled, unsigned: `bridgectl resume {tx_id}`"
+        )),
+        "{err}"
+    );
+    // It can be resumed, so `history` shows it.
+    assert!(history_text(&live, &[]).0.contains(&tx_id));
+
+    // Resumed with the wrong passphrase again: the same stop, still resumable.
+    let mut c = live.cmd();
+    c.env("BRIDGECTL_PASSPHRASE_FILE", &wrong)
+        .args(["resume", &tx_id, "--yes"]);
+    let out = c.output();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("stopped before signing"), "{err}");
+
+    // With the right one: the summary shown, signed, sent, redeemed.
+    let mut c = live.cmd();
+    c.args(["resume", &tx_id, "--yes"]);
+    let out = c.output();
+    live.check_secrets(&out);
+    crate::util::assert_success(&c.cmd, &out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stdout.starts_with(&format!("resumed redeem {tx_id}: signed and sent tx 0x")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("redemption completed"), "{stdout}");
+    assert!(
+        stderr.contains("_amount"),
+        "the summary was shown: {stderr}"
+    );
+    assert_eq!(live.nonce(true, live.dev), nonce0 + 1, "one transaction");
+    assert!(live.balance(true, live.dev) < st_before, "ST was redeemed");
+    let flow = flows(&live)[0].clone();
+    assert_eq!(flow["txId"], tx_id.as_str());
+    assert_eq!(flow["state"], "completed");
+    assert!(live.mined(true, flow["txHash"].as_str().expect("hash")));
+
+    // Resuming it again sends nothing.
+    let again = live.ok(&["resume", &tx_id]);
+    assert_eq!(again["resent"], false, "{again:#}");
+}

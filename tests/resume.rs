@@ -1,6 +1,7 @@
 //! `bridgectl resume` of flows that stopped before signing, against a live sandbox: a
 //! redeem whose passphrase was wrong is resumed (checked again, asked again, signed,
-//! redeemed).
+//! redeemed); a refused one is not, and `history` hides it unless asked; a signed flow
+//! is resumed with no passphrase source at all.
 
 use serde_json::Value;
 
@@ -108,4 +109,60 @@ fn a_redeem_with_a_wrong_passphrase_is_resumed_with_the_right_one() {
     // Resuming it again sends nothing.
     let again = live.ok(&["resume", &tx_id]);
     assert_eq!(again["resent"], false, "{again:#}");
+}
+
+#[test]
+fn failed_flows_stay_over_and_signed_ones_resume_without_a_passphrase() {
+    let live = Live::new("resume_refused");
+
+    // Refused by the checks (a gas-price cap of 1 wei): not resumable, and hidden from
+    // the text history unless asked.
+    let mut c = redeem_one(&live);
+    let out = c.args(["--max-gas-price", "1"]).output();
+    live.check_secrets(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("gasPrice"), "{err}");
+    let refused = flows(&live)[0]["txId"].as_str().expect("txId").to_owned();
+    let err = live.fails(&["resume", &refused], 1);
+    assert!(
+        err.contains(&format!(
+            "flow {refused} cannot be resumed (state failed): it ended at step `refused` \
+             before anything was signed"
+        )),
+        "{err}"
+    );
+    let (shown, footer) = history_text(&live, &[]);
+    assert!(!shown.contains(&refused), "{shown}");
+    assert!(
+        footer.contains(
+            "1 flow that failed before anything was signed is hidden: `bridgectl history --all` shows it"
+        ),
+        "{footer}"
+    );
+    let (all, footer) = history_text(&live, &["--all"]);
+    assert!(all.contains(&refused), "{all}");
+    assert!(!footer.contains("hidden"), "{footer}");
+    assert_eq!(flows(&live)[0]["txId"], refused.as_str(), "--json lists it");
+
+    // Signed, the answer to the submission lost: resumed with no passphrase source at
+    // all (and no terminal), none read.
+    live.sb.drop_answers("submit");
+    let mut c = redeem_one(&live);
+    c.env("BRIDGECTL_RETRIES", "0");
+    assert_eq!(c.output().status.code(), Some(7));
+    live.sb.clear("submit");
+    let signed = flows(&live)[0].clone();
+    assert_eq!(signed["state"], "signed", "{signed:#}");
+    let tx_id = signed["txId"].as_str().expect("txId");
+    let mut c = live.cmd();
+    c.cmd.env_remove("BRIDGECTL_PASSPHRASE_FILE");
+    c.args(["--json", "resume", tx_id]);
+    let resumed = live.ok_cmd(c);
+    assert_eq!(resumed["signedNow"], false);
+    assert_eq!(resumed["status"], "completed");
+    assert_eq!(resumed["txHash"], signed["txHash"]);
+    // The counted source: never read either.
+    let again = live.resume_unsigned(tx_id);
+    assert_eq!(again["resent"], false);
 }

@@ -58,6 +58,18 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// A time in ms since the Unix epoch as RFC 3339 in UTC (`2026-01-02T03:04:05.678Z`); the
+/// number itself if it is out of range.
+pub fn time_ms(ms: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| ms.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::escape;

@@ -1,7 +1,8 @@
 //! `bridgectl resume` of flows that stopped before signing, against a live sandbox: a
-//! redeem whose passphrase was wrong is resumed (checked again, asked again, signed,
-//! redeemed); a refused one is not, and `history` hides it unless asked; a signed flow
-//! is resumed with no passphrase source at all.
+//! redeem whose passphrase was wrong (from a file, or three times at a terminal) is
+//! resumed (checked again, shown and asked again, signed, redeemed); a refused one is
+//! not, and `history` hides it unless asked; a signed flow is resumed with no
+//! passphrase source at all.
 
 use serde_json::Value;
 
@@ -165,4 +166,63 @@ fn failed_flows_stay_over_and_signed_ones_resume_without_a_passphrase() {
     // The counted source: never read either.
     let again = live.resume_unsigned(tx_id);
     assert_eq!(again["resent"], false);
+}
+
+/// `bridgectl ARGS` on a pseudo-terminal of its own (its controlling terminal), with the
+/// sandbox's token and the test's journal, and no passphrase source but the terminal.
+fn on_a_terminal(live: &Live, args: &[&str]) -> rexpect::session::PtySession {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bridgectl"));
+    live.dir.confine(&mut cmd);
+    cmd.env("BRIDGECTL_ACCESS_TOKEN", live.sb.info.token.expose_secret())
+        .env("BRIDGECTL_JOURNAL", live.dir.join("journal.sqlite3"))
+        .args(args);
+    rexpect::session::spawn_command(cmd, Some(60_000)).expect("spawn on a pty")
+}
+
+/// Confirms the summary on `p` and types `passphrases` at its prompts.
+fn confirm_and_type(p: &mut rexpect::session::PtySession, passphrases: &[&str]) {
+    p.exp_string("_amount").expect("the summary");
+    p.exp_string("sign and submit this transaction? [y/N]")
+        .expect("the question");
+    p.send_line("y").expect("y");
+    for passphrase in passphrases {
+        p.exp_string("passphrase for key")
+            .expect("the passphrase prompt");
+        p.send_line(passphrase).expect("typed");
+    }
+}
+
+#[test]
+fn three_wrong_passphrases_at_the_terminal_then_resume_asks_again_and_redeems() {
+    use rexpect::process::WaitStatus;
+    let live = Live::new("resume_tty");
+    let nonce0 = live.nonce(true, live.dev);
+
+    let mut p = on_a_terminal(&live, &["redeem", "--from", "dev", "--amount", "1"]);
+    confirm_and_type(&mut p, &["wrong 1", "wrong 2", "wrong 3"]);
+    let rest = p.exp_eof().expect("eof");
+    assert!(
+        matches!(p.process().wait(), Ok(WaitStatus::Exited(_, 4))),
+        "{rest}"
+    );
+    let tx_id = flows(&live)[0]["txId"].as_str().expect("txId").to_owned();
+    assert!(
+        rest.contains(&format!("flow {tx_id} stopped before signing")),
+        "{rest}"
+    );
+    assert!(
+        rest.contains(&format!("`bridgectl resume {tx_id}`")),
+        "{rest}"
+    );
+
+    // Shown and asked the same way again; the right passphrase redeems.
+    let mut p = on_a_terminal(&live, &["resume", &tx_id]);
+    let right = live.passphrase.clone();
+    confirm_and_type(&mut p, &[&right]);
+    p.exp_string(&format!("resumed redeem {tx_id}: signed and sent tx 0x"))
+        .expect("resumed");
+    p.exp_eof().expect("eof");
+    assert!(matches!(p.process().wait(), Ok(WaitStatus::Exited(_, 0))));
+    assert_eq!(live.nonce(true, live.dev), nonce0 + 1, "one transaction");
+    assert_eq!(flows(&live)[0]["state"], "completed");
 }

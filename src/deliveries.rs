@@ -183,7 +183,7 @@ mod tests {
         });
         assert_eq!(
             junk,
-            "1970-01-01T00:00:00Z QUARANTINED (not json: \\u{202e}x) duplicate"
+            "1970-01-01T00:00:00.000Z QUARANTINED (not json: \\u{202e}x) duplicate"
         );
         for line in [&stored, &again, &failed, &junk] {
             assert!(!line.chars().any(char::is_control), "{line:?}");

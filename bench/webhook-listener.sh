@@ -38,7 +38,8 @@ measure() {
         start "$BIN/examples/webhook_bare" 127.0.0.1:0 "$HOOK" verify "$WORK/keys.json"
     else
         rm -f "$WORK"/events.sqlite*
-        start "$BIN/bridgectl" --json webhook listen --bind 127.0.0.1:0 --path "$HOOK" \
+        # --quiet: no line per delivery, as measured before the listener printed them.
+        start "$BIN/bridgectl" --json webhook listen --quiet --bind 127.0.0.1:0 --path "$HOOK" \
             --store "$WORK/events.sqlite" --keys "$WORK/keys.json"
     fi
     # A short warm-up on other sequence numbers, then the measured run.

@@ -42,7 +42,8 @@ trap 'stop_pg; cleanup' EXIT
 echo "# postgres and listeners on cpu $SERVER_CPU, load on cpu $LOAD_CPU; $REQUESTS requests x $ROUNDS rounds, $CONNECTIONS connections"
 NEXT=1
 listen() {
-    start "$BIN/bridgectl" --json webhook listen --bind 127.0.0.1:0 --path "$HOOK" \
+    # --quiet: no line per delivery, as measured before the listener printed them.
+    start "$BIN/bridgectl" --json webhook listen --quiet --bind 127.0.0.1:0 --path "$HOOK" \
         --store "$URL" --keys "$WORK/keys.json"
 }
 load() { # ADDR REQUESTS CONNECTIONS FIRST_SEQ

@@ -86,6 +86,14 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
                 "the flow is journaled: `bridgectl resume {tx_id}` continues waiting"
             ));
         }
+        if let Some(bridgectl_flow::Error::StoppedAtApproval { tx_id, .. }) =
+            cause.downcast_ref::<bridgectl_flow::Error>()
+        {
+            return Some(format!(
+                "the transaction is journaled, unsigned: `bridgectl resume {tx_id}` checks it \
+                 again, shows it and asks again"
+            ));
+        }
         match cause.downcast_ref::<reqwest::Error>() {
             Some(e) if e.is_connect() => Some(
                 "nothing answered there: is the platform running (for the sandbox: is \
@@ -137,6 +145,7 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
         F::Tx(e) => tx_code(e),
         F::Keystore(e) => keystore_code(e),
         F::Declined(_) => Code::Declined,
+        F::StoppedAtApproval { source, .. } => flow_code(source),
         F::Approval(inner) => inner
             .downcast_ref::<Coded>()
             .map_or(Code::Failure, |c| c.code),
@@ -145,6 +154,7 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
         | F::NonceReserved { .. }
         | F::JournalCorrupt { .. }
         | F::ChangedSinceVerified { .. }
+        | F::Stale { .. }
         | F::NothingToCheckAgainst
         | F::PlaintextRefused { .. } => Code::Refused,
         F::NotInJournal(_) | F::NoSuchBatch(_) => Code::NotFound,

@@ -10,6 +10,7 @@ mod auth;
 mod cli;
 mod cmd;
 mod config;
+mod deliveries;
 mod exit;
 mod files;
 mod opts;

@@ -12,8 +12,8 @@ use clap::{Args, ValueEnum};
 use crate::cli::PassphraseOpts;
 use crate::exit::{Code, WithCode, coded};
 
-/// Options of every command that talks to the platform (`submit` and `resume` too, which
-/// never sign).
+/// Options of every command that talks to the platform (`submit` too, which never
+/// signs).
 #[derive(Debug, Args, Clone, Default)]
 pub struct PlatformOpts {
     /// File holding the platform access token [env: BRIDGECTL_TOKEN_FILE, or profile

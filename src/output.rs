@@ -68,6 +68,25 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// A time in ms since the Unix epoch as RFC 3339 in UTC, always with milliseconds so
+/// that lines of them line up (`2026-01-02T03:04:05.600Z`); the number itself if it is
+/// out of range.
+pub fn time_ms(ms: i64) -> String {
+    match time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000) {
+        Ok(t) => format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+            t.year(),
+            u8::from(t.month()),
+            t.day(),
+            t.hour(),
+            t.minute(),
+            t.second(),
+            t.millisecond()
+        ),
+        Err(_) => ms.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::escape;

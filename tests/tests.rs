@@ -14,6 +14,7 @@ mod key;
 mod log;
 mod offline;
 mod readme;
+mod resume;
 mod sandbox;
 mod sign;
 mod tty;

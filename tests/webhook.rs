@@ -129,16 +129,36 @@ impl Listening {
         }
     }
 
-    /// SIGTERM, then the summary line.
-    fn stop(mut self) -> Value {
+    /// SIGTERM, then the summary line (the last line; the ones before it, one per
+    /// delivery, are skipped).
+    fn stop(self) -> Value {
+        self.stop_with_lines().0
+    }
+
+    /// SIGTERM, then the summary line and every line printed before it.
+    fn stop_with_lines(mut self) -> (Value, Vec<Value>) {
         let pid = self.child.id().to_string();
         let status = std::process::Command::new("kill")
             .args(["-TERM", &pid])
             .status()
             .expect("kill -TERM");
         assert!(status.success());
+        let mut before = Vec::new();
         let mut line = String::new();
-        self.stdout.read_line(&mut line).expect("summary");
+        loop {
+            line.clear();
+            assert_ne!(
+                self.stdout.read_line(&mut line).expect("summary"),
+                0,
+                "no summary"
+            );
+            let v: Value =
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("not json ({e}): {line:?}"));
+            if v.get("stopped").is_some() {
+                break;
+            }
+            before.push(v);
+        }
         let exit = self.child.wait().expect("wait");
         assert!(
             exit.success(),
@@ -146,7 +166,9 @@ impl Listening {
             std::fs::read_to_string(&self.stderr).unwrap_or_default()
         );
         self.scan_leftovers();
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("summary not json ({e}): {line:?}"))
+        let summary = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("summary not json ({e}): {line:?}"));
+        (summary, before)
     }
 
     fn kill9(mut self) {
@@ -291,6 +313,65 @@ bctest!(
             .map(|i| ("41".to_owned(), i.to_string()))
             .collect();
         assert_eq!(distinct, want);
+    }
+);
+
+bctest!(
+    listen_prints_a_line_per_delivery_as_it_is_stored,
+    |dir: Dir, _cmd: TestCommand| {
+        let keys = write_keys(&dir);
+        let store = dir.join("events.sqlite");
+        // A delivery, the same again, a forged one whose fields try to drive the
+        // terminal, and one that is not an event.
+        let forged = br#"{"subscriptionId":"41\u001b[2J","sequenceNumber":9,"eventType":"BLOCK_PERIOD\u001b]0;verified\u0007"}"#;
+        let posts = [
+            signed(0),
+            signed(0),
+            (forged.to_vec(), Some("0xbad".to_owned())),
+            (b"[1]".to_vec(), None),
+        ];
+        let listener = Listening::start(&dir, "127.0.0.1:0", &store, &keys, &[]);
+        let one = LoadSpec {
+            connections: 1,
+            ..spec(listener.addr, posts.len())
+        };
+        let report = load::run(&one, &|i| posts[i].clone(), None).expect("load");
+        assert_eq!(report.ok(), posts.len());
+        let (summary, lines) = listener.stop_with_lines();
+        assert_eq!(summary["notPrinted"], 0, "{summary}");
+        let shown: Vec<&Value> = lines.iter().map(|l| &l["delivery"]).collect();
+        assert_eq!(shown.len(), 4, "{lines:?}");
+        for d in &shown {
+            assert!(
+                d["receivedAt"].as_str().is_some_and(|t| t.ends_with('Z')),
+                "{d}"
+            );
+            for text in d
+                .as_object()
+                .expect("object")
+                .values()
+                .filter_map(Value::as_str)
+            {
+                assert!(!text.chars().any(char::is_control), "{text:?}");
+            }
+        }
+        assert_eq!(shown[0]["subscriptionId"], "41");
+        assert_eq!(shown[0]["sequenceNumber"], "1");
+        assert_eq!(shown[0]["eventType"], "BLOCK_PERIOD");
+        assert_eq!(shown[0]["verified"], true);
+        assert_eq!(shown[0]["duplicate"], false);
+        assert_eq!(shown[1]["duplicate"], true);
+        assert_eq!(shown[2]["verified"], false);
+        assert_eq!(shown[2]["subscriptionId"], "41\\u{1b}[2J");
+        assert_eq!(shown[3]["quarantined"], true);
+
+        // --quiet: the summary is the first line after the address.
+        let listener = Listening::start(&dir, "127.0.0.1:0", &store, &keys, &["--quiet"]);
+        let report = load::run(&spec(listener.addr, 1), &|_| signed(1), None).expect("load");
+        assert_eq!(report.ok(), 1);
+        let (summary, lines) = listener.stop_with_lines();
+        assert!(lines.is_empty(), "--quiet printed {lines:?}");
+        assert_eq!(summary["stopped"]["stored"], 1, "{summary}");
     }
 );
 

@@ -1,8 +1,13 @@
 //! `bridgectl history [TXID]`: the journal: recent flows, or one flow (named by its txId
-//! or a unique prefix of it) with its steps.
+//! or a unique prefix of it) with its steps. The text list hides flows that failed before
+//! anything was signed and cannot be resumed (refused, the action failed, the platform
+//! unreachable), and says how many it hid; `--all` shows them. `--json` always lists
+//! every flow: a script must not miss a failure because a person's view hides it.
 
 use std::path::PathBuf;
 
+use bridgectl_flow::journal::FlowRecord;
+use bridgectl_flow::{FlowState, Journal};
 use clap::Args;
 use serde_json::json;
 
@@ -16,6 +21,10 @@ pub struct HistoryArgs {
     /// How many flows to list.
     #[arg(long, default_value_t = 20)]
     pub limit: usize,
+    /// Also list the flows that failed before anything was signed (refused, the action
+    /// failed, the platform unreachable); `--json` always lists them.
+    #[arg(long)]
+    pub all: bool,
     /// Journal database [default: $XDG_STATE_HOME/bridgectl/journal.sqlite3].
     #[arg(long, env = "BRIDGECTL_JOURNAL", value_name = "FILE")]
     pub journal: Option<PathBuf>,
@@ -57,12 +66,26 @@ pub fn run(global: &GlobalOpts, args: HistoryArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let flows = journal.list(args.limit)?;
     if global.json {
-        return crate::output::json(&flows);
+        return crate::output::json(&journal.list(args.limit)?);
     }
+    let (flows, hidden) = shown(&journal, args.limit, args.all)?;
+    let footer = || {
+        if hidden > 0 {
+            crate::output::note(format_args!(
+                "{hidden} flow{} that failed before anything was signed {} hidden: \
+                 `bridgectl history --all` shows {}",
+                if hidden == 1 { "" } else { "s" },
+                if hidden == 1 { "is" } else { "are" },
+                if hidden == 1 { "it" } else { "them" },
+            ));
+        }
+    };
     if flows.is_empty() {
-        crate::output::note("no flows in the journal yet");
+        if hidden == 0 {
+            crate::output::note("no flows in the journal yet");
+        }
+        footer();
         return Ok(());
     }
     crate::output::line(format_args!(
@@ -80,5 +103,35 @@ pub fn run(global: &GlobalOpts, args: HistoryArgs) -> anyhow::Result<()> {
             f.tx_hash.as_deref().unwrap_or("-")
         ))?;
     }
+    footer();
     Ok(())
+}
+
+/// A flow a person need not see by default: it failed before anything was signed, and
+/// cannot be taken up again (one stopped at its approval can: it is shown).
+fn failed_before_signing(journal: &Journal, f: &FlowRecord) -> bool {
+    f.state == FlowState::Failed && f.signed_tx.is_none() && !bridgectl_flow::can_resume(journal, f)
+}
+
+/// The newest `limit` flows to list, and how many newer ones were hidden on the way
+/// (none with `all`).
+fn shown(journal: &Journal, limit: usize, all: bool) -> anyhow::Result<(Vec<FlowRecord>, usize)> {
+    if all {
+        return Ok((journal.list(limit)?, 0));
+    }
+    // Hidden flows do not take a place of the limit: read further back, within reason.
+    let window = journal.list(limit.saturating_mul(5).saturating_add(100))?;
+    let mut flows = Vec::with_capacity(limit);
+    let mut hidden = 0;
+    for f in window {
+        if flows.len() == limit {
+            break;
+        }
+        if failed_before_signing(journal, &f) {
+            hidden += 1;
+        } else {
+            flows.push(f);
+        }
+    }
+    Ok((flows, hidden))
 }

@@ -1,6 +1,9 @@
-//! `bridgectl resume TXID`: finishes an interrupted flow by resending the SAME signed
-//! bytes from the journal (a node's "already known" is success), then waits for the
-//! result as the flow would have. Never signs anything, never picks a new nonce.
+//! `bridgectl resume TXID`: finishes an interrupted flow. A flow that signed is finished
+//! by resending the SAME signed bytes from the journal (a node's "already known" is
+//! success), never signing anything and never reading a passphrase. A redeem or action
+//! that stopped at its approval (declined, every passphrase attempt wrong, the prompt
+//! interrupted) has its journaled transaction checked again, shown, and asked for as the
+//! original command asked. Then it waits for the result as the flow would have.
 
 use bridgectl_flow::Submitter;
 use clap::Args;
@@ -8,7 +11,7 @@ use serde_json::json;
 
 use crate::approver::StderrProgress;
 use crate::cli::GlobalOpts;
-use crate::opts::PlatformOpts;
+use crate::opts::FlowOpts;
 use crate::session::Session;
 
 /// Arguments of `bridgectl resume`.
@@ -16,19 +19,24 @@ use crate::session::Session;
 pub struct ResumeArgs {
     /// The flow's txId (see `bridgectl history`).
     pub tx_id: String,
-    /// The platform.
+    /// The platform, and (for a flow that stopped at its approval) how to ask: the
+    /// same options as the command that started it.
     #[command(flatten)]
-    pub platform: PlatformOpts,
+    pub flow: FlowOpts,
 }
 
 /// Runs `bridgectl resume`.
 pub fn run(global: &GlobalOpts, args: ResumeArgs) -> anyhow::Result<()> {
-    let session = Session::for_sending(global, &args.platform)?;
+    let session = Session::new(global, &args.flow)?;
     let flows = session.flows(Submitter::Platform, |_| {})?;
-    let resumed = match session
-        .runtime
-        .block_on(flows.resume(&args.tx_id, &mut StderrProgress))
-    {
+    // Asked only for a flow that stopped at its approval: a signed flow's bytes are
+    // resent without reading a passphrase.
+    let mut approver = session.approver();
+    let resumed = match session.runtime.block_on(flows.resume_with_approval(
+        &args.tx_id,
+        &mut approver,
+        &mut StderrProgress,
+    )) {
         // Done already: say so, send nothing.
         Err(e @ bridgectl_flow::Error::AlreadyCompleted { .. }) => {
             return if global.json {
@@ -48,13 +56,19 @@ pub fn run(global: &GlobalOpts, args: ResumeArgs) -> anyhow::Result<()> {
             "kind": resumed.kind,
             "txHash": submitted.tx_hash,
             "alreadyKnown": submitted.already_known,
+            "signedNow": resumed.signed_now,
             "status": status,
         }))
     } else {
         crate::output::line(format_args!(
-            "resumed {} {}: tx {}{}{}",
+            "resumed {} {}: {} tx {}{}{}",
             resumed.kind,
             args.tx_id,
+            if resumed.signed_now {
+                "signed and sent"
+            } else {
+                "resent"
+            },
             submitted.tx_hash,
             if submitted.already_known {
                 " (already known to the platform)"

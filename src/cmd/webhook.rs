@@ -270,6 +270,12 @@ pub struct ListenArgs {
     /// load balancer it is not the bind address.
     #[arg(long, value_name = "URL")]
     pub url: Option<String>,
+    /// Print nothing per delivery (by default one line each on stdout as it is stored:
+    /// time, event type, subscription, sequence, verified or UNVERIFIED, duplicate;
+    /// with --json one {"delivery": {...}} object a line). `webhook events` shows what
+    /// was stored either way.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     /// The web3 API, for --ensure.
     #[command(flatten)]
     pub web3: Web3Api,
@@ -677,6 +683,8 @@ async fn listen(global: &GlobalOpts, args: ListenArgs) -> anyhow::Result<()> {
         forward: args.forward.clone(),
     };
     config.handoff = HandoffOptions::new(secs("exec-timeout", args.exec_timeout)?);
+    let printer = (!args.quiet).then(|| crate::deliveries::Printer::start(global.json));
+    config.on_delivery = printer.as_ref().map(crate::deliveries::Printer::hook);
     if let Some(lease) = args.lease {
         config.handoff.lease = secs("lease", lease)?;
     }
@@ -736,13 +744,29 @@ async fn listen(global: &GlobalOpts, args: ListenArgs) -> anyhow::Result<()> {
     if let Some(task) = healing {
         task.abort();
     }
+    // Every delivery's line is out before the summary.
+    let not_printed = printer.map_or(0, crate::deliveries::Printer::finish);
     let stats = stats?;
     if global.json {
-        output::line(serde_json::to_string(&json!({ "stopped": stats }))?)
+        output::line(serde_json::to_string(
+            &json!({ "stopped": stats, "notPrinted": not_printed }),
+        )?)
     } else {
         output::note(format!(
-            "stopped: {} stored ({} unverified), {} duplicates, {} quarantined, {} failed",
-            stats.stored, stats.unverified, stats.duplicates, stats.quarantined, stats.failed
+            "stopped: {} stored ({} unverified), {} duplicates, {} quarantined, {} failed{}",
+            stats.stored,
+            stats.unverified,
+            stats.duplicates,
+            stats.quarantined,
+            stats.failed,
+            if not_printed > 0 {
+                format!(
+                    "; {not_printed} deliveries were not printed (stdout was too slow), \
+                     `webhook events` shows them"
+                )
+            } else {
+                String::new()
+            }
         ));
         Ok(())
     }
@@ -805,19 +829,9 @@ async fn ensure_once(global: &GlobalOpts, args: EnsureArgs) -> anyhow::Result<()
     }
 }
 
-fn rfc3339(ms: i64) -> String {
-    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
-        .ok()
-        .and_then(|t| {
-            t.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        })
-        .unwrap_or_else(|| ms.to_string())
-}
-
 fn event_json(e: &StoredEvent) -> anyhow::Result<Value> {
     let mut v = serde_json::to_value(e)?;
-    v["receivedAt"] = json!(rfc3339(e.received_at_ms));
+    v["receivedAt"] = json!(output::time_ms(e.received_at_ms));
     v["event"] = serde_json::from_slice(&e.body).unwrap_or(Value::Null);
     Ok(v)
 }
@@ -833,7 +847,7 @@ fn event_line(e: &StoredEvent) -> String {
     let mut line = format!(
         "{:<6} {} sub={} seq={} {} {}",
         e.id,
-        rfc3339(e.received_at_ms),
+        output::time_ms(e.received_at_ms),
         output::escape(&e.subscription_id),
         output::escape(&e.sequence_number),
         output::escape(e.event_type.as_deref().unwrap_or("?")),
@@ -860,8 +874,8 @@ fn gap_line(g: &Gap) -> String {
         "GAP    sub={} {} from {} to {} (last seq {}), now delivered by {}",
         output::escape(&g.subscription_id),
         g.cause,
-        rfc3339(g.from_ms),
-        rfc3339(g.to_ms),
+        output::time_ms(g.from_ms),
+        output::time_ms(g.to_ms),
         output::escape(g.last_sequence.as_deref().unwrap_or("none")),
         output::escape(&g.replaced_by)
     )
@@ -869,7 +883,7 @@ fn gap_line(g: &Gap) -> String {
 
 fn quarantine_json(q: &Quarantined) -> anyhow::Result<Value> {
     let mut v = serde_json::to_value(q)?;
-    v["receivedAt"] = json!(rfc3339(q.received_at_ms));
+    v["receivedAt"] = json!(output::time_ms(q.received_at_ms));
     v["body"] = json!(String::from_utf8_lossy(&q.body));
     Ok(v)
 }
@@ -915,7 +929,7 @@ async fn rows(
                     format!(
                         "{:<6} {} {}",
                         q.id,
-                        rfc3339(q.received_at_ms),
+                        output::time_ms(q.received_at_ms),
                         output::escape(&q.reason)
                     ),
                 ))

@@ -220,16 +220,56 @@ pub enum Error {
         tx_hash: Option<String>,
     },
 
-    /// `resume` of a flow that never signed anything: nothing was sent.
-    #[error(
-        "flow {tx_id} was never signed (state {state}): nothing was sent, so there is \
-         nothing to resume; start it again"
-    )]
+    /// `resume` of a flow that never signed anything and did not stop at its approval
+    /// (refused by the checks, the action failed, nothing to sign yet): nothing was
+    /// sent, and nothing can be taken up again.
+    #[error("flow {tx_id} cannot be resumed (state {state}): {why}")]
     NothingToResume {
         /// The flow.
         tx_id: String,
         /// Where it stands.
         state: &'static str,
+        /// Why, and what to do instead.
+        why: String,
+    },
+
+    /// A flow stopped at its approval (declined, a wrong passphrase, no passphrase
+    /// source) with its transaction journaled, unsigned: nothing was sent, and
+    /// [`crate::Flows::resume_with_approval`] can check it again and ask again.
+    #[error("flow {tx_id} stopped before signing, nothing was sent")]
+    StoppedAtApproval {
+        /// The flow.
+        tx_id: String,
+        /// What the approver said.
+        #[source]
+        source: Box<Error>,
+    },
+
+    /// [`crate::Flows::resume`] (which never signs) of a flow that stopped at its
+    /// approval: its transaction is journaled but unsigned, and only
+    /// [`crate::Flows::resume_with_approval`] can ask for the key again.
+    #[error(
+        "flow {tx_id} stopped before its transaction was signed: resuming it needs the \
+         approver asked again"
+    )]
+    NeedsApproval {
+        /// The flow.
+        tx_id: String,
+    },
+
+    /// `resume` of a flow that stopped at its approval, whose journaled transaction
+    /// no longer has the sender's next nonce (another transaction took it): it is not
+    /// signed, and the flow is over.
+    #[error(
+        "the journaled transaction of flow {tx_id} is out of date and was not signed; \
+         run the command again for a new one"
+    )]
+    Stale {
+        /// The flow.
+        tx_id: String,
+        /// The verifier's refusal.
+        #[source]
+        source: bridgectl_tx::Error,
     },
 
     /// The journal's record of a flow contradicts itself; nothing is sent from it.

@@ -24,6 +24,6 @@ pub use flows::{
     GAS_PRICE_SANITY_MULTIPLE, GasPriceCap, GasSource, ItemResult, ItemState, ItemStatus, ItemView,
     Mode, NoGasPriceCap, NonceSource, OfflineSigner, OfflineSigning, PreparedBundle, Progress,
     Quiet, RedeemOutcome, Resumed, Review, Submitted, Submitter, SwapOutcome, SwapSpec,
-    TransferSpec, WaitOptions, Which,
+    TransferSpec, WaitOptions, Which, can_resume,
 };
 pub use journal::{BatchRecord, FlowKind, FlowState, Journal};

@@ -4,9 +4,9 @@
 
 use std::process::Command;
 
-use bridgectl_flow::{Bridge, ChainSide};
-use bridgectl_keystore::{KdfParams, Keystore, Passphrase, SecretText};
 use bridgectl_sandbox::{Sandbox, SandboxConfig};
+
+mod common;
 
 /// `target/<profile>/examples/redeem`, built by `cargo test` beside this test binary.
 fn example_binary() -> std::path::PathBuf {
@@ -28,21 +28,9 @@ async fn the_redeem_example_redeems_on_the_sandbox() {
         .expect("sandbox");
     let info = sandbox.info().clone();
     let dir = tempfile::tempdir().expect("tmp");
-    let keystore = Keystore::open(dir.path().join("keystore")).expect("keystore");
     let passphrase = "example passphrase";
-    keystore
-        .import_raw(
-            &SecretText::new(info.dev.private_key.expose_secret().to_owned()),
-            Some("wallet"),
-            &mut Passphrase::new(passphrase.to_owned()),
-            &KdfParams::insecure_for_tests(),
-        )
-        .expect("import");
-    let bridge = Bridge {
-        main: ChainSide::from(&info.main),
-        side: ChainSide::from(&info.side),
-        redeem_action: "redeem".into(),
-    };
+    common::dev_keystore(dir.path(), &info, passphrase);
+    let bridge = common::bridge(&info);
     let bridge_file = dir.path().join("bridge.json");
     std::fs::write(&bridge_file, serde_json::to_vec(&bridge).expect("json")).expect("write");
     let pass_file = dir.path().join("passphrase");

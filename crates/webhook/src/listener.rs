@@ -14,6 +14,9 @@
 //! | a request not complete within [`Timeouts::request`] | 408 | maybe (a retry is a duplicate) |
 //! | headers not complete within [`Timeouts::header`] (also an idle keep-alive) | connection closed | nothing |
 //!
+//! Each answered delivery can be reported to the embedder ([`ListenerConfig::on_delivery`])
+//! once the store has answered: outside the store's commit path, and never waited on.
+//!
 //! Malformed bodies get 200 because the platform may remove a webhook whose listener
 //! answers anything else; they are kept for inspection instead. An event whose signature
 //! does not verify (forged, or no key stored) is kept but marked unverified and is never
@@ -118,6 +121,40 @@ pub struct ListenerConfig {
     pub sinks: Sinks,
     /// How the hand-off runs.
     pub handoff: HandoffOptions,
+    /// Told of every delivery once the store answered (`None`: nobody is told).
+    pub on_delivery: Option<OnDelivery>,
+}
+
+/// What became of one delivery, as reported to [`ListenerConfig::on_delivery`].
+#[derive(Clone, Debug)]
+pub struct Delivery {
+    /// When it arrived (ms since the Unix epoch).
+    pub received_at_ms: i64,
+    /// What it was classified as: an event (with the signature check) or quarantine.
+    /// Every string in it came from the sender.
+    pub kind: IncomingKind,
+    /// What storing it did; `None`: the store failed, it was answered 500 and the
+    /// platform will retry it.
+    pub outcome: Option<Outcome>,
+}
+
+/// A callback told of every delivery after the store answered it, on the request's
+/// task and before the answer is written: it must return at once (queue the report and
+/// print it elsewhere; drop it when the queue is full) or it slows every delivery.
+#[derive(Clone)]
+pub struct OnDelivery(Arc<dyn Fn(Delivery) + Send + Sync>);
+
+impl OnDelivery {
+    /// Wraps `f`.
+    pub fn new(f: impl Fn(Delivery) + Send + Sync + 'static) -> Self {
+        OnDelivery(Arc::new(f))
+    }
+}
+
+impl std::fmt::Debug for OnDelivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OnDelivery(..)")
+    }
 }
 
 impl ListenerConfig {
@@ -134,6 +171,7 @@ impl ListenerConfig {
             timeouts: Timeouts::default(),
             sinks: Sinks::default(),
             handoff: HandoffOptions::default(),
+            on_delivery: None,
         }
     }
 
@@ -289,6 +327,7 @@ fn modified(file: &KeyFile) -> Option<SystemTime> {
 #[derive(Clone)]
 pub struct ListenerState {
     inner: Arc<StateInner>,
+    on_delivery: Option<OnDelivery>,
 }
 
 struct StateInner {
@@ -320,7 +359,14 @@ impl ListenerState {
                 wake: Arc::new(Notify::new()),
                 counters: Counters::default(),
             }),
+            on_delivery: None,
         })
+    }
+
+    /// The same state, telling `on_delivery` of every delivery (see [`OnDelivery`]).
+    pub fn with_on_delivery(mut self, on_delivery: Option<OnDelivery>) -> ListenerState {
+        self.on_delivery = on_delivery;
+        self
     }
 
     /// The counters so far.
@@ -377,9 +423,21 @@ async fn receive(
         _ => None,
     };
     let c = &state.inner.counters;
+    // Only what a report needs is kept back, and only when someone is told.
+    let report = state
+        .on_delivery
+        .as_ref()
+        .map(|hook| (hook, incoming.received_at_ms, incoming.kind.clone()));
     let outcome = state.inner.store.insert(incoming).await;
     if let (Some(sub), Ok(_)) = (&subscription, &outcome) {
         reverify_once(&state, sub);
+    }
+    if let Some((hook, received_at_ms, kind)) = report {
+        (hook.0)(Delivery {
+            received_at_ms,
+            kind,
+            outcome: outcome.as_ref().ok().copied(),
+        });
     }
     match outcome {
         Ok(Outcome::Stored(_)) => {
@@ -565,7 +623,8 @@ impl Listener {
             KeyFile::new(&config.keys),
             path.clone(),
             config.max_body,
-        )?;
+        )?
+        .with_on_delivery(config.on_delivery);
         let tcp = tokio::net::TcpListener::bind(config.bind)
             .await
             .map_err(|source| Error::Listen {

@@ -87,7 +87,7 @@ pub struct ActionCall {
 
 impl ActionCall {
     /// The intent of the call, with its inputs as expected arguments.
-    fn full_intent(&self) -> Intent {
+    pub(super) fn full_intent(&self) -> Intent {
         let mut intent = self.intent.clone();
         for (k, v) in &self.inputs {
             intent.args.entry(k.clone()).or_insert_with(|| v.clone());

@@ -561,7 +561,7 @@ impl Flows {
             let permit = jobs.acquire().await;
             let started = std::time::Instant::now();
             let sent = if resent {
-                self.resend(&tx_id, &mut Quiet).await.map(|(_, s)| s)
+                self.resend_signed(&tx_id, &mut Quiet).await
             } else {
                 self.submit_item(&p.op, &tx_id, &mut key).await
             };
@@ -614,8 +614,8 @@ impl Flows {
         let mut last = None;
         for attempt in 1..=3u32 {
             crate::timing::sleep(Duration::from_millis(250) * attempt).await;
-            match self.resend(tx_id, &mut Quiet).await {
-                Ok((_, s)) => return Ok(s),
+            match self.resend_signed(tx_id, &mut Quiet).await {
+                Ok(s) => return Ok(s),
                 Err(e) if e.is_transient() => last = Some(e),
                 Err(e) => return Err(e),
             }
@@ -693,7 +693,7 @@ impl Flows {
         while open || !waiting.is_empty() {
             tokio::select! {
                 next = awaited.recv(), if open => match next {
-                    Some(a) => waiting.push(self.finish(a, options.poll_interval)),
+                    Some(a) => waiting.push(self.finish_item(a, options.poll_interval)),
                     None => open = false,
                 },
                 Some(result) = waiting.next(), if !waiting.is_empty() => {
@@ -704,7 +704,7 @@ impl Flows {
     }
 
     /// The end of one submitted item: its redemption, or its receipt.
-    async fn finish(&self, a: Awaited, interval: Duration) -> ItemResult {
+    async fn finish_item(&self, a: Awaited, interval: Duration) -> ItemResult {
         let tx_id = a.submitted.tx_id.clone();
         let outcome = match a.op {
             BatchOp::Redeem { .. } => self

@@ -8,7 +8,9 @@
 //! 3. the signature is recorded in the signing log, re-decoded as a self-check, and the
 //!    signed bytes are committed to the journal before they are sent;
 //! 4. a submission failure leaves the flow `signed`, so [`Flows::resume`] resends the
-//!    same bytes.
+//!    same bytes; a flow that stopped at step 2 (declined, a wrong passphrase, an
+//!    interrupted prompt) has its raw transaction journaled, and
+//!    [`Flows::resume_with_approval`] takes it through steps 1 to 4 again.
 
 mod action;
 mod batch;
@@ -43,7 +45,7 @@ pub use batch::{
 pub use bundle::{BundleCheck, PreparedBundle};
 pub use offline::{OfflineSigner, OfflineSigning};
 pub use redeem::RedeemOutcome;
-pub use resume::Resumed;
+pub use resume::{Resumed, can_resume};
 pub use swap::{SwapOutcome, SwapSpec};
 pub use transfer::{GasSource, NonceSource, TransferSpec, Which};
 
@@ -416,11 +418,18 @@ impl Flows {
 
     /// What can be found out about `from` on `chain_id` before signing: the node's gas
     /// price and pending nonce when the chain's node is known, else the platform's next
-    /// nonce when its environment is; always the journal's floor.
-    async fn signing_context(&self, from: Address, chain_id: u64) -> Result<Context, Error> {
+    /// nonce when its environment is; always the journal's floor, under which the
+    /// flow `tx_id`'s own reservation does not count (a flow resumed at its approval
+    /// holds the nonce it is about to sign).
+    async fn signing_context(
+        &self,
+        tx_id: &str,
+        from: Address,
+        chain_id: u64,
+    ) -> Result<Context, Error> {
         let side = self.side_of_chain(chain_id);
         let mut facts = NonceFacts {
-            journal_next: self.journal.next_nonce(from, chain_id, None)?,
+            journal_next: self.journal.next_nonce(from, chain_id, Some(tx_id))?,
             ..NonceFacts::default()
         };
         let mut gas_price_quote = None;
@@ -478,7 +487,7 @@ impl Flows {
     ) -> Result<Verified, Error> {
         let checked = async {
             let policy = self.trust_root();
-            let mut context = self.signing_context(from, raw_tx.chain_id).await?;
+            let mut context = self.signing_context(tx_id, from, raw_tx.chain_id).await?;
             context.spent = bridgectl_tx::limits::read_spent(
                 &policy,
                 raw_tx,
@@ -527,7 +536,8 @@ impl Flows {
             intent,
             approver,
         )
-        .await?;
+        .await
+        .map_err(|e| self.stopped_at_approval(tx_id, e))?;
         progress.step(&format!("signed {} (nonce {})", signed.hash, signed.nonce));
         self.submit_journaled(tx_id, &signed, progress).await
     }

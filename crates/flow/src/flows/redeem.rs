@@ -54,11 +54,22 @@ impl Flows {
         approver: &mut impl Approver,
         progress: &mut dyn Progress,
     ) -> Result<Submitted, Error> {
+        let call = self.redeem_call(from, amount)?;
+        Ok(self
+            .sign_action(FlowKind::Redeem, &call, tx_id, approver, progress)
+            .await?
+            .0)
+    }
+
+    /// The redeem action call for `amount` ST of `from`: the intent is `redeem(amount)`
+    /// on the ST contract of the bridge description (the trust root). A redeem resumed
+    /// at its approval is checked against this, rebuilt, not against the journal's copy.
+    pub(crate) fn redeem_call(&self, from: Address, amount: U256) -> Result<ActionCall, Error> {
         let bridge = self.bridge()?;
         let side = &bridge.side;
         let mut inputs = BTreeMap::new();
         inputs.insert("_amount".to_owned(), amount.to_string());
-        let call = ActionCall {
+        Ok(ActionCall {
             action: bridge.redeem_action.clone(),
             from,
             inputs: inputs.clone(),
@@ -76,11 +87,7 @@ impl Flows {
                     bridge.main.symbol
                 )),
             },
-        };
-        Ok(self
-            .sign_action(FlowKind::Redeem, &call, tx_id, approver, progress)
-            .await?
-            .0)
+        })
     }
 
     /// Polls the redemption record (by txId, then by hash) until it is terminal.

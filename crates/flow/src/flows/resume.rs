@@ -1,77 +1,206 @@
-//! Resume: finishes an interrupted flow by resending the SAME signed bytes from the
-//! journal (a node's "already known" is success), then waits for the result as the flow
-//! would have. Never signs anything, never picks a new nonce.
+//! Resume: takes up a journaled flow where it stopped.
+//!
+//! - A flow that **signed** (the submission failed, its answer was lost, the wait ran
+//!   out) is finished by resending the SAME signed bytes from the journal (a node's
+//!   "already known" is success), then waiting for the result as the flow would have.
+//!   This never signs anything and never picks a new nonce: [`Flows::resume`].
+//! - A flow that stopped **at its approval** (declined, every passphrase attempt wrong,
+//!   the prompt interrupted) has the raw transaction its action returned in the journal,
+//!   unsigned. [`Flows::resume_with_approval`] re-parses it strictly and takes it
+//!   through the spine again: the one verifier against the intent (a redeem's rebuilt
+//!   from the bridge description) with the current trust root and nonce facts, the nonce
+//!   reserved, the approver asked, signed, journaled, submitted, waited for. A
+//!   transaction whose nonce is no longer the sender's next one is refused
+//!   ([`Error::Stale`]): run the command again.
+//! - Any other flow that never signed (refused by the checks, the action failed, a sign
+//!   request written for the air gap) is not taken up: [`Error::NothingToResume`] says
+//!   why and what to do instead.
 
-use alloy_primitives::{Address, B256};
+use std::collections::BTreeMap;
+
+use alloy_primitives::{Address, B256, U256};
 use bridgectl_tx::RawTx;
-use serde::Serialize;
-use serde_json::json;
+use bridgectl_tx::request::Intent;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
-use super::{Flows, Progress, Submitted};
+use super::{ActionCall, Approver, Flows, Progress, Submitted};
 use crate::Error;
 use crate::client::Redemption;
-use crate::journal::{FlowKind, FlowRecord, FlowState};
+use crate::journal::{FlowKind, FlowRecord, FlowState, Journal};
 
-/// What [`Flows::resume`] did.
+/// What [`Flows::resume`] or [`Flows::resume_with_approval`] did.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Resumed {
     /// What the flow was.
     pub kind: FlowKind,
-    /// The resubmission.
+    /// The (re)submission.
     pub submitted: Submitted,
     /// For a redeem: the redemption record it ended with.
     pub redemption: Option<Redemption>,
+    /// Whether this resume signed the flow's journaled transaction (it had stopped at
+    /// its approval); `false`: the journal's signed bytes were resent.
+    pub signed_now: bool,
+}
+
+/// The step a flow that stopped at its approval ends at (see `sign_verified`).
+const NOT_APPROVED: &str = "not-approved";
+
+/// Where a journaled flow can be taken up.
+enum Stage {
+    /// Signed: the journal's bytes (0x hex) are resent.
+    Signed(String),
+    /// Stopped at its approval with this rawTx journaled, unsigned.
+    AtApproval(Value),
+}
+
+/// What an action flow journaled when it began (see `execute`).
+#[derive(Deserialize)]
+struct JournaledCall {
+    action: String,
+    inputs: BTreeMap<String, String>,
+    intent: Intent,
 }
 
 impl Flows {
     /// Resends flow `tx_id`'s signed bytes after checking them against the journal's own
     /// record and the trust root, then waits as the flow would: a redeem for its
-    /// redemption, any other flow is completed on acceptance.
+    /// redemption, any other flow is completed on acceptance. Never signs:
+    /// [`Error::NeedsApproval`] for a flow that stopped at its approval,
     /// [`Error::AlreadyCompleted`] and [`Error::NothingToResume`] say why nothing was
     /// sent.
     pub async fn resume(&self, tx_id: &str, progress: &mut dyn Progress) -> Result<Resumed, Error> {
-        let (rec, submitted) = self.resend(tx_id, progress).await?;
-        let redemption = if rec.kind == FlowKind::Redeem {
-            Some(
-                self.wait_redemption(tx_id, submitted.tx_hash, progress)
-                    .await?,
-            )
-        } else {
-            self.complete(tx_id, &json!({"txHash": submitted.tx_hash}), true)?;
-            None
-        };
-        Ok(Resumed {
-            kind: rec.kind,
-            submitted,
-            redemption,
-        })
+        let rec = self.journal.get(tx_id)?;
+        match stage(&self.journal, &rec)? {
+            Stage::Signed(signed_hex) => self.resend(&rec, &signed_hex, progress).await,
+            Stage::AtApproval(_) => Err(Error::NeedsApproval {
+                tx_id: tx_id.to_owned(),
+            }),
+        }
     }
 
-    /// The first half of [`Flows::resume`]: the journal's signed bytes of flow `tx_id`,
-    /// checked, sent again. Returns the flow's record as it was and the submission.
-    pub(crate) async fn resend(
+    /// [`Flows::resume`], and for a flow that stopped at its approval: its journaled
+    /// rawTx re-verified and signed as the original flow would have (see the module
+    /// doc), `approver` asked after every check passed. For a signed flow `approver`
+    /// is never called.
+    pub async fn resume_with_approval(
+        &self,
+        tx_id: &str,
+        approver: &mut impl Approver,
+        progress: &mut dyn Progress,
+    ) -> Result<Resumed, Error> {
+        let rec = self.journal.get(tx_id)?;
+        match stage(&self.journal, &rec)? {
+            Stage::Signed(signed_hex) => self.resend(&rec, &signed_hex, progress).await,
+            Stage::AtApproval(raw_tx) => {
+                self.sign_journaled(&rec, &raw_tx, approver, progress).await
+            }
+        }
+    }
+
+    /// `err` of flow `tx_id`'s signing step, as [`Error::StoppedAtApproval`] when the
+    /// flow can be taken up at its approval (so the caller learns which flow to resume).
+    pub(super) fn stopped_at_approval(&self, tx_id: &str, err: Error) -> Error {
+        let at_approval = self
+            .journal
+            .get(tx_id)
+            .is_ok_and(|rec| matches!(stage(&self.journal, &rec), Ok(Stage::AtApproval(_))));
+        if at_approval {
+            Error::StoppedAtApproval {
+                tx_id: tx_id.to_owned(),
+                source: Box::new(err),
+            }
+        } else {
+            err
+        }
+    }
+
+    /// Takes a flow that stopped at its approval through the spine again.
+    async fn sign_journaled(
+        &self,
+        rec: &FlowRecord,
+        raw_tx: &Value,
+        approver: &mut impl Approver,
+        progress: &mut dyn Progress,
+    ) -> Result<Resumed, Error> {
+        let tx_id = rec.tx_id.as_str();
+        let corrupt = |reason: String| corrupt(rec, reason);
+        let from = recorded_sender(rec)?;
+        // The journal's rawTx is a claim like the platform's answer was: parsed as
+        // strictly, and verified below before anything is unlocked.
+        let raw = RawTx::from_value(raw_tx)
+            .map_err(|e| corrupt(format!("the journaled rawTx does not parse: {e}")))?;
+        let call: JournaledCall = serde_json::from_value(rec.intent.clone())
+            .map_err(|e| corrupt(format!("the journaled intent does not read: {e}")))?;
+        let intent = match rec.kind {
+            FlowKind::Redeem => {
+                let amount = call
+                    .inputs
+                    .get("_amount")
+                    .and_then(|a| a.parse::<U256>().ok())
+                    .ok_or_else(|| corrupt("the redeem's _amount is missing".into()))?;
+                self.redeem_call(from, amount)?.full_intent()
+            }
+            _ => ActionCall {
+                action: call.action,
+                from,
+                inputs: call.inputs,
+                intent: call.intent,
+            }
+            .full_intent(),
+        };
+        self.journal.note(
+            tx_id,
+            "resume",
+            &json!({"fromState": rec.state.as_str(), "signed": false}),
+        )?;
+        progress.step("checking the journaled transaction again");
+        let submitted = self
+            .sign_and_submit(tx_id, from, &raw, &intent, approver, progress)
+            .await
+            .map_err(|e| stale(tx_id, e))?;
+        self.finish(rec.kind, submitted, true, progress).await
+    }
+
+    /// Resends a signed flow's bytes once they are checked against the journal's own
+    /// record and the trust root.
+    async fn resend(
+        &self,
+        rec: &FlowRecord,
+        signed_hex: &str,
+        progress: &mut dyn Progress,
+    ) -> Result<Resumed, Error> {
+        let submitted = self.resend_bytes(rec, signed_hex, progress).await?;
+        self.finish(rec.kind, submitted, false, progress).await
+    }
+
+    /// The signed bytes of flow `tx_id` sent again (checked as [`Flows::resume`] checks
+    /// them), without waiting for their result: a batch awaits all its items together.
+    pub(crate) async fn resend_signed(
         &self,
         tx_id: &str,
         progress: &mut dyn Progress,
-    ) -> Result<(FlowRecord, Submitted), Error> {
+    ) -> Result<Submitted, Error> {
         let rec = self.journal.get(tx_id)?;
-        if rec.state == FlowState::Completed {
-            return Err(Error::AlreadyCompleted {
+        match stage(&self.journal, &rec)? {
+            Stage::Signed(signed_hex) => self.resend_bytes(&rec, &signed_hex, progress).await,
+            Stage::AtApproval(_) => Err(Error::NeedsApproval {
                 tx_id: tx_id.to_owned(),
-                tx_hash: rec.tx_hash.clone(),
-            });
+            }),
         }
-        let Some(signed_hex) = rec.signed_tx.clone() else {
-            return Err(Error::NothingToResume {
-                tx_id: tx_id.to_owned(),
-                state: rec.state.as_str(),
-            });
-        };
-        let corrupt = |reason: String| Error::JournalCorrupt {
-            tx_id: tx_id.to_owned(),
-            reason,
-        };
+    }
+
+    /// Checks the journal's signed bytes of `rec` against its own record and the trust
+    /// root, and submits them.
+    async fn resend_bytes(
+        &self,
+        rec: &FlowRecord,
+        signed_hex: &str,
+        progress: &mut dyn Progress,
+    ) -> Result<Submitted, Error> {
+        let tx_id = rec.tx_id.as_str();
+        let corrupt = |reason: String| corrupt(rec, reason);
         let raw = hex::decode(signed_hex.trim_start_matches("0x"))
             .map_err(|_| corrupt("the signed bytes are not hex".into()))?;
         // The journal's bytes are a claim like any other: decoded, and checked against
@@ -89,11 +218,7 @@ impl Flows {
         {
             return Err(recorded("txHash", h.clone(), hash.to_string()));
         }
-        let from: Address = rec
-            .from
-            .as_deref()
-            .and_then(|f| f.parse().ok())
-            .ok_or_else(|| corrupt("no sender recorded".into()))?;
+        let from = recorded_sender(rec)?;
         if decoded.sender != from {
             return Err(recorded(
                 "from (recovered signer)",
@@ -133,7 +258,122 @@ impl Flows {
             chain_id: unsigned.chain_id,
             nonce: unsigned.nonce,
         };
-        let submitted = self.submit_journaled(tx_id, &signed, progress).await?;
-        Ok((rec, submitted))
+        self.submit_journaled(tx_id, &signed, progress).await
+    }
+
+    /// Waits as the flow would have: a redeem for its redemption; any other flow is
+    /// completed on acceptance.
+    async fn finish(
+        &self,
+        kind: FlowKind,
+        submitted: Submitted,
+        signed_now: bool,
+        progress: &mut dyn Progress,
+    ) -> Result<Resumed, Error> {
+        let tx_id = submitted.tx_id.as_str();
+        let redemption = if kind == FlowKind::Redeem {
+            Some(
+                self.wait_redemption(tx_id, submitted.tx_hash, progress)
+                    .await?,
+            )
+        } else {
+            self.complete(tx_id, &json!({"txHash": submitted.tx_hash}), true)?;
+            None
+        };
+        Ok(Resumed {
+            kind,
+            submitted,
+            redemption,
+            signed_now,
+        })
+    }
+}
+
+/// Where `rec` can be taken up, or why it cannot.
+fn stage(journal: &Journal, rec: &FlowRecord) -> Result<Stage, Error> {
+    let tx_id = &rec.tx_id;
+    if rec.state == FlowState::Completed {
+        return Err(Error::AlreadyCompleted {
+            tx_id: tx_id.clone(),
+            tx_hash: rec.tx_hash.clone(),
+        });
+    }
+    if let Some(signed_hex) = &rec.signed_tx {
+        return Ok(Stage::Signed(signed_hex.clone()));
+    }
+    let not = |why: String| Error::NothingToResume {
+        tx_id: tx_id.clone(),
+        state: rec.state.as_str(),
+        why,
+    };
+    let Some(raw_tx) = &rec.raw_tx else {
+        return Err(not(
+            "it ended before the platform returned a transaction to sign; nothing was \
+             sent: run the command again"
+                .into(),
+        ));
+    };
+    if !matches!(rec.kind, FlowKind::Redeem | FlowKind::Action) {
+        return Err(not(format!(
+            "its transaction was built here for a {} and never signed; nothing was \
+             sent: run the command again (it builds one with a fresh nonce and gas price)",
+            rec.kind
+        )));
+    }
+    let steps = journal.steps(tx_id)?;
+    if steps.iter().any(|s| s.step == "sign-request") {
+        return Err(not(
+            "it wrote a sign request for the offline signer: sign that with \
+             `bridgectl sign` and send the bundle with `bridgectl submit`"
+                .into(),
+        ));
+    }
+    let last = steps.last().map_or("none", |s| s.step.as_str());
+    match rec.state {
+        // Stopped at the prompt: declined, every attempt wrong, or (still
+        // executed/verified) the process ended there.
+        FlowState::Failed if last == NOT_APPROVED => Ok(Stage::AtApproval(raw_tx.clone())),
+        FlowState::Executed | FlowState::Verified => Ok(Stage::AtApproval(raw_tx.clone())),
+        _ => Err(not(format!(
+            "it ended at step `{last}` before anything was signed; nothing was sent: \
+             see `bridgectl history {tx_id}`, then run the command again"
+        ))),
+    }
+}
+
+/// Whether `bridgectl resume` (or [`Flows::resume_with_approval`]) can take flow `rec`
+/// up: it signed and is not completed, or it stopped at its approval with its
+/// transaction journaled. A flow for which this is `false` and that failed is over.
+pub fn can_resume(journal: &Journal, rec: &FlowRecord) -> bool {
+    stage(journal, rec).is_ok()
+}
+
+/// The journal's record of `rec` contradicts itself, for `reason`.
+fn corrupt(rec: &FlowRecord, reason: String) -> Error {
+    Error::JournalCorrupt {
+        tx_id: rec.tx_id.clone(),
+        reason,
+    }
+}
+
+/// The sender the journal recorded for `rec`.
+fn recorded_sender(rec: &FlowRecord) -> Result<Address, Error> {
+    rec.from
+        .as_deref()
+        .and_then(|f| f.parse().ok())
+        .ok_or_else(|| corrupt(rec, "no sender recorded".into()))
+}
+
+/// A nonce refusal of a resumed transaction is [`Error::Stale`]: the chain moved on
+/// since it was returned, and only a new one can be signed.
+fn stale(tx_id: &str, err: Error) -> Error {
+    match err {
+        Error::Tx(source) if matches!(&source, bridgectl_tx::Error::Policy { field, .. } if field == "nonce") => {
+            Error::Stale {
+                tx_id: tx_id.to_owned(),
+                source,
+            }
+        }
+        other => other,
     }
 }

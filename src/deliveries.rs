@@ -1,0 +1,206 @@
+//! `webhook listen`'s line per delivery, printed as each is stored.
+//!
+//! The listener tells [`Printer::hook`] of a delivery once the store has answered, on
+//! the request's task; the hook only queues it (a bounded queue, never waited on: when
+//! stdout is slower than the deliveries, reports are dropped and counted, the events are
+//! in the store all the same). A thread of its own writes the lines, so a stdout that
+//! blocks never holds up an answer. Every field that came from the delivery is escaped
+//! before it is printed, in JSON too, so a forged one can neither drive the terminal nor
+//! fake a marker.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+
+use bridgectl_webhook::listener::{Delivery, OnDelivery};
+use bridgectl_webhook::store::{IncomingKind, Outcome, Verification};
+use serde_json::json;
+
+use crate::output;
+
+/// Reports queued for the printing thread; past this many, reports are dropped.
+const QUEUE: usize = 4096;
+
+/// The printing thread and the queue to it.
+pub struct Printer {
+    queue: SyncSender<Option<Delivery>>,
+    dropped: Arc<AtomicU64>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Printer {
+    /// Starts the thread that prints one line per delivery (JSON with `json`).
+    pub fn start(json: bool) -> Printer {
+        let (queue, rx) = sync_channel(QUEUE);
+        let thread = std::thread::spawn(move || print_all(&rx, json));
+        Printer {
+            queue,
+            dropped: Arc::default(),
+            thread,
+        }
+    }
+
+    /// The listener's callback: queues the report, or counts it as dropped.
+    pub fn hook(&self) -> OnDelivery {
+        let queue = self.queue.clone();
+        let dropped = self.dropped.clone();
+        OnDelivery::new(move |delivery| {
+            if queue.try_send(Some(delivery)).is_err() {
+                dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    }
+
+    /// Prints what is queued, ends the thread, and returns how many reports were
+    /// dropped (stdout too slow, or closed).
+    pub fn finish(self) -> u64 {
+        // The end marker queues behind every report, so each line is out before the
+        // summary that follows.
+        let _ = self.queue.send(None);
+        let _ = self.thread.join();
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+fn print_all(rx: &Receiver<Option<Delivery>>, json: bool) {
+    while let Ok(Some(delivery)) = rx.recv() {
+        let text = if json {
+            json!({ "delivery": delivery_json(&delivery) }).to_string()
+        } else {
+            delivery_line(&delivery)
+        };
+        // A closed stdout ends the printing, never the listener.
+        if output::line(text).is_err() {
+            return;
+        }
+    }
+}
+
+/// Whether storing it found it stored already.
+fn duplicate(d: &Delivery) -> bool {
+    matches!(
+        d.outcome,
+        Some(Outcome::Duplicate | Outcome::QuarantineDuplicate)
+    )
+}
+
+/// One line of text: time, event type, subscription, sequence, verified or UNVERIFIED
+/// (why), then `duplicate` or `NOT STORED` when so.
+pub fn delivery_line(d: &Delivery) -> String {
+    let at = output::time_ms(d.received_at_ms);
+    let mut line = match &d.kind {
+        IncomingKind::Event {
+            subscription_id,
+            sequence_number,
+            event_type,
+            verification,
+        } => format!(
+            "{at} {} sub={} seq={} {}",
+            output::escape(event_type.as_deref().unwrap_or("?")),
+            output::escape(subscription_id),
+            output::escape(sequence_number),
+            match verification {
+                Verification::Valid => "verified".to_owned(),
+                other => format!("UNVERIFIED ({})", other.as_str()),
+            }
+        ),
+        IncomingKind::Quarantine { reason } => {
+            format!("{at} QUARANTINED ({})", output::escape(reason))
+        }
+    };
+    if duplicate(d) {
+        line.push_str(" duplicate");
+    }
+    if d.outcome.is_none() {
+        line.push_str(" NOT STORED (answered 500: the platform retries)");
+    }
+    line
+}
+
+/// The JSON object of a delivery (camelCase), its strings escaped as in text.
+pub fn delivery_json(d: &Delivery) -> serde_json::Value {
+    let mut v = match &d.kind {
+        IncomingKind::Event {
+            subscription_id,
+            sequence_number,
+            event_type,
+            verification,
+        } => json!({
+            "eventType": event_type.as_deref().map(output::escape),
+            "subscriptionId": output::escape(subscription_id),
+            "sequenceNumber": output::escape(sequence_number),
+            "verified": *verification == Verification::Valid,
+            "verification": verification.as_str(),
+        }),
+        IncomingKind::Quarantine { reason } => json!({
+            "quarantined": true,
+            "reason": output::escape(reason),
+        }),
+    };
+    v["receivedAt"] = json!(output::time_ms(d.received_at_ms));
+    v["duplicate"] = json!(duplicate(d));
+    v["stored"] = json!(d.outcome.is_some());
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(verification: Verification, outcome: Option<Outcome>) -> Delivery {
+        Delivery {
+            received_at_ms: 1_700_000_000_123,
+            kind: IncomingKind::Event {
+                subscription_id: "41".into(),
+                sequence_number: "7".into(),
+                event_type: Some("BLOCK_PERIOD\u{1b}[2J verified\n".into()),
+                verification,
+            },
+            outcome,
+        }
+    }
+
+    #[test]
+    fn a_line_names_the_delivery_with_its_markers_and_escapes_its_fields() {
+        let stored = delivery_line(&event(Verification::Valid, Some(Outcome::Stored(1))));
+        assert_eq!(
+            stored,
+            "2023-11-14T22:13:20.123Z BLOCK_PERIOD\\u{1b}[2J verified\\u{a} sub=41 seq=7 verified"
+        );
+        let again = delivery_line(&event(Verification::Mismatch, Some(Outcome::Duplicate)));
+        assert!(
+            again.ends_with("sub=41 seq=7 UNVERIFIED (signature mismatch) duplicate"),
+            "{again}"
+        );
+        let failed = delivery_line(&event(Verification::NoKey, None));
+        assert!(failed.contains("NOT STORED"), "{failed}");
+        let junk = delivery_line(&Delivery {
+            received_at_ms: 0,
+            kind: IncomingKind::Quarantine {
+                reason: "not json: \u{202e}x".into(),
+            },
+            outcome: Some(Outcome::QuarantineDuplicate),
+        });
+        assert_eq!(
+            junk,
+            "1970-01-01T00:00:00.000Z QUARANTINED (not json: \\u{202e}x) duplicate"
+        );
+        for line in [&stored, &again, &failed, &junk] {
+            assert!(!line.chars().any(char::is_control), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn the_json_object_is_camel_case_and_escaped() {
+        let v = delivery_json(&event(Verification::Missing, Some(Outcome::Duplicate)));
+        assert_eq!(v["subscriptionId"], "41");
+        assert_eq!(v["sequenceNumber"], "7");
+        assert_eq!(v["verified"], false);
+        assert_eq!(v["verification"], "missing signature");
+        assert_eq!(v["duplicate"], true);
+        assert_eq!(v["stored"], true);
+        assert_eq!(v["receivedAt"], "2023-11-14T22:13:20.123Z");
+        let text = v["eventType"].as_str().expect("eventType");
+        assert!(!text.chars().any(char::is_control), "{text:?}");
+    }
+}

@@ -259,6 +259,10 @@ CREATE TABLE IF NOT EXISTS nonces (
     PRIMARY KEY (address, chain_id, nonce)
 );
 CREATE INDEX IF NOT EXISTS flows_by_hash ON flows(tx_hash);
+-- next_nonce reads the signed flows of one sender on one chain before every signature:
+-- without this it scans every flow ever journaled (a batch of a thousand items made each
+-- of its signatures slower than the last).
+CREATE INDEX IF NOT EXISTS flows_by_sender ON flows(from_addr COLLATE NOCASE, chain_id);
 CREATE TABLE IF NOT EXISTS batches (
     batch_id   TEXT PRIMARY KEY,
     source     TEXT NOT NULL,

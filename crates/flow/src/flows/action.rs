@@ -231,7 +231,23 @@ impl Flows {
         progress: &mut dyn Progress,
     ) -> Result<(Submitted, Value), Error> {
         progress.step(&format!("executing action {}", call.action));
-        let (tx_id, outcome) = self.execute(kind, call, tx_id).await?;
+        // What the verifier needs from the node (its gas price, the sender's pending
+        // nonce) is read while the platform answers, not after: a batch's items of one
+        // address wait on each other, so this round trip was on their path. Read
+        // before the rawTx exists, it is the same reading: the sender's previous
+        // transaction was accepted before this action was asked for.
+        let prefetch = async {
+            match call.intent.chain_id {
+                Some(chain_id) => self
+                    .signing_context(tx_id.unwrap_or(""), call.from, chain_id)
+                    .await
+                    .ok()
+                    .map(|c| (chain_id, c)),
+                None => None,
+            }
+        };
+        let (executed, prefetched) = tokio::join!(self.execute(kind, call, tx_id), prefetch);
+        let (tx_id, outcome) = executed?;
         let ActionOutcome::Eoa { raw_tx, data } = outcome else {
             return Err(Error::UnexpectedShape {
                 what: format!("answer to action {}", call.action),
@@ -245,11 +261,12 @@ impl Flows {
         };
         let raw = self.parse_raw_tx(&tx_id, &data)?;
         let submitted = self
-            .sign_and_submit(
+            .sign_and_submit_in(
                 &tx_id,
                 call.from,
                 &raw,
                 &call.full_intent(),
+                prefetched,
                 approver,
                 progress,
             )

@@ -485,9 +485,27 @@ impl Flows {
         raw_tx: &RawTx,
         intent: &Intent,
     ) -> Result<Verified, Error> {
+        self.verify_and_reserve_in(tx_id, from, raw_tx, intent, None)
+            .await
+    }
+
+    /// [`Flows::verify_and_reserve`] with the signing context read before the raw
+    /// transaction arrived (`prefetched`: its chain and what was read), used when it is
+    /// for the transaction's chain; else read now.
+    async fn verify_and_reserve_in(
+        &self,
+        tx_id: &str,
+        from: Address,
+        raw_tx: &RawTx,
+        intent: &Intent,
+        prefetched: Option<(u64, Context)>,
+    ) -> Result<Verified, Error> {
         let checked = async {
             let policy = self.trust_root();
-            let mut context = self.signing_context(tx_id, from, raw_tx.chain_id).await?;
+            let mut context = match prefetched {
+                Some((chain_id, context)) if chain_id == raw_tx.chain_id => context,
+                _ => self.signing_context(tx_id, from, raw_tx.chain_id).await?,
+            };
             context.spent = bridgectl_tx::limits::read_spent(
                 &policy,
                 raw_tx,
@@ -527,7 +545,26 @@ impl Flows {
         approver: &mut impl Approver,
         progress: &mut dyn Progress,
     ) -> Result<Submitted, Error> {
-        let verified = self.verify_and_reserve(tx_id, from, raw_tx, intent).await?;
+        self.sign_and_submit_in(tx_id, from, raw_tx, intent, None, approver, progress)
+            .await
+    }
+
+    /// [`Flows::sign_and_submit`] with a prefetched signing context (see
+    /// [`Flows::verify_and_reserve_in`]).
+    #[allow(clippy::too_many_arguments)]
+    async fn sign_and_submit_in(
+        &self,
+        tx_id: &str,
+        from: Address,
+        raw_tx: &RawTx,
+        intent: &Intent,
+        prefetched: Option<(u64, Context)>,
+        approver: &mut impl Approver,
+        progress: &mut dyn Progress,
+    ) -> Result<Submitted, Error> {
+        let verified = self
+            .verify_and_reserve_in(tx_id, from, raw_tx, intent, prefetched)
+            .await?;
         let signed = sign_verified(
             &self.journal,
             self.signing_log.as_ref(),

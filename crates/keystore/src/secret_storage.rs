@@ -578,13 +578,12 @@ mod tests {
             assert_eq!(k, kind, "{m}");
             assert!(m.contains(text), "{m}");
         };
-        // 128 * n * r * p at the cap (2^30 bytes) is allowed, twice that is not.
+        // 128 * n * r * p at the cap (2^30 bytes) is allowed, twice that is not (by n or
+        // by p).
         assert_eq!(scrypt_parse(1 << 20, 8, 1, 32), Ok(()));
-        refused(
-            scrypt_parse(1 << 21, 8, 1, 32),
-            "excessive_work",
-            "MiB of work",
-        );
+        for (n, p) in [(1 << 21, 1), (1 << 20, 2)] {
+            refused(scrypt_parse(n, 8, p, 32), "excessive_work", "MiB of work");
+        }
         // p at its cap is allowed, one more is not, however cheap.
         assert_eq!(scrypt_parse(2, 1, MAX_SCRYPT_P, 32), Ok(()));
         refused(

@@ -537,4 +537,34 @@ mod tests {
             assert_eq!(d.is_pre_eip155(), what == "pre-EIP-155", "{what}");
         }
     }
+
+    /// A signature whose r or s is zero or not below the curve order is refused by our
+    /// range check, naming the value, before any recovery is tried.
+    #[test]
+    fn r_and_s_out_of_range_are_refused() {
+        use alloy_consensus::{SignableTransaction, TxEnvelope, TxLegacy};
+        use alloy_eips::eip2718::Encodable2718;
+        use alloy_primitives::{Signature, U256};
+
+        let tx = TxLegacy {
+            chain_id: Some(1),
+            nonce: 9,
+            gas_price: 20_000_000_000,
+            gas_limit: 21_000,
+            to: alloy_primitives::TxKind::Call(Address::repeat_byte(0x35)),
+            ..Default::default()
+        };
+        let fine = U256::from(7u8);
+        for (r, s, want) in [
+            (U256::ZERO, fine, "r 0x0 is out of range"),
+            (SECP256K1N, fine, "r 0xffff"),
+            (fine, U256::ZERO, "s 0x0 is out of range"),
+            (fine, SECP256K1N, "s 0xffff"),
+        ] {
+            let signed = tx.clone().into_signed(Signature::new(r, s, false));
+            let bytes = TxEnvelope::Legacy(signed).encoded_2718();
+            let e = decode_signed(&bytes).expect_err(want).to_string();
+            assert!(e.contains(want) && e.contains("out of range"), "{e}");
+        }
+    }
 }

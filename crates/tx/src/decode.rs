@@ -566,5 +566,11 @@ mod tests {
             let e = decode_signed(&bytes).expect_err(want).to_string();
             assert!(e.contains(want) && e.contains("out of range"), "{e}");
         }
+        // In range but in the upper half: the malleable twin of a low-s signature.
+        let high = tx.into_signed(Signature::new(fine, SECP256K1N - fine, false));
+        let e = decode_signed(&TxEnvelope::Legacy(high).encoded_2718())
+            .expect_err("high s")
+            .to_string();
+        assert!(e.contains("upper half"), "{e}");
     }
 }

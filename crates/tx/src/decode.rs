@@ -566,8 +566,10 @@ mod tests {
             let e = decode_signed(&bytes).expect_err(want).to_string();
             assert!(e.contains(want) && e.contains("out of range"), "{e}");
         }
-        // In range but in the upper half: the malleable twin of a low-s signature.
-        let high = tx.into_signed(Signature::new(fine, SECP256K1N - fine, false));
+        // In range but in the upper half (the lowest such s): the malleable twin of a
+        // low-s signature.
+        let high_s = (SECP256K1N >> 1) + U256::from(1u8);
+        let high = tx.into_signed(Signature::new(fine, high_s, false));
         let e = decode_signed(&TxEnvelope::Legacy(high).encoded_2718())
             .expect_err("high s")
             .to_string();

@@ -32,11 +32,13 @@ fmt:
 clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-# Every test, then a check that no anvil or PostgreSQL the tests started is still running.
+# Every test, then a check that no anvil, PostgreSQL or bridgectl the tests started is
+# still running.
 unit:
 	$(CARGO) test --workspace
 	./scripts/no-anvil-left.sh
 	./scripts/no-postgres-left.sh
+	./scripts/no-bridgectl-left.sh
 
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps

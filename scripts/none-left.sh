@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Usage: none-left.sh LABEL PATTERN: fails when a process whose command line matches the
 # extended regex PATTERN (anchored at the start) is still running after the tests. Used by
-# no-anvil-left.sh and no-postgres-left.sh; a pattern starting with this checkout's path
+# no-anvil-left.sh, no-postgres-left.sh and no-bridgectl-left.sh; a pattern starting with a path
 # never matches this script's own shell.
 set -u
 label=$1

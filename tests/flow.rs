@@ -22,7 +22,7 @@ fn steps(live: &Live, tx_id: &str) -> Vec<String> {
 
 #[test]
 fn redeem_end_to_end_journals_every_step() {
-    let live = Live::new("redeem_e2e");
+    let live = Live::shared("redeem_e2e");
     let dev = live.dev.to_string();
     let st_dec = live.sb.info.side.decimals;
     let mt_dec = live.sb.info.main.decimals;
@@ -67,7 +67,7 @@ fn redeem_end_to_end_journals_every_step() {
 
 #[test]
 fn swap_with_wait_credits_st_at_the_ratio() {
-    let live = Live::new("swap_e2e");
+    let live = Live::shared("swap_e2e");
     let dev = live.dev.to_string();
     let out = live.ok(&["swap", "--from", &dev, "--amount", "2", "--wait", "--yes"]);
     let before: U256 = out["stBefore"]
@@ -151,19 +151,35 @@ fn transfers_of_mt_and_st_and_a_managed_transfer() {
     );
     // The managed account has no key here: the platform signs (op 2), we check and
     // submit (op 3).
-    let dev0 = live.balance(false, live.dev);
-    live.ok(&[
+    managed_transfer_of_one(&live, &m, &[]);
+}
+
+/// `transfer --token mt --managed --from M --to DEV --amount 1`.
+fn managed_transfer<'a>(m: &'a str, dev: &'a str) -> [&'a str; 10] {
+    [
         "transfer",
         "--token",
         "mt",
         "--managed",
         "--from",
-        &m,
+        m,
         "--to",
-        &dev,
+        dev,
         "--amount",
         "1",
-    ]);
+    ]
+}
+
+/// [`managed_transfer`] from `m` to the test's account, with `extra` arguments: it goes
+/// through, and the account is paid exactly one MT.
+fn managed_transfer_of_one(live: &Live, m: &str, extra: &[&str]) {
+    let dev = live.dev.to_string();
+    let dev0 = live.balance(false, live.dev);
+    let mut c = live.cmd();
+    c.args(managed_transfer(m, &dev))
+        .args(extra)
+        .args(["--json"]);
+    live.ok_cmd(c);
     assert_eq!(
         live.balance(false, live.dev) - dev0,
         units(1, live.sb.info.main.decimals)
@@ -172,7 +188,7 @@ fn transfers_of_mt_and_st_and_a_managed_transfer() {
 
 #[test]
 fn action_exec_for_eoa_managed_and_view() {
-    let live = Live::new("action_e2e");
+    let live = Live::shared("action_e2e");
     let dev = live.dev.to_string();
     let amount = units(1, live.sb.info.side.decimals).to_string();
     let input = format!("_amount={amount}");
@@ -222,7 +238,7 @@ fn action_exec_for_eoa_managed_and_view() {
 
 #[test]
 fn air_gap_round_trip_through_files() {
-    let live = Live::new("airgap_e2e");
+    let live = Live::shared("airgap_e2e");
     let dev = live.dev.to_string();
     let amount = units(1, live.sb.info.side.decimals).to_string();
     let input = format!("_amount={amount}");
@@ -295,7 +311,7 @@ fn air_gap_round_trip_through_files() {
 /// with its symbol and decimals, a gas-price cap): no platform, no token, no node.
 fn offline_signer(live: &Live, name: &'static str) -> crate::util::Dir {
     let offline = crate::util::Dir::new(name);
-    let key = live.sb.info.dev.private_key.expose_secret().to_owned();
+    let key = live.dev_key.expose_secret().to_owned();
     offline.write("pass", format!("{}\n", live.passphrase));
     let side = &live.sb.info.side;
     offline.write(
@@ -516,12 +532,11 @@ fn the_signed_bytes_are_journaled_before_the_platform_sees_them() {
     let nonce0 = live.nonce(true, live.dev);
     let mut c = live.cmd();
     c.args(["redeem", "--from", &dev, "--amount", "1", "--yes"]);
-    let mut child = c
-        .cmd
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn");
+    let mut child = crate::util::KillOnDrop::spawn(
+        c.cmd
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null()),
+    );
     let line = live.sb.wait_for_request(0, crate::live::SUBMIT);
     child.kill().expect("SIGKILL");
     let _ = child.wait();
@@ -581,7 +596,7 @@ fn a_wrong_passphrase_signs_sends_and_prints_nothing() {
 
 #[test]
 fn history_lists_flows_and_unknown_flows_are_not_found() {
-    let live = Live::new("history");
+    let live = Live::shared("history");
     let dev = live.dev.to_string();
     live.ok(&["redeem", "--from", &dev, "--amount", "1", "--yes"]);
     let list = live.ok(&["history"]);
@@ -693,7 +708,7 @@ fn a_hostile_platform_is_refused_before_the_passphrase_is_read() {
 
 #[test]
 fn access_key_exchange_caches_the_token_and_plain_http_is_refused_off_loopback() {
-    let live = Live::new("token_exchange");
+    let live = Live::shared("token_exchange");
     let dev = live.dev.to_string();
     let profile = live.dir.join("xdg/config/bridgectl/config.toml");
     let text = std::fs::read_to_string(&profile).expect("profile");
@@ -743,22 +758,24 @@ fn access_key_exchange_caches_the_token_and_plain_http_is_refused_off_loopback()
 
 #[test]
 fn redeem_through_the_node_directly() {
-    let live = Live::new("redeem_direct");
+    let live = Live::shared("redeem_direct");
     let dev = live.dev.to_string();
     let out = live.ok(&[
         "redeem", "--from", &dev, "--amount", "2", "--yes", "--direct",
     ]);
     assert_eq!(out["status"], "completed");
     assert!(live.mined(true, out["txHash"].as_str().expect("hash")));
-    // It never went through the platform's submit operation.
-    let submits = live
-        .sb
-        .state
-        .request_log()
-        .iter()
-        .filter(|l| l.contains("/transaction/send/signed-tx"))
-        .count();
-    assert_eq!(submits, 0);
+    // It never went through the platform's submit operation: no submission the shared
+    // sandbox has seen carries this transaction.
+    let hash = out["txHash"].as_str().expect("hash");
+    let through_platform = live.sb.submitted().iter().any(|raw| {
+        let bytes = alloy_primitives::hex::decode(raw).expect("hex");
+        alloy_primitives::keccak256(bytes).to_string() == hash
+    });
+    assert!(
+        !through_platform,
+        "{hash} was submitted through the platform"
+    );
 }
 
 bctest!(
@@ -783,12 +800,12 @@ fn two_concurrent_redeems_of_one_address_never_sign_one_nonce_twice() {
     let nonce0 = live.nonce(true, live.dev);
     let mut first = live.cmd();
     first.args(["--json", "redeem", "--from", &dev, "--amount", "1", "--yes"]);
-    let first = first
-        .cmd
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let first = crate::util::KillOnDrop::spawn(
+        first
+            .cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped()),
+    );
     live.sb.wait_for_request(0, crate::live::SUBMIT);
     let counter = crate::util::CountingPassphrase::new(&live.dir, &live.passphrase);
     let mut second = live.cmd();
@@ -804,7 +821,7 @@ fn two_concurrent_redeems_of_one_address_never_sign_one_nonce_twice() {
         "{err}"
     );
     live.sb.clear("submit");
-    let first = first.wait_with_output().expect("first");
+    let first = first.wait_with_output();
     assert!(
         first.status.success(),
         "{}",
@@ -848,10 +865,10 @@ bctest!(
             c.cmd
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped());
-            let mut child = c.cmd.spawn().expect("spawn");
+            let mut child = crate::util::KillOnDrop::spawn(&mut c.cmd);
             // The reader is gone before anything is written.
             drop(child.stdout.take());
-            let out = child.wait_with_output().expect("wait");
+            let out = child.wait_with_output();
             let stderr = String::from_utf8_lossy(&out.stderr);
             assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
             assert!(stderr.is_empty(), "{args:?}: {stderr}");
@@ -861,7 +878,7 @@ bctest!(
 
 #[test]
 fn a_request_rewritten_in_transit_is_caught_against_the_journal() {
-    let live = Live::new("airgap_rewritten");
+    let live = Live::shared("airgap_rewritten");
     let dev = live.dev.to_string();
     let amount = units(1, live.sb.info.side.decimals);
     let input = format!("_amount={amount}");
@@ -930,7 +947,7 @@ fn a_request_rewritten_in_transit_is_caught_against_the_journal() {
 
 #[test]
 fn no_gas_price_cap_means_no_signature_and_actions_need_their_function() {
-    let live = Live::new("no_gas_cap");
+    let live = Live::shared("no_gas_cap");
     let dev = live.dev.to_string();
     // Without the node URLs nothing can say what a sane gas price is.
     let profile = live.dir.join("xdg/config/bridgectl/config.toml");
@@ -977,4 +994,162 @@ fn no_gas_price_cap_means_no_signature_and_actions_need_their_function() {
         2,
     );
     assert!(err.contains("--function"), "{err}");
+}
+
+/// Runs `args` with a passphrase source that counts its reads; returns the output and
+/// the count.
+fn counted(live: &Live, args: &[&str]) -> (std::process::Output, usize) {
+    let counter = crate::util::CountingPassphrase::new(&live.dir, &live.passphrase);
+    let mut c = live.cmd();
+    c.env("BRIDGECTL_PASSPHRASE_FILE", &counter.path).args(args);
+    let out = c.output();
+    let reads = counter.finish();
+    live.check_secrets(&out);
+    (out, reads)
+}
+
+#[test]
+fn a_hostile_platform_cannot_change_a_transfer_or_a_swap() {
+    use bridgectl_sandbox::Hostile;
+    let live = Live::new("hostile_transfer");
+    let payee = alloy_primitives::Address::repeat_byte(0x77);
+    let one = units(1, live.sb.info.main.decimals);
+    // Nonce and gas from the platform: its next-nonce and raw MT transfer operations are
+    // the only parts of these transactions it has a say in.
+    let payee_s = payee.to_string();
+    let tail = [
+        "--amount",
+        "1",
+        "--yes",
+        "--nonce-from",
+        "platform",
+        "--gas-from",
+        "platform",
+    ];
+    let transfer = [
+        &[
+            "transfer", "--token", "mt", "--from", "dev", "--to", &payee_s,
+        ][..],
+        &tail[..],
+    ]
+    .concat();
+    let swap = [&["swap", "--from", "dev"][..], &tail[..]].concat();
+    for kind in Hostile::ALL {
+        live.sb.state.set_hostile(Some(kind));
+        // What the client takes from the platform, tampered: refused before the
+        // passphrase is read, naming the field.
+        let refused = match kind {
+            Hostile::InflatedGasPrice => Some("gasPrice"),
+            Hostile::InflatedGasLimit => Some("gasLimit"),
+            Hostile::MissingChainId => Some("chainId"),
+            Hostile::ExtraField => Some("maxFeePerGas"),
+            Hostile::NonceGap => Some("a gap"),
+            Hostile::NonceReplacement => Some("a replacement"),
+            // Fields of the platform's rawTx the client never takes: the transaction
+            // it signs is still exactly the one asked for.
+            Hostile::OtherFrom
+            | Hostile::OtherChainId
+            | Hostile::OtherContract
+            | Hostile::OtherSelector
+            | Hostile::OtherAmount => None,
+        };
+        for args in [&transfer[..], &swap[..]] {
+            let (nonce0, mt0, payee0) = (
+                live.nonce(false, live.dev),
+                live.balance(false, live.dev),
+                live.balance(false, payee),
+            );
+            let (out, reads) = counted(&live, args);
+            let err = String::from_utf8_lossy(&out.stderr);
+            let what = format!("{kind:?} on {}", args[0]);
+            match refused {
+                Some(field) => {
+                    assert_eq!(out.status.code(), Some(3), "{what} not refused:\n{err}");
+                    assert_eq!(reads, 0, "{what}: the passphrase was read");
+                    assert!(err.contains(field), "{what}: {err}");
+                    assert_eq!(live.nonce(false, live.dev), nonce0, "{what}: sent");
+                }
+                None => {
+                    assert!(out.status.success(), "{what}:\n{err}");
+                    assert_eq!(reads, 1, "{what}");
+                    // One MT left the account (gas is paid in ETH), to the payee when
+                    // it was a transfer.
+                    assert_eq!(mt0 - live.balance(false, live.dev), one, "{what}");
+                    let paid = live.balance(false, payee) - payee0;
+                    let want = if args[0] == "transfer" {
+                        one
+                    } else {
+                        U256::ZERO
+                    };
+                    assert_eq!(paid, want, "{what}");
+                }
+            }
+        }
+    }
+    // Every refused flow failed unsigned.
+    let rows = live.journal_rows();
+    let refused = rows.iter().filter(|r| r.1 == "failed").count();
+    assert_eq!(refused, 2 * 6, "{rows:?}");
+    assert!(
+        rows.iter()
+            .filter(|r| r.1 == "failed")
+            .all(|r| r.2.is_none()),
+        "{rows:?}"
+    );
+}
+
+#[test]
+fn a_managed_signature_of_something_else_is_never_submitted() {
+    use bridgectl_sandbox::Hostile;
+    let live = Live::new("hostile_managed");
+    let managed = live.sb.info.managed_accounts[0];
+    let (m, dev) = (managed.to_string(), live.dev.to_string());
+    // Nonce and gas from the node: only operation 2 (the platform signs for the managed
+    // account) is hostile.
+    let from_node = ["--nonce-from", "node", "--gas-from", "node"];
+    let args = [&managed_transfer(&m, &dev)[..], &from_node[..]].concat();
+    // The managed account starts with no MT: an honest transfer from the dev account;
+    // then one honest managed transfer, so that a nonce below the next one is a real
+    // replacement.
+    live.ok(&[
+        "transfer", "--token", "mt", "--from", &dev, "--to", &m, "--amount", "5", "--yes",
+    ]);
+    managed_transfer_of_one(&live, &m, &from_node);
+    let submits0 = live.sb.submitted().len();
+    let nonce0 = live.nonce(false, managed);
+    for kind in Hostile::ALL {
+        live.sb.state.set_hostile(Some(kind));
+        let (out, reads) = counted(&live, &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{kind:?} not refused:\n{err}");
+        assert_eq!(reads, 0, "{kind:?}: a passphrase was read");
+        let field = match kind {
+            Hostile::OtherFrom => "from (recovered signer)",
+            Hostile::OtherChainId => "chainId",
+            Hostile::MissingChainId => "none (pre-EIP-155)",
+            Hostile::OtherContract => "to:",
+            Hostile::OtherSelector | Hostile::OtherAmount => "data:",
+            Hostile::InflatedGasPrice => "gasPrice",
+            Hostile::InflatedGasLimit => "gasLimit",
+            Hostile::ExtraField => "type: the request says legacy",
+            Hostile::NonceGap | Hostile::NonceReplacement => "nonce:",
+        };
+        assert!(err.contains(field), "{kind:?}: {err}");
+    }
+    assert_eq!(
+        live.sb.submitted().len(),
+        submits0,
+        "a signature was submitted"
+    );
+    assert_eq!(live.nonce(false, managed), nonce0, "a transaction was sent");
+    // Every hostile flow failed with nothing signed journaled (the transfer to the
+    // managed account and the honest managed one completed).
+    let rows = live.journal_rows();
+    let failed: Vec<_> = rows.iter().filter(|r| r.1 == "failed").collect();
+    assert_eq!(failed.len(), Hostile::ALL.len(), "{rows:?}");
+    assert!(failed.iter().all(|r| r.2.is_none()), "{rows:?}");
+    assert_eq!(rows.len(), Hostile::ALL.len() + 2, "{rows:?}");
+    // Honest again: the same transfer goes through.
+    live.sb.state.set_hostile(None);
+    managed_transfer_of_one(&live, &m, &from_node);
 }

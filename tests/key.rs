@@ -81,7 +81,7 @@ bctest!(
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
-        let mut child = cmd.cmd.spawn().expect("spawn");
+        let mut child = crate::util::KillOnDrop::spawn(&mut cmd.cmd);
         let stdin = child.stdin.take();
         let deadline = Instant::now() + Duration::from_secs(60);
         while child.try_wait().expect("wait").is_none() {
@@ -92,7 +92,7 @@ bctest!(
             std::thread::sleep(Duration::from_millis(20));
         }
         drop(stdin);
-        let out = child.wait_with_output().expect("output");
+        let out = child.wait_with_output();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(EXIT_PASSPHRASE), "{err}");
         assert!(err.contains("no passphrase source"), "{err}");
@@ -591,7 +591,7 @@ bctest!(
             if stdin.is_some() {
                 c.cmd.stdin(Stdio::piped());
             }
-            let mut child = c.cmd.spawn().expect("spawn bridgectl");
+            let mut child = crate::util::KillOnDrop::spawn(&mut c.cmd);
             if let (Some(text), Some(mut input)) = (stdin, child.stdin.take()) {
                 use std::io::Write;
                 let _ = input.write_all(text.as_bytes());

@@ -4,16 +4,23 @@
 //!
 //! Every command run through [`Live`] has its stdout and stderr checked for the private
 //! key, the passphrase and the access token: none may ever appear.
+//!
+//! Two kinds of test: [`Live::new`] starts a sandbox of its own, for tests that set
+//! faults, holds or hostile modes, or count the platform's requests;
+//! [`Live::shared`] joins the one sandbox of this test binary (started by the
+//! first test that asks, kept until the process exits) with an account of its own, fresh
+//! and funded, so that no other test moves its nonces or balances. Either way the test
+//! has its own dir, keystore and journal.
 
 #![allow(dead_code)]
 
 use std::process::Output;
-use std::sync::mpsc;
+use std::sync::{Arc, OnceLock, mpsc};
 use std::time::Duration;
 
 use alloy_primitives::{Address, B256, U256};
 use bridgectl_flow::rpc::NodeClient;
-use bridgectl_sandbox::{AppState, FaultConfig, Sandbox, SandboxConfig, SandboxInfo};
+use bridgectl_sandbox::{AppState, DevAccount, FaultConfig, Sandbox, SandboxConfig, SandboxInfo};
 
 use crate::util::{Dir, TestCommand};
 
@@ -23,11 +30,37 @@ pub struct LiveSandbox {
     pub info: SandboxInfo,
     /// The API's state, to set faults.
     pub state: AppState,
+    runtime: tokio::runtime::Handle,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+/// The sandbox [`Live::shared`] tests run against. Never dropped: its thread lives as long
+/// as the process, and its anvils are started with a parent-death signal tied to that
+/// thread (see `bridgectl_sandbox::anvil`), so they die when the test binary exits.
+static SHARED: OnceLock<Arc<LiveSandbox>> = OnceLock::new();
+
 impl LiveSandbox {
+    /// The one shared sandbox (default config), started on first use.
+    pub fn shared() -> Arc<LiveSandbox> {
+        SHARED
+            .get_or_init(|| Arc::new(LiveSandbox::start(SandboxConfig::default())))
+            .clone()
+    }
+
+    /// A new account with 100 whole MT, 100 whole ST and gas, its key handed out.
+    pub fn new_account(&self) -> DevAccount {
+        let whole = |d: u8| U256::from(100u64) * U256::from(10u64).pow(U256::from(d));
+        let (mt, st) = (
+            whole(self.info.main.decimals),
+            whole(self.info.side.decimals),
+        );
+        let state = self.state.clone();
+        // The sandbox's runtime does the sends (the node clients live there).
+        self.run(async move { state.fund_new_account(mt, st).await })
+            .unwrap_or_else(|e| panic!("funding a new account: {e}"))
+    }
+
     /// Starts a sandbox with `config`.
     pub fn start(config: SandboxConfig) -> LiveSandbox {
         let (info_tx, info_rx) = mpsc::channel();
@@ -46,21 +79,36 @@ impl LiveSandbox {
                         return;
                     }
                 };
-                let _ = info_tx.send(Ok((sandbox.info().clone(), sandbox.state().clone())));
+                let _ = info_tx.send(Ok((
+                    sandbox.info().clone(),
+                    sandbox.state().clone(),
+                    tokio::runtime::Handle::current(),
+                )));
                 let _ = stop_rx.await;
                 sandbox.shutdown().await.expect("sandbox shutdown");
             });
         });
-        let (info, state) = info_rx
+        let (info, state, runtime) = info_rx
             .recv_timeout(Duration::from_secs(120))
             .expect("sandbox did not start in time")
             .unwrap_or_else(|e| panic!("sandbox failed to start: {e}"));
         LiveSandbox {
             info,
             state,
+            runtime,
             stop: Some(stop_tx),
             thread: Some(thread),
         }
+    }
+
+    /// Runs `f` to completion on the sandbox's runtime (where its node clients live).
+    fn run<T: Send + 'static>(
+        &self,
+        f: impl std::future::Future<Output = T> + Send + 'static,
+    ) -> T {
+        self.runtime
+            .block_on(self.runtime.spawn(f))
+            .expect("a task on the sandbox's runtime")
     }
 
     /// Sets a fault on `route` (see the sandbox README for route names).
@@ -221,15 +269,18 @@ fn with_api_key(url: &str, key: &str) -> String {
 pub struct Live {
     /// The test dir.
     pub dir: Dir,
-    /// The sandbox.
-    pub sb: LiveSandbox,
+    /// The sandbox: this test's own, or the shared one.
+    pub sb: Arc<LiveSandbox>,
     /// The passphrase of every key in the test keystore.
     pub passphrase: String,
     /// Secrets that must never appear in any output (the sandbox's own are added at each
     /// scan: tokens and signing keys are issued as the test runs).
     pub secrets: crate::secrets::Secrets,
-    /// The development account.
+    /// The test's account (label `dev` in its keystore): the sandbox's development account
+    /// in a sandbox of its own, a fresh funded one in the shared sandbox.
     pub dev: Address,
+    /// Its private key (hex, no 0x).
+    pub dev_key: bridgectl_sandbox::Secret,
 }
 
 impl Live {
@@ -240,8 +291,23 @@ impl Live {
 
     /// Starts a sandbox with `config`.
     pub fn with_config(name: &'static str, config: SandboxConfig) -> Live {
+        let sb = Arc::new(LiveSandbox::start(config));
+        let dev = sb.info.dev.clone();
+        Live::over(name, sb, dev)
+    }
+
+    /// Joins the shared sandbox with a fresh funded account: for tests that set no
+    /// fault, hold or hostile mode and read only their own requests, balances and
+    /// nonces (a managed account's nonces are the sandbox's to keep, per chain).
+    pub fn shared(name: &'static str) -> Live {
+        let sb = LiveSandbox::shared();
+        let dev = sb.new_account();
+        Live::over(name, sb, dev)
+    }
+
+    /// A test dir over `sb` whose keystore holds `dev` as `dev`.
+    fn over(name: &'static str, sb: Arc<LiveSandbox>, dev: DevAccount) -> Live {
         let dir = Dir::new(name);
-        let sb = LiveSandbox::start(config);
         let passphrase = format!("pass-{}", uuid::Uuid::new_v4().simple());
         // Node URLs of real providers carry an API key; every output is scanned for it.
         let node_key = format!("NODE-API-KEY-{}", uuid::Uuid::new_v4().simple());
@@ -286,16 +352,16 @@ redeem_action = "redeem"
             .add("the passphrase", &passphrase)
             .add("the access token", info.token.expose_secret())
             .add("the node API key", &node_key);
-        let dev = info.dev.address;
+        secrets.add_key("the test account's key", dev.private_key.expose_secret());
         let live = Live {
             dir,
             sb,
             passphrase,
             secrets,
-            dev,
+            dev: dev.address,
+            dev_key: dev.private_key,
         };
-        let key = live.sb.info.dev.private_key.expose_secret().to_owned();
-        live.import_key(&key, "dev");
+        live.import_key(live.dev_key.expose_secret(), "dev");
         live
     }
 

@@ -380,7 +380,7 @@ bctest!(
 
 #[test]
 fn an_online_redeem_is_logged_and_the_daily_limit_refuses_before_the_passphrase() {
-    let live = crate::live::Live::new("log_online_limit");
+    let live = crate::live::Live::shared("log_online_limit");
     let config = "xdg/config/bridgectl/config.toml";
     let mut profile = std::fs::read_to_string(live.dir.join(config)).expect("config");
     profile.push_str(&format!(

@@ -36,12 +36,9 @@ bctest!(
             .args([dir.join("profile.toml")]);
         // Twice on the same path: the profile an earlier sandbox wrote is replaced.
         for _round in 0..2 {
-            let mut child = cmd
-                .cmd
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("spawn");
+            let mut child = crate::util::KillOnDrop::spawn(
+                cmd.cmd.stdout(Stdio::piped()).stderr(Stdio::null()),
+            );
             // A killing timeout, not a duration assertion: a sandbox that never gets ready
             // is SIGKILLed after 120 s, and the read below then fails the test.
             let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();

@@ -4,7 +4,7 @@
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 /// The exit code the CLI defines for a wrong passphrase (or none to be had).
 pub const EXIT_PASSPHRASE: i32 = 4;
@@ -99,6 +99,50 @@ impl Dir {
     }
 }
 
+/// A spawned process that is killed (SIGKILL) and reaped when dropped, so that a test
+/// that fails midway leaves nothing running (`scripts/no-bridgectl-left.sh` checks).
+pub struct KillOnDrop(Option<Child>);
+
+impl KillOnDrop {
+    /// Spawns `cmd`.
+    pub fn spawn(cmd: &mut Command) -> KillOnDrop {
+        KillOnDrop(Some(cmd.spawn().expect("spawn")))
+    }
+
+    /// Waits for it to exit and collects its piped output.
+    pub fn wait_with_output(mut self) -> Output {
+        self.0
+            .take()
+            .expect("a child")
+            .wait_with_output()
+            .expect("wait")
+    }
+}
+
+impl std::ops::Deref for KillOnDrop {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        self.0.as_ref().expect("a child")
+    }
+}
+
+impl std::ops::DerefMut for KillOnDrop {
+    fn deref_mut(&mut self) -> &mut Child {
+        self.0.as_mut().expect("a child")
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            if let Ok(None) = child.try_wait() {
+                let _ = child.kill();
+            }
+            let _ = child.wait();
+        }
+    }
+}
+
 /// A `bridgectl` invocation with assertions on its outcome.
 pub struct TestCommand {
     /// The underlying command.
@@ -129,11 +173,11 @@ impl TestCommand {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = self.cmd.spawn().expect("spawn bridgectl");
+        let mut child = KillOnDrop::spawn(&mut self.cmd);
         let mut stdin = child.stdin.take().expect("stdin");
         stdin.write_all(input).expect("write stdin");
         drop(stdin);
-        child.wait_with_output().expect("wait bridgectl")
+        child.wait_with_output()
     }
 
     /// Runs and returns the raw output.

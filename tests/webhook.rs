@@ -1258,3 +1258,88 @@ fn create_block_period(dir: &Dir, period: &str, hook_url: &str) -> TestCommand {
     ]);
     c
 }
+
+#[test]
+fn webhook_commands_print_no_secret() {
+    // `create` stores the signing key (0600) and never prints it; no command shows the
+    // token, the access key's secret or any signing key, in text or JSON, on stdout or
+    // stderr. The sandbox only serves the web3 API here, so the shared one does.
+    let sb = crate::live::LiveSandbox::shared();
+    let info = sb.info.clone();
+    let dir = Dir::new("webhook_crud_secrets");
+    let keys = dir.join("state/keys.json");
+    let mut scan = crate::secrets::Secrets::new();
+    scan.add("the web3 token", info.token.expose_secret())
+        .add("the access key's secret", "sandbox-secret-key");
+    let mut outputs = Vec::new();
+    // Token from the environment, or a key exchange (access key id and secret).
+    let mut run = |args: &[&str], exchange: bool| -> String {
+        let mut c = dir.command();
+        c.args(args)
+            .args(["--chain", "ethereum", "--network", "sepolia"])
+            .args(["--web3-url", &info.web3_url])
+            .args(["--keys".as_ref(), keys.as_os_str()]);
+        if exchange {
+            c.env("BRIDGECTL_WEB3_NODE_ID", "node-1")
+                .env("BRIDGECTL_WEB3_KEY_ID", &info.access_key)
+                .env("BRIDGECTL_WEB3_KEY_SECRET", "sandbox-secret-key");
+        } else {
+            c.env("BRIDGECTL_WEB3_TOKEN", info.token.expose_secret());
+        }
+        let out = c.output();
+        crate::util::assert_success(&c.cmd, &out);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        outputs.push((args.join(" "), out));
+        stdout
+    };
+    // Deliveries go nowhere (a closed port): only the commands' outputs matter.
+    let create = |json: bool| {
+        let mut a = vec![
+            "webhook",
+            "create",
+            "--type",
+            "BLOCK_PERIOD",
+            "--period",
+            "5",
+        ];
+        a.extend([
+            "--url",
+            "http://127.0.0.1:9/hooks/nowhere",
+            "--description",
+            "d",
+        ]);
+        if json {
+            a.insert(0, "--json");
+        }
+        a
+    };
+    let created: Value = serde_json::from_str(&run(&create(true), false)).expect("json");
+    let one = created["subscriptionId"].as_str().expect("id").to_owned();
+    let text = run(&create(false), true);
+    let two = text
+        .strip_prefix("created webhook ")
+        .and_then(|t| t.split(':').next())
+        .expect("created webhook ID: ...")
+        .to_owned();
+    // The keys the commands stored, read before `delete` removes them.
+    let stored = KeyFile::new(&keys).load().expect("keys");
+    for id in [&one, &two] {
+        let key = stored.get(id).expect("a stored signing key");
+        scan.add("a webhook signing key", key.signing_key.expose_secret());
+    }
+    for json in [true, false] {
+        let j: &[&str] = if json { &["--json"] } else { &[] };
+        run(&[j, &["webhook", "list"][..]].concat(), json);
+        run(&[j, &["webhook", "get", &one][..]].concat(), !json);
+        let update = ["webhook", "update", &one, "--description", "e"];
+        run(&[j, &update[..]].concat(), json);
+    }
+    run(&["--json", "webhook", "delete", &one], false);
+    run(&["webhook", "delete", &two], true);
+    // Every secret the sandbox holds or issued (tokens from the exchanges included).
+    scan.add_sandbox(&sb.state);
+    for (args, out) in &outputs {
+        scan.scan_output(args, out);
+    }
+    assert_eq!(outputs.len(), 10);
+}

@@ -554,4 +554,95 @@ mod tests {
             .expect("refused");
         assert_eq!(err.kind(), "excessive_work", "{err}");
     }
+
+    /// The vector's file edited by `edit`, parsed (nothing is derived): `Ok(())` or the
+    /// error's kind and message.
+    fn parse_edited(edit: impl FnOnce(&mut serde_json::Value)) -> Result<(), (String, String)> {
+        let mut v: serde_json::Value = serde_json::from_str(PBKDF2_VECTOR).expect("json");
+        edit(&mut v);
+        parse(Path::new("s"), v)
+            .map(drop)
+            .map_err(|e| (e.kind().to_owned(), e.to_string()))
+    }
+
+    /// The vector's file with scrypt parameters `n`, `r`, `p` and a salt of `salt_len`
+    /// bytes, parsed.
+    fn scrypt_parse(n: u64, r: u32, p: u32, salt_len: usize) -> Result<(), (String, String)> {
+        parse_edited(|v| {
+            v["crypto"]["kdf"] = "scrypt".into();
+            v["crypto"]["kdfparams"] = serde_json::json!({
+                "n": n, "r": r, "p": p, "dklen": 32, "salt": "ab".repeat(salt_len),
+            });
+        })
+    }
+
+    fn refused(r: Result<(), (String, String)>, kind: &str, text: &str) {
+        let (k, m) = r.expect_err("refused");
+        assert_eq!(k, kind, "{m}");
+        assert!(m.contains(text), "{m}");
+    }
+
+    /// Every bound is exact: its own value is accepted, one more is refused, and a
+    /// parameter scrypt cannot use is refused by our check (with its message), not
+    /// left to the scrypt crate.
+    #[test]
+    fn scrypt_and_salt_bounds_are_exact() {
+        // 128 * n * r * p at the cap (2^30 bytes) is allowed, twice that is not (by n or
+        // by p).
+        assert_eq!(scrypt_parse(1 << 20, 8, 1, 32), Ok(()));
+        for (n, p) in [(1 << 21, 1), (1 << 20, 2)] {
+            refused(scrypt_parse(n, 8, p, 32), "excessive_work", "MiB of work");
+        }
+        // p at its cap is allowed, one more is not, however cheap.
+        assert_eq!(scrypt_parse(2, 1, MAX_SCRYPT_P, 32), Ok(()));
+        refused(
+            scrypt_parse(2, 1, MAX_SCRYPT_P + 1, 32),
+            "excessive_work",
+            "p <=",
+        );
+        // n must be a power of two above 1; r and p positive.
+        for n in [0, 1, 3, 1000] {
+            refused(scrypt_parse(n, 8, 1, 32), "malformed", "not a power of two");
+        }
+        for (r, p) in [(0, 1), (1, 0), (0, 0)] {
+            refused(
+                scrypt_parse(1024, r, p, 32),
+                "malformed",
+                "must be positive",
+            );
+        }
+        // The salt: at most 1024 bytes.
+        assert_eq!(scrypt_parse(1024, 8, 1, MAX_SALT), Ok(()));
+        refused(
+            scrypt_parse(1024, 8, 1, MAX_SALT + 1),
+            "malformed",
+            "at most 1024",
+        );
+    }
+
+    /// PBKDF2's iteration cap, the ciphertext's length and `dklen` are exact too.
+    #[test]
+    fn pbkdf2_ciphertext_and_dklen_bounds_are_exact() {
+        let pbkdf2_c = |c: u32| parse_edited(|v| v["crypto"]["kdfparams"]["c"] = c.into());
+        assert_eq!(pbkdf2_c(MAX_PBKDF2_C), Ok(()));
+        refused(pbkdf2_c(MAX_PBKDF2_C + 1), "excessive_work", "pbkdf2 c=");
+        refused(pbkdf2_c(0), "malformed", "must be positive");
+        let ciphertext =
+            |bytes: usize| parse_edited(|v| v["crypto"]["ciphertext"] = "ab".repeat(bytes).into());
+        assert_eq!(ciphertext(1), Ok(()));
+        for bytes in [0, 33] {
+            refused(ciphertext(bytes), "malformed", "expected 1 to 32");
+        }
+        refused(
+            parse_edited(|v| v["crypto"]["kdfparams"]["dklen"] = 16.into()),
+            "unsupported",
+            "dklen 16",
+        );
+        let scrypt_dklen = parse_edited(|v| {
+            v["crypto"]["kdf"] = "scrypt".into();
+            v["crypto"]["kdfparams"] =
+                serde_json::json!({"n": 2, "r": 1, "p": 1, "dklen": 64, "salt": "ab"});
+        });
+        refused(scrypt_dklen, "unsupported", "dklen 64");
+    }
 }

@@ -33,8 +33,48 @@ pub fn sign_legacy(
     signer: &PrivateKeySigner,
     tx: &Unsigned,
 ) -> Result<(Bytes, B256), alloy_signer::Error> {
+    sign_as(signer, tx, Some(tx.chain_id))
+}
+
+/// Signs `tx` WITHOUT a chain id (a pre-EIP-155 signature, valid on every chain): only
+/// the hostile-platform mode does this, to show that clients refuse it.
+pub fn sign_pre_eip155(
+    signer: &PrivateKeySigner,
+    tx: &Unsigned,
+) -> Result<(Bytes, B256), alloy_signer::Error> {
+    sign_as(signer, tx, None)
+}
+
+/// Signs `tx` as an EIP-1559 transaction whose fee cap is its gas price and whose
+/// priority fee is all of it: only the hostile-platform mode does this (a client asked
+/// for a legacy transaction).
+pub fn sign_eip1559(
+    signer: &PrivateKeySigner,
+    tx: &Unsigned,
+) -> Result<(Bytes, B256), alloy_signer::Error> {
+    let typed = alloy_consensus::TxEip1559 {
+        chain_id: tx.chain_id,
+        nonce: tx.nonce,
+        gas_limit: tx.gas_limit,
+        max_fee_per_gas: tx.gas_price,
+        max_priority_fee_per_gas: tx.gas_price,
+        to: tx.to.map_or(TxKind::Create, TxKind::Call),
+        value: tx.value,
+        input: tx.data.clone(),
+        access_list: Default::default(),
+    };
+    let sig = signer.sign_hash_sync(&typed.signature_hash())?;
+    let envelope = TxEnvelope::Eip1559(typed.into_signed(sig));
+    Ok((Bytes::from(envelope.encoded_2718()), *envelope.tx_hash()))
+}
+
+fn sign_as(
+    signer: &PrivateKeySigner,
+    tx: &Unsigned,
+    chain_id: Option<u64>,
+) -> Result<(Bytes, B256), alloy_signer::Error> {
     let legacy = TxLegacy {
-        chain_id: Some(tx.chain_id),
+        chain_id,
         nonce: tx.nonce,
         gas_price: tx.gas_price,
         gas_limit: tx.gas_limit,

@@ -86,13 +86,19 @@ pub struct SandboxConfig {
     /// The anvil binary; unset means `BRIDGECTL_ANVIL`, then the repository's tools
     /// folder, then `PATH` (see [`crate::anvil::find_anvil`]).
     pub anvil: Option<PathBuf>,
-    /// Hostile-platform mode: tamper with every rawTx handed to an EOA, to prove that
-    /// clients refuse it before they unlock a key. Off by default.
+    /// Hostile-platform mode: tamper with every rawTx handed to an EOA (transaction
+    /// actions and the raw MT transfer operation), with the next nonce the platform
+    /// hands out, and with what operation 2 signs for a managed account, to prove that
+    /// clients refuse it before they unlock a key or submit. Off by default.
     pub hostile: Option<Hostile>,
 }
 
-/// How a hostile platform tampers with the rawTx of an EOA transaction action. Each is
-/// something a client must catch by checking the rawTx against what it asked for.
+/// How a hostile platform tampers with the rawTx of an EOA transaction action or of the
+/// raw MT transfer operation (the nonce kinds also with the next-nonce operation), and
+/// with the transaction operation 2 signs for a managed account. Each is something a
+/// client must catch by checking the rawTx, or the signed bytes, against what it asked
+/// for. In operation 2, `OtherFrom` signs with another key, `MissingChainId` signs
+/// without a chain id (pre-EIP-155) and `ExtraField` signs an EIP-1559 transaction.
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum Hostile {

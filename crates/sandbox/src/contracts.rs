@@ -105,6 +105,8 @@ pub fn redeem_topic() -> B256 {
 
 /// The 4-byte selector of `transfer(address,uint256)`.
 pub const TRANSFER_SELECTOR: [u8; 4] = [0xa9, 0x05, 0x9c, 0xbb];
+/// The 4-byte selector of `mint(address,uint256)` (the ST contract; the bridge only).
+pub const MINT_SELECTOR: [u8; 4] = [0x40, 0xc1, 0x0f, 0x19];
 /// The 4-byte selector of `redeem(uint256)`.
 pub const REDEEM_SELECTOR: [u8; 4] = [0xdb, 0x00, 0x6a, 0x75];
 

@@ -249,7 +249,7 @@ impl Sandbox {
             d.into()
         };
         let mut mint = transfer(dev.address(), dev_st).to_vec();
-        mint[..4].copy_from_slice(&[0x40, 0xc1, 0x0f, 0x19]);
+        mint[..4].copy_from_slice(&contracts::MINT_SELECTOR);
         let mut waits: Vec<(&Chain, B256)> = Vec::new();
         let h = main
             .send_with_gas(&bridge, None, mt_code, Some(3_000_000))
@@ -358,6 +358,7 @@ impl Sandbox {
             hostile_input: RwLock::new(None),
             request_log: Mutex::new(Vec::new()),
             managed: Mutex::new(HashMap::new()),
+            funded: Mutex::new(Vec::new()),
             registered: Mutex::new(HashSet::new()),
             swap_addresses: Mutex::new(HashMap::new()),
             swaps: Mutex::new(Vec::new()),

@@ -70,7 +70,8 @@ struct Relayer {
     pending: Vec<Pending>,
 }
 
-fn call(selector: [u8; 4], args: Vec<DynSolValue>) -> Bytes {
+/// ABI-encoded call data: `selector` then `args`.
+pub(crate) fn call(selector: [u8; 4], args: Vec<DynSolValue>) -> Bytes {
     let mut data = selector.to_vec();
     data.extend_from_slice(&DynSolValue::Tuple(args).abi_encode_params());
     data.into()
@@ -135,7 +136,7 @@ impl Relayer {
                     }
                     Some(a) => {
                         let data = call(
-                            [0x40, 0xc1, 0x0f, 0x19], // mint(address,uint256)
+                            crate::contracts::MINT_SELECTOR,
                             vec![
                                 DynSolValue::Address(swap.user_address),
                                 DynSolValue::Uint(a, 256),

@@ -51,6 +51,8 @@ pub(crate) struct Inner {
     /// Every request seen (see `api::log_request`), oldest first, capped.
     pub request_log: Mutex<Vec<LoggedRequest>>,
     pub managed: Mutex<HashMap<Address, PrivateKeySigner>>,
+    /// accounts made by [`AppState::fund_new_account`] (their keys are handed out)
+    pub funded: Mutex<Vec<PrivateKeySigner>>,
     pub registered: Mutex<HashSet<Address>>,
     /// swap address -> its record
     pub swap_addresses: Mutex<HashMap<Address, SwapAddress>>,
@@ -330,6 +332,7 @@ impl AppState {
                 .map(|w| w.signing_key.expose_secret().to_owned()),
         );
         all.extend(lock(&self.0.managed).values().map(key));
+        all.extend(lock(&self.0.funded).iter().map(key));
         all
     }
 
@@ -511,6 +514,74 @@ impl AppState {
         self.register_fee_delegation(address).await?;
         lock(&self.0.managed).insert(address, signer);
         Ok(address)
+    }
+
+    /// A new account like the development one, with a fresh random key: `mt` and `st`
+    /// (base units) paid by the bridge, gas, fee delegation registered. Returns when the
+    /// payments are mined. Tests that share one sandbox each take their own account, so
+    /// that no test's nonces or balances move under another's feet.
+    pub async fn fund_new_account(
+        &self,
+        mt: U256,
+        st: U256,
+    ) -> Result<crate::DevAccount, crate::Error> {
+        let signer = crate::chain::random_signer().map_err(crate::Error::Deploy)?;
+        let address = signer.address();
+        let rpc_err = |chain, method| {
+            move |source| crate::Error::Rpc {
+                chain,
+                method,
+                source,
+            }
+        };
+        self.register_fee_delegation(address)
+            .await
+            .map_err(rpc_err("main", "anvil_setBalance"))?;
+        let st_inner = &self.0;
+        let pay = |selector: [u8; 4], v: U256| {
+            use alloy_dyn_abi::DynSolValue;
+            crate::relayer::call(
+                selector,
+                vec![DynSolValue::Address(address), DynSolValue::Uint(v, 256)],
+            )
+        };
+        let payments = [
+            (
+                &st_inner.main,
+                st_inner.info.main.token_address,
+                pay(crate::contracts::TRANSFER_SELECTOR, mt),
+            ),
+            (
+                &st_inner.side,
+                st_inner.info.side.token_address,
+                pay(crate::contracts::MINT_SELECTOR, st),
+            ),
+        ];
+        for (chain, token, data) in payments {
+            let hash = chain
+                .send(&st_inner.bridge, Some(token), data)
+                .await
+                .map_err(|source| crate::Error::Setup {
+                    what: format!("paying a new account on the {} chain", chain.name),
+                    source,
+                })?;
+            let receipt = chain
+                .wait(hash)
+                .await
+                .map_err(rpc_err(chain.name, "eth_getTransactionReceipt"))?;
+            if receipt.status.to::<u64>() != 1 {
+                return Err(crate::Error::Deploy(format!(
+                    "{} chain: paying a new account reverted ({hash})",
+                    chain.name
+                )));
+            }
+        }
+        let key = hex::encode(signer.credential().to_bytes());
+        lock(&self.0.funded).push(signer);
+        Ok(crate::DevAccount {
+            address,
+            private_key: Secret::new(key),
+        })
     }
 
     /// The swap address for one (user, environments, symbols): derived, so the same on

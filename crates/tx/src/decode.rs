@@ -455,4 +455,124 @@ mod tests {
         let e = decode_signed(&long).expect_err("trailing").to_string();
         assert!(e.contains("trailing"), "{e}");
     }
+
+    /// Only a legacy EIP-155 call has an unsigned form to verify (what resume and
+    /// submit check signed bytes with): the EIP-155 example gives every field back;
+    /// the same call signed without a chain id, as EIP-2930 or as EIP-1559 gives none.
+    #[test]
+    fn only_a_legacy_eip155_call_has_an_unsigned_form() {
+        use alloy_consensus::{SignableTransaction, TxEip1559, TxEip2930, TxEnvelope, TxLegacy};
+        use alloy_eips::eip2718::Encodable2718;
+        use alloy_primitives::{TxKind, U256};
+        use alloy_signer::SignerSync;
+
+        let raw = parse_hex_bytes("0xf86c098504a817c800825208943535353535353535353535353535353535353535880de0b6b3a76400008025a028ef61340bd939bc2195fe537567866003e1a15d3c71ff63e1590620aa636276a067cbe9d8997f761aecb703304b3800ccf555c9f3dc64214b297fb1966a3b6d83").expect("hex");
+        let d = decode_signed(&raw).expect("decode");
+        assert!(!d.is_pre_eip155());
+        let to = Address::repeat_byte(0x35);
+        let value = U256::from(10u64).pow(U256::from(18u64));
+        let want = RawTx {
+            from: d.sender,
+            to,
+            data: Default::default(),
+            nonce: 9,
+            gas_limit: 21_000,
+            gas_price: 20_000_000_000,
+            chain_id: 1,
+            value,
+        };
+        assert_eq!(d.unsigned(), Some(want));
+
+        let key = alloy_signer_local::PrivateKeySigner::from_bytes(&B256::repeat_byte(0x46))
+            .expect("key");
+        let sign = |tx: &dyn SignableTransaction<alloy_primitives::Signature>| {
+            key.sign_hash_sync(&tx.signature_hash()).expect("sign")
+        };
+        // One call, three encodings of it that bridgectl never sends.
+        let eip2930 = TxEip2930 {
+            chain_id: 1,
+            nonce: 9,
+            gas_price: 20_000_000_000,
+            gas_limit: 21_000,
+            to: TxKind::Call(to),
+            value,
+            ..Default::default()
+        };
+        let legacy = TxLegacy {
+            chain_id: None,
+            nonce: eip2930.nonce,
+            gas_price: eip2930.gas_price,
+            gas_limit: eip2930.gas_limit,
+            to: eip2930.to,
+            value,
+            ..Default::default()
+        };
+        let eip1559 = TxEip1559 {
+            chain_id: eip2930.chain_id,
+            nonce: eip2930.nonce,
+            max_fee_per_gas: eip2930.gas_price,
+            max_priority_fee_per_gas: eip2930.gas_price,
+            gas_limit: eip2930.gas_limit,
+            to: eip2930.to,
+            value,
+            ..Default::default()
+        };
+        let others = [
+            ("pre-EIP-155", {
+                let sig = sign(&legacy);
+                TxEnvelope::Legacy(legacy.into_signed(sig))
+            }),
+            ("EIP-2930", {
+                let sig = sign(&eip2930);
+                TxEnvelope::Eip2930(eip2930.into_signed(sig))
+            }),
+            ("EIP-1559", {
+                let sig = sign(&eip1559);
+                TxEnvelope::Eip1559(eip1559.into_signed(sig))
+            }),
+        ];
+        for (what, envelope) in others {
+            let d = decode_signed(&envelope.encoded_2718()).expect(what);
+            assert_eq!(d.unsigned(), None, "{what}");
+            assert_eq!(d.is_pre_eip155(), what == "pre-EIP-155", "{what}");
+        }
+    }
+
+    /// A signature whose r or s is zero or not below the curve order is refused by our
+    /// range check, naming the value, before any recovery is tried.
+    #[test]
+    fn r_and_s_out_of_range_are_refused() {
+        use alloy_consensus::{SignableTransaction, TxEnvelope, TxLegacy};
+        use alloy_eips::eip2718::Encodable2718;
+        use alloy_primitives::{Signature, U256};
+
+        let tx = TxLegacy {
+            chain_id: Some(1),
+            nonce: 9,
+            gas_price: 20_000_000_000,
+            gas_limit: 21_000,
+            to: alloy_primitives::TxKind::Call(Address::repeat_byte(0x35)),
+            ..Default::default()
+        };
+        let fine = U256::from(7u8);
+        for (r, s, want) in [
+            (U256::ZERO, fine, "r 0x0 is out of range"),
+            (SECP256K1N, fine, "r 0xffff"),
+            (fine, U256::ZERO, "s 0x0 is out of range"),
+            (fine, SECP256K1N, "s 0xffff"),
+        ] {
+            let signed = tx.clone().into_signed(Signature::new(r, s, false));
+            let bytes = TxEnvelope::Legacy(signed).encoded_2718();
+            let e = decode_signed(&bytes).expect_err(want).to_string();
+            assert!(e.contains(want) && e.contains("out of range"), "{e}");
+        }
+        // In range but in the upper half (the lowest such s): the malleable twin of a
+        // low-s signature.
+        let high_s = (SECP256K1N >> 1) + U256::from(1u8);
+        let high = tx.into_signed(Signature::new(fine, high_s, false));
+        let e = decode_signed(&TxEnvelope::Legacy(high).encoded_2718())
+            .expect_err("high s")
+            .to_string();
+        assert!(e.contains("upper half"), "{e}");
+    }
 }

@@ -420,4 +420,28 @@ mod tests {
         assert_eq!(tx.value, U256::from(1_000_000_000_000_000_000u128));
         assert_eq!(tx.max_fee(), U256::from(420_000_000_000_000u64));
     }
+
+    /// The field parsers at their edges: upper-case hex digits, a JSON number, the
+    /// widest value each bound allows, and the decimal chain id forms.
+    #[test]
+    fn field_parsers_at_their_edges() {
+        let data = data_field("data", &json!("0xAbCdEF09")).expect("data");
+        assert_eq!(data.as_ref(), [0xab, 0xcd, 0xef, 0x09]);
+        let q = |v: Value, bits| quantity_field("nonce", &v, bits).ok();
+        assert_eq!(q(json!(5), 64), Some(U256::from(5u8)));
+        assert_eq!(
+            q(json!("0xffffffffffffffff"), 64),
+            Some(U256::from(u64::MAX))
+        );
+        assert_eq!(q(json!("0x10000000000000000"), 64), None);
+        let max = format!("0x{}", "f".repeat(64));
+        assert_eq!(parse_hex_quantity(&max), Ok(U256::MAX));
+        assert!(parse_hex_quantity(&format!("0x1{}", "0".repeat(64))).is_err());
+        let id = |v: Value| chain_id_field(&v).ok();
+        assert_eq!(id(json!("0xffffffffffffffff")), Some(u64::MAX));
+        assert_eq!(id(json!("31337")), Some(31337));
+        for bad in ["", "01", "1a", "0x10000000000000000"] {
+            assert_eq!(id(json!(bad)), None, "{bad:?}");
+        }
+    }
 }

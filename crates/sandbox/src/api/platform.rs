@@ -8,6 +8,7 @@ use alloy_dyn_abi::{DynSolType, DynSolValue, FunctionExt, JsonAbiExt};
 use alloy_eips::eip2718::Decodable2718;
 use alloy_json_abi::{Function, StateMutability};
 use alloy_primitives::{Address, B256, Bytes, U256};
+use alloy_signer_local::PrivateKeySigner;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -337,7 +338,11 @@ pub(super) async fn sign(
             ),
         ));
     }
-    let (raw, hash) = sign_legacy(&signer, &tx).map_err(|e| {
+    let signed = match state.hostile() {
+        None => sign_legacy(&signer, &tx),
+        Some(h) => sign_tampered(&signer, tx, h),
+    };
+    let (raw, hash) = signed.map_err(|e| {
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "INTERNAL",
@@ -345,6 +350,32 @@ pub(super) async fn sign(
         )
     })?;
     Ok(ok(json!({"signedTx": raw, "txHash": hash})))
+}
+
+/// Hostile-platform mode for operation 2: signs something other than `tx`, the way `h`
+/// says (see [`crate::config::Hostile`]): another signer, another field, a signature
+/// without a chain id, or an EIP-1559 transaction where a legacy one was asked for.
+fn sign_tampered(
+    signer: &PrivateKeySigner,
+    mut tx: Unsigned,
+    h: crate::config::Hostile,
+) -> Result<(Bytes, B256), alloy_signer::Error> {
+    use crate::config::Hostile as H;
+    match h {
+        H::OtherFrom => {
+            let other = crate::chain::random_signer().map_err(alloy_signer::Error::other)?;
+            return sign_legacy(&other, &tx);
+        }
+        H::MissingChainId => return crate::chain::sign_pre_eip155(signer, &tx),
+        H::ExtraField => return crate::chain::sign_eip1559(signer, &tx),
+        H::OtherChainId => tx.chain_id += 1,
+        H::OtherContract => tx.to = Some(Address::repeat_byte(0x66)),
+        H::OtherSelector | H::OtherAmount => tx.data = tampered_data(h, &tx.data),
+        H::InflatedGasPrice => tx.gas_price = tx.gas_price.saturating_mul(1000),
+        H::InflatedGasLimit => tx.gas_limit = HOSTILE_GAS_LIMIT,
+        H::NonceGap | H::NonceReplacement => tx.nonce = tampered_nonce(h, tx.nonce),
+    }
+    sign_legacy(signer, &tx)
 }
 
 // ---------------------------------------------------------------- submit
@@ -843,11 +874,14 @@ pub(super) async fn nonce(
     let chain = state
         .chain_by_env(&req.environment_id)
         .ok_or_else(|| state.env_error("environmentId", &req.environment_id))?;
-    let nonce = chain
+    let mut nonce = chain
         .rpc
         .pending_nonce(address)
         .await
         .map_err(ApiError::node)?;
+    if let Some(h) = state.hostile() {
+        nonce = tampered_nonce(h, nonce);
+    }
     Ok(ok(
         json!({"address": address, "environmentId": req.environment_id, "nonce": nonce}),
     ))
@@ -910,7 +944,7 @@ pub(super) async fn raw_transfer(
         .await
         .map_err(ApiError::node)?;
     let gas_price = chain.rpc.gas_price().await.map_err(ApiError::node)?;
-    Ok(ok(json!({"rawTx": {
+    let mut raw_tx = json!({
         "from": from,
         "to": token,
         "data": data,
@@ -918,7 +952,11 @@ pub(super) async fn raw_transfer(
         "gasLimit": q(gas.saturating_mul(6) / 5),
         "gasPrice": q(gas_price),
         "chainId": chain.chain_id,
-    }})))
+    });
+    if let Some(h) = state.hostile() {
+        tamper(&mut raw_tx, h, &data, gas_price, chain.chain_id);
+    }
+    Ok(ok(json!({ "rawTx": raw_tx })))
 }
 
 async fn token_balance(chain: &Chain, token: Address, owner: Address) -> Result<U256, ApiError> {
@@ -1098,30 +1136,9 @@ fn tamper(
         H::OtherFrom => raw_tx["from"] = json!(other),
         H::OtherChainId => raw_tx["chainId"] = json!(chain_id + 1),
         H::OtherContract => raw_tx["to"] = json!(other),
-        H::OtherSelector => {
-            let mut d = data.to_vec();
-            if d.len() >= 4 {
-                // redeem(uint256) 0xdb006a75 <-> stake(uint256) 0xa694fc3a
-                let swap_to: [u8; 4] = if d[..4] == [0xdb, 0x00, 0x6a, 0x75] {
-                    [0xa6, 0x94, 0xfc, 0x3a]
-                } else {
-                    [0xdb, 0x00, 0x6a, 0x75]
-                };
-                d[..4].copy_from_slice(&swap_to);
-            }
-            raw_tx["data"] = json!(Bytes::from(d));
-        }
-        H::OtherAmount => {
-            let mut d = data.to_vec();
-            if d.len() >= 36 {
-                let n = d.len();
-                let word = U256::from_be_slice(&d[n - 32..]).wrapping_add(U256::from(1u8));
-                d[n - 32..].copy_from_slice(&word.to_be_bytes::<32>());
-            }
-            raw_tx["data"] = json!(Bytes::from(d));
-        }
+        H::OtherSelector | H::OtherAmount => raw_tx["data"] = json!(tampered_data(h, data)),
         H::InflatedGasPrice => raw_tx["gasPrice"] = json!(q(gas_price.saturating_mul(1000))),
-        H::InflatedGasLimit => raw_tx["gasLimit"] = json!(q(30_000_000u64)),
+        H::InflatedGasLimit => raw_tx["gasLimit"] = json!(q(HOSTILE_GAS_LIMIT)),
         H::MissingChainId => {
             if let Some(o) = raw_tx.as_object_mut() {
                 o.remove("chainId");
@@ -1133,12 +1150,53 @@ fn tamper(
                 .as_str()
                 .and_then(|n| u64::from_str_radix(n.trim_start_matches("0x"), 16).ok())
                 .unwrap_or_default();
-            let tampered = if h == H::NonceGap {
-                nonce + 1000
-            } else {
-                nonce.saturating_sub(1)
-            };
-            raw_tx["nonce"] = json!(q(tampered));
+            raw_tx["nonce"] = json!(q(tampered_nonce(h, nonce)));
         }
     }
+}
+
+/// The gas limit a hostile platform asks for.
+const HOSTILE_GAS_LIMIT: u64 = 30_000_000;
+
+/// The nonce a hostile platform hands out instead of `nonce` (the next one): 1000 above
+/// for [`Hostile::NonceGap`], one below for [`Hostile::NonceReplacement`], else `nonce`.
+///
+/// [`Hostile::NonceGap`]: crate::config::Hostile::NonceGap
+/// [`Hostile::NonceReplacement`]: crate::config::Hostile::NonceReplacement
+fn tampered_nonce(h: crate::config::Hostile, nonce: u64) -> u64 {
+    use crate::config::Hostile as H;
+    match h {
+        H::NonceGap => nonce + 1000,
+        H::NonceReplacement => nonce.saturating_sub(1),
+        _ => nonce,
+    }
+}
+
+/// The calldata a hostile platform puts in place of `data`: another function with the
+/// same argument layout (`stake` for `redeem`, `redeem` otherwise) for
+/// [`Hostile::OtherSelector`], the last word plus one for [`Hostile::OtherAmount`].
+///
+/// [`Hostile::OtherSelector`]: crate::config::Hostile::OtherSelector
+/// [`Hostile::OtherAmount`]: crate::config::Hostile::OtherAmount
+fn tampered_data(h: crate::config::Hostile, data: &Bytes) -> Bytes {
+    use crate::config::Hostile as H;
+    let mut d = data.to_vec();
+    match h {
+        H::OtherSelector if d.len() >= 4 => {
+            // redeem(uint256) 0xdb006a75 <-> stake(uint256) 0xa694fc3a
+            let swap_to: [u8; 4] = if d[..4] == contracts::REDEEM_SELECTOR {
+                [0xa6, 0x94, 0xfc, 0x3a]
+            } else {
+                contracts::REDEEM_SELECTOR
+            };
+            d[..4].copy_from_slice(&swap_to);
+        }
+        H::OtherAmount if d.len() >= 36 => {
+            let n = d.len();
+            let word = U256::from_be_slice(&d[n - 32..]).wrapping_add(U256::from(1u8));
+            d[n - 32..].copy_from_slice(&word.to_be_bytes::<32>());
+        }
+        _ => {}
+    }
+    Bytes::from(d)
 }

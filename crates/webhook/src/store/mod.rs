@@ -386,6 +386,13 @@ pub trait EventStore: Send + Sync {
 
     /// Commits what is queued and releases the store's connections and threads.
     fn close(&self) -> StoreFuture<'_, ()>;
+
+    /// Write transactions committed through this handle so far, where the store counts
+    /// them (SQLite: its one writer's commits; PostgreSQL: `None`). Shows that a burst
+    /// of deliveries is grouped into few commits (the SQLite module doc).
+    fn commits(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Whether `signature` is `key`'s over `body`; an empty body (not kept) never matches.

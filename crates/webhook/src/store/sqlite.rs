@@ -38,6 +38,7 @@
 //! - `settings`: values every reader shares, e.g. a generated listener path.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
@@ -120,6 +121,8 @@ pub struct SqliteStore {
     path: PathBuf,
     location: String,
     writer: Option<Writer>,
+    /// Transactions the writer has committed.
+    commits: Arc<AtomicU64>,
     thread: Mutex<Option<WriterThread>>,
 }
 
@@ -149,11 +152,13 @@ impl SqliteStore {
         )
         .map_err(|e| files.sql(e))?;
         drop(conn);
-        let (writer, thread) = files.spawn_writer(limits)?;
+        let commits = Arc::new(AtomicU64::new(0));
+        let (writer, thread) = files.spawn_writer(limits, commits.clone())?;
         Ok(SqliteStore {
             location: path.display().to_string(),
             path,
             writer: Some(writer),
+            commits,
             thread: Mutex::new(Some(thread)),
         })
     }
@@ -166,6 +171,7 @@ impl SqliteStore {
             location: path.display().to_string(),
             path,
             writer: None,
+            commits: Arc::default(),
             thread: Mutex::new(None),
         })
     }
@@ -394,6 +400,10 @@ impl EventStore for SqliteStore {
         })
     }
 
+    fn commits(&self) -> Option<u64> {
+        Some(self.commits.load(Ordering::Relaxed))
+    }
+
     fn close(&self) -> StoreFuture<'_, ()> {
         Box::pin(async move {
             let thread = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -475,7 +485,11 @@ impl Files {
     }
 
     /// Starts the writer thread and its checkpoint thread.
-    fn spawn_writer(&self, limits: Limits) -> Result<(Writer, WriterThread), Error> {
+    fn spawn_writer(
+        &self,
+        limits: Limits,
+        commits: Arc<AtomicU64>,
+    ) -> Result<(Writer, WriterThread), Error> {
         let conn = self.connect(true)?;
         // Checkpoints run beside the writer (see `checkpoint_loop`), not inside its commits;
         // this bound only matters if that thread falls behind.
@@ -494,7 +508,7 @@ impl Files {
         let handle = std::thread::Builder::new()
             .name("webhook-store-writer".into())
             .spawn(move || {
-                writer_loop(conn, rx, limits, kept);
+                writer_loop(conn, rx, limits, kept, &commits);
                 drop(stop_checkpoints);
             })
             .map_err(|e| self.io(e))?;
@@ -792,7 +806,13 @@ impl Writer {
     }
 }
 
-fn writer_loop(mut conn: Connection, mut rx: mpsc::Receiver<Op>, limits: Limits, mut kept: Kept) {
+fn writer_loop(
+    mut conn: Connection,
+    mut rx: mpsc::Receiver<Op>,
+    limits: Limits,
+    mut kept: Kept,
+    commits: &AtomicU64,
+) {
     let mut batch: Vec<Op> = Vec::with_capacity(MAX_BATCH);
     let mut stop = false;
     while !stop && let Some(first) = rx.blocking_recv() {
@@ -805,7 +825,7 @@ fn writer_loop(mut conn: Connection, mut rx: mpsc::Receiver<Op>, limits: Limits,
         }
         stop = batch.iter().any(|op| matches!(op.kind, OpKind::Stop));
         let before = kept;
-        let results = commit_batch(&mut conn, &batch, &limits, &mut kept);
+        let results = commit_batch(&mut conn, &batch, &limits, &mut kept, commits);
         if results.first().is_some_and(Result::is_err) {
             // Nothing of the batch was committed: the bodies are not kept either.
             kept = before;
@@ -833,11 +853,13 @@ fn checkpoint_loop(conn: Connection, stop: std::sync::mpsc::Receiver<()>) {
 }
 
 /// One transaction for the whole batch; per-op results, all failed if the commit fails.
+/// A commit that succeeds is counted in `commits`.
 fn commit_batch(
     conn: &mut Connection,
     batch: &[Op],
     limits: &Limits,
     kept: &mut Kept,
+    commits: &AtomicU64,
 ) -> Vec<Result<Reply, Arc<rusqlite::Error>>> {
     let tx = match conn.transaction() {
         Ok(tx) => tx,
@@ -857,10 +879,15 @@ fn commit_batch(
     let committed = tx.commit();
     #[cfg(feature = "bench")]
     timer.committed();
-    if let Err(e) = committed {
-        let e = Arc::new(e);
-        for r in &mut results {
-            *r = Err(e.clone());
+    match committed {
+        Ok(()) => {
+            commits.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(e) => {
+            let e = Arc::new(e);
+            for r in &mut results {
+                *r = Err(e.clone());
+            }
         }
     }
     results

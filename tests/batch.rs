@@ -16,28 +16,28 @@ use crate::util::CountingPassphrase;
 
 const EXIT_INCOMPLETE: i32 = 9;
 
-/// `n` new keys in the test keystore (labels `payer0`...), each funded with `st` ST
-/// base units by the sandbox.
-fn payers(live: &mut Live, n: usize, st: U256) -> Vec<Address> {
+/// `n` new keys in the test keystore (labels `payer0`...), each funded by the sandbox,
+/// with their MT balances before anything is redeemed.
+fn payers(live: &mut Live, n: usize) -> Vec<(Address, U256)> {
     (0..n)
         .map(|i| {
-            let signer = PrivateKeySigner::random();
-            let key = hex::encode(signer.to_bytes());
+            let account = live.sb.new_account();
+            let key = account.private_key.expose_secret().to_owned();
             live.secrets.add("a payer's private key", &key);
-            block_on(live.sb.state.fund(signer.address(), U256::ZERO, st)).expect("fund");
             live.import_key(&key, &format!("payer{i}"));
-            signer.address()
+            let mt0 = live.balance(false, account.address);
+            (account.address, mt0)
         })
         .collect()
 }
 
 /// `per` redeem items for each payer, round robin, each with its own amount (so the chain's
 /// logs say which item a redemption was): `(file text, amount of each item in base units)`.
-fn redeem_items(payers: &[Address], per: usize) -> (String, Vec<(Address, U256)>) {
+fn redeem_items(payers: &[(Address, U256)], per: usize) -> (String, Vec<(Address, U256)>) {
     let mut text = String::from("# payouts\n");
     let mut items = Vec::new();
     for k in 0..payers.len() * per {
-        let from = payers[k % payers.len()];
+        let from = payers[k % payers.len()].0;
         // 0.001001, 0.001002, ... ST: exact in 18 decimals, all different.
         let amount = format!("0.001{:03}", k + 1);
         let base = U256::from(1_000_000_000_000_000u64 + (k as u64 + 1) * 1_000_000_000_000);
@@ -84,10 +84,14 @@ fn redeems_on_chain(live: &Live) -> Vec<(Address, U256)> {
 
 /// The redemptions of `payers` on chain, sorted, against the items', sorted: equal means
 /// each item was redeemed exactly once (no duplicate, none lost).
-fn assert_each_item_redeemed_once(live: &Live, payers: &[Address], items: &[(Address, U256)]) {
+fn assert_each_item_redeemed_once(
+    live: &Live,
+    payers: &[(Address, U256)],
+    items: &[(Address, U256)],
+) {
     let mut on_chain: Vec<_> = redeems_on_chain(live)
         .into_iter()
-        .filter(|(a, _)| payers.contains(a))
+        .filter(|(a, _)| payers.iter().any(|(p, _)| p == a))
         .collect();
     let mut expected = items.to_vec();
     on_chain.sort();
@@ -107,7 +111,12 @@ fn assert_each_item_redeemed_once(live: &Live, payers: &[Address], items: &[(Add
         *per.entry(*a).or_default() += *v;
     }
     for (a, sum) in per {
-        assert_eq!(live.balance(false, a), sum, "MT paid to {a}");
+        let mt0 = payers.iter().find(|(p, _)| *p == a).map(|(_, m)| *m);
+        assert_eq!(
+            live.balance(false, a),
+            mt0.unwrap_or_default() + sum,
+            "MT paid to {a}"
+        );
     }
 }
 
@@ -129,8 +138,7 @@ fn parse_results(stdout: &[u8]) -> (Vec<Value>, Value) {
 #[test]
 fn a_batch_of_redeems_across_keys_refuses_one_hostile_item_and_resume_finishes_it() {
     let mut live = Live::new("batch_redeems");
-    let st_each = U256::from(10u64).pow(U256::from(18u64)); // 1 ST each
-    let payers = payers(&mut live, 4, st_each);
+    let payers = payers(&mut live, 4);
     let (text, items) = redeem_items(&payers, 10);
     live.dir.write("payouts.jsonl", &text);
     // The platform tampers with the amount of item 20 only.
@@ -247,8 +255,7 @@ impl Moments {
 #[test]
 fn a_batch_killed_at_random_moments_is_finished_by_resume_exactly_once() {
     let mut live = Live::new("batch_crash");
-    let st_each = U256::from(10u64).pow(U256::from(18u64));
-    let payers = payers(&mut live, 3, st_each);
+    let payers = payers(&mut live, 3);
     let (text, items) = redeem_items(&payers, 10);
     live.dir.write("payouts.jsonl", &text);
     let seed = std::time::SystemTime::now()
@@ -345,7 +352,8 @@ fn a_batch_killed_at_random_moments_is_finished_by_resume_exactly_once() {
 
 #[test]
 fn a_csv_batch_mixes_transfers_a_swap_and_a_redeem_and_bad_input_is_refused_by_line() {
-    let live = Live::new("batch_csv");
+    // Its own account on the shared sandbox: no fault or hostile mode here.
+    let live = Live::shared("batch_csv");
     let to = PrivateKeySigner::random().address();
     live.dir.write(
         "mixed.csv",

@@ -379,10 +379,10 @@ impl AppState {
     }
 
     /// Funds `address` for tests and benchmarks: registered for fee delegation (gas on
-    /// both chains), `mt` MT transferred and `st` ST minted from the bridge account,
-    /// both mined before this returns.
+    /// both chains), `mt` MT paid and `st` ST minted by the bridge (a zero amount is
+    /// skipped), both mined before this returns.
     pub async fn fund(&self, address: Address, mt: U256, st: U256) -> Result<(), crate::Error> {
-        let rpc = |chain, method| {
+        let rpc_err = |chain, method| {
             move |source| crate::Error::Rpc {
                 chain,
                 method,
@@ -391,52 +391,47 @@ impl AppState {
         };
         self.register_fee_delegation(address)
             .await
-            .map_err(rpc("main", "anvil_setBalance"))?;
-        let call = |selector: [u8; 4], v: U256| {
-            let mut d = selector.to_vec();
-            d.extend_from_slice(
-                &alloy_dyn_abi::DynSolValue::Tuple(vec![
-                    alloy_dyn_abi::DynSolValue::Address(address),
-                    alloy_dyn_abi::DynSolValue::Uint(v, 256),
-                ])
-                .abi_encode_params(),
-            );
-            Bytes::from(d)
+            .map_err(rpc_err("main", "anvil_setBalance"))?;
+        let inner = &self.0;
+        let pay = |selector: [u8; 4], v: U256| {
+            use alloy_dyn_abi::DynSolValue;
+            crate::relayer::call(
+                selector,
+                vec![DynSolValue::Address(address), DynSolValue::Uint(v, 256)],
+            )
         };
-        let st_ = &self.0;
-        let mut sent = Vec::new();
-        if !mt.is_zero() {
-            let h = st_
-                .main
-                .send(
-                    &st_.bridge,
-                    Some(st_.info.main.token_address),
-                    call(crate::contracts::TRANSFER_SELECTOR, mt),
-                )
+        let payments = [
+            (
+                &inner.main,
+                inner.info.main.token_address,
+                mt,
+                pay(crate::contracts::TRANSFER_SELECTOR, mt),
+            ),
+            (
+                &inner.side,
+                inner.info.side.token_address,
+                st,
+                pay(crate::contracts::MINT_SELECTOR, st),
+            ),
+        ];
+        for (chain, token, amount, data) in payments {
+            if amount.is_zero() {
+                continue;
+            }
+            let hash = chain
+                .send(&inner.bridge, Some(token), data)
                 .await
-                .map_err(|e| crate::Error::Deploy(format!("funding {address} with MT: {e}")))?;
-            sent.push((&st_.main, h));
-        }
-        if !st.is_zero() {
-            let h = st_
-                .side
-                .send(
-                    &st_.bridge,
-                    Some(st_.info.side.token_address),
-                    call([0x40, 0xc1, 0x0f, 0x19], st),
-                )
-                .await
-                .map_err(|e| crate::Error::Deploy(format!("minting ST to {address}: {e}")))?;
-            sent.push((&st_.side, h));
-        }
-        for (chain, hash) in sent {
-            let r = chain
+                .map_err(|source| crate::Error::Setup {
+                    what: format!("paying {address} on the {} chain", chain.name),
+                    source,
+                })?;
+            let receipt = chain
                 .wait(hash)
                 .await
-                .map_err(rpc(chain.name, "eth_getTransactionReceipt"))?;
-            if r.status.to::<u64>() != 1 {
+                .map_err(rpc_err(chain.name, "eth_getTransactionReceipt"))?;
+            if receipt.status.to::<u64>() != 1 {
                 return Err(crate::Error::Deploy(format!(
-                    "funding {address}: {hash} reverted on the {} chain",
+                    "{} chain: paying {address} reverted ({hash})",
                     chain.name
                 )));
             }
@@ -526,56 +521,8 @@ impl AppState {
         st: U256,
     ) -> Result<crate::DevAccount, crate::Error> {
         let signer = crate::chain::random_signer().map_err(crate::Error::Deploy)?;
+        self.fund(signer.address(), mt, st).await?;
         let address = signer.address();
-        let rpc_err = |chain, method| {
-            move |source| crate::Error::Rpc {
-                chain,
-                method,
-                source,
-            }
-        };
-        self.register_fee_delegation(address)
-            .await
-            .map_err(rpc_err("main", "anvil_setBalance"))?;
-        let st_inner = &self.0;
-        let pay = |selector: [u8; 4], v: U256| {
-            use alloy_dyn_abi::DynSolValue;
-            crate::relayer::call(
-                selector,
-                vec![DynSolValue::Address(address), DynSolValue::Uint(v, 256)],
-            )
-        };
-        let payments = [
-            (
-                &st_inner.main,
-                st_inner.info.main.token_address,
-                pay(crate::contracts::TRANSFER_SELECTOR, mt),
-            ),
-            (
-                &st_inner.side,
-                st_inner.info.side.token_address,
-                pay(crate::contracts::MINT_SELECTOR, st),
-            ),
-        ];
-        for (chain, token, data) in payments {
-            let hash = chain
-                .send(&st_inner.bridge, Some(token), data)
-                .await
-                .map_err(|source| crate::Error::Setup {
-                    what: format!("paying a new account on the {} chain", chain.name),
-                    source,
-                })?;
-            let receipt = chain
-                .wait(hash)
-                .await
-                .map_err(rpc_err(chain.name, "eth_getTransactionReceipt"))?;
-            if receipt.status.to::<u64>() != 1 {
-                return Err(crate::Error::Deploy(format!(
-                    "{} chain: paying a new account reverted ({hash})",
-                    chain.name
-                )));
-            }
-        }
         let key = hex::encode(signer.credential().to_bytes());
         lock(&self.0.funded).push(signer);
         Ok(crate::DevAccount {

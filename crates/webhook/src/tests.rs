@@ -87,6 +87,15 @@ async fn start_with(config: ListenerConfig) -> Running {
     }
 }
 
+/// A client whose requests fail after 30 s: the deadline that ends a test whose listener
+/// stopped answering, instead of a duration asserted on an answer.
+fn killing_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("client")
+}
+
 async fn post(
     http: &reqwest::Client,
     url: &str,
@@ -546,18 +555,14 @@ async fn slow_headers_are_cut_off_and_cannot_take_every_slot() {
     let addr = run.addr;
 
     // 140 attackers: more than the slots. A genuine delivery still gets through, at worst
-    // after one header timeout frees the slots.
+    // after one header timeout frees the slots. Without the timeout the slots would never
+    // free: the client's own timeout (far above the header timeout) ends the test then,
+    // a deadline that kills rather than a duration asserted.
     let mut attackers: Vec<_> = (0..140).map(|_| slow_header(addr)).collect();
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let http = reqwest::Client::new();
-    let started = std::time::Instant::now();
+    let http = killing_client();
     let (b, s) = signed(1);
     assert_eq!(post(&http, &run.url("/hooks/s3cret"), b, s).await.0, 200);
-    let waited = started.elapsed();
-    assert!(
-        waited < Duration::from_secs(4),
-        "genuine delivery waited {waited:?}"
-    );
 
     // Every attacker is closed by the header timeout, not left open.
     let all_closed = tokio::task::spawn_blocking(move || {
@@ -650,16 +655,14 @@ async fn ten_thousand_unsigned_posts_grow_the_store_boundedly_and_genuine_ones_p
             None,
         )
     });
-    // Meanwhile genuine deliveries, each answered in under a second.
-    let http = reqwest::Client::new();
+    // Meanwhile genuine deliveries, each answered (a listener starved by the flood would
+    // leave one unanswered until the killing deadline of the client).
+    let http = killing_client();
     let url = run.url("/hooks/s3cret");
-    let mut slowest = Duration::ZERO;
     let mut seq = 1;
     while !flood.is_finished() {
         let (b, s) = signed(seq);
-        let t = std::time::Instant::now();
         assert_eq!(post(&http, &url, b, s).await.0, 200);
-        slowest = slowest.max(t.elapsed());
         seq += 1;
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -667,11 +670,7 @@ async fn ten_thousand_unsigned_posts_grow_the_store_boundedly_and_genuine_ones_p
     assert_eq!(report.ok(), POSTS, "{:?}", report.statuses);
     assert!(
         seq > 2,
-        "the flood ended before a genuine delivery was timed"
-    );
-    assert!(
-        slowest < Duration::from_secs(1),
-        "a genuine delivery took {slowest:?}"
+        "the flood ended before a genuine delivery was sent"
     );
     run.stop().await;
 

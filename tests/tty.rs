@@ -41,6 +41,18 @@ fn spawn_sign(dir: &Dir, input: &Path, config: &Path, out: &str) -> PtySession {
         .arg(config)
         .args(["--journal", &format!("{out}.sqlite3"), "--out", out]);
     dir.confine(&mut cmd);
+    // A test run from a background job (an asynchronous list of a non-interactive shell,
+    // as CI scripts often start one) inherits SIGINT ignored, and an ignored signal stays
+    // ignored across exec: ^C at this pty must reach the program as it would at a
+    // person's terminal, so its default action is restored in the child.
+    // SAFETY: signal(2) is async-signal-safe; nothing else runs between fork and exec.
+    #[allow(unsafe_code)]
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
     rexpect::session::spawn_command(cmd, Some(30_000)).expect("spawn on a pty")
 }
 

@@ -220,13 +220,7 @@ fn a_batch_of_redeems_across_keys_refuses_one_hostile_item_and_resume_finishes_i
         &batch_id[..8],
         "--yes",
     ]);
-    let out = c.output();
-    live.check_secrets(&out);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = live.run_ok(c);
     assert_eq!(
         counter.finish(),
         1,
@@ -331,13 +325,7 @@ fn a_batch_killed_at_random_moments_is_finished_by_resume_exactly_once() {
     // 3. Resumed to the end.
     let mut c = live.cmd();
     c.args(["--json", "batch", "resume", &batch_id, "--yes"]);
-    let out = c.output();
-    live.check_secrets(&out);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = live.run_ok(c);
     let (results, summary) = parse_results(&out.stdout);
     assert_eq!(results.len(), items.len());
     assert_eq!(summary["completed"], items.len(), "{summary:#}");
@@ -367,13 +355,7 @@ fn a_csv_batch_mixes_transfers_a_swap_and_a_redeem_and_bad_input_is_refused_by_l
     );
     let mut c = live.cmd();
     c.args(["--json", "batch", "run", "mixed.csv", "--yes"]);
-    let out = c.output();
-    live.check_secrets(&out);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = live.run_ok(c);
     let (results, summary) = parse_results(&out.stdout);
     assert_eq!(summary["completed"], 4, "{results:#?}");
     // Text for people: a resume of a finished batch reports, runs nothing, asks nothing.
@@ -426,6 +408,19 @@ fn a_csv_batch_mixes_transfers_a_swap_and_a_redeem_and_bad_input_is_refused_by_l
         err.contains("bad.jsonl:1: field \"amount\" must be a string"),
         "{err}"
     );
+    live.dir.write(
+        "twice.jsonl",
+        "{\"op\": \"redeem\", \"from\": \"dev\", \"amount\": \"1\", \"amount\": \"90\"}\n",
+    );
+    let err = live.fails(&["batch", "plan", "twice.jsonl"], 2);
+    assert!(
+        err.contains("twice.jsonl:1:") && err.contains("duplicate key"),
+        "{err}"
+    );
+    live.dir
+        .write("twice.csv", "op,from,amount,amount\nredeem,dev,1,90\n");
+    let err = live.fails(&["batch", "plan", "twice.csv"], 2);
+    assert!(err.contains("column \"amount\" is named twice"), "{err}");
     let batches = live.ok(&["batch", "status"]);
     assert_eq!(batches.as_array().map(Vec::len), Some(1), "{batches:#}");
 }

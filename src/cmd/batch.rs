@@ -150,7 +150,25 @@ struct Row {
     fields: BTreeMap<String, String>,
 }
 
+/// The largest batch file read: far above a million items, far below what could exhaust
+/// memory.
+const MAX_BATCH_FILE_BYTES: u64 = 256 * 1024 * 1024;
+
 fn read_rows(path: &Path, format: Option<Format>) -> Result<Vec<Row>> {
+    let size = std::fs::metadata(path)
+        .with_context(|| format!("cannot read {}", path.display()))
+        .code(Code::NotFound)?
+        .len();
+    if size > MAX_BATCH_FILE_BYTES {
+        return Err(coded(
+            Code::Usage,
+            format!(
+                "{}: {size} bytes, more than a batch file may have ({MAX_BATCH_FILE_BYTES}); \
+                 split it",
+                path.display()
+            ),
+        ));
+    }
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read {}", path.display()))
         .code(Code::NotFound)?;
@@ -176,7 +194,9 @@ fn read_rows(path: &Path, format: Option<Format>) -> Result<Vec<Row>> {
         }
         let fields = match format {
             Format::Jsonl => {
-                let value: Value = serde_json::from_str(trimmed)
+                // The project's strict reader: a line with a key twice is ambiguous
+                // (which amount was meant?), refused rather than read as the last one.
+                let value: Value = bridgectl_json::from_slice(trimmed.as_bytes())
                     .map_err(|e| at(line, format!("not a JSON object: {e}")))?;
                 let Value::Object(map) = value else {
                     return Err(at(line, "not a JSON object".into()));
@@ -206,7 +226,18 @@ fn read_rows(path: &Path, format: Option<Format>) -> Result<Vec<Row>> {
                 }
                 let cells: Vec<String> = trimmed.split(',').map(|c| c.trim().to_owned()).collect();
                 let Some(names) = &header else {
-                    header = Some(cells.iter().map(|c| c.to_ascii_lowercase()).collect());
+                    let names: Vec<String> = cells.iter().map(|c| c.to_ascii_lowercase()).collect();
+                    if let Some(twice) = names
+                        .iter()
+                        .enumerate()
+                        .find_map(|(i, n)| names[..i].contains(n).then_some(n))
+                    {
+                        return Err(at(
+                            line,
+                            format!("column {:?} is named twice", untrusted(twice)),
+                        ));
+                    }
+                    header = Some(names);
                     continue;
                 };
                 if cells.len() != names.len() {

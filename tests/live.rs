@@ -407,11 +407,17 @@ redeem_action = "redeem"
         self.ok_cmd(c)
     }
 
-    /// Runs a prepared command, checks secrets, asserts success, parses JSON.
-    pub fn ok_cmd(&self, mut c: TestCommand) -> serde_json::Value {
+    /// Runs a prepared command, checks secrets, asserts success, returns its output.
+    pub fn run_ok(&self, mut c: TestCommand) -> Output {
         let out = c.output();
         self.check_secrets(&out);
         crate::util::assert_success(&c.cmd, &out);
+        out
+    }
+
+    /// Runs a prepared command, checks secrets, asserts success, parses JSON.
+    pub fn ok_cmd(&self, c: TestCommand) -> serde_json::Value {
+        let out = self.run_ok(c);
         let text = String::from_utf8_lossy(&out.stdout);
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}):\n{text}"))
     }

@@ -27,13 +27,7 @@ fn redeem_one(live: &Live) -> crate::util::TestCommand {
 fn history_text(live: &Live, extra: &[&str]) -> (String, String) {
     let mut c = live.cmd();
     c.args(["history"]).args(extra);
-    let out = c.output();
-    live.check_secrets(&out);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = live.run_ok(c);
     (
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),

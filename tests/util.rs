@@ -351,10 +351,47 @@ impl Postgres {
         dir
     }
 
+    /// The binaries as the server's user can run them. As root the server runs as
+    /// `nobody`, which cannot enter a checkout under a 0700 directory (`mktemp -d`, a
+    /// home): the pinned tree is then copied once into a world-readable directory of the
+    /// system's temp dir, named after the checkout, and reused.
+    fn runnable_bin_dir(root: bool) -> PathBuf {
+        let bin = Postgres::bin_dir();
+        if !root {
+            return bin;
+        }
+        use std::hash::{Hash, Hasher};
+        let native = bin.parent().expect("native dir").to_path_buf();
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        native.hash(&mut h);
+        let shared = std::env::temp_dir().join(format!("bridgectl-postgres-{:016x}", h.finish()));
+        if !shared.join("bin/postgres").exists() {
+            let partial = shared.with_extension(format!("partial-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&partial);
+            let st = Command::new("cp")
+                .arg("-a")
+                .arg(&native)
+                .arg(&partial)
+                .status()
+                .expect("cp");
+            assert!(st.success(), "copying {} failed", native.display());
+            let st = Command::new("chmod")
+                .args(["-R", "a+rX"])
+                .arg(&partial)
+                .status()
+                .expect("chmod");
+            assert!(st.success(), "chmod failed");
+            // Another test may have won the race: its copy is as good as ours.
+            if std::fs::rename(&partial, &shared).is_err() {
+                let _ = std::fs::remove_dir_all(&partial);
+            }
+        }
+        shared.join("bin")
+    }
+
     /// Initialises a data dir and starts the server; returns once it accepts connections.
     pub fn start() -> Postgres {
         use std::os::unix::fs::{MetadataExt, PermissionsExt};
-        let bin = Postgres::bin_dir();
         let dir = tempfile::Builder::new()
             .prefix("bridgectl-pg-")
             .tempdir()
@@ -371,6 +408,7 @@ impl Postgres {
         if root {
             std::os::unix::fs::chown(&data, Some(65534), Some(65534)).expect("chown data");
         }
+        let bin = Postgres::runnable_bin_dir(root);
         // setpriv: drop root if we are root, and ask for SIGKILL when this thread dies.
         let command = |program: &str| {
             let mut c = Command::new("setpriv");

@@ -32,7 +32,8 @@
 //! - at most [`DEFAULT_MAX_CONNECTIONS`] connections are served at once; past that new
 //!   ones wait in the kernel's backlog instead of taking file descriptors, and a connection
 //!   that does not finish its headers within [`Timeouts::header`] is closed, so
-//!   half-sent headers cannot hold the slots;
+//!   half-sent headers cannot hold the slots; while every slot is taken, each answer
+//!   closes its connection, so busy keep-alive connections cannot hold them either;
 //! - what strangers send (unverified events, quarantine) is kept only up to the store's
 //!   [`Limits`];
 //! - at most one body per connection is in memory, and the store's queue is bounded.
@@ -591,6 +592,26 @@ pub fn parse_delivery(body: &[u8]) -> Result<(String, String, Option<String>), S
     Ok((sub, seq, event_type))
 }
 
+/// Connections the kernel may hold for us while every slot is taken (it caps this at
+/// `net.core.somaxconn`, 4096 by default). The standard library's 128 is too few: with more
+/// busy connections than slots, the overflow makes the kernel drop new connections' SYNs,
+/// and a dropped SYN is resent only after a second, then three.
+const LISTEN_BACKLOG: u32 = 4096;
+
+/// Binds `addr` with [`LISTEN_BACKLOG`].
+fn bind_with_backlog(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    // As the standard library does: a restarted listener can bind while the previous
+    // one's connections linger in TIME_WAIT.
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 /// A bound listener, ready to [`run`](Listener::run).
 pub struct Listener {
     tcp: tokio::net::TcpListener,
@@ -625,12 +646,10 @@ impl Listener {
             config.max_body,
         )?
         .with_on_delivery(config.on_delivery);
-        let tcp = tokio::net::TcpListener::bind(config.bind)
-            .await
-            .map_err(|source| Error::Listen {
-                addr: config.bind.to_string(),
-                source,
-            })?;
+        let tcp = bind_with_backlog(config.bind).map_err(|source| Error::Listen {
+            addr: config.bind.to_string(),
+            source,
+        })?;
         Ok(Listener {
             tcp,
             state,
@@ -707,6 +726,26 @@ impl Listener {
     }
 }
 
+/// While every connection slot is taken, each answer closes its connection: a keep-alive
+/// connection would otherwise hold its slot for as long as its sender keeps sending, and
+/// a stranger with more busy connections than there are slots would keep a genuine
+/// delivery waiting in the backlog until the flood ends. Closing hands the slot to the
+/// backlog, which the kernel serves in arrival order, so a waiting connection is taken
+/// within about one request of the busy ones.
+fn close_when_full(
+    slots: Arc<Semaphore>,
+) -> impl Fn(Response) -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
+    move |mut response: Response| {
+        if slots.available_permits() == 0 {
+            response.headers_mut().insert(
+                axum::http::header::CONNECTION,
+                axum::http::HeaderValue::from_static("close"),
+            );
+        }
+        std::future::ready(response)
+    }
+}
+
 /// How long a graceful shutdown waits for requests in flight.
 const DRAIN: Duration = Duration::from_secs(10);
 
@@ -722,6 +761,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
     let slots = Arc::new(Semaphore::new(max_connections));
+    let app = app.layer(middleware::map_response(close_when_full(slots.clone())));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())

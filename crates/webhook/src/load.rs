@@ -322,3 +322,18 @@ pub fn block_period_delivery(subscription_id: &str, sequence_number: u64) -> Vec
     });
     serde_json::to_vec(&value).unwrap_or_default()
 }
+
+/// A stranger's post number `i`, `size` bytes (at least 64) and unsigned: even `i` is
+/// shaped like an event of subscription 7 (so it is stored as unverified), odd `i` is not
+/// JSON (quarantined). Every body is distinct, so none is deduplicated away.
+pub fn stranger_post(i: usize, size: usize) -> Vec<u8> {
+    let head = if i.is_multiple_of(2) {
+        format!("{{\"subscriptionId\":\"7\",\"sequenceNumber\":{i},\"pad\":\"")
+    } else {
+        format!("garbage {i} ")
+    };
+    let mut body = head.into_bytes();
+    body.resize(size.max(64) - 2, b'a');
+    body.extend_from_slice(b"\"}");
+    body
+}

@@ -576,6 +576,60 @@ async fn slow_headers_are_cut_off_and_cannot_take_every_slot() {
     run.stop().await;
 }
 
+/// `posts` unsigned posts of `size` bytes from a stranger ([`super::load::stranger_post`])
+/// over 16 keep-alive connections: fewer than 64 so that a debug build on two cores (the
+/// load generator shares them) still shows what a test wants; bench/ measures release.
+fn stranger_flood(
+    addr: SocketAddr,
+    posts: usize,
+    size: usize,
+    progress: Option<std::sync::Arc<super::load::Progress>>,
+) -> tokio::task::JoinHandle<Result<super::load::LoadReport, super::Error>> {
+    tokio::task::spawn_blocking(move || {
+        super::load::run(
+            &super::load::LoadSpec {
+                addr,
+                path: "/hooks/s3cret".into(),
+                requests: posts,
+                connections: 16,
+                timeout: Duration::from_secs(60),
+            },
+            &|i| (super::load::stranger_post(i, size), None),
+            progress.as_deref(),
+        )
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn busy_keep_alive_connections_beyond_the_slots_do_not_hold_a_genuine_delivery_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut c = config(dir.path());
+    c.max_connections = 4;
+    let run = start_with(c).await;
+    let addr = run.addr;
+
+    // Four times as many busy keep-alive connections as slots, each sending small unsigned
+    // posts back to back. Kept alive, the four served ones would hold their slots until the
+    // flood runs dry, and a genuine delivery would wait in the backlog until then.
+    const POSTS: usize = 20_000;
+    let progress = std::sync::Arc::new(super::load::Progress::default());
+    let flood = stranger_flood(addr, POSTS, 64, Some(progress.clone()));
+    let started = || progress.done.load(std::sync::atomic::Ordering::Relaxed);
+    wait_until("the flood has begun", || started() >= 100).await;
+    let http = killing_client();
+    let (b, s) = signed(1);
+    assert_eq!(post(&http, &run.url("/hooks/s3cret"), b, s).await.0, 200);
+    let done_when_answered = started();
+    let report = flood.await.expect("join").expect("load");
+    assert_eq!(report.ok(), POSTS, "{:?}", report.statuses);
+    // Answered within a few turns of the busy connections, not after the flood.
+    assert!(
+        done_when_answered < POSTS / 2,
+        "the genuine delivery was answered only after {done_when_answered} of {POSTS} posts"
+    );
+    run.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trickled_body_is_answered_408_within_the_request_timeout() {
     use std::io::{Read, Write};
@@ -630,31 +684,7 @@ async fn ten_thousand_unsigned_posts_grow_the_store_boundedly_and_genuine_ones_p
     const POSTS: usize = 10_000;
     const SIZE: usize = 255 * 1024;
     // Distinct bodies (so none is a duplicate): half unsigned events, half not JSON.
-    let flood = tokio::task::spawn_blocking(move || {
-        super::load::run(
-            &super::load::LoadSpec {
-                addr,
-                path: "/hooks/s3cret".into(),
-                requests: POSTS,
-                // Fewer than 64 so that a debug build on two cores (the load generator
-                // shares them) still shows the bound; the benchmark measures release.
-                connections: 16,
-                timeout: Duration::from_secs(60),
-            },
-            &|i| {
-                let head = if i % 2 == 0 {
-                    format!("{{\"subscriptionId\":\"7\",\"sequenceNumber\":{i},\"pad\":\"")
-                } else {
-                    format!("garbage {i} ")
-                };
-                let mut body = head.into_bytes();
-                body.resize(SIZE - 2, b'a');
-                body.extend_from_slice(b"\"}");
-                (body, None)
-            },
-            None,
-        )
-    });
+    let flood = stranger_flood(addr, POSTS, SIZE, None);
     // Meanwhile genuine deliveries, each answered (a listener starved by the flood would
     // leave one unanswered until the killing deadline of the client).
     let http = killing_client();

@@ -14,7 +14,7 @@ if [ -n "${BENCH_BIN:-}" ]; then
 else
     cargo build --release --quiet -p bridgectl -p bridgectl-webhook --features bridgectl-webhook/bench \
         --bin bridgectl --example webhook_bare --example webhook_load --example webhook_store \
-        --example webhook_stages
+        --example webhook_stages --example webhook_flood
     BIN=$CARGO_TARGET_DIR/release
 fi
 WORK=$(mktemp -d "${BENCH_DIR:-/var/tmp}/bridgectl-bench.XXXXXX")

@@ -1,11 +1,14 @@
 //! The benchmark's baselines, to split the listener's cost by stage:
 //! - `bare`: an axum handler that reads the body and answers 200, nothing else (HTTP);
+//! - `serve`: the same handler behind the listener's accept loop (connection limit,
+//!   header timeout) instead of `axum::serve`: what that loop costs;
 //! - `verify`: the real listener's router and accept loop (parse, signature check,
 //!   counters, connection limit, timeouts) over a store that keeps nothing (the listener
 //!   minus this is the store).
 //!
 //! `bench/webhook-listener.sh` runs the same load against these and the real listener.
-//! Usage: `webhook_bare ADDR PATH [verify KEY_FILE]` (prints `{"addr": ...}` once listening).
+//! Usage: `webhook_bare ADDR PATH [serve | verify KEY_FILE]` (prints `{"addr": ...}` once
+//! listening).
 
 #![allow(clippy::print_stdout)]
 
@@ -91,7 +94,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    if let (Some("verify"), Some(keys)) = (args.next().as_deref(), args.next()) {
+    let app = Router::new()
+        .route(
+            &path,
+            post(|_body: Bytes| async { (StatusCode::OK, "stored\n") }),
+        )
+        .fallback(|| async { StatusCode::NOT_FOUND });
+    let mode = args.next();
+    if mode.as_deref() == Some("serve") {
+        let timeouts = Timeouts::default();
+        let tcp = tokio::net::TcpListener::bind(&addr).await?;
+        println!("{{\"addr\": \"{}\"}}", tcp.local_addr()?);
+        serve(tcp, app, DEFAULT_MAX_CONNECTIONS, timeouts.header, shutdown).await;
+        return Ok(());
+    }
+    if let (Some("verify"), Some(keys)) = (mode.as_deref(), args.next()) {
         // The listener's own router and accept loop (connection limit, timeouts): all of
         // the listener but the store.
         let state = ListenerState::new(
@@ -107,12 +124,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         serve(tcp, app, DEFAULT_MAX_CONNECTIONS, timeouts.header, shutdown).await;
         return Ok(());
     }
-    let app = Router::new()
-        .route(
-            &path,
-            post(|_body: Bytes| async { (StatusCode::OK, "stored\n") }),
-        )
-        .fallback(|| async { StatusCode::NOT_FOUND });
     let tcp = tokio::net::TcpListener::bind(&addr).await?;
     println!("{{\"addr\": \"{}\"}}", tcp.local_addr()?);
     let tcp = tcp.tap_io(|s| {

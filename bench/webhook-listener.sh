@@ -117,7 +117,7 @@ awk -v b="$(cpu bare)" -v s="$(cpu serve)" -v v="$(cpu verify)" -v l="$(cpu list
     printf "CPU us per event by stage (medians):\n"
     printf "  HTTP (bare axum)                        %6.1f\n", b
     printf "  the listener accept loop instead        %6.1f\n", s - b
-    printf "  parse+verify in the listener's router   %6.1f   (alone, cache-warm: parse %.1f, sha256 %.1f, hmac %.1f)\n", v - s, parse, sha, hmac
+    printf "  parse+verify in the listener router    %6.1f   (alone, cache-warm: parse %.1f, sha256 %.1f, hmac %.1f)\n", v - s, parse, sha, hmac
     printf "  store: hand-off+insert+commit/fsync     %6.1f   (writer alone %.1f: insert %.1f, commit/fsync %.1f, hand-off+checkpoint %.1f)\n", l - v, w, ins, com, w - ins - com
     printf "  listener total                          %6.1f   (bare x %.2f)\n", l, l / b
     printf "WAL bytes per event: %d (writer alone); bytes written to disk per event by the listener (WAL + checkpoint): %d\n", wal, disk

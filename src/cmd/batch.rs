@@ -7,14 +7,15 @@
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, U256};
 use anyhow::{Context, Result, anyhow};
+use bridgectl_flow::batch_file::{self, BatchFormat, MAX_BATCH_FILE_BYTES};
 use bridgectl_flow::{
-    BatchItem, BatchOp, BatchOptions, BatchStatus, Bridge, Flows, ItemResult, ItemState,
-    ItemStatus, PrivateKeySigner, Submitter, Which,
+    BatchItem, BatchOptions, BatchStatus, Bridge, Flows, ItemResult, ItemState, ItemStatus,
+    PrivateKeySigner, Submitter, Which,
 };
 use bridgectl_tx::amount::format_units;
 use clap::{Args, Subcommand, ValueEnum};
@@ -144,17 +145,10 @@ pub fn run(global: &GlobalOpts, cmd: BatchCommand) -> Result<()> {
 
 // ------------------------------------------------------------------ reading the file
 
-/// One line of input, as text fields.
-struct Row {
-    line: usize,
-    fields: BTreeMap<String, String>,
-}
-
-/// The largest batch file read: far above a million items, far below what could exhaust
-/// memory.
-const MAX_BATCH_FILE_BYTES: u64 = 256 * 1024 * 1024;
-
-fn read_rows(path: &Path, format: Option<Format>) -> Result<Vec<Row>> {
+/// The items of the file (read by [`batch_file`]), with accounts resolved (labels of
+/// keys) and amounts parsed exactly with each token's decimals.
+fn read_items(session: &Session, bridge: &Bridge, input: &InputOpts) -> Result<Vec<BatchItem>> {
+    let path = &input.file;
     let size = std::fs::metadata(path)
         .with_context(|| format!("cannot read {}", path.display()))
         .code(Code::NotFound)?
@@ -172,171 +166,23 @@ fn read_rows(path: &Path, format: Option<Format>) -> Result<Vec<Row>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read {}", path.display()))
         .code(Code::NotFound)?;
-    let format = format.unwrap_or_else(|| {
-        if path
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("csv"))
-        {
-            Format::Csv
-        } else {
-            Format::Jsonl
-        }
-    });
-    let at =
-        |line: usize, msg: String| coded(Code::Usage, format!("{}:{line}: {msg}", path.display()));
-    let mut rows = Vec::new();
-    let mut header: Option<Vec<String>> = None;
-    for (n, raw) in text.lines().enumerate() {
-        let line = n + 1;
-        let trimmed = raw.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        let fields = match format {
-            Format::Jsonl => {
-                // The project's strict reader: a line with a key twice is ambiguous
-                // (which amount was meant?), refused rather than read as the last one.
-                let value: Value = bridgectl_json::from_slice(trimmed.as_bytes())
-                    .map_err(|e| at(line, format!("not a JSON object: {e}")))?;
-                let Value::Object(map) = value else {
-                    return Err(at(line, "not a JSON object".into()));
-                };
-                let mut fields = BTreeMap::new();
-                for (k, v) in map {
-                    let text = match v {
-                        Value::String(s) => s,
-                        // An amount as a JSON number may already have been rounded by
-                        // whatever wrote it: amounts are strings.
-                        other => {
-                            return Err(at(
-                                line,
-                                format!(
-                                    "field {k:?} must be a string (amounts are written \"1.5\", never as numbers), not {other}"
-                                ),
-                            ));
-                        }
-                    };
-                    fields.insert(k, text);
-                }
-                fields
-            }
-            Format::Csv => {
-                if trimmed.contains('"') {
-                    return Err(at(line, "quoted CSV fields are not supported".into()));
-                }
-                let cells: Vec<String> = trimmed.split(',').map(|c| c.trim().to_owned()).collect();
-                let Some(names) = &header else {
-                    let names: Vec<String> = cells.iter().map(|c| c.to_ascii_lowercase()).collect();
-                    if let Some(twice) = names
-                        .iter()
-                        .enumerate()
-                        .find_map(|(i, n)| names[..i].contains(n).then_some(n))
-                    {
-                        return Err(at(
-                            line,
-                            format!("column {:?} is named twice", untrusted(twice)),
-                        ));
-                    }
-                    header = Some(names);
-                    continue;
-                };
-                if cells.len() != names.len() {
-                    return Err(at(
-                        line,
-                        format!("{} fields, the header has {}", cells.len(), names.len()),
-                    ));
-                }
-                names
-                    .iter()
-                    .cloned()
-                    .zip(cells)
-                    .filter(|(_, v)| !v.is_empty())
-                    .collect()
-            }
+    let format = match input.format {
+        Some(Format::Jsonl) => BatchFormat::Jsonl,
+        Some(Format::Csv) => BatchFormat::Csv,
+        None => BatchFormat::for_path(path),
+    };
+    let account = |text: &str| session.account(text).map_err(|e| format!("{e:#}"));
+    let decimals = |which: Which| match which {
+        Which::Mt => bridge.main.decimals,
+        Which::St => bridge.side.decimals,
+    };
+    batch_file::read_items(&text, format, &account, &decimals).map_err(|e| {
+        let place = match e.line {
+            0 => path.display().to_string(),
+            line => format!("{}:{line}", path.display()),
         };
-        rows.push(Row { line, fields });
-    }
-    if rows.is_empty() {
-        return Err(coded(Code::Usage, format!("{}: no items", path.display())));
-    }
-    Ok(rows)
-}
-
-/// The items of the file, with accounts resolved (labels of keys) and amounts parsed
-/// exactly with each token's decimals.
-fn read_items(session: &Session, bridge: &Bridge, input: &InputOpts) -> Result<Vec<BatchItem>> {
-    let path = &input.file;
-    let mut items = Vec::new();
-    for row in read_rows(path, input.format)? {
-        let at = |msg: String| {
-            coded(
-                Code::Usage,
-                format!("{}:{}: {msg}", path.display(), row.line),
-            )
-        };
-        let field = |name: &str| {
-            row.fields
-                .get(name)
-                .ok_or_else(|| at(format!("missing field {name:?}")))
-        };
-        for name in row.fields.keys() {
-            if !["op", "from", "amount", "to", "token", "id"].contains(&name.as_str()) {
-                return Err(at(format!(
-                    "unknown field {:?} (known: op, from, amount, to, token, id)",
-                    untrusted(name)
-                )));
-            }
-        }
-        let from = session
-            .account(field("from")?)
-            .map_err(|e| at(format!("{e:#}")))?;
-        let amount_of = |which: Which| {
-            let decimals = match which {
-                Which::Mt => bridge.main.decimals,
-                Which::St => bridge.side.decimals,
-            };
-            parse_amount(field("amount")?, decimals, "amount").map_err(|e| at(format!("{e:#}")))
-        };
-        let op = match field("op")?.to_ascii_lowercase().as_str() {
-            "redeem" => BatchOp::Redeem {
-                from,
-                amount: amount_of(Which::St)?,
-            },
-            "swap" => BatchOp::Swap {
-                from,
-                amount: amount_of(Which::Mt)?,
-            },
-            "transfer" => {
-                let token = match field("token")?.to_ascii_lowercase().as_str() {
-                    "mt" => Which::Mt,
-                    "st" => Which::St,
-                    other => return Err(at(format!("token {:?}: mt or st", untrusted(other)))),
-                };
-                let to = session
-                    .account(field("to")?)
-                    .map_err(|e| at(format!("{e:#}")))?;
-                BatchOp::Transfer {
-                    token,
-                    from,
-                    to,
-                    amount: amount_of(token)?,
-                }
-            }
-            other => {
-                return Err(at(format!(
-                    "op {:?}: redeem, transfer or swap",
-                    untrusted(other)
-                )));
-            }
-        };
-        let id = row
-            .fields
-            .get("id")
-            .cloned()
-            .unwrap_or_else(|| format!("line-{}", row.line));
-        items.push(BatchItem { id, op });
-    }
-    Ok(items)
+        coded(Code::Usage, format!("{place}: {}", e.reason))
+    })
 }
 
 // ------------------------------------------------------------------ the plan

@@ -2,6 +2,7 @@
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 pub mod airgap;
+pub mod batch_file;
 pub mod client;
 mod error;
 mod flows;

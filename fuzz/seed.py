@@ -92,6 +92,17 @@ put("webhook_delivery", "signed", sig.encode() + b"\n" + body)
 put("webhook_delivery", "prefixed", b"sha256=" + sig.upper().encode() + b"\n" + body)
 put("webhook_delivery", "nosig", b"\n" + json.dumps({"subscriptionId": 5, "sequenceNumber": "x"}).encode())
 
+# batch_file: format byte (even JSONL, odd CSV) + file
+A = "0x8ba1f109551bD432803012645Ac136ddd64DBA72"
+put("batch_file", "jsonl", b"\x00" + "\n".join([
+    "# payouts",
+    json.dumps({"op": "redeem", "from": "k1", "amount": "12.5", "id": "invoice-7"}),
+    json.dumps({"op": "transfer", "from": A, "to": "k2", "amount": "0.000001", "token": "st"}),
+    json.dumps({"op": "swap", "from": "k3", "amount": "1.000000000000000001"}),
+    "", "{\"op\": \"redeem\", \"from\": \"k1\", \"amount\": \"1\", \"amount\": \"2\"}"]).encode())
+put("batch_file", "csv", b"\x01" + f"op,from,amount,to,token,id\nredeem,k1,3,,,a\ntransfer,{A},2,k4,MT,\nswap,k9,0.5,,,\n".encode())
+put("batch_file", "csv-bad", b"\x01op,op\nredeem,\"x\"\n")
+
 # amount: decimals byte + text
 for i, (d, t) in enumerate([(18, "1.5"), (18, "0.000000000000000001"), (0, "115792089237316195423570985008687907853269984665640564039457584007913129639935"),
                             (77, "1"), (6, "007.250000"), (18, "50gwei"), (9, "0.01ether"), (2, "1.2.3")]):

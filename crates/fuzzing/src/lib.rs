@@ -10,6 +10,7 @@
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 mod amount;
+mod batch_file;
 mod calldata;
 mod envelope;
 mod json;
@@ -18,6 +19,7 @@ mod tx;
 mod webhook;
 
 pub use amount::amount;
+pub use batch_file::batch_file;
 pub use calldata::calldata;
 pub use envelope::envelope;
 pub use json::json;
@@ -31,6 +33,7 @@ pub type Target = fn(&[u8]);
 /// Every target by name, as the fuzz targets and the corpus folders call them.
 pub const TARGETS: &[(&str, Target)] = &[
     ("amount", amount),
+    ("batch_file", batch_file),
     ("calldata", calldata),
     ("envelope", envelope),
     ("json", json),

@@ -148,14 +148,8 @@ pub fn read_rows(text: &str, format: BatchFormat) -> Result<Vec<BatchRow>, Batch
 /// One JSONL line's fields: an object of strings, read by the project's strict reader (a
 /// key twice is refused rather than read as the last one).
 fn json_fields(line: usize, text: &str) -> Result<BTreeMap<String, String>, BatchFileError> {
-    let value: Value = bridgectl_json::from_slice(text.as_bytes()).map_err(|e| {
-        // The parser's message quotes the keys on its path.
-        let e = e.to_string();
-        refuse(
-            line,
-            format!("not a JSON object: {}", bridgectl_tx::text::printable(&e)),
-        )
-    })?;
+    let value: Value = bridgectl_json::from_slice(text.as_bytes())
+        .map_err(|e| refuse(line, format!("not a JSON object: {e}")))?;
     let Value::Object(map) = value else {
         return Err(refuse(line, "not a JSON object"));
     };

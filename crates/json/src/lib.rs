@@ -207,7 +207,15 @@ impl<'a> Parser<'a> {
                     };
                     let key = again.string().unwrap_or_default();
                     out.push('.');
-                    out.push_str(&shorten(&key));
+                    // A key comes from the document: its control characters escaped, so
+                    // a message that names the place is safe to print.
+                    for c in shorten(&key).chars() {
+                        if c.is_control() {
+                            out.extend(c.escape_default());
+                        } else {
+                            out.push(c);
+                        }
+                    }
                 }
                 Segment::Index(i) => out.push_str(&format!("[{i}]")),
             }
@@ -633,6 +641,14 @@ mod tests {
             e.to_string().contains("duplicate key \"k999\" in $.x"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_place_shows_the_keys_on_its_path_escaped() {
+        let err = from_slice(b"{\"a\\u001b[2J\x7f\": {\"x\": 1, \"x\": 2}}").expect_err("twice");
+        let msg = err.to_string();
+        assert!(msg.contains("in $.a\\u{1b}[2J\\u{7f}"), "{msg}");
+        assert!(!msg.chars().any(char::is_control), "{msg:?}");
     }
 
     #[test]

@@ -46,6 +46,14 @@ pub fn config(dir: &Dir, name: &str, profile: &Value) -> PathBuf {
             "\n[profiles.default.policy]\nmax-gas-price = {cap}\n"
         ));
     }
+    for rule in profile["autoApprove"].as_array().into_iter().flatten() {
+        text.push_str(&format!(
+            "\n[[profiles.default.policy.auto-approve]]\nfunction = {}\nmax = {}\ndestinations = {}\n",
+            rule["function"],
+            rule["max"],
+            rule.get("destinations").unwrap_or(&json!([]))
+        ));
+    }
     dir.write(format!("{name}.toml"), text)
 }
 

@@ -7,6 +7,7 @@ use k256 as _;
 pub mod amount;
 pub mod calldata;
 pub mod decode;
+pub mod effects;
 mod error;
 pub mod limits;
 pub mod log;

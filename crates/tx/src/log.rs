@@ -29,7 +29,9 @@ use alloy_signer_local::PrivateKeySigner;
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
-use crate::calldata::{self, Decoded, Value};
+use crate::calldata::{self, Decoded};
+use crate::effects::Effects;
+use crate::limits::{Spent, WindowLimit};
 use crate::sign::{SignedTx, sign_legacy};
 use crate::verify::Verified;
 
@@ -63,8 +65,9 @@ pub struct EntryBody {
     pub args: BTreeMap<String, String>,
     /// The token's symbol, as the policy names the callee.
     pub token: Option<String>,
-    /// The token amount the call moves, in base units (the sum of its amount
-    /// arguments), decimal; `None` when the call moves none or is not known.
+    /// The token amount the call moves, in base units, decimal: everything
+    /// [`crate::effects`] counts (a `transferWithFee` counts its fee too); `None` when
+    /// the call moves none or has no model.
     #[serde(with = "decimal_opt")]
     pub amount: Option<U256>,
     /// Native value sent along, in wei, decimal.
@@ -285,17 +288,55 @@ impl ChainCheck {
 
 /// Where a log is kept. The library's own store is `bridgectl_keystore::SigningLogDb`
 /// (SQLite beside the keys); a wallet may bring another.
+///
+/// What a store promises, because spending limits rest on it:
+/// - the log cannot be rolled back unseen: a checkpoint of its head is kept outside the
+///   log, and a log that does not reach it (deleted, truncated, restored from an older
+///   copy) refuses [`SigningLog::check`] and [`SigningLog::append`] until a person
+///   acknowledges it;
+/// - totals are read from entries checked on the way (hash, link, signature by the
+///   entry's key), and an entry signed by a key that is not the store's refuses them;
+/// - time does not go backwards for a window: the newest trusted entry's time is a floor
+///   under `now`, and a new entry is never older than the head.
 pub trait SigningLog: Send + Sync + fmt::Debug {
     /// Appends the entry `make` builds from the current head, as one atomic step with
     /// reading that head (no other writer can append in between), durably (on disk when
-    /// this returns).
-    fn append(&self, make: &mut dyn FnMut(Checkpoint) -> Result<Entry, Error>)
-    -> Result<(), Error>;
+    /// this returns). Inside the same step the log is checked against its kept
+    /// checkpoint and, when `limit` is given, the window total is read again and the
+    /// limit checked ([`WindowLimit::check`]): signers racing each other cannot pass it
+    /// together. Returns the new head.
+    fn append(
+        &self,
+        limit: Option<&WindowLimit>,
+        make: &mut dyn FnMut(Head) -> Result<Entry, Error>,
+    ) -> Result<Checkpoint, Error>;
+
+    /// Whether the log may be signed into now, without writing: called before any key
+    /// is unlocked, so a rolled-back log refuses before a passphrase is asked for.
+    fn check(&self) -> Result<(), Error>;
 
     /// The sum of `amount` over the entries of `query.key` for `query.chain_id` and
-    /// `query.contract` signed at or after `query.since`, from entries that were checked
-    /// (hash, link and signature) on the way.
-    fn window_total(&self, query: &WindowQuery) -> Result<U256, Error>;
+    /// `query.contract` within the window ending at `query.now` (or at the newest
+    /// trusted entry, if later), from entries that were checked on the way.
+    fn window_total(&self, query: &WindowQuery) -> Result<Spent, Error>;
+}
+
+/// The head an entry is made from: the checkpoint it chains to and the newest entry's
+/// time (a new entry is never older).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Head {
+    /// Count and hash of the last entry.
+    pub checkpoint: Checkpoint,
+    /// The last entry's time; 0 for an empty log.
+    pub time: u64,
+}
+
+impl Head {
+    /// The head of an empty log.
+    pub const EMPTY: Head = Head {
+        checkpoint: Checkpoint::EMPTY,
+        time: 0,
+    };
 }
 
 /// Which entries a windowed limit adds up: see [`SigningLog::window_total`].
@@ -307,8 +348,17 @@ pub struct WindowQuery {
     pub chain_id: u64,
     /// The token contract.
     pub contract: Address,
-    /// The window's start, in Unix seconds.
-    pub since: u64,
+    /// The window's length, in seconds.
+    pub per: u64,
+    /// The clock's time, in Unix seconds (the store may move it forward, never back).
+    pub now: u64,
+}
+
+impl WindowQuery {
+    /// Whether an entry body is one this query adds up (any time).
+    pub fn counts(&self, body: &EntryBody) -> bool {
+        body.key == self.key && body.chain_id == self.chain_id && body.to == self.contract
+    }
 }
 
 /// An entry's hash: keccak256 of its body's bytes.
@@ -324,51 +374,38 @@ pub fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// What a call moves: the sum of its amount arguments, its arguments as text, and its
-/// function's signature. `None` amount for a call that is not known.
+/// What a call moves as the log records it: its function's signature, its arguments
+/// as text, and everything it moves ([`Effects::total`]); `None` amount for a call
+/// without a model.
 pub(crate) struct CallFacts {
     pub function: Option<String>,
     pub args: BTreeMap<String, String>,
     pub amount: Option<U256>,
-    /// The `_to` (or `_spender`) argument: where tokens go.
-    pub destination: Option<Address>,
 }
 
 pub(crate) fn call_facts(data: &[u8]) -> CallFacts {
     match calldata::classify(data) {
-        Decoded::Call(call) => {
-            let mut amount = U256::ZERO;
-            let mut destination = None;
-            let mut args = BTreeMap::new();
-            for (p, v) in &call.args {
-                match v {
-                    Value::Uint(u) if p.is_amount => amount = amount.saturating_add(*u),
-                    Value::Address(a) if matches!(p.name, "_to" | "_spender") => {
-                        destination = Some(*a);
-                    }
-                    _ => {}
-                }
-                args.insert(p.name.to_owned(), v.to_string());
-            }
-            CallFacts {
-                function: Some(call.function.signature.to_owned()),
-                args,
-                amount: Some(amount),
-                destination,
-            }
-        }
+        Decoded::Call(call) => CallFacts {
+            function: Some(call.function.signature.to_owned()),
+            args: call
+                .args
+                .iter()
+                .map(|(p, v)| (p.name.to_owned(), v.to_string()))
+                .collect(),
+            amount: Effects::of_call(&call).total(),
+        },
         _ => CallFacts {
             function: None,
             args: BTreeMap::new(),
             amount: None,
-            destination: None,
         },
     }
 }
 
-/// Builds and signs the entry for `signed` after `head`, at `time`.
+/// Builds and signs the entry for `signed` after `head`, at `time` (or the head's time,
+/// if later: entries never go back in time).
 pub fn make_entry(
-    head: Checkpoint,
+    head: Head,
     verified: &Verified,
     signed: &SignedTx,
     time: u64,
@@ -378,9 +415,9 @@ pub fn make_entry(
     let facts = call_facts(&tx.data);
     let body = EntryBody {
         v: ENTRY_VERSION,
-        seq: head.count + 1,
-        prev: head.head,
-        time,
+        seq: head.checkpoint.count + 1,
+        prev: head.checkpoint.head,
+        time: time.max(head.time),
         key: signed.from,
         chain_id: signed.chain_id,
         nonce: signed.nonce,
@@ -406,8 +443,10 @@ pub fn make_entry(
 }
 
 /// Signs `verified` with `signer` and appends the entry to `log` before the signed bytes
-/// are returned: if the log cannot be written, nothing signed leaves this function.
-/// `time` is the entry's time (Unix seconds, usually [`unix_now`]).
+/// are returned: if the log cannot be written, or the windowed limit the verifier
+/// checked no longer holds once the append has the log to itself (another signer got
+/// there first), nothing signed leaves this function. `time` is the entry's time (Unix
+/// seconds, usually [`unix_now`]).
 pub fn sign_and_log(
     verified: &Verified,
     signer: &PrivateKeySigner,
@@ -415,7 +454,10 @@ pub fn sign_and_log(
     time: u64,
 ) -> Result<SignedTx, Error> {
     let signed = sign_legacy(verified, signer)?;
-    log.append(&mut |head| make_entry(head, verified, &signed, time, signer))?;
+    let limit = verified.window_limit().map(|l| l.at(time));
+    log.append(limit.as_ref(), &mut |head| {
+        make_entry(head, verified, &signed, time, signer)
+    })?;
     Ok(signed)
 }
 

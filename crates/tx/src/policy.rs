@@ -64,13 +64,39 @@ pub struct Policy {
     /// enforced from the signing log; see [`crate::limits`].
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub limits: BTreeMap<String, crate::limits::Limit>,
-    /// Where token transfers (and approvals) may go: when set, a call whose `_to` or
-    /// `_spender` is not listed is refused.
+    /// Where tokens may go: when set, a call with any destination that is not listed
+    /// (a `_to`, a `_spender`, a `transferWithFee`'s `_feeCollector`: every address of
+    /// [`crate::effects`]) is refused.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_destinations: Vec<Address>,
+    /// Selectors (`0x12345678`) of calls that have no model of their effects and may be
+    /// signed anyway under limits and an allowlist. Unset, such calls are refused there:
+    /// what a call moves must be known before a limit can count it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_unmodelled: Vec<String>,
+    /// Calls that may be signed without a person's confirmation (`--yes`) although no
+    /// expectation pins them: the operator's standing approvals. A request's own intent
+    /// never does this, because it comes from the same place as the transaction.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub auto_approve: Vec<AutoApprove>,
     /// The chains and contracts named by the profile (never by a request).
     #[serde(skip)]
     pub trusted: Trusted,
+}
+
+/// A standing approval: a call of `function` whose every destination is one of
+/// `destinations` and that moves at most `max` of the callee's token in all (fees
+/// included, as [`crate::effects`] counts them) may be signed without a confirmation.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct AutoApprove {
+    /// The function: a name (`transfer`) or signature (`transfer(address,uint256)`).
+    pub function: String,
+    /// Where the call may send tokens; a call with no destination (`redeem`) needs none.
+    #[serde(default)]
+    pub destinations: Vec<Address>,
+    /// The most the call may move, in token units (`"5"`, `"2.5"`).
+    pub max: String,
 }
 
 /// The chains and contracts a profile names: the trust root for where a transaction may
@@ -172,6 +198,12 @@ impl Policy {
             self.allowed_destinations
                 .clone_from(&fallback.allowed_destinations);
         }
+        if self.allow_unmodelled.is_empty() {
+            self.allow_unmodelled.clone_from(&fallback.allow_unmodelled);
+        }
+        if self.auto_approve.is_empty() {
+            self.auto_approve.clone_from(&fallback.auto_approve);
+        }
         self.trusted.merge(&fallback.trusted);
         self
     }
@@ -179,7 +211,8 @@ impl Policy {
     /// Whether the policy says exactly what the call does: the exact calldata, or a
     /// function with every one of its arguments (`exact_args`). A function alone
     /// (`transfer` to anyone, any amount) or some arguments alone (matched by name in
-    /// any function) only narrow it.
+    /// any function) only narrow it. (A standing approval, [`Policy::auto_approve`], is
+    /// matched against the call by the verifier.)
     pub fn pins_call(&self) -> bool {
         self.expect_data.is_some() || (self.expect_function.is_some() && self.exact_args)
     }

@@ -83,6 +83,8 @@ pub struct Verified {
     nonce_source: Option<&'static str>,
     max_fee_cap: Option<U256>,
     spending: Vec<String>,
+    window: Option<crate::limits::WindowLimit>,
+    auto_approved: Option<usize>,
 }
 
 impl Verified {
@@ -112,11 +114,28 @@ impl Verified {
         self.claimed_description.as_deref()
     }
 
-    /// Whether what the call does (function and arguments, or the callee) was pinned by
-    /// an intent or the policy, rather than only bounded by caps. Signing without a
-    /// person's confirmation needs this.
+    /// Whether the operator pinned what the call does in advance, rather than only
+    /// bounding it by caps: the policy's expectations (the exact calldata, or a function
+    /// with every argument), or one of its standing approvals
+    /// ([`Policy::auto_approve`]). Signing without a person's confirmation needs this.
+    ///
+    /// A request's intent never counts here: it comes from the same (possibly
+    /// compromised) place as the transaction, so their agreeing proves nothing. It
+    /// narrows what is signed, it does not approve it.
     pub fn pins_call(&self) -> bool {
         self.pins_call
+    }
+
+    /// The standing approval of the policy that covers this call (its 1-based position
+    /// in [`Policy::auto_approve`]), if one does.
+    pub fn auto_approved_by(&self) -> Option<usize> {
+        self.auto_approved
+    }
+
+    /// The windowed spending limit this signature counts against, with what it adds:
+    /// [`crate::sign_and_log`] has the log check it again inside its append.
+    pub fn window_limit(&self) -> Option<&crate::limits::WindowLimit> {
+        self.window.as_ref()
     }
 
     /// Where the nonce was checked against (`--nonce`, `node`, `platform`, `journal`);
@@ -171,6 +190,8 @@ pub fn verify(
         return Err(Error::ZeroChainId);
     }
     let trusted = &policy.trusted;
+    // A limit or approval the policy cannot enforce is a refusal, not a silent pass.
+    crate::limits::check_enforceable(policy)?;
 
     // Where: the chain and the callee, against the trust root.
     match policy.expect_chain_id {
@@ -362,7 +383,7 @@ pub fn verify(
     check_call(raw, policy, CheckedBy::Policy)?;
 
     // How much, and to whom: the limits and the allowlist, from the log's totals.
-    let spending = crate::limits::check(
+    let checked = crate::limits::check(
         policy,
         raw,
         token.as_ref(),
@@ -376,8 +397,8 @@ pub fn verify(
         Nonce::Next(facts) => Some(check_nonce(raw.nonce, facts)?),
     };
 
-    let pins_call =
-        policy.pins_call() || expected_by_intent.as_ref().is_some_and(Policy::pins_call);
+    // Only the operator pins a call for signing without a question (see `pins_call`).
+    let pins_call = policy.pins_call() || checked.auto_approved.is_some();
     Ok(Verified {
         raw: raw.clone(),
         token,
@@ -387,7 +408,9 @@ pub fn verify(
         pins_call,
         nonce_source,
         max_fee_cap: policy.max_fee,
-        spending,
+        spending: checked.lines,
+        window: checked.window,
+        auto_approved: checked.auto_approved,
     })
 }
 

@@ -31,6 +31,9 @@ fn policy_of(profile: &Value) -> Policy {
         decimals: profile["sideDecimals"].as_u64().expect("decimals") as u8,
     };
     p.trusted.contract(st, chain, Some(token));
+    if let Some(rules) = profile.get("autoApprove") {
+        p.auto_approve = serde_json::from_value(rules.clone()).expect("autoApprove");
+    }
     p
 }
 

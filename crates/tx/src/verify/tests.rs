@@ -92,7 +92,10 @@ fn a_matching_redeem_passes_with_trusted_display_facts() {
     assert_eq!(v.token(), Some(&st()));
     assert_eq!(v.chain_name(), Some("side"));
     assert_eq!(v.nonce_source(), Some("node"));
-    assert!(v.pins_call());
+    assert!(
+        !v.pins_call(),
+        "a request's intent narrows what is signed; only the operator pins it for --yes"
+    );
     assert_eq!(v.claimed_description(), Some("redeem 1.5 ST"));
     let ctx = v.summary_context();
     assert_eq!(ctx.labels.get(&ST).map(String::as_str), Some("ST token"));
@@ -456,4 +459,153 @@ fn exactly_accepts_that_transaction_and_no_other() {
     let mut other = tx;
     other.gas_price += 1;
     assert!(refusal(&other, None, &policy, &ctx).contains("gasPrice"));
+}
+
+#[test]
+fn only_the_operator_pins_a_call_for_signing_without_a_question() {
+    let tx = redeem_tx("1500000000000000000");
+    let intent = redeem_intent("1500000000000000000");
+    let ctx = context(next(1));
+    // The intent names the whole call: it narrows, it does not approve (M5).
+    let v = verify(&tx, Some(&intent), &profile(), &ctx).expect("passes");
+    assert!(!v.pins_call());
+    assert_eq!(v.auto_approved_by(), None);
+    // A standing approval in the profile: the function, at most 2 ST.
+    let rule = |function: &str, max: &str| crate::policy::AutoApprove {
+        function: function.into(),
+        destinations: Vec::new(),
+        max: max.into(),
+    };
+    let mut p = profile();
+    p.auto_approve = vec![rule("transfer", "100"), rule("redeem", "2")];
+    let v = verify(&tx, Some(&intent), &p, &ctx).expect("passes");
+    assert!(v.pins_call());
+    assert_eq!(v.auto_approved_by(), Some(2));
+    // More than the rule's max: verified, but not approved in advance.
+    p.auto_approve = vec![rule("redeem", "1")];
+    let v = verify(&tx, Some(&intent), &p, &ctx).expect("passes");
+    assert!(!v.pins_call());
+    // An approval naming a function bridgectl does not know is refused outright.
+    p.auto_approve = vec![rule("drain", "1")];
+    let e = refusal(&tx, Some(&intent), &p, &ctx);
+    assert!(e.contains("auto-approve #1") && e.contains("drain"), "{e}");
+}
+
+#[test]
+fn a_limit_on_a_token_the_profile_cannot_resolve_is_refused() {
+    let tx = redeem_tx("1");
+    let ctx = context(next(1));
+    let mut p = profile();
+    // A misspelled symbol (L1): refused, naming it and the tokens known.
+    p.limits.insert(
+        "stt".into(),
+        crate::limits::Limit {
+            max_per_tx: Some("1".into()),
+            ..Default::default()
+        },
+    );
+    let e = refusal(&tx, None, &p, &ctx);
+    assert!(e.contains("\"stt\" names no token") && e.contains("known: ST"), "{e}");
+    // The right symbol, but a profile that does not say the contract is a token.
+    let mut p = profile();
+    p.limits.insert(
+        "st".into(),
+        crate::limits::Limit {
+            max_per_tx: Some("1".into()),
+            ..Default::default()
+        },
+    );
+    verify(&tx, None, &p, &ctx).expect("enforceable");
+    p.trusted.contracts.iter_mut().for_each(|c| c.token = None);
+    let e = refusal(&tx, None, &p, &ctx);
+    assert!(e.contains("names no token the profile knows"), "{e}");
+}
+
+fn call_tx(function: &str, inputs: &[(&str, String)]) -> RawTx {
+    let inputs: BTreeMap<String, String> = inputs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect();
+    RawTx {
+        data: calldata::encode(function, &inputs).expect("encode").into(),
+        ..redeem_tx("1")
+    }
+}
+
+/// H1: `transferWithFee(_to = allowed, _amount = 1 ST, _feeCollector = attacker,
+/// _fee = 10000)` moves 101 ST, 100 of them to the attacker.
+fn fee_attack(collector: Address) -> RawTx {
+    call_tx(
+        "transferWithFee",
+        &[
+            ("_to", Address::repeat_byte(0xa1).to_string()),
+            ("_amount", "1000000000000000000".into()),
+            ("_feeCollector", collector.to_string()),
+            ("_fee", "10000".into()),
+        ],
+    )
+}
+
+#[test]
+fn a_fee_collector_is_a_destination_and_the_fee_is_counted() {
+    let allowed = Address::repeat_byte(0xa1);
+    let attacker = Address::repeat_byte(0xee);
+    let ctx = context(next(1));
+    let mut p = profile();
+    p.allowed_destinations = vec![allowed];
+    let e = refusal(&fee_attack(attacker), None, &p, &ctx);
+    assert!(
+        e.contains("destination (_feeCollector)") && e.contains(&attacker.to_string()),
+        "{e}"
+    );
+    // Both allowed: the per-transaction limit counts the fee as what it is, 100 ST.
+    p.allowed_destinations.push(attacker);
+    p.limits.insert(
+        "st".into(),
+        crate::limits::Limit {
+            max_per_tx: Some("8".into()),
+            ..Default::default()
+        },
+    );
+    let e = refusal(&fee_attack(attacker), None, &p, &ctx);
+    assert!(
+        e.contains("8 ST per transaction") && e.contains("101 ST more"),
+        "{e}"
+    );
+    // An approval is a destination with an amount.
+    let approve = call_tx(
+        "approve",
+        &[
+            ("_spender", attacker.to_string()),
+            ("_value", "9000000000000000000".into()),
+        ],
+    );
+    let e = refusal(&approve, None, &p, &ctx);
+    assert!(e.contains("9 ST more"), "{e}");
+}
+
+#[test]
+fn calls_without_a_model_are_refused_under_limits_unless_allowed_by_selector() {
+    let ctx = context(next(1));
+    let mut p = profile();
+    p.max_gas_limit = Some(100_000);
+    let mut unknown = redeem_tx("1");
+    unknown.data = vec![0xde, 0xad, 0xbe, 0xef, 0, 1].into();
+    verify(&unknown, None, &p, &ctx).expect("no limit, no allowlist: the caps decide");
+    p.limits.insert(
+        "st".into(),
+        crate::limits::Limit {
+            max_per_tx: Some("8".into()),
+            ..Default::default()
+        },
+    );
+    let e = refusal(&unknown, None, &p, &ctx);
+    assert!(e.contains("effects bridgectl models") && e.contains("0xdeadbeef"), "{e}");
+    p.allow_unmodelled = vec!["0xdeadbeef".into()];
+    let e = refusal(&unknown, None, &p, &ctx);
+    // Allowed past the model, the limit still cannot count it.
+    assert!(e.contains("cannot read"), "{e}");
+    p.limits.clear();
+    p.allowed_destinations = vec![Address::repeat_byte(0xa1)];
+    verify(&unknown, None, &p, &ctx).expect("allowed by selector under an allowlist");
 }

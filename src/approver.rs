@@ -53,10 +53,11 @@ impl Approver for CliApprover<'_> {
         if let Some(offline) = &self.offline {
             if self.yes && !review.verified.pins_call() {
                 return Err(bridgectl_tx::Error::Refused(
-                    "signing blind: --yes needs the call pinned: a sign request whose intent \
-                     names the function, --expect-function with every argument as \
-                     --expect-arg, or --expect-data; without --yes the summary is shown and \
-                     you are asked"
+                    "signing blind: --yes needs the call pinned by you: --expect-function \
+                     with every argument as --expect-arg, --expect-data, or an auto-approve \
+                     rule of the profile's policy that covers it; a sign request's intent \
+                     does not count (it comes from the same machine as the transaction); \
+                     without --yes the summary is shown and you are asked"
                         .into(),
                 )
                 .into());

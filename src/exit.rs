@@ -94,6 +94,25 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
                  again, shows it and asks again"
             ));
         }
+        if let Some(bridgectl_flow::Error::LeaseExpired { tx_id, .. }) =
+            cause.downcast_ref::<bridgectl_flow::Error>()
+        {
+            return Some(format!(
+                "`bridgectl resume {tx_id}` checks the nonce again, shows the transaction and \
+                 asks again (BRIDGECTL_RESERVATION_LEASE sets how long a reservation holds)"
+            ));
+        }
+        if let Some(
+            bridgectl_keystore::Error::SigningLogRolledBack { .. }
+            | bridgectl_keystore::Error::SigningLogForeign { .. },
+        ) = cause.downcast_ref::<bridgectl_keystore::Error>()
+        {
+            return Some(
+                "`bridgectl log verify` checks the log; once you know why, `bridgectl log \
+                 acknowledge` accepts it as it stands"
+                    .into(),
+            );
+        }
         match cause.downcast_ref::<reqwest::Error>() {
             Some(e) if e.is_connect() => Some(
                 "nothing answered there: is the platform running (for the sandbox: is \
@@ -152,6 +171,8 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
         F::BundleMismatch(_)
         | F::NotBundle(_)
         | F::NonceReserved { .. }
+        | F::LeaseExpired { .. }
+        | F::BatchRunning { .. }
         | F::JournalCorrupt { .. }
         | F::ChangedSinceVerified { .. }
         | F::Stale { .. }

@@ -41,7 +41,20 @@ pub fn open_keystore(global: &GlobalOpts) -> Result<Keystore> {
 
 /// Opens the journal named by `--journal` or the default path.
 pub fn open_journal(explicit: Option<&std::path::Path>) -> Result<Journal> {
-    Ok(Journal::open(crate::paths::journal(explicit)?)?)
+    let journal = Journal::open(crate::paths::journal(explicit)?)?;
+    // How long a nonce reservation holds while a flow waits for its approval.
+    match std::env::var("BRIDGECTL_RESERVATION_LEASE") {
+        Ok(text) => {
+            let lease: bridgectl_tx::limits::Window = text.parse().map_err(|e| {
+                crate::exit::coded(
+                    crate::exit::Code::Usage,
+                    format!("BRIDGECTL_RESERVATION_LEASE: {e}"),
+                )
+            })?;
+            Ok(journal.with_reservation_lease(std::time::Duration::from_secs(lease.0)))
+        }
+        Err(_) => Ok(journal),
+    }
 }
 
 impl Session {

@@ -1,7 +1,9 @@
 //! `bridgectl log`: the keystore's signing log (every signature made with its keys,
 //! hash-chained, each entry signed by its key). `checkpoint` prints the head to keep
 //! elsewhere; `verify` checks the chain (and against a kept checkpoint, which catches a
-//! removed tail); `show` lists entries; `export` writes JSONL an auditor checks with
+//! removed tail; without one, the checkpoint kept beside the log); `acknowledge` accepts a
+//! log that signing refuses (rolled back, or holding a removed key's entries); `show`
+//! lists entries; `export` writes JSONL an auditor checks with
 //! keccak and ecrecover alone (`scripts/verify-signing-log.py`).
 
 use std::io::Write;
@@ -15,7 +17,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use crate::cli::GlobalOpts;
-use crate::exit::{Code, coded};
+use crate::exit::{Code, WithCode, coded};
 
 /// `bridgectl log ...`
 #[derive(Debug, Subcommand)]
@@ -29,6 +31,19 @@ pub enum LogCommand {
     Show(ShowArgs),
     /// Write every entry as JSON lines, for an auditor.
     Export(ExportArgs),
+    /// Accept the log as it stands when signing refuses it: it no longer reaches the
+    /// checkpoint kept beside it (deleted, truncated, restored from a backup), or holds
+    /// an entry signed by a key that is not in the keystore (a key removed since). The
+    /// chain must still hold. Spending limits count from what the log then holds.
+    Acknowledge(AcknowledgeArgs),
+}
+
+/// Arguments of `bridgectl log acknowledge`.
+#[derive(Debug, Args)]
+pub struct AcknowledgeArgs {
+    /// Do not ask for confirmation.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 /// Arguments of `bridgectl log verify`.
@@ -83,16 +98,37 @@ pub fn run(global: &GlobalOpts, cmd: LogCommand) -> anyhow::Result<()> {
             }
             crate::output::line(head)
         }
+        LogCommand::Acknowledge(args) => {
+            let head = log.checkpoint()?;
+            let kept = log.kept()?;
+            crate::output::note(format_args!(
+                "signing log {}: {} entries, head {head}; checkpoint kept beside it: {}",
+                log.path().display(),
+                head.count,
+                kept.map_or_else(|| "none".to_owned(), |k| k.checkpoint().to_string())
+            ));
+            crate::review::confirm(
+                args.yes,
+                "accept the log as it stands (spending limits count from what it holds)?",
+            )
+            .code(Code::Declined)?;
+            let head = log.acknowledge()?;
+            if global.json {
+                return crate::output::json(&json!({
+                    "acknowledged": true, "count": head.count, "head": head.head,
+                    "checkpoint": head.to_string()
+                }));
+            }
+            crate::output::line(format_args!("acknowledged: {} entries, head {head}", head.count))
+        }
         LogCommand::Verify(args) => {
-            let kept = args
-                .checkpoint
-                .as_deref()
-                .map(|t| {
-                    t.parse::<Checkpoint>().map_err(|e| {
-                        coded(Code::Usage, format!("--checkpoint {t:?}: expected {e}"))
-                    })
-                })
-                .transpose()?;
+            let kept = match args.checkpoint.as_deref() {
+                Some(t) => Some(t.parse::<Checkpoint>().map_err(|e| {
+                    coded(Code::Usage, format!("--checkpoint {t:?}: expected {e}"))
+                })?),
+                // Without one given, the checkpoint kept beside the log.
+                None => log.kept()?.map(|k| k.checkpoint()),
+            };
             let mut outcome = log.verify(kept)?;
             if outcome.is_ok() && !args.any_key {
                 // The chain holds; every entry must also be signed by a key of this

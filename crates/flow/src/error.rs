@@ -208,6 +208,34 @@ pub enum Error {
         by: String,
     },
 
+    /// A flow waited for its approval past its nonce reservation's lease: the nonce may
+    /// have been taken since, so nothing was signed; running it again checks the nonce
+    /// again.
+    #[error(
+        "the reservation of nonce {nonce} for flow {tx_id} ran out ({lease_secs} s) while \
+         it waited for approval: nothing was signed; its nonce must be checked again"
+    )]
+    LeaseExpired {
+        /// The flow.
+        tx_id: String,
+        /// The nonce it had reserved.
+        nonce: u64,
+        /// The lease, in seconds.
+        lease_secs: u64,
+    },
+
+    /// Another process is running this batch (it holds the batch's run lock).
+    #[error(
+        "batch {batch_id} is running in another process (it holds {lock}): a second run \
+         would take over its live flows; wait for it to end or stop it first"
+    )]
+    BatchRunning {
+        /// The batch.
+        batch_id: String,
+        /// The lock file.
+        lock: String,
+    },
+
     /// `resume` of a flow that already completed: there is nothing to resend.
     #[error(
         "flow {tx_id} already completed{}: nothing to resend",

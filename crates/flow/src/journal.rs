@@ -7,6 +7,7 @@
 //! bytes and sends them again; nothing ever signs a second transaction with a new nonce
 //! on its own.
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -224,6 +225,8 @@ pub struct BatchItemRecord {
 pub struct Journal {
     conn: Mutex<Connection>,
     path: PathBuf,
+    /// How long an unsigned reservation holds, in seconds.
+    lease_secs: i64,
 }
 
 const SCHEMA: &str = "
@@ -279,6 +282,13 @@ CREATE TABLE IF NOT EXISTS batch_items (
 );
 CREATE INDEX IF NOT EXISTS batch_items_by_tx ON batch_items(tx_id);
 ";
+
+/// The run lock of one batch (see [`Journal::lock_batch`]): released when dropped, or
+/// when the process ends however it ends.
+#[derive(Debug)]
+pub struct BatchLock {
+    _file: Option<std::fs::File>,
+}
 
 /// How long a reservation of a flow that has not signed holds: long enough for a person
 /// to read the summary and type a passphrase, short enough that a flow interrupted at
@@ -354,12 +364,106 @@ impl Journal {
         Ok(Journal {
             conn: Mutex::new(conn),
             path,
+            lease_secs: RESERVATION_LEASE_SECS,
         })
     }
 
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// How long a reservation of a flow that has not signed holds
+    /// [default: [`RESERVATION_LEASE_SECS`]]. Shorter frees an address sooner after a
+    /// flow was abandoned at its prompt; a flow that outlives its lease at the prompt is
+    /// refused when it is approved, never signed on an expired reservation.
+    pub fn with_reservation_lease(mut self, lease: std::time::Duration) -> Journal {
+        self.lease_secs = i64::try_from(lease.as_secs()).unwrap_or(i64::MAX).max(1);
+        self
+    }
+
+    /// Checks, right before flow `tx_id` signs, that it still holds its reservation of
+    /// `nonce`: no other flow took it over, and its lease has a tenth of its length
+    /// left (so it cannot run out while the signature is made and journaled). A flow
+    /// that waited at its prompt past its lease is refused here, whether or not another
+    /// flow has signed the nonce meanwhile: its nonce must be checked again.
+    pub fn hold_reservation(
+        &self,
+        tx_id: &str,
+        address: Address,
+        chain_id: u64,
+        nonce: u64,
+    ) -> Result<(), Error> {
+        let row: Option<(String, i64)> = self.with(|c| {
+            c.query_row(
+                "SELECT tx_id, reserved_at FROM nonces
+                  WHERE address = ?1 AND chain_id = ?2 AND nonce = ?3",
+                params![address.to_string(), chain_id as i64, nonce as i64],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+        })?;
+        match row {
+            Some((holder, reserved_at)) if holder == tx_id => {
+                let left = reserved_at + self.lease_secs - unix_now();
+                if left <= self.lease_secs / 10 {
+                    return Err(Error::LeaseExpired {
+                        tx_id: tx_id.to_owned(),
+                        nonce,
+                        lease_secs: self.lease_secs.unsigned_abs(),
+                    });
+                }
+                Ok(())
+            }
+            Some((by, _)) => Err(Error::NonceReserved {
+                address,
+                chain_id,
+                nonce,
+                by,
+            }),
+            None => Err(Error::LeaseExpired {
+                tx_id: tx_id.to_owned(),
+                nonce,
+                lease_secs: self.lease_secs.unsigned_abs(),
+            }),
+        }
+    }
+
+    /// Takes the run lock of batch `batch_id`: held while the returned guard lives, by
+    /// one process at a time (an OS file lock, so a process that dies releases it). A
+    /// second run or resume of a batch that is running is refused, so it cannot take
+    /// over the live flows of the first.
+    pub fn lock_batch(&self, batch_id: &str) -> Result<BatchLock, Error> {
+        if self.path == Path::new(":memory:") {
+            return Ok(BatchLock { _file: None });
+        }
+        let dir = self.path.with_extension("batch-locks");
+        create_private_dir(&dir).map_err(|source| Error::JournalDir {
+            path: dir.display().to_string(),
+            source,
+        })?;
+        let path = dir.join(format!("{batch_id}.lock"));
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|source| Error::JournalDir {
+                path: path.display().to_string(),
+                source,
+            })?;
+        match file.try_lock() {
+            Ok(()) => Ok(BatchLock { _file: Some(file) }),
+            Err(std::fs::TryLockError::WouldBlock) => Err(Error::BatchRunning {
+                batch_id: batch_id.to_owned(),
+                lock: path.display().to_string(),
+            }),
+            Err(std::fs::TryLockError::Error(source)) => Err(Error::JournalDir {
+                path: path.display().to_string(),
+                source,
+            }),
+        }
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>) -> Result<T, Error> {
@@ -566,7 +670,7 @@ impl Journal {
                     addr,
                     chain_id as i64,
                     except,
-                    unix_now() - RESERVATION_LEASE_SECS
+                    unix_now() - self.lease_secs
                 ],
                 |r| r.get(0),
             )
@@ -603,7 +707,7 @@ impl Journal {
                         chain_id as i64,
                         nonce as i64,
                         tx_id,
-                        now - RESERVATION_LEASE_SECS
+                        now - self.lease_secs
                     ],
                     |r| r.get(0),
                 )

@@ -27,4 +27,4 @@ pub use flows::{
     Quiet, RedeemOutcome, Resumed, Review, Submitted, Submitter, SwapOutcome, SwapSpec,
     TransferSpec, WaitOptions, Which, can_resume,
 };
-pub use journal::{BatchRecord, FlowKind, FlowState, Journal};
+pub use journal::{BatchLock, BatchRecord, FlowKind, FlowState, Journal};

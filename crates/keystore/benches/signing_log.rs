@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use alloy_primitives::{Address, Bytes, U256};
 use alloy_signer_local::PrivateKeySigner;
 use bridgectl_keystore::SigningLogDb;
-use bridgectl_tx::log::{Checkpoint, EntryBody, make_entry};
+use bridgectl_tx::log::{Checkpoint, EntryBody, Head, make_entry};
 use bridgectl_tx::{RawTx, Verified, sign_and_log, sign_legacy, verify};
 use criterion::{Criterion, criterion_group, criterion_main};
 
@@ -58,7 +58,11 @@ fn log_of(dir: &std::path::Path, n: u64) -> SigningLogDb {
     for i in 0..n {
         let v = verified(i);
         let signed = sign_legacy(&v, &signer).expect("sign");
-        let e = make_entry(head, &v, &signed, 1_800_000_000 + i, &signer).expect("entry");
+        let at = Head {
+            checkpoint: head,
+            time: 0,
+        };
+        let e = make_entry(at, &v, &signed, 1_800_000_000 + i, &signer).expect("entry");
         let b: EntryBody = serde_json::from_str(&e.body).expect("body");
         tx.execute(
             "INSERT INTO entries (seq, time, key, chain_id, contract, body, hash, sig) \

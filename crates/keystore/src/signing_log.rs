@@ -7,6 +7,10 @@
 //! | an entry is on disk before the signed bytes leave `sign_and_log` | one transaction per append, WAL with `synchronous=FULL` (an fsync per commit) |
 //! | two signers never fork the chain | the head is read and the entry inserted inside one `BEGIN IMMEDIATE` |
 //! | limits are not fooled by an edited index column | totals add up the bodies of checked entries, never the columns |
+//! | limits are not reset by rolling the log back | a checkpoint kept beside it (`<log>.checkpoint`, written after each append): a log that does not reach it (deleted, truncated, an older copy) refuses to sign until [`SigningLogDb::acknowledge`] |
+//! | limits are not reset by a stranger's entry | every entry walked is checked (hash, link, signature); one by a key that is not the keystore's refuses; only the signing key's own entries start and end a window |
+//! | limits are not reset by a clock stepped back | a key's new entry is never older than its newest one, which is also a floor under `now` |
+//! | two signers cannot pass a limit together | the window is totalled again inside the append's `BEGIN IMMEDIATE` |
 //!
 //! The columns besides `body`, `hash` and `sig` (time, key, chain, contract) exist to
 //! filter `log show`; [`SigningLogDb::verify`] checks they agree with the bodies.
@@ -15,7 +19,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use alloy_primitives::{Address, B256, U256};
-use bridgectl_tx::log::{BadEntry, ChainCheck, Checkpoint, Entry, EntryBody, WindowQuery};
+use bridgectl_tx::limits::{Spent, WindowLimit};
+use bridgectl_tx::log::{BadEntry, ChainCheck, Checkpoint, Entry, EntryBody, Head, WindowQuery};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::Error;
@@ -42,6 +47,11 @@ CREATE INDEX IF NOT EXISTS entries_key_time ON entries(key, time);
 pub struct SigningLogDb {
     path: PathBuf,
     conn: Mutex<Connection>,
+    /// The keystore's keys: an entry signed by another key refuses signing until a
+    /// person acknowledges it. `None`: any key that signed its own entry is accepted.
+    known_keys: Option<Vec<Address>>,
+    /// Hashes of entries whose signature was checked in this process.
+    seen: Mutex<std::collections::HashSet<B256>>,
 }
 
 fn row_entry(row: &rusqlite::Row<'_>) -> rusqlite::Result<Entry> {
@@ -75,7 +85,18 @@ impl SigningLogDb {
         Ok(SigningLogDb {
             path,
             conn: Mutex::new(conn),
+            known_keys: None,
+            seen: Mutex::default(),
         })
+    }
+
+    /// The same log, refusing to sign past an entry made by a key not in `keys` (the
+    /// keystore's): one stranger's entry must not decide a window. A key removed since
+    /// it signed is accepted once a person acknowledges the log
+    /// ([`SigningLogDb::acknowledge`]).
+    pub fn with_known_keys(mut self, keys: Vec<Address>) -> SigningLogDb {
+        self.known_keys = Some(keys);
+        self
     }
 
     /// The file.
@@ -230,75 +251,338 @@ fn boxed(e: Error) -> bridgectl_tx::Error {
     bridgectl_tx::Error::Log(Box::new(e))
 }
 
+fn refused(e: Error) -> bridgectl_tx::Error {
+    bridgectl_tx::Error::LogRefused(Box::new(e))
+}
+
+/// The checkpoint kept beside the log (`<log>.checkpoint`): the head as this store last
+/// wrote it, and how far a person acknowledged the log as it stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KeptCheckpoint {
+    /// Entries in the log when it was written.
+    pub count: u64,
+    /// The hash of entry `count`.
+    pub head: B256,
+    /// Entries up to this one were acknowledged by a person: a key that is not in the
+    /// keystore any more (or never was) is accepted there.
+    pub acknowledged: u64,
+}
+
+impl KeptCheckpoint {
+    /// The checkpoint part.
+    pub fn checkpoint(&self) -> Checkpoint {
+        Checkpoint {
+            count: self.count,
+            head: self.head,
+        }
+    }
+}
+
+/// What a walk back from the head found.
+struct Walked {
+    /// The window's total for the query.
+    total: U256,
+    /// The window's start.
+    since: u64,
+    /// The signing key's newest entry's time.
+    newest_own: Option<u64>,
+}
+
+impl SigningLogDb {
+    /// The file that keeps the log's checkpoint: [`SigningLogDb::path`] plus
+    /// `.checkpoint`.
+    pub fn checkpoint_path(&self) -> PathBuf {
+        let mut s = self.path.as_os_str().to_owned();
+        s.push(".checkpoint");
+        PathBuf::from(s)
+    }
+
+    /// The checkpoint kept beside the log, if any.
+    pub fn kept(&self) -> Result<Option<KeptCheckpoint>, Error> {
+        let path = self.checkpoint_path();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io("cannot read", &path)(e)),
+        };
+        serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| Error::SigningLogCheckpoint {
+                path,
+                reason: e.to_string(),
+            })
+    }
+
+    fn write_kept(&self, kept: &KeptCheckpoint) -> Result<(), Error> {
+        let path = self.checkpoint_path();
+        let text = serde_json::to_string(kept).unwrap_or_default();
+        crate::store::write_replace(&path, text.as_bytes())
+    }
+
+    /// Accepts the log as it stands: after `verify` found it whole (links, hashes,
+    /// signatures, any key), its head becomes the kept checkpoint and every entry so
+    /// far counts as acknowledged (keys that are not in the keystore included). For a
+    /// person who knows why the log no longer reaches its checkpoint (restored from a
+    /// backup, moved aside) or why a stranger's key signed an entry (a key removed).
+    pub fn acknowledge(&self) -> Result<Checkpoint, Error> {
+        let head = match self.verify(None)? {
+            Ok(head) => head,
+            Err(bad) => {
+                return Err(Error::SigningLogBroken {
+                    path: self.path.clone(),
+                    bad,
+                });
+            }
+        };
+        self.write_kept(&KeptCheckpoint {
+            count: head.count,
+            head: head.head,
+            acknowledged: head.count,
+        })?;
+        Ok(head)
+    }
+
+    /// Checks that the log reaches the kept checkpoint: entry `kept.count` is there
+    /// with the kept hash. Returns the acknowledged count.
+    fn reaches_kept(&self, c: &Connection) -> Result<u64, Error> {
+        let Some(kept) = self.kept()? else {
+            return Ok(0);
+        };
+        if kept.count == 0 {
+            return Ok(kept.acknowledged);
+        }
+        let at: Option<Vec<u8>> = c
+            .query_row(
+                "SELECT hash FROM entries WHERE seq = ?1",
+                [i64::try_from(kept.count).unwrap_or(i64::MAX)],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(self.sql())?;
+        if at.as_deref() != Some(kept.head.as_slice()) {
+            return Err(Error::SigningLogRolledBack {
+                path: self.path.clone(),
+                kept: kept.checkpoint(),
+                kept_in: self.checkpoint_path(),
+                found: head(c).map_err(self.sql())?,
+            });
+        }
+        Ok(kept.acknowledged)
+    }
+
+    /// Walks back from the head, checking every entry on the way (hash, link to the
+    /// next, signature by its key, a key of the keystore unless acknowledged), until
+    /// `key`'s newest entry (no `window`) or `key`'s first entry before the window.
+    /// Only `key`'s own entries decide where the window starts and where the walk
+    /// stops: a stranger's entry, whatever time it claims, moves neither.
+    fn walk(
+        &self,
+        c: &Connection,
+        key: Address,
+        window: Option<&WindowQuery>,
+        acknowledged: u64,
+    ) -> Result<Walked, Error> {
+        let broken = |bad: BadEntry| Error::SigningLogBroken {
+            path: self.path.clone(),
+            bad,
+        };
+        let mut stmt = c
+            .prepare("SELECT seq, body, hash, sig FROM entries ORDER BY seq DESC")
+            .map_err(self.sql())?;
+        let mut rows = stmt.query([]).map_err(self.sql())?;
+        let mut walked = Walked {
+            total: U256::ZERO,
+            since: window.map_or(0, |q| q.now.saturating_sub(q.per)),
+            newest_own: None,
+        };
+        // The entry after the current one: its seq and the `prev` it names.
+        let mut newer: Option<(u64, B256)> = None;
+        let mut stopped = false;
+        while let Some(row) = rows.next().map_err(self.sql())? {
+            let entry = row_entry(row).map_err(self.sql())?;
+            if let Some((seq, prev)) = newer
+                && (entry.seq + 1 != seq || entry.hash != prev)
+            {
+                return Err(broken(BadEntry {
+                    seq,
+                    reason: format!(
+                        "it does not follow entry {} (prev {prev}, found entry {} with hash \
+                         {}): entries were deleted, inserted or reordered",
+                        seq - 1,
+                        entry.seq,
+                        entry.hash
+                    ),
+                }));
+            }
+            let body = self.checked_body(&entry).map_err(broken)?;
+            if let Some(known) = &self.known_keys
+                && !known.contains(&body.key)
+                && entry.seq > acknowledged
+            {
+                return Err(Error::SigningLogForeign {
+                    path: self.path.clone(),
+                    seq: entry.seq,
+                    key: body.key,
+                });
+            }
+            newer = Some((entry.seq, body.prev));
+            if body.key == key {
+                if walked.newest_own.is_none() {
+                    walked.newest_own = Some(body.time);
+                    if let Some(q) = window {
+                        // Time does not go backwards for a window: the key's newest
+                        // entry is a floor under the clock.
+                        walked.since = q.now.max(body.time).saturating_sub(q.per);
+                    }
+                }
+                let Some(q) = window else {
+                    stopped = true;
+                    break;
+                };
+                if body.time < walked.since {
+                    stopped = true;
+                    break;
+                }
+                if q.counts(&body) {
+                    walked.total = walked.total.saturating_add(body.amount.unwrap_or_default());
+                }
+            }
+        }
+        // Walked to the bottom (not stopped by the key's own entry): it must be entry 1.
+        if !stopped
+            && let Some((seq, prev)) = newer
+            && (seq != 1 || prev != B256::ZERO)
+        {
+            return Err(broken(BadEntry {
+                seq: 1,
+                reason: format!(
+                    "missing: the log starts at entry {seq} (entries before it were deleted)"
+                ),
+            }));
+        }
+        Ok(walked)
+    }
+
+    /// An entry's body, checked on its own (hash, signature by its key, its stated
+    /// position); entries checked before in this process skip the signature.
+    fn checked_body(&self, entry: &Entry) -> Result<EntryBody, BadEntry> {
+        let cached = {
+            let seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+            seen.contains(&entry.hash)
+        };
+        let body = if cached && bridgectl_tx::log::entry_hash(&entry.body) == entry.hash {
+            serde_json::from_str::<EntryBody>(&entry.body).map_err(|e| BadEntry {
+                seq: entry.seq,
+                reason: format!("its body is not an entry of version 1: {e}"),
+            })?
+        } else {
+            let body = ChainCheck::anchor(entry)?;
+            self.seen
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(entry.hash);
+            body
+        };
+        if body.seq != entry.seq {
+            return Err(BadEntry {
+                seq: entry.seq,
+                reason: format!(
+                    "its body says it is entry {}: entries were reordered",
+                    body.seq
+                ),
+            });
+        }
+        Ok(body)
+    }
+
+    fn window_in(
+        &self,
+        c: &Connection,
+        key: Address,
+        query: Option<&WindowQuery>,
+    ) -> Result<Walked, Error> {
+        let acknowledged = self.reaches_kept(c)?;
+        self.walk(c, key, query, acknowledged)
+    }
+}
+
+/// A refusal of the log (it does not reach its checkpoint, does not hold, or holds a
+/// stranger's entry) is a refusal to sign; anything else is a failure to read it.
+fn as_tx(e: Error) -> bridgectl_tx::Error {
+    match e {
+        Error::SigningLogBroken { .. }
+        | Error::SigningLogRolledBack { .. }
+        | Error::SigningLogForeign { .. }
+        | Error::SigningLogCheckpoint { .. } => refused(e),
+        other => boxed(other),
+    }
+}
+
 impl bridgectl_tx::SigningLog for SigningLogDb {
     fn append(
         &self,
-        make: &mut dyn FnMut(Checkpoint) -> Result<Entry, bridgectl_tx::Error>,
-    ) -> Result<(), bridgectl_tx::Error> {
+        key: Address,
+        limit: Option<&WindowLimit>,
+        make: &mut dyn FnMut(Head) -> Result<Entry, bridgectl_tx::Error>,
+    ) -> Result<Checkpoint, bridgectl_tx::Error> {
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let sql = self.sql();
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| boxed(sql(e)))?;
-        let at = head(&tx).map_err(|e| boxed(sql(e)))?;
+        // With the log to ourselves: it reaches its checkpoint, and the limit the
+        // verifier checked still holds now that no other signer can append.
+        let walked = self
+            .window_in(&tx, key, limit.map(|l| &l.query))
+            .map_err(as_tx)?;
+        if let Some(limit) = limit {
+            limit.check(walked.total)?;
+        }
+        let at = Head {
+            checkpoint: head(&tx).map_err(|e| boxed(sql(e)))?,
+            time: walked.newest_own.unwrap_or(0),
+        };
         let entry = make(at)?;
         Self::insert(&tx, &entry).map_err(|e| boxed(sql(e)))?;
         tx.commit().map_err(|e| boxed(sql(e)))?;
+        drop(conn);
+        self.seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(entry.hash);
+        let new = Checkpoint {
+            count: entry.seq,
+            head: entry.hash,
+        };
+        // The kept checkpoint only moves forward (a concurrent signer may have written
+        // a later one); a stale one is safe, the log still reaches it.
+        let kept = self.kept().ok().flatten();
+        if kept.is_none_or(|k| k.count < new.count) {
+            self.write_kept(&KeptCheckpoint {
+                count: new.count,
+                head: new.head,
+                acknowledged: kept.map_or(0, |k| k.acknowledged),
+            })
+            .map_err(boxed)?;
+        }
+        Ok(new)
+    }
+
+    fn check(&self, key: Address) -> Result<(), bridgectl_tx::Error> {
+        self.with(|c| self.window_in(c, key, None)).map_err(as_tx)?;
         Ok(())
     }
 
-    fn window_total(&self, query: &WindowQuery) -> Result<U256, bridgectl_tx::Error> {
-        let bad = |b: BadEntry| {
-            boxed(Error::SigningLogBroken {
-                path: self.path.clone(),
-                bad: b,
-            })
-        };
-        // Walk back from the newest entry until one signed before the window (by its
-        // body's time, never the column's); then check forward from there.
-        let mut slice: Vec<Entry> = Vec::new();
-        let mut anchor = None;
-        self.with(|c| {
-            let mut stmt = c
-                .prepare("SELECT seq, body, hash, sig FROM entries ORDER BY seq DESC")
-                .map_err(self.sql())?;
-            let mut rows = stmt.query([]).map_err(self.sql())?;
-            while let Some(row) = rows.next().map_err(self.sql())? {
-                let entry = row_entry(row).map_err(self.sql())?;
-                let time = serde_json::from_str::<EntryBody>(&entry.body)
-                    .map(|b| b.time)
-                    .unwrap_or(u64::MAX);
-                if time < query.since {
-                    anchor = Some(entry);
-                    break;
-                }
-                slice.push(entry);
-            }
-            Ok(())
+    fn window_total(&self, query: &WindowQuery) -> Result<Spent, bridgectl_tx::Error> {
+        let walked = self
+            .with(|c| self.window_in(c, query.key, Some(query)))
+            .map_err(as_tx)?;
+        Ok(Spent {
+            query: query.clone(),
+            total: walked.total,
+            since: walked.since,
         })
-        .map_err(boxed)?;
-        let mut check = match &anchor {
-            Some(a) => {
-                ChainCheck::anchor(a).map_err(bad)?;
-                ChainCheck::from(Checkpoint {
-                    count: a.seq,
-                    head: bridgectl_tx::log::entry_hash(&a.body),
-                })
-            }
-            None => ChainCheck::new(),
-        };
-        let mut total = U256::ZERO;
-        for entry in slice.iter().rev() {
-            let body = check.push(entry).map_err(bad)?;
-            if body.key == query.key
-                && body.chain_id == query.chain_id
-                && body.to == query.contract
-                && body.time >= query.since
-            {
-                total = total.saturating_add(body.amount.unwrap_or_default());
-            }
-        }
-        Ok(total)
     }
 }
 

@@ -128,6 +128,28 @@ fn check_mode(path: &Path, meta: &fs::Metadata, want: u32) -> Result<(), Error> 
 
 /// Reads a file of at most [`MAX_FILE_BYTES`] that must be a regular file (symlinks are
 /// refused: a key file is never followed elsewhere).
+/// Replaces the small file `path` with `bytes`: a temp file beside it (0600, a name
+/// that is never a key), then a rename, so a reader sees the old or the new content.
+/// Not synced: for state that is safe to find stale after a crash (the signing log's
+/// kept checkpoint, which the log always still reaches).
+pub(crate) fn write_replace(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!("{TEMP_PREFIX}{}", uuid::Uuid::new_v4().simple()));
+    let write = || -> std::io::Result<()> {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        fs::rename(&tmp, path)
+    };
+    write().map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        Error::io("cannot write", path)(e)
+    })
+}
+
 pub(crate) fn read_small(path: &Path, check_perms: bool) -> Result<Vec<u8>, Error> {
     let meta = fs::symlink_metadata(path).map_err(Error::io("cannot read", path))?;
     if !meta.file_type().is_file() {
@@ -272,9 +294,23 @@ impl Keystore {
     }
 
     /// The signing log of this keystore ([`crate::SIGNING_LOG_FILE`] in its
-    /// directory): every signature made with its keys is recorded there.
+    /// directory): every signature made with its keys is recorded there, and an entry
+    /// signed by any other key refuses signing until a person acknowledges it.
     pub fn signing_log(&self) -> Result<crate::SigningLogDb, Error> {
-        crate::SigningLogDb::open(self.dir.join(crate::SIGNING_LOG_FILE))
+        Ok(
+            crate::SigningLogDb::open(self.dir.join(crate::SIGNING_LOG_FILE))?
+                .with_known_keys(self.addresses()?),
+        )
+    }
+
+    /// The addresses of the keys in the directory (files that do not parse are skipped:
+    /// they cannot sign).
+    fn addresses(&self) -> Result<Vec<Address>, Error> {
+        Ok(self
+            .key_paths()?
+            .iter()
+            .filter_map(|p| self.read_key(p).ok().map(|(info, _, _)| info.address))
+            .collect())
     }
 
     fn key_paths(&self) -> Result<Vec<PathBuf>, Error> {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use alloy_primitives::{Address, Bytes, U256};
 use alloy_signer_local::PrivateKeySigner;
 use bridgectl_keystore::SigningLogDb;
-use bridgectl_tx::log::{Checkpoint, EntryBody, SigningLog, make_entry};
+use bridgectl_tx::log::{Checkpoint, EntryBody, Head, SigningLog, make_entry};
 use bridgectl_tx::request::Token;
 use bridgectl_tx::{Error, Policy, RawTx, limits, sign_and_log, verify};
 
@@ -191,8 +191,13 @@ fn a_forged_entry_without_the_key_is_named() {
     let verified = verify(&tx, None, &p, &ctx).expect("verified");
     let mut signed = bridgectl_tx::sign_legacy(&verified, &key()).expect("signed");
     signed.from = victim;
+    let head = Head {
+        checkpoint: head,
+        time: 0,
+    };
     let entry = make_entry(head, &verified, &signed, T0 + DAY, &forger).expect("entry");
-    log.append(&mut |_| Ok(entry.clone())).expect("append");
+    log.append(victim, None, &mut |_| Ok(entry.clone()))
+        .expect("append");
     let (seq, why) = first_bad(&log, None);
     assert_eq!(seq, 6, "{why}");
     assert!(why.contains("forged"), "{why}");
@@ -336,4 +341,193 @@ fn the_body_is_what_the_readme_says() {
         alloy_primitives::keccak256(entry.body.as_bytes())
     );
     assert!(entry.body.contains("\"amount\":\"1000000000000000000\""));
+}
+
+/// A stranger's self-signed entry chained onto the head, dated `time`: what H2 appended
+/// (any key, `prev` = head, `time = 1`).
+fn append_stranger(log: &SigningLogDb, time: u64) -> PrivateKeySigner {
+    let stranger = PrivateKeySigner::random();
+    let tx = redeem(stranger.address(), 0, 1);
+    let (p, ctx) = bridgectl_tx::verify::exactly(&tx);
+    let verified = verify(&tx, None, &p, &ctx).expect("verified");
+    let signed = bridgectl_tx::sign_legacy(&verified, &stranger).expect("signed");
+    let head = Head {
+        checkpoint: log.checkpoint().expect("head"),
+        time: 0,
+    };
+    let entry = make_entry(head, &verified, &signed, time, &stranger).expect("entry");
+    // Written straight into the file, as someone with write access would.
+    let c = rusqlite::Connection::open(log.path()).expect("open raw");
+    c.execute(
+        "INSERT INTO entries (seq, time, key, chain_id, contract, body, hash, sig) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        rusqlite::params![
+            entry.seq as i64,
+            time as i64,
+            stranger.address().to_string(),
+            CHAIN as i64,
+            ST.to_string(),
+            entry.body,
+            entry.hash.as_slice(),
+            entry.sig.as_ref()
+        ],
+    )
+    .expect("insert");
+    stranger
+}
+
+const LIMIT: &str = "[limits]\nst = { per = \"24h\", max = \"10\", max-per-tx = \"8\" }\n";
+
+/// 8 of 10 ST signed in the window: the next 8 must be refused.
+fn eight_of_ten(dir: &tempfile::TempDir, known: bool) -> SigningLogDb {
+    let mut log = SigningLogDb::open(dir.path().join("log.sqlite3")).expect("open");
+    if known {
+        log = log.with_known_keys(vec![key().address()]);
+    }
+    sign(&log, &policy(LIMIT), &redeem(key().address(), 0, 8), T0).expect("8 of 10");
+    log
+}
+
+fn refusal(log: &SigningLogDb, nonce: u64, now: u64) -> String {
+    let e = sign(log, &policy(LIMIT), &redeem(key().address(), nonce, 8), now)
+        .expect_err("refused");
+    anyhow_chain(&e)
+}
+
+#[test]
+fn a_strangers_entry_dated_long_ago_does_not_reset_the_window() {
+    let dir = tempfile::tempdir().expect("tmp");
+    // Without the keystore's key list, the stranger's entry is simply not the key's:
+    // it neither ends the walk nor starts the window.
+    let log = eight_of_ten(&dir, false);
+    let stranger = append_stranger(&log, 1);
+    let e = refusal(&log, 1, T0 + 60);
+    assert!(e.contains("8 ST signed already in the window"), "{e}");
+    // With the key list (what `Keystore::signing_log` opens), it refuses outright,
+    // naming the entry and its key, until acknowledged.
+    let log = SigningLogDb::open(log.path())
+        .expect("open")
+        .with_known_keys(vec![key().address()]);
+    let e = refusal(&log, 1, T0 + 60);
+    assert!(
+        e.contains("entry 2 is signed by") && e.contains(&stranger.address().to_string()),
+        "{e}"
+    );
+    log.acknowledge().expect("acknowledged");
+    let e = refusal(&log, 1, T0 + 60);
+    assert!(e.contains("8 ST signed already in the window"), "{e}");
+}
+
+#[test]
+fn a_strangers_entry_dated_in_the_future_does_not_move_the_window() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = eight_of_ten(&dir, false);
+    append_stranger(&log, T0 + 400 * DAY);
+    let e = refusal(&log, 1, T0 + 60);
+    assert!(e.contains("8 ST signed already in the window"), "{e}");
+}
+
+#[test]
+fn a_deleted_or_restored_log_refuses_until_acknowledged() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = eight_of_ten(&dir, true);
+    let path = log.path().to_path_buf();
+    let older = dir.path().join("older.sqlite3");
+    // A copy of the files as a backup takes them (the WAL holds the recent commits).
+    let copy = |from: &std::path::Path, to: &std::path::Path| {
+        for f in ["", "-wal"] {
+            let src = format!("{}{f}", from.display());
+            if std::path::Path::new(&src).exists() {
+                std::fs::copy(&src, format!("{}{f}", to.display())).expect("copy");
+            }
+        }
+        let _ = std::fs::remove_file(format!("{}-shm", to.display()));
+    };
+    copy(&path, &older);
+    sign(&log, &policy(""), &redeem(key().address(), 1, 1), T0 + 1).expect("one more");
+    drop(log);
+    // Restored from the older copy: one entry where the checkpoint says two.
+    copy(&older, &path);
+    let log = SigningLogDb::open(&path)
+        .expect("open")
+        .with_known_keys(vec![key().address()]);
+    let e = refusal(&log, 2, T0 + 60);
+    assert!(
+        e.contains("does not reach its checkpoint 2:") && e.contains("it has 1 entries"),
+        "{e}"
+    );
+    // No limit configured: still refused, before anything is signed.
+    let e = sign(&log, &policy(""), &redeem(key().address(), 2, 1), T0 + 60)
+        .expect_err("refused without a limit too");
+    assert!(anyhow_chain(&e).contains("does not reach its checkpoint"), "{e}");
+    drop(log);
+    // Deleted: an empty log where the checkpoint says two entries.
+    for f in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{f}", path.display()));
+    }
+    let log = SigningLogDb::open(&path)
+        .expect("open")
+        .with_known_keys(vec![key().address()]);
+    let e = refusal(&log, 2, T0 + 60);
+    assert!(e.contains("it has 0 entries"), "{e}");
+    // A person who knows why acknowledges it; it signs again from there.
+    log.acknowledge().expect("acknowledged");
+    sign(&log, &policy(LIMIT), &redeem(key().address(), 2, 8), T0 + 60).expect("signs");
+}
+
+#[test]
+fn a_clock_stepped_back_does_not_push_entries_out_of_the_window() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = eight_of_ten(&dir, true);
+    // The clock goes back two days: the entry is dated no earlier than the key's
+    // newest, and the window ends no earlier than it either.
+    let e = refusal(&log, 1, T0 - 2 * DAY);
+    assert!(e.contains("8 ST signed already"), "{e}");
+    sign(&log, &policy(LIMIT), &redeem(key().address(), 1, 1), T0 - 2 * DAY).expect("1 more");
+    let entries = log.show(&Default::default()).expect("show");
+    let times: Vec<u64> = entries.iter().map(|(_, b)| b.as_ref().expect("body").time).collect();
+    assert_eq!(times, vec![T0, T0], "an entry is never older than the key's newest");
+    // Corrected a day later, both entries are still in the window: 9 of 10.
+    let e = refusal(&log, 2, T0 + DAY - 1);
+    assert!(e.contains("9 ST signed already"), "{e}");
+}
+
+#[test]
+fn concurrent_signers_never_pass_the_limit_together() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("log.sqlite3");
+    drop(SigningLogDb::open(&path).expect("create"));
+    // Eight signers, each with its own connection, each read 0 ST before signing 3 of
+    // 10: exactly three fit.
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
+    let handles: Vec<_> = (0..8u64)
+        .map(|n| {
+            let (path, barrier) = (path.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let log = SigningLogDb::open(&path).expect("open");
+                let p = policy(LIMIT);
+                let tx = redeem(key().address(), n, 3);
+                let context = bridgectl_tx::Context {
+                    signer: tx.from,
+                    gas_price_quote: None,
+                    nonce: bridgectl_tx::Nonce::Next(bridgectl_tx::NonceFacts {
+                        fixed: Some(n),
+                        ..Default::default()
+                    }),
+                    spent: limits::read_spent(&p, &tx, &log, T0).expect("read"),
+                };
+                let verified = verify(&tx, None, &p, &context).expect("each fits alone");
+                barrier.wait();
+                sign_and_log(&verified, &key(), &log, T0).is_ok()
+            })
+        })
+        .collect();
+    let signed = handles
+        .into_iter()
+        .map(|h| h.join().expect("thread"))
+        .filter(|ok| *ok)
+        .count();
+    assert_eq!(signed, 3, "floor(10 / 3) signatures, not {signed}");
+    let log = SigningLogDb::open(&path).expect("open");
+    assert_eq!(log.verify(None).expect("read").expect("intact").count, 3);
 }

@@ -125,7 +125,9 @@ pub static FUNCTIONS: &[Function] = &[
             p("_to", A, false),
             p("_amount", U, true),
             p("_feeCollector", A, false),
-            p("_fee", U, true),
+            // A percentage of `_amount` (the contract pays `_amount * _fee / 100` to
+            // the collector), not an amount: see `crate::effects`.
+            p("_fee", U, false),
         ],
     },
     Function {

@@ -132,6 +132,13 @@ pub enum Error {
     #[error("signing log")]
     Log(#[source] Box<dyn std::error::Error + Send + Sync>),
 
+    /// The signing log says no: it does not reach its kept checkpoint (deleted,
+    /// truncated, restored from an older copy), an entry does not hold, or an entry was
+    /// signed by a key that is not the store's. Nothing was signed (or, when appending,
+    /// the signed bytes were not returned); a person has to look at the log.
+    #[error("refusing to sign")]
+    LogRefused(#[source] Box<dyn std::error::Error + Send + Sync>),
+
     /// The signer failed. With a local key this does not happen in practice.
     #[error("signing failed")]
     Signer(#[source] alloy_signer::Error),

@@ -273,7 +273,7 @@ pub fn read_spent(
     log: &dyn crate::log::SigningLog,
     now: u64,
 ) -> Result<Option<Spent>, Error> {
-    log.check()?;
+    log.check(raw.from)?;
     window_query(policy, raw, now)
         .map(|query| log.window_total(&query))
         .transpose()

@@ -305,15 +305,17 @@ pub trait SigningLog: Send + Sync + fmt::Debug {
     /// checkpoint and, when `limit` is given, the window total is read again and the
     /// limit checked ([`WindowLimit::check`]): signers racing each other cannot pass it
     /// together. Returns the new head.
+    /// `key` is the key that signs; [`Head::time`] is the time of its newest entry.
     fn append(
         &self,
+        key: Address,
         limit: Option<&WindowLimit>,
         make: &mut dyn FnMut(Head) -> Result<Entry, Error>,
     ) -> Result<Checkpoint, Error>;
 
-    /// Whether the log may be signed into now, without writing: called before any key
+    /// Whether `key` may sign into the log now, without writing: called before any key
     /// is unlocked, so a rolled-back log refuses before a passphrase is asked for.
-    fn check(&self) -> Result<(), Error>;
+    fn check(&self, key: Address) -> Result<(), Error>;
 
     /// The sum of `amount` over the entries of `query.key` for `query.chain_id` and
     /// `query.contract` within the window ending at `query.now` (or at the newest
@@ -321,13 +323,15 @@ pub trait SigningLog: Send + Sync + fmt::Debug {
     fn window_total(&self, query: &WindowQuery) -> Result<Spent, Error>;
 }
 
-/// The head an entry is made from: the checkpoint it chains to and the newest entry's
-/// time (a new entry is never older).
+/// The head an entry is made from: the checkpoint it chains to, and the time of the
+/// signing key's newest entry (a new entry of that key is never older, so a clock
+/// stepped backwards cannot push its entries out of a window). Only the key's own
+/// entries set it: a stranger's entry dated in the future must not move a window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Head {
     /// Count and hash of the last entry.
     pub checkpoint: Checkpoint,
-    /// The last entry's time; 0 for an empty log.
+    /// The signing key's newest entry's time; 0 when it has none.
     pub time: u64,
 }
 
@@ -455,7 +459,7 @@ pub fn sign_and_log(
 ) -> Result<SignedTx, Error> {
     let signed = sign_legacy(verified, signer)?;
     let limit = verified.window_limit().map(|l| l.at(time));
-    log.append(limit.as_ref(), &mut |head| {
+    log.append(signed.from, limit.as_ref(), &mut |head| {
         make_entry(head, verified, &signed, time, signer)
     })?;
     Ok(signed)

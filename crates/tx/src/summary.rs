@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::amount::{format_native, format_units};
 use crate::calldata::{self, Decoded, ParamKind, Value};
+use crate::effects::{Effects, MoveKind};
 use crate::rawtx::RawTx;
 use crate::request::Token;
 use crate::text::printable;
@@ -79,6 +80,9 @@ pub struct Summary {
     pub description: Option<String>,
     /// Where the key stands against the policy's spending limits.
     pub spending: Vec<String>,
+    /// Every amount the call moves and where it goes ([`crate::effects`]), in words:
+    /// each recipient with what it receives, fees and allowances included.
+    pub moves: Vec<String>,
     /// What deserves a second look.
     pub warnings: Vec<String>,
 }
@@ -98,6 +102,10 @@ impl Summary {
             Decoded::Call(call) => {
                 for (p, v) in &call.args {
                     let display = match (v, p.kind) {
+                        // The ST contract reads `_fee` as a percentage of `_amount`.
+                        (Value::Uint(u), _) if p.name == "_fee" => {
+                            format!("{u} (percent of _amount)")
+                        }
                         (Value::Uint(u), ParamKind::Uint256) if p.is_amount => match &ctx.token {
                             Some(t) => match format_units(*u, t.decimals) {
                                 Ok(s) => format!("{s} {}", t.symbol),
@@ -156,6 +164,7 @@ impl Summary {
                 format_native(cap, &native)
             ));
         }
+        let moves = moves(tx, ctx, &label, &mut warnings);
         Summary {
             chain_id: tx.chain_id,
             chain_name: ctx.chain_name.clone(),
@@ -173,9 +182,67 @@ impl Summary {
             max_fee_display: format_native(max_fee, &native),
             description: ctx.description.clone(),
             spending: ctx.spending.clone(),
+            moves,
             warnings,
         }
     }
+}
+
+/// The movements of [`crate::effects`] in words, with their total when there are
+/// several.
+fn moves(
+    tx: &RawTx,
+    ctx: &Context,
+    label: &dyn Fn(&Address) -> Option<String>,
+    warnings: &mut Vec<String>,
+) -> Vec<String> {
+    let amount = |v: U256| match &ctx.token {
+        Some(t) => match format_units(v, t.decimals) {
+            Ok(s) => format!("{s} {}", t.symbol),
+            Err(_) => format!("{v} base units"),
+        },
+        None => format!("{v} base units"),
+    };
+    let effects = Effects::of_calldata(&tx.data);
+    let Some(movements) = effects.movements() else {
+        return Vec::new();
+    };
+    let mut lines: Vec<String> = movements
+        .iter()
+        .map(|m| {
+            let to = m.to.map(|a| with_label(&a, &label(&a))).unwrap_or_default();
+            match m.kind {
+                MoveKind::Transfer => format!("{} to {to}", amount(m.amount)),
+                MoveKind::Fee => format!("{} to {to} as the fee", amount(m.amount)),
+                MoveKind::Allowance => format!("{to} may take up to {}", amount(m.amount)),
+                MoveKind::Burn => format!("{} burned (redeemed)", amount(m.amount)),
+                MoveKind::Stake => format!("{} staked", amount(m.amount)),
+            }
+        })
+        .collect();
+    if movements.len() > 1
+        && let Some(total) = effects.total()
+    {
+        lines.push(format!("{} in all", amount(total)));
+        let fee = movements
+            .iter()
+            .find(|m| m.kind == MoveKind::Fee)
+            .map(|m| m.amount);
+        let sent = movements
+            .iter()
+            .find(|m| m.kind == MoveKind::Transfer)
+            .map(|m| m.amount);
+        if let (Some(fee), Some(sent)) = (fee, sent)
+            && fee > sent
+        {
+            warnings.push(format!(
+                "the fee ({}) is more than the amount sent ({})",
+                amount(fee),
+                amount(sent)
+            ));
+        }
+    }
+    lines
 }
 
 fn with_label(a: &Address, l: &Option<String>) -> String {
@@ -215,6 +282,9 @@ impl fmt::Display for Summary {
             "max fee:   {} gas x {} wei = {} wei = {}",
             self.gas_limit, self.gas_price, self.max_fee, self.max_fee_display
         )?;
+        for m in &self.moves {
+            writeln!(f, "moves:     {m}")?;
+        }
         for l in &self.spending {
             writeln!(f, "limit:     {l}")?;
         }
@@ -299,5 +369,35 @@ mod tests {
                 .any(|w| w.contains("argument _to is the zero address"))
         );
         assert!(s.to_string().contains("5 (base units; decimals unknown)"));
+    }
+
+    #[test]
+    fn every_recipient_is_shown_with_what_it_receives() {
+        let attacker = Address::repeat_byte(0xee);
+        let data = calldata::encode(
+            "transferWithFee",
+            &BTreeMap::from([
+                ("_to".to_string(), Address::repeat_byte(0xa1).to_string()),
+                ("_amount".to_string(), "1000000000000000000".to_string()),
+                ("_feeCollector".to_string(), attacker.to_string()),
+                ("_fee".to_string(), "10000".to_string()),
+            ]),
+        )
+        .expect("encode");
+        let ctx = Context {
+            token: Some(Token {
+                symbol: "ST".into(),
+                decimals: 18,
+            }),
+            ..Context::default()
+        };
+        let text = Summary::new(&tx(data, Address::repeat_byte(0x35)), &ctx).to_string();
+        assert!(text.contains("_fee         10000 (percent of _amount)"), "{text}");
+        assert!(
+            text.contains(&format!("moves:     100 ST to {attacker} as the fee")),
+            "{text}"
+        );
+        assert!(text.contains("moves:     101 ST in all"), "{text}");
+        assert!(text.contains("WARNING:   the fee (100 ST) is more than"), "{text}");
     }
 }

@@ -425,6 +425,8 @@ impl Flows {
         options: BatchOptions,
     ) -> Result<impl Stream<Item = ItemResult> + Unpin + 'a, Error> {
         let batch = self.journal.find_batch(batch_id)?;
+        // One run at a time: held until the stream is dropped.
+        let lock = self.journal.lock_batch(&batch.batch_id)?;
         let mut planned = Vec::new();
         for record in self.journal.batch_items(&batch.batch_id)? {
             let op = stored_op(&record)?;
@@ -434,18 +436,18 @@ impl Flows {
         let (out, results) = mpsc::unbounded_channel();
         let driver = Box::pin(self.drive(batch.batch_id, planned, keys, options, out));
         Ok(Box::pin(futures_util::stream::unfold(
-            (driver, results, false),
-            |(mut driver, mut results, mut driven)| async move {
+            (driver, results, false, lock),
+            |(mut driver, mut results, mut driven, lock)| async move {
                 loop {
                     if driven {
                         let next = results.recv().await?;
-                        return Some((next, (driver, results, driven)));
+                        return Some((next, (driver, results, driven, lock)));
                     }
                     tokio::select! {
                         biased;
                         next = results.recv() => {
                             if let Some(next) = next {
-                                return Some((next, (driver, results, driven)));
+                                return Some((next, (driver, results, driven, lock)));
                             }
                             return None;
                         }

@@ -730,6 +730,12 @@ async fn sign_verified(
         .approve(&review)
         .await
         .inspect_err(|e| fail(journal, tx_id, "not-approved", e))?;
+    // The approval may have taken long: the nonce must still be this flow's, with lease
+    // to spare, or another flow may have signed it meanwhile.
+    let tx = verified.raw_tx();
+    journal
+        .hold_reservation(tx_id, tx.from, tx.chain_id, tx.nonce)
+        .inspect_err(|e| fail(journal, tx_id, "not-signed", e))?;
     let signed = bridgectl_tx::sign_and_log(
         verified,
         &signer,

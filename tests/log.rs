@@ -416,3 +416,307 @@ fn an_online_redeem_is_logged_and_the_daily_limit_refuses_before_the_passphrase(
         "{err}"
     );
 }
+
+/// `transferWithFee(_to, 1 ST, _feeCollector, _fee)` from the scenarios' key.
+fn transfer_with_fee(nonce: u64, to: &str, collector: &str, fee: u64) -> Value {
+    let inputs = std::collections::BTreeMap::from([
+        ("_to".to_string(), to.to_string()),
+        ("_amount".to_string(), ONE_ST.to_string()),
+        ("_feeCollector".to_string(), collector.to_string()),
+        ("_fee".to_string(), fee.to_string()),
+    ]);
+    let data = bridgectl_tx::calldata::encode("transferWithFee", &inputs).expect("calldata");
+    raw_tx(nonce, format!("0x{}", alloy_primitives::hex::encode(data)))
+}
+
+const ALLOWED: &str = "0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1";
+const ATTACKER: &str = "0xeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee";
+
+/// The reviewed setup of H1: an allowlist, 10 ST a day, 8 ST a transaction.
+fn guarded_config(dir: &Dir, allowed: &[&str]) -> PathBuf {
+    let list: Vec<String> = allowed.iter().map(|a| format!("\"{a}\"")).collect();
+    config(
+        dir,
+        &format!(
+            "allowed-destinations = [{}]\n\n[profiles.default.policy.limits]\n\
+             st = {{ per = \"24h\", max = \"10\", max-per-tx = \"8\" }}\n",
+            list.join(", ")
+        ),
+    )
+}
+
+bctest!(
+    a_fee_to_a_stranger_is_refused_offline_before_the_passphrase,
+    |dir: Dir, _cmd: TestCommand| {
+        import_key(&dir);
+        // H1: 1 ST to an allowed address and a fee of 10000 % (100 ST) to the attacker,
+        // pinned on the command line exactly as the request asks, signed with --yes.
+        let tx = transfer_with_fee(0, ALLOWED, ATTACKER, 10_000);
+        let args = [
+            format!("_to={ALLOWED}"),
+            format!("_amount={ONE_ST}"),
+            format!("_feeCollector={ATTACKER}"),
+            "_fee=10000".to_string(),
+        ];
+        let config = guarded_config(&dir, &[ALLOWED]);
+        let (out, reads) = sign(&dir, &config, &tx, "transferWithFee", &args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(3), "{err}");
+        assert_eq!(reads, 0, "refused before the passphrase");
+        assert!(
+            err.contains("destination (_feeCollector)")
+                && err.to_lowercase().contains(ATTACKER),
+            "{err}"
+        );
+        // With the collector allowed too, the limit counts what moves: 101 ST.
+        let config = guarded_config(&dir, &[ALLOWED, ATTACKER]);
+        let (out, reads) = sign(&dir, &config, &tx, "transferWithFee", &args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(3), "{err}");
+        assert_eq!(reads, 0);
+        assert!(
+            err.contains("spending limit 8 ST per transaction") && err.contains("101 ST more"),
+            "{err}"
+        );
+        // A 3 % fee fits: 1.03 ST, shown recipient by recipient, and logged as what moved.
+        let tx = transfer_with_fee(0, ALLOWED, ATTACKER, 3);
+        let mut args = args.to_vec();
+        args[3] = "_fee=3".into();
+        let (out, reads) = sign(&dir, &config, &tx, "transferWithFee", &args);
+        crate::util::assert_success(&Command::new("sign"), &out);
+        assert_eq!(reads, 1);
+        let err = stderr(&out).to_lowercase();
+        assert!(err.contains(&format!("moves:     0.03 st to {ATTACKER} as the fee")), "{err}");
+        assert!(err.contains(&format!("moves:     1 st to {ALLOWED}")), "{err}");
+        assert!(err.contains("moves:     1.03 st in all"), "{err}");
+        let mut cmd = dir.command();
+        let entries = cmd.args(["--json", "log", "show"]).json();
+        assert_eq!(entries[0]["entry"]["amount"], "1030000000000000000");
+    }
+);
+
+/// Appends to the keystore's log an entry a stranger made: chained onto the head, dated
+/// `time = 1`, signed by a key of their own (H2).
+fn append_stranger_entry(dir: &Dir) {
+    let path = dir.keystore().join("signing-log.sqlite3");
+    let c = rusqlite::Connection::open(&path).expect("open");
+    let (seq, body, hash): (i64, String, Vec<u8>) = c
+        .query_row(
+            "SELECT seq, body, hash FROM entries ORDER BY seq DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .expect("head");
+    let stranger = alloy_signer_local::PrivateKeySigner::random();
+    let mut v: Value = serde_json::from_str(&body).expect("body");
+    v["seq"] = json!(seq + 1);
+    v["prev"] = json!(format!("0x{}", alloy_primitives::hex::encode(&hash)));
+    v["time"] = json!(1);
+    v["key"] = json!(stranger.address());
+    let text = serde_json::to_string(&v).expect("text");
+    let h = alloy_primitives::keccak256(text.as_bytes());
+    let sig = alloy_signer::SignerSync::sign_message_sync(&stranger, h.as_slice()).expect("sig");
+    c.execute(
+        "INSERT INTO entries (seq, time, key, chain_id, contract, body, hash, sig) \
+         SELECT ?1, 1, ?2, chain_id, contract, ?3, ?4, ?5 FROM entries WHERE seq = ?6",
+        rusqlite::params![
+            seq + 1,
+            stranger.address().to_string(),
+            text,
+            h.as_slice(),
+            sig.as_bytes().to_vec(),
+            seq
+        ],
+    )
+    .expect("insert");
+}
+
+fn daily_limit(dir: &Dir) -> PathBuf {
+    config(
+        dir,
+        "\n[profiles.default.policy.limits]\nst = { per = \"24h\", max = \"10\", max-per-tx = \"8\" }\n",
+    )
+}
+
+bctest!(
+    a_strangers_entry_or_a_rolled_back_log_refuses_before_the_passphrase,
+    |dir: Dir, _cmd: TestCommand| {
+        import_key(&dir);
+        let config = daily_limit(&dir);
+        let (out, reads) = sign_redeem(&dir, &config, 0, 8 * ONE_ST);
+        crate::util::assert_success(&Command::new("sign"), &out);
+        assert_eq!(reads, 1);
+        let log = dir.keystore().join("signing-log.sqlite3");
+        let backup = dir.join("backup.sqlite3");
+        // A backup as a person takes it: SQLite's own copy.
+        rusqlite::Connection::open(&log)
+            .expect("open")
+            .execute_batch(&format!("VACUUM INTO '{}'", backup.display()))
+            .expect("backup");
+        let refused = |dir: &Dir, nonce: u64, want: &str| {
+            let (out, reads) = sign_redeem(dir, &config, nonce, 8 * ONE_ST);
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(3), "{want}: {err}");
+            assert_eq!(reads, 0, "{want}: the passphrase was read");
+            assert!(err.contains(want), "{want:?} not in {err}");
+            err
+        };
+        // H2: one stranger's entry, dated 1970, chained onto the head.
+        append_stranger_entry(&dir);
+        let err = refused(&dir, 1, "entry 2 is signed by");
+        assert!(err.contains("log acknowledge"), "a hint names the way out: {err}");
+        // Acknowledged, the stranger's entry no longer refuses, and it resets nothing.
+        let mut cmd = dir.command();
+        cmd.args(["log", "acknowledge", "--yes"]).stdout();
+        refused(&dir, 1, "8 ST signed already in the window, 8 ST more");
+        // The log restored from the backup (one entry where the checkpoint says two).
+        let wal = |p: &Path| PathBuf::from(format!("{}-wal", p.display()));
+        let shm = |p: &Path| PathBuf::from(format!("{}-shm", p.display()));
+        let _ = std::fs::remove_file(wal(&log));
+        let _ = std::fs::remove_file(shm(&log));
+        std::fs::copy(&backup, &log).expect("restore");
+        refused(&dir, 1, "does not reach its checkpoint 2:");
+        // Deleted.
+        std::fs::remove_file(&log).expect("delete");
+        let err = refused(&dir, 1, "it has 0 entries");
+        assert!(err.contains("deleted, truncated or restored"), "{err}");
+        // Acknowledged by a person who knows why, it signs again.
+        let mut cmd = dir.command();
+        cmd.args(["log", "acknowledge", "--yes"]).stdout();
+        let (out, reads) = sign_redeem(&dir, &config, 1, ONE_ST);
+        crate::util::assert_success(&Command::new("sign"), &out);
+        assert_eq!(reads, 1);
+    }
+);
+
+bctest!(
+    concurrent_signers_never_pass_the_daily_limit_together,
+    |dir: Dir, _cmd: TestCommand| {
+        import_key(&dir);
+        let config = daily_limit(&dir);
+        // M1: four `sign --yes` of 3 ST against 10 ST a day, each with its own journal
+        // and nonce, started together: exactly three fit.
+        let children: Vec<_> = (0..4u64)
+            .map(|n| {
+                let tx = redeem(n, 3 * ONE_ST);
+                let mut cmd = dir.command();
+                cmd.args(["sign", "-", "--yes", "--expect-function", "redeem"])
+                    .args(["--expect-arg", &format!("_amount={}", 3 * ONE_ST)])
+                    .args(["--nonce", &n.to_string()])
+                    .args([Path::new("--config"), &config])
+                    .args(["--journal", &format!("journal-{n}.sqlite3")])
+                    .env("BRIDGECTL_PASSPHRASE", PASS);
+                cmd.cmd
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped());
+                let mut child = crate::util::KillOnDrop::spawn(&mut cmd.cmd);
+                let mut stdin = child.stdin.take().expect("stdin");
+                std::io::Write::write_all(&mut stdin, tx.to_string().as_bytes()).expect("write");
+                child
+            })
+            .collect();
+        let outs: Vec<_> = children.into_iter().map(|c| c.wait_with_output()).collect();
+        let signed = outs.iter().filter(|o| o.status.success()).count();
+        for o in outs.iter().filter(|o| !o.status.success()) {
+            let err = stderr(o);
+            assert_eq!(o.status.code(), Some(3), "{err}");
+            assert!(err.contains("spending limit 10 ST per 24h"), "{err}");
+        }
+        assert_eq!(signed, 3, "floor(10 / 3) signatures");
+        let mut cmd = dir.command();
+        let entries = cmd.args(["--json", "log", "show"]).json();
+        assert_eq!(entries.as_array().map(Vec::len), Some(3), "{entries:#}");
+    }
+);
+
+bctest!(
+    a_flow_that_outlived_its_lease_at_the_prompt_signs_nothing,
+    |dir: Dir, _cmd: TestCommand| {
+        import_key(&dir);
+        let config = config(&dir, "");
+        // M2: A verifies nonce 0 and waits for its passphrase (a FIFO nobody writes
+        // yet) past its 2 s lease; B signs nonce 0 meanwhile; then A gets its answer.
+        let fifo = dir.join("held.fifo");
+        let st = Command::new("mkfifo")
+            .args(["-m", "600"])
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo");
+        assert!(st.success());
+        let start = |amount: u128, pass_file: &Path| {
+            let mut cmd = dir.command();
+            cmd.args(["sign", "-", "--yes", "--expect-function", "redeem"])
+                .args(["--expect-arg", &format!("_amount={amount}")])
+                .args(["--nonce", "0"])
+                .args([Path::new("--config"), &config])
+                .args(["--journal", "journal.sqlite3"])
+                .env("BRIDGECTL_RESERVATION_LEASE", "2s")
+                .env("BRIDGECTL_PASSPHRASE_FILE", pass_file);
+            cmd.cmd
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            let mut child = crate::util::KillOnDrop::spawn(&mut cmd.cmd);
+            let mut stdin = child.stdin.take().expect("stdin");
+            std::io::Write::write_all(&mut stdin, redeem(0, amount).to_string().as_bytes())
+                .expect("write");
+            child
+        };
+        let a = start(2 * ONE_ST, &fifo);
+        // A is parked at the FIFO once it opened it: wait for that, then past the lease.
+        let journal = dir.join("journal.sqlite3");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !journal.exists() || crate::util::journal_rows(&journal).is_empty() {
+            assert!(std::time::Instant::now() < deadline, "A never reserved");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(3000));
+        let pass = dir.write("pass", format!("{PASS}\n"));
+        let b = start(ONE_ST, &pass).wait_with_output();
+        crate::util::assert_success(&Command::new("sign (B)"), &b);
+        // A gets its passphrase now: it must sign nothing.
+        let mut w = std::fs::OpenOptions::new().write(true).open(&fifo).expect("fifo");
+        std::io::Write::write_all(&mut w, format!("{PASS}\n").as_bytes()).expect("answer");
+        drop(w);
+        let a = a.wait_with_output();
+        let err = stderr(&a);
+        assert_eq!(a.status.code(), Some(3), "{err}");
+        assert!(a.stdout.is_empty(), "A printed {:?}", a.stdout);
+        assert!(err.contains("nonce 0") && err.contains("reserved"), "{err}");
+        let mut cmd = dir.command();
+        let entries = cmd.args(["--json", "log", "show"]).json();
+        assert_eq!(entries.as_array().map(Vec::len), Some(1), "one signature: {entries:#}");
+        assert_eq!(entries[0]["entry"]["amount"], ONE_ST.to_string());
+    }
+);
+
+bctest!(
+    a_limit_the_profile_cannot_enforce_refuses_before_the_passphrase,
+    |dir: Dir, _cmd: TestCommand| {
+        import_key(&dir);
+        // L1: a misspelled symbol, and a profile that does not say what ST is.
+        let misspelled = config(
+            &dir,
+            "\n[profiles.default.policy.limits]\nsst = { max-per-tx = \"1\" }\n",
+        );
+        let (out, reads) = sign_redeem(&dir, &misspelled, 0, 8 * ONE_ST);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(3), "{err}");
+        assert_eq!(reads, 0);
+        assert!(err.contains("\"sst\" names no token the profile knows (known: ST)"), "{err}");
+        let no_symbol = dir.write(
+            "no-symbol.toml",
+            format!(
+                "[profiles.default]\nside_chain_id = 1337\nst_contract = \"{ST}\"\n\n\
+                 [profiles.default.policy]\nmax-gas-price = 1000000000\n\n\
+                 [profiles.default.policy.limits]\nst = {{ max-per-tx = \"1\" }}\n"
+            ),
+        );
+        let (out, reads) = sign_redeem(&dir, &no_symbol, 0, 8 * ONE_ST);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(3), "{err}");
+        assert_eq!(reads, 0);
+        assert!(err.contains("names no token the profile knows (known: none"), "{err}");
+    }
+);

@@ -396,6 +396,7 @@ fn word(bytes: &[u8]) -> Option<U256> {
     (bytes.len() == 32).then(|| U256::from_be_slice(bytes))
 }
 
+/// A failure of the test's own plumbing (RPC, signing, encoding), named.
 fn infra<E: fmt::Debug>(what: &'static str) -> impl Fn(E) -> TestCaseError {
     move |e| TestCaseError::fail(format!("{what}: {e:?}"))
 }

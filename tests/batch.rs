@@ -424,3 +424,102 @@ fn a_csv_batch_mixes_transfers_a_swap_and_a_redeem_and_bad_input_is_refused_by_l
     let batches = live.ok(&["batch", "status"]);
     assert_eq!(batches.as_array().map(Vec::len), Some(1), "{batches:#}");
 }
+
+#[test]
+fn the_plan_lists_every_recipient_against_the_allowlist_and_a_running_batch_refuses_resume() {
+    let live = Live::shared("batch_policy");
+    let allowed = PrivateKeySigner::random().address();
+    let stranger = PrivateKeySigner::random().address();
+    let config = "xdg/config/bridgectl/config.toml";
+    let mut profile = std::fs::read_to_string(live.dir.join(config)).expect("config");
+    profile.push_str(&format!(
+        "\n[profiles.default.policy]\nallowed-destinations = [\"{allowed}\"]\n"
+    ));
+    live.dir.write(config, profile);
+    // L2: one line in the middle goes elsewhere.
+    let mut csv = "op,from,to,token,amount,id\n".to_owned();
+    for n in 0..5 {
+        let to = if n == 3 { stranger } else { allowed };
+        csv.push_str(&format!("transfer,dev,{to},st,0.1,t{n}\n"));
+    }
+    live.dir.write("payouts.csv", &csv);
+    let mut c = live.cmd();
+    c.args(["--json", "batch", "plan", "payouts.csv"]);
+    let out = c.output();
+    assert_eq!(out.status.code(), Some(3), "the plan refuses it");
+    let plan: Value = serde_json::from_slice(&out.stdout).expect("plan json");
+    let recipients = plan["recipients"].as_array().expect("recipients");
+    let of = |a: Address| {
+        recipients
+            .iter()
+            .find(|r| r["address"] == json!(a))
+            .unwrap_or_else(|| panic!("{a} not in {plan:#}"))
+    };
+    assert_eq!(of(allowed)["items"], 4, "{plan:#}");
+    assert_eq!(of(allowed)["baseUnits"], "400000000000000000");
+    assert_eq!(of(allowed)["allowed"], true);
+    assert_eq!(of(stranger)["items"], 1);
+    assert_eq!(of(stranger)["allowed"], false);
+    let refused = plan["refused"].as_str().expect("refused");
+    assert!(
+        refused.contains("outside allowed-destinations"),
+        "{refused}"
+    );
+    // The text names the line's recipient beside the others.
+    let mut c = live.cmd();
+    c.args(["batch", "plan", "payouts.csv"]);
+    let out = c.output();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("NOT ALLOWED"), "{text}");
+    // The run refuses the batch before any key is unlocked.
+    let counter = CountingPassphrase::new(&live.dir, &live.passphrase);
+    let mut c = live.cmd();
+    c.env("BRIDGECTL_PASSPHRASE_FILE", &counter.path).args([
+        "batch",
+        "run",
+        "payouts.csv",
+        "--yes",
+    ]);
+    let out = c.output();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(counter.finish(), 0, "no key unlocked");
+
+    // A batch that runs holds its lock: a resume meanwhile refuses before any unlock.
+    live.dir.write(
+        "ok.csv",
+        format!("op,from,to,token,amount,id\ntransfer,dev,{allowed},st,0.1,a\n"),
+    );
+    let mut c = live.cmd();
+    c.args(["--json", "batch", "run", "ok.csv", "--yes"]);
+    let out = live.run_ok(c);
+    let (_, summary) = parse_results(&out.stdout);
+    let id = summary["batchId"].as_str().expect("batch id").to_owned();
+    let lock_path = live
+        .dir
+        .join("journal.batch-locks")
+        .join(format!("{id}.lock"));
+    let held = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&lock_path)
+        .expect("the run left its lock file");
+    held.try_lock()
+        .expect("the run released its lock when it ended");
+    let counter = CountingPassphrase::new(&live.dir, &live.passphrase);
+    let mut c = live.cmd();
+    c.env("BRIDGECTL_PASSPHRASE_FILE", &counter.path)
+        .args(["batch", "resume", &id, "--yes"]);
+    let out = c.output();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("is running in another process"), "{err}");
+    assert_eq!(counter.finish(), 0);
+    drop(held);
+    let mut c = live.cmd();
+    c.args(["batch", "resume", &id]);
+    c.stdout();
+}

@@ -464,8 +464,7 @@ bctest!(
         assert_eq!(out.status.code(), Some(3), "{err}");
         assert_eq!(reads, 0, "refused before the passphrase");
         assert!(
-            err.contains("destination (_feeCollector)")
-                && err.to_lowercase().contains(ATTACKER),
+            err.contains("destination (_feeCollector)") && err.to_lowercase().contains(ATTACKER),
             "{err}"
         );
         // With the collector allowed too, the limit counts what moves: 101 ST.
@@ -486,8 +485,14 @@ bctest!(
         crate::util::assert_success(&Command::new("sign"), &out);
         assert_eq!(reads, 1);
         let err = stderr(&out).to_lowercase();
-        assert!(err.contains(&format!("moves:     0.03 st to {ATTACKER} as the fee")), "{err}");
-        assert!(err.contains(&format!("moves:     1 st to {ALLOWED}")), "{err}");
+        assert!(
+            err.contains(&format!("moves:     0.03 st to {ATTACKER} as the fee")),
+            "{err}"
+        );
+        assert!(
+            err.contains(&format!("moves:     1 st to {ALLOWED}")),
+            "{err}"
+        );
         assert!(err.contains("moves:     1.03 st in all"), "{err}");
         let mut cmd = dir.command();
         let entries = cmd.args(["--json", "log", "show"]).json();
@@ -564,7 +569,10 @@ bctest!(
         // H2: one stranger's entry, dated 1970, chained onto the head.
         append_stranger_entry(&dir);
         let err = refused(&dir, 1, "entry 2 is signed by");
-        assert!(err.contains("log acknowledge"), "a hint names the way out: {err}");
+        assert!(
+            err.contains("log acknowledge"),
+            "a hint names the way out: {err}"
+        );
         // Acknowledged, the stranger's entry no longer refuses, and it resets nothing.
         let mut cmd = dir.command();
         cmd.args(["log", "acknowledge", "--yes"]).stdout();
@@ -676,7 +684,10 @@ bctest!(
         let b = start(ONE_ST, &pass).wait_with_output();
         crate::util::assert_success(&Command::new("sign (B)"), &b);
         // A gets its passphrase now: it must sign nothing.
-        let mut w = std::fs::OpenOptions::new().write(true).open(&fifo).expect("fifo");
+        let mut w = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&fifo)
+            .expect("fifo");
         std::io::Write::write_all(&mut w, format!("{PASS}\n").as_bytes()).expect("answer");
         drop(w);
         let a = a.wait_with_output();
@@ -686,7 +697,11 @@ bctest!(
         assert!(err.contains("nonce 0") && err.contains("reserved"), "{err}");
         let mut cmd = dir.command();
         let entries = cmd.args(["--json", "log", "show"]).json();
-        assert_eq!(entries.as_array().map(Vec::len), Some(1), "one signature: {entries:#}");
+        assert_eq!(
+            entries.as_array().map(Vec::len),
+            Some(1),
+            "one signature: {entries:#}"
+        );
         assert_eq!(entries[0]["entry"]["amount"], ONE_ST.to_string());
     }
 );
@@ -704,7 +719,10 @@ bctest!(
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(3), "{err}");
         assert_eq!(reads, 0);
-        assert!(err.contains("\"sst\" names no token the profile knows (known: ST)"), "{err}");
+        assert!(
+            err.contains("\"sst\" names no token the profile knows (known: ST)"),
+            "{err}"
+        );
         let no_symbol = dir.write(
             "no-symbol.toml",
             format!(
@@ -717,6 +735,71 @@ bctest!(
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(3), "{err}");
         assert_eq!(reads, 0);
-        assert!(err.contains("names no token the profile knows (known: none"), "{err}");
+        assert!(
+            err.contains("names no token the profile knows (known: none"),
+            "{err}"
+        );
     }
 );
+
+#[test]
+fn a_fee_to_a_stranger_is_refused_online_and_the_stranger_receives_nothing() {
+    let live = crate::live::Live::shared("log_online_fee");
+    let config = "xdg/config/bridgectl/config.toml";
+    let sym = live.sb.info.side.symbol.clone();
+    let allowed = alloy_primitives::Address::repeat_byte(0xa1);
+    let attacker = alloy_primitives::Address::repeat_byte(0xee);
+    let mut profile = std::fs::read_to_string(live.dir.join(config)).expect("config");
+    profile.push_str(&format!(
+        "\n[profiles.default.policy]\nallowed-destinations = [\"{allowed}\"]\n\n\
+         [profiles.default.policy.limits]\n{} = {{ per = \"24h\", max = \"10\", max-per-tx = \"8\" }}\n",
+        sym.to_lowercase()
+    ));
+    live.dir.write(config, profile);
+    let one = 10u128.pow(u32::from(live.sb.info.side.decimals));
+    let exec = |collector: alloy_primitives::Address, fee: u64| {
+        let counter = CountingPassphrase::new(&live.dir, &live.passphrase);
+        let mut c = live.cmd();
+        c.env("BRIDGECTL_PASSPHRASE_FILE", &counter.path).args([
+            "action",
+            "exec",
+            "transferWithFee",
+            "--function",
+            "transferWithFee",
+            "--from",
+            &live.dev.to_string(),
+            "--input",
+            &format!("_to={allowed}"),
+            "--input",
+            // Half an ST and a 10000 % fee: 50.5 in all, within the 100 a new account
+            // holds (the platform estimates gas, so the call must not revert).
+            &format!("_amount={}", one / 2),
+            "--input",
+            &format!("_feeCollector={collector}"),
+            "--input",
+            &format!("_fee={fee}"),
+            "--yes",
+        ]);
+        let out = c.output();
+        (out, counter.finish())
+    };
+    // H1 online: the platform builds the call the request names; the profile refuses it.
+    let (out, reads) = exec(attacker, 10_000);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert_eq!(reads, 0, "the passphrase was read");
+    assert!(err.contains("destination (_feeCollector)"), "{err}");
+    // Fee to an allowed collector, but 50.5 over the 8 per transaction.
+    let (out, reads) = exec(allowed, 10_000);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert_eq!(reads, 0);
+    assert!(
+        err.contains(&format!("spending limit 8 {sym} per transaction"))
+            && err.contains(&format!("50.5 {sym} more")),
+        "{err}"
+    );
+    // On chain: neither address received anything.
+    assert_eq!(live.balance(true, attacker), alloy_primitives::U256::ZERO);
+    assert_eq!(live.balance(true, allowed), alloy_primitives::U256::ZERO);
+}

@@ -14,8 +14,8 @@ use alloy_primitives::{Address, U256};
 use anyhow::{Context, Result, anyhow};
 use bridgectl_flow::batch_file::{self, BatchFormat, MAX_BATCH_FILE_BYTES};
 use bridgectl_flow::{
-    BatchItem, BatchOptions, BatchStatus, Bridge, Flows, ItemResult, ItemState, ItemStatus,
-    PrivateKeySigner, Submitter, Which,
+    BatchItem, BatchOp, BatchOptions, BatchStatus, Bridge, Flows, ItemResult, ItemState,
+    ItemStatus, PrivateKeySigner, Submitter, Which,
 };
 use bridgectl_tx::amount::format_units;
 use clap::{Args, Subcommand, ValueEnum};
@@ -206,6 +206,44 @@ struct Plan {
     max_totals: BTreeMap<Which, U256>,
     bridge: Bridge,
     caps: Vec<String>,
+    /// Where the tokens go, grouped: one hostile line among a thousand shows here.
+    recipients: BTreeMap<(Which, Recipient), (usize, U256)>,
+    /// The profile's allowed destinations (empty: no allowlist).
+    allowlist: Vec<Address>,
+    /// Labels of the keystore's keys, to name recipients by.
+    labels: BTreeMap<Address, String>,
+}
+
+/// Where an item's tokens go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Recipient {
+    /// A transfer's recipient.
+    Address(Address),
+    /// Burned by a redeem: paid out in MT to the sender on the main chain.
+    Redeemed,
+    /// The swap address the platform issues when the item runs.
+    SwapAddress,
+}
+
+impl Plan {
+    /// Whether `to` may receive under the profile's allowlist (no allowlist: yes).
+    fn allowed(&self, to: &Recipient) -> Option<bool> {
+        match to {
+            Recipient::Address(a) if !self.allowlist.is_empty() => Some(self.allowlist.contains(a)),
+            _ => None,
+        }
+    }
+
+    fn recipient_text(&self, to: &Recipient) -> String {
+        match to {
+            Recipient::Address(a) => match self.labels.get(a) {
+                Some(l) => format!("{a} ({})", untrusted(l)),
+                None => a.to_string(),
+            },
+            Recipient::Redeemed => "redeemed (MT to each sender)".into(),
+            Recipient::SwapAddress => "swap address (issued by the platform)".into(),
+        }
+    }
 }
 
 fn symbol(bridge: &Bridge, which: Which) -> &str {
@@ -261,7 +299,17 @@ impl Plan {
         let mut ops = BTreeMap::new();
         let mut totals: BTreeMap<Which, (usize, U256)> = BTreeMap::new();
         let mut accounts: Vec<AccountPlan> = Vec::new();
+        let mut recipients: BTreeMap<(Which, Recipient), (usize, U256)> = BTreeMap::new();
         for item in &items {
+            let to = match &item.op {
+                BatchOp::Transfer { to, .. } => Recipient::Address(*to),
+                BatchOp::Redeem { .. } => Recipient::Redeemed,
+                BatchOp::Swap { .. } => Recipient::SwapAddress,
+            };
+            let (which, amount) = item.op.spends();
+            let r = recipients.entry((which, to)).or_insert((0, U256::ZERO));
+            r.0 += 1;
+            r.1 = r.1.saturating_add(amount);
             *ops.entry(item.op.name()).or_insert(0) += 1;
             let (which, amount) = item.op.spends();
             let total = totals.entry(which).or_insert((0, U256::ZERO));
@@ -322,6 +370,13 @@ impl Plan {
         for token in policy.limits.keys() {
             caps.push(format!("spending limit on {token} (from the profile)"));
         }
+        let labels = session
+            .keystore
+            .list()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|k| (k.address, k.label))
+            .collect();
         Ok(Plan {
             source: input.file.display().to_string(),
             items,
@@ -331,12 +386,38 @@ impl Plan {
             max_totals,
             bridge,
             caps,
+            recipients,
+            allowlist: policy.allowed_destinations.clone(),
+            labels,
         })
     }
 
-    /// Refusals: a total above its --max-total, an address that cannot cover its items.
+    /// Refusals: a total above its --max-total, a recipient outside the allowlist, an
+    /// address that cannot cover its items.
     fn check(&self) -> Result<()> {
         let b = &self.bridge;
+        let outside: Vec<String> = self
+            .recipients
+            .iter()
+            .filter(|((_, to), _)| self.allowed(to) == Some(false))
+            .map(|((which, to), (n, total))| {
+                format!(
+                    "{} ({} {} in {n} items)",
+                    self.recipient_text(to),
+                    units(b, *which, *total),
+                    symbol(b, *which)
+                )
+            })
+            .collect();
+        if !outside.is_empty() {
+            return Err(coded(
+                Code::Refused,
+                format!(
+                    "the batch sends to addresses outside allowed-destinations: {}",
+                    outside.join("; ")
+                ),
+            ));
+        }
         for (which, max) in &self.max_totals {
             let total = self.totals.get(which).map_or(U256::ZERO, |t| t.1);
             if total > *max {
@@ -408,11 +489,27 @@ impl Plan {
                            "hasKey": a.label.is_some(), "tokens": tokens})
                 })
                 .collect();
+            let recipients: Vec<Value> = self
+                .recipients
+                .iter()
+                .map(|((w, to), (n, total))| {
+                    let (kind, address) = match to {
+                        Recipient::Address(a) => ("address", Some(*a)),
+                        Recipient::Redeemed => ("redeemed", None),
+                        Recipient::SwapAddress => ("swapAddress", None),
+                    };
+                    json!({"token": symbol(b, *w), "kind": kind, "address": address,
+                           "label": address.and_then(|a| self.labels.get(&a)),
+                           "items": n, "amount": amount(*w, *total),
+                           "baseUnits": total.to_string(), "allowed": self.allowed(to)})
+                })
+                .collect();
             return crate::output::json(&json!({
                 "source": self.source,
                 "items": self.items.len(),
                 "operations": self.ops,
                 "totals": totals,
+                "recipients": recipients,
                 "accounts": accounts,
                 "caps": self.caps,
                 "refused": self.check().err().map(|e| format!("{e:#}")),
@@ -464,6 +561,29 @@ impl Plan {
                     .map_or_else(|| "(no key)".into(), untrusted),
                 a.items,
                 tokens.join(", ")
+            ));
+        }
+        out.push(format!(
+            "recipients ({}){}:",
+            self.recipients.len(),
+            if self.allowlist.is_empty() {
+                ""
+            } else {
+                ", against allowed-destinations"
+            }
+        ));
+        for ((w, to), (n, total)) in &self.recipients {
+            out.push(format!(
+                "  {:<62} {:>5} items  {} {}{}",
+                self.recipient_text(to),
+                n,
+                amount(*w, *total),
+                symbol(b, *w),
+                match self.allowed(to) {
+                    Some(true) => "  allowed",
+                    Some(false) => "  NOT ALLOWED",
+                    None => "",
+                }
             ));
         }
         out.push(format!("caps on every item: {}", self.caps.join("; ")));
@@ -556,6 +676,9 @@ fn resume_batch(global: &GlobalOpts, id: &str, run: &RunOpts) -> Result<()> {
     let session = Session::new(global, &run.flow)?;
     let flows = session.flows(Submitter::Platform, |_| {})?;
     let status = flows.batch_status(id)?;
+    // A batch running in another process is refused before any key is unlocked (the
+    // run takes the lock again for itself).
+    drop(flows.journal().lock_batch(&status.batch.batch_id)?);
     let needed = status.signers_needed();
     let to_sign = status.count(ItemState::NotStarted) + status.count(ItemState::Unsigned);
     let to_send = status.count(ItemState::Signed) + status.count(ItemState::Submitted);

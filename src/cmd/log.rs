@@ -119,7 +119,10 @@ pub fn run(global: &GlobalOpts, cmd: LogCommand) -> anyhow::Result<()> {
                     "checkpoint": head.to_string()
                 }));
             }
-            crate::output::line(format_args!("acknowledged: {} entries, head {head}", head.count))
+            crate::output::line(format_args!(
+                "acknowledged: {} entries, head {head}",
+                head.count
+            ))
         }
         LogCommand::Verify(args) => {
             let kept = match args.checkpoint.as_deref() {

@@ -666,12 +666,7 @@ impl Journal {
                         AND signed_tx IS NOT NULL AND tx_id != ?3)",
                     holds("?4")
                 ),
-                params![
-                    addr,
-                    chain_id as i64,
-                    except,
-                    unix_now() - self.lease_secs
-                ],
+                params![addr, chain_id as i64, except, unix_now() - self.lease_secs],
                 |r| r.get(0),
             )
         })?;

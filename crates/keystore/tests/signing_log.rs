@@ -389,8 +389,8 @@ fn eight_of_ten(dir: &tempfile::TempDir, known: bool) -> SigningLogDb {
 }
 
 fn refusal(log: &SigningLogDb, nonce: u64, now: u64) -> String {
-    let e = sign(log, &policy(LIMIT), &redeem(key().address(), nonce, 8), now)
-        .expect_err("refused");
+    let e =
+        sign(log, &policy(LIMIT), &redeem(key().address(), nonce, 8), now).expect_err("refused");
     anyhow_chain(&e)
 }
 
@@ -459,7 +459,10 @@ fn a_deleted_or_restored_log_refuses_until_acknowledged() {
     // No limit configured: still refused, before anything is signed.
     let e = sign(&log, &policy(""), &redeem(key().address(), 2, 1), T0 + 60)
         .expect_err("refused without a limit too");
-    assert!(anyhow_chain(&e).contains("does not reach its checkpoint"), "{e}");
+    assert!(
+        anyhow_chain(&e).contains("does not reach its checkpoint"),
+        "{e}"
+    );
     drop(log);
     // Deleted: an empty log where the checkpoint says two entries.
     for f in ["", "-wal", "-shm"] {
@@ -472,7 +475,13 @@ fn a_deleted_or_restored_log_refuses_until_acknowledged() {
     assert!(e.contains("it has 0 entries"), "{e}");
     // A person who knows why acknowledges it; it signs again from there.
     log.acknowledge().expect("acknowledged");
-    sign(&log, &policy(LIMIT), &redeem(key().address(), 2, 8), T0 + 60).expect("signs");
+    sign(
+        &log,
+        &policy(LIMIT),
+        &redeem(key().address(), 2, 8),
+        T0 + 60,
+    )
+    .expect("signs");
 }
 
 #[test]
@@ -483,10 +492,23 @@ fn a_clock_stepped_back_does_not_push_entries_out_of_the_window() {
     // newest, and the window ends no earlier than it either.
     let e = refusal(&log, 1, T0 - 2 * DAY);
     assert!(e.contains("8 ST signed already"), "{e}");
-    sign(&log, &policy(LIMIT), &redeem(key().address(), 1, 1), T0 - 2 * DAY).expect("1 more");
+    sign(
+        &log,
+        &policy(LIMIT),
+        &redeem(key().address(), 1, 1),
+        T0 - 2 * DAY,
+    )
+    .expect("1 more");
     let entries = log.show(&Default::default()).expect("show");
-    let times: Vec<u64> = entries.iter().map(|(_, b)| b.as_ref().expect("body").time).collect();
-    assert_eq!(times, vec![T0, T0], "an entry is never older than the key's newest");
+    let times: Vec<u64> = entries
+        .iter()
+        .map(|(_, b)| b.as_ref().expect("body").time)
+        .collect();
+    assert_eq!(
+        times,
+        vec![T0, T0],
+        "an entry is never older than the key's newest"
+    );
     // Corrected a day later, both entries are still in the window: 9 of 10.
     let e = refusal(&log, 2, T0 + DAY - 1);
     assert!(e.contains("9 ST signed already"), "{e}");

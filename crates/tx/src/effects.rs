@@ -270,11 +270,7 @@ mod tests {
                 })
                 .collect();
             let e = Effects::of_calldata(&call(f.name, &inputs));
-            assert!(
-                matches!(e, Effects::Modelled(_)),
-                "{}: {e:?}",
-                f.signature
-            );
+            assert!(matches!(e, Effects::Modelled(_)), "{}: {e:?}", f.signature);
         }
     }
 
@@ -304,7 +300,11 @@ mod tests {
         // transferFrom's destination is _to, never _from.
         let e = Effects::of_calldata(&call(
             "transferFrom",
-            &[("_from", B.into()), ("_to", A.into()), ("_value", "1".into())],
+            &[
+                ("_from", B.into()),
+                ("_to", A.into()),
+                ("_value", "1".into()),
+            ],
         ));
         assert_eq!(
             e.destinations().map(|(_, a)| a).collect::<Vec<_>>(),

@@ -178,8 +178,7 @@ pub fn check_enforceable(policy: &Policy) -> Result<(), Error> {
         }
     };
     for (name, limit) in &policy.limits {
-        let Some(token) = known_tokens(policy).find(|t| t.symbol.eq_ignore_ascii_case(name))
-        else {
+        let Some(token) = known_tokens(policy).find(|t| t.symbol.eq_ignore_ascii_case(name)) else {
             return Err(Error::Refused(format!(
                 "policy limit {name:?} names no token the profile knows (known: {}); a limit \
                  that cannot be enforced is refused, not ignored",
@@ -427,15 +426,18 @@ fn auto_approval(
     let call = crate::calldata::decode(&raw.data).ok()?;
     let total = effects.total()?;
     let token = token?;
-    policy.auto_approve.iter().position(|rule| {
-        let function = crate::calldata::function_by_name(&rule.function);
-        function.is_some_and(|f| f.selector == call.function.selector)
-            && effects
-                .destinations()
-                .all(|(_, d)| rule.destinations.contains(&d))
-            && parse_units(&rule.max, token.decimals).is_ok_and(|max| total <= max)
-    })
-    .map(|i| i + 1)
+    policy
+        .auto_approve
+        .iter()
+        .position(|rule| {
+            let function = crate::calldata::function_by_name(&rule.function);
+            function.is_some_and(|f| f.selector == call.function.selector)
+                && effects
+                    .destinations()
+                    .all(|(_, d)| rule.destinations.contains(&d))
+                && parse_units(&rule.max, token.decimals).is_ok_and(|max| total <= max)
+        })
+        .map(|i| i + 1)
 }
 
 #[cfg(test)]

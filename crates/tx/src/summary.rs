@@ -392,12 +392,18 @@ mod tests {
             ..Context::default()
         };
         let text = Summary::new(&tx(data, Address::repeat_byte(0x35)), &ctx).to_string();
-        assert!(text.contains("_fee         10000 (percent of _amount)"), "{text}");
+        assert!(
+            text.contains("_fee         10000 (percent of _amount)"),
+            "{text}"
+        );
         assert!(
             text.contains(&format!("moves:     100 ST to {attacker} as the fee")),
             "{text}"
         );
         assert!(text.contains("moves:     101 ST in all"), "{text}");
-        assert!(text.contains("WARNING:   the fee (100 ST) is more than"), "{text}");
+        assert!(
+            text.contains("WARNING:   the fee (100 ST) is more than"),
+            "{text}"
+        );
     }
 }

@@ -505,7 +505,10 @@ fn a_limit_on_a_token_the_profile_cannot_resolve_is_refused() {
         },
     );
     let e = refusal(&tx, None, &p, &ctx);
-    assert!(e.contains("\"stt\" names no token") && e.contains("known: ST"), "{e}");
+    assert!(
+        e.contains("\"stt\" names no token") && e.contains("known: ST"),
+        "{e}"
+    );
     // The right symbol, but a profile that does not say the contract is a token.
     let mut p = profile();
     p.limits.insert(
@@ -600,7 +603,10 @@ fn calls_without_a_model_are_refused_under_limits_unless_allowed_by_selector() {
         },
     );
     let e = refusal(&unknown, None, &p, &ctx);
-    assert!(e.contains("effects bridgectl models") && e.contains("0xdeadbeef"), "{e}");
+    assert!(
+        e.contains("effects bridgectl models") && e.contains("0xdeadbeef"),
+        "{e}"
+    );
     p.allow_unmodelled = vec!["0xdeadbeef".into()];
     let e = refusal(&unknown, None, &p, &ctx);
     // Allowed past the model, the limit still cannot count it.

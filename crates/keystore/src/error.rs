@@ -215,24 +215,20 @@ pub enum Error {
     /// truncated or restored from an older copy, so the totals of its spending limits
     /// cannot be trusted.
     #[error(
-        "signing log {} does not reach its checkpoint {kept} (kept in {}): it has {} \
-         entries, head {}; it was deleted, truncated or restored from an older copy, so \
-         the spending limits it holds cannot be trusted; acknowledge the log as it stands \
-         once you know why",
+        "signing log {} does not reach its checkpoint {kept} (kept in {}.checkpoint): it has \
+         {found} entries; it was deleted, truncated or restored from an older copy, so the \
+         spending limits it holds cannot be trusted; acknowledge the log as it stands once \
+         you know why",
         path.display(),
-        kept_in.display(),
-        found.count,
-        found.head
+        path.display()
     )]
     SigningLogRolledBack {
-        /// The log file.
+        /// The log file (its checkpoint is kept beside it, with `.checkpoint` added).
         path: PathBuf,
         /// The checkpoint kept beside it.
         kept: bridgectl_tx::Checkpoint,
-        /// Where that checkpoint is kept.
-        kept_in: PathBuf,
-        /// The log's head as found.
-        found: bridgectl_tx::Checkpoint,
+        /// How many entries the log has.
+        found: u64,
     },
 
     /// An entry of the signing log was signed by a key that is not in the keystore:

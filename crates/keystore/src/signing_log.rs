@@ -364,8 +364,7 @@ impl SigningLogDb {
             return Err(Error::SigningLogRolledBack {
                 path: self.path.clone(),
                 kept: kept.checkpoint(),
-                kept_in: self.checkpoint_path(),
-                found: head(c).map_err(self.sql())?,
+                found: head(c).map_err(self.sql())?.count,
             });
         }
         Ok(kept.acknowledged)

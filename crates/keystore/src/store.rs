@@ -133,7 +133,16 @@ fn check_mode(path: &Path, meta: &fs::Metadata, want: u32) -> Result<(), Error> 
 /// Not synced: for state that is safe to find stale after a crash (the signing log's
 /// kept checkpoint, which the log always still reaches).
 pub(crate) fn write_replace(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = write_temp(path.parent().unwrap_or(Path::new(".")), bytes, false)?;
+    fs::rename(&tmp, path).map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        Error::io("cannot write", path)(e)
+    })
+}
+
+/// Writes `bytes` to a new temp file in `dir` (0600, exclusive, a name that is never a
+/// key), synced when `sync`; returns its path. Nothing is left behind on failure.
+fn write_temp(dir: &Path, bytes: &[u8], sync: bool) -> Result<PathBuf, Error> {
     let tmp = dir.join(format!("{TEMP_PREFIX}{}", uuid::Uuid::new_v4().simple()));
     let write = || -> std::io::Result<()> {
         let mut f = OpenOptions::new()
@@ -142,12 +151,15 @@ pub(crate) fn write_replace(path: &Path, bytes: &[u8]) -> Result<(), Error> {
             .mode(0o600)
             .open(&tmp)?;
         f.write_all(bytes)?;
-        fs::rename(&tmp, path)
+        if sync { f.sync_all() } else { Ok(()) }
     };
-    write().map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        Error::io("cannot write", path)(e)
-    })
+    match write() {
+        Ok(()) => Ok(tmp),
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            Err(Error::io("cannot write", &tmp)(e))
+        }
+    }
 }
 
 pub(crate) fn read_small(path: &Path, check_perms: bool) -> Result<Vec<u8>, Error> {
@@ -704,22 +716,7 @@ impl Keystore {
         pass: &Passphrase,
         address: Address,
     ) -> Result<PathBuf, Error> {
-        let tmp = self
-            .dir
-            .join(format!("{TEMP_PREFIX}{}", uuid::Uuid::new_v4().simple()));
-        let write = || -> std::io::Result<()> {
-            let mut f = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&tmp)?;
-            f.write_all(bytes)?;
-            f.sync_all()
-        };
-        if let Err(e) = write() {
-            let _ = fs::remove_file(&tmp);
-            return Err(Error::io("cannot write", &tmp)(e));
-        }
+        let tmp = write_temp(&self.dir, bytes, true)?;
         let check = || -> Result<(), Error> {
             let back = read_small(&tmp, true)?;
             if back != bytes {

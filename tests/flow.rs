@@ -308,7 +308,9 @@ fn air_gap_round_trip_through_files() {
 
 /// The offline side of the air gap: its own keystore with the dev key, and an offline
 /// profile that names only what a signer must know (the side chain, the ST contract
-/// with its symbol and decimals, a gas-price cap): no platform, no token, no node.
+/// with its symbol and decimals, a gas-price cap) and a standing approval of redeems up
+/// to 5 ST, which is what lets `sign --yes` sign a request (its intent approves
+/// nothing): no platform, no token, no node.
 fn offline_signer(live: &Live, name: &'static str) -> crate::util::Dir {
     let offline = crate::util::Dir::new(name);
     let key = live.dev_key.expose_secret().to_owned();
@@ -319,7 +321,8 @@ fn offline_signer(live: &Live, name: &'static str) -> crate::util::Dir {
         format!(
             "[profiles.default]\nside_chain_id = {}\nst_contract = \"{}\"\n\
              side_symbol = \"{}\"\nside_decimals = {}\n\n\
-             [profiles.default.policy]\nmax-gas-price = 1000000000000\n",
+             [profiles.default.policy]\nmax-gas-price = 1000000000000\n\n\
+             [[profiles.default.policy.auto-approve]]\nfunction = \"redeem\"\nmax = \"5\"\n",
             side.chain_id, side.token_address, side.symbol, side.decimals
         ),
     );

@@ -268,14 +268,16 @@ bctest!(
             "origin": {"baseUrl": "https://platform.example", "action": "redeem", "txId": "t-1"}
         });
         // A request names the call; the profile names the chain and the ST contract with
-        // its decimals (the request's own token claim must agree with it). Nonce 9 was
-        // signed above (the envelope): this machine's journal now expects 10.
+        // its decimals (the request's own token claim must agree with it), and approves
+        // redeems of up to 2 ST in advance (the request's intent approves nothing). Nonce
+        // 9 was signed above (the envelope): this machine's journal now expects 10.
         let cfg = dir.write(
             "config.toml",
             format!(
                 "[profiles.default]\nside_chain_id = 1\nst_contract = \"{st}\"\n\
                  side_symbol = \"ST\"\nside_decimals = 18\n\n\
-                 [profiles.default.policy]\nmax-gas-price = 20000000000\n"
+                 [profiles.default.policy]\nmax-gas-price = 20000000000\n\n\
+                 [[profiles.default.policy.auto-approve]]\nfunction = \"redeem\"\nmax = \"2\"\n"
             ),
         );
         let mut request10 = request.clone();

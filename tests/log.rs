@@ -614,14 +614,7 @@ bctest!(
                     .args([Path::new("--config"), &config])
                     .args(["--journal", &format!("journal-{n}.sqlite3")])
                     .env("BRIDGECTL_PASSPHRASE", PASS);
-                cmd.cmd
-                    .stdin(std::process::Stdio::piped())
-                    .stdout(std::process::Stdio::piped())
-                    .stderr(std::process::Stdio::piped());
-                let mut child = crate::util::KillOnDrop::spawn(&mut cmd.cmd);
-                let mut stdin = child.stdin.take().expect("stdin");
-                std::io::Write::write_all(&mut stdin, tx.to_string().as_bytes()).expect("write");
-                child
+                cmd.spawn_with_stdin(tx.to_string().as_bytes())
             })
             .collect();
         let outs: Vec<_> = children.into_iter().map(|c| c.wait_with_output()).collect();
@@ -661,15 +654,7 @@ bctest!(
                 .args(["--journal", "journal.sqlite3"])
                 .env("BRIDGECTL_RESERVATION_LEASE", "2s")
                 .env("BRIDGECTL_PASSPHRASE_FILE", pass_file);
-            cmd.cmd
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped());
-            let mut child = crate::util::KillOnDrop::spawn(&mut cmd.cmd);
-            let mut stdin = child.stdin.take().expect("stdin");
-            std::io::Write::write_all(&mut stdin, redeem(0, amount).to_string().as_bytes())
-                .expect("write");
-            child
+            cmd.spawn_with_stdin(redeem(0, amount).to_string().as_bytes())
         };
         let a = start(2 * ONE_ST, &fifo);
         // A is parked at the FIFO once it opened it: wait for that, then past the lease.

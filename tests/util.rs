@@ -168,6 +168,12 @@ impl TestCommand {
 
     /// Runs with `input` on stdin and returns the raw output.
     pub fn output_with_stdin(&mut self, input: &[u8]) -> Output {
+        self.spawn_with_stdin(input).wait_with_output()
+    }
+
+    /// Starts it with `input` on stdin (then closed) and its output piped, without
+    /// waiting: for processes that run side by side.
+    pub fn spawn_with_stdin(&mut self, input: &[u8]) -> KillOnDrop {
         use std::io::Write;
         self.cmd
             .stdin(Stdio::piped())
@@ -177,7 +183,7 @@ impl TestCommand {
         let mut stdin = child.stdin.take().expect("stdin");
         stdin.write_all(input).expect("write stdin");
         drop(stdin);
-        child.wait_with_output()
+        child
     }
 
     /// Runs and returns the raw output.

@@ -405,11 +405,7 @@ pub(crate) fn check(
             ));
             checked.window = Some(window);
         }
-        (Some(_), None) => {
-            return Err(Error::Refused(format!(
-                "policy limit {name}: `max` needs `per` (the window, `24h`)"
-            )));
-        }
+        // `max` without `per` was refused by `check_enforceable` before this runs.
         _ => {}
     }
     Ok(checked)

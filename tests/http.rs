@@ -241,7 +241,9 @@ bctest!(
             .args(["--json", "history"])
             .output();
         texts.push(String::from_utf8_lossy(&history.stdout).into_owned());
-        let journal = std::fs::read(dir.join("journal.sqlite3")).expect("journal");
+        // The journal on disk is the file and its write-ahead log (kept between runs).
+        let mut journal = std::fs::read(dir.join("journal.sqlite3")).expect("journal");
+        journal.extend(std::fs::read(dir.join("journal.sqlite3-wal")).unwrap_or_default());
         texts.push(String::from_utf8_lossy(&journal).into_owned());
         for text in &texts {
             assert!(

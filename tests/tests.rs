@@ -8,6 +8,7 @@ mod secrets;
 mod util;
 
 mod batch;
+mod durability;
 mod flow;
 mod http;
 mod key;

@@ -4,7 +4,7 @@
 //!
 //! | promise | how |
 //! |---|---|
-//! | an entry is on disk before the signed bytes leave `sign_and_log` | one transaction per append, WAL with `synchronous=FULL` (an fsync per commit) |
+//! | an entry is on disk before the signed bytes leave `sign_and_log` | one transaction per append, committed with `synchronous=FULL`: the log's one fsync per signature (see `bridgectl_sqlite`) |
 //! | two signers never fork the chain | the head is read and the entry inserted inside one `BEGIN IMMEDIATE` |
 //! | limits are not fooled by an edited index column | totals add up the bodies of checked entries, never the columns |
 //! | limits are not reset by rolling the log back | a checkpoint kept beside it (`<log>.checkpoint`, written after each append): a log that does not reach it (deleted, truncated, an older copy) refuses to sign until [`SigningLogDb::acknowledge`] |
@@ -28,7 +28,12 @@ use crate::Error;
 /// The log's file name in the keystore directory.
 pub const SIGNING_LOG_FILE: &str = "signing-log.sqlite3";
 
-const SCHEMA: &str = "
+const SCHEMA: bridgectl_sqlite::Schema = bridgectl_sqlite::Schema {
+    version: 1,
+    sql: SCHEMA_SQL,
+};
+
+const SCHEMA_SQL: &str = "
 CREATE TABLE IF NOT EXISTS entries (
     seq      INTEGER PRIMARY KEY,
     time     INTEGER NOT NULL,
@@ -66,6 +71,14 @@ fn row_entry(row: &rusqlite::Row<'_>) -> rusqlite::Result<Entry> {
     })
 }
 
+impl Drop for SigningLogDb {
+    /// Keeps the log's write-ahead log small, after the work (see `bridgectl_sqlite::tidy`).
+    fn drop(&mut self) {
+        let conn = self.conn.get_mut().unwrap_or_else(|p| p.into_inner());
+        let _ = bridgectl_sqlite::tidy(conn);
+    }
+}
+
 impl SigningLogDb {
     /// Opens (creating if needed) the log at `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<SigningLogDb, Error> {
@@ -74,14 +87,11 @@ impl SigningLogDb {
             path: path.clone(),
             source: e,
         };
-        let conn = Connection::open(&path).map_err(sql)?;
+        let conn = bridgectl_sqlite::open(&path, &SCHEMA).map_err(sql)?;
         // What was signed with which key is the keys' business: readable by their owner
         // only, like the key files (SQLite gives its -wal and -shm files the same mode).
         std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
             .map_err(crate::error::Error::io("cannot set the mode of", &path))?;
-        conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
-            .map_err(sql)?;
-        conn.execute_batch(SCHEMA).map_err(sql)?;
         Ok(SigningLogDb {
             path,
             conn: Mutex::new(conn),
@@ -527,24 +537,31 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
     ) -> Result<Checkpoint, bridgectl_tx::Error> {
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let sql = self.sql();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| boxed(sql(e)))?;
-        // With the log to ourselves: it reaches its checkpoint, and the limit the
-        // verifier checked still holds now that no other signer can append.
-        let walked = self
-            .window_in(&tx, key, limit.map(|l| &l.query))
-            .map_err(as_tx)?;
-        if let Some(limit) = limit {
-            limit.check(walked.total)?;
-        }
-        let at = Head {
-            checkpoint: head(&tx).map_err(|e| boxed(sql(e)))?,
-            time: walked.newest_own.unwrap_or(0),
-        };
-        let entry = make(at)?;
-        Self::insert(&tx, &entry).map_err(|e| boxed(sql(e)))?;
-        tx.commit().map_err(|e| boxed(sql(e)))?;
+        let entry = bridgectl_sqlite::durable(
+            &mut conn,
+            |e| boxed(sql(e)),
+            |conn| {
+                let tx = conn
+                    .transaction_with_behavior(TransactionBehavior::Immediate)
+                    .map_err(|e| boxed(sql(e)))?;
+                // With the log to ourselves: it reaches its checkpoint, and the limit the
+                // verifier checked still holds now that no other signer can append.
+                let walked = self
+                    .window_in(&tx, key, limit.map(|l| &l.query))
+                    .map_err(as_tx)?;
+                if let Some(limit) = limit {
+                    limit.check(walked.total)?;
+                }
+                let at = Head {
+                    checkpoint: head(&tx).map_err(|e| boxed(sql(e)))?,
+                    time: walked.newest_own.unwrap_or(0),
+                };
+                let entry = make(at)?;
+                Self::insert(&tx, &entry).map_err(|e| boxed(sql(e)))?;
+                tx.commit().map_err(|e| boxed(sql(e)))?;
+                Ok(entry)
+            },
+        )?;
         drop(conn);
         self.seen
             .lock()
@@ -566,6 +583,13 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
             .map_err(boxed)?;
         }
         Ok(new)
+    }
+
+    /// Copies the log's write-ahead log into the file once it has grown past its
+    /// bound (see `bridgectl_sqlite::tidy`); also done when the log is dropped.
+    fn tidy(&self) {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = bridgectl_sqlite::tidy(&conn);
     }
 
     fn check(&self, key: Address) -> Result<(), bridgectl_tx::Error> {

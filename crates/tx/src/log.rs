@@ -321,6 +321,11 @@ pub trait SigningLog: Send + Sync + fmt::Debug {
     /// `query.contract` within the window ending at `query.now` (or at the newest
     /// trusted entry, if later), from entries that were checked on the way.
     fn window_total(&self, query: &WindowQuery) -> Result<Spent, Error>;
+
+    /// Housekeeping that must not delay a signature (e.g. compacting the storage),
+    /// called by long runs between signatures, after a signature's bytes have left. The
+    /// default does nothing.
+    fn tidy(&self) {}
 }
 
 /// The head an entry is made from: the checkpoint it chains to, and the time of the

@@ -741,6 +741,11 @@ impl Flows {
             // Submitted and not known to have failed: `batch resume` waits again.
             Err(e) => (ItemStatus::Pending, Some(e.to_string())),
         };
+        // Between items, after this one's submission: the place to keep the journal's
+        // and the signing log's write-ahead logs small in a long run (nothing to do
+        // while they are small).
+        self.journal().tidy();
+        self.signing_log.tidy();
         ItemResult {
             index: a.index,
             id: a.id,

@@ -89,23 +89,23 @@ impl OfflineSigner<'_> {
         };
         let verified = bridgectl_tx::verify(tx, input.intent.as_ref(), self.policy, &context)?;
         let tx_id = match &local_flow {
-            Some(f) => f.tx_id.clone(),
+            Some(f) => {
+                self.journal
+                    .reserve_nonce(&f.tx_id, tx.from, tx.chain_id, tx.nonce)?;
+                f.tx_id.clone()
+            }
             None => {
                 let tx_id = super::new_tx_id();
-                self.journal.begin(
+                self.journal.begin_reserved(
                     &tx_id,
                     FlowKind::Sign,
-                    Some(&tx.from.to_string()),
                     &json!({"input": job.input_name, "requestHash": input.request_hash,
                             "kind": input.kind, "intent": input.intent}),
+                    tx,
                 )?;
-                self.journal
-                    .record_raw_tx(&tx_id, &serde_json::to_value(tx).unwrap_or_default())?;
                 tx_id
             }
         };
-        self.journal
-            .reserve_nonce(&tx_id, tx.from, tx.chain_id, tx.nonce)?;
         let intent = input.intent.clone().unwrap_or_default();
         sign_verified(
             self.journal,

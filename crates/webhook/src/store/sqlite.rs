@@ -456,17 +456,9 @@ impl Files {
                     .map_err(|e| self.io(e))?;
             }
         }
-        if !self.path.exists() {
-            use std::os::unix::fs::OpenOptionsExt;
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600)
-                .open(&self.path)
-                .map_err(|e| self.io(e))?;
-        }
-        Ok(())
+        // The file and its WAL private, their directory entry durable (SQLite is built
+        // without its own directory fsync: see `bridgectl_sqlite::prepare_files`).
+        bridgectl_sqlite::prepare_files(&self.path).map_err(|e| self.sql(e))
     }
 
     fn connect(&self, create: bool) -> Result<Connection, Error> {

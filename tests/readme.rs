@@ -61,14 +61,15 @@ bctest!(
         sandbox
             .args(["sandbox", "--write-profile", "sandbox.toml"])
             .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            .stderr(std::fs::File::create(dir.join("sandbox.err")).expect("sandbox.err"));
         fresh(&mut sandbox);
         let sandbox = SandboxProcess(sandbox.spawn().expect("start the sandbox"));
         let started = Instant::now();
         while !dir.join("sandbox.toml").exists() {
             assert!(
                 started.elapsed() < Duration::from_secs(120),
-                "the sandbox wrote no profile"
+                "the sandbox wrote no profile; its stderr:\n{}",
+                std::fs::read_to_string(dir.join("sandbox.err")).unwrap_or_default()
             );
             std::thread::sleep(Duration::from_millis(200));
         }

@@ -520,17 +520,10 @@ impl Journal {
     ) -> Result<(), Error> {
         let from = raw_tx.from.to_string();
         let raw = serde_json::to_value(raw_tx).unwrap_or_default();
-        let holder = self.with(|c| {
-            let t = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            insert_flow(&t, tx_id, kind, Some(&from), intent)?;
-            set_raw_tx(&t, tx_id, &raw)?;
-            let holder = self.reserve_in(&t, tx_id, raw_tx.from, raw_tx.chain_id, raw_tx.nonce)?;
-            if holder.is_none() {
-                t.commit()?;
-            }
-            Ok(holder)
-        })?;
-        self.reserved(holder, raw_tx.from, raw_tx.chain_id, raw_tx.nonce)
+        self.reserve_after(tx_id, raw_tx.from, raw_tx.chain_id, raw_tx.nonce, |t| {
+            insert_flow(t, tx_id, kind, Some(&from), intent)?;
+            set_raw_tx(t, tx_id, &raw)
+        })
     }
 
     /// Records a step and moves the flow to `state`.
@@ -709,15 +702,38 @@ impl Journal {
         chain_id: u64,
         nonce: u64,
     ) -> Result<(), Error> {
+        self.reserve_after(tx_id, address, chain_id, nonce, |_| Ok(()))
+    }
+
+    /// One `IMMEDIATE` transaction that runs `first`, then reserves the nonce, and
+    /// commits both only if the reservation was granted; otherwise a refusal naming the
+    /// flow that holds the nonce, and nothing written.
+    fn reserve_after(
+        &self,
+        tx_id: &str,
+        address: Address,
+        chain_id: u64,
+        nonce: u64,
+        first: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>,
+    ) -> Result<(), Error> {
         let holder = self.with(|c| {
             let t = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            first(&t)?;
             let holder = self.reserve_in(&t, tx_id, address, chain_id, nonce)?;
             if holder.is_none() {
                 t.commit()?;
             }
             Ok(holder)
         })?;
-        self.reserved(holder, address, chain_id, nonce)
+        match holder {
+            None => Ok(()),
+            Some(by) => Err(Error::NonceReserved {
+                address,
+                chain_id,
+                nonce,
+                by,
+            }),
+        }
     }
 
     /// The reservation inside `t` (which must be `IMMEDIATE`): the flow that holds
@@ -767,25 +783,6 @@ impl Journal {
             ],
         )?;
         Ok(None)
-    }
-
-    /// The outcome of a reservation: a refusal naming the flow that holds the nonce.
-    fn reserved(
-        &self,
-        holder: Option<String>,
-        address: Address,
-        chain_id: u64,
-        nonce: u64,
-    ) -> Result<(), Error> {
-        match holder {
-            None => Ok(()),
-            Some(by) => Err(Error::NonceReserved {
-                address,
-                chain_id,
-                nonce,
-                by,
-            }),
-        }
     }
 
     /// One flow.

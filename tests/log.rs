@@ -62,6 +62,19 @@ fn sign(
     function: &str,
     args: &[String],
 ) -> (std::process::Output, usize) {
+    sign_with_journal(dir, config, tx, function, args, "journal.sqlite3")
+}
+
+/// [`sign`] with the journal `journal`: another journal is another machine's or
+/// process's idea of which nonces are taken.
+fn sign_with_journal(
+    dir: &Dir,
+    config: &Path,
+    tx: &Value,
+    function: &str,
+    args: &[String],
+    journal: &str,
+) -> (std::process::Output, usize) {
     let fifo = CountingPassphrase::new(dir, PASS);
     let nonce = tx["nonce"].as_u64().expect("nonce").to_string();
     let mut cmd = dir.command();
@@ -76,7 +89,7 @@ fn sign(
     ])
     .args(args.iter().flat_map(|a| ["--expect-arg", a.as_str()]))
     .args([Path::new("--config"), config])
-    .args(["--journal", "journal.sqlite3"])
+    .args(["--journal", journal])
     .env("BRIDGECTL_PASSPHRASE_FILE", &fifo.path);
     let out = cmd.output_with_stdin(serde_json::to_string(tx).expect("json").as_bytes());
     (out, fifo.finish())
@@ -788,3 +801,41 @@ fn a_fee_to_a_stranger_is_refused_online_and_the_stranger_receives_nothing() {
     assert_eq!(live.balance(true, attacker), alloy_primitives::U256::ZERO);
     assert_eq!(live.balance(true, allowed), alloy_primitives::U256::ZERO);
 }
+
+bctest!(
+    a_second_journal_cannot_sign_a_signed_nonce_again,
+    |dir: Dir, _cmd: TestCommand| {
+        import_key(&dir);
+        let config = config(&dir, "");
+        let redeem_in = |amount: u128, journal: &str| {
+            let args = [format!("_amount={amount}")];
+            sign_with_journal(&dir, &config, &redeem(0, amount), "redeem", &args, journal)
+        };
+        let (first, reads) = redeem_in(ONE_ST, "a.sqlite3");
+        crate::util::assert_success(&Command::new("sign --journal a"), &first);
+        assert_eq!(reads, 1);
+        // Journal b has never seen nonce 0; the keystore's signing log has: another
+        // transaction at it is refused before the passphrase is read (without the check
+        // made before unlocking, reads is 1; without any keystore-wide guard, it signs).
+        let (out, reads) = redeem_in(2 * ONE_ST, "b.sqlite3");
+        assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("at nonce 0 on chain 1337 already"),
+            "{}",
+            stderr(&out)
+        );
+        assert_eq!(reads, 0, "refused before the passphrase");
+        // The very same transaction through journal b is the same bytes, recorded once.
+        let (again, reads) = redeem_in(ONE_ST, "b.sqlite3");
+        crate::util::assert_success(&Command::new("sign --journal b, same tx"), &again);
+        assert_eq!(reads, 1);
+        let signed = |out: &std::process::Output| {
+            let bundle: Value = serde_json::from_slice(&out.stdout).expect("bundle");
+            bundle["signedTx"].clone()
+        };
+        assert_eq!(signed(&again), signed(&first));
+        let mut cmd = dir.command();
+        let entries = cmd.args(["--json", "log", "show"]).json();
+        assert_eq!(entries.as_array().expect("list").len(), 1, "{entries}");
+    }
+);

@@ -206,8 +206,9 @@ bctest!(
             err.contains("found 0: a replacement of a transaction already signed"),
             "{err}"
         );
-        // With another journal the signature is made, and the existing file is still
-        // never overwritten.
+        // Another journal may sign the very same transaction (the keystore's signing log
+        // refuses only a different one at a signed nonce: tests/log.rs), and the
+        // existing file is still never overwritten.
         let mut other = dir.command();
         other
             .args([

@@ -11,6 +11,7 @@
 //! | limits are not reset by a stranger's entry | every entry walked is checked (hash, link, signature); one by a key that is not the keystore's refuses; only the signing key's own entries start and end a window |
 //! | limits are not reset by a clock stepped back | a key's new entry is never older than its newest one, which is also a floor under `now` |
 //! | two signers cannot pass a limit together | the window is totalled again inside the append's `BEGIN IMMEDIATE` |
+//! | one nonce, one signature per key, whatever journal or process signs | `signed_at_nonce` (indexed on key, chain and the body's nonce) answers the check made before unlocking; the append asks again inside its `BEGIN IMMEDIATE` and refuses another transaction at a signed nonce (the same transaction again is the same bytes: not recorded twice) |
 //!
 //! The columns besides `body`, `hash` and `sig` (time, key, chain, contract) exist to
 //! filter `log show`; [`SigningLogDb::verify`] checks they agree with the bodies.
@@ -20,7 +21,10 @@ use std::sync::Mutex;
 
 use alloy_primitives::{Address, B256, U256};
 use bridgectl_tx::limits::{Spent, WindowLimit};
-use bridgectl_tx::log::{BadEntry, ChainCheck, Checkpoint, Entry, EntryBody, Head, WindowQuery};
+use bridgectl_tx::log::{
+    BadEntry, ChainCheck, Checkpoint, Entry, EntryBody, Head, WindowQuery, nonce_free,
+    same_signature,
+};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::Error;
@@ -28,8 +32,9 @@ use crate::Error;
 /// The log's file name in the keystore directory.
 pub const SIGNING_LOG_FILE: &str = "signing-log.sqlite3";
 
+/// Version 2 added `entries_nonce`, the nonce guard's index.
 const SCHEMA: bridgectl_sqlite::Schema = bridgectl_sqlite::Schema {
-    version: 1,
+    version: 2,
     sql: SCHEMA_SQL,
 };
 
@@ -45,6 +50,7 @@ CREATE TABLE IF NOT EXISTS entries (
     sig      BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS entries_key_time ON entries(key, time);
+CREATE INDEX IF NOT EXISTS entries_nonce ON entries(key, chain_id, json_extract(body, '$.nonce'));
 ";
 
 /// The signing log of one keystore directory.
@@ -505,6 +511,51 @@ impl SigningLogDb {
         Ok(body)
     }
 
+    /// The checked bodies of `key`'s entries at `nonce` on `chain_id`, found through
+    /// the index on the stored columns and decided by the signed bodies (a row whose
+    /// body does not hold refuses, like any broken entry).
+    fn signed_at_nonce_in(
+        &self,
+        c: &Connection,
+        key: Address,
+        chain_id: u64,
+        nonce: u64,
+    ) -> Result<Vec<EntryBody>, Error> {
+        let chain = i64::try_from(chain_id).unwrap_or(i64::MAX);
+        // SQLite's JSON numbers stop at i64: a larger nonce is looked for among all the
+        // key's entries on the chain.
+        let (sql, nonce_arg) = match i64::try_from(nonce) {
+            Ok(n) => (
+                "SELECT seq, body, hash, sig FROM entries WHERE key = ?1 AND chain_id = ?2 \
+                 AND json_extract(body, '$.nonce') = ?3 ORDER BY seq",
+                Some(n),
+            ),
+            Err(_) => (
+                "SELECT seq, body, hash, sig FROM entries WHERE key = ?1 AND chain_id = ?2 \
+                 AND ?3 IS NULL ORDER BY seq",
+                None,
+            ),
+        };
+        let mut stmt = c.prepare_cached(sql).map_err(self.sql())?;
+        let mut rows = stmt
+            .query(params![key.to_string(), chain, nonce_arg])
+            .map_err(self.sql())?;
+        let mut found = Vec::new();
+        while let Some(row) = rows.next().map_err(self.sql())? {
+            let entry = row_entry(row).map_err(self.sql())?;
+            let body = self
+                .checked_body(&entry)
+                .map_err(|bad| Error::SigningLogBroken {
+                    path: self.path.clone(),
+                    bad,
+                })?;
+            if body.key == key && body.chain_id == chain_id && body.nonce == nonce {
+                found.push(body);
+            }
+        }
+        Ok(found)
+    }
+
     fn window_in(
         &self,
         c: &Connection,
@@ -544,24 +595,46 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
                 let tx = conn
                     .transaction_with_behavior(TransactionBehavior::Immediate)
                     .map_err(|e| boxed(sql(e)))?;
-                // With the log to ourselves: it reaches its checkpoint, and the limit the
-                // verifier checked still holds now that no other signer can append.
+                // With the log to ourselves: it reaches its checkpoint, the nonce is
+                // still free, and the limit the verifier checked still holds now that
+                // no other signer can append.
                 let walked = self
                     .window_in(&tx, key, limit.map(|l| &l.query))
                     .map_err(as_tx)?;
-                if let Some(limit) = limit {
-                    limit.check(walked.total)?;
-                }
                 let at = Head {
                     checkpoint: head(&tx).map_err(|e| boxed(sql(e)))?,
                     time: walked.newest_own.unwrap_or(0),
                 };
                 let entry = make(at)?;
+                let body: EntryBody = serde_json::from_str(&entry.body).map_err(|e| {
+                    bridgectl_tx::Error::Refused(format!("the new log entry does not read: {e}"))
+                })?;
+                let prior = self
+                    .signed_at_nonce_in(&tx, body.key, body.chain_id, body.nonce)
+                    .map_err(as_tx)?;
+                if same_signature(&prior, &body).is_some() {
+                    // The very transaction again (the same bytes): recorded once, counted
+                    // once.
+                    return Ok(None);
+                }
+                nonce_free(
+                    &prior,
+                    body.key,
+                    body.chain_id,
+                    body.nonce,
+                    body.signing_hash.unwrap_or_default(),
+                )?;
+                if let Some(limit) = limit {
+                    limit.check(walked.total)?;
+                }
                 Self::insert(&tx, &entry).map_err(|e| boxed(sql(e)))?;
                 tx.commit().map_err(|e| boxed(sql(e)))?;
-                Ok(entry)
+                Ok(Some(entry))
             },
         )?;
+        let Some(entry) = entry else {
+            return head(&conn).map_err(|e| boxed(sql(e)));
+        };
         drop(conn);
         self.seen
             .lock()
@@ -595,6 +668,16 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
     fn check(&self, key: Address) -> Result<(), bridgectl_tx::Error> {
         self.with(|c| self.window_in(c, key, None)).map_err(as_tx)?;
         Ok(())
+    }
+
+    fn signed_at_nonce(
+        &self,
+        key: Address,
+        chain_id: u64,
+        nonce: u64,
+    ) -> Result<Vec<EntryBody>, bridgectl_tx::Error> {
+        self.with(|c| self.signed_at_nonce_in(c, key, chain_id, nonce))
+            .map_err(as_tx)
     }
 
     fn window_total(&self, query: &WindowQuery) -> Result<Spent, bridgectl_tx::Error> {

@@ -55,8 +55,9 @@ fn policy(limits: &str) -> Policy {
     p
 }
 
-/// Verifies (with the log's window total at `now`) and signs with logging.
-fn sign(
+/// Verifies `tx` at its own nonce, with what the log says before unlocking (the nonce
+/// is free, the window total at `now`).
+fn checked(
     log: &SigningLogDb,
     policy: &Policy,
     tx: &RawTx,
@@ -71,7 +72,17 @@ fn sign(
         }),
         spent: limits::read_spent(policy, tx, log, now)?,
     };
-    let verified = verify(tx, None, policy, &context)?;
+    verify(tx, None, policy, &context)
+}
+
+/// Verifies (with the log's window total at `now`) and signs with logging.
+fn sign(
+    log: &SigningLogDb,
+    policy: &Policy,
+    tx: &RawTx,
+    now: u64,
+) -> Result<bridgectl_tx::Verified, Error> {
+    let verified = checked(log, policy, tx, now)?;
     sign_and_log(&verified, &key(), log, now)?;
     Ok(verified)
 }
@@ -514,42 +525,115 @@ fn a_clock_stepped_back_does_not_push_entries_out_of_the_window() {
     assert!(e.contains("9 ST signed already"), "{e}");
 }
 
+/// Eight signers, each with its own connection to the log at `path` (as eight
+/// processes would be): each verifies `tx(n)` with what the log says before unlocking,
+/// then all eight sign together.
+fn eight_at_once(
+    path: &std::path::Path,
+    limits: &'static str,
+    tx: fn(u64) -> RawTx,
+) -> Vec<Result<bridgectl_tx::SignedTx, Error>> {
+    drop(SigningLogDb::open(path).expect("create"));
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
+    let handles: Vec<_> = (0..8u64)
+        .map(|n| {
+            let (path, barrier) = (path.to_owned(), barrier.clone());
+            std::thread::spawn(move || {
+                let log = SigningLogDb::open(&path).expect("open");
+                let p = policy(limits);
+                let verified = checked(&log, &p, &tx(n), T0).expect("each fits alone");
+                barrier.wait();
+                sign_and_log(&verified, &key(), &log, T0)
+            })
+        })
+        .collect();
+    handles
+        .into_iter()
+        .map(|h| h.join().expect("thread"))
+        .collect()
+}
+
 #[test]
 fn concurrent_signers_never_pass_the_limit_together() {
     let dir = tempfile::tempdir().expect("tmp");
     let path = dir.path().join("log.sqlite3");
-    drop(SigningLogDb::open(&path).expect("create"));
-    // Eight signers, each with its own connection, each read 0 ST before signing 3 of
-    // 10: exactly three fit.
-    let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
-    let handles: Vec<_> = (0..8u64)
-        .map(|n| {
-            let (path, barrier) = (path.clone(), barrier.clone());
-            std::thread::spawn(move || {
-                let log = SigningLogDb::open(&path).expect("open");
-                let p = policy(LIMIT);
-                let tx = redeem(key().address(), n, 3);
-                let context = bridgectl_tx::Context {
-                    signer: tx.from,
-                    gas_price_quote: None,
-                    nonce: bridgectl_tx::Nonce::Next(bridgectl_tx::NonceFacts {
-                        fixed: Some(n),
-                        ..Default::default()
-                    }),
-                    spent: limits::read_spent(&p, &tx, &log, T0).expect("read"),
-                };
-                let verified = verify(&tx, None, &p, &context).expect("each fits alone");
-                barrier.wait();
-                sign_and_log(&verified, &key(), &log, T0).is_ok()
-            })
-        })
-        .collect();
-    let signed = handles
-        .into_iter()
-        .map(|h| h.join().expect("thread"))
-        .filter(|ok| *ok)
-        .count();
+    // Each read 0 ST before signing 3 of 10: exactly three fit.
+    let results = eight_at_once(&path, LIMIT, |n| redeem(key().address(), n, 3));
+    let signed = results.iter().filter(|r| r.is_ok()).count();
     assert_eq!(signed, 3, "floor(10 / 3) signatures, not {signed}");
     let log = SigningLogDb::open(&path).expect("open");
     assert_eq!(log.verify(None).expect("read").expect("intact").count, 3);
+}
+
+/// One nonce, one signature per keystore: eight signers (as eight processes with eight
+/// journals would be) each find nonce 7 free before unlocking, then sign a different
+/// redeem at it together: the append's own check, inside its `BEGIN IMMEDIATE`, lets
+/// exactly one through. Without the check in the append all eight sign.
+#[test]
+fn concurrent_signers_at_one_nonce_sign_once() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("log.sqlite3");
+    let results = eight_at_once(&path, "", |n| redeem(key().address(), 7, n + 1));
+    let signed = results.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(signed, 1, "one signature for nonce 7, not {signed}");
+    for refused in results.iter().filter_map(|r| r.as_ref().err()) {
+        assert!(
+            matches!(
+                refused,
+                Error::NonceSigned {
+                    nonce: 7,
+                    seq: 1,
+                    ..
+                }
+            ),
+            "{refused}"
+        );
+    }
+    let log = SigningLogDb::open(&path).expect("open");
+    assert_eq!(log.verify(None).expect("read").expect("intact").count, 1);
+}
+
+/// The check made before the key is unlocked: a different transaction at a signed
+/// nonce is refused by `read_spent` (so no passphrase is asked for), while the very
+/// transaction again passes and, signed again, yields the same bytes and adds nothing
+/// to the log (a flow that stopped between its signature and its journal finishes).
+/// Without the check in `read_spent` the first assertion fails.
+#[test]
+fn a_signed_nonce_refuses_another_transaction_and_accepts_the_same_one() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = SigningLogDb::open(dir.path().join("log.sqlite3")).expect("open");
+    let p = policy("");
+    let first = redeem(key().address(), 3, 1);
+    let verified = sign(&log, &p, &first, T0).expect("first signature");
+    let head = log.checkpoint().expect("head");
+
+    let other = redeem(key().address(), 3, 2);
+    let e = limits::read_spent(&p, &other, &log, T0 + 1).expect_err("nonce 3 is taken");
+    assert!(
+        matches!(
+            e,
+            Error::NonceSigned {
+                nonce: 3,
+                seq: 1,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("one nonce gets one signature"),
+        "{e}"
+    );
+    // The same nonce on another chain, and the next nonce, are free.
+    let mut elsewhere = other.clone();
+    elsewhere.chain_id = CHAIN + 1;
+    limits::read_spent(&p, &elsewhere, &log, T0 + 1).expect("another chain");
+    limits::read_spent(&p, &redeem(key().address(), 4, 2), &log, T0 + 1).expect("next nonce");
+
+    let signed = bridgectl_tx::sign_legacy(&verified, &key()).expect("sign");
+    let again = sign(&log, &p, &first, T0 + 2).expect("the same transaction again");
+    let resigned = sign_and_log(&again, &key(), &log, T0 + 2).expect("and again");
+    assert_eq!(resigned.raw, signed.raw, "the same bytes");
+    assert_eq!(log.checkpoint().expect("head"), head, "recorded once");
+    assert_eq!(log.verify(None).expect("read").expect("intact").count, 1);
 }

@@ -1,6 +1,6 @@
 //! The one error type of the crate.
 
-use alloy_primitives::Address;
+use alloy_primitives::{Address, B256};
 
 /// Everything that can go wrong while parsing, checking, signing or decoding.
 ///
@@ -125,6 +125,28 @@ pub enum Error {
         total: String,
         /// This transaction's amount.
         attempted: String,
+    },
+
+    /// The key signed a different transaction with this nonce on this chain already (the
+    /// signing log says so, whichever journal or process signed it): two signatures for
+    /// one nonce would let whoever holds both choose which one the chain runs.
+    #[error(
+        "nonce: {key} signed another transaction at nonce {nonce} on chain {chain_id} \
+         already (transaction {tx_hash}, signing-log entry {seq}); this one would be a \
+         replacement, and one nonce gets one signature: send that transaction (resume its \
+         flow, or submit its signed bundle), or sign at the next nonce"
+    )]
+    NonceSigned {
+        /// The signing key.
+        key: Address,
+        /// The chain.
+        chain_id: u64,
+        /// The nonce.
+        nonce: u64,
+        /// The transaction signed at it.
+        tx_hash: B256,
+        /// Its signing-log entry.
+        seq: u64,
     },
 
     /// The signing log could not be read or written; nothing was signed (or, when

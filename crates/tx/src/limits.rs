@@ -8,7 +8,9 @@
 //! kept checkpoint) and passes it in [`crate::Context::spent`]. A windowed limit
 //! without that total is a refusal, never a pass: a path that forgot to read the log
 //! cannot sign past a limit. The total is read again inside the append
-//! ([`WindowLimit`]), so two signers racing each other cannot both fit under it.
+//! ([`WindowLimit`]), so two signers racing each other cannot both fit under it. The
+//! same two steps guard the nonce: [`read_spent`] refuses a nonce the key signed
+//! already before anything is unlocked, and the append refuses it again.
 
 use std::fmt;
 use std::str::FromStr;
@@ -263,9 +265,10 @@ pub fn window_query(policy: &Policy, raw: &RawTx, now: u64) -> Option<WindowQuer
 }
 
 /// Checks that the signing log may be signed into (it reaches its kept checkpoint, no
-/// stranger's entry sits where a total is read), then reads the window total for `raw`
-/// at time `now` when the policy has a windowed limit on its token: what
-/// [`crate::Context::spent`] takes. Called before anything is unlocked.
+/// stranger's entry sits where a total is read) and that `raw.from` has not signed
+/// another transaction at `raw.nonce` ([`crate::log::nonce_free`]), then reads the
+/// window total for `raw` at time `now` when the policy has a windowed limit on its
+/// token: what [`crate::Context::spent`] takes. Called before anything is unlocked.
 pub fn read_spent(
     policy: &Policy,
     raw: &RawTx,
@@ -273,6 +276,14 @@ pub fn read_spent(
     now: u64,
 ) -> Result<Option<Spent>, Error> {
     log.check(raw.from)?;
+    let prior = log.signed_at_nonce(raw.from, raw.chain_id, raw.nonce)?;
+    crate::log::nonce_free(
+        &prior,
+        raw.from,
+        raw.chain_id,
+        raw.nonce,
+        crate::sign::signing_hash(raw),
+    )?;
     window_query(policy, raw, now)
         .map(|query| log.window_total(&query))
         .transpose()

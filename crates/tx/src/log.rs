@@ -75,6 +75,13 @@ pub struct EntryBody {
     pub value: U256,
     /// The signed transaction's hash.
     pub tx_hash: B256,
+    /// The EIP-155 signing hash of the transaction ([`crate::signing_hash`]): what the
+    /// nonce guard compares before a key is unlocked, when the signed hash cannot be
+    /// known yet. Signing is deterministic (RFC 6979), so the same signing hash means the
+    /// same signed bytes. Absent from entries written before the guard: such an entry
+    /// holds its nonce against any transaction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signing_hash: Option<B256>,
 }
 
 /// One entry as stored and exported: the body's text, its hash and the key's signature.
@@ -322,6 +329,17 @@ pub trait SigningLog: Send + Sync + fmt::Debug {
     /// trusted entry, if later), from entries that were checked on the way.
     fn window_total(&self, query: &WindowQuery) -> Result<Spent, Error>;
 
+    /// The checked bodies of the entries in which `key` signed `nonce` on `chain_id`,
+    /// oldest first: what [`nonce_free`] decides on. Every log a key signs into
+    /// answers this for every nonce that key signed through it, whatever journal or
+    /// process did the signing, so one nonce gets one signature per keystore.
+    fn signed_at_nonce(
+        &self,
+        key: Address,
+        chain_id: u64,
+        nonce: u64,
+    ) -> Result<Vec<EntryBody>, Error>;
+
     /// Housekeeping that must not delay a signature (e.g. compacting the storage),
     /// called by long runs between signatures, after a signature's bytes have left. The
     /// default does nothing.
@@ -437,6 +455,7 @@ pub fn make_entry(
         amount: facts.amount.filter(|a| !a.is_zero()),
         value: tx.value,
         tx_hash: signed.hash,
+        signing_hash: Some(crate::sign::signing_hash(tx)),
     };
     let text = serde_json::to_string(&body).map_err(|e| Error::Refused(e.to_string()))?;
     let hash = keccak256(text.as_bytes());
@@ -468,6 +487,49 @@ pub fn sign_and_log(
         make_entry(head, verified, &signed, time, signer)
     })?;
     Ok(signed)
+}
+
+/// One nonce, one signature: refuses to sign the transaction with `signing_hash` as
+/// `key`'s `nonce` on `chain_id` when `prior` (that nonce's entries, from
+/// [`SigningLog::signed_at_nonce`]) holds a different transaction. The same transaction
+/// again is allowed: signing is deterministic, so it yields the same bytes (a flow that
+/// stopped between its signature and its journal signs again what it verified).
+/// Called before the key is unlocked ([`crate::limits::read_spent`]) and again inside
+/// the append, where no other signer can slip in between.
+pub fn nonce_free(
+    prior: &[EntryBody],
+    key: Address,
+    chain_id: u64,
+    nonce: u64,
+    signing_hash: B256,
+) -> Result<(), Error> {
+    let taken = prior.iter().find(|b| {
+        b.key == key
+            && b.chain_id == chain_id
+            && b.nonce == nonce
+            && b.signing_hash != Some(signing_hash)
+    });
+    match taken {
+        None => Ok(()),
+        Some(b) => Err(Error::NonceSigned {
+            key,
+            chain_id,
+            nonce,
+            tx_hash: b.tx_hash,
+            seq: b.seq,
+        }),
+    }
+}
+
+/// The entry of `prior` that recorded this very transaction (same key, chain, nonce and
+/// signing hash), if one did: signing it again adds nothing to the log or a window.
+pub fn same_signature<'a>(prior: &'a [EntryBody], body: &EntryBody) -> Option<&'a EntryBody> {
+    prior.iter().find(|b| {
+        b.key == body.key
+            && b.chain_id == body.chain_id
+            && b.nonce == body.nonce
+            && b.tx_hash == body.tx_hash
+    })
 }
 
 /// U256 as a decimal string: what an auditor reads without converting.

@@ -837,6 +837,119 @@ fn two_concurrent_redeems_of_one_address_never_sign_one_nonce_twice() {
     );
 }
 
+/// Spawns `redeem --from dev --amount 1 --yes` with its passphrase from `pass_file`
+/// and the reservation lease `lease`, output piped.
+fn spawn_redeem(live: &Live, pass_file: &std::path::Path, lease: &str) -> crate::util::KillOnDrop {
+    let dev = live.dev.to_string();
+    let mut c = live.cmd();
+    c.env("BRIDGECTL_PASSPHRASE_FILE", pass_file)
+        .env("BRIDGECTL_RESERVATION_LEASE", lease)
+        .args(["redeem", "--from", &dev, "--amount", "1", "--yes"]);
+    crate::util::KillOnDrop::spawn(
+        c.cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped()),
+    )
+}
+
+/// Two redeems of one address started together: the platform's `execute` is held
+/// until both have asked, so both get a rawTx with the same nonce, and both go on to
+/// verify at once. The journal's reservation lets one of them on to the passphrase and
+/// refuses the other before it reads one. Deleting `reserve_nonce` in `flows/mod.rs`
+/// fails this test: both read the passphrase (the signing log then still refuses the
+/// second signature, so the chain alone would not show it).
+#[test]
+fn two_redeems_released_together_read_one_passphrase_and_sign_once() {
+    let live = Live::new("released_together");
+    let nonce0 = live.nonce(true, live.dev);
+    live.sb.hold("execute");
+    let counter = crate::util::CountingPassphrase::new(&live.dir, &live.passphrase);
+    let (a, b) = (
+        spawn_redeem(&live, &counter.path, "15m"),
+        spawn_redeem(&live, &counter.path, "15m"),
+    );
+    let asked = "POST /tx/v2.0/transactions/redeem";
+    let first = live.sb.wait_for_request(0, asked);
+    let skip = live
+        .sb
+        .state
+        .request_log()
+        .iter()
+        .position(|l| *l == first)
+        .expect("logged");
+    live.sb.wait_for_request(skip + 1, asked);
+    live.sb.clear("execute");
+    let outs = [a.wait_with_output(), b.wait_with_output()];
+    let reads = counter.finish();
+    let signed: Vec<_> = outs.iter().filter(|o| o.status.success()).collect();
+    assert_eq!(signed.len(), 1, "one of two signs");
+    let refused = outs
+        .iter()
+        .find(|o| !o.status.success())
+        .expect("one refused");
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(3), "{err}");
+    assert!(err.contains(&format!("nonce {nonce0}")), "{err}");
+    assert_eq!(reads, 1, "the refused flow read a passphrase");
+    assert_eq!(live.nonce(true, live.dev), nonce0 + 1, "one transaction");
+    let entries = live.ok(&["log", "show"]);
+    assert_eq!(entries.as_array().map(Vec::len), Some(1), "{entries:#}");
+}
+
+/// A redeem whose reservation expired while it waited for its passphrase (a 1 s lease,
+/// the flow parked at a FIFO nobody answers yet) does not sign once another redeem took
+/// the nonce meanwhile, whether the journal or the keystore's signing log notices
+/// first: the chain shows one transaction and the log one signature.
+#[test]
+fn a_redeem_past_its_lease_signs_nothing_after_another_took_the_nonce() {
+    let live = Live::new("lease_expired_online");
+    let nonce0 = live.nonce(true, live.dev);
+    let fifo = live.dir.join("held.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .args(["-m", "600"])
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let parked = spawn_redeem(&live, &fifo, "1s");
+    // Parked once it opened the FIFO to read (a writer's non-blocking open succeeds
+    // only then); the writer stays open, so the reader waits for its line.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut writer = loop {
+        use std::os::unix::fs::OpenOptionsExt;
+        const O_NONBLOCK: i32 = 0o4000;
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(O_NONBLOCK)
+            .open(&fifo)
+        {
+            Ok(w) => break w,
+            Err(_) => {
+                assert!(std::time::Instant::now() < deadline, "never parked");
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+    };
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let mut other = live.cmd();
+    other
+        .env("BRIDGECTL_RESERVATION_LEASE", "1s")
+        .args(["redeem", "--from", &live.dev.to_string(), "--amount", "1"])
+        .args(["--yes", "--json"]);
+    let done = live.ok_cmd(other);
+    assert_eq!(done["nonce"], nonce0, "{done:#}");
+    std::io::Write::write_all(&mut writer, format!("{}\n", live.passphrase).as_bytes())
+        .expect("answer");
+    drop(writer);
+    let out = parked.wait_with_output();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains(&format!("nonce {nonce0}")), "{err}");
+    assert_eq!(live.nonce(true, live.dev), nonce0 + 1, "one transaction");
+    let entries = live.ok(&["log", "show"]);
+    assert_eq!(entries.as_array().map(Vec::len), Some(1), "{entries:#}");
+}
+
 bctest!(
     a_missing_profile_names_the_ones_the_file_has,
     |dir: crate::util::Dir, mut cmd: crate::util::TestCommand| {

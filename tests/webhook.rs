@@ -22,17 +22,22 @@ const PATH: &str = "/hooks/t0ps3cret";
 
 fn write_keys(dir: &Dir) -> PathBuf {
     let path = dir.join("state/keys.json");
-    KeyFile::new(&path)
+    add_key(&path, "41", KEY);
+    path
+}
+
+/// Writes `key` for `subscription` into the key file at `path`, as `webhook create` does.
+fn add_key(path: &Path, subscription: &str, key: &str) {
+    KeyFile::new(path)
         .insert(
-            "41",
+            subscription,
             &KeyEntry::new(
-                SigningKey::new(SecretString::from(KEY.to_owned())),
+                SigningKey::new(SecretString::from(key.to_owned())),
                 "ethereum",
                 "sepolia",
             ),
         )
         .expect("write keys");
-    path
 }
 
 /// A running `bridgectl webhook listen`, killed on drop. Its stderr goes to a file, and
@@ -1343,3 +1348,117 @@ fn webhook_commands_print_no_secret() {
     }
     assert_eq!(outputs.len(), 10);
 }
+
+/// A forged and a genuine delivery for a subscription whose signing key is not written
+/// yet (they raced `webhook create`), then the key, then one more genuine delivery:
+/// the genuine ones are verified and handed off, the forged one is never verified and
+/// never handed off. Removing the signature check from the store's re-verification
+/// (`reverify` in `store/sqlite.rs` or `store/postgres.rs`) fails this on that store.
+fn forged_before_the_key_is_never_verified(dir: &Dir, store: &str) {
+    const NEW_KEY: &str = "key-of-subscription-8";
+    let keys = write_keys(dir);
+    let handed = dir.join("handed-8.txt");
+    let exec = format!(
+        "echo \"$BRIDGECTL_SUBSCRIPTION_ID $BRIDGECTL_SEQUENCE_NUMBER\" >> {}",
+        handed.display()
+    );
+    let listener = Listening::start(dir, "127.0.0.1:0", store, &keys, &["--exec", &exec]);
+    let delivery = |seq: u64, key: &str| {
+        let body = block_period_delivery("8", seq);
+        let sig = sign(key.as_bytes(), &body);
+        (body, Some(sig))
+    };
+    let post = |deliveries: Vec<(Vec<u8>, Option<String>)>| {
+        let report = load::run(
+            &LoadSpec {
+                connections: 1,
+                ..spec(listener.addr, deliveries.len())
+            },
+            &|i| deliveries[i].clone(),
+            None,
+        )
+        .expect("post");
+        assert_eq!(report.ok(), deliveries.len(), "{:?}", report.statuses);
+    };
+    // Seq 1 forged (signed with another key), seq 2 genuine: both stored, unverified.
+    post(vec![delivery(1, "not-the-key"), delivery(2, NEW_KEY)]);
+    add_key(&keys, "8", NEW_KEY);
+    let sequences = |verified: bool| -> BTreeSet<String> {
+        stored_events(dir, store)
+            .iter()
+            .filter(|e| e["subscriptionId"] == "8" && e["verified"] == verified)
+            .map(|e| e["sequenceNumber"].as_str().expect("seq").to_owned())
+            .collect()
+    };
+    // The listener re-reads the key file at most every few hundred ms: genuine
+    // deliveries until one is verified on arrival (the earlier ones are re-verified).
+    let mut last = 2;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !sequences(true).contains(&last.to_string()) {
+        assert!(Instant::now() < deadline, "the new key was never used");
+        last += 1;
+        post(vec![delivery(last, NEW_KEY)]);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let genuine: BTreeSet<String> = (2..=last).map(|s| s.to_string()).collect();
+    let handed_lines = || -> BTreeSet<String> {
+        std::fs::read_to_string(&handed)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    wait_for("the genuine deliveries verified and handed off", 60, || {
+        sequences(true).is_superset(&genuine) && handed_lines().len() >= genuine.len()
+    });
+    // Stopped, so nothing more can be handed off: the forged one never was.
+    listener.stop();
+    assert_eq!(sequences(true), genuine, "only the genuine ones verified");
+    assert_eq!(sequences(false), BTreeSet::from(["1".to_owned()]));
+    assert_eq!(
+        handed_lines(),
+        genuine
+            .iter()
+            .map(|s| format!("8 {s}"))
+            .collect::<BTreeSet<_>>()
+    );
+}
+
+bctest!(
+    a_forged_delivery_before_the_key_is_never_verified_on_sqlite,
+    |dir: Dir, _cmd: TestCommand| {
+        let store = dir.join("state/events.sqlite3");
+        forged_before_the_key_is_never_verified(&dir, store.to_str().expect("utf-8"));
+    }
+);
+
+bctest!(
+    a_forged_delivery_before_the_key_is_never_verified_on_postgres,
+    |dir: Dir, _cmd: TestCommand| {
+        let pg = crate::util::Postgres::start();
+        forged_before_the_key_is_never_verified(&dir, &pg.url());
+    }
+);
+
+bctest!(
+    the_postgres_store_never_commits_with_synchronous_commit_off,
+    |_dir: Dir, _cmd: TestCommand| {
+        let pg = crate::util::Postgres::start();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async {
+            use bridgectl_webhook::store::postgres::PgStore;
+            // The server's default, then a connection string that turns it off: the
+            // store's connections still flush the WAL before a commit returns.
+            let plain = PgStore::open(&pg.url(), Default::default())
+                .await
+                .expect("open");
+            assert_eq!(plain.synchronous_commit().await.expect("show"), "on");
+            let off = format!("{}?options=-c%20synchronous_commit%3Doff", pg.url());
+            let store = PgStore::open(&off, Default::default()).await.expect("open");
+            assert_eq!(store.synchronous_commit().await.expect("show"), "on");
+        });
+    }
+);

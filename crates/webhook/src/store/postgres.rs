@@ -140,6 +140,27 @@ async fn connect(url: &str, location: &str) -> Result<Client, Error> {
     tokio::spawn(async move {
         let _ = connection.await;
     });
+    // The 200 promises the commit is on disk: a server (or a role, or the connection
+    // string) that turned `synchronous_commit` off would answer it before the WAL is
+    // flushed. Any other level (`local`, `remote_write`, `on`, `remote_apply`) flushes
+    // the local WAL first and is kept as the administrator chose it.
+    let level = client
+        .query_one("SHOW synchronous_commit", &[])
+        .await
+        .and_then(|row| row.try_get::<_, String>(0))
+        .map_err(|source| Error::Postgres {
+            location: location.to_owned(),
+            source,
+        })?;
+    if level.eq_ignore_ascii_case("off") {
+        client
+            .batch_execute("SET synchronous_commit = on")
+            .await
+            .map_err(|source| Error::Postgres {
+                location: location.to_owned(),
+                source,
+            })?;
+    }
     Ok(client)
 }
 
@@ -172,6 +193,17 @@ impl PgStore {
             kept: Mutex::new(kept),
             limits,
         })
+    }
+
+    /// The `synchronous_commit` this store's connections commit with (each is made the
+    /// same way): never `off`, whatever the server, role or connection string says.
+    pub async fn synchronous_commit(&self) -> Result<String, Error> {
+        let row = self
+            .client
+            .query_one("SHOW synchronous_commit", &[])
+            .await
+            .map_err(|e| self.pg(e))?;
+        row.try_get(0).map_err(|e| self.pg(e))
     }
 
     fn pg(&self, source: tokio_postgres::Error) -> Error {

@@ -1085,6 +1085,26 @@ fn insert(
 mod tests {
     use super::*;
 
+    /// The writer and the checkpointer connect through `Files::connect`: WAL, and
+    /// `synchronous = FULL` (2), so a 200 means the delivery's commit is on disk.
+    /// `NORMAL` (1) would survive a killed process but not a power cut.
+    #[test]
+    fn every_writing_connection_commits_at_full_durability() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let files = Files {
+            path: dir.path().join("events.sqlite"),
+        };
+        let conn = files.connect(true).expect("connect");
+        let synchronous: i64 = conn
+            .pragma_query_value(None, "synchronous", |r| r.get(0))
+            .expect("synchronous");
+        assert_eq!(synchronous, 2, "synchronous = FULL");
+        let mode: String = conn
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
+            .expect("journal_mode");
+        assert_eq!(mode, "wal");
+    }
+
     fn event(body: &[u8], seq: &str, verification: Verification) -> Incoming {
         use sha2::Digest;
         Incoming {

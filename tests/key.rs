@@ -169,6 +169,77 @@ bctest!(mnemonic_import, |dir: Dir, mut cmd: TestCommand| {
     assert_eq!(v["address"], "0x70997970C51812dc3A010C7d01b50e0d17dc79C8");
 });
 
+// Every command that makes or re-encrypts a key leaves no secret behind: `key new`,
+// `key import --mnemonic`, `key passwd` (right and wrong old passphrase). Their output,
+// and every file they left (key files, the keystore's other files, the working
+// directory), are scanned for the keys, the passphrases and the mnemonic in every form
+// the scan knows (hex, raw, base64, decimal, byte arrays).
+bctest!(
+    key_producing_commands_leave_no_secret,
+    |dir: Dir, _cmd: TestCommand| {
+        const PASS1: &str = "first passphrase 1";
+        const PASS2: &str = "second passphrase 2";
+        const MNEMONIC: &str = "test test test test test test test test test test test junk";
+        // m/44'/60'/0'/0/1 of MNEMONIC (anvil's second account).
+        const MNEMONIC_KEY: &str =
+            "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
+        let p1 = passfile(&dir, "p1", PASS1);
+        let p2 = passfile(&dir, "p2", PASS2);
+        let with_pass = |args: &[&str], pass: &Path| {
+            let mut cmd = dir.command();
+            cmd.args(args).args([Path::new("--passphrase-file"), pass]);
+            cmd
+        };
+        let mut runs = vec![(
+            "key new",
+            with_pass(&["--json", "key", "new", "fresh", "--unsafe-test-kdf"], &p1).output(),
+            true,
+        )];
+        let mnemonic = with_pass(&["--json", "key", "import", "anvil1", "--mnemonic"], &p1)
+            .args(["--derivation-path", "m/44'/60'/0'/0/1", "--unsafe-test-kdf"])
+            .output_with_stdin(format!("{MNEMONIC}\n").as_bytes());
+        runs.push(("key import --mnemonic", mnemonic, true));
+        let mut passwd = with_pass(&["key", "passwd", "fresh", "--unsafe-test-kdf"], &p1);
+        passwd.args([Path::new("--new-passphrase-file"), &p2]);
+        runs.push(("key passwd", passwd.output(), true));
+        let mut wrong = with_pass(&["key", "passwd", "anvil1", "--unsafe-test-kdf"], &p2);
+        wrong.args([Path::new("--new-passphrase-file"), &p1]);
+        runs.push(("key passwd (wrong passphrase)", wrong.output(), false));
+        // The new key, learned only now: `export --unsafe-raw` prints it by design.
+        let fresh = with_pass(&["key", "export", "fresh", "--unsafe-raw"], &p2).stdout();
+        let mut scan = crate::secrets::Secrets::new();
+        scan.add_key("the new key", fresh.trim())
+            .add_key("the mnemonic's key", MNEMONIC_KEY)
+            .add("the first passphrase", PASS1)
+            .add("the second passphrase", PASS2)
+            .add("the mnemonic", MNEMONIC);
+        for (what, out, succeeds) in &runs {
+            assert_eq!(
+                out.status.success(),
+                *succeeds,
+                "{what}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            scan.scan_output(what, out);
+        }
+        // Every file left behind but the two passphrase files this test wrote.
+        let mut files = 0;
+        let mut pending = vec![dir.path().to_path_buf()];
+        while let Some(d) = pending.pop() {
+            for entry in std::fs::read_dir(&d).expect("read dir") {
+                let path = entry.expect("entry").path();
+                if path.is_dir() {
+                    pending.push(path);
+                } else if path.is_file() && path != p1 && path != p2 {
+                    scan.scan_file(&path);
+                    files += 1;
+                }
+            }
+        }
+        assert!(files >= 2, "the two key files at least: {files}");
+    }
+);
+
 bctest!(
     passwd_new_passphrase_from_file,
     |dir: Dir, mut cmd: TestCommand| {

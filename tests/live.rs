@@ -212,7 +212,7 @@ impl LiveSandbox {
 
 impl Drop for Live {
     /// The platform must never have been sent a secret (its request log is scanned with
-    /// every header), and the journal must hold none.
+    /// every header), and the journal and the signing log must hold none.
     fn drop(&mut self) {
         if std::thread::panicking() {
             return;
@@ -223,9 +223,15 @@ impl Drop for Live {
         );
         let scan = self.scan();
         scan.scan_request_log(&self.sb.state);
-        let journal = self.dir.join("journal.sqlite3");
-        if journal.exists() {
-            scan.scan_file(&journal);
+        // The journal and the keystore's signing log (every signature's record): each
+        // with its WAL.
+        for file in [
+            self.dir.join("journal.sqlite3"),
+            self.dir.keystore().join("signing-log.sqlite3"),
+        ] {
+            if file.exists() {
+                scan.scan_file(&file);
+            }
         }
     }
 }

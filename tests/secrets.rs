@@ -2,10 +2,14 @@
 //! a command leaves text or bytes (stdout, stderr, a listener's stderr, the journal and
 //! event-store files with their WAL, the sandbox's request log with its headers).
 //!
-//! - a private key is found with or without `0x`, in any case, and as its 32 raw bytes
-//!   (a binary file such as SQLite could hold it unencoded);
+//! - a private key is found with or without `0x`, in any case, as its 32 raw bytes (a
+//!   binary file such as SQLite could hold it unencoded), in base64 (standard or URL
+//!   alphabet, any padding), as a decimal integer, and as a byte array the way `Debug`
+//!   or JSON prints one (`[70, 70, ...]`, `[70,70,...]`);
 //! - every other secret (passphrase, access and secret keys, issued tokens, webhook
-//!   signing keys, node API keys) is found in any case;
+//!   signing keys, node API keys, mnemonics) is found in any case, and in base64 at any
+//!   alignment inside a longer encoded text (an `Authorization: Basic` header, a
+//!   serialized blob);
 //! - a secret shorter than 8 characters cannot be told from ordinary text and is refused
 //!   when added: a test that wants its passphrase scanned gives it a long one.
 
@@ -36,7 +40,21 @@ impl Secrets {
             "{what}: a secret under 8 characters cannot be scanned for without false alarms"
         );
         self.text.push((what.to_owned(), value.to_lowercase()));
+        self.add_base64(what, value.as_bytes());
         self
+    }
+
+    /// `bytes` in base64, as the characters that depend on them alone at each of the
+    /// three alignments a longer encoded text can put them at, in both alphabets.
+    fn add_base64(&mut self, what: &str, bytes: &[u8]) {
+        for alphabet in [STANDARD, URL_SAFE] {
+            for (offset, needle) in base64_cores(bytes, alphabet).into_iter().enumerate() {
+                self.raw.push((
+                    format!("{what} (base64, alignment {offset})"),
+                    needle.into_bytes(),
+                ));
+            }
+        }
     }
 
     /// A private key in hex (with or without `0x`): found in hex with or without `0x`, in
@@ -46,6 +64,18 @@ impl Secrets {
         let raw = hex::decode(&digits).unwrap_or_else(|e| panic!("{what}: not hex: {e}"));
         assert_eq!(raw.len(), 32, "{what}: a private key is 32 bytes");
         self.text.push((format!("{what} (hex)"), digits));
+        let decimal = alloy_primitives::U256::from_be_slice(&raw).to_string();
+        self.text.push((format!("{what} (decimal)"), decimal));
+        for separator in [", ", ","] {
+            let array = raw
+                .iter()
+                .map(u8::to_string)
+                .collect::<Vec<_>>()
+                .join(separator);
+            self.text
+                .push((format!("{what} (byte array)"), format!("[{array}]")));
+        }
+        self.add_base64(what, &raw);
         self.raw.push((format!("{what} (raw bytes)"), raw));
         self
     }
@@ -112,6 +142,32 @@ impl Secrets {
     }
 }
 
+const STANDARD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+const URL_SAFE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// For each offset 0, 1, 2 (bytes before `bytes` in the encoded stream): the base64
+/// characters whose six bits all come from `bytes`. Whatever surrounds the secret in a
+/// longer encoded text, one of the three is in it.
+fn base64_cores(bytes: &[u8], alphabet: &[u8; 64]) -> Vec<String> {
+    (0..3usize)
+        .map(|offset| {
+            let first_bit = 8 * offset;
+            let end_bit = 8 * (offset + bytes.len());
+            let bit = |i: usize| -> u8 {
+                let byte = bytes[(i - first_bit) / 8];
+                (byte >> (7 - (i - first_bit) % 8)) & 1
+            };
+            (0..end_bit / 6)
+                .filter(|c| 6 * c >= first_bit && 6 * c + 6 <= end_bit)
+                .map(|c| {
+                    let index = (0..6).fold(0u8, |acc, k| (acc << 1) | bit(6 * c + k));
+                    alphabet[usize::from(index)] as char
+                })
+                .collect()
+        })
+        .collect()
+}
+
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     if needle.is_empty() || needle.len() > haystack.len() {
         return None;
@@ -136,6 +192,53 @@ fn the_scan_finds_a_key_in_every_form_and_nothing_else() {
         &[b"\x00\x01".as_slice(), &hex::decode(key).expect("hex")].concat()
     ));
     assert!(caught(b"bearer tok-en-1234"));
+    // Encoded: base64 of the key alone and inside a longer text at every alignment, in
+    // both alphabets; decimal; byte arrays as Debug and JSON print them.
+    let raw = hex::decode(key).expect("hex");
+    for prefix in [&b""[..], b"x", b"xy"] {
+        let blob = [prefix, &raw, b"tail"].concat();
+        for alphabet in [STANDARD, URL_SAFE] {
+            let encoded = encode_base64(&blob, alphabet);
+            assert!(
+                caught(encoded.as_bytes()),
+                "base64 at offset {}",
+                prefix.len()
+            );
+        }
+        let token = encode_base64(&[prefix, b"Tok-En-1234".as_slice()].concat(), STANDARD);
+        assert!(caught(format!("Basic {token}").as_bytes()), "{token}");
+    }
+    let decimal = alloy_primitives::U256::from_be_slice(&raw).to_string();
+    assert!(caught(format!("key={decimal}").as_bytes()));
+    assert!(caught(format!("{raw:?}").as_bytes()));
+    assert!(caught(
+        serde_json::to_string(&raw).expect("json").as_bytes()
+    ));
+    // Another key's encodings are not this one's.
+    let other = [0x11u8; 32];
+    assert!(!caught(encode_base64(&other, STANDARD).as_bytes()));
+    assert!(!caught(format!("{other:?}").as_bytes()));
     assert!(!caught(&key.as_bytes()[..63]));
     assert!(!caught(b"token: <an issued token>"));
+}
+
+/// Plain base64 with padding: the encoder the scan is checked against (written apart
+/// from [`base64_cores`]).
+fn encode_base64(bytes: &[u8], alphabet: &[u8; 64]) -> String {
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .chain(std::iter::repeat(&0))
+            .take(3)
+            .fold(0u32, |acc, b| (acc << 8) | u32::from(*b));
+        for k in 0..4 {
+            if k <= chunk.len() {
+                out.push(alphabet[((n >> (18 - 6 * k)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }

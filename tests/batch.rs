@@ -428,6 +428,7 @@ fn a_csv_batch_mixes_transfers_a_swap_and_a_redeem_and_bad_input_is_refused_by_l
 #[test]
 fn the_plan_lists_every_recipient_against_the_allowlist_and_a_running_batch_refuses_resume() {
     let live = Live::shared("batch_policy");
+    live.node_only();
     let allowed = PrivateKeySigner::random().address();
     let stranger = PrivateKeySigner::random().address();
     let config = "xdg/config/bridgectl/config.toml";
@@ -522,4 +523,84 @@ fn the_plan_lists_every_recipient_against_the_allowlist_and_a_running_batch_refu
     let mut c = live.cmd();
     c.args(["batch", "resume", &id]);
     c.stdout();
+}
+
+/// A batch of a transfer, a swap and a redeem from one key, stopped in the window
+/// between each item's signing-log entry and its journal record (the failpoint
+/// `signed-not-journaled`, debug builds): the first run stops at item 0, each resume
+/// signs the stopped item again (the same bytes: the signing log records it once) and
+/// stops at the next, the last resume finishes. Each item's transaction is the one the
+/// signing log recorded, and each chain moved by exactly its items. Without the batch
+/// signing a stopped item's journaled transaction again (`Plan::SignAgain`), a resume
+/// builds another transaction for the nonce and the signing log refuses it.
+#[test]
+fn a_batch_stopped_after_each_signature_is_finished_by_resume_with_the_logged_bytes() {
+    // Its own sandbox: blocks are mined between the runs.
+    let live = Live::new("batch_windows");
+    let to = PrivateKeySigner::random().address();
+    live.dir.write(
+        "windows.csv",
+        format!("op,from,to,token,amount,id\ntransfer,dev,{to},mt,1,t\nswap,dev,,,1,s\nredeem,dev,,,0.5,r\n"),
+    );
+    let (main0, side0) = (live.nonce(false, live.dev), live.nonce(true, live.dev));
+    let run = |args: &[&str], failpoint: Option<&str>| {
+        let mut c = live.cmd();
+        c.args(args);
+        if let Some(f) = failpoint {
+            c.env("BRIDGECTL_FAILPOINT", f);
+        }
+        c.output()
+    };
+    let aborted = |out: &std::process::Output, what: &str| {
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&out.status),
+            Some(6),
+            "{what}: not stopped at the failpoint: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // Empty blocks lower the base fee: a transaction built or fetched again now has
+        // another gas price, so it is another transaction at the stopped nonce.
+        for side in [false, true] {
+            for _ in 0..3 {
+                block_on(live.sb.node(side).call("evm_mine", json!([]))).expect("evm_mine");
+            }
+        }
+    };
+    let out = run(
+        &["batch", "run", "windows.csv", "--yes"],
+        Some("signed-not-journaled"),
+    );
+    aborted(&out, "run");
+    let batch_id = live.ok(&["batch", "status"])[0]["batchId"]
+        .as_str()
+        .expect("batch id")
+        .to_owned();
+    for n in 1..=2 {
+        let out = run(
+            &["batch", "resume", &batch_id, "--yes"],
+            Some("signed-not-journaled:2"),
+        );
+        aborted(&out, &format!("resume {n}"));
+    }
+    let mut c = live.cmd();
+    c.args(["--json", "batch", "resume", &batch_id, "--yes"]);
+    let (results, summary) = parse_results(&live.run_ok(c).stdout);
+    assert_eq!(summary["completed"], 3, "{results:#?}");
+    let entries = live.ok(&["log", "show"]);
+    let logged: Vec<&str> = entries
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| e["entry"]["txHash"].as_str().expect("txHash"))
+        .collect();
+    assert_eq!(logged.len(), 3, "one signature per item: {entries:#}");
+    let status = live.ok(&["batch", "status", &batch_id]);
+    for item in status["items"].as_array().expect("items") {
+        let hash = item["txHash"].as_str().expect("txHash");
+        assert!(logged.contains(&hash), "{item:#} not in {logged:?}");
+    }
+    assert_eq!(live.nonce(false, live.dev), main0 + 2, "transfer and swap");
+    assert_eq!(live.nonce(true, live.dev), side0 + 1, "redeem");
+    let one = U256::from(10u64).pow(U256::from(18u64));
+    assert_eq!(live.balance(false, to), one, "MT sent once");
 }

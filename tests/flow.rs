@@ -1235,10 +1235,11 @@ fn a_managed_signature_of_something_else_is_never_submitted() {
     let nonce0 = live.nonce(false, managed);
     for kind in Hostile::ALL {
         live.sb.state.set_hostile(Some(kind));
-        let (out, reads) = counted(&live, &args);
+        // A managed account has no local key, so no passphrase to count: what holds is
+        // that nothing the platform signed was submitted or sent (after the loop).
+        let (out, _) = counted(&live, &args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(3), "{kind:?} not refused:\n{err}");
-        assert_eq!(reads, 0, "{kind:?}: a passphrase was read");
         let field = match kind {
             Hostile::OtherFrom => "from (recovered signer)",
             Hostile::OtherChainId => "chainId",

@@ -220,3 +220,61 @@ fn three_wrong_passphrases_at_the_terminal_then_resume_asks_again_and_redeems() 
     assert_eq!(live.nonce(true, live.dev), nonce0 + 1, "one transaction");
     assert_eq!(flows(&live)[0]["state"], "completed");
 }
+
+/// The txHash of every entry of the keystore's signing log, oldest first.
+fn logged_hashes(live: &Live) -> Vec<String> {
+    let entries = live.ok(&["log", "show"]);
+    entries
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| e["entry"]["txHash"].as_str().expect("txHash").to_owned())
+        .collect()
+}
+
+/// A process stopped at each crash window of a signature (failpoints, debug builds):
+/// after the signing-log append and before the journal has the bytes, and after the
+/// journal and before anything was sent. `resume` finishes both: the chain shows one
+/// transaction, and it is the one the signing log recorded (a second signature at the
+/// nonce would be a second entry or a refusal). Without the signing log accepting the
+/// very same transaction again, the first resume is refused.
+#[test]
+fn a_redeem_stopped_in_either_crash_window_is_finished_by_resume_once() {
+    let live = Live::new("crash_windows");
+    for (n, window) in ["signed-not-journaled", "journaled-not-sent"]
+        .into_iter()
+        .enumerate()
+    {
+        let nonce0 = live.nonce(true, live.dev);
+        let mut c = redeem_one(&live);
+        c.env("BRIDGECTL_FAILPOINT", window);
+        let out = c.output();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&out.status),
+            Some(6),
+            "{window}: not aborted: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let flow = flows(&live)[0].clone();
+        let tx_id = flow["txId"].as_str().expect("txId").to_owned();
+        assert_eq!(
+            flow["signedTx"].is_null(),
+            window == "signed-not-journaled",
+            "{window}: {flow:#}"
+        );
+        assert_eq!(live.nonce(true, live.dev), nonce0, "{window}: sent");
+        assert_eq!(logged_hashes(&live).len(), n + 1, "{window}: logged");
+
+        let mut c = live.cmd();
+        c.args(["--json", "resume", &tx_id, "--yes"]);
+        let resumed = live.ok_cmd(c);
+        assert_eq!(live.nonce(true, live.dev), nonce0 + 1, "{window}: once");
+        let logged = logged_hashes(&live);
+        assert_eq!(logged.len(), n + 1, "{window}: one entry per signature");
+        assert_eq!(
+            resumed["txHash"].as_str(),
+            logged.last().map(String::as_str),
+            "{window}: {resumed:#}"
+        );
+    }
+}

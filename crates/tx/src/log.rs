@@ -75,7 +75,7 @@ pub struct EntryBody {
     pub value: U256,
     /// The signed transaction's hash.
     pub tx_hash: B256,
-    /// The EIP-155 signing hash of the transaction ([`crate::signing_hash`]): what the
+    /// The EIP-155 signing hash of the transaction ([`crate::sign::signing_hash`]): what the
     /// nonce guard compares before a key is unlocked, when the signed hash cannot be
     /// known yet. Signing is deterministic (RFC 6979), so the same signing hash means the
     /// same signed bytes. Absent from entries written before the guard: such an entry

@@ -29,12 +29,15 @@ use futures_util::stream::{FuturesUnordered, Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{Semaphore, mpsc};
 
+use super::swap::swap_intent;
+use super::transfer::plain_transfer_intent;
 use super::{
     Approver, Flows, GasSource, NonceSource, Quiet, Review, Submitted, SwapSpec, TransferSpec,
     Which, new_tx_id,
 };
 use crate::Error;
 use crate::journal::{BatchItemRecord, BatchRecord, FlowRecord, FlowState, Journal};
+use bridgectl_tx::RawTx;
 
 /// One operation of a batch. Amounts are base units (stored as decimal strings).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -315,6 +318,12 @@ enum Plan {
     Resend,
     /// Run (again): with a fresh txId when its flow stopped before signing.
     Run { fresh_tx_id: bool },
+    /// Its flow signed and stopped before the journal recorded the bytes (the signing
+    /// log has the signature, the journal does not): its journaled transaction is
+    /// verified and signed again as the same flow, which yields the same bytes. A fresh
+    /// run would build another transaction for that nonce, which the signing log
+    /// refuses (one nonce, one signature).
+    SignAgain,
 }
 
 struct Planned {
@@ -475,11 +484,74 @@ impl Flows {
         };
         match ItemState::of(flow) {
             ItemState::NotStarted => Plan::Run { fresh_tx_id: false },
+            ItemState::Unsigned if self.signed_in_log(flow) => Plan::SignAgain,
             ItemState::Unsigned => Plan::Run { fresh_tx_id: true },
             ItemState::Signed | ItemState::Submitted => Plan::Resend,
             ItemState::Completed => done(ItemStatus::Completed, None),
             ItemState::Failed => done(ItemStatus::Failed, last_error(&self.journal, &record.tx_id)),
         }
+    }
+
+    /// Whether the signing log holds a signature of `flow`'s journaled transaction
+    /// (its signing hash at its key, chain and nonce): it was signed and the process
+    /// stopped before the journal recorded the bytes.
+    fn signed_in_log(&self, flow: Option<&FlowRecord>) -> bool {
+        let Some(raw) = flow
+            .and_then(|f| f.raw_tx.as_ref())
+            .and_then(|v| RawTx::from_value(v).ok())
+        else {
+            return false;
+        };
+        let hash = bridgectl_tx::sign::signing_hash(&raw);
+        self.signing_log
+            .signed_at_nonce(raw.from, raw.chain_id, raw.nonce)
+            .is_ok_and(|prior| prior.iter().any(|b| b.signing_hash == Some(hash)))
+    }
+
+    /// [`Plan::SignAgain`]: flow `tx_id`'s journaled transaction through the spine again
+    /// (verified against the item's intent and the profile, then signed: the same
+    /// bytes, recorded once in the signing log), and submitted.
+    async fn sign_again_item(
+        &self,
+        op: &BatchOp,
+        tx_id: &str,
+        key: &mut BatchKey,
+    ) -> Result<Submitted, Error> {
+        let rec = self.journal.get(tx_id)?;
+        let corrupt = |reason: &str| Error::JournalCorrupt {
+            tx_id: tx_id.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let raw = rec
+            .raw_tx
+            .as_ref()
+            .and_then(|v| RawTx::from_value(v).ok())
+            .ok_or_else(|| corrupt("the journaled rawTx does not parse"))?;
+        let intent = match *op {
+            BatchOp::Redeem { from, amount } => self.redeem_call(from, amount)?.full_intent(),
+            BatchOp::Transfer {
+                token, to, amount, ..
+            } => plain_transfer_intent(self.side(token)?, to, amount),
+            BatchOp::Swap { amount, .. } => {
+                // The swap address the platform issued to this flow, as journaled.
+                let issued = self
+                    .journal
+                    .steps(tx_id)?
+                    .into_iter()
+                    .rev()
+                    .find(|s| s.step == "swap-address")
+                    .and_then(|s| s.detail["address"].as_str()?.parse::<Address>().ok())
+                    .ok_or_else(|| corrupt("no swap address journaled"))?;
+                swap_intent(&self.bridge()?.main, issued, amount)
+            }
+        };
+        self.journal.note(
+            tx_id,
+            "resume",
+            &serde_json::json!({"fromState": rec.state.as_str(), "signed": false, "inSigningLog": true}),
+        )?;
+        self.sign_and_submit(tx_id, op.from(), &raw, &intent, key, &mut Quiet)
+            .await
     }
 
     async fn drive(
@@ -527,7 +599,7 @@ impl Flows {
     ) {
         let last_signing = items
             .iter()
-            .rposition(|p| matches!(p.plan, Plan::Run { .. }));
+            .rposition(|p| matches!(p.plan, Plan::Run { .. } | Plan::SignAgain));
         let mut blocked: Option<String> = None;
         for (position, p) in items.into_iter().enumerate() {
             if let Plan::Report(result) = p.plan {
@@ -562,10 +634,10 @@ impl Flows {
             };
             let permit = jobs.acquire().await;
             let started = std::time::Instant::now();
-            let sent = if resent {
-                self.resend_signed(&tx_id, &mut Quiet).await
-            } else {
-                self.submit_item(&p.op, &tx_id, &mut key).await
+            let sent = match p.plan {
+                Plan::Resend => self.resend_signed(&tx_id, &mut Quiet).await,
+                Plan::SignAgain => self.sign_again_item(&p.op, &tx_id, &mut key).await,
+                _ => self.submit_item(&p.op, &tx_id, &mut key).await,
             };
             let sent = match sent {
                 Err(e) if e.is_transient() && self.signed(&tx_id) => {

@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::{
-    Approver, Flows, GasSource, NonceSource, Progress, Submitted, TransferSpec, Which,
+    Approver, ChainSide, Flows, GasSource, NonceSource, Progress, Submitted, TransferSpec, Which,
     transfer_intent,
 };
 use crate::Error;
@@ -147,15 +147,7 @@ impl Flows {
             .inspect_err(|e| self.fail(&tx_id, "build-failed", e))?;
         self.journal
             .record_raw_tx(&tx_id, &serde_json::to_value(&raw).unwrap_or_default())?;
-        let intent = transfer_intent(
-            main,
-            swap.address,
-            amount,
-            &format!(
-                "swap: send {} to the swap address {}",
-                main.symbol, swap.address
-            ),
-        );
+        let intent = swap_intent(main, swap.address, amount);
         let submitted = self
             .sign_and_submit(&tx_id, from, &raw, &intent, approver, progress)
             .await?;
@@ -191,4 +183,22 @@ impl Flows {
             crate::timing::sleep(self.wait.interval.min(Duration::from_secs(2))).await;
         }
     }
+}
+
+/// What a swap's MT transfer must do: send `amount` of `main`'s token to the swap
+/// address the platform issued (the swap flow's intent, and a batch swap item's).
+pub(crate) fn swap_intent(
+    main: &ChainSide,
+    swap_address: Address,
+    amount: U256,
+) -> bridgectl_tx::request::Intent {
+    transfer_intent(
+        main,
+        swap_address,
+        amount,
+        &format!(
+            "swap: send {} to the swap address {}",
+            main.symbol, swap_address
+        ),
+    )
 }

@@ -185,13 +185,7 @@ impl Flows {
         approver: &mut impl Approver,
         progress: &mut dyn Progress,
     ) -> Result<Submitted, Error> {
-        let side = self.side(spec.which)?;
-        let intent = transfer_intent(
-            side,
-            spec.to,
-            spec.amount,
-            &format!("transfer {} to {}", side.symbol, spec.to),
-        );
+        let intent = plain_transfer_intent(self.side(spec.which)?, spec.to, spec.amount);
         let (tx_id, raw) = self.begin_transfer(FlowKind::Transfer, spec, tx_id).await?;
         self.sign_and_submit(&tx_id, spec.from, &raw, &intent, approver, progress)
             .await
@@ -249,4 +243,19 @@ impl Flows {
             }
         }
     }
+}
+
+/// What a transfer of `amount` of `side`'s token to `to` must do: the one intent of the
+/// `transfer` flow and of a batch's transfer item.
+pub(crate) fn plain_transfer_intent(
+    side: &ChainSide,
+    to: Address,
+    amount: U256,
+) -> bridgectl_tx::request::Intent {
+    transfer_intent(
+        side,
+        to,
+        amount,
+        &format!("transfer {} to {}", side.symbol, to),
+    )
 }

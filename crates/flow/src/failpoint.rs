@@ -1,0 +1,32 @@
+//! Crash windows made reachable on purpose: in debug builds (the ones the tests run),
+//! `BRIDGECTL_FAILPOINT=NAME` aborts the process at the point named `NAME`, as a power
+//! cut or `kill -9` would stop it there, so a test can check what recovery finds. Release
+//! builds compile the check out: the variable does nothing there. `NAME:N` aborts at the
+//! N-th time the process reaches `NAME` (a resumed batch passes the window once for the
+//! item it takes up again, then stops at the next one).
+//!
+//! | name | where |
+//! |---|---|
+//! | `signed-not-journaled` | the signature is in the signing log, its bytes are not in the journal yet |
+//! | `journaled-not-sent` | the signed bytes are in the journal, nothing was sent |
+
+/// Aborts the process when `BRIDGECTL_FAILPOINT` names `name` (debug builds only).
+#[inline]
+pub(crate) fn hit(name: &str) {
+    #[cfg(debug_assertions)]
+    {
+        static HITS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let Ok(spec) = std::env::var("BRIDGECTL_FAILPOINT") else {
+            return;
+        };
+        let (at, nth) = match spec.split_once(':') {
+            Some((at, n)) => (at, n.parse().unwrap_or(1)),
+            None => (spec.as_str(), 1),
+        };
+        if at == name && HITS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == nth {
+            std::process::abort();
+        }
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = name;
+}

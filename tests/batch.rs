@@ -552,12 +552,7 @@ fn a_batch_stopped_after_each_signature_is_finished_by_resume_with_the_logged_by
         c.output()
     };
     let aborted = |out: &std::process::Output, what: &str| {
-        assert_eq!(
-            std::os::unix::process::ExitStatusExt::signal(&out.status),
-            Some(6),
-            "{what}: not stopped at the failpoint: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        crate::util::assert_aborted(out, what);
         // Empty blocks lower the base fee: a transaction built or fetched again now has
         // another gas price, so it is another transaction at the stopped nonce.
         for side in [false, true] {

@@ -246,6 +246,17 @@ pub fn journal_rows(path: &Path) -> Vec<(String, String, Option<String>)> {
         .expect("row")
 }
 
+/// Panics unless the command was stopped by `SIGABRT`: where a `BRIDGECTL_FAILPOINT`
+/// aborts it (debug builds), as a crash would stop it there.
+pub fn assert_aborted(out: &Output, what: &str) {
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&out.status),
+        Some(6),
+        "{what}: not stopped at the failpoint: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Panics with the full output when a command failed.
 pub fn assert_success(cmd: &Command, out: &Output) {
     assert!(

@@ -5,7 +5,6 @@ pub mod airgap;
 pub mod batch_file;
 pub mod client;
 mod error;
-mod failpoint;
 mod flows;
 pub mod journal;
 pub mod rpc;

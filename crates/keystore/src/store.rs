@@ -567,6 +567,7 @@ impl Keystore {
         let _lock = self.lock()?;
         self.check_unique(&meta, &path)?;
         let tmp = self.write_checked_temp(&bytes, &pass, address)?;
+        bridgectl_sqlite::failpoint::hit("key-temp-written");
         // Never overwrite: link() fails if the name exists, then the temp name goes.
         if let Err(e) = fs::hard_link(&tmp, &path) {
             let _ = fs::remove_file(&tmp);
@@ -578,7 +579,9 @@ impl Keystore {
             }
             return Err(Error::io("cannot create", &path)(e));
         }
+        bridgectl_sqlite::failpoint::hit("key-linked-temp-left");
         fs::remove_file(&tmp).map_err(Error::io("cannot remove", &tmp))?;
+        bridgectl_sqlite::failpoint::hit("key-not-dir-synced");
         self.sync_dir()?;
         Ok(preview)
     }
@@ -658,10 +661,12 @@ impl Keystore {
             ));
         }
         let tmp = self.write_checked_temp(&new_bytes, &new, info.address)?;
+        bridgectl_sqlite::failpoint::hit("key-temp-written");
         if let Err(e) = fs::rename(&tmp, &info.path) {
             let _ = fs::remove_file(&tmp);
             return Err(Error::io("cannot replace", &info.path)(e));
         }
+        bridgectl_sqlite::failpoint::hit("key-not-dir-synced");
         self.sync_dir()?;
         info.kdf = KdfSummary {
             algorithm: "argon2id".into(),

@@ -20,6 +20,8 @@
 //! signature can be lost to a power cut only together with the signature's own record,
 //! which is never lost once [`durable`] returned.
 
+pub mod failpoint;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -747,9 +747,9 @@ async fn sign_verified(
     let signed = signed
         .and_then(|s| self_check(&s, verified.raw_tx()).map(|()| s))
         .inspect_err(|e| fail(journal, tx_id, "not-signed", e))?;
-    crate::failpoint::hit("signed-not-journaled");
+    bridgectl_sqlite::failpoint::hit("signed-not-journaled");
     journal.record_signed(tx_id, &signed)?;
-    crate::failpoint::hit("journaled-not-sent");
+    bridgectl_sqlite::failpoint::hit("journaled-not-sent");
     Ok(signed)
 }
 

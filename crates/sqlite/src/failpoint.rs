@@ -9,10 +9,16 @@
 //! |---|---|
 //! | `signed-not-journaled` | the signature is in the signing log, its bytes are not in the journal yet |
 //! | `journaled-not-sent` | the signed bytes are in the journal, nothing was sent |
+//! | `key-temp-written` | a new or re-encrypted key file is complete and synced under its temp name |
+//! | `key-linked-temp-left` | a new key file has its name, its temp name is not removed yet |
+//! | `key-not-dir-synced` | a key file is in place, its directory entry is not synced yet |
+//!
+//! They live here, beside the durable writes of the local state, because every crate that
+//! writes such state (keystore, flow) depends on this one.
 
 /// Aborts the process when `BRIDGECTL_FAILPOINT` names `name` (debug builds only).
 #[inline]
-pub(crate) fn hit(name: &str) {
+pub fn hit(name: &str) {
     #[cfg(debug_assertions)]
     {
         static HITS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);

@@ -599,3 +599,55 @@ fn a_batch_stopped_after_each_signature_is_finished_by_resume_with_the_logged_by
     let one = U256::from(10u64).pow(U256::from(18u64));
     assert_eq!(live.balance(false, to), one, "MT sent once");
 }
+
+/// A spending limit holds across a batch and its resume: with 2.5 ST a day, a batch of
+/// three 1 ST redeems signs two and refuses the third before its key is used; `batch
+/// resume` refuses it again (the window still holds the two), so the signing log has
+/// two entries and the chain two redemptions.
+#[test]
+fn a_daily_limit_holds_across_a_batch_and_its_resume() {
+    let live = Live::shared("batch_limit");
+    let config = "xdg/config/bridgectl/config.toml";
+    let mut profile = std::fs::read_to_string(live.dir.join(config)).expect("config");
+    profile.push_str(&format!(
+        "\n[profiles.default.policy.limits]\n{} = {{ per = \"24h\", max = \"2.5\" }}\n",
+        live.sb.info.side.symbol.to_lowercase()
+    ));
+    live.dir.write(config, profile);
+    live.dir.write(
+        "three.csv",
+        "op,from,amount,id\nredeem,dev,1,a\nredeem,dev,1,b\nredeem,dev,1,c\n",
+    );
+    let side0 = live.nonce(true, live.dev);
+    let run = |args: &[&str]| {
+        let mut c = live.cmd();
+        c.args(["--json", "batch"]).args(args).args(["--yes"]);
+        let out = c.output();
+        live.check_secrets(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(EXIT_INCOMPLETE),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        parse_results(&out.stdout)
+    };
+    let (results, summary) = run(&["run", "three.csv"]);
+    assert_eq!(summary["completed"], 2, "{results:#?}");
+    let refused = results
+        .iter()
+        .find(|r| r["status"] == "failed")
+        .expect("one refused");
+    assert!(
+        refused["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("spending limit 2.5")),
+        "{refused:#}"
+    );
+    let batch_id = summary["batchId"].as_str().expect("batch id").to_owned();
+    let (results, summary) = run(&["resume", &batch_id]);
+    assert_eq!(summary["completed"], 2, "{results:#?}");
+    let entries = live.ok(&["log", "show"]);
+    assert_eq!(entries.as_array().map(Vec::len), Some(2), "{entries:#}");
+    assert_eq!(live.nonce(true, live.dev), side0 + 2, "two redemptions");
+}

@@ -779,6 +779,15 @@ fn redeem_through_the_node_directly() {
         !through_platform,
         "{hash} was submitted through the platform"
     );
+    // It went to the side chain's node, through the logging stub whose every request is
+    // scanned for secrets when the test ends: the stub saw the raw transaction, with the
+    // profile's node API key in the URL (the node's own secret) and nothing else.
+    let sent = live.node_taps[1].requests();
+    assert!(
+        sent.iter().any(|r| r.contains("eth_sendRawTransaction")
+            && r.contains(&format!("apikey={}", live.node_key()))),
+        "{sent:#?}"
+    );
 }
 
 bctest!(

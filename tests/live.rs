@@ -239,6 +239,13 @@ impl Drop for Live {
         );
         let scan = self.scan();
         scan.scan_request_log(&self.sb.state);
+        // What the nodes were sent: every secret but the node API key, which is theirs.
+        let node_scan = scan.without("the node API key");
+        for tap in &self.node_taps {
+            for request in tap.requests() {
+                node_scan.scan("a request to a node", request.as_bytes());
+            }
+        }
         // The journal and the keystore's signing log (every signature's record): each
         // with its WAL.
         for file in [
@@ -281,6 +288,103 @@ pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
         .block_on(f)
 }
 
+/// A logging stub in front of a node: every request bridgectl sends it (path and query,
+/// headers, body) is kept, then forwarded to the node, whose answer goes back unchanged.
+/// What a node provider would see is scanned for secrets like everything else.
+pub struct NodeTap {
+    /// Where bridgectl is pointed instead of the node.
+    pub url: String,
+    requests: Arc<std::sync::Mutex<Vec<String>>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl NodeTap {
+    /// Starts a stub that forwards to `upstream` (a node's URL).
+    pub fn start(upstream: &str) -> NodeTap {
+        use axum::body::{Body, to_bytes};
+        use axum::http::{Request, StatusCode};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the node tap");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let requests: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (kept, upstream) = (requests.clone(), upstream.trim_end_matches('/').to_owned());
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime.block_on(async move {
+                let client = reqwest::Client::new();
+                let forward = move |request: Request<Body>| {
+                    let (client, kept, upstream) = (client.clone(), kept.clone(), upstream.clone());
+                    async move {
+                        let target = request
+                            .uri()
+                            .path_and_query()
+                            .map_or("/".to_owned(), |p| p.to_string());
+                        let headers = format!("{:?}", request.headers());
+                        let body = to_bytes(request.into_body(), 64 << 20)
+                            .await
+                            .unwrap_or_default();
+                        kept.lock().unwrap_or_else(|p| p.into_inner()).push(format!(
+                            "POST {target}\n{headers}\n{}",
+                            String::from_utf8_lossy(&body)
+                        ));
+                        let answer = client
+                            .post(format!("{upstream}{target}"))
+                            .header("content-type", "application/json")
+                            .body(body)
+                            .send()
+                            .await;
+                        match answer {
+                            Ok(a) => {
+                                let status = StatusCode::from_u16(a.status().as_u16())
+                                    .unwrap_or(StatusCode::BAD_GATEWAY);
+                                (status, a.bytes().await.unwrap_or_default().to_vec())
+                            }
+                            Err(_) => (StatusCode::BAD_GATEWAY, Vec::new()),
+                        }
+                    }
+                };
+                let app = axum::Router::new().fallback(forward);
+                let listener = tokio::net::TcpListener::from_std(listener).expect("tokio listener");
+                let _ = axum::serve(listener, app)
+                    .with_graceful_shutdown(async {
+                        let _ = stopped.await;
+                    })
+                    .await;
+            });
+        });
+        NodeTap {
+            url,
+            requests,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    /// Every request so far: `POST /path?query`, the headers, the body.
+    pub fn requests(&self) -> Vec<String> {
+        self.requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+impl Drop for NodeTap {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 /// `url` with an API key in its query, as node providers hand them out (anvil ignores
 /// the query).
 fn with_api_key(url: &str, key: &str) -> String {
@@ -305,6 +409,10 @@ pub struct Live {
     pub dev_key: bridgectl_sandbox::Secret,
     /// Whether the test's commands talk to the platform (see [`Live::node_only`]).
     uses_platform: std::sync::atomic::AtomicBool,
+    /// The stubs the profile points at instead of the main and side nodes.
+    pub node_taps: [NodeTap; 2],
+    /// The node API key in the profile's node URLs: the one secret a node is sent.
+    node_key: String,
 }
 
 impl Live {
@@ -337,6 +445,10 @@ impl Live {
         let node_key = format!("NODE-API-KEY-{}", uuid::Uuid::new_v4().simple());
         dir.write("passphrase", format!("{passphrase}\n"));
         let info = &sb.info;
+        let node_taps = [
+            NodeTap::start(&info.main.rpc_url),
+            NodeTap::start(&info.side.rpc_url),
+        ];
         let profile = format!(
             r#"[profiles.default]
 base_url = "{base}"
@@ -367,8 +479,8 @@ redeem_action = "redeem"
             st = info.side.token_address,
             mcid = info.main.chain_id,
             scid = info.side.chain_id,
-            mrpc = with_api_key(&info.main.rpc_url, &node_key),
-            srpc = with_api_key(&info.side.rpc_url, &node_key),
+            mrpc = with_api_key(&node_taps[0].url, &node_key),
+            srpc = with_api_key(&node_taps[1].url, &node_key),
         );
         dir.write("xdg/config/bridgectl/config.toml", profile);
         let mut secrets = crate::secrets::Secrets::new();
@@ -385,9 +497,16 @@ redeem_action = "redeem"
             dev: dev.address,
             dev_key: dev.private_key,
             uses_platform: std::sync::atomic::AtomicBool::new(true),
+            node_taps,
+            node_key,
         };
         live.import_key(live.dev_key.expose_secret(), "dev");
         live
+    }
+
+    /// The node API key in the profile's node URLs.
+    pub fn node_key(&self) -> &str {
+        &self.node_key
     }
 
     /// Says that this test's commands talk to the nodes only (a local transfer, a plan):

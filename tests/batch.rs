@@ -120,6 +120,20 @@ fn assert_each_item_redeemed_once(
     }
 }
 
+/// Runs a batch command that must end incomplete (exit 9), its output checked for
+/// secrets.
+fn incomplete(live: &Live, mut c: crate::util::TestCommand) -> std::process::Output {
+    let out = c.output();
+    live.check_secrets(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(EXIT_INCOMPLETE),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// The JSON lines of `batch run|resume --json`: the items' results and the summary.
 fn parse_results(stdout: &[u8]) -> (Vec<Value>, Value) {
     let mut items = Vec::new();
@@ -175,14 +189,7 @@ fn a_batch_of_redeems_across_keys_refuses_one_hostile_item_and_resume_finishes_i
         "payouts.jsonl",
         "--yes",
     ]);
-    let out = c.output();
-    live.check_secrets(&out);
-    assert_eq!(
-        out.status.code(),
-        Some(EXIT_INCOMPLETE),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = incomplete(&live, c);
     assert_eq!(counter.finish(), 4, "each key is unlocked once");
     let (results, summary) = parse_results(&out.stdout);
     assert_eq!(results.len(), 40);
@@ -431,12 +438,9 @@ fn the_plan_lists_every_recipient_against_the_allowlist_and_a_running_batch_refu
     live.node_only();
     let allowed = PrivateKeySigner::random().address();
     let stranger = PrivateKeySigner::random().address();
-    let config = "xdg/config/bridgectl/config.toml";
-    let mut profile = std::fs::read_to_string(live.dir.join(config)).expect("config");
-    profile.push_str(&format!(
+    live.add_to_profile(&format!(
         "\n[profiles.default.policy]\nallowed-destinations = [\"{allowed}\"]\n"
     ));
-    live.dir.write(config, profile);
     // L2: one line in the middle goes elsewhere.
     let mut csv = "op,from,to,token,amount,id\n".to_owned();
     for n in 0..5 {
@@ -607,13 +611,10 @@ fn a_batch_stopped_after_each_signature_is_finished_by_resume_with_the_logged_by
 #[test]
 fn a_daily_limit_holds_across_a_batch_and_its_resume() {
     let live = Live::shared("batch_limit");
-    let config = "xdg/config/bridgectl/config.toml";
-    let mut profile = std::fs::read_to_string(live.dir.join(config)).expect("config");
-    profile.push_str(&format!(
+    live.add_to_profile(&format!(
         "\n[profiles.default.policy.limits]\n{} = {{ per = \"24h\", max = \"2.5\" }}\n",
         live.sb.info.side.symbol.to_lowercase()
     ));
-    live.dir.write(config, profile);
     live.dir.write(
         "three.csv",
         "op,from,amount,id\nredeem,dev,1,a\nredeem,dev,1,b\nredeem,dev,1,c\n",
@@ -622,15 +623,7 @@ fn a_daily_limit_holds_across_a_batch_and_its_resume() {
     let run = |args: &[&str]| {
         let mut c = live.cmd();
         c.args(["--json", "batch"]).args(args).args(["--yes"]);
-        let out = c.output();
-        live.check_secrets(&out);
-        assert_eq!(
-            out.status.code(),
-            Some(EXIT_INCOMPLETE),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        parse_results(&out.stdout)
+        parse_results(&incomplete(&live, c).stdout)
     };
     let (results, summary) = run(&["run", "three.csv"]);
     assert_eq!(summary["completed"], 2, "{results:#?}");

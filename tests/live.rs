@@ -504,6 +504,14 @@ redeem_action = "redeem"
         live
     }
 
+    /// Appends `toml` to the test's profile file (policy lines, limits).
+    pub fn add_to_profile(&self, toml: &str) {
+        let config = "xdg/config/bridgectl/config.toml";
+        let mut profile = std::fs::read_to_string(self.dir.join(config)).expect("config");
+        profile.push_str(toml);
+        self.dir.write(config, profile);
+    }
+
     /// The node API key in the profile's node URLs.
     pub fn node_key(&self) -> &str {
         &self.node_key

@@ -394,13 +394,10 @@ bctest!(
 #[test]
 fn an_online_redeem_is_logged_and_the_daily_limit_refuses_before_the_passphrase() {
     let live = crate::live::Live::shared("log_online_limit");
-    let config = "xdg/config/bridgectl/config.toml";
-    let mut profile = std::fs::read_to_string(live.dir.join(config)).expect("config");
-    profile.push_str(&format!(
+    live.add_to_profile(&format!(
         "\n[profiles.default.policy.limits]\n{} = {{ per = \"24h\", max = \"2\" }}\n",
         live.sb.info.side.symbol.to_lowercase()
     ));
-    live.dir.write(config, profile);
     let dev = live.dev.to_string();
     let out = live.ok(&["redeem", "--from", &dev, "--amount", "1.5", "--yes"]);
     assert_eq!(out["status"], "completed", "{out:#}");
@@ -743,17 +740,14 @@ bctest!(
 #[test]
 fn a_fee_to_a_stranger_is_refused_online_and_the_stranger_receives_nothing() {
     let live = crate::live::Live::shared("log_online_fee");
-    let config = "xdg/config/bridgectl/config.toml";
     let sym = live.sb.info.side.symbol.clone();
     let allowed = alloy_primitives::Address::repeat_byte(0xa1);
     let attacker = alloy_primitives::Address::repeat_byte(0xee);
-    let mut profile = std::fs::read_to_string(live.dir.join(config)).expect("config");
-    profile.push_str(&format!(
+    live.add_to_profile(&format!(
         "\n[profiles.default.policy]\nallowed-destinations = [\"{allowed}\"]\n\n\
          [profiles.default.policy.limits]\n{} = {{ per = \"24h\", max = \"10\", max-per-tx = \"8\" }}\n",
         sym.to_lowercase()
     ));
-    live.dir.write(config, profile);
     let one = 10u128.pow(u32::from(live.sb.info.side.decimals));
     let exec = |collector: alloy_primitives::Address, fee: u64| {
         let counter = CountingPassphrase::new(&live.dir, &live.passphrase);

@@ -833,3 +833,69 @@ bctest!(
         assert_eq!(entries.as_array().expect("list").len(), 1, "{entries}");
     }
 );
+
+// The offline signer stopped in each crash window (failpoints, debug builds), then given
+// the same request again. After the journal had the bytes: they are written again with
+// the passphrase never read (not signed twice). Before the journal had them: once the
+// stopped run's reservation has lapsed, it is signed again, which yields the same bytes
+// and no second signing-log entry. Either way one signature, one entry. A different
+// transaction at that nonce stays refused.
+bctest!(
+    an_offline_signature_stopped_in_either_crash_window_is_given_again,
+    |dir: Dir, _cmd: TestCommand| {
+        import_key(&dir);
+        let config = config(&dir, "");
+        let args = [format!("_amount={ONE_ST}")];
+        let sign_once = |nonce: u64, failpoint: Option<&str>| {
+            let fifo = CountingPassphrase::new(&dir, PASS);
+            let mut cmd = dir.command();
+            cmd.args(["sign", "-", "--yes", "--raw", "--expect-function", "redeem"])
+                .args(["--expect-arg", &args[0], "--nonce", &nonce.to_string()])
+                .args([Path::new("--config"), &config])
+                .args(["--journal", "journal.sqlite3"])
+                .env("BRIDGECTL_RESERVATION_LEASE", "1s")
+                .env("BRIDGECTL_PASSPHRASE_FILE", &fifo.path);
+            if let Some(f) = failpoint {
+                cmd.env("BRIDGECTL_FAILPOINT", f);
+            }
+            let tx = redeem(nonce, ONE_ST);
+            let out = cmd.output_with_stdin(tx.to_string().as_bytes());
+            (out, fifo.finish())
+        };
+        for (nonce, window, reads_again) in [
+            (0u64, "journaled-not-sent", 0),
+            (1, "signed-not-journaled", 1),
+        ] {
+            let (out, _) = sign_once(nonce, Some(window));
+            crate::util::assert_aborted(&out, window);
+            assert!(
+                out.stdout.is_empty(),
+                "{window}: output before the failpoint"
+            );
+            // Past the stopped run's 1 s reservation.
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            let (again, reads) = sign_once(nonce, None);
+            crate::util::assert_success(&Command::new(window), &again);
+            assert_eq!(reads, reads_again, "{window}: passphrase reads");
+            let mut cmd = dir.command();
+            let entries = cmd.args(["--json", "log", "show"]).json();
+            let entries = entries.as_array().expect("entries");
+            assert_eq!(entries.len() as u64, nonce + 1, "{window}: one entry");
+            let logged = entries.last().expect("entry")["entry"]["txHash"].clone();
+            let decoded = alloy_primitives::keccak256(
+                alloy_primitives::hex::decode(String::from_utf8_lossy(&again.stdout).trim())
+                    .expect("hex"),
+            );
+            assert_eq!(
+                logged,
+                decoded.to_string(),
+                "{window}: the logged transaction"
+            );
+        }
+        // Another transaction at a nonce signed here is still refused, unread.
+        let other = [format!("_amount={}", 2 * ONE_ST)];
+        let (out, reads) = sign(&dir, &config, &redeem(0, 2 * ONE_ST), "redeem", &other);
+        assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+        assert_eq!(reads, 0);
+    }
+);

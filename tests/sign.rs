@@ -199,11 +199,11 @@ bctest!(
         ]);
         again.args([&out_path]).args(second_vector);
         again.env("BRIDGECTL_PASSPHRASE", PASS);
-        // The same nonce is never signed twice on this machine: refused before the
-        // output file is even looked at, and the file keeps its content.
+        // The same transaction again is found signed on this machine: its bytes again,
+        // nothing unlocked, and the existing file is never overwritten.
         let err = again.fails_with(3);
         assert!(
-            err.contains("found 0: a replacement of a transaction already signed"),
+            err.contains("signed on this machine before") && err.contains("already exists"),
             "{err}"
         );
         // Another journal may sign the very same transaction (the keystore's signing log

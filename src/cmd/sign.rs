@@ -132,7 +132,18 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .context("cannot start the async runtime")?;
-    let signed = runtime.block_on(signer.sign(&job, &mut approver))?;
+    // The very same transaction signed here before (a run stopped before its output, or
+    // the request given again): its bytes again, with nothing unlocked.
+    let signed = match signer.signed_before(&job)? {
+        Some((signed, tx_id)) => {
+            crate::output::note(format_args!(
+                "signed on this machine before (flow {tx_id}): the same bytes again, \
+                 nothing unlocked"
+            ));
+            signed
+        }
+        None => runtime.block_on(signer.sign(&job, &mut approver))?,
+    };
 
     // 6. Output.
     let bundle = SignedBundle::new(&signed, &input);

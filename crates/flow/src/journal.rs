@@ -798,6 +798,24 @@ impl Journal {
         .ok_or_else(|| Error::NotInJournal(tx_id.to_owned()))
     }
 
+    /// The flow that holds the signed bytes whose hash is `tx_hash`, if one does.
+    pub fn signed_with_hash(
+        &self,
+        tx_hash: alloy_primitives::B256,
+    ) -> Result<Option<FlowRecord>, Error> {
+        self.with(|c| {
+            c.query_row(
+                &format!(
+                    "SELECT {COLUMNS} FROM flows WHERE tx_hash = ?1 AND signed_tx IS NOT NULL \
+                     ORDER BY created_at LIMIT 1"
+                ),
+                params![tx_hash.to_string()],
+                row_to_record,
+            )
+            .optional()
+        })
+    }
+
     /// The flow whose txId is `prefix` or starts with it (a prefix must name one flow).
     pub fn find(&self, prefix: &str) -> Result<FlowRecord, Error> {
         if let Ok(rec) = self.get(prefix) {

@@ -49,6 +49,9 @@ impl OfflineSigner<'_> {
         job: &OfflineSigning<'_>,
         approver: &mut impl Approver,
     ) -> Result<SignedTx, Error> {
+        if let Some((signed, _)) = self.signed_before(job)? {
+            return Ok(signed);
+        }
         let (input, tx) = (job.input, &job.input.raw_tx);
         let local_flow = input
             .tx_id
@@ -116,5 +119,67 @@ impl OfflineSigner<'_> {
             approver,
         )
         .await
+    }
+
+    /// This very transaction, signed on this machine before: the keystore's signing log
+    /// has its signing hash at its key, chain and nonce, and this journal has the signed
+    /// bytes (a run stopped after the journal and before its output, or the same request
+    /// signed again). Returns those bytes and the flow that holds them, after checking
+    /// they are exactly this transaction from this key and that the request and the
+    /// profile still allow it; nothing is unlocked and nothing is signed. `None` when it
+    /// was not signed here (a run stopped before the journal signs it again: the same
+    /// bytes, recorded once).
+    pub fn signed_before(
+        &self,
+        job: &OfflineSigning<'_>,
+    ) -> Result<Option<(SignedTx, String)>, Error> {
+        let tx = &job.input.raw_tx;
+        let signing_hash = bridgectl_tx::sign::signing_hash(tx);
+        let logged = self
+            .signing_log
+            .signed_at_nonce(tx.from, tx.chain_id, tx.nonce)?;
+        let Some(entry) = logged.iter().find(|b| b.signing_hash == Some(signing_hash)) else {
+            return Ok(None);
+        };
+        let Some(flow) = self.journal.signed_with_hash(entry.tx_hash)? else {
+            return Ok(None);
+        };
+        let corrupt = |reason: String| Error::JournalCorrupt {
+            tx_id: flow.tx_id.clone(),
+            reason,
+        };
+        let raw = flow
+            .signed_tx
+            .as_deref()
+            .and_then(|h| hex::decode(h.trim_start_matches("0x")).ok())
+            .ok_or_else(|| corrupt("its signed bytes are not hex".into()))?;
+        let decoded = bridgectl_tx::decode::decode_signed(&raw)?;
+        if decoded.hash != entry.tx_hash || decoded.sender != job.key {
+            return Err(corrupt(format!(
+                "its signed bytes are not transaction {} from {}",
+                entry.tx_hash, job.key
+            )));
+        }
+        crate::airgap::check_signed_matches(&decoded, tx)?;
+        let context = bridgectl_tx::Context {
+            signer: job.key,
+            gas_price_quote: None,
+            nonce: Nonce::AlreadySigned,
+            spent: None,
+        };
+        bridgectl_tx::verify(tx, job.input.intent.as_ref(), self.policy, &context)?;
+        self.journal.note(
+            &flow.tx_id,
+            "signed-before",
+            &json!({"input": job.input_name, "requestHash": job.input.request_hash}),
+        )?;
+        let signed = SignedTx {
+            raw: raw.into(),
+            hash: decoded.hash,
+            from: decoded.sender,
+            chain_id: tx.chain_id,
+            nonce: tx.nonce,
+        };
+        Ok(Some((signed, flow.tx_id)))
     }
 }

@@ -152,6 +152,33 @@ fn transfers_of_mt_and_st_and_a_managed_transfer() {
     // The managed account has no key here: the platform signs (op 2), we check and
     // submit (op 3).
     managed_transfer_of_one(&live, &m, &[]);
+    // Stopped with the platform's signature journaled and nothing sent (failpoint, debug
+    // builds): `resume` sends those bytes, and the account pays exactly once.
+    let (dev0, nonce0) = (live.balance(false, live.dev), live.nonce(false, managed));
+    let mut c = live.cmd();
+    c.args(managed_transfer(&m, &dev))
+        .env("BRIDGECTL_FAILPOINT", "journaled-not-sent");
+    crate::util::assert_aborted(&c.output(), "managed transfer");
+    assert_eq!(
+        live.nonce(false, managed),
+        nonce0,
+        "nothing sent before the stop"
+    );
+    let flow = live.ok(&["history"])[0].clone();
+    let tx_id = flow["txId"].as_str().expect("txId");
+    let resumed = live.ok(&["resume", tx_id]);
+    assert_eq!(resumed["txHash"], flow["txHash"], "{resumed:#}");
+    assert_eq!(live.nonce(false, managed), nonce0 + 1, "sent once");
+    let hash = resumed["txHash"].as_str().expect("txHash");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !live.mined(false, hash) {
+        assert!(std::time::Instant::now() < deadline, "{hash} never mined");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(
+        live.balance(false, live.dev) - dev0,
+        units(1, live.sb.info.main.decimals)
+    );
 }
 
 /// `transfer --token mt --managed --from M --to DEV --amount 1`.

@@ -47,6 +47,7 @@ impl Flows {
             })
             .inspect_err(|e| self.fail(&tx_id, "refused", e))?;
         self.journal.record_signed(&tx_id, &signed)?;
+        bridgectl_sqlite::failpoint::hit("journaled-not-sent");
         let submitted = self.submit_journaled(&tx_id, &signed, progress).await?;
         self.await_inclusion(which, &submitted, progress).await?;
         Ok(submitted)

@@ -6,8 +6,16 @@
 # gets signed, a refusal or an unlock is a missing test. Not part of `make test`: on two
 # cores a full run takes hours, so it runs at the lowest priority, one job at a time.
 #
-#   bench/mutants.sh                        (every listed file)
+#   bench/mutants.sh                        (the core: every file listed below)
 #   bench/mutants.sh --file crates/tx/src/policy.rs   (narrow it; extra args go to cargo mutants)
+#   MUTANTS_SET=guard bench/mutants.sh      (the one-nonce guard and the limits: the functions
+#                                            of tx log/limits and the keystore's signing log
+#                                            that decide what is signed or refused, against
+#                                            the tests of both crates)
+#   MUTANTS_SET=state bench/mutants.sh      (journal, resume, key store, webhook re-verify,
+#                                            against their crates' tests; the CLI end-to-end
+#                                            tests that also guard them take ~3 min a run,
+#                                            so a run of this set is days on 2 cores)
 #
 # Mutants per file (cargo-mutants 27): verify 107, decode 96, rawtx 77, secret_storage 64,
 # format 42, policy 28, kdf 28, sign 5.
@@ -19,16 +27,41 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 out="${MUTANTS_OUT:-target/mutants}"
-files=(
-    crates/tx/src/verify.rs
-    crates/tx/src/policy.rs
-    crates/tx/src/rawtx.rs
-    crates/tx/src/decode.rs
-    crates/tx/src/sign.rs
-    crates/keystore/src/format.rs
-    crates/keystore/src/secret_storage.rs
-    crates/keystore/src/kdf.rs
-)
+packages=(--package bridgectl-tx --package bridgectl-keystore)
+case "${MUTANTS_SET:-core}" in
+core)
+    files=(
+        crates/tx/src/verify.rs
+        crates/tx/src/policy.rs
+        crates/tx/src/rawtx.rs
+        crates/tx/src/decode.rs
+        crates/tx/src/sign.rs
+        crates/keystore/src/format.rs
+        crates/keystore/src/secret_storage.rs
+        crates/keystore/src/kdf.rs
+    )
+    ;;
+guard)
+    files=(crates/tx/src/log.rs crates/tx/src/limits.rs crates/keystore/src/signing_log.rs)
+    # The guard's tests are the keystore's (tests/signing_log.rs), whichever crate the
+    # mutant is in; only the deciding functions, not the plumbing.
+    packages+=(--test-package bridgectl-tx --test-package bridgectl-keystore
+        --re 'nonce_free|same_signature|signed_at_nonce|read_spent|::append|WindowLimit|window_total|window_in|make_entry|sign_and_log')
+    ;;
+state)
+    files=(
+        crates/flow/src/journal.rs
+        crates/flow/src/flows/resume.rs
+        crates/keystore/src/store.rs
+        crates/webhook/src/store/sqlite.rs
+    )
+    packages=(--package bridgectl-flow --package bridgectl-keystore --package bridgectl-webhook)
+    ;;
+*)
+    echo "MUTANTS_SET is core, guard or state" >&2
+    exit 2
+    ;;
+esac
 args=()
 if [ "$#" -eq 0 ] || ! printf '%s\n' "$@" | grep -qx -- '--file'; then
     for f in "${files[@]}"; do args+=(--file "$f"); done
@@ -38,7 +71,7 @@ mkdir -p "$out"
 # No debug info: each mutant is a rebuild, and nobody debugs a mutant.
 export CARGO_PROFILE_DEV_DEBUG=0 CARGO_PROFILE_TEST_DEBUG=0
 nice -n 19 cargo mutants --no-shuffle --jobs "${MUTANTS_JOBS:-1}" --output "$out" \
-    --package bridgectl-tx --package bridgectl-keystore "${args[@]}" "$@" || true
+    "${packages[@]}" "${args[@]}" "$@" || true
 
 for kind in caught missed timeout unviable; do
     f="$out/mutants.out/$kind.txt"

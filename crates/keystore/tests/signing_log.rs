@@ -637,3 +637,40 @@ fn a_signed_nonce_refuses_another_transaction_and_accepts_the_same_one() {
     assert_eq!(log.checkpoint().expect("head"), head, "recorded once");
     assert_eq!(log.verify(None).expect("read").expect("intact").count, 1);
 }
+
+/// A limit is a maximum, not a bound to stay under: 4 then 6 ST against 10 ST a day both
+/// sign (the total is exactly the limit), one wei more does not. Checked where the
+/// append re-totals the window (`WindowLimit::check`), not only in the verifier.
+#[test]
+fn the_limit_itself_can_be_reached_and_not_passed() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = SigningLogDb::open(dir.path().join("log.sqlite3")).expect("open");
+    let p = policy(LIMIT);
+    sign(&log, &p, &redeem(key().address(), 0, 4), T0).expect("4 of 10");
+    let six = checked(&log, &p, &redeem(key().address(), 1, 6), T0).expect("6 more fit");
+    sign_and_log(&six, &key(), &log, T0).expect("the append agrees: exactly 10");
+    let mut wei = redeem(key().address(), 2, 0);
+    wei.data = bridgectl_tx::calldata::encode(
+        "redeem",
+        &BTreeMap::from([("_amount".to_string(), "1".to_string())]),
+    )
+    .expect("calldata")
+    .into();
+    let e = checked(&log, &p, &wei, T0).expect_err("one wei over");
+    assert!(e.to_string().contains("spending limit"), "{e}");
+}
+
+/// The nonce guard reads what the key signed from the signed bodies, not from the
+/// columns it finds them by: a row whose `key` column was edited to another address is
+/// not that address's signature (the stored key column is an index, not a record).
+#[test]
+fn an_edited_key_column_does_not_make_a_signature_anothers() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = SigningLogDb::open(dir.path().join("log.sqlite3")).expect("open");
+    sign(&log, &policy(""), &redeem(key().address(), 3, 1), T0).expect("sign");
+    let stranger = Address::repeat_byte(0x77);
+    sql(&log, &format!("UPDATE entries SET key = '{stranger}' WHERE seq = 1"));
+    let found = bridgectl_tx::SigningLog::signed_at_nonce(&log, stranger, CHAIN, 3)
+        .expect("readable");
+    assert!(found.is_empty(), "{found:?}");
+}

@@ -669,8 +669,11 @@ fn an_edited_key_column_does_not_make_a_signature_anothers() {
     let log = SigningLogDb::open(dir.path().join("log.sqlite3")).expect("open");
     sign(&log, &policy(""), &redeem(key().address(), 3, 1), T0).expect("sign");
     let stranger = Address::repeat_byte(0x77);
-    sql(&log, &format!("UPDATE entries SET key = '{stranger}' WHERE seq = 1"));
-    let found = bridgectl_tx::SigningLog::signed_at_nonce(&log, stranger, CHAIN, 3)
-        .expect("readable");
+    sql(
+        &log,
+        &format!("UPDATE entries SET key = '{stranger}' WHERE seq = 1"),
+    );
+    let found =
+        bridgectl_tx::SigningLog::signed_at_nonce(&log, stranger, CHAIN, 3).expect("readable");
     assert!(found.is_empty(), "{found:?}");
 }

@@ -12,10 +12,10 @@
 #                                            of tx log/limits and the keystore's signing log
 #                                            that decide what is signed or refused, against
 #                                            the tests of both crates)
-#   MUTANTS_SET=state bench/mutants.sh      (journal, resume, key store, webhook re-verify,
-#                                            against their crates' tests; the CLI end-to-end
-#                                            tests that also guard them take ~3 min a run,
-#                                            so a run of this set is days on 2 cores)
+#   MUTANTS_SET=state bench/mutants.sh      (the deciding functions of journal, resume, key
+#                                            store and webhook re-verify, against their own
+#                                            crates' tests: the CLI end-to-end tests that also
+#                                            guard them take ~3 min a run, too slow per mutant)
 #
 # Mutants per file (cargo-mutants 27): verify 107, decode 96, rawtx 77, secret_storage 64,
 # format 42, policy 28, kdf 28, sign 5.
@@ -55,7 +55,10 @@ state)
         crates/keystore/src/store.rs
         crates/webhook/src/store/sqlite.rs
     )
-    packages=(--package bridgectl-flow --package bridgectl-keystore --package bridgectl-webhook)
+    # The deciding functions: nonce reservation and the journal's record of signatures,
+    # what resume takes up, the key writes, and the webhook re-verification.
+    packages=(--package bridgectl-flow --package bridgectl-keystore --package bridgectl-webhook
+        --re 'reserve|next_nonce|hold_reservation|record_signed|signed_with_hash|stage|write_checked_temp|check_unique|Keystore::create|Keystore::passwd|Keystore::import|reverify|Reverify|signature_matches')
     ;;
 *)
     echo "MUTANTS_SET is core, guard or state" >&2

@@ -170,7 +170,8 @@ bctest!(mnemonic_import, |dir: Dir, mut cmd: TestCommand| {
 });
 
 // Every command that makes or re-encrypts a key leaves no secret behind: `key new`,
-// `key import --mnemonic`, `key passwd` (right and wrong old passphrase). Their output,
+// `key import` (`--mnemonic`, `--raw`, `--web3`), `key passwd` (right and wrong old
+// passphrase). Their output,
 // and every file they left (key files, the keystore's other files, the working
 // directory), are scanned for the keys, the passphrases and the mnemonic in every form
 // the scan knows (hex, raw, base64, decimal, byte arrays).
@@ -199,6 +200,21 @@ bctest!(
             .args(["--derivation-path", "m/44'/60'/0'/0/1", "--unsafe-test-kdf"])
             .output_with_stdin(format!("{MNEMONIC}\n").as_bytes());
         runs.push(("key import --mnemonic", mnemonic, true));
+        let raw = with_pass(&["--json", "key", "import", "raw", "--raw"], &p1)
+            .args(["--unsafe-test-kdf"])
+            .output_with_stdin(format!("0x{KEY_4646}\n").as_bytes());
+        runs.push(("key import --raw", raw, true));
+        // The Web3 Secret Storage vector (its published key), under its own passphrase.
+        let vector = repo_root().join("keystore-fixtures/web3_pbkdf2_vector.json");
+        let vector_pass = dir.write("vector.passphrase", "testpassword\n");
+        let web3 = with_pass(
+            &["--json", "key", "import", "web3", "--unsafe-test-kdf"],
+            &p2,
+        )
+        .args([Path::new("--web3"), &vector])
+        .args([Path::new("--file-passphrase-file"), &vector_pass])
+        .output();
+        runs.push(("key import --web3", web3, true));
         let mut passwd = with_pass(&["key", "passwd", "fresh", "--unsafe-test-kdf"], &p1);
         passwd.args([Path::new("--new-passphrase-file"), &p2]);
         runs.push(("key passwd", passwd.output(), true));
@@ -210,6 +226,12 @@ bctest!(
         let mut scan = crate::secrets::Secrets::new();
         scan.add_key("the new key", fresh.trim())
             .add_key("the mnemonic's key", MNEMONIC_KEY)
+            .add_key("the raw-imported key", KEY_4646)
+            .add_key(
+                "the Web3 vector's key",
+                "7a28b5ba57c53603b0b07b56bba752f7784bf506fa95edc395f5cf6c7514fe9d",
+            )
+            .add("the Web3 vector's passphrase", "testpassword")
             .add("the first passphrase", PASS1)
             .add("the second passphrase", PASS2)
             .add("the mnemonic", MNEMONIC);
@@ -230,7 +252,7 @@ bctest!(
                 let path = entry.expect("entry").path();
                 if path.is_dir() {
                     pending.push(path);
-                } else if path.is_file() && path != p1 && path != p2 {
+                } else if path.is_file() && ![&p1, &p2, &vector_pass].contains(&&path) {
                     scan.scan_file(&path);
                     files += 1;
                 }

@@ -1186,6 +1186,53 @@ mod tests {
         assert_eq!(mode, 0o600);
     }
 
+    /// `hold_reservation` before signing: the flow's own reservation with lease to spare
+    /// holds; another flow's is refused; its own whose lease ran out is refused (the
+    /// reservation is dated back past the lease in the file, so no sleep is needed), and
+    /// so is its own with less than a tenth of the lease left.
+    #[test]
+    fn a_reservation_holds_only_for_its_flow_within_its_lease() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("j.sqlite3");
+        let addr = Address::repeat_byte(0x22);
+        let j = Journal::open(&path).expect("open");
+        for id in ["mine", "other"] {
+            j.begin(id, FlowKind::Redeem, Some(&addr.to_string()), &json!({}))
+                .expect("begin");
+        }
+        j.reserve_nonce("mine", addr, 7, 3).expect("reserve");
+        j.hold_reservation("mine", addr, 7, 3)
+            .expect("its own, fresh");
+        let e = j
+            .hold_reservation("other", addr, 7, 3)
+            .expect_err("another flow's");
+        assert!(matches!(e, Error::NonceReserved { .. }), "{e}");
+        let date_back = |secs: i64| {
+            rusqlite::Connection::open(&path)
+                .expect("raw")
+                .execute(
+                    "UPDATE nonces SET reserved_at = ?1 WHERE nonce = 3",
+                    rusqlite::params![unix_now() - secs],
+                )
+                .expect("date back");
+        };
+        // 100 s of a 900 s lease left: more than a tenth, it holds.
+        date_back(RESERVATION_LEASE_SECS - 100);
+        j.hold_reservation("mine", addr, 7, 3)
+            .expect("a ninth left");
+        // 80 s left: less than a tenth, refused.
+        date_back(RESERVATION_LEASE_SECS - 80);
+        let e = j
+            .hold_reservation("mine", addr, 7, 3)
+            .expect_err("under a tenth left");
+        assert!(matches!(e, Error::LeaseExpired { nonce: 3, .. }), "{e}");
+        date_back(RESERVATION_LEASE_SECS + 60);
+        let e = j
+            .hold_reservation("mine", addr, 7, 3)
+            .expect_err("the lease ran out");
+        assert!(matches!(e, Error::LeaseExpired { nonce: 3, .. }), "{e}");
+    }
+
     #[test]
     fn two_processes_cannot_reserve_one_nonce() {
         let dir = tempfile::tempdir().expect("tmp");

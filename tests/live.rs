@@ -578,7 +578,7 @@ redeem_action = "redeem"
     pub fn ok_cmd(&self, c: TestCommand) -> serde_json::Value {
         let out = self.run_ok(c);
         let text = String::from_utf8_lossy(&out.stdout);
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}):\n{text}"))
+        crate::util::strict_json(&text)
     }
 
     /// Runs `args`, checks secrets, asserts exit `code`, returns stderr.

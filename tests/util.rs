@@ -201,7 +201,7 @@ impl TestCommand {
     /// Runs, asserts success and parses stdout as JSON.
     pub fn json(&mut self) -> serde_json::Value {
         let text = self.stdout();
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{text}"))
+        strict_json(&text)
     }
 
     /// Runs, asserts failure with exit `code`, and returns stderr as text.
@@ -255,6 +255,13 @@ pub fn assert_aborted(out: &Output, what: &str) {
         "{what}: not stopped at the failpoint: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `text` as JSON, read as strictly as bridgectl reads its own inputs (a duplicate key or
+/// an integer too large to read exactly is a failure): what a careful script gets.
+pub fn strict_json(text: &str) -> serde_json::Value {
+    bridgectl_json::from_slice(text.as_bytes())
+        .unwrap_or_else(|e| panic!("stdout is not strict JSON ({e}):\n{text}"))
 }
 
 /// Panics with the full output when a command failed.

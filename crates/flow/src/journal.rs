@@ -198,7 +198,8 @@ pub struct BatchRecord {
     pub source: String,
     /// When it was created (RFC 3339, UTC).
     pub created_at: String,
-    /// How many items it has.
+    /// How many items it has (`itemCount` in JSON: a batch's status lists its `items`).
+    #[serde(rename = "itemCount")]
     pub items: usize,
 }
 

@@ -521,6 +521,20 @@ pub fn nonce_free(
     }
 }
 
+/// The entry of `log` that recorded `tx` itself (its signing hash at its key, chain and
+/// nonce), if `tx` was signed into it: signing it again yields the same bytes. What a flow
+/// that stopped after its signature looks for to take it up without a second one.
+pub fn logged_signature(
+    log: &dyn SigningLog,
+    tx: &crate::RawTx,
+) -> Result<Option<EntryBody>, Error> {
+    let hash = crate::sign::signing_hash(tx);
+    Ok(log
+        .signed_at_nonce(tx.from, tx.chain_id, tx.nonce)?
+        .into_iter()
+        .find(|b| b.signing_hash == Some(hash)))
+}
+
 /// The entry of `prior` that recorded this very transaction (same key, chain, nonce and
 /// signing hash), if one did: signing it again adds nothing to the log or a window.
 pub fn same_signature<'a>(prior: &'a [EntryBody], body: &EntryBody) -> Option<&'a EntryBody> {

@@ -502,10 +502,8 @@ impl Flows {
         else {
             return false;
         };
-        let hash = bridgectl_tx::sign::signing_hash(&raw);
-        self.signing_log
-            .signed_at_nonce(raw.from, raw.chain_id, raw.nonce)
-            .is_ok_and(|prior| prior.iter().any(|b| b.signing_hash == Some(hash)))
+        bridgectl_tx::log::logged_signature(self.signing_log.as_ref(), &raw)
+            .is_ok_and(|entry| entry.is_some())
     }
 
     /// [`Plan::SignAgain`]: flow `tx_id`'s journaled transaction through the spine again

@@ -134,11 +134,7 @@ impl OfflineSigner<'_> {
         job: &OfflineSigning<'_>,
     ) -> Result<Option<(SignedTx, String)>, Error> {
         let tx = &job.input.raw_tx;
-        let signing_hash = bridgectl_tx::sign::signing_hash(tx);
-        let logged = self
-            .signing_log
-            .signed_at_nonce(tx.from, tx.chain_id, tx.nonce)?;
-        let Some(entry) = logged.iter().find(|b| b.signing_hash == Some(signing_hash)) else {
+        let Some(entry) = bridgectl_tx::log::logged_signature(self.signing_log, tx)? else {
             return Ok(None);
         };
         let Some(flow) = self.journal.signed_with_hash(entry.tx_hash)? else {

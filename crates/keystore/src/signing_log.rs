@@ -623,6 +623,7 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
                     body.chain_id,
                     body.nonce,
                     body.signing_hash.unwrap_or_default(),
+                    body.replaces,
                 )?;
                 if let Some(limit) = limit {
                     limit.check(walked.total)?;

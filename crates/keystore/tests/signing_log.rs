@@ -70,7 +70,7 @@ fn checked(
             fixed: Some(tx.nonce),
             ..Default::default()
         }),
-        spent: limits::read_spent(policy, tx, log, now)?,
+        spent: limits::read_spent(policy, tx, None, log, now)?,
     };
     verify(tx, None, policy, &context)
 }
@@ -608,7 +608,7 @@ fn a_signed_nonce_refuses_another_transaction_and_accepts_the_same_one() {
     let head = log.checkpoint().expect("head");
 
     let other = redeem(key().address(), 3, 2);
-    let e = limits::read_spent(&p, &other, &log, T0 + 1).expect_err("nonce 3 is taken");
+    let e = limits::read_spent(&p, &other, None, &log, T0 + 1).expect_err("nonce 3 is taken");
     assert!(
         matches!(
             e,
@@ -627,8 +627,8 @@ fn a_signed_nonce_refuses_another_transaction_and_accepts_the_same_one() {
     // The same nonce on another chain, and the next nonce, are free.
     let mut elsewhere = other.clone();
     elsewhere.chain_id = CHAIN + 1;
-    limits::read_spent(&p, &elsewhere, &log, T0 + 1).expect("another chain");
-    limits::read_spent(&p, &redeem(key().address(), 4, 2), &log, T0 + 1).expect("next nonce");
+    limits::read_spent(&p, &elsewhere, None, &log, T0 + 1).expect("another chain");
+    limits::read_spent(&p, &redeem(key().address(), 4, 2), None, &log, T0 + 1).expect("next nonce");
 
     let signed = bridgectl_tx::sign_legacy(&verified, &key()).expect("sign");
     let again = sign(&log, &p, &first, T0 + 2).expect("the same transaction again");

@@ -15,7 +15,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use alloy_primitives::U256;
+use alloy_primitives::{B256, U256};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::Error;
@@ -266,12 +266,14 @@ pub fn window_query(policy: &Policy, raw: &RawTx, now: u64) -> Option<WindowQuer
 
 /// Checks that the signing log may be signed into (it reaches its kept checkpoint, no
 /// stranger's entry sits where a total is read) and that `raw.from` has not signed
-/// another transaction at `raw.nonce` ([`crate::log::nonce_free`]), then reads the
+/// another transaction at `raw.nonce` ([`crate::log::nonce_free`]; `replaces` names the
+/// transaction a deliberate replacement replaces), then reads the
 /// window total for `raw` at time `now` when the policy has a windowed limit on its
 /// token: what [`crate::Context::spent`] takes. Called before anything is unlocked.
 pub fn read_spent(
     policy: &Policy,
     raw: &RawTx,
+    replaces: Option<B256>,
     log: &dyn crate::log::SigningLog,
     now: u64,
 ) -> Result<Option<Spent>, Error> {
@@ -283,6 +285,7 @@ pub fn read_spent(
         raw.chain_id,
         raw.nonce,
         crate::sign::signing_hash(raw),
+        replaces,
     )?;
     window_query(policy, raw, now)
         .map(|query| log.window_total(&query))

@@ -82,6 +82,12 @@ pub struct EntryBody {
     /// holds its nonce against any transaction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signing_hash: Option<B256>,
+    /// The hash of the transaction this one deliberately replaces at the same nonce (a
+    /// re-priced call or a cancel, [`crate::Nonce::Replacing`]): the one way a second
+    /// signature at a signed nonce gets past [`nonce_free`], and the record an auditor
+    /// reads both from. Absent for every other entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<B256>,
 }
 
 /// One entry as stored and exported: the body's text, its hash and the key's signature.
@@ -456,6 +462,7 @@ pub fn make_entry(
         value: tx.value,
         tx_hash: signed.hash,
         signing_hash: Some(crate::sign::signing_hash(tx)),
+        replaces: verified.replaces(),
     };
     let text = serde_json::to_string(&body).map_err(|e| Error::Refused(e.to_string()))?;
     let hash = keccak256(text.as_bytes());
@@ -494,6 +501,8 @@ pub fn sign_and_log(
 /// [`SigningLog::signed_at_nonce`]) holds a different transaction. The same transaction
 /// again is allowed: signing is deterministic, so it yields the same bytes (a flow that
 /// stopped between its signature and its journal signs again what it verified).
+/// A deliberate replacement names the transaction it replaces (`replaces`, one of
+/// `prior`'s): that one signature more is allowed, and recorded with the replaced hash.
 /// Called before the key is unlocked ([`crate::limits::read_spent`]) and again inside
 /// the append, where no other signer can slip in between.
 pub fn nonce_free(
@@ -502,7 +511,15 @@ pub fn nonce_free(
     chain_id: u64,
     nonce: u64,
     signing_hash: B256,
+    replaces: Option<B256>,
 ) -> Result<(), Error> {
+    if let Some(replaced) = replaces
+        && prior.iter().any(|b| {
+            b.key == key && b.chain_id == chain_id && b.nonce == nonce && b.tx_hash == replaced
+        })
+    {
+        return Ok(());
+    }
     let taken = prior.iter().find(|b| {
         b.key == key
             && b.chain_id == chain_id

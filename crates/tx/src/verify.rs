@@ -20,7 +20,7 @@
 //! the sender's next one (neither a gap nor a replacement). Each refusal names the field,
 //! what was expected and what was found.
 
-use alloy_primitives::{Address, U256};
+use alloy_primitives::{Address, B256, U256};
 
 use crate::Error;
 use crate::calldata::{self, Decoded, Value};
@@ -52,6 +52,16 @@ pub enum Nonce {
     /// their nonce was checked when they were signed and is not checked again. A
     /// [`Verified`] made this way cannot be signed.
     AlreadySigned,
+    /// A deliberate replacement (a re-priced call or a cancel) of the transaction with
+    /// hash `replaces`, which this key signed at `nonce`: the nonce must be exactly that
+    /// one. The signing log records the replaced hash with the new entry, and lets this
+    /// one signature at a signed nonce through its one-nonce-one-signature guard.
+    Replacing {
+        /// The nonce of the replaced transaction.
+        nonce: u64,
+        /// The replaced transaction's hash.
+        replaces: B256,
+    },
 }
 
 /// What is known of the sender's next nonce. The first source present decides: a nonce
@@ -81,6 +91,7 @@ pub struct Verified {
     claimed_description: Option<String>,
     pins_call: bool,
     nonce_source: Option<&'static str>,
+    replaces: Option<B256>,
     max_fee_cap: Option<U256>,
     spending: Vec<String>,
     window: Option<crate::limits::WindowLimit>,
@@ -142,6 +153,11 @@ impl Verified {
     /// `None` for bytes signed before.
     pub fn nonce_source(&self) -> Option<&'static str> {
         self.nonce_source
+    }
+
+    /// The hash of the transaction this one deliberately replaces ([`Nonce::Replacing`]).
+    pub fn replaces(&self) -> Option<B256> {
+        self.replaces
     }
 
     /// The context a [`crate::summary::Summary`] needs, from trusted facts only; the
@@ -388,13 +404,24 @@ pub fn verify(
         raw,
         token.as_ref(),
         context.spent.as_ref(),
-        matches!(context.nonce, Nonce::Next(_)),
+        !matches!(context.nonce, Nonce::AlreadySigned),
     )?;
 
     // When: the nonce.
-    let nonce_source = match &context.nonce {
-        Nonce::AlreadySigned => None,
-        Nonce::Next(facts) => Some(check_nonce(raw.nonce, facts)?),
+    let (nonce_source, replaces) = match &context.nonce {
+        Nonce::AlreadySigned => (None, None),
+        Nonce::Next(facts) => (Some(check_nonce(raw.nonce, facts)?), None),
+        Nonce::Replacing { nonce, replaces } if *nonce == raw.nonce => {
+            (Some("replacement"), Some(*replaces))
+        }
+        Nonce::Replacing { nonce, replaces } => {
+            return Err(refuse(
+                CheckedBy::Policy,
+                "nonce",
+                format!("{nonce} (the nonce of {replaces}, the transaction it replaces)"),
+                raw.nonce.to_string(),
+            ));
+        }
     };
 
     // Only the operator pins a call for signing without a question (see `pins_call`).
@@ -407,6 +434,7 @@ pub fn verify(
         claimed_description: intent.and_then(|i| i.description.clone()),
         pins_call,
         nonce_source,
+        replaces,
         max_fee_cap: policy.max_fee,
         spending: checked.lines,
         window: checked.window,
@@ -453,7 +481,11 @@ fn known_list(what: &str, known: impl Iterator<Item = String>) -> String {
 
 fn check_nonce(nonce: u64, facts: &NonceFacts) -> Result<&'static str, Error> {
     let wrong = |expected: u64, source: &str| {
-        let what = if nonce > expected {
+        let what = if nonce > expected && source == "the journal" {
+            "a gap by the journal's count; if this key signed elsewhere since (online, \
+             another machine), the journal is behind: give the sender's next nonce with \
+             --nonce"
+        } else if nonce > expected {
             "a gap: it would sit unmined until the nonces below it are used"
         } else {
             "a replacement of a transaction already sent or signed"

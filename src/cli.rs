@@ -88,6 +88,12 @@ pub enum Command {
     Batch(cmd::batch::BatchCommand),
     /// Finish an interrupted flow by resending its signed transaction.
     Resume(cmd::resume::ResumeArgs),
+    /// Sign a stuck flow's call again at its nonce at a higher gas price, send it, and
+    /// wait until one of its transactions is mined.
+    Replace(cmd::replace::ReplaceArgs),
+    /// Use a stuck flow's nonce up with a 0-value transfer to its sender, and wait until
+    /// one of its transactions is mined (the flow ends cancelled if the cancel is).
+    Cancel(cmd::replace::ReplaceArgs),
     /// Show the journal of flows.
     History(cmd::history::HistoryArgs),
     /// MT and ST balances of the keystore's keys or of the accounts named.

@@ -171,6 +171,8 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
         F::BundleMismatch(_)
         | F::NotBundle(_)
         | F::NonceReserved { .. }
+        | F::NonceHeld { .. }
+        | F::CannotReplace { .. }
         | F::LeaseExpired { .. }
         | F::BatchRunning { .. }
         | F::JournalCorrupt { .. }

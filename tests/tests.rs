@@ -15,6 +15,7 @@ mod key;
 mod log;
 mod offline;
 mod readme;
+mod replace;
 mod resume;
 mod sandbox;
 mod sign;

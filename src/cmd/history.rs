@@ -46,7 +46,10 @@ pub fn run(global: &GlobalOpts, args: HistoryArgs) -> anyhow::Result<()> {
         let rec = journal.find(id)?;
         let steps = journal.steps(&rec.tx_id)?;
         if global.json {
-            return crate::output::json(&json!({"flow": rec, "steps": steps}));
+            let signatures = journal.signatures(&rec.tx_id)?;
+            return crate::output::json(
+                &json!({"flow": rec, "steps": steps, "signatures": signatures}),
+            );
         }
         crate::output::line(format_args!(
             "{} {} {} from {} tx {}",

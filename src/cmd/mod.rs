@@ -9,6 +9,7 @@ pub mod history;
 pub mod key;
 pub mod log;
 pub mod redeem;
+pub mod replace;
 pub mod resume;
 pub mod sandbox;
 pub mod sign;
@@ -36,6 +37,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Action(cmd) => action::run(&global, cmd),
         Command::Submit(args) => submit::run(&global, args),
         Command::Resume(args) => resume::run(&global, args),
+        Command::Replace(args) => replace::run(&global, args, false),
+        Command::Cancel(args) => replace::run(&global, args, true),
         Command::History(args) => history::run(&global, args),
         Command::Balance(args) => balance::run(&global, args),
         Command::Demo(args) => demo::run(&global, args),

@@ -38,9 +38,9 @@ pub fn run(global: &GlobalOpts, args: ResumeArgs) -> anyhow::Result<()> {
         &mut StderrProgress,
     )) {
         // Done already: say so, send nothing.
-        Err(e @ bridgectl_flow::Error::AlreadyCompleted { .. }) => {
+        Err(e @ bridgectl_flow::Error::AlreadyCompleted { state, .. }) => {
             return if global.json {
-                crate::output::json(&json!({"txId": args.tx_id, "status": "completed",
+                crate::output::json(&json!({"txId": args.tx_id, "status": state,
                                             "resent": false}))
             } else {
                 crate::output::line(e)
@@ -58,6 +58,7 @@ pub fn run(global: &GlobalOpts, args: ResumeArgs) -> anyhow::Result<()> {
             "alreadyKnown": submitted.already_known,
             "signedNow": resumed.signed_now,
             "status": status,
+            "ended": resumed.ended,
         }))
     } else {
         crate::output::line(format_args!(
@@ -75,9 +76,21 @@ pub fn run(global: &GlobalOpts, args: ResumeArgs) -> anyhow::Result<()> {
             } else {
                 ""
             },
-            status
-                .map(|s| format!(", redemption {s}"))
-                .unwrap_or_default()
+            match &resumed.ended {
+                Some(e) => format!(
+                    ", mined {} ({}) in block {}: flow {}{}",
+                    e.mined,
+                    e.purpose.as_str(),
+                    e.block,
+                    e.state.as_str(),
+                    status
+                        .map(|s| format!(", redemption {s}"))
+                        .unwrap_or_default()
+                ),
+                None => status
+                    .map(|s| format!(", redemption {s}"))
+                    .unwrap_or_default(),
+            }
         ))
     }
 }

@@ -208,6 +208,41 @@ pub enum Error {
         by: String,
     },
 
+    /// A flow here signed (or holds) the nonce the new transaction has: a second
+    /// transaction at it could be mined instead of the first. The message names the flow
+    /// and the three ways on.
+    #[error(
+        "nonce {nonce} of {address} on chain {chain_id} is held by flow {by} ({state}, \
+         transaction {tx_hash}): `bridgectl resume {by}` sends it again; if it cannot be \
+         mined (no gas for fees, under-priced), `bridgectl replace {by}` signs it again at \
+         a higher gas price, or `bridgectl cancel {by}` uses the nonce up with a 0-value \
+         transfer to itself"
+    )]
+    NonceHeld {
+        /// The sender.
+        address: alloy_primitives::Address,
+        /// The chain.
+        chain_id: u64,
+        /// The nonce.
+        nonce: u64,
+        /// The flow holding it.
+        by: String,
+        /// Where that flow stands.
+        state: &'static str,
+        /// Its transaction's hash, when it signed.
+        tx_hash: String,
+    },
+
+    /// `replace` or `cancel` of a flow that has nothing to replace (never signed,
+    /// completed, its transaction mined) or at a price that cannot replace it.
+    #[error("flow {tx_id} cannot be replaced or cancelled: {why}")]
+    CannotReplace {
+        /// The flow.
+        tx_id: String,
+        /// Why, and what to do instead.
+        why: String,
+    },
+
     /// A flow waited for its approval past its nonce reservation's lease: the nonce may
     /// have been taken since, so nothing was signed; running it again checks the nonce
     /// again.
@@ -236,14 +271,17 @@ pub enum Error {
         lock: String,
     },
 
-    /// `resume` of a flow that already completed: there is nothing to resend.
+    /// `resume` of a flow that already ended well (completed, or cancelled by its own
+    /// cancel): there is nothing to resend.
     #[error(
-        "flow {tx_id} already completed{}: nothing to resend",
+        "flow {tx_id} already {state}{}: nothing to resend",
         .tx_hash.as_ref().map(|h| format!(" (tx {h})")).unwrap_or_default()
     )]
     AlreadyCompleted {
         /// The flow.
         tx_id: String,
+        /// `completed` or `cancelled`.
+        state: &'static str,
         /// Its transaction, if it had one.
         tx_hash: Option<String>,
     },

@@ -61,6 +61,9 @@ pub enum FlowState {
     Completed,
     /// Ended in failure; see the last step.
     Failed,
+    /// Ended by its cancel: a 0-value self-transfer at its nonce was mined instead of
+    /// its call (see [`Journal::record_replacement`]).
+    Cancelled,
 }
 
 impl FlowState {
@@ -74,6 +77,7 @@ impl FlowState {
             FlowState::Submitted => "submitted",
             FlowState::Completed => "completed",
             FlowState::Failed => "failed",
+            FlowState::Cancelled => "cancelled",
         }
     }
 
@@ -85,9 +89,54 @@ impl FlowState {
             "signed" => FlowState::Signed,
             "submitted" => FlowState::Submitted,
             "completed" => FlowState::Completed,
+            "cancelled" => FlowState::Cancelled,
             _ => FlowState::Failed,
         }
     }
+}
+
+/// Why a flow has a signature: its own call, or a deliberate replacement of it at the
+/// same nonce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Purpose {
+    /// The flow's first signature.
+    Original,
+    /// The same call again at a higher gas price (`bridgectl replace`).
+    Replacement,
+    /// A 0-value self-transfer that uses the nonce up instead (`bridgectl cancel`).
+    Cancel,
+}
+
+impl Purpose {
+    /// The stored spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Purpose::Original => "original",
+            Purpose::Replacement => "replacement",
+            Purpose::Cancel => "cancel",
+        }
+    }
+
+    fn parse(text: &str) -> Purpose {
+        match text {
+            "replacement" => Purpose::Replacement,
+            "cancel" => Purpose::Cancel,
+            _ => Purpose::Original,
+        }
+    }
+}
+
+/// One signature of a flow ([`Journal::signatures`]).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SignatureRecord {
+    /// The signed transaction's hash.
+    pub tx_hash: String,
+    /// Why it was signed.
+    pub purpose: Purpose,
+    /// The signed bytes, `0x`-hex.
+    pub signed_tx: String,
 }
 
 /// What a flow is. Stored as kebab-case text; `resume` dispatches on it.
@@ -232,7 +281,7 @@ pub struct Journal {
 }
 
 const SCHEMA: bridgectl_sqlite::Schema = bridgectl_sqlite::Schema {
-    version: 1,
+    version: 2,
     sql: SCHEMA_SQL,
 };
 
@@ -288,6 +337,17 @@ CREATE TABLE IF NOT EXISTS batch_items (
     PRIMARY KEY (batch_id, idx)
 );
 CREATE INDEX IF NOT EXISTS batch_items_by_tx ON batch_items(tx_id);
+-- Every signature of a flow that was replaced at its nonce (re-priced or cancelled),
+-- the original included: any of them may be the one mined, so each is kept until the
+-- chain decides. A flow never replaced has no rows here (its one signature is in flows).
+CREATE TABLE IF NOT EXISTS signatures (
+    tx_hash   TEXT PRIMARY KEY,
+    tx_id     TEXT NOT NULL REFERENCES flows(tx_id),
+    purpose   TEXT NOT NULL,
+    signed_tx TEXT NOT NULL,
+    at        TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS signatures_by_flow ON signatures(tx_id);
 ";
 
 /// The run lock of one batch (see [`Journal::lock_batch`]): released when dropped, or
@@ -638,6 +698,125 @@ impl Journal {
                 ],
             )?;
             t.commit()
+        })
+    }
+
+    /// Records a deliberate replacement of flow `tx_id`'s signed transaction at the same
+    /// nonce (`purpose`: a re-priced call or a cancel). Both stay known: the earlier
+    /// signatures move to the flow's [`Journal::signatures`], the new bytes become the
+    /// ones `resume` sends. Durable when this returns, like [`Journal::record_signed`].
+    pub fn record_replacement(
+        &self,
+        tx_id: &str,
+        signed: &bridgectl_tx::SignedTx,
+        purpose: Purpose,
+    ) -> Result<(), Error> {
+        let at = now();
+        let hex = format!("0x{}", hex::encode(&signed.raw));
+        let hash = signed.hash.to_string();
+        self.with_durable(|c| {
+            let t = c.transaction()?;
+            let (replaced, old_tx): (Option<String>, Option<String>) = t.query_row(
+                "SELECT tx_hash, signed_tx FROM flows WHERE tx_id = ?1",
+                params![tx_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            let (Some(replaced), Some(old_tx)) = (replaced, old_tx) else {
+                return Err(rusqlite::Error::QueryReturnedNoRows);
+            };
+            // The first replacement keeps the original too.
+            t.execute(
+                "INSERT OR IGNORE INTO signatures (tx_hash, tx_id, purpose, signed_tx, at)
+                 VALUES (?1, ?2, 'original', ?3, ?4)",
+                params![replaced, tx_id, old_tx, at],
+            )?;
+            t.execute(
+                "INSERT OR IGNORE INTO signatures (tx_hash, tx_id, purpose, signed_tx, at)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![hash, tx_id, purpose.as_str(), hex, at],
+            )?;
+            t.execute(
+                "UPDATE flows SET signed_tx = ?2, tx_hash = ?3, state = 'signed', updated_at = ?4
+                  WHERE tx_id = ?1",
+                params![tx_id, hex, hash, at],
+            )?;
+            t.execute(
+                "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, ?3, ?4)",
+                params![
+                    tx_id,
+                    at,
+                    format!("{}-signed", purpose.as_str()),
+                    serde_json::json!({"txHash": hash, "replaces": replaced,
+                                       "nonce": signed.nonce})
+                    .to_string()
+                ],
+            )?;
+            t.commit()
+        })
+    }
+
+    /// Every signature of flow `tx_id` that may be mined, oldest first: the original and
+    /// each replacement when it was replaced, else its one signed transaction (none
+    /// before it signed).
+    pub fn signatures(&self, tx_id: &str) -> Result<Vec<SignatureRecord>, Error> {
+        let rows: Vec<SignatureRecord> = self.with(|c| {
+            let mut stmt = c.prepare(
+                "SELECT tx_hash, purpose, signed_tx FROM signatures WHERE tx_id = ?1 ORDER BY rowid",
+            )?;
+            stmt.query_map(params![tx_id], |r| {
+                Ok(SignatureRecord {
+                    tx_hash: r.get(0)?,
+                    purpose: Purpose::parse(&r.get::<_, String>(1)?),
+                    signed_tx: r.get(2)?,
+                })
+            })?
+            .collect()
+        })?;
+        if !rows.is_empty() {
+            return Ok(rows);
+        }
+        let flow = self.get(tx_id)?;
+        Ok(match (flow.tx_hash, flow.signed_tx) {
+            (Some(tx_hash), Some(signed_tx)) => vec![SignatureRecord {
+                tx_hash,
+                purpose: Purpose::Original,
+                signed_tx,
+            }],
+            _ => Vec::new(),
+        })
+    }
+
+    /// The flow that holds `nonce` of `address` on `chain_id`: the one that signed it, or
+    /// the one whose reservation of it still holds. What a refusal of that nonce names,
+    /// so the person knows which flow to resume, replace or cancel.
+    pub fn nonce_holder(
+        &self,
+        address: Address,
+        chain_id: u64,
+        nonce: u64,
+    ) -> Result<Option<FlowRecord>, Error> {
+        self.with(|c| {
+            c.query_row(
+                &format!(
+                    "SELECT {COLUMNS} FROM flows WHERE tx_id IN (
+                     SELECT tx_id FROM flows
+                      WHERE from_addr = ?1 COLLATE NOCASE AND chain_id = ?2
+                        AND signed_tx IS NOT NULL AND CAST(nonce AS INTEGER) = ?3
+                     UNION ALL
+                     SELECT r.tx_id FROM nonces r JOIN flows f ON f.tx_id = r.tx_id
+                      WHERE r.address = ?1 AND r.chain_id = ?2 AND r.nonce = ?3 AND {})
+                     ORDER BY created_at LIMIT 1",
+                    holds("?4")
+                ),
+                params![
+                    address.to_string(),
+                    chain_id as i64,
+                    nonce as i64,
+                    unix_now() - self.lease_secs
+                ],
+                row_to_record,
+            )
+            .optional()
         })
     }
 

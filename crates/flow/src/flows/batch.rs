@@ -780,7 +780,7 @@ impl Flows {
         let tx_id = a.submitted.tx_id.clone();
         let outcome = match a.op {
             BatchOp::Redeem { .. } => self
-                .wait_redemption_every(&tx_id, a.submitted.tx_hash, interval, &mut Quiet)
+                .wait_redemption_every(&tx_id, a.submitted.tx_hash, interval, true, &mut Quiet)
                 .await
                 .map(|r| {
                     (!r.is_success()).then(|| {

@@ -90,7 +90,13 @@ impl Flows {
                 },
                 (None, None) => None,
             };
-            let verified = self.check_signed(&bundle.decoded, intent.as_ref()).await?;
+            let verified = self
+                .check_signed(
+                    &bundle.decoded,
+                    intent.as_ref(),
+                    crate::journal::Purpose::Original,
+                )
+                .await?;
             Ok((checked_against, verified))
         }
         .await;

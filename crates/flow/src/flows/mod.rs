@@ -18,6 +18,7 @@ mod bundle;
 mod managed;
 mod offline;
 mod redeem;
+mod replace;
 mod resume;
 mod swap;
 mod transfer;
@@ -35,7 +36,7 @@ use serde_json::{Value, json};
 
 use crate::Error;
 use crate::client::PlatformClient;
-use crate::journal::{FlowKind, FlowState, Journal};
+use crate::journal::{FlowKind, FlowState, Journal, Purpose};
 use crate::rpc::NodeClient;
 
 pub use action::{ActionCall, ActionOutcome, ActionResult, Mode};
@@ -45,6 +46,7 @@ pub use batch::{
 pub use bundle::{BundleCheck, PreparedBundle};
 pub use offline::{OfflineSigner, OfflineSigning};
 pub use redeem::RedeemOutcome;
+pub use replace::{CANCEL_GAS_LIMIT, DEFAULT_BUMP_BASIS_POINTS, Ended, Replaced, Repricing};
 pub use resume::{Resumed, can_resume};
 pub use swap::{SwapOutcome, SwapSpec};
 pub use transfer::{GasSource, NonceSource, TransferSpec, Which};
@@ -390,6 +392,13 @@ impl Flows {
         Ok(node)
     }
 
+    /// The client of `chain_id`'s node, when the bridge names one.
+    fn node_of_chain(&self, chain_id: u64) -> Option<Result<NodeClient, Error>> {
+        self.side_of_chain(chain_id)
+            .and_then(|s| s.rpc_url.as_deref())
+            .map(|url| self.node_at(url))
+    }
+
     /// Whether transaction `hash` on `chain_id` is mined, when the chain's node is known
     /// (unknown counts as no: the caller then reports the node's refusal).
     async fn is_mined(&self, chain_id: u64, hash: B256) -> bool {
@@ -506,9 +515,11 @@ impl Flows {
                 Some((chain_id, context)) if chain_id == raw_tx.chain_id => context,
                 _ => self.signing_context(tx_id, from, raw_tx.chain_id).await?,
             };
+            self.refuse_held_nonce(raw_tx, &context)?;
             context.spent = bridgectl_tx::limits::read_spent(
                 &policy,
                 raw_tx,
+                None,
                 self.signing_log.as_ref(),
                 bridgectl_tx::log::unix_now(),
             )?;
@@ -532,6 +543,36 @@ impl Flows {
                 self.fail(tx_id, "refused", &e);
                 Err(e)
             }
+        }
+    }
+
+    /// A nonce under the journal's floor is held by a flow here: the refusal names it
+    /// and the ways on (resume it, replace it, cancel it) rather than only the number the
+    /// verifier would give.
+    fn refuse_held_nonce(&self, raw_tx: &RawTx, context: &Context) -> Result<(), Error> {
+        let Nonce::Next(NonceFacts {
+            journal_next: Some(floor),
+            ..
+        }) = &context.nonce
+        else {
+            return Ok(());
+        };
+        if raw_tx.nonce >= *floor {
+            return Ok(());
+        }
+        match self
+            .journal
+            .nonce_holder(raw_tx.from, raw_tx.chain_id, raw_tx.nonce)?
+        {
+            Some(holder) => Err(Error::NonceHeld {
+                address: raw_tx.from,
+                chain_id: raw_tx.chain_id,
+                nonce: raw_tx.nonce,
+                state: holder.state.as_str(),
+                tx_hash: holder.tx_hash.unwrap_or_else(|| "not signed yet".into()),
+                by: holder.tx_id,
+            }),
+            None => Ok(()),
         }
     }
 
@@ -571,6 +612,7 @@ impl Flows {
             tx_id,
             &verified,
             intent,
+            Purpose::Original,
             approver,
         )
         .await
@@ -662,6 +704,7 @@ impl Flows {
         &self,
         decoded: &bridgectl_tx::decode::DecodedTx,
         intent: Option<&Intent>,
+        purpose: Purpose,
     ) -> Result<Verified, Error> {
         let unsigned = decoded.unsigned().ok_or_else(|| {
             bridgectl_tx::Error::Refused(format!(
@@ -675,12 +718,12 @@ impl Flows {
             nonce: Nonce::AlreadySigned,
             spent: None,
         };
-        Ok(bridgectl_tx::verify(
-            &unsigned,
-            intent,
-            &self.trust_root(),
-            &context,
-        )?)
+        // A cancel is a transfer to the sender itself, never a trusted contract's call.
+        let policy = match purpose {
+            Purpose::Cancel => self.cancel_policy(&unsigned),
+            _ => self.trust_root(),
+        };
+        Ok(bridgectl_tx::verify(&unsigned, intent, &policy, &context)?)
     }
 
     /// Marks a flow done with its final result.
@@ -711,14 +754,16 @@ fn fail(journal: &Journal, tx_id: &str, step: &str, err: &Error) {
 
 /// Asks the approver for the key, signs (recorded in the signing log before the bytes
 /// leave), re-decodes the result as a self-check, and commits the signed bytes to the
-/// journal. The only function of the crate that reaches a key; online flows and the
-/// offline signer both come through here.
+/// journal (a replacement of the flow's signed transaction, for a `purpose` other than
+/// its original signature). The only function of the crate that reaches a key; online
+/// flows, the offline signer and replace/cancel all come through here.
 async fn sign_verified(
     journal: &Journal,
     signing_log: &dyn SigningLog,
     tx_id: &str,
     verified: &Verified,
     intent: &Intent,
+    purpose: Purpose,
     approver: &mut impl Approver,
 ) -> Result<SignedTx, Error> {
     let review = Review {
@@ -726,16 +771,28 @@ async fn sign_verified(
         verified,
         intent,
     };
+    // A replacement that stops leaves the flow as it was: signed, its first transaction
+    // still able to be mined.
+    let fail = |step: &str, e: &Error| match purpose {
+        Purpose::Original => fail(journal, tx_id, step, e),
+        _ => {
+            let _ = journal.note(
+                tx_id,
+                &format!("{}-{step}", purpose.as_str()),
+                &json!({"error": e.to_string()}),
+            );
+        }
+    };
     let signer = approver
         .approve(&review)
         .await
-        .inspect_err(|e| fail(journal, tx_id, "not-approved", e))?;
+        .inspect_err(|e| fail("not-approved", e))?;
     // The approval may have taken long: the nonce must still be this flow's, with lease
     // to spare, or another flow may have signed it meanwhile.
     let tx = verified.raw_tx();
     journal
         .hold_reservation(tx_id, tx.from, tx.chain_id, tx.nonce)
-        .inspect_err(|e| fail(journal, tx_id, "not-signed", e))?;
+        .inspect_err(|e| fail("not-signed", e))?;
     let signed = bridgectl_tx::sign_and_log(
         verified,
         &signer,
@@ -746,9 +803,12 @@ async fn sign_verified(
     drop(signer);
     let signed = signed
         .and_then(|s| self_check(&s, verified.raw_tx()).map(|()| s))
-        .inspect_err(|e| fail(journal, tx_id, "not-signed", e))?;
+        .inspect_err(|e| fail("not-signed", e))?;
     bridgectl_sqlite::failpoint::hit("signed-not-journaled");
-    journal.record_signed(tx_id, &signed)?;
+    match purpose {
+        Purpose::Original => journal.record_signed(tx_id, &signed)?,
+        _ => journal.record_replacement(tx_id, &signed, purpose)?,
+    }
     bridgectl_sqlite::failpoint::hit("journaled-not-sent");
     Ok(signed)
 }

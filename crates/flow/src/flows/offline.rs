@@ -86,6 +86,7 @@ impl OfflineSigner<'_> {
             spent: bridgectl_tx::limits::read_spent(
                 self.policy,
                 tx,
+                None,
                 self.signing_log,
                 bridgectl_tx::log::unix_now(),
             )?,
@@ -116,6 +117,7 @@ impl OfflineSigner<'_> {
             &tx_id,
             &verified,
             &intent,
+            crate::journal::Purpose::Original,
             approver,
         )
         .await

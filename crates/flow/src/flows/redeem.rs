@@ -97,18 +97,26 @@ impl Flows {
         tx_hash: B256,
         progress: &mut dyn Progress,
     ) -> Result<Redemption, Error> {
-        self.wait_redemption_every(tx_id, tx_hash, self.wait.interval, progress)
+        self.wait_redemption_every(tx_id, tx_hash, self.wait.interval, true, progress)
             .await
     }
 
-    /// [`Flows::wait_redemption`], polling every `interval`.
+    /// [`Flows::wait_redemption`], polling every `interval`; by the hash only, without
+    /// `by_tx_id`: a flow replaced at its nonce ended by another transaction than the one
+    /// the platform built for its txId, and the platform may still answer for that one.
     pub(crate) async fn wait_redemption_every(
         &self,
         tx_id: &str,
         tx_hash: B256,
         interval: std::time::Duration,
+        by_tx_id: bool,
         progress: &mut dyn Progress,
     ) -> Result<Redemption, Error> {
+        let asked = if by_tx_id {
+            tx_id.to_owned()
+        } else {
+            tx_hash.to_string()
+        };
         let start = std::time::Instant::now();
         let mut last_status = String::new();
         let side_env = self.bridge()?.side.environment_id.clone();
@@ -129,7 +137,7 @@ impl Flows {
             // The whole wait is bounded, a slow answer included.
             let remaining = self.wait.timeout.saturating_sub(start.elapsed());
             let Ok(answer) =
-                tokio::time::timeout(remaining, self.client.redemption(tx_id, &side_env)).await
+                tokio::time::timeout(remaining, self.client.redemption(&asked, &side_env)).await
             else {
                 return Err(timed_out(&last_status, &last_error));
             };

@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use super::{ActionCall, Approver, Flows, Progress, Submitted};
 use crate::Error;
 use crate::client::Redemption;
-use crate::journal::{FlowKind, FlowRecord, FlowState, Journal};
+use crate::journal::{FlowKind, FlowRecord, FlowState, Journal, Purpose};
 
 /// What [`Flows::resume`] or [`Flows::resume_with_approval`] did.
 #[derive(Debug, Clone, Serialize)]
@@ -42,6 +42,9 @@ pub struct Resumed {
     /// Whether this resume signed the flow's journaled transaction (it had stopped at
     /// its approval); `false`: the journal's signed bytes were resent.
     pub signed_now: bool,
+    /// For a flow replaced at its nonce (`replace`, `cancel`): which of its
+    /// transactions was mined, and how the flow ended by it.
+    pub ended: Option<super::Ended>,
 }
 
 /// The step a flow that stopped at its approval ends at (see `sign_verified`).
@@ -240,11 +243,35 @@ impl Flows {
                 decoded.nonce.to_string(),
             ));
         }
+        // A flow replaced at its nonce sends its newest signature: the call re-priced, or
+        // its cancel; each is checked against what that purpose allows.
+        let purpose = self
+            .journal
+            .signatures(tx_id)?
+            .into_iter()
+            .find(|s| s.tx_hash.parse::<B256>().ok() == Some(hash))
+            .map_or(Purpose::Original, |s| s.purpose);
+        let signed_price = decoded
+            .gas_price
+            .and_then(|p| u128::try_from(p).ok())
+            .unwrap_or_default();
         if let Some(journaled) = &rec.raw_tx {
             let asked = RawTx::from_value(journaled)?;
-            crate::airgap::check_signed_matches(&decoded, &asked)?;
+            let expected = match purpose {
+                Purpose::Original => asked,
+                Purpose::Replacement => RawTx {
+                    gas_price: signed_price,
+                    ..asked
+                },
+                Purpose::Cancel => super::replace::cancel_tx(&asked, signed_price),
+            };
+            crate::airgap::check_signed_matches(&decoded, &expected)?;
         }
-        let unsigned = self.check_signed(&decoded, None).await?.raw_tx().clone();
+        let unsigned = self
+            .check_signed(&decoded, None, purpose)
+            .await?
+            .raw_tx()
+            .clone();
         self.journal.note(
             tx_id,
             "resume",
@@ -271,6 +298,18 @@ impl Flows {
         progress: &mut dyn Progress,
     ) -> Result<Resumed, Error> {
         let tx_id = submitted.tx_id.as_str();
+        if self.journal.signatures(tx_id)?.len() > 1 {
+            // Replaced at its nonce: the chain decides which of its transactions ends it.
+            let rec = self.journal.get(tx_id)?;
+            let ended = self.follow_replaced(&rec, progress).await?;
+            return Ok(Resumed {
+                kind,
+                submitted,
+                redemption: ended.redemption.clone(),
+                signed_now,
+                ended: Some(ended),
+            });
+        }
         let redemption = if kind == FlowKind::Redeem {
             Some(
                 self.wait_redemption(tx_id, submitted.tx_hash, progress)
@@ -285,6 +324,7 @@ impl Flows {
             submitted,
             redemption,
             signed_now,
+            ended: None,
         })
     }
 }
@@ -292,9 +332,10 @@ impl Flows {
 /// Where `rec` can be taken up, or why it cannot.
 fn stage(journal: &Journal, rec: &FlowRecord) -> Result<Stage, Error> {
     let tx_id = &rec.tx_id;
-    if rec.state == FlowState::Completed {
+    if matches!(rec.state, FlowState::Completed | FlowState::Cancelled) {
         return Err(Error::AlreadyCompleted {
             tx_id: tx_id.clone(),
+            state: rec.state.as_str(),
             tx_hash: rec.tx_hash.clone(),
         });
     }

@@ -1,0 +1,485 @@
+//! Replace and cancel: the one deliberate second signature at a nonce this journal signed.
+//!
+//! A signed transaction that cannot be mined (under-priced after a gas spike, stuck
+//! behind a full pool) holds its sender's nonce, and the nonce discipline refuses every
+//! other transaction at it. These are the ways on, each a flow step of the stuck flow
+//! itself, never a new flow:
+//!
+//! - [`Flows::replace`]: the same call at a higher gas price;
+//! - [`Flows::cancel`]: a 0-value transfer to the sender itself, which uses the nonce up
+//!   and does nothing else.
+//!
+//! Both go through the one verifier (the trust root's chains, caps and limits; a
+//! replacement pinned to the replaced call byte for byte, a cancel to its fixed shape)
+//! and the approver, are recorded in the signing log with the hash they replace (the
+//! only way past its one-nonce-one-signature guard) and count against spending limits
+//! as if both could be mined. The journal keeps every signature of the flow; whichever
+//! the chain mines decides how the flow ends ([`Flows::follow_replaced`]).
+
+use std::time::Instant;
+
+use alloy_primitives::{B256, Bytes, U256};
+use bridgectl_tx::request::Intent;
+use bridgectl_tx::{Context, Nonce, Policy, RawTx};
+use serde::Serialize;
+use serde_json::json;
+
+use super::{Approver, Flows, Progress, Submitted, sign_verified};
+use crate::Error;
+use crate::client::Redemption;
+use crate::journal::{FlowKind, FlowRecord, FlowState, Purpose};
+use crate::rpc::Receipt;
+
+/// The gas of a plain value transfer, which a cancel is.
+pub const CANCEL_GAS_LIMIT: u64 = 21_000;
+
+/// The default raise of a replacement's gas price, in basis points (12.5%): nodes refuse
+/// a replacement that pays less than 10% more (geth's `txpool.pricebump`), and a little
+/// over that clears it after rounding.
+pub const DEFAULT_BUMP_BASIS_POINTS: u32 = 1_250;
+
+/// How a replacement (or a cancel) is priced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repricing {
+    /// Exactly this many wei per gas; more than the replaced transaction pays.
+    GasPrice(u128),
+    /// The replaced transaction's gas price raised by this many basis points (1250 is
+    /// 12.5%), or the node's going price when that is higher.
+    Bump {
+        /// The raise, in hundredths of a percent.
+        basis_points: u32,
+    },
+}
+
+impl Default for Repricing {
+    fn default() -> Self {
+        Repricing::Bump {
+            basis_points: DEFAULT_BUMP_BASIS_POINTS,
+        }
+    }
+}
+
+/// What [`Flows::replace`] or [`Flows::cancel`] did, and how the flow ended.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Replaced {
+    /// The flow.
+    pub tx_id: String,
+    /// A replacement or a cancel.
+    pub purpose: Purpose,
+    /// The hash of the transaction replaced.
+    pub replaces: B256,
+    /// The new transaction's hash.
+    pub tx_hash: B256,
+    /// Its gas price, in wei.
+    #[serde(with = "decimal_u128")]
+    pub gas_price: u128,
+    /// Whether the submission was answered "already known".
+    pub already_known: bool,
+    /// How the flow ended once one of its transactions was mined.
+    pub ended: Ended,
+}
+
+/// How a flow with more than one signature at its nonce ended: which one the chain mined.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Ended {
+    /// `completed`, `failed` or `cancelled`.
+    pub state: FlowState,
+    /// The transaction that was mined.
+    pub mined: B256,
+    /// Why that one was signed.
+    pub purpose: Purpose,
+    /// The block it was mined in.
+    pub block: u64,
+    /// For a redeem whose call was mined: the redemption record it ended with.
+    pub redemption: Option<Redemption>,
+}
+
+impl Flows {
+    /// Signs flow `tx_id`'s call again at its nonce at a higher gas price, sends it, and
+    /// waits until one of the flow's transactions is mined (see the module doc).
+    pub async fn replace(
+        &self,
+        tx_id: &str,
+        repricing: Repricing,
+        approver: &mut impl Approver,
+        progress: &mut dyn Progress,
+    ) -> Result<Replaced, Error> {
+        self.sign_again(tx_id, Purpose::Replacement, repricing, approver, progress)
+            .await
+    }
+
+    /// Signs a 0-value transfer from flow `tx_id`'s sender to itself at the flow's
+    /// nonce, sends it, and waits until one of the flow's transactions is mined: the
+    /// flow ends `cancelled` when the cancel is.
+    pub async fn cancel(
+        &self,
+        tx_id: &str,
+        repricing: Repricing,
+        approver: &mut impl Approver,
+        progress: &mut dyn Progress,
+    ) -> Result<Replaced, Error> {
+        self.sign_again(tx_id, Purpose::Cancel, repricing, approver, progress)
+            .await
+    }
+
+    async fn sign_again(
+        &self,
+        tx_id: &str,
+        purpose: Purpose,
+        repricing: Repricing,
+        approver: &mut impl Approver,
+        progress: &mut dyn Progress,
+    ) -> Result<Replaced, Error> {
+        let rec = self.journal.find(tx_id)?;
+        let tx_id = rec.tx_id.as_str();
+        let not = |why: String| Error::CannotReplace {
+            tx_id: tx_id.to_owned(),
+            why,
+        };
+        if matches!(rec.state, FlowState::Completed | FlowState::Cancelled) {
+            return Err(not(format!("it is {} already", rec.state.as_str())));
+        }
+        let Some(signed_hex) = &rec.signed_tx else {
+            return Err(not(
+                "it never signed a transaction, so it holds no nonce that could be mined; \
+                 nothing needs replacing"
+                    .into(),
+            ));
+        };
+        let current = journaled_unsigned(&rec, signed_hex)?;
+        let replaces = current.1;
+        let current = current.0;
+        if let Some((sig, receipt)) = self.mined_signature(&rec).await? {
+            return Err(not(format!(
+                "its transaction {} was mined in block {}: `bridgectl resume {tx_id}` records \
+                 how it ended",
+                sig.tx_hash, receipt.block_number
+            )));
+        }
+        let quote = self.gas_price_quote(current.chain_id).await?;
+        let gas_price = new_gas_price(current.gas_price, repricing, quote).map_err(not)?;
+        let (raw, intent, policy) = match purpose {
+            Purpose::Cancel => {
+                let raw = cancel_tx(&current, gas_price);
+                let policy = self.cancel_policy(&raw);
+                let intent = Intent {
+                    to: Some(raw.to),
+                    chain_id: Some(raw.chain_id),
+                    description: Some(format!("cancel flow {tx_id}: use nonce {} up", raw.nonce)),
+                    ..Intent::default()
+                };
+                (raw, intent, policy)
+            }
+            _ => {
+                let raw = RawTx {
+                    gas_price,
+                    ..current.clone()
+                };
+                // The replaced call byte for byte: it passed the flow's intent when it was
+                // signed, and only its price may change.
+                let mut policy = self.trust_root();
+                policy.expect_data = Some(raw.data.clone());
+                let intent = Intent {
+                    to: Some(raw.to),
+                    chain_id: Some(raw.chain_id),
+                    description: Some(format!("replace flow {tx_id} at a higher gas price")),
+                    ..Intent::default()
+                };
+                (raw, intent, policy)
+            }
+        };
+        let checked = (|| {
+            let context = Context {
+                signer: raw.from,
+                gas_price_quote: quote,
+                nonce: Nonce::Replacing {
+                    nonce: current.nonce,
+                    replaces,
+                },
+                spent: bridgectl_tx::limits::read_spent(
+                    &policy,
+                    &raw,
+                    Some(replaces),
+                    self.signing_log.as_ref(),
+                    bridgectl_tx::log::unix_now(),
+                )?,
+            };
+            let verified = bridgectl_tx::verify(&raw, Some(&intent), &policy, &context)?;
+            // The flow's own nonce, its reservation's lease renewed for the approval.
+            self.journal
+                .reserve_nonce(tx_id, raw.from, raw.chain_id, raw.nonce)?;
+            Ok::<_, Error>(verified)
+        })();
+        let verified = checked.inspect_err(|e| {
+            let _ = self.journal.note(
+                tx_id,
+                &format!("{}-refused", purpose.as_str()),
+                &json!({"error": e.to_string()}),
+            );
+        })?;
+        progress.step(&format!(
+            "{} of {replaces} checked: nonce {}, gas price {gas_price} wei",
+            purpose.as_str(),
+            raw.nonce
+        ));
+        let signed = sign_verified(
+            &self.journal,
+            self.signing_log.as_ref(),
+            tx_id,
+            &verified,
+            &intent,
+            purpose,
+            approver,
+        )
+        .await?;
+        progress.step(&format!("signed {} (nonce {})", signed.hash, signed.nonce));
+        let already_known = match self.submit_journaled(tx_id, &signed, progress).await {
+            Ok(Submitted { already_known, .. }) => already_known,
+            // Another of the flow's transactions was mined meanwhile: the wait below
+            // finds which.
+            Err(e) if super::is_nonce_too_low(&e) => false,
+            Err(e) => return Err(e),
+        };
+        let rec = self.journal.get(tx_id)?;
+        let ended = self.follow_replaced(&rec, progress).await?;
+        Ok(Replaced {
+            tx_id: tx_id.to_owned(),
+            purpose,
+            replaces,
+            tx_hash: signed.hash,
+            gas_price,
+            already_known,
+            ended,
+        })
+    }
+
+    /// The trust root for a cancel: the trusted chains and the caps, with the callee
+    /// fixed to the sender itself and no calldata (a cancel is never a contract call).
+    pub(crate) fn cancel_policy(&self, raw: &RawTx) -> Policy {
+        let mut policy = self.trust_root();
+        policy.expect_to = Some(raw.from);
+        policy.expect_data = Some(Bytes::new());
+        policy.max_value = Some(U256::ZERO);
+        policy
+    }
+
+    /// The first of flow `rec`'s signatures that its chain's node has a receipt for.
+    /// `None` when none is mined, or when the chain's node is not known.
+    async fn mined_signature(
+        &self,
+        rec: &FlowRecord,
+    ) -> Result<Option<(crate::journal::SignatureRecord, Receipt)>, Error> {
+        let Some(node) = rec.chain_id.and_then(|c| self.node_of_chain(c)) else {
+            return Ok(None);
+        };
+        let node = node?;
+        for sig in self.journal.signatures(&rec.tx_id)? {
+            let Ok(hash) = sig.tx_hash.parse::<B256>() else {
+                continue;
+            };
+            if let Some(receipt) = node.receipt(hash).await? {
+                return Ok(Some((sig, receipt)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Waits until one of flow `rec`'s transactions is mined, then ends the flow by it:
+    /// `cancelled` when its cancel was mined, `failed` when the mined call reverted, and
+    /// otherwise as the flow ends (a redeem when the platform reports its redemption).
+    /// Needs the chain's node: only it can say which of several transactions won.
+    pub(crate) async fn follow_replaced(
+        &self,
+        rec: &FlowRecord,
+        progress: &mut dyn Progress,
+    ) -> Result<Ended, Error> {
+        let tx_id = rec.tx_id.as_str();
+        if rec.chain_id.and_then(|c| self.node_of_chain(c)).is_none() {
+            return Err(Error::Config(
+                "following a replaced flow needs its chain's node (the chain's rpc_url): \
+                 only the node can say which of its transactions was mined",
+            ));
+        }
+        progress.step("waiting until one of its transactions is mined");
+        let start = Instant::now();
+        let (sig, receipt) = loop {
+            if let Some(found) = self.mined_signature(rec).await? {
+                break found;
+            }
+            if start.elapsed() >= self.wait.timeout {
+                return Err(Error::Timeout {
+                    what: format!("one of flow {tx_id}'s transactions to be mined"),
+                    seconds: self.wait.timeout.as_secs(),
+                    flow: Some(tx_id.to_owned()),
+                });
+            }
+            crate::timing::sleep(self.wait.interval).await;
+        };
+        let mined = receipt.transaction_hash;
+        self.journal.note(
+            tx_id,
+            "mined",
+            &json!({"txHash": mined.to_string(), "purpose": sig.purpose.as_str(),
+                    "block": receipt.block_number, "success": receipt.success}),
+        )?;
+        progress.step(&format!(
+            "mined {mined} ({}) in block {}",
+            sig.purpose.as_str(),
+            receipt.block_number
+        ));
+        let ended = |state, redemption| Ended {
+            state,
+            mined,
+            purpose: sig.purpose,
+            block: receipt.block_number,
+            redemption,
+        };
+        if sig.purpose == Purpose::Cancel {
+            self.journal.observe(
+                tx_id,
+                Some(FlowState::Cancelled),
+                "cancelled",
+                &json!({"txHash": mined.to_string(), "block": receipt.block_number}),
+            )?;
+            return Ok(ended(FlowState::Cancelled, None));
+        }
+        if !receipt.success {
+            self.journal
+                .step(tx_id, FlowState::Failed, "reverted", &json!({}))?;
+            return Err(Error::Reverted {
+                tx_hash: mined,
+                block: receipt.block_number,
+            });
+        }
+        if rec.kind == FlowKind::Redeem {
+            let r = self
+                .wait_redemption_every(tx_id, mined, self.wait.interval, false, progress)
+                .await?;
+            let state = if r.is_success() {
+                FlowState::Completed
+            } else {
+                FlowState::Failed
+            };
+            return Ok(ended(state, Some(r)));
+        }
+        self.complete(tx_id, &json!({"txHash": mined.to_string()}), true)?;
+        Ok(ended(FlowState::Completed, None))
+    }
+}
+
+/// The unsigned transaction and hash of the signed bytes journaled for `rec`, checked to
+/// be from its recorded sender.
+fn journaled_unsigned(rec: &FlowRecord, signed_hex: &str) -> Result<(RawTx, B256), Error> {
+    let corrupt = |reason: String| Error::JournalCorrupt {
+        tx_id: rec.tx_id.clone(),
+        reason,
+    };
+    let bytes = hex::decode(signed_hex.trim_start_matches("0x"))
+        .map_err(|_| corrupt("the signed bytes are not hex".into()))?;
+    let decoded = bridgectl_tx::decode::decode_signed(&bytes)
+        .map_err(|e| corrupt(format!("the signed bytes do not decode: {e}")))?;
+    let unsigned = decoded
+        .unsigned()
+        .ok_or_else(|| corrupt("the signed bytes are not a legacy transaction".into()))?;
+    if rec.from.as_deref().and_then(|f| f.parse().ok()) != Some(decoded.sender) {
+        return Err(corrupt(format!(
+            "the signed bytes are from {}, the journal records {:?}",
+            decoded.sender, rec.from
+        )));
+    }
+    Ok((unsigned, decoded.hash))
+}
+
+/// The cancel of `current`: from its sender to itself, nothing sent, no call, at its
+/// nonce and chain.
+pub(crate) fn cancel_tx(current: &RawTx, gas_price: u128) -> RawTx {
+    RawTx {
+        from: current.from,
+        to: current.from,
+        data: Bytes::new(),
+        nonce: current.nonce,
+        gas_limit: CANCEL_GAS_LIMIT,
+        gas_price,
+        chain_id: current.chain_id,
+        value: U256::ZERO,
+    }
+}
+
+/// The gas price of a transaction replacing one that pays `old`: as asked, and always
+/// more than `old` (a node keeps the first of two transactions that pay the same).
+fn new_gas_price(old: u128, repricing: Repricing, quote: Option<u128>) -> Result<u128, String> {
+    let price = match repricing {
+        Repricing::GasPrice(p) => p,
+        Repricing::Bump { basis_points } => {
+            let raised = old
+                .checked_mul(10_000 + u128::from(basis_points))
+                .map(|v| v.div_ceil(10_000))
+                .ok_or_else(|| {
+                    format!("{old} wei raised by {basis_points} basis points overflows")
+                })?;
+            raised.max(quote.unwrap_or(0))
+        }
+    };
+    if price <= old {
+        return Err(format!(
+            "a replacement must pay more than the {old} wei per gas of the transaction it \
+             replaces (a node keeps the first of two that pay the same); {price} wei is not"
+        ));
+    }
+    Ok(price)
+}
+
+mod decimal_u128 {
+    use serde::Serializer;
+
+    pub fn serialize<S: Serializer>(v: &u128, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&v.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replacement_always_pays_more_than_what_it_replaces() {
+        let bump = Repricing::default();
+        assert_eq!(new_gas_price(1_000, bump, None), Ok(1_125));
+        // Rounded up: 12.5% of 7 is 0.875.
+        assert_eq!(new_gas_price(7, bump, None), Ok(8));
+        assert_eq!(new_gas_price(1_000, bump, Some(5_000)), Ok(5_000));
+        assert_eq!(
+            new_gas_price(1_000, Repricing::GasPrice(2_000), Some(9_000)),
+            Ok(2_000)
+        );
+        assert!(new_gas_price(1_000, Repricing::GasPrice(1_000), None).is_err());
+        assert!(
+            new_gas_price(0, Repricing::Bump { basis_points: 0 }, None).is_err(),
+            "a raise of nothing is no replacement"
+        );
+        assert!(new_gas_price(u128::MAX, bump, None).is_err());
+    }
+
+    #[test]
+    fn a_cancel_moves_nothing_and_keeps_the_nonce() {
+        let current = RawTx {
+            from: alloy_primitives::Address::repeat_byte(1),
+            to: alloy_primitives::Address::repeat_byte(2),
+            data: Bytes::from(vec![1, 2, 3, 4]),
+            nonce: 7,
+            gas_limit: 90_000,
+            gas_price: 10,
+            chain_id: 31_337,
+            value: U256::from(5),
+        };
+        let c = cancel_tx(&current, 12);
+        assert_eq!(
+            (c.from, c.to, c.nonce, c.chain_id, c.gas_price),
+            (current.from, current.from, 7, 31_337, 12)
+        );
+        assert!(c.data.is_empty() && c.value.is_zero());
+        assert_eq!(c.gas_limit, CANCEL_GAS_LIMIT);
+    }
+}

@@ -173,6 +173,7 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
         | F::NonceReserved { .. }
         | F::LeaseExpired { .. }
         | F::BatchRunning { .. }
+        | F::BatchRefused { .. }
         | F::JournalCorrupt { .. }
         | F::ChangedSinceVerified { .. }
         | F::Stale { .. }

@@ -20,11 +20,11 @@ pub use alloy_signer_local::PrivateKeySigner;
 pub use bridgectl_tx::{Policy, SignedTx, Verified};
 pub use error::{Error, chain};
 pub use flows::{
-    ActionCall, ActionOutcome, ActionResult, Approver, BatchItem, BatchOp, BatchOptions,
-    BatchStatus, Bridge, BundleCheck, ChainSide, DEFAULT_MAX_GAS_LIMIT, Flows, FlowsBuilder,
-    GAS_PRICE_SANITY_MULTIPLE, GasPriceCap, GasSource, ItemResult, ItemState, ItemStatus, ItemView,
-    Mode, NoGasPriceCap, NonceSource, OfflineSigner, OfflineSigning, PreparedBundle, Progress,
-    Quiet, RedeemOutcome, Resumed, Review, Submitted, Submitter, SwapOutcome, SwapSpec,
-    TransferSpec, WaitOptions, Which, can_resume,
+    ActionCall, ActionOutcome, ActionResult, Approver, BatchCheck, BatchItem, BatchOp,
+    BatchOptions, BatchStatus, Bridge, BundleCheck, ChainSide, DEFAULT_MAX_GAS_LIMIT, Flows,
+    FlowsBuilder, GAS_PRICE_SANITY_MULTIPLE, GasNeed, GasPriceCap, GasSource, ItemResult,
+    ItemState, ItemStatus, ItemView, Mode, NoGasPriceCap, NonceSource, OfflineSigner,
+    OfflineSigning, PreparedBundle, Progress, Quiet, RedeemOutcome, RefusedItem, Resumed, Review,
+    Submitted, Submitter, SwapOutcome, SwapSpec, TransferSpec, WaitOptions, Which, can_resume,
 };
 pub use journal::{BatchLock, BatchRecord, FlowKind, FlowState, Journal};

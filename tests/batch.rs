@@ -722,3 +722,67 @@ fn a_batch_from_a_sender_without_gas_is_refused_by_plan_and_run_before_any_unloc
     }
     assert_eq!(live.nonce(true, poor.address()), 0, "nothing sent");
 }
+
+/// Two keys with passphrases of their own and one with the command's: `batch run` with
+/// `--passphrase-file-for` (by label and by address) runs unattended, reads each key's
+/// file once and the command's source once (for the third key), and every item
+/// completes.
+#[test]
+fn a_batch_of_keys_with_different_passphrases_runs_unattended() {
+    let mut live = Live::shared("batch_passphrases");
+    let mut files = Vec::new();
+    let mut owners = Vec::new();
+    for name in ["alice", "bob"] {
+        let account = live.sb.new_account();
+        let key = account.private_key.expose_secret().to_owned();
+        let passphrase = format!("{name}-{}", uuid::Uuid::new_v4().simple());
+        live.secrets
+            .add("a payer's private key", &key)
+            .add("a payer's passphrase", &passphrase);
+        let file = format!("{name}.passphrase");
+        live.dir.write(&file, format!("{passphrase}\n"));
+        live.import_key_with(&key, name, &live.dir.join(&file));
+        files.push(passphrase);
+        owners.push(account.address);
+    }
+    let to = PrivateKeySigner::random().address();
+    live.dir.write(
+        "payouts.csv",
+        format!(
+            "op,from,to,token,amount,id\n\
+             redeem,alice,,,0.5,a1\n\
+             transfer,bob,{to},st,0.25,b1\n\
+             redeem,bob,,,0.5,b2\n\
+             transfer,dev,{to},mt,1,d1\n\
+             transfer,alice,{to},mt,2,a2\n"
+        ),
+    );
+    let alice = CountingPassphrase::new(&live.dir, &files[0]);
+    let bob = CountingPassphrase::new(&live.dir, &files[1]);
+    let default = CountingPassphrase::new(&live.dir, &live.passphrase);
+    let mut c = live.cmd();
+    c.env("BRIDGECTL_PASSPHRASE_FILE", &default.path).args([
+        "--json",
+        "batch",
+        "run",
+        "payouts.csv",
+        "--yes",
+        "--passphrase-file-for",
+        &format!("alice={}", alice.path.display()),
+        "--passphrase-file-for",
+        &format!("{}={}", owners[1], bob.path.display()),
+    ]);
+    let out = live.run_ok(c);
+    assert_eq!(alice.finish(), 1, "alice's file is read once");
+    assert_eq!(bob.finish(), 1, "bob's file is read once");
+    assert_eq!(default.finish(), 1, "the command's source, for dev only");
+    let (results, summary) = parse_results(&out.stdout);
+    assert_eq!(summary["completed"], 5, "{results:#?}");
+    let one = U256::from(10u64).pow(U256::from(17u64)); // 0.1 token, 18 decimals
+    assert_eq!(live.balance(false, to), one * U256::from(30u64), "MT sent");
+    assert_eq!(
+        live.balance(true, to),
+        one * U256::from(25u64) / U256::from(10u64),
+        "ST sent"
+    );
+}

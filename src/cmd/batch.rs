@@ -26,7 +26,7 @@ use crate::cli::GlobalOpts;
 use crate::exit::{Code, WithCode, coded};
 use crate::opts::{FlowOpts, PlatformOpts, parse_amount};
 use crate::output::untrusted;
-use crate::passphrase::CliPassphrases;
+use crate::passphrase::KeyPassphrases;
 use crate::session::Session;
 
 /// `bridgectl batch ...`
@@ -95,6 +95,16 @@ pub struct RunOpts {
     /// order).
     #[arg(long, default_value_t = BatchOptions::default().jobs, value_name = "N")]
     pub jobs: usize,
+    /// Read the passphrase of key KEY (its label or address) from the first line of
+    /// FILE (keep it 0600); repeat for keys with passphrases of their own. Each file is
+    /// read once. Keys not named use --passphrase-file, BRIDGECTL_PASSPHRASE_FILE,
+    /// BRIDGECTL_PASSPHRASE or a prompt per key.
+    #[arg(
+        long = "passphrase-file-for",
+        value_name = "KEY=FILE",
+        help_heading = "Passphrase"
+    )]
+    pub passphrase_file_for: Vec<String>,
     /// Shared options.
     #[command(flatten)]
     pub flow: FlowOpts,
@@ -659,14 +669,13 @@ impl Plan {
 
 // ------------------------------------------------------------------ running
 
-/// Unlocks each of `accounts` once, from the one passphrase source of the command.
+/// Unlocks each of `accounts` once, each from its `--passphrase-file-for` file or else
+/// from the command's passphrase source.
 fn unlock(
     session: &Session,
-    opts: &FlowOpts,
+    passphrases: &mut KeyPassphrases,
     accounts: &[Address],
 ) -> Result<Vec<PrivateKeySigner>> {
-    let mut passphrases = CliPassphrases::new(&opts.passphrase);
-    passphrases.ensure_available()?;
     let mut keys = Vec::with_capacity(accounts.len());
     let started = Instant::now();
     for (i, address) in accounts.iter().enumerate() {
@@ -675,7 +684,7 @@ fn unlock(
             i + 1,
             accounts.len()
         ));
-        keys.push(passphrases.unlock(&session.keystore, &address.to_string())?);
+        keys.push(passphrases.unlock(&session.keystore, *address)?);
     }
     crate::output::note(format_args!(
         "» {} keys unlocked in {:.1} s",
@@ -683,6 +692,16 @@ fn unlock(
         started.elapsed().as_secs_f64()
     ));
     Ok(keys)
+}
+
+/// The passphrase sources of a run: `--passphrase-file-for` per key, the command's own
+/// for the rest.
+fn passphrases(session: &Session, run: &RunOpts) -> Result<KeyPassphrases> {
+    KeyPassphrases::new(
+        &run.flow.passphrase,
+        &run.passphrase_file_for,
+        &session.keystore,
+    )
 }
 
 /// Asks once for the whole batch, unless --yes; no terminal and no --yes is a refusal.
@@ -710,13 +729,14 @@ fn run_batch(global: &GlobalOpts, input: &InputOpts, run: &RunOpts) -> Result<()
             ),
         ));
     }
-    CliPassphrases::new(&run.flow.passphrase).ensure_available()?;
+    let accounts: Vec<Address> = plan.accounts.iter().map(|a| a.address).collect();
+    let mut passphrases = passphrases(&session, run)?;
+    passphrases.ensure_available(&accounts)?;
     confirm(
         &run.flow,
         &format!("run this batch of {} items?", plan.items.len()),
     )?;
-    let accounts: Vec<Address> = plan.accounts.iter().map(|a| a.address).collect();
-    let keys = unlock(&session, &run.flow, &accounts)?;
+    let keys = unlock(&session, &mut passphrases, &accounts)?;
     let batch = flows.create_batch(&plan.source, &plan.items)?;
     crate::output::note(format_args!(
         "» batch {} recorded: `bridgectl batch resume {}` finishes it if this run is interrupted",
@@ -750,7 +770,8 @@ fn resume_batch(global: &GlobalOpts, id: &str, run: &RunOpts) -> Result<()> {
         for a in &needed {
             session.keystore.find(&a.to_string())?;
         }
-        CliPassphrases::new(&run.flow.passphrase).ensure_available()?;
+        let mut passphrases = passphrases(&session, run)?;
+        passphrases.ensure_available(&needed)?;
         confirm(
             &run.flow,
             &format!(
@@ -758,7 +779,7 @@ fn resume_batch(global: &GlobalOpts, id: &str, run: &RunOpts) -> Result<()> {
                 needed.len()
             ),
         )?;
-        unlock(&session, &run.flow, &needed)?
+        unlock(&session, &mut passphrases, &needed)?
     };
     drive(global, &session, &flows, &status.batch.batch_id, keys, run)
 }

@@ -175,6 +175,7 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
         | F::CannotReplace { .. }
         | F::LeaseExpired { .. }
         | F::BatchRunning { .. }
+        | F::BatchRefused { .. }
         | F::JournalCorrupt { .. }
         | F::ChangedSinceVerified { .. }
         | F::Stale { .. }

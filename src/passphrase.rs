@@ -8,6 +8,10 @@
 //! With no TTY and none of the above, it fails at once rather than hang. Passphrases
 //! are never taken from argv. The keystore library never prompts: it calls back into
 //! [`CliPassphrases`] through [`PassphraseProvider`].
+//!
+//! A command that unlocks several keys (a batch) can name a file per key with
+//! `--passphrase-file-for KEY=FILE` ([`KeyPassphrases`]); the keys not named use the
+//! order above.
 
 use std::path::{Path, PathBuf};
 
@@ -76,6 +80,101 @@ impl CliPassphrases {
             return Err(no_tty_error());
         }
         Ok(())
+    }
+}
+
+/// Passphrases for a command that unlocks several keys (a batch), where the keys may
+/// have different passphrases: a file per key (`--passphrase-file-for KEY=FILE`, KEY a
+/// label or address), each file read once however many keys it serves, and the
+/// command's own source ([`CliPassphrases`]) for every key not named. Only paths come
+/// from argv; what a file holds is kept zeroizing until this is dropped, and Debug
+/// shows the paths alone.
+#[derive(Debug)]
+pub struct KeyPassphrases {
+    /// The keys named, with their files.
+    named: Vec<(alloy_primitives::Address, PathBuf)>,
+    /// What each named file held, once read.
+    read: Vec<(PathBuf, Passphrase)>,
+    /// The source for every other key.
+    fallback: CliPassphrases,
+}
+
+impl KeyPassphrases {
+    /// The sources `opts` and `named` (`KEY=FILE` each) give, with each KEY found in
+    /// `store` now: a typo is refused before anything else happens.
+    pub fn new(
+        opts: &PassphraseOpts,
+        named: &[String],
+        store: &bridgectl_keystore::Keystore,
+    ) -> anyhow::Result<Self> {
+        use crate::exit::{Code, WithCode, coded};
+        let mut keys: Vec<(alloy_primitives::Address, PathBuf)> = Vec::new();
+        for spec in named {
+            let (key, path) = spec.split_once('=').ok_or_else(|| {
+                coded(
+                    Code::Usage,
+                    format!(
+                        "--passphrase-file-for {spec:?}: expected KEY=FILE (a key's label or \
+                         address, and the file that holds its passphrase)"
+                    ),
+                )
+            })?;
+            let address = store.find(key).code(Code::NotFound)?.address;
+            let path = PathBuf::from(path);
+            match keys.iter().find(|(a, _)| *a == address) {
+                Some((_, other)) if *other != path => {
+                    return Err(coded(
+                        Code::Usage,
+                        format!(
+                            "--passphrase-file-for names two files for {address}: {} and {}",
+                            other.display(),
+                            path.display()
+                        ),
+                    ));
+                }
+                Some(_) => {}
+                None => keys.push((address, path)),
+            }
+        }
+        Ok(Self {
+            named: keys,
+            read: Vec::new(),
+            fallback: CliPassphrases::new(opts),
+        })
+    }
+
+    /// Fails early, like [`CliPassphrases::ensure_available`], when a key of `accounts`
+    /// that has no file of its own could only be asked for on a missing terminal.
+    pub fn ensure_available(&self, accounts: &[alloy_primitives::Address]) -> anyhow::Result<()> {
+        if accounts
+            .iter()
+            .any(|a| !self.named.iter().any(|(n, _)| n == a))
+        {
+            self.fallback.ensure_available()?;
+        }
+        Ok(())
+    }
+
+    /// Unlocks the key of `address` in `store`: from its own file (read on first use,
+    /// asked once: the same wrong value would only come back), else from the command's
+    /// source.
+    pub fn unlock(
+        &mut self,
+        store: &bridgectl_keystore::Keystore,
+        address: alloy_primitives::Address,
+    ) -> Result<alloy_signer_local::PrivateKeySigner, bridgectl_keystore::Error> {
+        let selector = address.to_string();
+        let Some((_, path)) = self.named.iter().find(|(a, _)| *a == address) else {
+            return self.fallback.unlock(store, &selector);
+        };
+        let i = match self.read.iter().position(|(p, _)| p == path) {
+            Some(i) => i,
+            None => {
+                self.read.push((path.clone(), read_file(path)?));
+                self.read.len() - 1
+            }
+        };
+        store.unlock(&selector, &mut self.read[i].1)
     }
 }
 
@@ -190,4 +289,21 @@ fn prompt(request: &PassphraseRequest<'_>) -> Result<Passphrase, bridgectl_keyst
         }
     }
     Ok(Passphrase::new(first.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_debug_of_key_passphrases_shows_paths_not_passphrases() {
+        let sources = KeyPassphrases {
+            named: vec![(alloy_primitives::Address::repeat_byte(1), "a.pass".into())],
+            read: vec![("a.pass".into(), Passphrase::new("hunter2-secret".into()))],
+            fallback: CliPassphrases::from_source(Source::Prompt),
+        };
+        let shown = format!("{sources:?}");
+        assert!(shown.contains("a.pass"), "{shown}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+    }
 }

@@ -477,22 +477,7 @@ fn the_plan_lists_every_recipient_against_the_allowlist_and_a_running_batch_refu
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(text.contains("NOT ALLOWED"), "{text}");
     // The run refuses the batch before any key is unlocked.
-    let counter = CountingPassphrase::new(&live.dir, &live.passphrase);
-    let mut c = live.cmd();
-    c.env("BRIDGECTL_PASSPHRASE_FILE", &counter.path).args([
-        "batch",
-        "run",
-        "payouts.csv",
-        "--yes",
-    ]);
-    let out = c.output();
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(counter.finish(), 0, "no key unlocked");
+    refused_unread(&live, &["run", "payouts.csv", "--yes"]);
 
     // A batch that runs holds its lock: a resume meanwhile refuses before any unlock.
     live.dir.write(
@@ -604,12 +589,33 @@ fn a_batch_stopped_after_each_signature_is_finished_by_resume_with_the_logged_by
     assert_eq!(live.balance(false, to), one, "MT sent once");
 }
 
-/// A spending limit holds across a batch and its resume: with 2.5 ST a day, a batch of
-/// three 1 ST redeems signs two and refuses the third before its key is used; `batch
-/// resume` refuses it again (the window still holds the two), so the signing log has
-/// two entries and the chain two redemptions.
+/// Runs `batch ARGS` with a counting passphrase FIFO as the only source; asserts exit 3
+/// (refused) and that no passphrase was read; returns stderr.
+fn refused_unread(live: &Live, args: &[&str]) -> String {
+    let counter = CountingPassphrase::new(&live.dir, &live.passphrase);
+    let mut c = live.cmd();
+    c.env("BRIDGECTL_PASSPHRASE_FILE", &counter.path)
+        .args(["batch"])
+        .args(args);
+    let out = c.output();
+    live.check_secrets(&out);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(3), "batch {args:?}: {err}");
+    assert_eq!(
+        counter.finish(),
+        0,
+        "batch {args:?} read a passphrase: {err}"
+    );
+    err
+}
+
+/// A spending limit is checked for the whole batch before any key is unlocked, as the
+/// run's verifier counts it: from the signing log, plus the batch's earlier items as if
+/// signed. With 2.5 ST a day, three 1 ST redeems are refused by `batch plan` and by
+/// `batch run` with no passphrase read and nothing recorded; two run; then one more is
+/// refused, the log holding the two.
 #[test]
-fn a_daily_limit_holds_across_a_batch_and_its_resume() {
+fn a_batch_over_a_daily_limit_is_refused_by_plan_and_run_before_any_unlock() {
     let live = Live::shared("batch_limit");
     live.add_to_profile(&format!(
         "\n[profiles.default.policy.limits]\n{} = {{ per = \"24h\", max = \"2.5\" }}\n",
@@ -620,27 +626,163 @@ fn a_daily_limit_holds_across_a_batch_and_its_resume() {
         "op,from,amount,id\nredeem,dev,1,a\nredeem,dev,1,b\nredeem,dev,1,c\n",
     );
     let side0 = live.nonce(true, live.dev);
-    let run = |args: &[&str]| {
-        let mut c = live.cmd();
-        c.args(["--json", "batch"]).args(args).args(["--yes"]);
-        parse_results(&incomplete(&live, c).stdout)
-    };
-    let (results, summary) = run(&["run", "three.csv"]);
-    assert_eq!(summary["completed"], 2, "{results:#?}");
-    let refused = results
-        .iter()
-        .find(|r| r["status"] == "failed")
-        .expect("one refused");
+    let err = refused_unread(&live, &["plan", "three.csv"]);
+    let dev = live.dev.to_string();
     assert!(
-        refused["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("spending limit 2.5")),
-        "{refused:#}"
+        err.contains(&format!("item \"c\" from {dev}")) && err.contains("spending limit 2.5"),
+        "{err}"
     );
-    let batch_id = summary["batchId"].as_str().expect("batch id").to_owned();
-    let (results, summary) = run(&["resume", &batch_id]);
+    assert!(
+        err.contains("earlier items"),
+        "the batch's own items count: {err}"
+    );
+    let err = refused_unread(&live, &["run", "three.csv", "--yes"]);
+    assert!(err.contains("spending limit 2.5"), "{err}");
+    let batches = live.ok(&["batch", "status"]);
+    assert_eq!(batches.as_array().map(Vec::len), Some(0), "{batches:#}");
+
+    // Two fit; after them, the log's total refuses one more.
+    live.dir.write(
+        "two.csv",
+        "op,from,amount,id\nredeem,dev,1,a\nredeem,dev,1,b\n",
+    );
+    let mut c = live.cmd();
+    c.args(["--json", "batch", "run", "two.csv", "--yes"]);
+    let (results, summary) = parse_results(&live.run_ok(c).stdout);
     assert_eq!(summary["completed"], 2, "{results:#?}");
+    live.dir
+        .write("one.csv", "op,from,amount,id\nredeem,dev,1,c\n");
+    let err = refused_unread(&live, &["run", "one.csv", "--yes"]);
+    assert!(
+        err.contains("spending limit 2.5") && err.contains("2 ST signed already"),
+        "{err}"
+    );
     let entries = live.ok(&["log", "show"]);
     assert_eq!(entries.as_array().map(Vec::len), Some(2), "{entries:#}");
     assert_eq!(live.nonce(true, live.dev), side0 + 2, "two redemptions");
+}
+
+/// A sender with the tokens and no native coin for gas: `batch plan` and `batch run`
+/// refuse the batch naming the account and the gas it needs, with no passphrase read.
+#[test]
+fn a_batch_from_a_sender_without_gas_is_refused_by_plan_and_run_before_any_unlock() {
+    let mut live = Live::shared("batch_gas");
+    live.node_only();
+    let poor = PrivateKeySigner::random();
+    let key = hex::encode(poor.to_bytes());
+    live.secrets.add("the gasless account's key", &key);
+    live.import_key(&key, "poor");
+    let mut c = live.cmd();
+    c.args([
+        "--json",
+        "transfer",
+        "--token",
+        "st",
+        "--from",
+        "dev",
+        "--to",
+        &poor.address().to_string(),
+        "--amount",
+        "5",
+        "--yes",
+    ]);
+    live.run_ok(c);
+    live.dir.write(
+        "poor.csv",
+        "op,from,to,token,amount,id\nredeem,poor,,,1,r\ntransfer,dev,poor,st,1,t\n",
+    );
+    let mut c = live.cmd();
+    c.args(["--json", "batch", "plan", "poor.csv"]);
+    let out = c.output();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan: Value = serde_json::from_slice(&out.stdout).expect("plan json");
+    let account = plan["accounts"]
+        .as_array()
+        .expect("accounts")
+        .iter()
+        .find(|a| a["label"] == "poor")
+        .unwrap_or_else(|| panic!("poor in {plan:#}"));
+    assert_eq!(account["tokens"][0]["covered"], true, "{account:#}");
+    assert_eq!(account["gas"][0]["balance"], "0", "{account:#}");
+    assert_eq!(account["gas"][0]["covered"], false, "{account:#}");
+    let refused = plan["refused"].as_str().expect("refused");
+    let who = poor.address().to_string();
+    assert!(
+        refused.contains(&format!("{who} has 0 wei for gas")),
+        "{refused}"
+    );
+    for args in [&["plan", "poor.csv"][..], &["run", "poor.csv", "--yes"]] {
+        let err = refused_unread(&live, args);
+        assert!(err.contains(&format!("{who} has 0 wei for gas")), "{err}");
+    }
+    assert_eq!(live.nonce(true, poor.address()), 0, "nothing sent");
+}
+
+/// Two keys with passphrases of their own and one with the command's: `batch run` with
+/// `--passphrase-file-for` (by label and by address) runs unattended, reads each key's
+/// file once and the command's source once (for the third key), and every item
+/// completes.
+#[test]
+fn a_batch_of_keys_with_different_passphrases_runs_unattended() {
+    let mut live = Live::shared("batch_passphrases");
+    let mut files = Vec::new();
+    let mut owners = Vec::new();
+    for name in ["alice", "bob"] {
+        let account = live.sb.new_account();
+        let key = account.private_key.expose_secret().to_owned();
+        let passphrase = format!("{name}-{}", uuid::Uuid::new_v4().simple());
+        live.secrets
+            .add("a payer's private key", &key)
+            .add("a payer's passphrase", &passphrase);
+        let file = format!("{name}.passphrase");
+        live.dir.write(&file, format!("{passphrase}\n"));
+        live.import_key_with(&key, name, &live.dir.join(&file));
+        files.push(passphrase);
+        owners.push(account.address);
+    }
+    let to = PrivateKeySigner::random().address();
+    live.dir.write(
+        "payouts.csv",
+        format!(
+            "op,from,to,token,amount,id\n\
+             redeem,alice,,,0.5,a1\n\
+             transfer,bob,{to},st,0.25,b1\n\
+             redeem,bob,,,0.5,b2\n\
+             transfer,dev,{to},mt,1,d1\n\
+             transfer,alice,{to},mt,2,a2\n"
+        ),
+    );
+    let alice = CountingPassphrase::new(&live.dir, &files[0]);
+    let bob = CountingPassphrase::new(&live.dir, &files[1]);
+    let default = CountingPassphrase::new(&live.dir, &live.passphrase);
+    let mut c = live.cmd();
+    c.env("BRIDGECTL_PASSPHRASE_FILE", &default.path).args([
+        "--json",
+        "batch",
+        "run",
+        "payouts.csv",
+        "--yes",
+        "--passphrase-file-for",
+        &format!("alice={}", alice.path.display()),
+        "--passphrase-file-for",
+        &format!("{}={}", owners[1], bob.path.display()),
+    ]);
+    let out = live.run_ok(c);
+    assert_eq!(alice.finish(), 1, "alice's file is read once");
+    assert_eq!(bob.finish(), 1, "bob's file is read once");
+    assert_eq!(default.finish(), 1, "the command's source, for dev only");
+    let (results, summary) = parse_results(&out.stdout);
+    assert_eq!(summary["completed"], 5, "{results:#?}");
+    let one = U256::from(10u64).pow(U256::from(17u64)); // 0.1 token, 18 decimals
+    assert_eq!(live.balance(false, to), one * U256::from(30u64), "MT sent");
+    assert_eq!(
+        live.balance(true, to),
+        one * U256::from(25u64) / U256::from(10u64),
+        "ST sent"
+    );
 }

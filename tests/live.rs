@@ -14,6 +14,7 @@
 
 #![allow(dead_code)]
 
+use std::path::Path;
 use std::process::Output;
 use std::sync::{Arc, OnceLock, mpsc};
 use std::time::Duration;
@@ -526,8 +527,14 @@ redeem_action = "redeem"
 
     /// Imports a raw key into the test keystore with the test KDF cost.
     pub fn import_key(&self, key_hex: &str, label: &str) {
+        self.import_key_with(key_hex, label, &self.dir.join("passphrase"));
+    }
+
+    /// [`Live::import_key`] under the passphrase in `passphrase_file` (a key of its own).
+    pub fn import_key_with(&self, key_hex: &str, label: &str, passphrase_file: &Path) {
         let out = self
             .cmd()
+            .env("BRIDGECTL_PASSPHRASE_FILE", passphrase_file)
             .args(["key", "import", label, "--raw", "--unsafe-test-kdf"])
             .output_with_stdin(format!("{key_hex}\n").as_bytes());
         self.check_secrets(&out);

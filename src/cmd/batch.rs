@@ -14,8 +14,8 @@ use alloy_primitives::{Address, U256};
 use anyhow::{Context, Result, anyhow};
 use bridgectl_flow::batch_file::{self, BatchFormat, MAX_BATCH_FILE_BYTES};
 use bridgectl_flow::{
-    BatchItem, BatchOp, BatchOptions, BatchStatus, Bridge, Flows, ItemResult, ItemState,
-    ItemStatus, PrivateKeySigner, Submitter, Which,
+    BatchCheck, BatchItem, BatchOp, BatchOptions, BatchStatus, Bridge, Flows, ItemResult,
+    ItemState, ItemStatus, PrivateKeySigner, Submitter, Which,
 };
 use bridgectl_tx::amount::format_units;
 use clap::{Args, Subcommand, ValueEnum};
@@ -26,18 +26,22 @@ use crate::cli::GlobalOpts;
 use crate::exit::{Code, WithCode, coded};
 use crate::opts::{FlowOpts, PlatformOpts, parse_amount};
 use crate::output::untrusted;
-use crate::passphrase::CliPassphrases;
+use crate::passphrase::KeyPassphrases;
 use crate::session::Session;
 
 /// `bridgectl batch ...`
 #[derive(Debug, Subcommand)]
 pub enum BatchCommand {
     /// Show what a batch file would do: counts and totals per token and per address
-    /// beside each address's balances, the keys to unlock and the caps. Refuses a batch
-    /// an address cannot cover or above a --max-total. Signs nothing.
+    /// beside each address's token and gas balances, the keys to unlock and the caps.
+    /// Refuses (exit 3) what the run would refuse: an address that cannot cover its
+    /// items or their gas, an item over a spending limit (counted from the signing log
+    /// plus the batch's earlier items) or outside allowed-destinations, a total above a
+    /// --max-total. Signs nothing, reads no passphrase.
     Plan(PlanArgs),
-    /// Plan, confirm once, unlock each key once, then run every item: pipelined across
-    /// addresses, in order within one. Exit 0 only if every item completed (9 if not).
+    /// Plan (refusing as `batch plan` does, before any passphrase is read), confirm once,
+    /// unlock each key once, then run every item: pipelined across addresses, in order
+    /// within one. Exit 0 only if every item completed (9 if not).
     Run(RunArgs),
     /// Finish an interrupted batch: signed items are sent again with the same bytes,
     /// the rest run; nothing runs twice. Keys are asked for only if an item still signs.
@@ -91,6 +95,16 @@ pub struct RunOpts {
     /// order).
     #[arg(long, default_value_t = BatchOptions::default().jobs, value_name = "N")]
     pub jobs: usize,
+    /// Read the passphrase of key KEY (its label or address) from the first line of
+    /// FILE (keep it 0600); repeat for keys with passphrases of their own. Each file is
+    /// read once. Keys not named use --passphrase-file, BRIDGECTL_PASSPHRASE_FILE,
+    /// BRIDGECTL_PASSPHRASE or a prompt per key.
+    #[arg(
+        long = "passphrase-file-for",
+        value_name = "KEY=FILE",
+        help_heading = "Passphrase"
+    )]
+    pub passphrase_file_for: Vec<String>,
     /// Shared options.
     #[command(flatten)]
     pub flow: FlowOpts,
@@ -212,6 +226,8 @@ struct Plan {
     allowlist: Vec<Address>,
     /// Labels of the keystore's keys, to name recipients by.
     labels: BTreeMap<Address, String>,
+    /// What the run's checks would say of each item, and each sender's gas.
+    preflight: BatchCheck,
 }
 
 /// Where an item's tokens go.
@@ -350,6 +366,7 @@ impl Plan {
             }
             Ok::<_, bridgectl_flow::Error>(())
         })?;
+        let preflight = session.runtime.block_on(flows.check_batch(&items))?;
         let policy = flows.trust_root();
         let mut caps = vec![match policy.max_gas_price {
             Some(wei) => format!("gas price at most {wei} wei"),
@@ -389,11 +406,13 @@ impl Plan {
             recipients,
             allowlist: policy.allowed_destinations.clone(),
             labels,
+            preflight,
         })
     }
 
     /// Refusals: a total above its --max-total, a recipient outside the allowlist, an
-    /// address that cannot cover its items.
+    /// address that cannot cover its items, then what the run's own checks would refuse
+    /// ([`BatchCheck::verdict`]: limits, caps, gas).
     fn check(&self) -> Result<()> {
         let b = &self.bridge;
         let outside: Vec<String> = self
@@ -457,7 +476,7 @@ impl Plan {
                 format!("the batch cannot be covered: {}", short.join("; ")),
             ));
         }
-        Ok(())
+        Ok(self.preflight.verdict()?)
     }
 
     fn show(&self, as_json: bool) -> Result<()> {
@@ -485,8 +504,21 @@ impl Plan {
                                    "balance": amount(*w, have), "covered": *spent <= have})
                         })
                         .collect();
+                    let gas: Vec<Value> = self
+                        .preflight
+                        .gas
+                        .iter()
+                        .filter(|g| g.from == a.address)
+                        .map(|g| {
+                            json!({"chainId": g.chain_id, "items": g.items, "gas": g.gas,
+                                   "gasPrice": g.gas_price.to_string(),
+                                   "needed": g.needed.to_string(),
+                                   "balance": g.balance.map(|b| b.to_string()),
+                                   "covered": g.balance.map(|_| !g.short())})
+                        })
+                        .collect();
                     json!({"address": a.address, "label": a.label, "items": a.items,
-                           "hasKey": a.label.is_some(), "tokens": tokens})
+                           "hasKey": a.label.is_some(), "tokens": tokens, "gas": gas})
                 })
                 .collect();
             let recipients: Vec<Value> = self
@@ -512,6 +544,9 @@ impl Plan {
                 "recipients": recipients,
                 "accounts": accounts,
                 "caps": self.caps,
+                "refusedItems": self.preflight.refused.iter().map(|r| json!({
+                    "index": r.index, "id": r.id, "from": r.from, "reason": r.reason,
+                })).collect::<Vec<_>>(),
                 "refused": self.check().err().map(|e| format!("{e:#}")),
             }));
         }
@@ -562,6 +597,34 @@ impl Plan {
                 a.items,
                 tokens.join(", ")
             ));
+            for g in self.preflight.gas.iter().filter(|g| g.from == a.address) {
+                out.push(format!(
+                    "      gas on chain {}: up to {} wei ({} gas at {} wei) of {}{}",
+                    g.chain_id,
+                    g.needed,
+                    g.gas,
+                    g.gas_price,
+                    g.balance.map_or_else(
+                        || "an unknown balance (no node)".into(),
+                        |b| format!("{b} wei held")
+                    ),
+                    if g.short() { "  SHORT" } else { "" }
+                ));
+            }
+        }
+        if !self.preflight.refused.is_empty() {
+            out.push(format!(
+                "refused by the checks every item meets when it runs ({}):",
+                self.preflight.refused.len()
+            ));
+            for r in &self.preflight.refused {
+                out.push(format!(
+                    "  {} from {}: {}",
+                    untrusted(&r.id),
+                    r.from,
+                    untrusted(&r.reason)
+                ));
+            }
         }
         out.push(format!(
             "recipients ({}){}:",
@@ -606,14 +669,13 @@ impl Plan {
 
 // ------------------------------------------------------------------ running
 
-/// Unlocks each of `accounts` once, from the one passphrase source of the command.
+/// Unlocks each of `accounts` once, each from its `--passphrase-file-for` file or else
+/// from the command's passphrase source.
 fn unlock(
     session: &Session,
-    opts: &FlowOpts,
+    passphrases: &mut KeyPassphrases,
     accounts: &[Address],
 ) -> Result<Vec<PrivateKeySigner>> {
-    let mut passphrases = CliPassphrases::new(&opts.passphrase);
-    passphrases.ensure_available()?;
     let mut keys = Vec::with_capacity(accounts.len());
     let started = Instant::now();
     for (i, address) in accounts.iter().enumerate() {
@@ -622,7 +684,7 @@ fn unlock(
             i + 1,
             accounts.len()
         ));
-        keys.push(passphrases.unlock(&session.keystore, &address.to_string())?);
+        keys.push(passphrases.unlock(&session.keystore, *address)?);
     }
     crate::output::note(format_args!(
         "» {} keys unlocked in {:.1} s",
@@ -630,6 +692,16 @@ fn unlock(
         started.elapsed().as_secs_f64()
     ));
     Ok(keys)
+}
+
+/// The passphrase sources of a run: `--passphrase-file-for` per key, the command's own
+/// for the rest.
+fn passphrases(session: &Session, run: &RunOpts) -> Result<KeyPassphrases> {
+    KeyPassphrases::new(
+        &run.flow.passphrase,
+        &run.passphrase_file_for,
+        &session.keystore,
+    )
 }
 
 /// Asks once for the whole batch, unless --yes; no terminal and no --yes is a refusal.
@@ -657,13 +729,14 @@ fn run_batch(global: &GlobalOpts, input: &InputOpts, run: &RunOpts) -> Result<()
             ),
         ));
     }
-    CliPassphrases::new(&run.flow.passphrase).ensure_available()?;
+    let accounts: Vec<Address> = plan.accounts.iter().map(|a| a.address).collect();
+    let mut passphrases = passphrases(&session, run)?;
+    passphrases.ensure_available(&accounts)?;
     confirm(
         &run.flow,
         &format!("run this batch of {} items?", plan.items.len()),
     )?;
-    let accounts: Vec<Address> = plan.accounts.iter().map(|a| a.address).collect();
-    let keys = unlock(&session, &run.flow, &accounts)?;
+    let keys = unlock(&session, &mut passphrases, &accounts)?;
     let batch = flows.create_batch(&plan.source, &plan.items)?;
     crate::output::note(format_args!(
         "» batch {} recorded: `bridgectl batch resume {}` finishes it if this run is interrupted",
@@ -697,7 +770,8 @@ fn resume_batch(global: &GlobalOpts, id: &str, run: &RunOpts) -> Result<()> {
         for a in &needed {
             session.keystore.find(&a.to_string())?;
         }
-        CliPassphrases::new(&run.flow.passphrase).ensure_available()?;
+        let mut passphrases = passphrases(&session, run)?;
+        passphrases.ensure_available(&needed)?;
         confirm(
             &run.flow,
             &format!(
@@ -705,7 +779,7 @@ fn resume_batch(global: &GlobalOpts, id: &str, run: &RunOpts) -> Result<()> {
                 needed.len()
             ),
         )?;
-        unlock(&session, &run.flow, &needed)?
+        unlock(&session, &mut passphrases, &needed)?
     };
     drive(global, &session, &flows, &status.batch.batch_id, keys, run)
 }

@@ -360,6 +360,17 @@ pub enum Error {
     #[error("invalid batch: {0}")]
     InvalidBatch(String),
 
+    /// A batch the run would refuse, found before any key is unlocked
+    /// ([`crate::Flows::check_batch`]): items the verifier refuses (a spending limit, the
+    /// allowlist, a cap) and senders without the native balance their items' gas needs.
+    #[error("the batch would be refused when it runs: {}", batch_refusal(.refused, .short))]
+    BatchRefused {
+        /// The items the verifier refuses.
+        refused: Vec<crate::RefusedItem>,
+        /// The senders whose native balance is below their items' gas.
+        short: Vec<crate::GasNeed>,
+    },
+
     /// No batch with this id (or id prefix) in the journal.
     #[error("no batch {0} in the journal")]
     NoSuchBatch(String),
@@ -386,6 +397,37 @@ pub enum Error {
     /// The user (through the approval callback) declined.
     #[error("declined: {0}")]
     Declined(String),
+}
+
+/// How many refused items [`Error::BatchRefused`] names; the rest are counted.
+const REFUSED_ITEMS_NAMED: usize = 5;
+
+fn batch_refusal(refused: &[crate::RefusedItem], short: &[crate::GasNeed]) -> String {
+    let mut parts: Vec<String> = refused
+        .iter()
+        .take(REFUSED_ITEMS_NAMED)
+        .map(|r| format!("item {:?} from {}: {}", r.id, r.from, r.reason))
+        .collect();
+    if refused.len() > REFUSED_ITEMS_NAMED {
+        parts.push(format!(
+            "{} more items refused",
+            refused.len() - REFUSED_ITEMS_NAMED
+        ));
+    }
+    parts.extend(short.iter().map(|g| {
+        format!(
+            "{} has {} wei for gas on chain {} and its {} items need up to {} wei ({} gas at \
+             {} wei); fund it with the chain's native coin",
+            g.from,
+            g.balance.unwrap_or_default(),
+            g.chain_id,
+            g.items,
+            g.needed,
+            g.gas,
+            g.gas_price
+        )
+    }));
+    parts.join("; ")
 }
 
 impl Error {

@@ -159,6 +159,14 @@ impl NodeClient {
         })
     }
 
+    /// The native balance of `address` (`eth_getBalance`, `latest`): what pays for gas.
+    pub async fn balance(&self, address: Address) -> Result<U256, Error> {
+        let v = self
+            .call("eth_getBalance", json!([address, "latest"]))
+            .await?;
+        parse_quantity(&v, "balance")
+    }
+
     /// `eth_estimateGas` for a call from `from` to `to` with `data`.
     pub async fn estimate_gas(
         &self,

@@ -19,6 +19,8 @@
 //! - each address's key is given once for the whole batch and dropped (zeroized) as soon
 //!   as its last item is signed.
 
+mod check;
+
 use std::collections::HashMap;
 use std::future::Future;
 use std::time::Duration;
@@ -38,6 +40,8 @@ use super::{
 use crate::Error;
 use crate::journal::{BatchItemRecord, BatchRecord, FlowRecord, FlowState, Journal};
 use bridgectl_tx::RawTx;
+
+pub use check::{BatchCheck, GasNeed, RefusedItem};
 
 /// One operation of a batch. Amounts are base units (stored as decimal strings).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

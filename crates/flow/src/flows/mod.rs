@@ -41,7 +41,8 @@ use crate::rpc::NodeClient;
 
 pub use action::{ActionCall, ActionOutcome, ActionResult, Mode};
 pub use batch::{
-    BatchItem, BatchOp, BatchOptions, BatchStatus, ItemResult, ItemState, ItemStatus, ItemView,
+    BatchCheck, BatchItem, BatchOp, BatchOptions, BatchStatus, GasNeed, ItemResult, ItemState,
+    ItemStatus, ItemView, RefusedItem,
 };
 pub use bundle::{BundleCheck, PreparedBundle};
 pub use offline::{OfflineSigner, OfflineSigning};

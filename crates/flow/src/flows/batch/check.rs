@@ -1,0 +1,298 @@
+//! The check of a batch before it runs: each item through the one verifier as the run
+//! would sign it, and each sender's native balance against the gas its items would burn.
+//! It reads the nodes and the signing log; it unlocks nothing and records nothing, so
+//! `batch plan` can show it and `batch run` can refuse on it before any passphrase is
+//! read. A batch that passes here can still meet a refusal when it runs (the log or a
+//! balance moved meanwhile, the platform sent something else): the run checks every
+//! item again.
+//!
+//! What is known in advance, and how it is counted:
+//! - spending limits: each key's window total is read from the signing log as the run's
+//!   verifier reads it ([`bridgectl_tx::limits::window_query`]), and the batch's own items
+//!   are added in input order as if every earlier item were signed (a refused item adds
+//!   nothing: the run would not sign it);
+//! - the allowlist: every transfer's recipient. A swap's destination is the address the
+//!   platform issues when the item runs, so the allowlist is applied to it then;
+//! - gas: the node's estimate of each item's call plus a fifth (what the run gives a
+//!   transfer or swap it builds; a redeem's gas is the platform's choice, under the same
+//!   caps) at the node's gas price quote, summed per sender and chain. A call the node
+//!   cannot estimate counts the gas-limit cap, the most the run would sign;
+//! - not the nonce: the run takes each item's from the node as it signs.
+
+use std::collections::HashMap;
+
+use alloy_primitives::{Address, U256};
+use bridgectl_tx::limits::Spent;
+use bridgectl_tx::request::Intent;
+use bridgectl_tx::{Context, Nonce, NonceFacts, Policy, RawTx};
+
+use super::{BatchItem, BatchOp};
+use crate::Error;
+use crate::flows::swap::swap_intent;
+use crate::flows::transfer::plain_transfer_intent;
+use crate::flows::{DEFAULT_MAX_GAS_LIMIT, Flows, Which};
+
+/// Where a swap's MT goes in the check: the platform issues the real address only when
+/// the item runs. Used for the gas estimate (a transfer to an address that holds none of
+/// the token: the dearer case) and nothing else.
+const SWAP_ADDRESS_UNKNOWN: Address = Address::repeat_byte(0x5a);
+
+/// What the run of a batch would meet, found before any key is unlocked
+/// ([`Flows::check_batch`]).
+#[derive(Debug, Clone)]
+pub struct BatchCheck {
+    /// The items the verifier would refuse, in input order.
+    pub refused: Vec<RefusedItem>,
+    /// Per sender and chain: the most gas its items would burn, beside its balance.
+    pub gas: Vec<GasNeed>,
+}
+
+/// An item the run would refuse.
+#[derive(Debug, Clone)]
+pub struct RefusedItem {
+    /// Its position in the batch (0-based).
+    pub index: usize,
+    /// Its id.
+    pub id: String,
+    /// Its sender.
+    pub from: Address,
+    /// The verifier's refusal (a report line, like [`super::ItemResult::error`]).
+    pub reason: String,
+}
+
+/// The native gas one sender's items need on one chain.
+#[derive(Debug, Clone)]
+pub struct GasNeed {
+    /// The sender.
+    pub from: Address,
+    /// The chain.
+    pub chain_id: u64,
+    /// How many of its items run on this chain.
+    pub items: usize,
+    /// Their gas limits, summed.
+    pub gas: u64,
+    /// The node's gas price quote, in wei.
+    pub gas_price: u128,
+    /// `gas` at `gas_price`, in wei: the most the items burn.
+    pub needed: U256,
+    /// The sender's native balance, in wei; `None` when the chain has no node to ask
+    /// (then nothing is checked).
+    pub balance: Option<U256>,
+}
+
+impl GasNeed {
+    /// Whether the balance is known and below what the items need.
+    pub fn short(&self) -> bool {
+        self.balance.is_some_and(|b| b < self.needed)
+    }
+}
+
+impl BatchCheck {
+    /// The refusal the run would meet: the refused items and the senders short of gas.
+    pub fn verdict(&self) -> Result<(), Error> {
+        let short: Vec<GasNeed> = self.gas.iter().filter(|g| g.short()).cloned().collect();
+        if self.refused.is_empty() && short.is_empty() {
+            return Ok(());
+        }
+        Err(Error::BatchRefused {
+            refused: self.refused.clone(),
+            short,
+        })
+    }
+}
+
+/// The running total of one key's window: what the log holds, what the batch adds.
+struct Window {
+    logged: Spent,
+    batch: U256,
+}
+
+impl Flows {
+    /// Checks `items` as the run would before signing each (see the module doc): the
+    /// verifier with the signing log's window totals plus the batch's earlier items,
+    /// and each sender's native balance against its items' gas. An error is a failure to
+    /// find out (a node, the signing log); what the run would refuse is in the
+    /// [`BatchCheck`] ([`BatchCheck::verdict`]).
+    pub async fn check_batch(&self, items: &[BatchItem]) -> Result<BatchCheck, Error> {
+        let policy = self.trust_root();
+        // A swap's destination is not known yet: the run applies the allowlist to it.
+        let without_allowlist = Policy {
+            allowed_destinations: Vec::new(),
+            ..policy.clone()
+        };
+        let cap = policy.max_gas_limit.unwrap_or(DEFAULT_MAX_GAS_LIMIT);
+        let now = bridgectl_tx::log::unix_now();
+        let mut quotes: HashMap<u64, Option<u128>> = HashMap::new();
+        let mut log_checked: Vec<Address> = Vec::new();
+        let mut windows: HashMap<(Address, u64, Address, u64), Window> = HashMap::new();
+        let mut check = BatchCheck {
+            refused: Vec::new(),
+            gas: Vec::new(),
+        };
+        for (index, item) in items.iter().enumerate() {
+            let from = item.op.from();
+            if !log_checked.contains(&from) {
+                // What the run's first signature of this key checks first.
+                self.signing_log.check(from)?;
+                log_checked.push(from);
+            }
+            let (which, mut raw, intent) = self.item_call(&item.op)?;
+            let side = self.side(which)?;
+            let node = side
+                .rpc_url
+                .as_deref()
+                .map(|url| self.node_at(url))
+                .transpose()?;
+            let quote = match quotes.get(&side.chain_id) {
+                Some(q) => *q,
+                None => {
+                    let q = match &node {
+                        Some(node) => Some(node.gas_price().await?),
+                        None => None,
+                    };
+                    quotes.insert(side.chain_id, q);
+                    q
+                }
+            };
+            raw.gas_limit = match &node {
+                Some(node) => node
+                    .estimate_gas(from, raw.to, &raw.data)
+                    .await
+                    .map_or(cap, |e| e.saturating_add(e / 5)),
+                None => cap,
+            };
+            raw.gas_price = quote.or(policy.max_gas_price).unwrap_or(0);
+            let item_policy = match item.op {
+                BatchOp::Swap { .. } => &without_allowlist,
+                _ => &policy,
+            };
+            let key = bridgectl_tx::limits::window_query(item_policy, &raw, now)
+                .map(|query| {
+                    let key = (query.key, query.chain_id, query.contract, query.per);
+                    if let std::collections::hash_map::Entry::Vacant(e) = windows.entry(key) {
+                        e.insert(Window {
+                            logged: self.signing_log.window_total(&query)?,
+                            batch: U256::ZERO,
+                        });
+                    }
+                    Ok::<_, Error>(key)
+                })
+                .transpose()?;
+            let spent = key.and_then(|k| windows.get(&k)).map(|w| Spent {
+                total: w.logged.total.saturating_add(w.batch),
+                ..w.logged.clone()
+            });
+            let context = Context {
+                signer: from,
+                gas_price_quote: quote,
+                nonce: Nonce::Next(NonceFacts {
+                    fixed: Some(raw.nonce),
+                    ..NonceFacts::default()
+                }),
+                spent,
+            };
+            match bridgectl_tx::verify(&raw, Some(&intent), item_policy, &context) {
+                Ok(verified) => {
+                    if let (Some(limit), Some(w)) = (
+                        verified.window_limit(),
+                        key.and_then(|k| windows.get_mut(&k)),
+                    ) {
+                        w.batch = w.batch.saturating_add(limit.amount);
+                    }
+                }
+                Err(e) => {
+                    let earlier = key
+                        .and_then(|k| windows.get(&k))
+                        .map_or(U256::ZERO, |w| w.batch);
+                    let mut reason = crate::chain(&e);
+                    if matches!(e, bridgectl_tx::Error::Limit { .. }) && !earlier.is_zero() {
+                        reason.push_str(&format!(
+                            " (counting {} {} of this batch's earlier items as signed)",
+                            bridgectl_tx::amount::format_units(earlier, side.decimals)
+                                .unwrap_or_else(|_| earlier.to_string()),
+                            side.symbol
+                        ));
+                    }
+                    check.refused.push(RefusedItem {
+                        index,
+                        id: item.id.clone(),
+                        from,
+                        reason,
+                    });
+                }
+            }
+            let fee = U256::from(raw.gas_limit).saturating_mul(U256::from(raw.gas_price));
+            match check
+                .gas
+                .iter_mut()
+                .find(|g| g.from == from && g.chain_id == side.chain_id)
+            {
+                Some(g) => {
+                    g.items += 1;
+                    g.gas = g.gas.saturating_add(raw.gas_limit);
+                    g.needed = g.needed.saturating_add(fee);
+                }
+                None => check.gas.push(GasNeed {
+                    from,
+                    chain_id: side.chain_id,
+                    items: 1,
+                    gas: raw.gas_limit,
+                    gas_price: raw.gas_price,
+                    needed: fee,
+                    balance: None,
+                }),
+            }
+        }
+        for g in &mut check.gas {
+            let url = self
+                .side_of_chain(g.chain_id)
+                .and_then(|s| s.rpc_url.as_deref());
+            if let (Some(url), Some(_)) = (url, quotes.get(&g.chain_id).copied().flatten()) {
+                g.balance = Some(self.node_at(url)?.balance(g.from).await?);
+            }
+        }
+        Ok(check)
+    }
+
+    /// The call an item makes, as the run builds or expects it (the token it moves, the
+    /// unsigned transaction without its gas, the intent it is verified against). A
+    /// swap's destination stands in for the address the platform will issue.
+    fn item_call(&self, op: &BatchOp) -> Result<(Which, RawTx, Intent), Error> {
+        let (which, to, intent) = match *op {
+            BatchOp::Redeem { from, amount } => (
+                Which::St,
+                None,
+                self.redeem_call(from, amount)?.full_intent(),
+            ),
+            BatchOp::Transfer {
+                token, to, amount, ..
+            } => (
+                token,
+                Some(to),
+                plain_transfer_intent(self.side(token)?, to, amount),
+            ),
+            BatchOp::Swap { amount, .. } => (
+                Which::Mt,
+                Some(SWAP_ADDRESS_UNKNOWN),
+                swap_intent(self.side(Which::Mt)?, SWAP_ADDRESS_UNKNOWN, amount),
+            ),
+        };
+        let (_, amount) = op.spends();
+        let data = match to {
+            Some(to) => bridgectl_tx::calldata::erc20_transfer(to, amount),
+            None => bridgectl_tx::calldata::encode("redeem", &intent.args)?,
+        };
+        let side = self.side(which)?;
+        let raw = RawTx {
+            from: op.from(),
+            to: side.token,
+            data: data.into(),
+            nonce: 0,
+            gas_limit: 0,
+            gas_price: 0,
+            chain_id: side.chain_id,
+            value: U256::ZERO,
+        };
+        Ok((which, raw, intent))
+    }
+}

@@ -234,16 +234,17 @@ pub fn assert_wrong_passphrase(scan: &crate::secrets::Secrets, what: &str, out: 
 /// read-only SQLite connection of the test's own: what is on disk, not what the client
 /// reports.
 pub fn journal_rows(path: &Path) -> Vec<(String, String, Option<String>)> {
+    try_journal_rows(path).expect("read the journal")
+}
+
+/// [`journal_rows`], or the error of reading them: for a test waiting on another process
+/// that may be making the journal right now (the file exists before its tables do).
+pub fn try_journal_rows(path: &Path) -> rusqlite::Result<Vec<(String, String, Option<String>)>> {
     let db =
-        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .expect("open the journal read-only");
-    let mut q = db
-        .prepare("SELECT tx_id, state, signed_tx FROM flows ORDER BY created_at")
-        .expect("query");
-    q.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .expect("rows")
-        .collect::<Result<_, _>>()
-        .expect("row")
+        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let mut q = db.prepare("SELECT tx_id, state, signed_tx FROM flows ORDER BY created_at")?;
+    q.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect()
 }
 
 /// Panics unless the command was stopped by `SIGABRT`: where a `BRIDGECTL_FAILPOINT`

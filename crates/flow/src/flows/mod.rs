@@ -225,6 +225,8 @@ pub struct Flows {
     /// One client per node URL, made on first use: a client holds its connections (and
     /// its TLS setup), so a batch of a thousand items does not build a thousand.
     nodes: std::sync::Mutex<std::collections::HashMap<String, NodeClient>>,
+    /// The chains whose block 0 was checked against the journal's in this process.
+    chains_checked: std::sync::Mutex<std::collections::HashSet<u64>>,
 }
 
 /// Builds [`Flows`]. The parts every flow needs are arguments of [`Flows::builder`];
@@ -257,6 +259,7 @@ impl Flows {
                 submitter: Submitter::Platform,
                 wait: WaitOptions::default(),
                 nodes: Default::default(),
+                chains_checked: Default::default(),
             },
             gas_price: NoGasPriceCap,
         }
@@ -446,8 +449,11 @@ impl Flows {
         match side.and_then(|s| s.rpc_url.as_deref()) {
             Some(url) => {
                 let node = self.node_at(url)?;
-                let (price, pending) =
-                    tokio::try_join!(node.gas_price(), node.pending_nonce(from))?;
+                let (price, pending, ()) = tokio::try_join!(
+                    node.gas_price(),
+                    node.pending_nonce(from),
+                    self.check_chain(&node, chain_id)
+                )?;
                 gas_price_quote = Some(price);
                 facts.pending = Some(pending);
             }
@@ -463,6 +469,27 @@ impl Flows {
             nonce: Nonce::Next(facts),
             spent: None,
         })
+    }
+
+    /// The node's chain is the one the journal's flows of `chain_id` were journaled on
+    /// (its block 0, read once per process and chain): a reset chain is named as such
+    /// before its stale nonces refuse anything ([`Error::ChainReset`]).
+    async fn check_chain(&self, node: &NodeClient, chain_id: u64) -> Result<(), Error> {
+        let checked = self
+            .chains_checked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&chain_id);
+        if checked {
+            return Ok(());
+        }
+        let genesis = node.genesis_hash().await?;
+        self.journal.check_chain(chain_id, genesis)?;
+        self.chains_checked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(chain_id);
+        Ok(())
     }
 
     /// Starts a flow of `kind` in the journal under a fresh txId.
@@ -547,18 +574,24 @@ impl Flows {
         }
     }
 
-    /// A nonce under the journal's floor is held by a flow here: the refusal names it
-    /// and the ways on (resume it, replace it, cancel it) rather than only the number the
-    /// verifier would give.
+    /// The chain's next nonce (the node's or the platform's count) is one a flow here
+    /// signed or holds: its transaction never reached the chain, or fell out of the
+    /// node's pool, and the address is stuck behind it. The refusal names that flow and
+    /// the ways on (resume it, replace it, cancel it) rather than only the number the
+    /// verifier would give. A nonce the chain is already past is left to the verifier: a
+    /// replacement of something mined or pending, from a platform that should not ask.
     fn refuse_held_nonce(&self, raw_tx: &RawTx, context: &Context) -> Result<(), Error> {
         let Nonce::Next(NonceFacts {
             journal_next: Some(floor),
+            pending,
+            platform,
             ..
         }) = &context.nonce
         else {
             return Ok(());
         };
-        if raw_tx.nonce >= *floor {
+        let chain_next = pending.or(*platform);
+        if raw_tx.nonce >= *floor || chain_next.is_some_and(|next| raw_tx.nonce < next) {
             return Ok(());
         }
         match self

@@ -173,6 +173,7 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
         | F::NonceReserved { .. }
         | F::NonceHeld { .. }
         | F::CannotReplace { .. }
+        | F::ChainReset { .. }
         | F::LeaseExpired { .. }
         | F::BatchRunning { .. }
         | F::BatchRefused { .. }

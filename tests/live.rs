@@ -392,6 +392,47 @@ fn with_api_key(url: &str, key: &str) -> String {
     format!("{}/?apikey={key}", url.trim_end_matches('/'))
 }
 
+/// The test profile's path in its dir.
+const PROFILE: &str = "xdg/config/bridgectl/config.toml";
+
+/// The profile of a test over sandbox `info`, its nodes reached through `node_taps` with
+/// `node_key` in their URLs.
+fn profile_text(info: &SandboxInfo, node_taps: &[NodeTap; 2], node_key: &str) -> String {
+    format!(
+        r#"[profiles.default]
+base_url = "{base}"
+web3_url = "{web3}"
+main_environment_id = "{menv}"
+side_environment_id = "{senv}"
+main_symbol = "{msym}"
+side_symbol = "{ssym}"
+main_decimals = {mdec}
+side_decimals = {sdec}
+mt_contract = "{mt}"
+st_contract = "{st}"
+main_chain_id = {mcid}
+side_chain_id = {scid}
+main_rpc_url = "{mrpc}"
+side_rpc_url = "{srpc}"
+redeem_action = "redeem"
+"#,
+        base = info.base_url,
+        web3 = info.web3_url,
+        menv = info.main.environment_id,
+        senv = info.side.environment_id,
+        msym = info.main.symbol,
+        ssym = info.side.symbol,
+        mdec = info.main.decimals,
+        sdec = info.side.decimals,
+        mt = info.main.token_address,
+        st = info.side.token_address,
+        mcid = info.main.chain_id,
+        scid = info.side.chain_id,
+        mrpc = with_api_key(&node_taps[0].url, node_key),
+        srpc = with_api_key(&node_taps[1].url, node_key),
+    )
+}
+
 /// A test dir wired to a live sandbox: profile, token, keystore with the dev key.
 pub struct Live {
     /// The test dir.
@@ -450,40 +491,7 @@ impl Live {
             NodeTap::start(&info.main.rpc_url),
             NodeTap::start(&info.side.rpc_url),
         ];
-        let profile = format!(
-            r#"[profiles.default]
-base_url = "{base}"
-web3_url = "{web3}"
-main_environment_id = "{menv}"
-side_environment_id = "{senv}"
-main_symbol = "{msym}"
-side_symbol = "{ssym}"
-main_decimals = {mdec}
-side_decimals = {sdec}
-mt_contract = "{mt}"
-st_contract = "{st}"
-main_chain_id = {mcid}
-side_chain_id = {scid}
-main_rpc_url = "{mrpc}"
-side_rpc_url = "{srpc}"
-redeem_action = "redeem"
-"#,
-            base = info.base_url,
-            web3 = info.web3_url,
-            menv = info.main.environment_id,
-            senv = info.side.environment_id,
-            msym = info.main.symbol,
-            ssym = info.side.symbol,
-            mdec = info.main.decimals,
-            sdec = info.side.decimals,
-            mt = info.main.token_address,
-            st = info.side.token_address,
-            mcid = info.main.chain_id,
-            scid = info.side.chain_id,
-            mrpc = with_api_key(&node_taps[0].url, &node_key),
-            srpc = with_api_key(&node_taps[1].url, &node_key),
-        );
-        dir.write("xdg/config/bridgectl/config.toml", profile);
+        dir.write(PROFILE, profile_text(info, &node_taps, &node_key));
         let mut secrets = crate::secrets::Secrets::new();
         secrets
             .add("the passphrase", &passphrase)
@@ -507,10 +515,38 @@ redeem_action = "redeem"
 
     /// Appends `toml` to the test's profile file (policy lines, limits).
     pub fn add_to_profile(&self, toml: &str) {
-        let config = "xdg/config/bridgectl/config.toml";
-        let mut profile = std::fs::read_to_string(self.dir.join(config)).expect("config");
+        let mut profile = std::fs::read_to_string(self.dir.join(PROFILE)).expect("config");
         profile.push_str(toml);
-        self.dir.write(config, profile);
+        self.dir.write(PROFILE, profile);
+    }
+
+    /// Stops this test's own sandbox and starts a new one in its place: new anvils with
+    /// the same chain ids and a new block 0 (a chain reset, as a restarted sandbox or a
+    /// reset testnet is), the profile pointed at it; the keystore, the journal and the
+    /// signing log stay. The dev account is anvil's, funded again on the new chains.
+    pub fn restart_sandbox(&mut self) {
+        assert_eq!(
+            Arc::strong_count(&self.sb),
+            1,
+            "only a test's own sandbox is restarted"
+        );
+        let old = std::mem::replace(
+            &mut self.sb,
+            Arc::new(LiveSandbox::start(SandboxConfig::default())),
+        );
+        drop(old);
+        assert_eq!(
+            self.sb.info.dev.address, self.dev,
+            "anvil's dev account again"
+        );
+        self.node_taps = [
+            NodeTap::start(&self.sb.info.main.rpc_url),
+            NodeTap::start(&self.sb.info.side.rpc_url),
+        ];
+        self.dir.write(
+            PROFILE,
+            profile_text(&self.sb.info, &self.node_taps, &self.node_key),
+        );
     }
 
     /// The node API key in the profile's node URLs.

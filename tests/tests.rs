@@ -16,6 +16,7 @@ mod log;
 mod offline;
 mod readme;
 mod replace;
+mod reset;
 mod resume;
 mod sandbox;
 mod sign;

@@ -6,6 +6,7 @@ pub mod batch;
 pub mod completions;
 pub mod demo;
 pub mod history;
+pub mod journal;
 pub mod key;
 pub mod log;
 pub mod redeem;
@@ -40,6 +41,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Replace(args) => replace::run(&global, args, false),
         Command::Cancel(args) => replace::run(&global, args, true),
         Command::History(args) => history::run(&global, args),
+        Command::Journal(cmd) => journal::run(&global, cmd),
         Command::Balance(args) => balance::run(&global, args),
         Command::Demo(args) => demo::run(&global, args),
         Command::Webhook(cmd) => webhook::run(&global, cmd),

@@ -233,6 +233,23 @@ pub enum Error {
         tx_hash: String,
     },
 
+    /// The node's chain is not the one this journal's flows of that chain id were
+    /// journaled on (block 0 differs): a reset testnet, a restarted sandbox.
+    #[error(
+        "chain {chain_id} was reset since its flows were journaled (its block 0 was {journaled}, \
+         the node's is {found}): the journal's nonces for it belong to the old chain; \
+         `bridgectl journal reset-chain {chain_id}` retires those flows and goes on with the \
+         new chain"
+    )]
+    ChainReset {
+        /// The chain id.
+        chain_id: u64,
+        /// Block 0's hash as journaled.
+        journaled: String,
+        /// Block 0's hash as the node reports it.
+        found: String,
+    },
+
     /// `replace` or `cancel` of a flow that has nothing to replace (never signed,
     /// completed, its transaction mined) or at a price that cannot replace it.
     #[error("flow {tx_id} cannot be replaced or cancelled: {why}")]

@@ -64,6 +64,10 @@ pub enum FlowState {
     /// Ended by its cancel: a 0-value self-transfer at its nonce was mined instead of
     /// its call (see [`Journal::record_replacement`]).
     Cancelled,
+    /// Its chain was reset after it was journaled ([`Journal::reset_chain`]): whatever it
+    /// signed belongs to a chain that no longer exists, holds no nonce, and is never sent
+    /// again.
+    Retired,
 }
 
 impl FlowState {
@@ -78,6 +82,7 @@ impl FlowState {
             FlowState::Completed => "completed",
             FlowState::Failed => "failed",
             FlowState::Cancelled => "cancelled",
+            FlowState::Retired => "retired",
         }
     }
 
@@ -90,6 +95,7 @@ impl FlowState {
             "submitted" => FlowState::Submitted,
             "completed" => FlowState::Completed,
             "cancelled" => FlowState::Cancelled,
+            "retired" => FlowState::Retired,
             _ => FlowState::Failed,
         }
     }
@@ -348,6 +354,14 @@ CREATE TABLE IF NOT EXISTS signatures (
     at        TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS signatures_by_flow ON signatures(tx_id);
+-- The chain the flows of each chain id were journaled on, by its block 0's hash: a node
+-- whose block 0 differs is another chain (a reset testnet, a restarted sandbox), on which
+-- the journal's nonces mean nothing.
+CREATE TABLE IF NOT EXISTS chains (
+    chain_id    INTEGER PRIMARY KEY,
+    genesis     TEXT NOT NULL,
+    recorded_at TEXT NOT NULL
+);
 ";
 
 /// The run lock of one batch (see [`Journal::lock_batch`]): released when dropped, or
@@ -365,8 +379,21 @@ pub const RESERVATION_LEASE_SECS: i64 = 15 * 60;
 
 /// The SQL condition (over `nonces r JOIN flows f`, with the lease cut-off bound as
 /// parameter `cutoff`, e.g. `?4`) under which a reservation holds.
+/// The block 0 hash journaled for `chain_id`, read inside `c`.
+fn genesis_in(c: &Connection, chain_id: u64) -> rusqlite::Result<Option<String>> {
+    c.query_row(
+        "SELECT genesis FROM chains WHERE chain_id = ?1",
+        params![chain_id as i64],
+        |r| r.get(0),
+    )
+    .optional()
+}
+
 fn holds(cutoff: &str) -> String {
-    format!("(f.signed_tx IS NOT NULL OR (f.state != 'failed' AND r.reserved_at > {cutoff}))")
+    format!(
+        "(f.state != 'retired' AND (f.signed_tx IS NOT NULL \
+          OR (f.state != 'failed' AND r.reserved_at > {cutoff})))"
+    )
 }
 
 fn unix_now() -> i64 {
@@ -801,7 +828,8 @@ impl Journal {
                     "SELECT {COLUMNS} FROM flows WHERE tx_id IN (
                      SELECT tx_id FROM flows
                       WHERE from_addr = ?1 COLLATE NOCASE AND chain_id = ?2
-                        AND signed_tx IS NOT NULL AND CAST(nonce AS INTEGER) = ?3
+                        AND signed_tx IS NOT NULL AND state != 'retired'
+                        AND CAST(nonce AS INTEGER) = ?3
                      UNION ALL
                      SELECT r.tx_id FROM nonces r JOIN flows f ON f.tx_id = r.tx_id
                       WHERE r.address = ?1 AND r.chain_id = ?2 AND r.nonce = ?3 AND {})
@@ -818,6 +846,91 @@ impl Journal {
             )
             .optional()
         })
+    }
+
+    /// Checks that chain `chain_id`'s block 0 is `genesis`, the one its flows here were
+    /// journaled on; the first time a chain is seen, records it. A different block 0 is
+    /// [`Error::ChainReset`]: the chain was reset (or another chain took its id), and
+    /// the journal's nonces for it would refuse or misplace every transaction.
+    pub fn check_chain(&self, chain_id: u64, genesis: alloy_primitives::B256) -> Result<(), Error> {
+        let found = genesis.to_string();
+        let journaled: Option<String> = self.with(|c| {
+            let t = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let journaled = genesis_in(&t, chain_id)?;
+            if journaled.is_none() {
+                t.execute(
+                    "INSERT INTO chains (chain_id, genesis, recorded_at) VALUES (?1, ?2, ?3)",
+                    params![chain_id as i64, found, now()],
+                )?;
+                t.commit()?;
+            }
+            Ok(journaled)
+        })?;
+        match journaled {
+            Some(j) if !j.eq_ignore_ascii_case(&found) => Err(Error::ChainReset {
+                chain_id,
+                journaled: j,
+                found,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// The block 0 hash chain `chain_id`'s flows were journaled on, if recorded.
+    pub fn chain_genesis(&self, chain_id: u64) -> Result<Option<String>, Error> {
+        self.with(|c| genesis_in(c, chain_id))
+    }
+
+    /// The flows on chain `chain_id` that [`Journal::reset_chain`] would retire: every
+    /// one not retired already.
+    pub fn flows_on_chain(&self, chain_id: u64) -> Result<Vec<FlowRecord>, Error> {
+        self.with(|c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT {COLUMNS} FROM flows WHERE state != 'retired' AND (chain_id = ?1
+                    OR tx_id IN (SELECT tx_id FROM nonces WHERE chain_id = ?1))
+                  ORDER BY created_at"
+            ))?;
+            stmt.query_map(params![chain_id as i64], row_to_record)?
+                .collect()
+        })
+    }
+
+    /// After chain `chain_id` was reset (its block 0 is now `genesis`): retires its flows
+    /// (each keeps its record and gets a `chain-reset` step; none holds a nonce or is sent
+    /// again), drops their nonce reservations, and records the new block 0, in one
+    /// durable transaction. Returns the retired flows' txIds.
+    pub fn reset_chain(
+        &self,
+        chain_id: u64,
+        genesis: alloy_primitives::B256,
+    ) -> Result<Vec<String>, Error> {
+        let at = now();
+        let retired = self.flows_on_chain(chain_id)?;
+        let ids: Vec<String> = retired.into_iter().map(|f| f.tx_id).collect();
+        self.with_durable(|c| {
+            let t = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let before = genesis_in(&t, chain_id)?;
+            let detail = serde_json::json!({"chainId": chain_id, "genesisBefore": before,
+                                            "genesis": genesis.to_string()})
+            .to_string();
+            for id in &ids {
+                t.execute(
+                    "UPDATE flows SET state = 'retired', updated_at = ?2 WHERE tx_id = ?1",
+                    params![id, at],
+                )?;
+                t.execute(
+                    "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, 'chain-reset', ?3)",
+                    params![id, at, detail],
+                )?;
+            }
+            t.execute("DELETE FROM nonces WHERE chain_id = ?1", params![chain_id as i64])?;
+            t.execute(
+                "INSERT OR REPLACE INTO chains (chain_id, genesis, recorded_at) VALUES (?1, ?2, ?3)",
+                params![chain_id as i64, genesis.to_string(), at],
+            )?;
+            t.commit()
+        })?;
+        Ok(ids)
     }
 
     /// Records the last result seen (e.g. a redemption record).
@@ -860,7 +973,7 @@ impl Journal {
                      UNION ALL
                      SELECT CAST(nonce AS INTEGER) FROM flows
                       WHERE from_addr = ?1 COLLATE NOCASE AND chain_id = ?2
-                        AND signed_tx IS NOT NULL AND tx_id != ?3)",
+                        AND signed_tx IS NOT NULL AND state != 'retired' AND tx_id != ?3)",
                     holds("?4")
                 ),
                 params![addr, chain_id as i64, except, unix_now() - self.lease_secs],

@@ -140,6 +140,23 @@ impl NodeClient {
         to_u64(parse_quantity(&v, "chain id")?, "chain id")
     }
 
+    /// The hash of block 0: what tells one chain from another that took its chain id
+    /// (a reset testnet, a restarted local node).
+    pub async fn genesis_hash(&self) -> Result<B256, Error> {
+        let block = self
+            .call("eth_getBlockByNumber", json!(["0x0", false]))
+            .await?;
+        block
+            .get("hash")
+            .and_then(Value::as_str)
+            .and_then(|h| h.parse().ok())
+            .ok_or_else(|| Error::UnexpectedShape {
+                what: "block 0".into(),
+                expected: "a block with a 32-byte hash".into(),
+                data: block.clone(),
+            })
+    }
+
     /// The next nonce counting pending transactions (`eth_getTransactionCount`,
     /// `pending`), so a transaction still in the pool is not replaced by accident.
     pub async fn pending_nonce(&self, address: Address) -> Result<u64, Error> {

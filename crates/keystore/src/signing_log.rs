@@ -32,9 +32,10 @@ use crate::Error;
 /// The log's file name in the keystore directory.
 pub const SIGNING_LOG_FILE: &str = "signing-log.sqlite3";
 
-/// Version 2 added `entries_nonce`, the nonce guard's index.
+/// Version 2 added `entries_nonce`, the nonce guard's index; version 3 `entries_reset`,
+/// which finds a key's chain resets without reading its other entries.
 const SCHEMA: bridgectl_sqlite::Schema = bridgectl_sqlite::Schema {
-    version: 2,
+    version: 3,
     sql: SCHEMA_SQL,
 };
 
@@ -51,6 +52,8 @@ CREATE TABLE IF NOT EXISTS entries (
 );
 CREATE INDEX IF NOT EXISTS entries_key_time ON entries(key, time);
 CREATE INDEX IF NOT EXISTS entries_nonce ON entries(key, chain_id, json_extract(body, '$.nonce'));
+CREATE INDEX IF NOT EXISTS entries_reset ON entries(key, chain_id, seq)
+    WHERE json_extract(body, '$.chainReset') IS NOT NULL;
 ";
 
 /// The signing log of one keystore directory.
@@ -135,6 +138,22 @@ impl SigningLogDb {
     /// The head as stored (not checked: [`SigningLogDb::verify`] checks it).
     pub fn checkpoint(&self) -> Result<Checkpoint, Error> {
         self.with(|c| head(c).map_err(self.sql()))
+    }
+
+    /// The keys with entries on `chain_id`, as the index columns say (unchecked: a
+    /// listing of whom a chain reset concerns, not a total anything rests on).
+    pub fn keys_on_chain(&self, chain_id: u64) -> Result<Vec<Address>, Error> {
+        let chain = i64::try_from(chain_id).unwrap_or(i64::MAX);
+        let keys: Vec<String> = self.with(|c| {
+            let mut stmt = c
+                .prepare("SELECT DISTINCT key FROM entries WHERE chain_id = ?1 ORDER BY key")
+                .map_err(self.sql())?;
+            let rows = stmt
+                .query_map(params![chain], |r| r.get(0))
+                .map_err(self.sql())?;
+            rows.collect::<Result<_, _>>().map_err(self.sql())
+        })?;
+        Ok(keys.iter().filter_map(|k| k.parse().ok()).collect())
     }
 
     /// Checks the whole chain, and against `kept` when given. `Ok(Err(bad))` names the
@@ -543,17 +562,57 @@ impl SigningLogDb {
         let mut found = Vec::new();
         while let Some(row) = rows.next().map_err(self.sql())? {
             let entry = row_entry(row).map_err(self.sql())?;
-            let body = self
-                .checked_body(&entry)
-                .map_err(|bad| Error::SigningLogBroken {
-                    path: self.path.clone(),
-                    bad,
-                })?;
-            if body.key == key && body.chain_id == chain_id && body.nonce == nonce {
+            let body = self.checked_or_broken(&entry)?;
+            if body.key == key
+                && body.chain_id == chain_id
+                && body.nonce == nonce
+                && body.chain_reset.is_none()
+            {
                 found.push(body);
             }
         }
+        // Signatures made before the key recorded a reset of this chain were for the old
+        // chain: they hold no nonce on the new one.
+        let reset = self.last_chain_reset_in(c, key, chain_id)?;
+        found.retain(|b| b.seq > reset);
         Ok(found)
+    }
+
+    /// [`Self::checked_body`], a bad entry as the refusal [`Error::SigningLogBroken`].
+    fn checked_or_broken(&self, entry: &Entry) -> Result<EntryBody, Error> {
+        self.checked_body(entry)
+            .map_err(|bad| Error::SigningLogBroken {
+                path: self.path.clone(),
+                bad,
+            })
+    }
+
+    /// The seq of `key`'s newest chain-reset entry for `chain_id` (checked like any
+    /// entry: only the key can write one), 0 when it has none.
+    fn last_chain_reset_in(
+        &self,
+        c: &Connection,
+        key: Address,
+        chain_id: u64,
+    ) -> Result<u64, Error> {
+        let chain = i64::try_from(chain_id).unwrap_or(i64::MAX);
+        let mut stmt = c
+            .prepare_cached(
+                "SELECT seq, body, hash, sig FROM entries WHERE key = ?1 AND chain_id = ?2 \
+                 AND json_extract(body, '$.chainReset') IS NOT NULL ORDER BY seq DESC",
+            )
+            .map_err(self.sql())?;
+        let mut rows = stmt
+            .query(params![key.to_string(), chain])
+            .map_err(self.sql())?;
+        while let Some(row) = rows.next().map_err(self.sql())? {
+            let entry = row_entry(row).map_err(self.sql())?;
+            let body = self.checked_or_broken(&entry)?;
+            if body.key == key && body.chain_id == chain_id && body.chain_reset.is_some() {
+                return Ok(body.seq);
+            }
+        }
+        Ok(0)
     }
 
     fn window_in(
@@ -609,22 +668,28 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
                 let body: EntryBody = serde_json::from_str(&entry.body).map_err(|e| {
                     bridgectl_tx::Error::Refused(format!("the new log entry does not read: {e}"))
                 })?;
-                let prior = self
-                    .signed_at_nonce_in(&tx, body.key, body.chain_id, body.nonce)
-                    .map_err(as_tx)?;
-                if same_signature(&prior, &body).is_some() {
+                let prior = if body.chain_reset.is_some() {
+                    // A chain reset signs no transaction: no nonce to guard.
+                    Vec::new()
+                } else {
+                    self.signed_at_nonce_in(&tx, body.key, body.chain_id, body.nonce)
+                        .map_err(as_tx)?
+                };
+                if body.chain_reset.is_none() && same_signature(&prior, &body).is_some() {
                     // The very transaction again (the same bytes): recorded once, counted
                     // once.
                     return Ok(None);
                 }
-                nonce_free(
-                    &prior,
-                    body.key,
-                    body.chain_id,
-                    body.nonce,
-                    body.signing_hash.unwrap_or_default(),
-                    body.replaces,
-                )?;
+                if body.chain_reset.is_none() {
+                    nonce_free(
+                        &prior,
+                        body.key,
+                        body.chain_id,
+                        body.nonce,
+                        body.signing_hash.unwrap_or_default(),
+                        body.replaces,
+                    )?;
+                }
                 if let Some(limit) = limit {
                     limit.check(walked.total)?;
                 }

@@ -677,3 +677,53 @@ fn an_edited_key_column_does_not_make_a_signature_anothers() {
         bridgectl_tx::SigningLog::signed_at_nonce(&log, stranger, CHAIN, 3).expect("readable");
     assert!(found.is_empty(), "{found:?}");
 }
+
+/// A chain reset frees the key's nonces on that chain only, only when the key itself
+/// records it, and only for signatures made before it: after `log_chain_reset`, another
+/// transaction at a nonce signed on the old chain passes; on another chain, and at a
+/// nonce signed after the reset, the guard holds. Spending totals still count the old
+/// chain's signatures. Without the filter in `signed_at_nonce` the second assertion
+/// fails.
+#[test]
+fn a_chain_reset_recorded_by_the_key_frees_the_old_chains_nonces() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = SigningLogDb::open(dir.path().join("log.sqlite3")).expect("open");
+    let mut p = policy(LIMIT);
+    p.trusted.contract(
+        ST,
+        CHAIN + 1,
+        Some(Token {
+            symbol: "ST".into(),
+            decimals: 18,
+        }),
+    );
+    sign(&log, &p, &redeem(key().address(), 0, 1), T0).expect("nonce 0");
+    let mut elsewhere = redeem(key().address(), 0, 1);
+    elsewhere.chain_id = CHAIN + 1;
+    sign(&log, &p, &elsewhere, T0).expect("nonce 0 on another chain");
+    let other = redeem(key().address(), 0, 2);
+    limits::read_spent(&p, &other, None, &log, T0 + 1).expect_err("nonce 0 is taken");
+
+    // Another key's reset frees only that key's nonces: this key's stays taken.
+    let stranger = PrivateKeySigner::random();
+    let genesis = alloy_primitives::B256::repeat_byte(7);
+    let _ = bridgectl_tx::log::log_chain_reset(&log, &stranger, CHAIN, genesis, T0 + 1);
+    limits::read_spent(&p, &other, None, &log, T0 + 1).expect_err("still taken");
+
+    bridgectl_tx::log::log_chain_reset(&log, &key(), CHAIN, genesis, T0 + 1).expect("reset");
+    let spent = limits::read_spent(&p, &other, None, &log, T0 + 2)
+        .expect("nonce 0 is free on the new chain")
+        .expect("a window total");
+    assert_eq!(
+        spent.total,
+        U256::from(10u64).pow(U256::from(18u64)),
+        "still counted"
+    );
+    let mut still = elsewhere.clone();
+    still.data = other.data.clone();
+    limits::read_spent(&p, &still, None, &log, T0 + 2).expect_err("the other chain was not reset");
+    sign(&log, &p, &other, T0 + 2).expect("nonce 0 signed on the new chain");
+    limits::read_spent(&p, &redeem(key().address(), 0, 3), None, &log, T0 + 3)
+        .expect_err("and held again");
+    assert!(log.verify(None).expect("read").is_ok());
+}

@@ -88,6 +88,13 @@ pub struct EntryBody {
     /// reads both from. Absent for every other entry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replaces: Option<B256>,
+    /// Set on an entry that signs no transaction: the key's own record that chain
+    /// `chain_id` was reset and its block 0 is now this hash ([`log_chain_reset`]). The
+    /// key's entries on that chain before it hold no nonce any more
+    /// ([`SigningLog::signed_at_nonce`] answers from after it); spending totals still
+    /// count them. Its `nonce`, `to` and `tx_hash` are zero.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain_reset: Option<B256>,
 }
 
 /// One entry as stored and exported: the body's text, its hash and the key's signature.
@@ -463,8 +470,14 @@ pub fn make_entry(
         tx_hash: signed.hash,
         signing_hash: Some(crate::sign::signing_hash(tx)),
         replaces: verified.replaces(),
+        chain_reset: None,
     };
-    let text = serde_json::to_string(&body).map_err(|e| Error::Refused(e.to_string()))?;
+    seal(&body, signer)
+}
+
+/// The entry for `body`: its text, hash, and `signer`'s signature over the hash.
+fn seal(body: &EntryBody, signer: &PrivateKeySigner) -> Result<Entry, Error> {
+    let text = serde_json::to_string(body).map_err(|e| Error::Refused(e.to_string()))?;
     let hash = keccak256(text.as_bytes());
     let sig = signer
         .sign_message_sync(hash.as_slice())
@@ -494,6 +507,42 @@ pub fn sign_and_log(
         make_entry(head, verified, &signed, time, signer)
     })?;
     Ok(signed)
+}
+
+/// Records in `log`, signed by `signer`, that chain `chain_id` was reset and its block
+/// 0 is now `genesis`: from this entry on, the key's earlier signatures on that chain no
+/// longer hold their nonces (the chain they were for is gone), so its nonces can be used
+/// again on the new chain. Only the key can write this, as every entry: a journal cannot
+/// free a nonce the log holds.
+pub fn log_chain_reset(
+    log: &dyn SigningLog,
+    signer: &PrivateKeySigner,
+    chain_id: u64,
+    genesis: B256,
+    time: u64,
+) -> Result<Checkpoint, Error> {
+    log.append(signer.address(), None, &mut |head| {
+        let body = EntryBody {
+            v: ENTRY_VERSION,
+            seq: head.checkpoint.count + 1,
+            prev: head.checkpoint.head,
+            time: time.max(head.time),
+            key: signer.address(),
+            chain_id,
+            nonce: 0,
+            to: Address::ZERO,
+            function: None,
+            args: BTreeMap::new(),
+            token: None,
+            amount: None,
+            value: U256::ZERO,
+            tx_hash: B256::ZERO,
+            signing_hash: None,
+            replaces: None,
+            chain_reset: Some(genesis),
+        };
+        seal(&body, signer)
+    })
 }
 
 /// One nonce, one signature: refuses to sign the transaction with `signing_hash` as

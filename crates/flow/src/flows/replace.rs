@@ -138,7 +138,10 @@ impl Flows {
             tx_id: tx_id.to_owned(),
             why,
         };
-        if matches!(rec.state, FlowState::Completed | FlowState::Cancelled) {
+        if matches!(
+            rec.state,
+            FlowState::Completed | FlowState::Cancelled | FlowState::Retired
+        ) {
             return Err(not(format!("it is {} already", rec.state.as_str())));
         }
         let Some(signed_hex) = &rec.signed_tx else {

@@ -339,14 +339,22 @@ fn stage(journal: &Journal, rec: &FlowRecord) -> Result<Stage, Error> {
             tx_hash: rec.tx_hash.clone(),
         });
     }
-    if let Some(signed_hex) = &rec.signed_tx {
-        return Ok(Stage::Signed(signed_hex.clone()));
-    }
     let not = |why: String| Error::NothingToResume {
         tx_id: tx_id.clone(),
         state: rec.state.as_str(),
         why,
     };
+    if rec.state == FlowState::Retired {
+        return Err(not(
+            "its chain was reset after it was journaled (`bridgectl journal reset-chain`): \
+             what it signed belongs to the old chain and is never sent again; run the \
+             command again"
+                .into(),
+        ));
+    }
+    if let Some(signed_hex) = &rec.signed_tx {
+        return Ok(Stage::Signed(signed_hex.clone()));
+    }
     let Some(raw_tx) = &rec.raw_tx else {
         return Err(not(
             "it ended before the platform returned a transaction to sign; nothing was \

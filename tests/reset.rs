@@ -1,0 +1,91 @@
+//! A chain reset is not a dead end: a sandbox restarted under the same journal (new
+//! anvils, the same chain ids, a new block 0) is named as a reset, not as a nonce
+//! conflict; `journal reset-chain` retires the old chain's flows and records the reset in
+//! the signing log, signed by the key; then the walkthrough's swap and redeem run again.
+
+use serde_json::Value;
+
+use crate::live::Live;
+
+#[test]
+fn a_restarted_sandbox_is_named_a_reset_and_reset_chain_lets_the_walkthrough_run_again() {
+    let mut live = Live::new("chain_reset");
+    let (main, side) = (live.sb.info.main.chain_id, live.sb.info.side.chain_id);
+    let swap = ["swap", "--from", "dev", "--amount", "2", "--yes", "--wait"];
+    let redeem = ["redeem", "--from", "dev", "--amount", "1", "--yes"];
+    let nonces = (live.nonce(false, live.dev), live.nonce(true, live.dev));
+    assert!(live.ok(&swap)["stAfter"].is_string());
+    assert_eq!(live.ok(&redeem)["status"], "completed");
+    let before: Vec<Value> = live.ok(&["history"]).as_array().expect("flows").clone();
+    assert!(
+        before.iter().all(|f| f["state"] == "completed"),
+        "{before:#?}"
+    );
+
+    live.restart_sandbox();
+    // The same journal, a new chain: named as such, nothing signed.
+    for (args, chain) in [(&redeem[..], side), (&swap[..], main)] {
+        let err = live.fails(args, 3);
+        assert!(
+            err.contains(&format!(
+                "chain {chain} was reset since its flows were journaled"
+            )) && err.contains(&format!("`bridgectl journal reset-chain {chain}`")),
+            "{err}"
+        );
+    }
+    // Not a reset: refused, nothing changed.
+    let reset = |chain: u64| {
+        let chain = chain.to_string();
+        live.ok(&["journal", "reset-chain", &chain, "--yes"])
+    };
+    let side_reset = reset(side);
+    assert_eq!(
+        side_reset["keys"][0],
+        live.dev.to_string(),
+        "{side_reset:#}"
+    );
+    assert_eq!(side_reset["retired"].as_array().map(Vec::len), Some(1));
+    let err = live.fails(&["journal", "reset-chain", &side.to_string(), "--yes"], 3);
+    assert!(err.contains("was not reset"), "{err}");
+    assert_eq!(reset(main)["retired"].as_array().map(Vec::len), Some(1));
+
+    // The walkthrough again, at the same nonces as the first time on the old chains: the
+    // key's log lets them be signed again on the new ones.
+    assert_eq!(
+        (live.nonce(false, live.dev), live.nonce(true, live.dev)),
+        nonces
+    );
+    assert!(live.ok(&swap)["stAfter"].is_string());
+    assert_eq!(live.ok(&redeem)["status"], "completed");
+    let flows: Vec<Value> = live.ok(&["history"]).as_array().expect("flows").clone();
+    let states: Vec<&str> = flows.iter().filter_map(|f| f["state"].as_str()).collect();
+    // Newest first: the new chain's swap and redeem, the two refused at the reset (failed
+    // before anything was signed), the old chain's two.
+    assert_eq!(
+        states,
+        [
+            "completed",
+            "completed",
+            "failed",
+            "failed",
+            "retired",
+            "retired"
+        ],
+        "{flows:#?}"
+    );
+    assert!(flows[2..4].iter().all(|f| f["signedTx"].is_null()));
+    // A retired flow is never sent again.
+    let old = before[0]["txId"].as_str().expect("txId");
+    let err = live.fails(&["resume", old], 1);
+    assert!(err.contains("its chain was reset"), "{err}");
+    // The log holds: two resets among the four signatures, each signed by the key.
+    let entries = live.ok(&["log", "show"]);
+    let resets = entries
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|e| !e["entry"]["chainReset"].is_null())
+        .count();
+    assert_eq!(resets, 2, "{entries:#}");
+    assert_eq!(live.ok(&["log", "verify"])["ok"], true);
+}

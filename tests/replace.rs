@@ -234,3 +234,72 @@ fn a_dropped_redeem_names_its_flow_and_its_cancel_ends_it_cancelled() {
     assert_eq!(out["status"], "completed", "{out:#}");
     assert_eq!(live.nonce(true, live.dev), nonce + 2);
 }
+
+#[test]
+fn batch_resume_replace_stuck_reprices_the_items_that_were_never_mined() {
+    let live = Live::new("batch_replace_stuck");
+    live.dir.write(
+        "stuck.csv",
+        "op,from,to,token,amount,id\nredeem,dev,,,1,a\nredeem,dev,,,1,b\n",
+    );
+    let st0 = live.balance(true, live.dev);
+    let nonce = live.nonce(true, live.dev);
+    automine(&live, false);
+    let out = live
+        .cmd()
+        .args(["batch", "run", "stuck.csv", "--yes", "--timeout", "2"])
+        .output();
+    live.check_secrets(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(9),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let batch_id = live.ok(&["batch", "status"])[0]["batchId"]
+        .as_str()
+        .expect("batch id")
+        .to_owned();
+    let originals: Vec<String> = live.ok(&["batch", "status", &batch_id])["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|i| i["txHash"].as_str().expect("txHash").to_owned())
+        .collect();
+    assert_eq!(originals.len(), 2);
+    // The node loses both (evicted, under-priced): resending the same bytes would leave
+    // them under-priced; --replace-stuck re-prices each at its nonce.
+    for hash in &originals {
+        block_on(
+            live.sb
+                .node(true)
+                .call("anvil_dropTransaction", json!([hash])),
+        )
+        .expect("anvil_dropTransaction");
+    }
+    automine(&live, true);
+    let err = live.fails(&["batch", "resume", &batch_id, "--bump", "20%"], 2);
+    assert!(err.contains("--replace-stuck"), "{err}");
+    let mut c = live.cmd();
+    c.args(["batch", "resume", &batch_id, "--replace-stuck", "--yes"]);
+    live.run_ok(c);
+    let items = live.ok(&["batch", "status", &batch_id])["items"].clone();
+    for (item, original) in items.as_array().expect("items").iter().zip(&originals) {
+        assert_eq!(item["state"], "completed", "{items:#}");
+        let hash = item["txHash"].as_str().expect("txHash");
+        assert_ne!(hash, original, "re-priced, not resent");
+        assert!(live.mined(true, hash));
+        assert!(!has_receipt(&live, original), "both at one nonce mined");
+    }
+    assert_eq!(live.nonce(true, live.dev), nonce + 2);
+    assert_eq!(
+        st0 - live.balance(true, live.dev),
+        alloy_primitives::U256::from(2u64)
+            * alloy_primitives::U256::from(10u64).pow(18u64.try_into().expect("18"))
+    );
+    for n in [nonce, nonce + 1] {
+        let at = logged_at(&live, n);
+        assert_eq!(at.len(), 2, "{at:#?}");
+        assert!(!at[1]["entry"]["replaces"].is_null());
+    }
+}

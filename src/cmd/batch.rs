@@ -126,6 +126,15 @@ pub struct RunArgs {
 pub struct ResumeArgs {
     /// The batch id, or the start of it.
     pub id: String,
+    /// Re-price each item signed in an earlier run whose transaction is still not mined
+    /// (under-priced, dropped from the node's pool): signed again at its nonce at a
+    /// higher gas price, as `bridgectl replace` does, instead of sending the same bytes;
+    /// the keys of their senders are unlocked for it.
+    #[arg(long)]
+    pub replace_stuck: bool,
+    /// The re-pricing (with --replace-stuck).
+    #[command(flatten)]
+    pub price: crate::cmd::replace::PriceOpts,
     /// How it runs.
     #[command(flatten)]
     pub run: RunOpts,
@@ -152,7 +161,7 @@ pub fn run(global: &GlobalOpts, cmd: BatchCommand) -> Result<()> {
             plan.check()
         }
         BatchCommand::Run(args) => run_batch(global, &args.input, &args.run),
-        BatchCommand::Resume(args) => resume_batch(global, &args.id, &args.run),
+        BatchCommand::Resume(args) => resume_batch(global, &args),
         BatchCommand::Status(args) => status(global, &args),
     }
 }
@@ -742,26 +751,45 @@ fn run_batch(global: &GlobalOpts, input: &InputOpts, run: &RunOpts) -> Result<()
         "» batch {} recorded: `bridgectl batch resume {}` finishes it if this run is interrupted",
         batch.batch_id, batch.batch_id
     ));
-    drive(global, &session, &flows, &batch.batch_id, keys, run)
+    drive(global, &session, &flows, &batch.batch_id, keys, run, None)
 }
 
-fn resume_batch(global: &GlobalOpts, id: &str, run: &RunOpts) -> Result<()> {
+fn resume_batch(global: &GlobalOpts, args: &ResumeArgs) -> Result<()> {
+    let (id, run) = (&args.id, &args.run);
+    let price_given = args.price.gas_price.is_some() || args.price.bump.is_some();
+    if price_given && !args.replace_stuck {
+        return Err(crate::exit::coded(
+            crate::exit::Code::Usage,
+            "--gas-price and --bump re-price stuck items: give them with --replace-stuck",
+        ));
+    }
+    let replace_stuck = args
+        .replace_stuck
+        .then(|| crate::cmd::replace::repricing(&args.price))
+        .transpose()?;
     let session = Session::new(global, &run.flow)?;
     let flows = session.flows(Submitter::Platform, |_| {})?;
     let status = flows.batch_status(id)?;
     // A batch running in another process is refused before any key is unlocked (the
     // run takes the lock again for itself).
     drop(flows.journal().lock_batch(&status.batch.batch_id)?);
-    let needed = status.signers_needed();
-    let to_sign = status.count(ItemState::NotStarted) + status.count(ItemState::Unsigned);
+    let needed = status.signers_for(replace_stuck.is_some());
+    let mut to_sign = status.count(ItemState::NotStarted) + status.count(ItemState::Unsigned);
     let to_send = status.count(ItemState::Signed) + status.count(ItemState::Submitted);
+    if replace_stuck.is_some() {
+        to_sign += to_send;
+    }
     crate::output::note(format_args!(
-        "batch {}: {} items, {} completed, {} failed, {to_send} signed (sent again with the \
-         same bytes), {to_sign} to sign",
+        "batch {}: {} items, {} completed, {} failed, {to_send} signed ({}), {to_sign} to sign",
         status.batch.batch_id,
         status.items.len(),
         status.count(ItemState::Completed),
         status.count(ItemState::Failed),
+        if replace_stuck.is_some() {
+            "re-priced at their nonces unless mined"
+        } else {
+            "sent again with the same bytes"
+        },
     ));
     // Signed items need no key: a resume that only resends reads no passphrase.
     let keys = if needed.is_empty() {
@@ -781,7 +809,15 @@ fn resume_batch(global: &GlobalOpts, id: &str, run: &RunOpts) -> Result<()> {
         )?;
         unlock(&session, &mut passphrases, &needed)?
     };
-    drive(global, &session, &flows, &status.batch.batch_id, keys, run)
+    drive(
+        global,
+        &session,
+        &flows,
+        &status.batch.batch_id,
+        keys,
+        run,
+        replace_stuck,
+    )
 }
 
 /// Counts of the results so far.
@@ -800,10 +836,12 @@ fn drive(
     batch_id: &str,
     keys: Vec<PrivateKeySigner>,
     run: &RunOpts,
+    replace_stuck: Option<bridgectl_flow::Repricing>,
 ) -> Result<()> {
     let total = flows.batch_status(batch_id)?.items.len();
     let options = BatchOptions {
         jobs: run.jobs.max(1),
+        replace_stuck,
         ..BatchOptions::default()
     };
     let bar = (!global.json && std::io::stderr().is_terminal()).then(|| {

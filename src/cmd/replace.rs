@@ -7,7 +7,7 @@
 //! mined: that one decides how the flow ends (`cancelled` when the cancel won).
 
 use anyhow::Context as _;
-use bridgectl_flow::{Replaced, Repricing, Submitter};
+use bridgectl_flow::{Purpose, Replaced, Repricing, Submitter};
 use clap::Args;
 
 use crate::approver::StderrProgress;
@@ -49,17 +49,18 @@ pub fn run(global: &GlobalOpts, args: ReplaceArgs, cancel: bool) -> anyhow::Resu
     let session = Session::new(global, &args.flow)?;
     let flows = session.flows(Submitter::Platform, |_| {})?;
     let mut approver = session.approver();
-    let done = session.runtime.block_on(async {
-        if cancel {
-            flows
-                .cancel(&args.tx_id, repricing, &mut approver, &mut StderrProgress)
-                .await
-        } else {
-            flows
-                .replace(&args.tx_id, repricing, &mut approver, &mut StderrProgress)
-                .await
-        }
-    })?;
+    let purpose = if cancel {
+        Purpose::Cancel
+    } else {
+        Purpose::Replacement
+    };
+    let done = session.runtime.block_on(flows.replace(
+        &args.tx_id,
+        purpose,
+        repricing,
+        &mut approver,
+        &mut StderrProgress,
+    ))?;
     report(global, &done)
 }
 
@@ -89,7 +90,7 @@ fn report(global: &GlobalOpts, done: &Replaced) -> anyhow::Result<()> {
 
 /// The repricing the flags ask for: an exact price, a raise in percent (up to two
 /// decimals), or the default raise.
-fn repricing(opts: &PriceOpts) -> anyhow::Result<Repricing> {
+pub fn repricing(opts: &PriceOpts) -> anyhow::Result<Repricing> {
     if let Some(text) = &opts.gas_price {
         let wei = bridgectl_tx::amount::parse_native(text)
             .context("--gas-price")

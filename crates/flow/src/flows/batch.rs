@@ -38,7 +38,7 @@ use super::{
     Which, new_tx_id,
 };
 use crate::Error;
-use crate::journal::{BatchItemRecord, BatchRecord, FlowRecord, FlowState, Journal};
+use crate::journal::{BatchItemRecord, BatchRecord, FlowRecord, FlowState, Journal, Purpose};
 use bridgectl_tx::RawTx;
 
 pub use check::{BatchCheck, GasNeed, RefusedItem};
@@ -144,6 +144,11 @@ pub struct BatchOptions {
     pub jobs: usize,
     /// How often each submitted item's result is polled.
     pub poll_interval: Duration,
+    /// Re-price items signed in an earlier run whose transaction is still not mined
+    /// (signed at the same nonce with a higher gas price, like [`Flows::replace`]) instead
+    /// of sending their bytes again; their senders' keys must be given. `None`: send the
+    /// same bytes again.
+    pub replace_stuck: Option<super::Repricing>,
 }
 
 impl Default for BatchOptions {
@@ -154,6 +159,7 @@ impl Default for BatchOptions {
         Self {
             jobs: 16,
             poll_interval: Duration::from_secs(1),
+            replace_stuck: None,
         }
     }
 }
@@ -301,12 +307,22 @@ impl BatchStatus {
     /// The accounts whose keys the batch still needs: senders of items that will sign
     /// (not begun, or stopped before signing), in order of first appearance.
     pub fn signers_needed(&self) -> Vec<Address> {
+        self.signers_for(false)
+    }
+
+    /// The accounts whose keys a run with `replace_stuck` needs: those of
+    /// [`BatchStatus::signers_needed`], and with `replace_stuck` also those of items
+    /// signed and not finished (each may be re-priced).
+    pub fn signers_for(&self, replace_stuck: bool) -> Vec<Address> {
         let mut seen = Vec::new();
         for i in &self.items {
             let from = i.op.from();
-            if matches!(i.state, ItemState::NotStarted | ItemState::Unsigned)
-                && !seen.contains(&from)
-            {
+            let signs = match i.state {
+                ItemState::NotStarted | ItemState::Unsigned => true,
+                ItemState::Signed | ItemState::Submitted => replace_stuck,
+                _ => false,
+            };
+            if signs && !seen.contains(&from) {
                 seen.push(from);
             }
         }
@@ -580,7 +596,15 @@ impl Flows {
             let key = BatchKey {
                 signer: keys.remove(&from),
             };
-            self.lane(&batch_id, items, key, &jobs, awaiting.clone(), &out)
+            self.lane(
+                &batch_id,
+                items,
+                key,
+                &jobs,
+                options.replace_stuck,
+                awaiting.clone(),
+                &out,
+            )
         }));
         // Keys of accounts with no item here are dropped now.
         drop(keys);
@@ -590,18 +614,22 @@ impl Flows {
 
     /// The items of one address, in order: each signed and submitted before the next
     /// begins. The key is dropped after the last item that signs.
+    #[allow(clippy::too_many_arguments)]
     async fn lane(
         &self,
         batch_id: &str,
         items: Vec<Planned>,
         mut key: BatchKey,
         jobs: &Semaphore,
+        replace_stuck: Option<super::Repricing>,
         awaiting: mpsc::UnboundedSender<Awaited>,
         out: &mpsc::UnboundedSender<ItemResult>,
     ) {
-        let last_signing = items
-            .iter()
-            .rposition(|p| matches!(p.plan, Plan::Run { .. } | Plan::SignAgain));
+        let last_signing = items.iter().rposition(|p| match p.plan {
+            Plan::Run { .. } | Plan::SignAgain => true,
+            Plan::Resend => replace_stuck.is_some(),
+            Plan::Report(_) => false,
+        });
         let mut blocked: Option<String> = None;
         for (position, p) in items.into_iter().enumerate() {
             if let Plan::Report(result) = p.plan {
@@ -637,7 +665,10 @@ impl Flows {
             let permit = jobs.acquire().await;
             let started = std::time::Instant::now();
             let sent = match p.plan {
-                Plan::Resend => self.resend_signed(&tx_id, &mut Quiet).await,
+                Plan::Resend => match replace_stuck {
+                    Some(repricing) => self.replace_item(&tx_id, repricing, &mut key).await,
+                    None => self.resend_signed(&tx_id, &mut Quiet).await,
+                },
                 Plan::SignAgain => self.sign_again_item(&p.op, &tx_id, &mut key).await,
                 _ => self.submit_item(&p.op, &tx_id, &mut key).await,
             };
@@ -697,6 +728,31 @@ impl Flows {
             }
         }
         Err(last.expect("three attempts"))
+    }
+
+    /// `batch resume --replace-stuck` of an item signed in an earlier run: still not
+    /// mined, it is re-priced at its nonce ([`Flows::replace`]'s checks and signing log);
+    /// mined meanwhile, nothing is signed and its end is awaited as it is.
+    async fn replace_item(
+        &self,
+        tx_id: &str,
+        repricing: super::Repricing,
+        key: &mut BatchKey,
+    ) -> Result<Submitted, Error> {
+        let rec = self.journal.get(tx_id)?;
+        if let Some((_, receipt)) = self.mined_signature(&rec).await? {
+            return Ok(Submitted {
+                tx_id: tx_id.to_owned(),
+                tx_hash: receipt.transaction_hash,
+                from: super::resume::recorded_sender(&rec)?,
+                chain_id: rec.chain_id.unwrap_or_default(),
+                nonce: rec.nonce.unwrap_or_default(),
+                already_known: true,
+            });
+        }
+        self.sign_again(tx_id, Purpose::Replacement, repricing, key, &mut Quiet)
+            .await
+            .map(|sent| sent.submitted)
     }
 
     /// Signs and submits one item as flow `tx_id`.
@@ -782,7 +838,22 @@ impl Flows {
     /// The end of one submitted item: its redemption, or its receipt.
     async fn finish_item(&self, a: Awaited, interval: Duration) -> ItemResult {
         let tx_id = a.submitted.tx_id.clone();
+        let replaced = self.journal.signatures(&tx_id).is_ok_and(|s| s.len() > 1);
         let outcome = match a.op {
+            // Signed more than once at its nonce: the one mined decides.
+            _ if replaced => match self.journal.get(&tx_id) {
+                Ok(rec) => self.follow_replaced(&rec, &mut Quiet).await.map(|ended| {
+                    (ended.state != FlowState::Completed).then(|| {
+                        format!(
+                            "ended {} by {} {}",
+                            ended.state.as_str(),
+                            ended.purpose.as_str(),
+                            ended.mined
+                        )
+                    })
+                }),
+                Err(e) => Err(e),
+            },
             BatchOp::Redeem { .. } => self
                 .wait_redemption_every(&tx_id, a.submitted.tx_hash, interval, true, &mut Quiet)
                 .await

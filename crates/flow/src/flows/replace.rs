@@ -5,9 +5,10 @@
 //! other transaction at it. These are the ways on, each a flow step of the stuck flow
 //! itself, never a new flow:
 //!
-//! - [`Flows::replace`]: the same call at a higher gas price;
-//! - [`Flows::cancel`]: a 0-value transfer to the sender itself, which uses the nonce up
-//!   and does nothing else.
+//! - [`Flows::replace`] with [`Purpose::Replacement`]: the same call at a higher gas
+//!   price;
+//! - with [`Purpose::Cancel`]: a 0-value transfer to the sender itself, which uses the
+//!   nonce up and does nothing else.
 //!
 //! Both go through the one verifier (the trust root's chains, caps and limits; a
 //! replacement pinned to the replaced call byte for byte, a cancel to its fixed shape)
@@ -59,7 +60,7 @@ impl Default for Repricing {
     }
 }
 
-/// What [`Flows::replace`] or [`Flows::cancel`] did, and how the flow ended.
+/// What [`Flows::replace`] did, and how the flow ended.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Replaced {
@@ -80,6 +81,16 @@ pub struct Replaced {
     pub ended: Ended,
 }
 
+/// A replacement or cancel sent, not yet awaited.
+pub(crate) struct SentAgain {
+    /// The hash of the transaction replaced.
+    pub replaces: B256,
+    /// The new gas price.
+    pub gas_price: u128,
+    /// The new transaction's submission.
+    pub submitted: Submitted,
+}
+
 /// How a flow with more than one signature at its nonce ended: which one the chain mined.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -97,34 +108,12 @@ pub struct Ended {
 }
 
 impl Flows {
-    /// Signs flow `tx_id`'s call again at its nonce at a higher gas price, sends it, and
-    /// waits until one of the flow's transactions is mined (see the module doc).
+    /// Signs flow `tx_id`'s transaction again at its nonce, sends it, and waits until one
+    /// of the flow's transactions is mined (see the module doc). `purpose` says what is
+    /// signed: [`Purpose::Replacement`] the same call at a higher gas price,
+    /// [`Purpose::Cancel`] a 0-value transfer from the sender to itself (the flow ends
+    /// `cancelled` when that is mined); [`Purpose::Original`] is refused.
     pub async fn replace(
-        &self,
-        tx_id: &str,
-        repricing: Repricing,
-        approver: &mut impl Approver,
-        progress: &mut dyn Progress,
-    ) -> Result<Replaced, Error> {
-        self.sign_again(tx_id, Purpose::Replacement, repricing, approver, progress)
-            .await
-    }
-
-    /// Signs a 0-value transfer from flow `tx_id`'s sender to itself at the flow's
-    /// nonce, sends it, and waits until one of the flow's transactions is mined: the
-    /// flow ends `cancelled` when the cancel is.
-    pub async fn cancel(
-        &self,
-        tx_id: &str,
-        repricing: Repricing,
-        approver: &mut impl Approver,
-        progress: &mut dyn Progress,
-    ) -> Result<Replaced, Error> {
-        self.sign_again(tx_id, Purpose::Cancel, repricing, approver, progress)
-            .await
-    }
-
-    async fn sign_again(
         &self,
         tx_id: &str,
         purpose: Purpose,
@@ -132,12 +121,41 @@ impl Flows {
         approver: &mut impl Approver,
         progress: &mut dyn Progress,
     ) -> Result<Replaced, Error> {
+        let sent = self
+            .sign_again(tx_id, purpose, repricing, approver, progress)
+            .await?;
+        let rec = self.journal.get(&sent.submitted.tx_id)?;
+        let ended = self.follow_replaced(&rec, progress).await?;
+        Ok(Replaced {
+            tx_id: sent.submitted.tx_id,
+            purpose,
+            replaces: sent.replaces,
+            tx_hash: sent.submitted.tx_hash,
+            gas_price: sent.gas_price,
+            already_known: sent.submitted.already_known,
+            ended,
+        })
+    }
+
+    /// The replacement (or cancel) of flow `tx_id` checked, signed, journaled and sent,
+    /// not yet awaited: [`Flows::follow_replaced`] says how the flow ends.
+    pub(crate) async fn sign_again(
+        &self,
+        tx_id: &str,
+        purpose: Purpose,
+        repricing: Repricing,
+        approver: &mut impl Approver,
+        progress: &mut dyn Progress,
+    ) -> Result<SentAgain, Error> {
         let rec = self.journal.find(tx_id)?;
         let tx_id = rec.tx_id.as_str();
         let not = |why: String| Error::CannotReplace {
             tx_id: tx_id.to_owned(),
             why,
         };
+        if purpose == Purpose::Original {
+            return Err(not("a replacement is a re-priced call or a cancel".into()));
+        }
         if matches!(
             rec.state,
             FlowState::Completed | FlowState::Cancelled | FlowState::Retired
@@ -238,23 +256,24 @@ impl Flows {
         )
         .await?;
         progress.step(&format!("signed {} (nonce {})", signed.hash, signed.nonce));
-        let already_known = match self.submit_journaled(tx_id, &signed, progress).await {
-            Ok(Submitted { already_known, .. }) => already_known,
-            // Another of the flow's transactions was mined meanwhile: the wait below
-            // finds which.
-            Err(e) if super::is_nonce_too_low(&e) => false,
+        let submitted = match self.submit_journaled(tx_id, &signed, progress).await {
+            Ok(submitted) => submitted,
+            // Another of the flow's transactions was mined meanwhile: the wait that
+            // follows finds which.
+            Err(e) if super::is_nonce_too_low(&e) => Submitted {
+                tx_id: tx_id.to_owned(),
+                tx_hash: signed.hash,
+                from: signed.from,
+                chain_id: signed.chain_id,
+                nonce: signed.nonce,
+                already_known: false,
+            },
             Err(e) => return Err(e),
         };
-        let rec = self.journal.get(tx_id)?;
-        let ended = self.follow_replaced(&rec, progress).await?;
-        Ok(Replaced {
-            tx_id: tx_id.to_owned(),
-            purpose,
+        Ok(SentAgain {
             replaces,
-            tx_hash: signed.hash,
             gas_price,
-            already_known,
-            ended,
+            submitted,
         })
     }
 
@@ -270,7 +289,7 @@ impl Flows {
 
     /// The first of flow `rec`'s signatures that its chain's node has a receipt for.
     /// `None` when none is mined, or when the chain's node is not known.
-    async fn mined_signature(
+    pub(crate) async fn mined_signature(
         &self,
         rec: &FlowRecord,
     ) -> Result<Option<(crate::journal::SignatureRecord, Receipt)>, Error> {

@@ -406,7 +406,7 @@ fn corrupt(rec: &FlowRecord, reason: String) -> Error {
 }
 
 /// The sender the journal recorded for `rec`.
-fn recorded_sender(rec: &FlowRecord) -> Result<Address, Error> {
+pub(super) fn recorded_sender(rec: &FlowRecord) -> Result<Address, Error> {
     rec.from
         .as_deref()
         .and_then(|f| f.parse().ok())

@@ -267,7 +267,7 @@ impl Flows {
 
     /// The first of flow `rec`'s signatures that its chain's node has a receipt for.
     /// `None` when none is mined, or when the chain's node is not known.
-    async fn mined_signature(
+    pub(super) async fn mined_signature(
         &self,
         rec: &FlowRecord,
     ) -> Result<Option<(crate::journal::SignatureRecord, Receipt)>, Error> {

@@ -94,6 +94,9 @@ pub enum Command {
     /// Use a stuck flow's nonce up with a 0-value transfer to its sender, and wait until
     /// one of its transactions is mined (the flow ends cancelled if the cancel is).
     Cancel(cmd::replace::ReplaceArgs),
+    /// Ask the chain and the platform what became of a flow (by txId or transaction
+    /// hash), and journal an end observed.
+    Status(cmd::status::StatusArgs),
     /// Show the journal of flows.
     History(cmd::history::HistoryArgs),
     /// MT and ST balances of the keystore's keys or of the accounts named.

@@ -9,11 +9,8 @@ use std::time::{Duration, Instant};
 use alloy_primitives::U256;
 use serde_json::{Value, json};
 
+use crate::flow::units;
 use crate::live::{Live, block_on};
-
-fn units(n: u64, decimals: u8) -> U256 {
-    U256::from(n) * U256::from(10u64).pow(U256::from(decimals))
-}
 
 /// Stops (`false`) or restarts (`true`) the side chain mining each transaction as it
 /// arrives; restarting also mines what waited in the pool.
@@ -46,23 +43,20 @@ fn a_swap_resumed_after_its_timeout_completes_only_with_its_st_credit() {
     let st0 = live.balance(true, live.dev);
     // The relayer's ST mint waits in the side chain's pool: no credit until it mines.
     side_automine(&live, false);
-    let mut c = live.cmd();
-    c.args([
-        "--json",
-        "swap",
-        "--from",
-        "dev",
-        "--amount",
-        "2",
-        "--wait",
-        "--yes",
-        "--timeout",
-        "1",
-    ]);
-    let out = c.output();
-    live.check_secrets(&out);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(8), "{err}");
+    let err = live.fails(
+        &[
+            "swap",
+            "--from",
+            "dev",
+            "--amount",
+            "2",
+            "--wait",
+            "--yes",
+            "--timeout",
+            "1",
+        ],
+        8,
+    );
     let tx_id = live.ok(&["history"])[0]["txId"]
         .as_str()
         .expect("txId")
@@ -112,31 +106,6 @@ fn a_swap_resumed_after_its_timeout_completes_only_with_its_st_credit() {
     assert_eq!(flow(&live, &tx_id)["state"], "completed");
 }
 
-/// The offline side of the air gap (see `flow.rs`): the dev key and a profile that
-/// approves redeems up to 5 ST.
-fn offline_signer(live: &Live) -> crate::util::Dir {
-    let offline = crate::util::Dir::new("follow_offline");
-    offline.write("pass", format!("{}\n", live.passphrase));
-    let side = &live.sb.info.side;
-    offline.write(
-        "xdg/config/bridgectl/config.toml",
-        format!(
-            "[profiles.default]\nside_chain_id = {}\nst_contract = \"{}\"\n\
-             side_symbol = \"{}\"\nside_decimals = {}\n\n\
-             [profiles.default.policy]\nmax-gas-price = 1000000000000\n\n\
-             [[profiles.default.policy.auto-approve]]\nfunction = \"redeem\"\nmax = \"5\"\n",
-            side.chain_id, side.token_address, side.symbol, side.decimals
-        ),
-    );
-    let mut import = offline.command();
-    import
-        .env("BRIDGECTL_PASSPHRASE_FILE", offline.join("pass"))
-        .args(["key", "import", "--raw", "--unsafe-test-kdf"]);
-    let o = import.output_with_stdin(format!("{}\n", live.dev_key.expose_secret()).as_bytes());
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    offline
-}
-
 /// A redeem of 1 ST written as a sign request (`action exec --out`) and signed offline
 /// at the next nonce: (its txId, the request, the bundle).
 fn signed_redeem(live: &Live, offline: &crate::util::Dir, name: &str) -> (String, String, String) {
@@ -171,7 +140,7 @@ fn signed_redeem(live: &Live, offline: &crate::util::Dir, name: &str) -> (String
 #[test]
 fn an_air_gapped_redeem_is_followed_by_status_and_by_submit_wait() {
     let live = Live::shared("follow_airgap");
-    let offline = offline_signer(&live);
+    let offline = crate::flow::offline_signer(&live, "follow_offline");
 
     // Submitted without waiting: `submitted`, whatever happens on chain meanwhile.
     let (tx_id, req, signed) = signed_redeem(&live, &offline, "first");

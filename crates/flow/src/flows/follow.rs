@@ -75,20 +75,33 @@ pub struct FlowStatus {
 }
 
 impl FlowStatus {
-    fn of(rec: &FlowRecord) -> FlowStatus {
+    /// Nothing known yet of transaction `tx_hash`, if any, and of no flow.
+    fn unknown(tx_hash: Option<B256>) -> FlowStatus {
         FlowStatus {
-            tx_id: Some(rec.tx_id.clone()),
-            kind: Some(rec.kind),
-            state: Some(rec.state),
-            previous_state: Some(rec.state),
-            tx_hash: rec.tx_hash.as_deref().and_then(|h| h.parse().ok()),
-            chain_id: rec.chain_id,
+            tx_id: None,
+            kind: None,
+            state: None,
+            previous_state: None,
+            tx_hash,
+            chain_id: None,
             ended_by: None,
             receipt: None,
             redemption: None,
             st_before: None,
             st_now: None,
             unobserved: Vec::new(),
+        }
+    }
+
+    /// Flow `rec` as the journal has it, before anything is asked.
+    fn of(rec: &FlowRecord) -> FlowStatus {
+        FlowStatus {
+            tx_id: Some(rec.tx_id.clone()),
+            kind: Some(rec.kind),
+            state: Some(rec.state),
+            previous_state: Some(rec.state),
+            chain_id: rec.chain_id,
+            ..FlowStatus::unknown(rec.tx_hash.as_deref().and_then(|h| h.parse().ok()))
         }
     }
 
@@ -368,20 +381,7 @@ impl Flows {
 
     /// A hash no flow here holds: asked of both chains' nodes and of operation 5.
     async fn look_up_hash(&self, hash: B256) -> Result<FlowStatus, Error> {
-        let mut status = FlowStatus {
-            tx_id: None,
-            kind: None,
-            state: None,
-            previous_state: None,
-            tx_hash: Some(hash),
-            chain_id: None,
-            ended_by: None,
-            receipt: None,
-            redemption: None,
-            st_before: None,
-            st_now: None,
-            unobserved: Vec::new(),
-        };
+        let mut status = FlowStatus::unknown(Some(hash));
         for which in [Which::Mt, Which::St] {
             let side = self.side(which)?;
             let Some(node) = self.node_of_chain(side.chain_id) else {

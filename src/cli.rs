@@ -97,6 +97,9 @@ pub enum Command {
     /// The journal itself: `reset-chain` after a chain was reset.
     #[command(subcommand)]
     Journal(cmd::journal::JournalCommand),
+    /// Ask the chain and the platform what became of a flow (by txId or transaction
+    /// hash), and journal an end observed.
+    Status(cmd::status::StatusArgs),
     /// Show the journal of flows.
     History(cmd::history::HistoryArgs),
     /// MT and ST balances of the keystore's keys or of the accounts named.

@@ -41,6 +41,22 @@ pub fn note(text: impl std::fmt::Display) {
     let _ = writeln!(err, "{}", printable_lines(&text.to_string()));
 }
 
+/// How a followed flow stands, for the line `resume`, `submit --wait` and `action exec
+/// --wait` print: its state, with the redemption's status when there is one, and what
+/// could not be observed (why it is still `submitted`).
+pub fn flow_end(s: &bridgectl_flow::FlowStatus) -> String {
+    let mut text = s
+        .state
+        .map_or_else(|| "unknown".to_owned(), |st| st.as_str().to_owned());
+    if let Some(r) = &s.redemption {
+        text.push_str(&format!(", redemption {}", untrusted(&r.status)));
+    }
+    for what in &s.unobserved {
+        text.push_str(&format!(" (not observed: {what})"));
+    }
+    text
+}
+
 /// One string from outside, made safe to print inside a line: every control character
 /// (newlines too) escaped, so it can neither drive the terminal nor fake a line. The
 /// one helper for such strings; [`line()`] and [`note()`] also escape, as a last guard,

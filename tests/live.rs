@@ -672,6 +672,19 @@ impl Live {
         block_on(self.sb.node(side).pending_nonce(who)).expect("nonce")
     }
 
+    /// Whether `hash` is mined within 30 s: for a transaction the platform sent (a managed
+    /// account's), which its answer does not wait for.
+    pub fn mined_soon(&self, side: bool, hash: &str) -> bool {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while std::time::Instant::now() < deadline {
+            if self.mined(side, hash) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
     /// Whether `hash` is a mined transaction.
     pub fn mined(&self, side: bool, hash: &str) -> bool {
         let hash: B256 = hash.parse().expect("hash");

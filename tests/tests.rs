@@ -10,6 +10,7 @@ mod util;
 mod batch;
 mod durability;
 mod flow;
+mod follow;
 mod http;
 mod key;
 mod log;

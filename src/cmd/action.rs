@@ -2,13 +2,14 @@
 //! For an EOA the returned raw transaction is checked against the inputs (and
 //! `--function`), then signed and submitted, or written as a sign request for the air
 //! gap with `--out`; for a managed account the platform's txId and hash are shown; for
-//! a view function, its value.
+//! a view function, its value. With `--wait` a transaction signed here is followed to
+//! its observed end (a redeem's redemption, any other call's receipt).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use alloy_primitives::Address;
-use bridgectl_flow::{ActionCall, ActionResult, Mode, Submitter};
+use bridgectl_flow::{ActionCall, ActionResult, FlowStatus, Mode, Submitter};
 use bridgectl_tx::request::Intent;
 use clap::{Args, Subcommand};
 use serde_json::json;
@@ -51,6 +52,12 @@ pub struct ExecArgs {
     /// Do not sign here: write a sign request for `bridgectl sign` on an offline machine.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Wait for the flow's end, for a transaction signed here: for a redeem action, its
+    /// redemption (operation 5); for any other, its receipt. `--timeout` bounds the wait
+    /// (exit 8; `bridgectl resume TXID` waits again). Without it the flow stays
+    /// `submitted` until `bridgectl status TXID` or `resume` observes its end.
+    #[arg(long, conflicts_with = "out")]
+    pub wait: bool,
     /// Shared options.
     #[command(flatten)]
     pub flow: FlowOpts,
@@ -134,18 +141,37 @@ fn exec(global: &GlobalOpts, args: ExecArgs) -> anyhow::Result<()> {
     if let (ActionResult::SignRequest { request, .. }, Some(out)) = (&result, &args.out) {
         crate::files::write_new(out, &serde_json::to_vec_pretty(request)?)?;
     }
-    report(global, &result, args.out.as_deref())
+    // Only a transaction signed here has an end to wait for: a managed account's and a
+    // view's flow is over when the platform answers.
+    let observed = match (&result, args.wait) {
+        (ActionResult::Eoa { submitted, .. }, true) => Some(
+            session
+                .runtime
+                .block_on(flows.follow(&submitted.tx_id, &mut StderrProgress))?,
+        ),
+        _ => None,
+    };
+    report(global, &result, args.out.as_deref(), observed.as_ref())
 }
 
 fn report(
     global: &GlobalOpts,
     result: &ActionResult,
     out: Option<&std::path::Path>,
+    observed: Option<&FlowStatus>,
 ) -> anyhow::Result<()> {
     if global.json {
         let mut value = serde_json::to_value(result)?;
         if let Some(out) = out {
             value["out"] = json!(out);
+        }
+        if let ActionResult::Eoa { .. } = result {
+            value["state"] = json!(
+                observed
+                    .and_then(|o| o.state)
+                    .unwrap_or(bridgectl_flow::FlowState::Submitted)
+            );
+            value["observed"] = json!(observed);
         }
         return crate::output::json(&value);
     }
@@ -166,8 +192,16 @@ fn report(
             out.map(|p| p.display().to_string()).unwrap_or_default(),
         )),
         ActionResult::Eoa { submitted, .. } => crate::output::line(format_args!(
-            "submitted tx {} (txId {})",
-            submitted.tx_hash, submitted.tx_id
+            "submitted tx {} (txId {}): {}",
+            submitted.tx_hash,
+            submitted.tx_id,
+            observed.map_or_else(
+                || format!(
+                    "submitted (not waited for: `bridgectl status {}` asks)",
+                    submitted.tx_id
+                ),
+                crate::output::flow_end
+            )
         )),
     }
 }

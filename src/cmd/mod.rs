@@ -14,6 +14,7 @@ pub mod replace;
 pub mod resume;
 pub mod sandbox;
 pub mod sign;
+pub mod status;
 pub mod submit;
 pub mod swap;
 pub mod transfer;
@@ -40,6 +41,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Resume(args) => resume::run(&global, args),
         Command::Replace(args) => replace::run(&global, args, false),
         Command::Cancel(args) => replace::run(&global, args, true),
+        Command::Status(args) => status::run(&global, args),
         Command::History(args) => history::run(&global, args),
         Command::Journal(cmd) => journal::run(&global, cmd),
         Command::Balance(args) => balance::run(&global, args),

@@ -3,7 +3,9 @@
 //! success), never signing anything and never reading a passphrase. A redeem or action
 //! that stopped at its approval (declined, every passphrase attempt wrong, the prompt
 //! interrupted) has its journaled transaction checked again, shown, and asked for as the
-//! original command asked. Then it waits for the result as the flow would have.
+//! original command asked. Then it waits for the flow's observed end (a redeem's
+//! redemption, a swap's ST credit, any other transaction's receipt), never calling a
+//! flow completed because its transaction was accepted.
 
 use bridgectl_flow::Submitter;
 use clap::Args;
@@ -50,6 +52,11 @@ pub fn run(global: &GlobalOpts, args: ResumeArgs) -> anyhow::Result<()> {
     };
     let status = resumed.redemption.as_ref().map(|r| r.status.clone());
     let submitted = &resumed.submitted;
+    let state = match (&resumed.ended, &resumed.followed) {
+        (Some(e), _) => Some(e.state),
+        (None, Some(f)) => f.state,
+        (None, None) => None,
+    };
     if global.json {
         crate::output::json(&json!({
             "txId": args.tx_id,
@@ -58,7 +65,9 @@ pub fn run(global: &GlobalOpts, args: ResumeArgs) -> anyhow::Result<()> {
             "alreadyKnown": submitted.already_known,
             "signedNow": resumed.signed_now,
             "status": status,
+            "state": state,
             "ended": resumed.ended,
+            "observed": resumed.followed,
         }))
     } else {
         crate::output::line(format_args!(
@@ -87,8 +96,10 @@ pub fn run(global: &GlobalOpts, args: ResumeArgs) -> anyhow::Result<()> {
                         .map(|s| format!(", redemption {s}"))
                         .unwrap_or_default()
                 ),
-                None => status
-                    .map(|s| format!(", redemption {s}"))
+                None => resumed
+                    .followed
+                    .as_ref()
+                    .map(|f| format!(": {}", crate::output::flow_end(f)))
                     .unwrap_or_default(),
             }
         ))

@@ -2,7 +2,9 @@
 //! The signed bundle is checked before anything is sent: its hash and recovered signer
 //! are its own claims, and with the request file it answers, that it was made from
 //! exactly that file and signs exactly its rawTx. The bundle goes into the journal
-//! before it is submitted.
+//! before it is submitted. With `--wait` the flow is followed to its observed end (a
+//! redeem's redemption, any other transaction's receipt); without, it stays
+//! `submitted`: acceptance is not an outcome.
 
 use std::path::{Path, PathBuf};
 
@@ -34,6 +36,12 @@ pub struct SubmitArgs {
     /// checked against (its decoded summary is shown; the trust root still applies).
     #[arg(long)]
     pub unchecked: bool,
+    /// Wait for the flow's end: for a redeem, its redemption (operation 5); for any
+    /// other transaction, its receipt. `--timeout` bounds the wait (exit 8; `bridgectl
+    /// resume TXID` waits again). Without it the flow stays `submitted` until
+    /// `bridgectl status TXID` or `resume` observes its end.
+    #[arg(long)]
+    pub wait: bool,
     /// The platform.
     #[command(flatten)]
     pub platform: PlatformOpts,
@@ -87,10 +95,23 @@ pub fn run(global: &GlobalOpts, args: SubmitArgs) -> anyhow::Result<()> {
     let submitted = session
         .runtime
         .block_on(flows.send_bundle(&prepared, &mut StderrProgress))?;
+    let observed = if args.wait {
+        Some(
+            session
+                .runtime
+                .block_on(flows.follow(&prepared.tx_id, &mut StderrProgress))?,
+        )
+    } else {
+        None
+    };
+    let state = observed
+        .as_ref()
+        .and_then(|o| o.state)
+        .unwrap_or(bridgectl_flow::FlowState::Submitted);
     // The request file was checked against the bundle by `check_bundle` whenever given.
     let against_request = args.request.is_some();
     if global.json {
-        crate::output::json(&json!({
+        return crate::output::json(&json!({
             "txId": prepared.tx_id,
             "txHash": submitted.tx_hash,
             "from": submitted.from,
@@ -98,17 +119,28 @@ pub fn run(global: &GlobalOpts, args: SubmitArgs) -> anyhow::Result<()> {
             "nonce": submitted.nonce,
             "alreadyKnown": submitted.already_known,
             "checkedAgainstRequest": against_request,
-        }))
-    } else {
-        crate::output::line(format_args!(
-            "submitted tx {} (txId {}){}",
-            submitted.tx_hash,
-            prepared.tx_id,
-            if against_request {
-                ", checked against its request"
-            } else {
-                ""
-            }
-        ))
+            "state": state,
+            "observed": observed,
+        }));
     }
+    crate::output::line(format_args!(
+        "submitted tx {} (txId {}){}: {}",
+        submitted.tx_hash,
+        prepared.tx_id,
+        if against_request {
+            ", checked against its request"
+        } else {
+            ""
+        },
+        observed
+            .as_ref()
+            .map_or_else(|| state.as_str().to_owned(), crate::output::flow_end)
+    ))?;
+    if observed.is_none() {
+        crate::output::note(format_args!(
+            "not waited for: `bridgectl status {}` asks what became of it",
+            prepared.tx_id
+        ));
+    }
+    Ok(())
 }

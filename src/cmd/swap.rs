@@ -1,6 +1,6 @@
 //! `bridgectl swap`: MT into ST. Issues the swap address, builds the MT transfer to it
 //! locally (calldata never comes from outside), signs, submits, and with `--wait`
-//! waits for the ST credit.
+//! waits for the ST credit, the one thing that completes a swap.
 
 use bridgectl_flow::{Submitter, SwapSpec};
 use clap::Args;
@@ -20,7 +20,8 @@ pub struct SwapArgs {
     /// How much MT, in token units.
     #[arg(long, allow_hyphen_values = true)]
     pub amount: String,
-    /// Wait until the ST balance moves.
+    /// Wait until the ST balance moves: the flow is completed only then (without it, it
+    /// stays `submitted`; `bridgectl status TXID` or `resume` sees the credit later).
     #[arg(long)]
     pub wait: bool,
     /// Nonce and gas.
@@ -60,6 +61,7 @@ pub fn run(global: &GlobalOpts, args: SwapArgs) -> anyhow::Result<()> {
             "amount": amount.to_string(),
             "stBefore": out.st_before.map(|v| v.to_string()),
             "stAfter": out.st_after.map(|v| v.to_string()),
+            "state": out.state,
         }))?;
     } else {
         crate::output::line(format_args!(
@@ -78,6 +80,12 @@ pub fn run(global: &GlobalOpts, args: SwapArgs) -> anyhow::Result<()> {
                 bridgectl_tx::amount::format_units(a, bridge.side.decimals)?
             ))?;
         }
+    }
+    if !args.wait {
+        crate::output::note(format_args!(
+            "the {} credit was not awaited: flow {} stays submitted until `bridgectl status              {}` or `bridgectl resume {}` sees it",
+            bridge.side.symbol, out.submitted.tx_id, out.submitted.tx_id, out.submitted.tx_id
+        ));
     }
     Ok(())
 }

@@ -22,10 +22,11 @@ pub use error::{Error, chain};
 pub use flows::{
     ActionCall, ActionOutcome, ActionResult, Approver, BatchCheck, BatchItem, BatchOp,
     BatchOptions, BatchStatus, Bridge, BundleCheck, CANCEL_GAS_LIMIT, ChainSide,
-    DEFAULT_BUMP_BASIS_POINTS, DEFAULT_MAX_GAS_LIMIT, Ended, Flows, FlowsBuilder,
-    GAS_PRICE_SANITY_MULTIPLE, GasNeed, GasPriceCap, GasSource, ItemResult, ItemState, ItemStatus,
-    ItemView, Mode, NoGasPriceCap, NonceSource, OfflineSigner, OfflineSigning, PreparedBundle,
-    Progress, Quiet, RedeemOutcome, RefusedItem, Replaced, Repricing, Resumed, Review, Submitted,
-    Submitter, SwapOutcome, SwapSpec, TransferSpec, WaitOptions, Which, can_resume,
+    DEFAULT_BUMP_BASIS_POINTS, DEFAULT_MAX_GAS_LIMIT, Ended, EndedBy, FlowStatus, Flows,
+    FlowsBuilder, GAS_PRICE_SANITY_MULTIPLE, GasNeed, GasPriceCap, GasSource, ItemResult,
+    ItemState, ItemStatus, ItemView, Mode, NoGasPriceCap, NonceSource, OfflineSigner,
+    OfflineSigning, PreparedBundle, Progress, Quiet, RedeemOutcome, RefusedItem, Replaced,
+    Repricing, Resumed, Review, Submitted, Submitter, SwapOutcome, SwapSpec, TransferSpec,
+    WaitOptions, Which, can_resume,
 };
 pub use journal::{BatchLock, BatchRecord, FlowKind, FlowState, Journal, Purpose};

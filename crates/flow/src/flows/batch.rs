@@ -874,10 +874,21 @@ impl Flows {
                 .await_inclusion(token, &a.submitted, &mut Quiet)
                 .await
                 .map(|()| None),
-            BatchOp::Swap { .. } => self
-                .await_inclusion(Which::Mt, &a.submitted, &mut Quiet)
-                .await
-                .map(|()| None),
+            // Ended by its ST credit, where that can be observed (`follow.rs`); else, as
+            // before, by its MT transfer's receipt.
+            BatchOp::Swap { .. } => match self.follow(&tx_id, &mut Quiet).await {
+                Ok(s) => match s.state {
+                    Some(FlowState::Completed) => Ok(None),
+                    Some(state @ (FlowState::Failed | FlowState::Cancelled)) => {
+                        Ok(Some(format!("the swap ended {}", state.as_str())))
+                    }
+                    _ => self
+                        .await_inclusion(Which::Mt, &a.submitted, &mut Quiet)
+                        .await
+                        .map(|()| None),
+                },
+                Err(e) => Err(e),
+            },
         };
         let (status, error) = match outcome {
             Ok(None) => (ItemStatus::Completed, None),

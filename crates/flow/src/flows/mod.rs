@@ -15,6 +15,7 @@
 mod action;
 mod batch;
 mod bundle;
+mod follow;
 mod managed;
 mod offline;
 mod redeem;
@@ -45,6 +46,7 @@ pub use batch::{
     ItemStatus, ItemView, RefusedItem,
 };
 pub use bundle::{BundleCheck, PreparedBundle};
+pub use follow::{EndedBy, FlowStatus};
 pub use offline::{OfflineSigner, OfflineSigning};
 pub use redeem::RedeemOutcome;
 pub use replace::{CANCEL_GAS_LIMIT, DEFAULT_BUMP_BASIS_POINTS, Ended, Replaced, Repricing};

@@ -25,10 +25,11 @@ use bridgectl_tx::{Context, Nonce, Policy, RawTx};
 use serde::Serialize;
 use serde_json::json;
 
+use super::follow::End;
 use super::{Approver, Flows, Progress, Submitted, sign_verified};
 use crate::Error;
 use crate::client::Redemption;
-use crate::journal::{FlowKind, FlowRecord, FlowState, Purpose};
+use crate::journal::{FlowRecord, FlowState, Purpose};
 use crate::rpc::Receipt;
 
 /// The gas of a plain value transfer, which a cancel is.
@@ -375,19 +376,36 @@ impl Flows {
                 block: receipt.block_number,
             });
         }
-        if rec.kind == FlowKind::Redeem {
-            let r = self
-                .wait_redemption_every(tx_id, mined, self.wait.interval, false, progress)
-                .await?;
-            let state = if r.is_success() {
-                FlowState::Completed
-            } else {
-                FlowState::Failed
-            };
-            return Ok(ended(state, Some(r)));
+        // Its call was mined: the flow ends as it would have (see `follow.rs`), asked by
+        // the hash mined (the platform's txId may name the transaction it replaced).
+        match self.end_of(rec)? {
+            End::Redemption { .. } => {
+                let r = self
+                    .wait_redemption_every(tx_id, mined, self.wait.interval, false, progress)
+                    .await?;
+                let state = if r.is_success() {
+                    FlowState::Completed
+                } else {
+                    FlowState::Failed
+                };
+                Ok(ended(state, Some(r)))
+            }
+            End::StCredit { owner, before } => {
+                let now = self.wait_st_credit(tx_id, owner, before, progress).await?;
+                self.complete(
+                    tx_id,
+                    &json!({"txHash": mined.to_string(), "stBefore": before.to_string(),
+                            "stAfter": now.to_string()}),
+                    true,
+                )?;
+                Ok(ended(FlowState::Completed, None))
+            }
+            // Its receipt was the end (or nothing more can be observed here).
+            End::Receipt | End::Unobservable(_) => {
+                self.complete(tx_id, &json!({"txHash": mined.to_string()}), true)?;
+                Ok(ended(FlowState::Completed, None))
+            }
         }
-        self.complete(tx_id, &json!({"txHash": mined.to_string()}), true)?;
-        Ok(ended(FlowState::Completed, None))
     }
 }
 

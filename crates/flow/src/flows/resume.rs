@@ -45,6 +45,9 @@ pub struct Resumed {
     /// For a flow replaced at its nonce (`replace`, `cancel`): which of its
     /// transactions was mined, and how the flow ended by it.
     pub ended: Option<super::Ended>,
+    /// For any other flow: what was observed of its end, and the state it left the flow
+    /// in (`submitted` still, when its end cannot be observed here).
+    pub followed: Option<super::FlowStatus>,
 }
 
 /// The step a flow that stopped at its approval ends at (see `sign_verified`).
@@ -68,8 +71,9 @@ struct JournaledCall {
 
 impl Flows {
     /// Resends flow `tx_id`'s signed bytes after checking them against the journal's own
-    /// record and the trust root, then waits as the flow would: a redeem for its
-    /// redemption, any other flow is completed on acceptance. Never signs:
+    /// record and the trust root, then waits for the flow's observed end
+    /// ([`Flows::follow`]): a redeem for its redemption, a swap for its ST credit, any
+    /// other transaction for its receipt. Never signs:
     /// [`Error::NeedsApproval`] for a flow that stopped at its approval,
     /// [`Error::AlreadyCompleted`] and [`Error::NothingToResume`] say why nothing was
     /// sent.
@@ -288,8 +292,9 @@ impl Flows {
         self.submit_journaled(tx_id, &signed, progress).await
     }
 
-    /// Waits as the flow would have: a redeem for its redemption; any other flow is
-    /// completed on acceptance.
+    /// Waits as the flow would have, for its observed end ([`Flows::follow`]): a redeem
+    /// for its redemption, a swap for its ST credit, any other transaction for its
+    /// receipt; a flow replaced at its nonce for whichever of its transactions is mined.
     async fn finish(
         &self,
         kind: FlowKind,
@@ -308,23 +313,17 @@ impl Flows {
                 redemption: ended.redemption.clone(),
                 signed_now,
                 ended: Some(ended),
+                followed: None,
             });
         }
-        let redemption = if kind == FlowKind::Redeem {
-            Some(
-                self.wait_redemption(tx_id, submitted.tx_hash, progress)
-                    .await?,
-            )
-        } else {
-            self.complete(tx_id, &json!({"txHash": submitted.tx_hash}), true)?;
-            None
-        };
+        let followed = self.follow(tx_id, progress).await?;
         Ok(Resumed {
             kind,
             submitted,
-            redemption,
+            redemption: followed.redemption.clone(),
             signed_now,
             ended: None,
+            followed: Some(followed),
         })
     }
 }

@@ -1,5 +1,11 @@
 //! Swap: MT into ST. The platform issues a swap address; MT is sent there by a transfer
 //! built and signed here; with `wait`, the ST balance is polled until it moves.
+//!
+//! A swap is completed only when its ST credit is seen. The ST balance is read and
+//! journaled (`st-before`) before the MT transfer is signed, so that whoever follows the
+//! flow later (`resume`, `status`) measures the credit against the same baseline as
+//! `swap --wait`. Without `wait` the MT transfer's inclusion is awaited and the flow
+//! stays `submitted`: its credit was not observed.
 
 use std::time::{Duration, Instant};
 
@@ -13,7 +19,7 @@ use super::{
 };
 use crate::Error;
 use crate::client::{SwapAddress, SwapAddressRequest};
-use crate::journal::FlowKind;
+use crate::journal::{FlowKind, FlowState};
 
 /// A swap to run.
 #[derive(Debug, Clone, Copy)]
@@ -40,10 +46,13 @@ pub struct SwapOutcome {
     pub swap_address_raw: serde_json::Value,
     /// The MT transfer.
     pub submitted: Submitted,
-    /// ST balance before, when waited for.
+    /// ST balance before the MT transfer, when it could be read (always with `wait`).
     pub st_before: Option<U256>,
     /// ST balance after the credit, when waited for.
     pub st_after: Option<U256>,
+    /// The flow's state at the end: `completed` once the credit was seen, `submitted`
+    /// when it was not awaited.
+    pub state: FlowState,
 }
 
 impl Flows {
@@ -56,37 +65,29 @@ impl Flows {
     ) -> Result<SwapOutcome, Error> {
         let (swap, st_before, submitted) = self.submit_swap(spec, None, approver, progress).await?;
         let tx_id = &submitted.tx_id;
-        let st_after = match st_before {
-            Some(before) => Some(
-                self.wait_st_credit(tx_id, spec.from, before, progress)
-                    .await?,
-            ),
-            None => {
-                self.await_inclusion(Which::Mt, &submitted, progress)
-                    .await?;
-                None
-            }
+        let (st_after, state) = if spec.wait {
+            let followed = self.follow(tx_id, progress).await?;
+            let after = followed.st_now.as_deref().and_then(|a| a.parse().ok());
+            (after, followed.state.unwrap_or(FlowState::Submitted))
+        } else {
+            // Mined is not credited: the flow stays `submitted` until its credit is seen.
+            self.await_mined(tx_id, submitted.chain_id, submitted.tx_hash, progress)
+                .await?;
+            (None, FlowState::Submitted)
         };
-        if spec.wait {
-            self.complete(
-                tx_id,
-                &json!({"stBefore": st_before.map(|b| b.to_string()),
-                        "stAfter": st_after.map(|a| a.to_string())}),
-                true,
-            )?;
-        }
         Ok(SwapOutcome {
             swap_address: swap.address,
             swap_address_raw: swap.raw,
             submitted,
             st_before,
             st_after,
+            state,
         })
     }
 
     /// The swap of `spec` up to the submission of its MT transfer, as flow `tx_id` (else
-    /// a fresh one): the swap address, the ST balance before (when `spec.wait`), the
-    /// submission.
+    /// a fresh one): the swap address, the ST balance before (journaled; a failure to
+    /// read it stops the swap only when `spec.wait` needs it), the submission.
     pub(crate) async fn submit_swap(
         &self,
         spec: &SwapSpec,
@@ -129,10 +130,17 @@ impl Flows {
             &json!({"address": swap.address, "raw": swap.raw}),
         )?;
         progress.step(&format!("swap address {}", swap.address));
-        let st_before = if wait {
-            Some(self.token_balance(Which::St, from).await?)
-        } else {
-            None
+        let st_before = match self.token_balance(Which::St, from).await {
+            Ok(before) => {
+                self.journal_st_before(&tx_id, before)?;
+                Some(before)
+            }
+            Err(e) if wait => {
+                self.fail(&tx_id, "balance-failed", &e);
+                return Err(e);
+            }
+            // Only a later `resume` or `status` would have measured the credit by it.
+            Err(_) => None,
         };
         let raw = self
             .build_transfer(&TransferSpec {
@@ -154,7 +162,9 @@ impl Flows {
         Ok((swap, st_before, submitted))
     }
 
-    async fn wait_st_credit(
+    /// Polls `owner`'s ST balance until it is above `before` (the credit of swap
+    /// `tx_id`), journaled as `credited`; [`Error::Timeout`] after the flows' wait.
+    pub(crate) async fn wait_st_credit(
         &self,
         tx_id: &str,
         owner: Address,

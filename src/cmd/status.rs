@@ -1,0 +1,105 @@
+//! `bridgectl status TXID|HASH`: what became of a flow, asked of the chain and the
+//! platform now. The flow is found in the journal by its txId, a unique start of it, or
+//! the hash of its signed transaction; the node is asked for the receipt, and for a
+//! redeem the platform for its redemption (operation 5), for a swap the ST balance.
+//! An end observed is journaled (`completed`, `failed`; a flow that is over is never
+//! changed). A flow still pending is not an error. A hash the journal does not know is
+//! still asked of both nodes and the platform: exit 0 if either knows it, else 6.
+
+use alloy_primitives::U256;
+use bridgectl_flow::{FlowStatus, Submitter};
+use clap::Args;
+
+use crate::cli::GlobalOpts;
+use crate::exit::{Code, coded};
+use crate::opts::PlatformOpts;
+use crate::session::Session;
+
+/// Arguments of `bridgectl status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The flow's txId (or a unique start of it), or a transaction hash (`0x` and 64
+    /// hex digits).
+    #[arg(value_name = "TXID|HASH")]
+    pub id: String,
+    /// The platform.
+    #[command(flatten)]
+    pub platform: PlatformOpts,
+}
+
+/// Runs `bridgectl status`.
+pub fn run(global: &GlobalOpts, args: StatusArgs) -> anyhow::Result<()> {
+    let session = Session::for_sending(global, &args.platform)?;
+    let flows = session.flows(Submitter::Platform, |_| {})?;
+    let status = session.runtime.block_on(flows.status(&args.id))?;
+    if global.json {
+        crate::output::json(&status)?;
+    } else {
+        for line in describe(&status) {
+            crate::output::line(line)?;
+        }
+    }
+    if status.found() {
+        Ok(())
+    } else {
+        Err(coded(
+            Code::NotFound,
+            format!(
+                "no flow in the journal, no node and not the platform know {}",
+                args.id
+            ),
+        ))
+    }
+}
+
+/// The lines `status` prints for `s`.
+fn describe(s: &FlowStatus) -> Vec<String> {
+    let mut lines = Vec::new();
+    let hash = s.tx_hash.map_or_else(|| "-".into(), |h| h.to_string());
+    match (&s.tx_id, s.state, s.previous_state) {
+        (Some(id), Some(state), Some(was)) if state != was => lines.push(format!(
+            "flow {id} {}: {} (was {})",
+            s.kind.map_or("-", |k| k.as_str()),
+            state.as_str(),
+            was.as_str()
+        )),
+        (Some(id), Some(state), _) => lines.push(format!(
+            "flow {id} {}: {}",
+            s.kind.map_or("-", |k| k.as_str()),
+            state.as_str()
+        )),
+        _ => lines.push(format!("tx {hash}: no flow in the journal holds it")),
+    }
+    match &s.receipt {
+        Some(r) => lines.push(format!(
+            "tx {hash}: mined in block {}{}",
+            r.block_number,
+            if r.success { "" } else { ", reverted" }
+        )),
+        None if s.tx_hash.is_some() => lines.push(format!("tx {hash}: not mined (yet)")),
+        None => {}
+    }
+    if let Some(r) = &s.redemption {
+        lines.push(format!(
+            "redemption {}",
+            crate::output::untrusted(&r.status)
+        ));
+    } else if s.ended_by == Some(bridgectl_flow::EndedBy::Redemption) || s.tx_id.is_none() {
+        lines.push("redemption: the platform has no record (yet)".into());
+    }
+    if let (Some(before), Some(now)) = (&s.st_before, &s.st_now) {
+        let credited = before.parse::<U256>().ok() < now.parse::<U256>().ok();
+        lines.push(format!(
+            "ST balance {now} base units, {before} before the swap: {}",
+            if credited {
+                "credited"
+            } else {
+                "not credited yet"
+            }
+        ));
+    }
+    for what in &s.unobserved {
+        lines.push(format!("not observed: {what}"));
+    }
+    lines
+}

@@ -1,0 +1,234 @@
+//! Every flow is followed to its observed end, never completed on the acceptance of its
+//! transaction: a swap whose wait ran out is completed by `resume` only once its ST credit
+//! is on chain (the side chain holding its blocks until then); an air-gapped redeem sent
+//! with `submit` stays `submitted` until `bridgectl status` (by txId, prefix or hash) sees
+//! its redemption, and `submit --wait` and `action exec --wait` wait for it.
+
+use std::time::{Duration, Instant};
+
+use alloy_primitives::U256;
+use serde_json::{Value, json};
+
+use crate::flow::units;
+use crate::live::{Live, block_on};
+
+/// Stops (`false`) or restarts (`true`) the side chain mining each transaction as it
+/// arrives; restarting also mines what waited in the pool.
+fn side_automine(live: &Live, on: bool) {
+    let node = live.sb.node(true);
+    block_on(node.call("evm_setAutomine", json!([on]))).expect("evm_setAutomine");
+    if on {
+        block_on(node.call("evm_mine", json!([]))).expect("evm_mine");
+    }
+}
+
+fn u256(v: &Value) -> U256 {
+    v.as_str()
+        .unwrap_or_else(|| panic!("not a decimal string: {v}"))
+        .parse()
+        .expect("u256")
+}
+
+/// The journal's record of flow `tx_id` (`history TXID --json`).
+fn flow(live: &Live, tx_id: &str) -> Value {
+    live.ok(&["history", tx_id])["flow"].clone()
+}
+
+#[test]
+fn a_swap_resumed_after_its_timeout_completes_only_with_its_st_credit() {
+    let live = Live::new("follow_swap");
+    let info = &live.sb.info;
+    let credit = units(2, info.main.decimals) * units(info.ratio.st, info.side.decimals)
+        / units(info.ratio.mt, info.main.decimals);
+    let st0 = live.balance(true, live.dev);
+    // The relayer's ST mint waits in the side chain's pool: no credit until it mines.
+    side_automine(&live, false);
+    let err = live.fails(
+        &[
+            "swap",
+            "--from",
+            "dev",
+            "--amount",
+            "2",
+            "--wait",
+            "--yes",
+            "--timeout",
+            "1",
+        ],
+        8,
+    );
+    let tx_id = live.ok(&["history"])[0]["txId"]
+        .as_str()
+        .expect("txId")
+        .to_owned();
+    assert!(
+        err.contains(&format!("`bridgectl resume {tx_id}` continues waiting")),
+        "{err}"
+    );
+    assert_eq!(flow(&live, &tx_id)["state"], "submitted");
+
+    // `status` sees the MT transfer mined, the credit not yet: pending is no error.
+    let status = live.ok(&["status", &tx_id]);
+    assert_eq!(status["state"], "submitted", "{status:#}");
+    assert_eq!(status["endedBy"], "stCredit", "{status:#}");
+    assert_eq!(u256(&status["stBefore"]), st0, "{status:#}");
+    assert_eq!(u256(&status["stNow"]), st0, "{status:#}");
+    assert_eq!(status["receipt"]["success"], true, "{status:#}");
+
+    // `resume` resends the MT transfer (already known) and waits for the credit: still
+    // waiting seconds later, while the mint is unmined.
+    let mut c = live.cmd();
+    c.args(["--json", "resume", &tx_id, "--timeout", "60"]);
+    let mut resume = c.spawn_with_stdin(b"");
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        resume.try_wait().expect("try_wait").is_none(),
+        "resume ended before the ST credit was on chain"
+    );
+    assert_eq!(live.balance(true, live.dev), st0, "no credit yet");
+    assert_eq!(flow(&live, &tx_id)["state"], "submitted");
+    side_automine(&live, true);
+    let out = resume.wait_with_output();
+    live.check_secrets(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let resumed = crate::util::strict_json(&stdout);
+    assert_eq!(resumed["state"], "completed", "{resumed:#}");
+    // The balance resume saw when it called the swap completed has the credit in it.
+    let observed = &resumed["observed"];
+    assert_eq!(u256(&observed["stBefore"]), st0, "{resumed:#}");
+    assert!(u256(&observed["stNow"]) >= st0 + credit, "{resumed:#}");
+    assert!(live.balance(true, live.dev) >= st0 + credit);
+    assert_eq!(flow(&live, &tx_id)["state"], "completed");
+}
+
+/// A redeem of 1 ST written as a sign request (`action exec --out`) and signed offline
+/// at the next nonce: (its txId, the request, the bundle).
+fn signed_redeem(live: &Live, offline: &crate::util::Dir, name: &str) -> (String, String, String) {
+    let amount = units(1, live.sb.info.side.decimals).to_string();
+    let req = live.dir.join(format!("{name}-request.json"));
+    let req = req.to_str().expect("utf8").to_owned();
+    let out = live.ok(&[
+        "action",
+        "exec",
+        "redeem",
+        "--from",
+        &live.dev.to_string(),
+        "--input",
+        &format!("_amount={amount}"),
+        "--function",
+        "redeem",
+        "--out",
+        &req,
+    ]);
+    let signed = live.dir.join(format!("{name}-signed.json"));
+    let signed = signed.to_str().expect("utf8").to_owned();
+    let nonce = live.nonce(true, live.dev).to_string();
+    let mut sign = offline.command();
+    sign.env("BRIDGECTL_PASSPHRASE_FILE", offline.join("pass"))
+        .args(["sign", &req, "--yes", "--nonce", &nonce, "--out", &signed]);
+    let o = sign.output();
+    live.check_secrets(&o);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    (out["txId"].as_str().expect("txId").to_owned(), req, signed)
+}
+
+#[test]
+fn an_air_gapped_redeem_is_followed_by_status_and_by_submit_wait() {
+    let live = Live::shared("follow_airgap");
+    let offline = crate::flow::offline_signer(&live, "follow_offline");
+
+    // Submitted without waiting: `submitted`, whatever happens on chain meanwhile.
+    let (tx_id, req, signed) = signed_redeem(&live, &offline, "first");
+    let sub = live.ok(&["submit", &signed, "--request", &req]);
+    assert_eq!(sub["txId"], tx_id.as_str());
+    assert_eq!(sub["state"], "submitted", "{sub:#}");
+    assert!(sub["observed"].is_null(), "{sub:#}");
+    let hash = sub["txHash"].as_str().expect("hash").to_owned();
+    assert_eq!(flow(&live, &tx_id)["state"], "submitted");
+
+    // `status TXID` asks the node and operation 5 until the redemption is over; every
+    // look before that is a pending flow, not an error.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        let s = live.ok(&["status", &tx_id]);
+        assert_eq!(s["txId"], tx_id.as_str(), "{s:#}");
+        assert_eq!(s["endedBy"], "redemption", "{s:#}");
+        if s["state"] != "submitted" {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "never completed: {s:#}");
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert_eq!(status["state"], "completed", "{status:#}");
+    assert_eq!(status["previousState"], "submitted", "{status:#}");
+    assert_eq!(status["redemption"]["status"], "completed", "{status:#}");
+    assert_eq!(status["receipt"]["success"], true, "{status:#}");
+    let journaled = flow(&live, &tx_id);
+    assert_eq!(journaled["state"], "completed");
+    assert_eq!(journaled["result"]["status"], "completed", "{journaled:#}");
+
+    // By hash and by a prefix of the txId: the same flow, over, left as it is.
+    let by_hash = live.ok(&["status", &hash]);
+    assert_eq!(by_hash["txId"], tx_id.as_str(), "{by_hash:#}");
+    assert_eq!(by_hash["state"], "completed");
+    assert_eq!(by_hash["previousState"], "completed");
+    let by_prefix = live.ok(&["status", &tx_id[..13]]);
+    assert_eq!(by_prefix["txId"], tx_id.as_str(), "{by_prefix:#}");
+    let mut c = live.cmd();
+    c.args(["status", &hash]);
+    let text = String::from_utf8_lossy(&live.run_ok(c).stdout).into_owned();
+    assert!(
+        text.contains(&format!("flow {tx_id} action: completed")),
+        "{text}"
+    );
+    assert!(text.contains("redemption completed"), "{text}");
+
+    // A hash nobody knows: asked, printed, and the not-found exit.
+    let unknown = format!("0x{}", "ab".repeat(32));
+    let err = live.fails(&["status", &unknown], 6);
+    assert!(err.contains(&unknown), "{err}");
+
+    // `submit --wait`: waits for the redemption, and ends completed.
+    let (tx_id, req, signed) = signed_redeem(&live, &offline, "second");
+    let sub = live.ok(&["submit", &signed, "--request", &req, "--wait"]);
+    assert_eq!(sub["state"], "completed", "{sub:#}");
+    assert_eq!(
+        sub["observed"]["redemption"]["status"], "completed",
+        "{sub:#}"
+    );
+    assert_eq!(flow(&live, &tx_id)["state"], "completed");
+}
+
+#[test]
+fn action_exec_wait_of_a_redeem_ends_with_its_redemption() {
+    let live = Live::shared("follow_action");
+    let amount = units(1, live.sb.info.side.decimals).to_string();
+    let out = live.ok(&[
+        "action",
+        "exec",
+        "redeem",
+        "--from",
+        "dev",
+        "--input",
+        &format!("_amount={amount}"),
+        "--function",
+        "redeem",
+        "--yes",
+        "--wait",
+    ]);
+    assert_eq!(out["kind"], "eoa", "{out:#}");
+    assert_eq!(out["state"], "completed", "{out:#}");
+    assert_eq!(out["observed"]["endedBy"], "redemption", "{out:#}");
+    assert_eq!(
+        out["observed"]["redemption"]["status"], "completed",
+        "{out:#}"
+    );
+    let tx_id = out["txId"].as_str().expect("txId");
+    assert_eq!(flow(&live, tx_id)["state"], "completed");
+    assert!(live.mined(true, out["txHash"].as_str().expect("hash")));
+}

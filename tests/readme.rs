@@ -13,9 +13,9 @@ use crate::util::{Dir, TestCommand};
 
 const PASS: &str = "walkthrough passphrase";
 
-/// The fenced blocks of `text` whose info string is `sh walkthrough`.
-fn walkthrough_blocks(text: &str) -> Vec<String> {
-    text.split("```sh walkthrough\n")
+/// The fenced blocks of `text` whose info string is `sh <name>`.
+fn blocks_named(text: &str, name: &str) -> Vec<String> {
+    text.split(&format!("```sh {name}\n"))
         .skip(1)
         .map(|rest| rest.split("```").next().unwrap_or_default().to_owned())
         .collect()
@@ -40,8 +40,10 @@ bctest!(
     |dir: Dir, _cmd: TestCommand| {
         let readme =
             std::fs::read_to_string(crate::util::repo_root().join("README.md")).expect("README");
-        let blocks = walkthrough_blocks(&readme);
+        let blocks = blocks_named(&readme, "walkthrough");
         assert_eq!(blocks.len(), 1, "one walkthrough block in the README");
+        let again = blocks_named(&readme, "after-restart");
+        assert_eq!(again.len(), 1, "one after-restart block in the README");
         let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_bridgectl"))
             .parent()
             .expect("bin dir")
@@ -57,70 +59,46 @@ bctest!(
             cmd.env_remove("BRIDGECTL_KEYSTORE").env("PATH", &path);
         };
 
-        let mut sandbox = Command::new(env!("CARGO_BIN_EXE_bridgectl"));
-        sandbox
-            .args(["sandbox", "--write-profile", "sandbox.toml"])
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.join("sandbox.err")).expect("sandbox.err"));
-        fresh(&mut sandbox);
-        let sandbox = SandboxProcess(sandbox.spawn().expect("start the sandbox"));
-        let started = Instant::now();
-        while !dir.join("sandbox.toml").exists() {
-            assert!(
-                started.elapsed() < Duration::from_secs(120),
-                "the sandbox wrote no profile; its stderr:\n{}",
-                std::fs::read_to_string(dir.join("sandbox.err")).unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
-
-        let mut bash = Command::new("bash");
-        bash.args(["-e", "-c", &blocks[0]]);
-        fresh(&mut bash);
-        let mut p = rexpect::session::spawn_command(bash, Some(180_000)).expect("spawn on a pty");
-        let mut answered = Vec::new();
-        loop {
-            let (_, matched) = p
-                .exp_any(vec![
-                    ReadUntil::String("passphrase for".into()),
-                    ReadUntil::String("new passphrase".into()),
-                    ReadUntil::String("repeat it: ".into()),
-                    ReadUntil::String("[y/N]".into()),
-                    ReadUntil::EOF,
-                ])
-                .expect("a prompt or the end");
-            match matched.as_str() {
-                "[y/N]" => {
-                    p.send_line("y").expect("y");
-                    answered.push("y");
-                }
-                "" => break,
-                m if m.contains("passphrase") || m.contains("repeat") => {
-                    if !m.ends_with(": ") {
-                        p.exp_string(": ").expect("the rest of the prompt");
-                    }
-                    // The redeem's unlock (the 4th prompt: import twice, swap, redeem):
-                    // a typo first, as people make; the flow asks again and completes.
-                    if answered.iter().filter(|a| **a == "passphrase").count() == 3
-                        && !answered.contains(&"typo")
-                    {
-                        p.send_line("not the passphrase").expect("typo");
-                        p.exp_string("wrong passphrase, try again (2 of 3)")
-                            .expect("a second chance");
-                        answered.push("typo");
-                        continue;
-                    }
-                    p.send_line(PASS).expect("passphrase");
-                    answered.push("passphrase");
-                }
-                _ => break,
+        let start_sandbox = || {
+            let _ = std::fs::remove_file(dir.join("sandbox.toml"));
+            let mut sandbox = Command::new(env!("CARGO_BIN_EXE_bridgectl"));
+            sandbox
+                .args(["sandbox", "--write-profile", "sandbox.toml"])
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(dir.join("sandbox.err")).expect("sandbox.err"));
+            fresh(&mut sandbox);
+            let sandbox = SandboxProcess(sandbox.spawn().expect("start the sandbox"));
+            let started = Instant::now();
+            while !dir.join("sandbox.toml").exists() {
+                assert!(
+                    started.elapsed() < Duration::from_secs(120),
+                    "the sandbox wrote no profile; its stderr:\n{}",
+                    std::fs::read_to_string(dir.join("sandbox.err")).unwrap_or_default()
+                );
+                std::thread::sleep(Duration::from_millis(200));
             }
-        }
-        let status = p.process().wait().expect("wait");
-        assert!(
-            matches!(status, WaitStatus::Exited(_, 0)),
-            "the walkthrough failed ({status:?}) after answering {answered:?}"
-        );
+            sandbox
+        };
+        // Runs `block` with bash on a pseudo-terminal, answering as a person would; the
+        // answer to passphrase prompt number `typo_at` (from 0) is a typo first.
+        let run_block = |block: &str, typo_at: Option<usize>| -> Vec<&'static str> {
+            let mut bash = Command::new("bash");
+            bash.args(["-e", "-c", block]);
+            fresh(&mut bash);
+            let mut p =
+                rexpect::session::spawn_command(bash, Some(180_000)).expect("spawn on a pty");
+            let answered = answer_prompts(&mut p, typo_at);
+            let status = p.process().wait().expect("wait");
+            assert!(
+                matches!(status, WaitStatus::Exited(_, 0)),
+                "the block failed ({status:?}) after answering {answered:?}:\n{block}"
+            );
+            answered
+        };
+
+        let sandbox = start_sandbox();
+        // The redeem's unlock is the 4th passphrase prompt (import twice, swap, redeem).
+        let answered = run_block(&blocks[0], Some(3));
         assert!(
             answered.contains(&"typo"),
             "the redeem saw a typo: {answered:?}"
@@ -212,6 +190,55 @@ bctest!(
                 "{args:?}: {err}"
             );
         }
+
+        // Started again: new chains under the same ids. The same journal names the reset
+        // rather than refusing a nonce, and the README's after-restart block (reset both
+        // chains, then the swap and the redeem again) runs as written.
+        let _sandbox = start_sandbox();
+        let out = bridgectl(&["redeem", "--from", "dev", "--amount", "1", "--yes"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{err}");
+        assert!(
+            err.contains("was reset since its flows were journaled"),
+            "{err}"
+        );
+        let answered = run_block(&again[0], None);
+        // Each reset confirmed and signed by the key, then the swap and the redeem.
+        assert_eq!(
+            (
+                answered.iter().filter(|a| **a == "y").count(),
+                answered.iter().filter(|a| **a == "passphrase").count()
+            ),
+            (4, 4),
+            "{answered:?}"
+        );
+        let states: Vec<(String, i64)> = {
+            let mut q = journal
+                .prepare("SELECT state, count(*) FROM flows GROUP BY state ORDER BY state")
+                .expect("query");
+            q.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .expect("rows")
+                .collect::<Result<_, _>>()
+                .expect("row")
+        };
+        assert_eq!(
+            states,
+            [
+                ("completed".to_owned(), 2),
+                ("failed".to_owned(), 2),
+                ("retired".to_owned(), 2)
+            ],
+            "the new chain's swap and redeem completed; the redeem tried with no sandbox \
+             and the one refused at the reset failed unsigned; the old chain's two retired"
+        );
+        let failed_signed: i64 = journal
+            .query_row(
+                "SELECT count(*) FROM flows WHERE state = 'failed' AND signed_tx IS NOT NULL",
+                [],
+                |r| r.get(0),
+            )
+            .expect("count");
+        assert_eq!(failed_signed, 0, "nothing was signed on the way");
     }
 );
 
@@ -272,4 +299,49 @@ fn check_json_conventions(command: &str, at: &str, v: &serde_json::Value) {
         }
         _ => {}
     }
+}
+
+/// Answers every prompt of session `p` until it ends: `y` to a confirmation, the
+/// passphrase to a passphrase prompt (a typo first at passphrase prompt number
+/// `typo_at`, from 0, as people make: the command asks again). Returns the answers given.
+fn answer_prompts(
+    p: &mut rexpect::session::PtySession,
+    typo_at: Option<usize>,
+) -> Vec<&'static str> {
+    let mut answered = Vec::new();
+    loop {
+        let (_, matched) = p
+            .exp_any(vec![
+                ReadUntil::String("passphrase for".into()),
+                ReadUntil::String("new passphrase".into()),
+                ReadUntil::String("repeat it: ".into()),
+                ReadUntil::String("[y/N]".into()),
+                ReadUntil::EOF,
+            ])
+            .expect("a prompt or the end");
+        match matched.as_str() {
+            "[y/N]" => {
+                p.send_line("y").expect("y");
+                answered.push("y");
+            }
+            "" => break,
+            m if m.contains("passphrase") || m.contains("repeat") => {
+                if !m.ends_with(": ") {
+                    p.exp_string(": ").expect("the rest of the prompt");
+                }
+                let asked = answered.iter().filter(|a| **a == "passphrase").count();
+                if Some(asked) == typo_at && !answered.contains(&"typo") {
+                    p.send_line("not the passphrase").expect("typo");
+                    p.exp_string("wrong passphrase, try again (2 of 3)")
+                        .expect("a second chance");
+                    answered.push("typo");
+                    continue;
+                }
+                p.send_line(PASS).expect("passphrase");
+                answered.push("passphrase");
+            }
+            _ => break,
+        }
+    }
+    answered
 }

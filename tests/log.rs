@@ -899,3 +899,31 @@ bctest!(
         assert_eq!(reads, 0);
     }
 );
+
+bctest!(
+    an_offline_journal_behind_the_key_suggests_the_nonce,
+    |dir: Dir, _cmd: TestCommand| {
+        import_key(&dir);
+        let config = config(&dir, "");
+        let (out, _) = sign_redeem(&dir, &config, 0, ONE_ST);
+        crate::util::assert_success(&Command::new("sign"), &out);
+        // The key signed nonces 1 and 2 elsewhere (online, another machine): this journal
+        // knows only 0, so nonce 3 looks like a gap. The refusal says how to go on.
+        let fifo = CountingPassphrase::new(&dir, PASS);
+        let mut cmd = dir.command();
+        cmd.args(["sign", "-", "--yes", "--expect-function", "redeem"])
+            .args(["--expect-arg", &format!("_amount={ONE_ST}")])
+            .args([Path::new("--config"), &config])
+            .args(["--journal", "journal.sqlite3"])
+            .env("BRIDGECTL_PASSPHRASE_FILE", &fifo.path);
+        let out = cmd.output_with_stdin(redeem(3, ONE_ST).to_string().as_bytes());
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(3), "{err}");
+        assert_eq!(fifo.finish(), 0, "a refusal never reads the passphrase");
+        assert!(
+            err.contains("expected 1 (the sender's next nonce, from the journal), found 3: a gap by the journal's count")
+                && err.contains("give the sender's next nonce with --nonce"),
+            "{err}"
+        );
+    }
+);

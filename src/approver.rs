@@ -4,8 +4,10 @@
 
 use std::time::Duration;
 
+use bridgectl_flow::rpc::RpcSigner;
 use bridgectl_flow::{Approver, Error, PrivateKeySigner, Progress, Review};
 use bridgectl_keystore::{KeyInfo, Keystore};
+use bridgectl_tx::TransactionSigner;
 
 use crate::config::Profile;
 use crate::exit::Coded;
@@ -33,6 +35,62 @@ pub struct CliApprover<'a> {
     pub unlock_time: Duration,
     /// Set for the offline signer (`bridgectl sign`).
     pub offline: Option<OfflineInput<'a>>,
+    /// `--signer rpc:URL`: sign through that endpoint instead of a key of the keystore.
+    pub external: Option<String>,
+}
+
+/// What signs for the CLI: a key of the keystore, or an external JSON-RPC signer.
+pub enum CliSigner {
+    /// A key unlocked here.
+    Local(PrivateKeySigner),
+    /// `--signer rpc:URL`.
+    Rpc(RpcSigner),
+}
+
+impl TransactionSigner for CliSigner {
+    fn address(&self) -> alloy_primitives::Address {
+        match self {
+            CliSigner::Local(k) => TransactionSigner::address(k),
+            CliSigner::Rpc(r) => r.address(),
+        }
+    }
+
+    async fn sign_transaction(
+        &self,
+        tx: &bridgectl_tx::signer::TxLegacy,
+    ) -> Result<alloy_primitives::Bytes, bridgectl_tx::Error> {
+        match self {
+            CliSigner::Local(k) => k.sign_transaction(tx).await,
+            CliSigner::Rpc(r) => r.sign_transaction(tx).await,
+        }
+    }
+
+    async fn sign_hash_message(
+        &self,
+        hash: alloy_primitives::B256,
+    ) -> Result<alloy_primitives::Signature, bridgectl_tx::Error> {
+        match self {
+            CliSigner::Local(k) => k.sign_hash_message(hash).await,
+            CliSigner::Rpc(r) => r.sign_hash_message(hash).await,
+        }
+    }
+
+    fn local_key(&self) -> Option<&PrivateKeySigner> {
+        match self {
+            CliSigner::Local(k) => Some(k),
+            CliSigner::Rpc(_) => None,
+        }
+    }
+}
+
+/// The URL of a `--signer` value: `rpc:URL` is the one kind there is.
+pub fn rpc_signer_url(spec: &str) -> anyhow::Result<&str> {
+    spec.strip_prefix("rpc:").ok_or_else(|| {
+        crate::exit::coded(
+            crate::exit::Code::Usage,
+            "--signer: expected rpc:URL (a JSON-RPC signing endpoint, loopback or https)",
+        )
+    })
 }
 
 /// What the offline signer adds: the key chosen before anything was verified, a line
@@ -45,7 +103,9 @@ pub struct OfflineInput<'a> {
 }
 
 impl Approver for CliApprover<'_> {
-    async fn approve(&mut self, review: &Review<'_>) -> Result<PrivateKeySigner, Error> {
+    type Signer = CliSigner;
+
+    async fn approve(&mut self, review: &Review<'_>) -> Result<CliSigner, Error> {
         let mut ctx = crate::review::context(self.profile, review.verified);
         let from = review.raw_tx().from;
         let mut selector = from.to_string();
@@ -74,13 +134,19 @@ impl Approver for CliApprover<'_> {
         crate::review::show(review.raw_tx(), &ctx);
         crate::review::confirm(self.yes, question)
             .map_err(|e| Error::Declined(format!("{e:#}")))?;
+        if let Some(spec) = &self.external {
+            let url = rpc_signer_url(spec).map_err(approval_error)?;
+            // Its signatures go into this keystore's log as its own.
+            self.keystore.add_external_signer(from)?;
+            return Ok(CliSigner::Rpc(RpcSigner::new(url, from)?));
+        }
         self.passphrases
             .ensure_available()
             .map_err(approval_error)?;
         let started = std::time::Instant::now();
         let signer = self.passphrases.unlock(self.keystore, &selector);
         self.unlock_time += started.elapsed();
-        Ok(signer?)
+        Ok(CliSigner::Local(signer?))
     }
 }
 

@@ -53,6 +53,19 @@ pub struct FlowOpts {
     /// Passphrase source.
     #[command(flatten)]
     pub passphrase: PassphraseOpts,
+
+    /// Sign through an external signer instead of a key of the keystore: rpc:URL, a
+    /// JSON-RPC signing endpoint (Frame, which fronts Ledger, Trezor, Lattice and
+    /// Keystone; a node with unlocked accounts), loopback or https. `--from` is then the
+    /// endpoint's account. A URL that carries a token belongs in BRIDGECTL_SIGNER, not
+    /// on the command line.
+    #[arg(
+        long,
+        env = "BRIDGECTL_SIGNER",
+        value_name = "rpc:URL",
+        hide_env_values = true
+    )]
+    pub signer: Option<String>,
 }
 
 /// Where nonces come from.

@@ -165,6 +165,7 @@ impl Session {
             profile: &self.profile,
             unlock_time: Duration::ZERO,
             offline: None,
+            external: self.opts.signer.clone(),
         }
     }
 
@@ -208,8 +209,16 @@ impl Session {
     /// Checks before any request that `from` has a key here and a passphrase can be
     /// had, so a flow never starts on the platform only to stop at the prompt.
     pub fn check_signer(&self, from: Address) -> Result<()> {
-        self.keystore.find(&from.to_string())?;
-        CliPassphrases::new(&self.opts.passphrase).ensure_available()?;
+        match &self.opts.signer {
+            // The endpoint holds the key: nothing to find or unlock here.
+            Some(spec) => {
+                crate::approver::rpc_signer_url(spec)?;
+            }
+            None => {
+                self.keystore.find(&from.to_string())?;
+                CliPassphrases::new(&self.opts.passphrase).ensure_available()?;
+            }
+        }
         if !self.opts.yes && crate::review::terminal().is_none() {
             return Err(crate::exit::coded(
                 crate::exit::Code::Declined,

@@ -1283,7 +1283,7 @@ fn a_managed_signature_of_something_else_is_never_submitted() {
         let field = match kind {
             Hostile::OtherFrom => "from (recovered signer)",
             Hostile::OtherChainId => "chainId",
-            Hostile::MissingChainId => "none (pre-EIP-155)",
+            Hostile::MissingChainId => "none (a pre-EIP-155 signature",
             Hostile::OtherContract => "to:",
             Hostile::OtherSelector | Hostile::OtherAmount => "data:",
             Hostile::InflatedGasPrice => "gasPrice",

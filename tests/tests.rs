@@ -21,5 +21,6 @@ mod reset;
 mod resume;
 mod sandbox;
 mod sign;
+mod signer;
 mod tty;
 mod webhook;

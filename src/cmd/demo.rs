@@ -50,6 +50,8 @@ struct DemoApprover<'a> {
 }
 
 impl Approver for DemoApprover<'_> {
+    type Signer = PrivateKeySigner;
+
     async fn approve(
         &mut self,
         review: &Review<'_>,

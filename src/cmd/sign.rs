@@ -116,6 +116,7 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
                 input.request_hash
             ),
         }),
+        external: None,
     };
     let signer = OfflineSigner {
         journal: &journal,

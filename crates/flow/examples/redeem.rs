@@ -17,6 +17,8 @@ struct Unlock {
 }
 
 impl Approver for Unlock {
+    type Signer = PrivateKeySigner;
+
     async fn approve(&mut self, review: &Review<'_>) -> Result<PrivateKeySigner, Error> {
         let tx = review.raw_tx();
         eprintln!(

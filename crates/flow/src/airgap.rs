@@ -7,7 +7,6 @@
 //! bytes are exactly that rawTx, signed by its `from`, and that the bundle names the
 //! request file it was made from (SHA-256 of its bytes).
 
-use alloy_primitives::U256;
 use bridgectl_tx::decode::DecodedTx;
 use bridgectl_tx::request::{SignInput, request_hash};
 use bridgectl_tx::{RawTx, SignedBundle};
@@ -17,63 +16,13 @@ use crate::Error;
 /// Checks that `decoded` is exactly `raw` signed by `raw.from`: legacy, EIP-155, every
 /// field equal. Used for bundles from the air gap and for managed signatures.
 pub fn check_signed_matches(decoded: &DecodedTx, raw: &RawTx) -> Result<(), Error> {
-    let mismatch = |field: &str, want: String, got: String| {
-        Err(Error::BundleMismatch(format!(
-            "{field}: the request says {want}, the signed transaction has {got}"
-        )))
-    };
-    if decoded.kind != "legacy" {
-        return mismatch("type", "legacy".into(), decoded.kind.into());
+    match bridgectl_tx::signer::first_difference(decoded, raw) {
+        None => Ok(()),
+        Some(d) => Err(Error::BundleMismatch(format!(
+            "{}: the request says {}, the signed transaction has {}",
+            d.field, d.expected, d.found
+        ))),
     }
-    if decoded.chain_id != Some(raw.chain_id) {
-        return mismatch(
-            "chainId",
-            raw.chain_id.to_string(),
-            decoded
-                .chain_id
-                .map_or("none (pre-EIP-155)".into(), |c| c.to_string()),
-        );
-    }
-    if decoded.sender != raw.from {
-        return mismatch(
-            "from (recovered signer)",
-            raw.from.to_string(),
-            decoded.sender.to_string(),
-        );
-    }
-    if decoded.to != Some(raw.to) {
-        return mismatch(
-            "to",
-            raw.to.to_string(),
-            decoded
-                .to
-                .map_or("contract creation".into(), |t| t.to_string()),
-        );
-    }
-    if decoded.nonce != raw.nonce {
-        return mismatch("nonce", raw.nonce.to_string(), decoded.nonce.to_string());
-    }
-    if decoded.gas_limit != raw.gas_limit {
-        return mismatch(
-            "gasLimit",
-            raw.gas_limit.to_string(),
-            decoded.gas_limit.to_string(),
-        );
-    }
-    if decoded.gas_price != Some(U256::from(raw.gas_price)) {
-        return mismatch(
-            "gasPrice",
-            raw.gas_price.to_string(),
-            decoded.gas_price.map_or("none".into(), |g| g.to_string()),
-        );
-    }
-    if decoded.value != raw.value {
-        return mismatch("value", raw.value.to_string(), decoded.value.to_string());
-    }
-    if decoded.input != raw.data {
-        return mismatch("data", raw.data.to_string(), decoded.input.to_string());
-    }
-    Ok(())
 }
 
 /// A bundle that passed [`check_bundle`]: what may be submitted.

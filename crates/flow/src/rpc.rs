@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use crate::Error;
 use crate::client::check_url_safe_for_secrets;
+use bridgectl_tx::TransactionSigner;
 
 /// A node's JSON-RPC endpoint.
 #[derive(Debug, Clone)]
@@ -58,10 +59,16 @@ fn to_u64(v: U256, what: &str) -> Result<u64, Error> {
 impl NodeClient {
     /// A client for the node at `url`.
     pub fn new(url: &str) -> Result<Self, Error> {
+        Self::with_timeout(url, Duration::from_secs(30))
+    }
+
+    /// A client for the endpoint at `url` whose calls may take up to `timeout` (a
+    /// signing endpoint waits for a person).
+    pub fn with_timeout(url: &str, timeout: Duration) -> Result<Self, Error> {
         let url = check_url_safe_for_secrets(url)?;
         let http = crate::http::client_builder(&url)
             .connect_timeout(Duration::from_secs(5))
-            .timeout(Duration::from_secs(30))
+            .timeout(timeout)
             .build()
             .map_err(|e| Error::Http {
                 what: "building the HTTP client".into(),
@@ -299,5 +306,127 @@ impl NodeClient {
                     data: v.clone(),
                 })
         })
+    }
+}
+
+/// A JSON-RPC signing endpoint as a [`TransactionSigner`]: `eth_signTransaction` for the
+/// transaction and `personal_sign` for its signing-log entry, for one account. Local
+/// signing endpoints speak this: Frame (which fronts Ledger, Trezor, Lattice and
+/// Keystone), a node with unlocked accounts (anvil, geth's dev mode). The URL follows the
+/// node rules: loopback or https only, redacted in errors (it may carry a token). What
+/// the endpoint returns is trusted with nothing: `bridgectl_tx::sign_and_log_with`
+/// decodes it and accepts exactly the verified transaction.
+#[derive(Clone)]
+pub struct RpcSigner {
+    endpoint: NodeClient,
+    address: Address,
+}
+
+impl std::fmt::Debug for RpcSigner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RpcSigner")
+            .field("address", &self.address)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How long a signing endpoint may take to answer: a person confirms on a device.
+pub const RPC_SIGNER_TIMEOUT: Duration = Duration::from_secs(300);
+
+impl RpcSigner {
+    /// The endpoint at `url`, signing as `address` (answers within
+    /// [`RPC_SIGNER_TIMEOUT`]).
+    pub fn new(url: &str, address: Address) -> Result<Self, Error> {
+        Self::with_timeout(url, address, RPC_SIGNER_TIMEOUT)
+    }
+
+    /// [`RpcSigner::new`] with another answer timeout.
+    pub fn with_timeout(url: &str, address: Address, timeout: Duration) -> Result<Self, Error> {
+        Ok(Self {
+            endpoint: NodeClient::with_timeout(url, timeout)?,
+            address,
+        })
+    }
+
+    /// `eth_signTransaction` of `tx`: the signed bytes (a bare hex string, or geth's
+    /// `{raw, tx}` object).
+    async fn sign_tx(
+        &self,
+        tx: &alloy_consensus::TxLegacy,
+    ) -> Result<alloy_primitives::Bytes, Error> {
+        let hex_q = |v: u128| format!("0x{v:x}");
+        let to = match tx.to {
+            alloy_primitives::TxKind::Call(to) => to,
+            alloy_primitives::TxKind::Create => {
+                return Err(Error::Config("bridgectl never signs a contract creation"));
+            }
+        };
+        let request = json!({
+            "from": self.address,
+            "to": to,
+            "gas": hex_q(u128::from(tx.gas_limit)),
+            "gasPrice": hex_q(tx.gas_price),
+            "value": format!("0x{:x}", tx.value),
+            "data": tx.input,
+            "input": tx.input,
+            "nonce": hex_q(u128::from(tx.nonce)),
+            "chainId": tx.chain_id.map(|c| hex_q(u128::from(c))),
+        });
+        let answer = self
+            .endpoint
+            .call("eth_signTransaction", json!([request]))
+            .await?;
+        let raw = answer
+            .as_str()
+            .or_else(|| answer.get("raw").and_then(Value::as_str));
+        raw.and_then(|h| hex::decode(h.trim_start_matches("0x")).ok())
+            .map(Into::into)
+            .ok_or_else(|| Error::UnexpectedShape {
+                what: "the signer's answer to eth_signTransaction".into(),
+                expected: "the signed transaction as 0x hex (or an object with `raw`)".into(),
+                data: answer.clone(),
+            })
+    }
+
+    /// `personal_sign` of the 32 bytes of `hash`.
+    async fn sign_message_hash(&self, hash: B256) -> Result<alloy_primitives::Signature, Error> {
+        let answer = self
+            .endpoint
+            .call("personal_sign", json!([hash, self.address]))
+            .await?;
+        answer
+            .as_str()
+            .and_then(|h| hex::decode(h.trim_start_matches("0x")).ok())
+            .and_then(|b| alloy_primitives::Signature::try_from(b.as_slice()).ok())
+            .ok_or_else(|| Error::UnexpectedShape {
+                what: "the signer's answer to personal_sign".into(),
+                expected: "a 65-byte signature as 0x hex".into(),
+                data: answer.clone(),
+            })
+    }
+}
+
+/// A failure of the signing endpoint, as the signing error it is.
+fn signer_error(e: Error) -> bridgectl_tx::Error {
+    bridgectl_tx::Error::Signer(alloy_signer::Error::other(e.to_string()))
+}
+
+impl TransactionSigner for RpcSigner {
+    fn address(&self) -> Address {
+        self.address
+    }
+
+    async fn sign_transaction(
+        &self,
+        tx: &alloy_consensus::TxLegacy,
+    ) -> Result<alloy_primitives::Bytes, bridgectl_tx::Error> {
+        self.sign_tx(tx).await.map_err(signer_error)
+    }
+
+    async fn sign_hash_message(
+        &self,
+        hash: B256,
+    ) -> Result<alloy_primitives::Signature, bridgectl_tx::Error> {
+        self.sign_message_hash(hash).await.map_err(signer_error)
     }
 }

@@ -6,11 +6,7 @@
 use std::sync::Arc;
 
 use alloy_primitives::U256;
-use bridgectl_flow::client::{AccessToken, ClientOptions, PlatformClient};
-use bridgectl_flow::{
-    Approver, Error, FlowState, Flows, GasPriceCap, Journal, PrivateKeySigner, Quiet, Review,
-    WaitOptions,
-};
+use bridgectl_flow::{Approver, Error, FlowState, PrivateKeySigner, Quiet, Review};
 use bridgectl_keystore::{Keystore, Passphrase};
 use bridgectl_sandbox::{Sandbox, SandboxConfig};
 
@@ -27,6 +23,8 @@ struct Asks<'a> {
 }
 
 impl Approver for Asks<'_> {
+    type Signer = PrivateKeySigner;
+
     async fn approve(&mut self, review: &Review<'_>) -> Result<PrivateKeySigner, Error> {
         self.asked += 1;
         if !self.yes {
@@ -47,25 +45,11 @@ async fn a_redeem_stopped_at_its_approval_is_resumed_or_refused_as_stale() {
     let info = sandbox.info().clone();
     let dir = tempfile::tempdir().expect("tmp");
     let keystore = common::dev_keystore(dir.path(), &info, PASSPHRASE);
-    let client = PlatformClient::new(
-        &info.base_url,
-        AccessToken::new(info.token.expose_secret()),
-        ClientOptions::default(),
-    )
-    .expect("client");
-    let journal = Arc::new(Journal::open(dir.path().join("journal.sqlite3")).expect("journal"));
-    let flows = Flows::builder(
-        client,
-        journal.clone(),
+    let (flows, journal) = common::flows(
+        &info,
+        dir.path(),
         Arc::new(keystore.signing_log().expect("log")),
-    )
-    .bridge(common::bridge(&info))
-    .wait(WaitOptions {
-        interval: std::time::Duration::from_millis(200),
-        ..WaitOptions::default()
-    })
-    .gas_price(GasPriceCap::NodeQuote)
-    .build();
+    );
     let from = info.dev.address;
     let amount = U256::from(10).pow(U256::from(info.side.decimals));
     let mut no = Asks {

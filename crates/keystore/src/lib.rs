@@ -23,8 +23,8 @@ pub use secret::{Passphrase, PassphraseProvider, PassphraseRequest, Purpose, Sec
 pub use secret_storage::{MAX_PBKDF2_C, MAX_SCRYPT_BYTES, MAX_SCRYPT_P, Web3Params};
 pub use signing_log::{Columns, SIGNING_LOG_FILE, ShowFilter, SigningLogDb};
 pub use store::{
-    DEFAULT_DERIVATION_PATH, KEY_EXTENSION, KdfSummary, KeyInfo, Keystore, check_private_file,
-    signer_from_mnemonic, unlock_file,
+    DEFAULT_DERIVATION_PATH, EXTERNAL_SIGNERS_FILE, KEY_EXTENSION, KdfSummary, KeyInfo, Keystore,
+    check_private_file, signer_from_mnemonic, unlock_file,
 };
 
 /// Turns decrypted key bytes (at most 32, left-padded) into a signer, or says the file

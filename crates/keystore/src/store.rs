@@ -309,10 +309,55 @@ impl Keystore {
     /// directory): every signature made with its keys is recorded there, and an entry
     /// signed by any other key refuses signing until a person acknowledges it.
     pub fn signing_log(&self) -> Result<crate::SigningLogDb, Error> {
+        let mut known = self.addresses()?;
+        known.extend(self.external_signers()?);
         Ok(
             crate::SigningLogDb::open(self.dir.join(crate::SIGNING_LOG_FILE))?
-                .with_known_keys(self.addresses()?),
+                .with_known_keys(known),
         )
+    }
+
+    /// The accounts that sign through a signer outside this keystore (a hardware wallet
+    /// behind a JSON-RPC endpoint) and record their signatures in its signing log:
+    /// their entries are this keystore's own, not a stranger's. Kept in
+    /// [`EXTERNAL_SIGNERS_FILE`] (0600).
+    pub fn external_signers(&self) -> Result<Vec<Address>, Error> {
+        let path = self.dir.join(EXTERNAL_SIGNERS_FILE);
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| Error::Io {
+                action: "cannot read",
+                path: path.clone(),
+                source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(Error::io("cannot read", &path)(e)),
+        }
+    }
+
+    /// Records `address` as an account that signs through an external signer into this
+    /// keystore's signing log (see [`Keystore::external_signers`]); written atomically.
+    pub fn add_external_signer(&self, address: Address) -> Result<(), Error> {
+        let mut known = self.external_signers()?;
+        if known.contains(&address) {
+            return Ok(());
+        }
+        known.push(address);
+        let path = self.dir.join(EXTERNAL_SIGNERS_FILE);
+        let tmp = self.dir.join(format!(".{EXTERNAL_SIGNERS_FILE}.tmp"));
+        let text = serde_json::to_vec_pretty(&known).unwrap_or_default();
+        (|| {
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            std::io::Write::write_all(&mut f, &text)?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, &path)
+        })()
+        .map_err(Error::io("cannot write", &path))?;
+        self.sync_dir()
     }
 
     /// The addresses of the keys in the directory (files that do not parse are skipped:
@@ -755,6 +800,10 @@ impl Keystore {
             .map_err(Error::io("cannot sync", &self.dir))
     }
 }
+
+/// The file in a keystore directory that lists the accounts signing through external
+/// signers ([`Keystore::external_signers`]).
+pub const EXTERNAL_SIGNERS_FILE: &str = "external-signers.json";
 
 /// Derives the signer of a BIP-39 (English) mnemonic at `derivation_path`.
 /// Errors never quote the phrase.

@@ -161,6 +161,19 @@ pub enum Error {
     #[error("refusing to sign")]
     LogRefused(#[source] Box<dyn std::error::Error + Send + Sync>),
 
+    /// A signer returned something other than what it was asked to sign (other bytes,
+    /// another chain id, another sender, a pre-EIP-155 signature, a log-entry signature
+    /// that is not the key's): nothing was logged, returned or sent.
+    #[error("the signer signed something else than asked: {0}")]
+    SignerMismatch(String),
+
+    /// The signing log moved (another signer appended) while a signer signed an entry
+    /// outside its lock, each time it was tried.
+    #[error(
+        "the signing log kept moving while the signer signed its entry; nothing was signed into it"
+    )]
+    LogMoved,
+
     /// The signer failed. With a local key this does not happen in practice.
     #[error("signing failed")]
     Signer(#[source] alloy_signer::Error),
@@ -177,7 +190,7 @@ impl Error {
     /// Whether the error is a refusal of the input (as opposed to an internal failure).
     /// The CLI maps refusals to their own exit code.
     pub fn is_refusal(&self) -> bool {
-        !matches!(self, Error::Signer(_) | Error::Log(_))
+        !matches!(self, Error::Signer(_) | Error::Log(_) | Error::LogMoved)
     }
 }
 

@@ -333,6 +333,26 @@ pub trait SigningLog: Send + Sync + fmt::Debug {
         make: &mut dyn FnMut(Head) -> Result<Entry, Error>,
     ) -> Result<Checkpoint, Error>;
 
+    /// The head an entry of `key` appended now would be made from (see [`Head`]): what
+    /// a signer that signs outside the log's lock signs its entry after
+    /// ([`crate::signer::sign_and_log_with`]), which [`SigningLog::append`] then takes
+    /// only if the log is still there. The default asks `append` for it and writes
+    /// nothing.
+    fn head(&self, key: Address) -> Result<Head, Error> {
+        let mut seen = None;
+        let peek = self.append(key, None, &mut |head| {
+            seen = Some(head);
+            Err(Error::LogMoved)
+        });
+        match (seen, peek) {
+            (Some(head), _) => Ok(head),
+            (None, Err(e)) => Err(e),
+            (None, Ok(_)) => Err(Error::Refused(
+                "the signing log appended without building an entry".into(),
+            )),
+        }
+    }
+
     /// Whether `key` may sign into the log now, without writing: called before any key
     /// is unlocked, so a rolled-back log refuses before a passphrase is asked for.
     fn check(&self, key: Address) -> Result<(), Error>;
@@ -451,9 +471,26 @@ pub fn make_entry(
     time: u64,
     signer: &PrivateKeySigner,
 ) -> Result<Entry, Error> {
+    seal(&entry_body(head, verified, signed, time), signer)
+}
+
+/// The entry for `signed` after `head`, at `time` (or the head's time, if later), with
+/// its body and hash and no signature yet: what a signer that is not a local key is
+/// asked to sign ([`crate::signer::sign_and_log_with`]).
+pub fn unsigned_entry(
+    head: Head,
+    verified: &Verified,
+    signed: &SignedTx,
+    time: u64,
+) -> Result<Entry, Error> {
+    unsigned(&entry_body(head, verified, signed, time))
+}
+
+/// The body of the entry for `signed` after `head`.
+fn entry_body(head: Head, verified: &Verified, signed: &SignedTx, time: u64) -> EntryBody {
     let tx = verified.raw_tx();
     let facts = call_facts(&tx.data);
-    let body = EntryBody {
+    EntryBody {
         v: ENTRY_VERSION,
         seq: head.checkpoint.count + 1,
         prev: head.checkpoint.head,
@@ -471,23 +508,28 @@ pub fn make_entry(
         signing_hash: Some(crate::sign::signing_hash(tx)),
         replaces: verified.replaces(),
         chain_reset: None,
-    };
-    seal(&body, signer)
+    }
+}
+
+/// The entry of `body`: its text and hash, not signed yet.
+fn unsigned(body: &EntryBody) -> Result<Entry, Error> {
+    let text = serde_json::to_string(body).map_err(|e| Error::Refused(e.to_string()))?;
+    Ok(Entry {
+        seq: body.seq,
+        hash: keccak256(text.as_bytes()),
+        body: text,
+        sig: alloy_primitives::Bytes::new(),
+    })
 }
 
 /// The entry for `body`: its text, hash, and `signer`'s signature over the hash.
 fn seal(body: &EntryBody, signer: &PrivateKeySigner) -> Result<Entry, Error> {
-    let text = serde_json::to_string(body).map_err(|e| Error::Refused(e.to_string()))?;
-    let hash = keccak256(text.as_bytes());
+    let mut entry = unsigned(body)?;
     let sig = signer
-        .sign_message_sync(hash.as_slice())
+        .sign_message_sync(entry.hash.as_slice())
         .map_err(Error::Signer)?;
-    Ok(Entry {
-        seq: body.seq,
-        body: text,
-        hash,
-        sig: sig.as_bytes().to_vec().into(),
-    })
+    entry.sig = sig.as_bytes().to_vec().into();
+    Ok(entry)
 }
 
 /// Signs `verified` with `signer` and appends the entry to `log` before the signed bytes

@@ -3,7 +3,7 @@
 //! The preimage and the signed encoding both come from alloy-consensus `TxLegacy`
 //! (no hand-written RLP); the signature from a synchronous local signer.
 
-use alloy_consensus::{SignableTransaction, TxLegacy, transaction::RlpEcdsaEncodableTx};
+use alloy_consensus::{SignableTransaction, TxLegacy};
 use alloy_primitives::{Address, B256, Bytes, TxKind, keccak256};
 use alloy_signer::SignerSync;
 use alloy_signer_local::PrivateKeySigner;
@@ -65,6 +65,28 @@ pub fn signing_hash(tx: &RawTx) -> B256 {
 /// must never be made.
 pub fn sign_legacy(verified: &Verified, signer: &PrivateKeySigner) -> Result<SignedTx, Error> {
     let tx = verified.raw_tx();
+    let key = signer.address();
+    check_signable(verified, key)?;
+    let legacy = to_legacy(tx);
+    let sig = signer
+        .sign_hash_sync(&legacy.signature_hash())
+        .map_err(Error::Signer)?;
+    let raw = crate::signer::encode_signed(&legacy, &sig);
+    let hash = keccak256(&raw);
+    Ok(SignedTx {
+        raw,
+        hash,
+        from: key,
+        chain_id: tx.chain_id,
+        nonce: tx.nonce,
+    })
+}
+
+/// Whether `verified` may be signed by `key`: verified for signing (its nonce checked as
+/// the next one, not as bytes signed before), a non-zero chain id (never a pre-EIP-155
+/// signature), and `key` its sender.
+pub(crate) fn check_signable(verified: &Verified, key: Address) -> Result<(), Error> {
+    let tx = verified.raw_tx();
     if verified.nonce_source().is_none() {
         return Err(Error::Refused(
             "this transaction was verified as already signed (its nonce was not checked as \
@@ -75,27 +97,13 @@ pub fn sign_legacy(verified: &Verified, signer: &PrivateKeySigner) -> Result<Sig
     if tx.chain_id == 0 {
         return Err(Error::ZeroChainId);
     }
-    let key = signer.address();
     if tx.from != key {
         return Err(Error::FromMismatch {
             tx_from: tx.from,
             key,
         });
     }
-    let legacy = to_legacy(tx);
-    let sig = signer
-        .sign_hash_sync(&legacy.signature_hash())
-        .map_err(Error::Signer)?;
-    let mut raw = Vec::with_capacity(legacy.rlp_encoded_length_with_signature(&sig));
-    legacy.rlp_encode_signed(&sig, &mut raw);
-    let hash = keccak256(&raw);
-    Ok(SignedTx {
-        raw: raw.into(),
-        hash,
-        from: key,
-        chain_id: tx.chain_id,
-        nonce: tx.nonce,
-    })
+    Ok(())
 }
 
 /// The output of `bridgectl sign`: the signed transaction plus what it was made from.

@@ -385,6 +385,8 @@ struct BatchKey {
 }
 
 impl Approver for BatchKey {
+    type Signer = PrivateKeySigner;
+
     fn approve(
         &mut self,
         review: &Review<'_>,

@@ -29,9 +29,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alloy_primitives::{Address, B256, U256};
-use alloy_signer_local::PrivateKeySigner;
 use bridgectl_tx::request::{Intent, Token};
-use bridgectl_tx::{Context, Nonce, NonceFacts, Policy, RawTx, SignedTx, SigningLog, Verified};
+use bridgectl_tx::{
+    Context, Nonce, NonceFacts, Policy, RawTx, SignedTx, SigningLog, TransactionSigner, Verified,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -127,16 +128,23 @@ impl Review<'_> {
     }
 }
 
-/// The caller's part in signing: show, confirm, unlock. The library never prompts; a
-/// CLI shows a summary and reads a passphrase, a GUI wallet opens a dialog. Async, so a
-/// wallet waiting for its user does not block the flow's runtime.
+/// The caller's part in signing: show, confirm, pick the signer. The library never
+/// prompts; a CLI shows a summary and reads a passphrase, a GUI wallet opens a dialog, a
+/// hardware wallet's own screen is the question. Async, so a wallet waiting for its user
+/// does not block the flow's runtime.
 pub trait Approver: Send {
+    /// What signs: a local key ([`crate::PrivateKeySigner`]), any alloy signer
+    /// ([`bridgectl_tx::AlloySigner`]), a JSON-RPC signing endpoint
+    /// ([`crate::rpc::RpcSigner`]), or a type of the wallet's own. Whatever it returns is
+    /// decoded and must be exactly the verified transaction.
+    type Signer: TransactionSigner;
+
     /// Returns the signer for `review.raw_tx().from`, or an error to stop (nothing is
     /// signed; [`Error::Declined`] for a "no"). Called only after every check passed.
     fn approve(
         &mut self,
         review: &Review<'_>,
-    ) -> impl Future<Output = Result<PrivateKeySigner, Error>> + Send;
+    ) -> impl Future<Output = Result<Self::Signer, Error>> + Send;
 }
 
 /// Progress of a long flow, for the caller to show.
@@ -829,12 +837,13 @@ async fn sign_verified(
     journal
         .hold_reservation(tx_id, tx.from, tx.chain_id, tx.nonce)
         .inspect_err(|e| fail("not-signed", e))?;
-    let signed = bridgectl_tx::sign_and_log(
+    let signed = bridgectl_tx::sign_and_log_with(
         verified,
         &signer,
         signing_log,
         bridgectl_tx::log::unix_now(),
     )
+    .await
     .map_err(Error::from);
     drop(signer);
     let signed = signed

@@ -1,7 +1,10 @@
 //! What the sandbox tests of the flows share: a keystore holding the sandbox's funded
 //! development key, and the bridge the sandbox describes.
 
-use bridgectl_flow::{Bridge, ChainSide};
+use std::sync::Arc;
+
+use bridgectl_flow::client::{AccessToken, ClientOptions, PlatformClient};
+use bridgectl_flow::{Bridge, ChainSide, Flows, GasPriceCap, Journal, WaitOptions};
 use bridgectl_keystore::{KdfParams, Keystore, Passphrase, SecretText};
 use bridgectl_sandbox::SandboxInfo;
 
@@ -27,4 +30,31 @@ pub fn bridge(info: &SandboxInfo) -> Bridge {
         side: ChainSide::from(&info.side),
         redeem_action: "redeem".into(),
     }
+}
+
+/// Flows over the sandbox `info` with a journal in `dir` and the signing log `log`,
+/// polling every 200 ms, the gas price capped by the node's quote; and their journal.
+// Not every test binary that shares this module builds flows itself.
+#[allow(dead_code)]
+pub fn flows(
+    info: &SandboxInfo,
+    dir: &std::path::Path,
+    log: Arc<dyn bridgectl_tx::SigningLog>,
+) -> (Flows, Arc<Journal>) {
+    let client = PlatformClient::new(
+        &info.base_url,
+        AccessToken::new(info.token.expose_secret()),
+        ClientOptions::default(),
+    )
+    .expect("client");
+    let journal = Arc::new(Journal::open(dir.join("journal.sqlite3")).expect("journal"));
+    let flows = Flows::builder(client, journal.clone(), log)
+        .bridge(bridge(info))
+        .wait(WaitOptions {
+            interval: std::time::Duration::from_millis(200),
+            ..WaitOptions::default()
+        })
+        .gas_price(GasPriceCap::NodeQuote)
+        .build();
+    (flows, journal)
 }

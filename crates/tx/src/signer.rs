@@ -1,0 +1,271 @@
+//! What signs: any signer that can make a legacy EIP-155 transaction for its address and
+//! an EIP-191 signature over a signing-log entry's hash, not only a key unlocked here.
+//!
+//! [`TransactionSigner`] is the one interface every path that signs goes through (the
+//! flows, batches, resume, the offline signer, the signing log). A local key
+//! ([`PrivateKeySigner`]) is one implementation; [`AlloySigner`] wraps any alloy signer
+//! (Ledger, Trezor, AWS/GCP KMS, YubiHSM: whatever implements alloy's `TxSigner` and
+//! `Signer`), and `bridgectl_flow::rpc::RpcSigner` asks a JSON-RPC signing endpoint
+//! (Frame, clef, a node with unlocked accounts).
+//!
+//! A signer is trusted with nothing: [`sign_and_log_with`] decodes what it returns and
+//! accepts only exactly the verified transaction, from the verified sender, with the
+//! EIP-155 chain id (anything else is [`Error::SignerMismatch`], and nothing is logged
+//! or returned), and accepts a log-entry signature only if it recovers to the key.
+
+use std::future::Future;
+
+/// The transaction a [`TransactionSigner`] is asked to sign (alloy's, re-exported so an
+/// implementation needs no alloy dependency of its own).
+pub use alloy_consensus::TxLegacy;
+use alloy_consensus::{SignableTransaction, transaction::RlpEcdsaEncodableTx};
+use alloy_primitives::{Address, B256, Bytes, Signature, keccak256};
+use alloy_signer::SignerSync;
+use alloy_signer_local::PrivateKeySigner;
+
+use crate::Error;
+use crate::decode::DecodedTx;
+use crate::log::{Head, SigningLog};
+use crate::rawtx::RawTx;
+use crate::sign::{SignedTx, to_legacy};
+use crate::verify::Verified;
+
+/// A signer for one address (see the module doc).
+pub trait TransactionSigner: Send + Sync {
+    /// The address it signs for.
+    fn address(&self) -> Address;
+
+    /// The signed RLP bytes of `tx`, a legacy transaction whose `chain_id` is set
+    /// (EIP-155). What comes back is decoded and must be exactly `tx`, from
+    /// [`TransactionSigner::address`].
+    fn sign_transaction(&self, tx: &TxLegacy) -> impl Future<Output = Result<Bytes, Error>> + Send;
+
+    /// An EIP-191 `personal_sign` signature over the 32 bytes of `hash` (a signing-log
+    /// entry's hash, [`crate::log`]).
+    fn sign_hash_message(
+        &self,
+        hash: B256,
+    ) -> impl Future<Output = Result<Signature, Error>> + Send;
+
+    /// The key itself, when it is a local key that signs at once: then the log entry is
+    /// signed inside the log's lock ([`crate::sign_and_log`]), with no second round.
+    fn local_key(&self) -> Option<&PrivateKeySigner> {
+        None
+    }
+}
+
+impl TransactionSigner for PrivateKeySigner {
+    fn address(&self) -> Address {
+        alloy_signer::Signer::address(self)
+    }
+
+    fn sign_transaction(&self, tx: &TxLegacy) -> impl Future<Output = Result<Bytes, Error>> + Send {
+        let signed = self
+            .sign_hash_sync(&tx.signature_hash())
+            .map(|sig| encode_signed(tx, &sig))
+            .map_err(Error::Signer);
+        std::future::ready(signed)
+    }
+
+    fn sign_hash_message(
+        &self,
+        hash: B256,
+    ) -> impl Future<Output = Result<Signature, Error>> + Send {
+        std::future::ready(
+            self.sign_message_sync(hash.as_slice())
+                .map_err(Error::Signer),
+        )
+    }
+
+    fn local_key(&self) -> Option<&PrivateKeySigner> {
+        Some(self)
+    }
+}
+
+/// Any alloy signer that signs transactions and messages (alloy's `TxSigner` and
+/// `Signer`: hardware wallets, cloud KMS, HSMs), as a [`TransactionSigner`].
+#[derive(Debug, Clone)]
+pub struct AlloySigner<S>(pub S);
+
+impl<S> TransactionSigner for AlloySigner<S>
+where
+    S: alloy_network::TxSigner<Signature> + alloy_signer::Signer + Send + Sync,
+{
+    fn address(&self) -> Address {
+        alloy_signer::Signer::address(&self.0)
+    }
+
+    async fn sign_transaction(&self, tx: &TxLegacy) -> Result<Bytes, Error> {
+        let mut tx = tx.clone();
+        let sig = alloy_network::TxSigner::sign_transaction(&self.0, &mut tx)
+            .await
+            .map_err(Error::Signer)?;
+        Ok(encode_signed(&tx, &sig))
+    }
+
+    async fn sign_hash_message(&self, hash: B256) -> Result<Signature, Error> {
+        alloy_signer::Signer::sign_message(&self.0, hash.as_slice())
+            .await
+            .map_err(Error::Signer)
+    }
+}
+
+/// The signed RLP encoding of `tx` with `sig`.
+pub fn encode_signed(tx: &TxLegacy, sig: &Signature) -> Bytes {
+    let mut raw = Vec::with_capacity(tx.rlp_encoded_length_with_signature(sig));
+    tx.rlp_encode_signed(sig, &mut raw);
+    raw.into()
+}
+
+/// How often a log entry is signed again when another signer appended first while the
+/// signer signed it (each time is one more question on a hardware signer).
+const LOG_ATTEMPTS: usize = 3;
+
+/// Signs `verified` with `signer` and appends its signing-log entry (signed by `signer`
+/// too) before the signed bytes are returned, as [`crate::sign_and_log`] does for a local
+/// key, for any [`TransactionSigner`]. What the signer returns is checked first: exactly
+/// the verified transaction, from its sender, with its EIP-155 chain id
+/// ([`Error::SignerMismatch`] otherwise); the entry's signature must recover to the key.
+/// The entry is signed outside the log's lock (a person may be asked on a device), then
+/// appended only if the log has not moved meanwhile, else signed again.
+pub async fn sign_and_log_with<S: TransactionSigner>(
+    verified: &Verified,
+    signer: &S,
+    log: &dyn SigningLog,
+    time: u64,
+) -> Result<SignedTx, Error> {
+    if let Some(key) = signer.local_key() {
+        return crate::sign_and_log(verified, key, log, time);
+    }
+    let tx = verified.raw_tx();
+    crate::sign::check_signable(verified, signer.address())?;
+    let raw = signer.sign_transaction(&to_legacy(tx)).await?;
+    let signed = check_signed_by(&raw, tx)?;
+    let limit = verified.window_limit().map(|l| l.at(time));
+    for _ in 0..LOG_ATTEMPTS {
+        let head = log.head(signed.from)?;
+        let mut entry = crate::log::unsigned_entry(head, verified, &signed, time)?;
+        let sig = signer.sign_hash_message(entry.hash).await?;
+        if sig.recover_address_from_msg(entry.hash.as_slice()).ok() != Some(signed.from) {
+            return Err(Error::SignerMismatch(format!(
+                "the signing-log entry's signature does not recover to {}",
+                signed.from
+            )));
+        }
+        entry.sig = sig.as_bytes().to_vec().into();
+        let appended = log.append(signed.from, limit.as_ref(), &mut |now: Head| {
+            if now == head {
+                Ok(entry.clone())
+            } else {
+                Err(Error::LogMoved)
+            }
+        });
+        match appended {
+            Ok(_) => return Ok(signed),
+            Err(Error::LogMoved) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Error::LogMoved)
+}
+
+/// The signed transaction in `raw` if it is exactly `tx`: legacy, EIP-155 with `tx`'s
+/// chain id, recovered to `tx.from`, every field equal.
+pub fn check_signed_by(raw: &[u8], tx: &RawTx) -> Result<SignedTx, Error> {
+    let mismatch = |what: String| Error::SignerMismatch(what);
+    let decoded = crate::decode::decode_signed(raw)
+        .map_err(|e| mismatch(format!("what it returned is not a signed transaction: {e}")))?;
+    if let Some(d) = first_difference(&decoded, tx) {
+        return Err(mismatch(format!(
+            "{}: asked {}, signed {}",
+            d.field,
+            crate::error::shorten(&d.expected),
+            crate::error::shorten(&d.found)
+        )));
+    }
+    Ok(SignedTx {
+        raw: raw.to_vec().into(),
+        hash: keccak256(raw),
+        from: tx.from,
+        chain_id: tx.chain_id,
+        nonce: tx.nonce,
+    })
+}
+
+/// A field in which signed bytes are not the transaction they were meant to sign.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Difference {
+    /// The field (`chainId`, `from (recovered signer)`, `data`, ...).
+    pub field: &'static str,
+    /// What the transaction has.
+    pub expected: String,
+    /// What the signed bytes have.
+    pub found: String,
+}
+
+/// The first field in which `decoded` is not exactly `tx` signed by `tx.from` (legacy,
+/// EIP-155 with `tx`'s chain id, every field equal); `None` when it is. The one
+/// comparison behind a signer's answer, a bundle from the air gap and a managed
+/// signature.
+pub fn first_difference(decoded: &DecodedTx, tx: &RawTx) -> Option<Difference> {
+    let field = |field: &'static str, expected: String, found: String| {
+        Some(Difference {
+            field,
+            expected,
+            found,
+        })
+    };
+    if decoded.kind != "legacy" {
+        return field("type", "legacy".into(), decoded.kind.into());
+    }
+    if decoded.chain_id != Some(tx.chain_id) {
+        return field(
+            "chainId",
+            tx.chain_id.to_string(),
+            decoded.chain_id.map_or(
+                "none (a pre-EIP-155 signature, valid on every chain)".into(),
+                |c| c.to_string(),
+            ),
+        );
+    }
+    if decoded.sender != tx.from {
+        return field(
+            "from (recovered signer)",
+            tx.from.to_string(),
+            decoded.sender.to_string(),
+        );
+    }
+    if decoded.to != Some(tx.to) {
+        return field(
+            "to",
+            tx.to.to_string(),
+            decoded
+                .to
+                .map_or("contract creation".into(), |t| t.to_string()),
+        );
+    }
+    if decoded.nonce != tx.nonce {
+        return field("nonce", tx.nonce.to_string(), decoded.nonce.to_string());
+    }
+    if decoded.gas_limit != tx.gas_limit {
+        return field(
+            "gasLimit",
+            tx.gas_limit.to_string(),
+            decoded.gas_limit.to_string(),
+        );
+    }
+    if decoded.gas_price != Some(alloy_primitives::U256::from(tx.gas_price)) {
+        return field(
+            "gasPrice",
+            tx.gas_price.to_string(),
+            decoded.gas_price.map_or("none".into(), |p| p.to_string()),
+        );
+    }
+    if decoded.value != tx.value {
+        return field("value", tx.value.to_string(), decoded.value.to_string());
+    }
+    if decoded.input != tx.data {
+        return field("data", tx.data.to_string(), decoded.input.to_string());
+    }
+    None
+}

@@ -8,16 +8,16 @@ use bridgectl_sandbox::{Sandbox, SandboxConfig};
 
 mod common;
 
-/// `target/<profile>/examples/redeem`, built by `cargo test` beside this test binary.
-fn example_binary() -> std::path::PathBuf {
+/// `target/<profile>/examples/<name>`, built by `cargo test` beside this test binary.
+fn example_binary(name: &str) -> std::path::PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     let profile_dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-    profile_dir.join("examples").join("redeem")
+    profile_dir.join("examples").join(name)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_redeem_example_redeems_on_the_sandbox() {
-    let example = example_binary();
+    let example = example_binary("redeem");
     assert!(
         example.exists(),
         "{} missing: run `cargo test -p bridgectl-flow` (which builds the examples)",
@@ -68,6 +68,71 @@ async fn the_redeem_example_redeems_on_the_sandbox() {
     assert_eq!(flows.len(), 1);
     assert_eq!(flows[0].kind, bridgectl_flow::FlowKind::Redeem);
     assert_eq!(flows[0].tx_hash.as_deref(), Some(hash));
+}
+
+/// Runs example `name` against a fresh sandbox with an external signer: the sandbox's
+/// anvil as the JSON-RPC endpoint (its development account is unlocked), `extra` as more
+/// settings. Returns stdout, stderr and the signing log's verified entry count.
+async fn run_with_external_signer(name: &str, extra: &[(&str, &str)]) -> (String, String, u64) {
+    let example = example_binary(name);
+    assert!(example.exists(), "{} missing", example.display());
+    let sandbox = Sandbox::start(SandboxConfig::default())
+        .await
+        .expect("sandbox");
+    let info = sandbox.info().clone();
+    let dir = tempfile::tempdir().expect("tmp");
+    let bridge_file = dir.path().join("bridge.json");
+    let bridge = serde_json::to_vec(&common::bridge(&info)).expect("json");
+    std::fs::write(&bridge_file, bridge).expect("write");
+    let out = Command::new(&example)
+        .env("PLATFORM_URL", &info.base_url)
+        .env("PLATFORM_TOKEN", info.token.expose_secret())
+        .env("BRIDGE_FILE", &bridge_file)
+        .env("SIGNER_URL", &info.side.rpc_url)
+        .env("FROM", info.dev.address.to_string())
+        .env("LOG_DIR", dir.path().join("log"))
+        .env("JOURNAL", dir.path().join("journal.sqlite3"))
+        .envs(extra.iter().copied())
+        .output()
+        .expect("run the example");
+    sandbox.shutdown().await.expect("shutdown");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{name} failed:\n{stdout}\n{stderr}");
+    let keystore = bridgectl_keystore::Keystore::open(dir.path().join("log")).expect("dir");
+    assert!(
+        keystore.list().expect("list").is_empty(),
+        "no key was kept here"
+    );
+    let log = keystore.signing_log().expect("log");
+    let head = log.verify(None).expect("read").expect("intact");
+    (stdout, stderr, head.count)
+}
+
+/// `examples/external_signer.rs`: the same redeem with the key in a JSON-RPC signing
+/// endpoint: no keystore key, the redemption completes, its entry is in the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_external_signer_example_redeems_on_the_sandbox() {
+    let (stdout, stderr, logged) =
+        run_with_external_signer("external_signer", &[("AMOUNT", "1")]).await;
+    assert!(stdout.trim_end().ends_with(" completed"), "{stdout}");
+    assert!(stderr.contains("signing on the device"), "{stderr}");
+    assert_eq!(logged, 1, "the signature is in the log");
+}
+
+/// `examples/batch_external.rs`: 20 redeems, one approval, each signed by the JSON-RPC
+/// endpoint: all completed, 20 signatures in the log, which holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_batch_example_pays_out_twenty_through_an_external_signer() {
+    let (stdout, stderr, logged) =
+        run_with_external_signer("batch_external", &[("COUNT", "20"), ("AMOUNT", "0.1")]).await;
+    assert!(stdout.contains(" 20 completed 20 journaled"), "{stdout}");
+    assert_eq!(
+        stderr.matches("approved:").count(),
+        1,
+        "one approval: {stderr}"
+    );
+    assert_eq!(logged, 20, "every signature is in the log");
 }
 
 /// The README shows the example itself, not a copy that drifts.

@@ -256,8 +256,9 @@ pub fn unlock_file(
     }
 }
 
-/// A directory of key files, one per key, named `<label>.key`.
-#[derive(Debug)]
+/// A directory of key files, one per key, named `<label>.key`. A handle: cloning it is
+/// cheap (a path), and every operation reads the directory afresh.
+#[derive(Debug, Clone)]
 pub struct Keystore {
     dir: PathBuf,
 }
@@ -452,6 +453,31 @@ impl Keystore {
             key: Some(&info),
         })?;
         parsed.decrypt(&info.path, &pass)
+    }
+
+    /// [`Keystore::unlock`] with `passphrase`, on a thread of its own: the key
+    /// derivation (Argon2id or scrypt at full cost takes most of a second) never runs on
+    /// the caller's async runtime, so a wallet's current-thread runtime keeps serving
+    /// while a key is unlocked.
+    pub async fn unlock_async(
+        &self,
+        selector: &str,
+        mut passphrase: Passphrase,
+    ) -> Result<PrivateKeySigner, Error> {
+        let (tx, rx) = futures_channel::oneshot::channel();
+        let store = self.clone();
+        let selector = selector.to_owned();
+        std::thread::Builder::new()
+            .name("bridgectl-unlock".into())
+            .spawn(move || {
+                let _ = tx.send(store.unlock(&selector, &mut passphrase));
+            })
+            .map_err(Error::io("cannot start the unlock thread for", &self.dir))?;
+        rx.await.map_err(|_| Error::Io {
+            action: "the unlock thread ended without an answer for",
+            path: self.dir.clone(),
+            source: std::io::Error::other("unlock thread"),
+        })?
     }
 
     /// Unlocks the key to prove the passphrase and the file are good; returns its

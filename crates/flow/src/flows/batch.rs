@@ -26,7 +26,6 @@ use std::future::Future;
 use std::time::Duration;
 
 use alloy_primitives::{Address, B256, U256};
-use alloy_signer_local::PrivateKeySigner;
 use futures_util::stream::{FuturesUnordered, Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{Semaphore, mpsc};
@@ -40,6 +39,7 @@ use super::{
 use crate::Error;
 use crate::journal::{BatchItemRecord, BatchRecord, FlowRecord, FlowState, Journal, Purpose};
 use bridgectl_tx::RawTx;
+use bridgectl_tx::TransactionSigner;
 
 pub use check::{BatchCheck, GasNeed, RefusedItem};
 
@@ -380,17 +380,14 @@ struct Awaited {
 
 /// The approver of one address's items: the key given for the batch, handed out only for
 /// transactions from that address (each has passed the verifier when it is asked).
-struct BatchKey {
-    signer: Option<PrivateKeySigner>,
+struct BatchKey<S> {
+    signer: Option<S>,
 }
 
-impl Approver for BatchKey {
-    type Signer = PrivateKeySigner;
+impl<S: TransactionSigner + Clone> Approver for BatchKey<S> {
+    type Signer = S;
 
-    fn approve(
-        &mut self,
-        review: &Review<'_>,
-    ) -> impl Future<Output = Result<PrivateKeySigner, Error>> + Send {
+    fn approve(&mut self, review: &Review<'_>) -> impl Future<Output = Result<S, Error>> + Send {
         let from = review.raw_tx().from;
         let signer = match &self.signer {
             Some(s) if s.address() == from => Ok(s.clone()),
@@ -444,15 +441,17 @@ impl Flows {
     /// fixed order). The same call finishes an interrupted batch: finished items are
     /// reported as they ended, signed ones are sent again with the same bytes, the rest
     /// run. `keys` are the signers of the accounts that still sign (see
-    /// [`BatchStatus::signers_needed`]); an item whose key is missing fails with
-    /// [`Error::NoSigner`] and runs again on the next call.
+    /// [`BatchStatus::signers_needed`]): unlocked keys, or any [`TransactionSigner`] (an
+    /// external signer per address, asked for each item's signature); the batch as a
+    /// whole was approved by the caller before this call. An item whose signer is missing
+    /// fails with [`Error::NoSigner`] and runs again on the next call.
     ///
     /// The work happens while the stream is polled; dropping it stops the batch where it
     /// is (as a crash would: the next call finishes it).
-    pub fn batch<'a>(
+    pub fn batch<'a, S: TransactionSigner + Clone + 'a>(
         &'a self,
         batch_id: &str,
-        keys: Vec<PrivateKeySigner>,
+        keys: Vec<S>,
         options: BatchOptions,
     ) -> Result<impl Stream<Item = ItemResult> + Unpin + 'a, Error> {
         let batch = self.journal.find_batch(batch_id)?;
@@ -535,7 +534,7 @@ impl Flows {
         &self,
         op: &BatchOp,
         tx_id: &str,
-        key: &mut BatchKey,
+        key: &mut BatchKey<impl TransactionSigner + Clone>,
     ) -> Result<Submitted, Error> {
         let rec = self.journal.get(tx_id)?;
         let corrupt = |reason: &str| Error::JournalCorrupt {
@@ -574,16 +573,15 @@ impl Flows {
             .await
     }
 
-    async fn drive(
+    async fn drive<S: TransactionSigner + Clone>(
         &self,
         batch_id: String,
         planned: Vec<Planned>,
-        keys: Vec<PrivateKeySigner>,
+        keys: Vec<S>,
         options: BatchOptions,
         out: mpsc::UnboundedSender<ItemResult>,
     ) {
-        let mut keys: HashMap<Address, PrivateKeySigner> =
-            keys.into_iter().map(|k| (k.address(), k)).collect();
+        let mut keys: HashMap<Address, S> = keys.into_iter().map(|k| (k.address(), k)).collect();
         let mut lanes: Vec<(Address, Vec<Planned>)> = Vec::new();
         for p in planned {
             let from = p.op.from();
@@ -621,7 +619,7 @@ impl Flows {
         &self,
         batch_id: &str,
         items: Vec<Planned>,
-        mut key: BatchKey,
+        mut key: BatchKey<impl TransactionSigner + Clone>,
         jobs: &Semaphore,
         replace_stuck: Option<super::Repricing>,
         awaiting: mpsc::UnboundedSender<Awaited>,
@@ -739,7 +737,7 @@ impl Flows {
         &self,
         tx_id: &str,
         repricing: super::Repricing,
-        key: &mut BatchKey,
+        key: &mut BatchKey<impl TransactionSigner + Clone>,
     ) -> Result<Submitted, Error> {
         let rec = self.journal.get(tx_id)?;
         if let Some((_, receipt)) = self.mined_signature(&rec).await? {
@@ -762,7 +760,7 @@ impl Flows {
         &self,
         op: &BatchOp,
         tx_id: &str,
-        key: &mut BatchKey,
+        key: &mut BatchKey<impl TransactionSigner + Clone>,
     ) -> Result<Submitted, Error> {
         let progress = &mut Quiet;
         match *op {

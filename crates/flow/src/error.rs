@@ -464,11 +464,91 @@ impl Error {
         }
     }
 
+    /// The refusal of the transaction's checks inside this error, seeing through the
+    /// flow's wrappers (a flow stopped at its approval, a stale resumed transaction):
+    /// what a wallet matches on (with [`bridgectl_tx::Error::refused_field`]). `None`
+    /// when nothing was refused (a network failure, a timeout, a declined approval).
+    pub fn refusal(&self) -> Option<&bridgectl_tx::Error> {
+        match self {
+            Error::Tx(e) | Error::Stale { source: e, .. } if e.is_refusal() => Some(e),
+            Error::StoppedAtApproval { source, .. } => source.refusal(),
+            _ => None,
+        }
+    }
+
+    /// Whether the transaction was refused by the checks (see [`Error::refusal`]), or
+    /// by a guard of the flows (a nonce held by another flow, a chain reset, a bundle
+    /// that is not its request): nothing was signed, and trying again unchanged is
+    /// refused again.
+    pub fn is_refusal(&self) -> bool {
+        self.refusal().is_some()
+            || matches!(
+                self,
+                Error::NonceReserved { .. }
+                    | Error::NonceHeld { .. }
+                    | Error::ChainReset { .. }
+                    | Error::BundleMismatch(_)
+                    | Error::BatchRefused { .. }
+                    | Error::CannotReplace { .. }
+            )
+    }
+
     /// The platform's error code, if this is an error envelope.
     pub fn platform_code(&self) -> Option<&str> {
         match self {
             Error::Platform { error, .. } => Some(&error.code),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod refusal_tests {
+    use super::Error;
+    use bridgectl_tx::{CheckedBy, Field};
+
+    /// A wallet matches the refused field through the flow's wrappers.
+    #[test]
+    fn the_refused_field_is_typed_and_seen_through_wrappers() {
+        let policy = |field: &str| bridgectl_tx::Error::Policy {
+            by: CheckedBy::Intent,
+            field: field.into(),
+            expected: "x".into(),
+            found: "y".into(),
+        };
+        let wrapped = Error::StoppedAtApproval {
+            tx_id: "t".into(),
+            source: Box::new(Error::Tx(policy("args._amount"))),
+        };
+        match wrapped
+            .refusal()
+            .and_then(bridgectl_tx::Error::refused_field)
+        {
+            Some(Field::Arg(name)) => assert_eq!(name, "_amount"),
+            other => panic!("expected the _amount argument, got {other:?}"),
+        }
+        assert!(wrapped.is_refusal());
+        let stale = Error::Stale {
+            tx_id: "t".into(),
+            source: policy("nonce"),
+        };
+        assert_eq!(
+            stale.refusal().and_then(bridgectl_tx::Error::refused_field),
+            Some(Field::Nonce)
+        );
+        for (text, field) in [
+            ("chainId", Field::ChainId),
+            ("maxFee (gasLimit x gasPrice)", Field::MaxFee),
+            ("destination (_to)", Field::Destination("_to".into())),
+            ("something new", Field::Other("something new".into())),
+        ] {
+            assert_eq!(Field::parse(text), field);
+        }
+        let timeout = Error::Timeout {
+            what: "x".into(),
+            seconds: 1,
+            flow: None,
+        };
+        assert!(timeout.refusal().is_none() && !timeout.is_refusal());
     }
 }

@@ -14,9 +14,14 @@ pub mod timing;
 /// client.
 pub use bridgectl_http as http;
 
+/// Amounts and accounts, as every flow takes them.
+pub use alloy_primitives::{Address, U256};
 /// The signer an [`Approver`] hands back (alloy's local signer, re-exported so that an
 /// embedder needs no alloy dependency of its own to implement one).
 pub use alloy_signer_local::PrivateKeySigner;
+/// The transaction layer the flows' types come from ([`Review`] holds its `Verified`,
+/// errors carry its refusals): one dependency for an embedder, the same version.
+pub use bridgectl_tx as tx;
 pub use bridgectl_tx::{Policy, SignedTx, Verified};
 pub use error::{Error, chain};
 pub use flows::{

@@ -1,6 +1,7 @@
 //! Signs a platform rawTx offline with bridgectl-keystore and bridgectl-tx only:
 //! `offline_sign KEYSTORE CHAIN_ID CONTRACT NONCE < envelope.json`, passphrase in
-//! $PASSPHRASE_FILE. Chain, contract and nonce are this machine's own knowledge.
+//! $PASSPHRASE_FILE. Chain, contract and nonce are this machine's own knowledge; the
+//! signature is in the keystore's signing log before its bytes are printed.
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a program owns its terminal
 use bridgectl_keystore::{Keystore, Passphrase};
 use bridgectl_tx::{Context, Nonce, NonceFacts, Policy, SignInput};
@@ -18,6 +19,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     policy
         .trusted
         .contract(contract.parse()?, chain_id.parse()?, None);
+    let keystore = Keystore::open(dir)?;
+    let log = keystore.signing_log()?;
+    let now = bridgectl_tx::log::unix_now();
     let context = Context {
         signer: input.raw_tx.from,
         gas_price_quote: None,
@@ -25,15 +29,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             fixed: Some(nonce.parse()?),
             ..NonceFacts::default()
         }),
-        spent: None,
+        // The log refuses a nonce this key signed already, and gives limits their totals.
+        spent: bridgectl_tx::limits::read_spent(&policy, &input.raw_tx, None, &log, now)?,
     };
     // Every check happens here, before the key is touched.
     let verified = bridgectl_tx::verify(&input.raw_tx, input.intent.as_ref(), &policy, &context)?;
-    let keystore = Keystore::open(dir)?;
     let text = zeroize::Zeroizing::new(std::fs::read_to_string(std::env::var("PASSPHRASE_FILE")?)?);
     let mut passphrase = Passphrase::new(text.lines().next().unwrap_or("").to_owned());
     let signer = keystore.unlock(&input.raw_tx.from.to_string(), &mut passphrase)?;
-    let signed = bridgectl_tx::sign_legacy(&verified, &signer)?;
+    let signed = bridgectl_tx::sign_and_log(&verified, &signer, &log, now)?;
     println!("{}", signed.raw);
     Ok(())
 }

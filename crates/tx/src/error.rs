@@ -187,6 +187,16 @@ fn hint_suffix(hint: &Option<String>) -> String {
 }
 
 impl Error {
+    /// The field a policy or intent check refused, typed for a wallet to match on (the
+    /// text in [`Error::Policy`]'s `field` stays what is shown); `None` for every other
+    /// error.
+    pub fn refused_field(&self) -> Option<Field> {
+        match self {
+            Error::Policy { field, .. } => Some(Field::parse(field)),
+            _ => None,
+        }
+    }
+
     /// Whether the error is a refusal of the input (as opposed to an internal failure).
     /// The CLI maps refusals to their own exit code.
     pub fn is_refusal(&self) -> bool {
@@ -221,5 +231,62 @@ impl std::fmt::Display for CheckedBy {
             CheckedBy::Policy => "policy",
             CheckedBy::Intent => "intent",
         })
+    }
+}
+
+/// A field of a transaction a check refused ([`Error::refused_field`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Field {
+    /// The chain id.
+    ChainId,
+    /// The callee.
+    To,
+    /// The function called (its selector).
+    Function,
+    /// One argument of the call, by its name (`_amount`).
+    Arg(String),
+    /// The whole calldata.
+    Data,
+    /// Native value sent along.
+    Value,
+    /// The gas limit.
+    GasLimit,
+    /// The gas price.
+    GasPrice,
+    /// The most the transaction may cost (gas limit times gas price).
+    MaxFee,
+    /// The nonce.
+    Nonce,
+    /// The token the request claimed.
+    Token,
+    /// A destination of what the call moves, outside the allowlist (the argument named).
+    Destination(String),
+    /// A field this version does not name otherwise (its text).
+    Other(String),
+}
+
+impl Field {
+    /// The typed field of a refusal's text (`chainId`, `args._amount`, ...).
+    pub fn parse(text: &str) -> Field {
+        if let Some(name) = text.strip_prefix("args.") {
+            return Field::Arg(name.to_owned());
+        }
+        if let Some(rest) = text.strip_prefix("destination (") {
+            return Field::Destination(rest.trim_end_matches(')').to_owned());
+        }
+        match text {
+            "chainId" => Field::ChainId,
+            "to" => Field::To,
+            "function" => Field::Function,
+            "data" => Field::Data,
+            "value" => Field::Value,
+            "gasLimit" => Field::GasLimit,
+            "gasPrice" => Field::GasPrice,
+            "nonce" => Field::Nonce,
+            "token" => Field::Token,
+            t if t.starts_with("maxFee") => Field::MaxFee,
+            other => Field::Other(other.to_owned()),
+        }
     }
 }

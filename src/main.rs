@@ -5,6 +5,7 @@
 //! `crates/` never print. Errors travel as `anyhow::Error` here and are mapped to the
 //! documented exit codes in [`exit`].
 
+mod accounts;
 mod approver;
 mod auth;
 mod cli;

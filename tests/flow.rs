@@ -214,6 +214,24 @@ fn managed_transfer_of_one(live: &Live, m: &str, extra: &[&str]) {
     );
 }
 
+/// `action exec balanceOf --input _owner=OWNER` by the sandbox's first managed account (a
+/// view: no signature), with `extra` arguments: the value it shows.
+pub fn view_balance_of(live: &Live, owner: &str, extra: &[&str]) -> String {
+    let managed = live.sb.info.managed_accounts[0].to_string();
+    let input = format!("_owner={owner}");
+    let mut c = live.cmd();
+    c.args(["--json", "action", "exec", "balanceOf", "--from", &managed])
+        .args(["--input", &input])
+        .args(extra);
+    let view = live.ok_cmd(c);
+    assert_eq!(view["kind"], "view", "{view:#}");
+    view["value"]
+        .as_str()
+        .map_or_else(|| view["value"].to_string(), str::to_owned)
+        .trim_matches('"')
+        .to_owned()
+}
+
 #[test]
 fn action_exec_for_eoa_managed_and_view() {
     let live = Live::shared("action_e2e");
@@ -236,23 +254,8 @@ fn action_exec_for_eoa_managed_and_view() {
     assert!(live.mined(true, eoa["txHash"].as_str().expect("hash")));
 
     let managed = live.sb.info.managed_accounts[0].to_string();
-    let owner = format!("_owner={dev}");
-    let view = live.ok(&[
-        "action",
-        "exec",
-        "balanceOf",
-        "--from",
-        &managed,
-        "--input",
-        &owner,
-    ]);
-    assert_eq!(view["kind"], "view");
-    let shown = view["value"]
-        .as_str()
-        .map(str::to_owned)
-        .unwrap_or_else(|| view["value"].to_string());
     assert_eq!(
-        shown.trim_matches('"'),
+        view_balance_of(&live, &dev, &[]),
         live.balance(true, live.dev).to_string()
     );
 

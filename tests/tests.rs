@@ -14,6 +14,7 @@ mod follow;
 mod http;
 mod key;
 mod log;
+mod names;
 mod offline;
 mod readme;
 mod replace;

@@ -16,7 +16,8 @@ use crate::cli::GlobalOpts;
 /// Arguments of `bridgectl history`.
 #[derive(Debug, Args)]
 pub struct HistoryArgs {
-    /// Show this flow with every step: its txId or the start of it (`9a64c6`).
+    /// Show this flow with every step: its txId, the start of it (`9a64c6`), or the
+    /// hash of a transaction it signed.
     pub tx_id: Option<String>,
     /// How many flows to list.
     #[arg(long, default_value_t = 20)]

@@ -10,7 +10,6 @@ pub enum Code {
     /// Anything not listed below.
     Failure = 1,
     /// Bad usage: unknown flag, missing argument (clap uses 2 as well).
-    #[allow(dead_code)]
     Usage = 2,
     /// The input was refused: malformed transaction, failed policy or intent check,
     /// tampered or hostile key file. Nothing was signed.
@@ -28,6 +27,24 @@ pub enum Code {
     /// A batch ran to its end with items failed or pending: `batch status ID` shows
     /// which, `batch resume ID` runs what can still run.
     Incomplete = 9,
+}
+
+impl Code {
+    /// The kind's name in `--json` errors (`{"error": {"code": "not-found", ...}}`):
+    /// kebab-case, as stable as the number.
+    pub fn name(self) -> &'static str {
+        match self {
+            Code::Failure => "failure",
+            Code::Usage => "usage",
+            Code::Refused => "refused",
+            Code::Passphrase => "passphrase",
+            Code::Declined => "declined",
+            Code::NotFound => "not-found",
+            Code::Remote => "remote",
+            Code::Timeout => "timeout",
+            Code::Incomplete => "incomplete",
+        }
+    }
 }
 
 /// Marks an error with the exit code it must produce.

@@ -134,7 +134,8 @@ fn incomplete(live: &Live, mut c: crate::util::TestCommand) -> std::process::Out
     out
 }
 
-/// The JSON lines of `batch run|resume --json`: the items' results and the summary.
+/// The JSON lines of `batch run|resume --json`: the items' results and the summary (a
+/// run that ends incomplete adds the error object as its last line, not an item).
 fn parse_results(stdout: &[u8]) -> (Vec<Value>, Value) {
     let mut items = Vec::new();
     let mut summary = Value::Null;
@@ -142,6 +143,8 @@ fn parse_results(stdout: &[u8]) -> (Vec<Value>, Value) {
         let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
         if v.get("summary").is_some() {
             summary = v["summary"].clone();
+        } else if v["error"].is_object() {
+            assert!(summary.is_object(), "the error line comes last: {line}");
         } else {
             items.push(v);
         }

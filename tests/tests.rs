@@ -9,6 +9,7 @@ mod util;
 
 mod batch;
 mod durability;
+mod errors;
 mod flow;
 mod follow;
 mod http;

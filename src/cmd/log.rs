@@ -9,7 +9,6 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::Context as _;
 use bridgectl_keystore::{ShowFilter, SigningLogDb};
 use bridgectl_tx::Checkpoint;
 use clap::{Args, Subcommand};
@@ -282,10 +281,15 @@ fn parse_since(text: &str) -> anyhow::Result<u64> {
     if let Ok(w) = text.parse::<bridgectl_tx::limits::Window>() {
         return Ok(bridgectl_tx::log::unix_now().saturating_sub(w.0));
     }
+    // The parse error once: it prints its cause and also returns it as its source.
     let d = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
-        .with_context(|| {
-            format!("--since {text:?}: expected RFC 3339, Unix seconds or a duration (`24h`)")
-        })
-        .map_err(|e| coded(Code::Usage, format!("{e:#}")))?;
+        .map_err(|e| {
+            coded(
+                Code::Usage,
+                format!(
+                    "--since {text:?}: expected RFC 3339, Unix seconds or a duration (`24h`): {e}"
+                ),
+            )
+        })?;
     Ok(u64::try_from(d.unix_timestamp()).unwrap_or_default())
 }

@@ -26,6 +26,15 @@ fn json_error(cmd: &mut TestCommand, code: &str, exit: i32) -> String {
     message
 }
 
+/// `c` running an action for `from` on a platform where nothing listens.
+fn at_a_closed_port(mut c: TestCommand, from: &str) -> TestCommand {
+    c.env("BRIDGECTL_BASE_URL", "http://127.0.0.1:1")
+        .env("BRIDGECTL_ACCESS_TOKEN", "not-a-real-token")
+        .args(["action", "exec", "stake", "--from", from])
+        .args(["--input", "_amount=1", "--function", "stake", "--yes"]);
+    c
+}
+
 bctest!(json_errors_are_one_object_on_stdout, |dir: Dir, _cmd| {
     let run = |args: &[&str]| {
         let mut c = dir.command();
@@ -58,17 +67,74 @@ bctest!(json_errors_are_one_object_on_stdout, |dir: Dir, _cmd| {
     let m = json_error(&mut run(&["tx", "decode", "0xzz"]), "refused", 3);
     assert!(m.starts_with("malformed transaction"), "{m}");
     // Remote: nothing listens where the platform should be.
-    let mut c = run(&[
-        "action",
-        "exec",
-        "stake",
-        "--from",
-        "0x0000000000000000000000000000000000000001",
-        "--input",
-        "_amount=1",
-    ]);
-    c.env("BRIDGECTL_BASE_URL", "http://127.0.0.1:1")
-        .env("BRIDGECTL_ACCESS_TOKEN", "not-a-real-token");
+    let mut c = at_a_closed_port(run(&[]), "0x0000000000000000000000000000000000000001");
     let m = json_error(&mut c, "remote", 7);
     assert!(m.contains("Connection refused"), "{m}");
 });
+
+/// Every exit code of the README's table, produced by a real case (the table itself is
+/// checked against `src/exit.rs` by a unit test there).
+#[test]
+fn each_documented_exit_code_has_a_real_case() {
+    let live = crate::live::Live::shared("exit_codes");
+    let dev = live.dev.to_string();
+    let run = |args: &[&str], code: i32| live.fails(args, code);
+    // 1: anything else, here the keystore is not a directory.
+    let err = run(&["--keystore", "/dev/null/ks", "key", "list"], 1);
+    assert!(err.contains("Not a directory"), "{err}");
+    // 2: usage, from clap, from a command, and from the config.
+    run(&["transfer", "--token", "xx"], 2);
+    run(&["log", "show", "--since", "soon"], 2);
+    live.dir.write("broken.toml", "[profiles.default\n");
+    let err = run(&["--config", "broken.toml", "status", "abc"], 2);
+    assert!(
+        err.contains("config file broken.toml is not valid"),
+        "{err}"
+    );
+    let err = run(&["--profile", "nope", "status", "abc"], 2);
+    assert!(err.contains("no profile \"nope\""), "{err}");
+    // 3: refused input, a transaction and a batch file alike.
+    run(&["tx", "decode", "0xzz"], 3);
+    live.dir.write("bad.csv", "op,from,amount\nredeem,dev\n");
+    let err = run(&["batch", "plan", "bad.csv"], 3);
+    assert!(err.contains("bad.csv:2:"), "{err}");
+    // 4: no passphrase to be had.
+    let mut c = live.dir.command();
+    c.args(["key", "new", "nobody", "--unsafe-test-kdf"]);
+    c.fails_with(4);
+    // 5: nobody to confirm on.
+    run(&["log", "acknowledge"], 5);
+    // 6: not found: a journal record, a config file named.
+    run(&["history", "deadbeef"], 6);
+    let err = run(&["--config", "missing.toml", "status", "abc"], 6);
+    assert!(
+        err.contains("cannot read config file missing.toml"),
+        "{err}"
+    );
+    // 7: the platform cannot be reached.
+    let mut c = at_a_closed_port(live.cmd(), &dev);
+    c.fails_with(7);
+    // 8: no time to wait for the redemption; 9: nor for a batch's items.
+    let err = run(
+        &[
+            "redeem",
+            "--from",
+            "dev",
+            "--amount",
+            "1",
+            "--yes",
+            "--timeout",
+            "0",
+        ],
+        8,
+    );
+    assert!(err.contains("bridgectl resume"), "{err}");
+    live.dir.write("one.csv", "op,from,amount\nredeem,dev,1\n");
+    run(&["batch", "run", "one.csv", "--yes", "--timeout", "0"], 9);
+    // 10: exists already: a key's label, an output file.
+    let err = run(&["key", "new", "dev", "--unsafe-test-kdf"], 10);
+    assert!(err.contains("already exists"), "{err}");
+    live.dir.write("taken.jsonl", "");
+    let err = run(&["log", "export", "--out", "taken.jsonl"], 10);
+    assert!(err.contains("already exists: not overwriting it"), "{err}");
+}

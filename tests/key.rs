@@ -14,6 +14,7 @@ const ADDR_4646: &str = "0x9d8A62f656a8d1615C1294fd71e9CFb3E4855A4F";
 
 /// Exit codes from src/exit.rs.
 const EXIT_REFUSED: i32 = 3;
+const EXIT_EXISTS: i32 = 10;
 use crate::util::EXIT_PASSPHRASE;
 const EXIT_DECLINED: i32 = 5;
 const EXIT_NOT_FOUND: i32 = 6;
@@ -361,7 +362,7 @@ bctest!(
             .args(["key", "export", "ops", "--unsafe-test-kdf"])
             .args([Path::new("--passphrase-file"), &pw])
             .args([Path::new("--out"), &out])
-            .fails_with(EXIT_REFUSED);
+            .fails_with(EXIT_EXISTS);
         assert_eq!(std::fs::read(&out).expect("read"), before);
     }
 );

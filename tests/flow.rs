@@ -639,6 +639,36 @@ fn history_lists_flows_and_unknown_flows_are_not_found() {
     assert_eq!(list[0]["kind"], "redeem");
     assert_eq!(list[0]["state"], "completed");
     live.fails(&["history", "00000000-0000-4000-8000-000000000000"], 6);
+    // A list cut at its limit says so on stderr, JSON or not; stdout stays the list.
+    live.fails(
+        &[
+            "action",
+            "exec",
+            "nosuch",
+            "--from",
+            "dev",
+            "--function",
+            "stake",
+            "--input",
+            "_amount=1",
+            "--yes",
+        ],
+        7,
+    );
+    let more = "the 1 newest flows are listed; the journal holds more";
+    for (args, cut) in [
+        (&["--json", "history", "--limit", "1"][..], true),
+        (&["--json", "history", "--limit", "2"][..], false),
+        (&["history", "--all", "--limit", "1"][..], true),
+    ] {
+        let mut c = live.cmd();
+        c.args(args);
+        let out = live.run_ok(c);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.contains(more), cut, "{args:?}: {stderr}");
+    }
+    let two = live.ok(&["history", "--limit", "2"]);
+    assert_eq!(two.as_array().map(Vec::len), Some(2), "{two:#}");
 
     // Balances from the chains, exact, for a key label.
     let b = live.ok(&["balance", "dev"]);

@@ -598,7 +598,7 @@ bctest!(
                 let d: Value = serde_json::from_slice(&out.stdout).expect("decode json");
                 assert_eq!(d["hash"], expect["hash"], "{name}");
                 assert_eq!(
-                    d["sender"].as_str().expect("sender").to_lowercase(),
+                    d["from"].as_str().expect("from").to_lowercase(),
                     expect["sender"],
                     "{name}"
                 );

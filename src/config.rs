@@ -39,10 +39,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use alloy_primitives::Address;
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::GlobalOpts;
+use crate::exit::{Code, WithCode, coded};
 
 /// The whole file.
 #[derive(Debug, Default, Clone, Deserialize, Serialize)]
@@ -122,13 +123,23 @@ pub fn load_file(global: &GlobalOpts) -> Result<(ConfigFile, Option<PathBuf>)> {
     match std::fs::read_to_string(&path) {
         Ok(text) => {
             let file: ConfigFile = toml::from_str(&text)
-                .with_context(|| format!("config file {} is not valid", path.display()))?;
+                .with_context(|| format!("config file {} is not valid", path.display()))
+                .code(Code::Usage)?;
             Ok((file, Some(path)))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {
             Ok((ConfigFile::default(), None))
         }
-        Err(e) => Err(e).with_context(|| format!("cannot read config file {}", path.display())),
+        Err(e) => {
+            let code = if e.kind() == std::io::ErrorKind::NotFound {
+                Code::NotFound
+            } else {
+                Code::Failure
+            };
+            Err(e)
+                .with_context(|| format!("cannot read config file {}", path.display()))
+                .code(code)
+        }
     }
 }
 
@@ -141,13 +152,18 @@ pub fn load_profile(global: &GlobalOpts) -> Result<Profile> {
         // No file, or a file without profiles: the default profile is empty. A file
         // that has profiles but not this one is an error naming the ones it has.
         None if global.profile == "default" && file.profiles.is_empty() => Profile::default(),
-        None => bail!(
-            "no profile {:?} in {} (profiles: {})",
-            global.profile,
-            path.as_deref()
-                .map_or("the config".into(), |p: &Path| p.display().to_string()),
-            file.profiles.keys().cloned().collect::<Vec<_>>().join(", ")
-        ),
+        None => {
+            return Err(coded(
+                Code::Usage,
+                format!(
+                    "no profile {:?} in {} (profiles: {})",
+                    global.profile,
+                    path.as_deref()
+                        .map_or("the config".into(), |p: &Path| p.display().to_string()),
+                    file.profiles.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
     };
     apply_env(&mut profile)?;
     Ok(profile)
@@ -168,7 +184,7 @@ where
         Some(v) => v
             .parse()
             .map(Some)
-            .map_err(|e| anyhow::anyhow!("BRIDGECTL_{name}={v:?}: {e}")),
+            .map_err(|e| coded(Code::Usage, format!("BRIDGECTL_{name}={v:?}: {e}"))),
     }
 }
 
@@ -216,10 +232,13 @@ impl Profile {
     /// A required field, or an error saying how to set it.
     pub fn need<'a, T>(&self, value: &'a Option<T>, field: &str) -> Result<&'a T> {
         value.as_ref().ok_or_else(|| {
-            anyhow::anyhow!(
-                "profile setting `{field}` is missing: set it in the config file \
-                 ([profiles.<name>] {field} = ...) or as BRIDGECTL_{}",
-                field.to_ascii_uppercase()
+            coded(
+                Code::Usage,
+                format!(
+                    "profile setting `{field}` is missing: set it in the config file \
+                     ([profiles.<name>] {field} = ...) or as BRIDGECTL_{}",
+                    field.to_ascii_uppercase()
+                ),
             )
         })
     }

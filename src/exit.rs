@@ -9,17 +9,19 @@
 pub enum Code {
     /// Anything not listed below.
     Failure = 1,
-    /// Bad usage: unknown flag, missing argument (clap uses 2 as well).
-    #[allow(dead_code)]
+    /// Bad usage or configuration: unknown flag, missing argument, a value that does
+    /// not parse, an id prefix naming several records, a config file or profile setting
+    /// that is missing or does not parse (clap uses 2 as well).
     Usage = 2,
-    /// The input was refused: malformed transaction, failed policy or intent check,
-    /// tampered or hostile key file. Nothing was signed.
+    /// The input was refused: malformed transaction or batch file, failed policy or
+    /// intent check, tampered or hostile key file. Nothing was signed.
     Refused = 3,
     /// The passphrase was wrong or could not be obtained.
     Passphrase = 4,
     /// The user declined at the confirmation prompt, or no TTY was there to ask.
     Declined = 5,
-    /// A key, file or record that was asked for does not exist.
+    /// A key, file or record that was asked for does not exist (an explicit `--config`
+    /// too).
     NotFound = 6,
     /// The platform or a node answered with an error, or could not be reached.
     Remote = 7,
@@ -28,6 +30,44 @@ pub enum Code {
     /// A batch ran to its end with items failed or pending: `batch status ID` shows
     /// which, `batch resume ID` runs what can still run.
     Incomplete = 9,
+    /// What would be created exists already: a key with that label or address, an output
+    /// file. Nothing was overwritten. (Not [`Code::Refused`]: a script that retries a
+    /// write wants to know its first attempt got there.)
+    Exists = 10,
+}
+
+impl Code {
+    /// Every code, in order: the README's table lists exactly these.
+    #[cfg(test)]
+    pub const ALL: [Code; 10] = [
+        Code::Failure,
+        Code::Usage,
+        Code::Refused,
+        Code::Passphrase,
+        Code::Declined,
+        Code::NotFound,
+        Code::Remote,
+        Code::Timeout,
+        Code::Incomplete,
+        Code::Exists,
+    ];
+
+    /// The kind's name in `--json` errors (`{"error": {"code": "not-found", ...}}`):
+    /// kebab-case, as stable as the number.
+    pub fn name(self) -> &'static str {
+        match self {
+            Code::Failure => "failure",
+            Code::Usage => "usage",
+            Code::Refused => "refused",
+            Code::Passphrase => "passphrase",
+            Code::Declined => "declined",
+            Code::NotFound => "not-found",
+            Code::Remote => "remote",
+            Code::Timeout => "timeout",
+            Code::Incomplete => "incomplete",
+            Code::Exists => "exists",
+        }
+    }
 }
 
 /// Marks an error with the exit code it must produce.
@@ -183,7 +223,7 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
         | F::NothingToCheckAgainst
         | F::PlaintextRefused { .. } => Code::Refused,
         F::NotInJournal(_) | F::NoSuchBatch(_) => Code::NotFound,
-        F::InvalidBatch(_) => Code::Usage,
+        F::InvalidBatch(_) => Code::Refused,
         F::AmbiguousTxId { .. } => Code::Usage,
         F::Timeout { .. } => Code::Timeout,
         F::Http { .. } | F::Platform { .. } | F::UnexpectedShape { .. } | F::Body { .. } => {
@@ -208,6 +248,7 @@ fn keystore_code(err: &bridgectl_keystore::Error) -> Code {
     match err {
         K::WrongPassphrase { .. } | K::PassphraseUnavailable { .. } => Code::Passphrase,
         K::NotFound { .. } => Code::NotFound,
+        K::AlreadyExists { .. } => Code::Exists,
         K::ExcessiveWork { .. }
         | K::InsecurePermissions { .. }
         | K::Malformed { .. }
@@ -216,7 +257,6 @@ fn keystore_code(err: &bridgectl_keystore::Error) -> Code {
         | K::Unsupported { .. }
         | K::AddressMismatch { .. }
         | K::WriteCheck { .. }
-        | K::AlreadyExists { .. }
         | K::InvalidKey { .. }
         | K::Mnemonic { .. } => Code::Refused,
         K::Ambiguous { .. } | K::InvalidLabel { .. } | K::WeakKdf { .. } => Code::Usage,
@@ -227,6 +267,32 @@ fn keystore_code(err: &bridgectl_keystore::Error) -> Code {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The README's "Exit codes" table and this enum agree: the same numbers with the
+    /// same `--json` names, none missing on either side.
+    #[test]
+    fn the_readme_table_lists_every_code() {
+        let readme = include_str!("../README.md");
+        let table = &readme[readme.find("## Exit codes").expect("the section")..];
+        let rows: Vec<(u8, String)> = table
+            .lines()
+            .skip_while(|l| !l.starts_with("| 0 |"))
+            .skip(1)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| {
+                let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+                (
+                    cells[1].parse().expect("a code"),
+                    cells[2].trim_matches('`').to_owned(),
+                )
+            })
+            .collect();
+        let codes: Vec<(u8, String)> = Code::ALL
+            .iter()
+            .map(|&c| (c as u8, c.name().to_owned()))
+            .collect();
+        assert_eq!(rows, codes);
+    }
 
     #[test]
     fn a_coded_error_prints_its_chain_once() {

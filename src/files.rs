@@ -45,17 +45,23 @@ fn sync_dir(path: &Path) {
     }
 }
 
-/// Creates `path` with `bytes`, atomically; refuses (exit 3) if it exists.
+/// Creates `path` with `bytes`, atomically; refuses ([`Code::Exists`]) if it exists.
 pub fn write_new(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     if path.exists() {
         return Err(coded(
-            Code::Refused,
+            Code::Exists,
             format!("{} already exists: not overwriting it", path.display()),
         ));
     }
     let tmp = write_temp(path, bytes)?;
-    let linked = std::fs::hard_link(&tmp, path)
-        .with_context(|| format!("cannot create {} (does it exist already?)", path.display()));
+    // Created meanwhile by someone else: exists all the same.
+    let linked = match std::fs::hard_link(&tmp, path) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(coded(
+            Code::Exists,
+            format!("{} already exists: not overwriting it", path.display()),
+        )),
+        other => other.with_context(|| format!("cannot create {}", path.display())),
+    };
     let _ = std::fs::remove_file(&tmp);
     linked?;
     sync_dir(path);

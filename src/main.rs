@@ -5,6 +5,7 @@
 //! `crates/` never print. Errors travel as `anyhow::Error` here and are mapped to the
 //! documented exit codes in [`exit`].
 
+mod accounts;
 mod approver;
 mod auth;
 mod cli;
@@ -33,7 +34,11 @@ static STARTED: OnceLock<Instant> = OnceLock::new();
 
 fn main() -> ExitCode {
     STARTED.get_or_init(Instant::now);
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
+    let json = cli.global.json;
     match cmd::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         // The reader went away (`bridgectl history | head -1`): stop quietly, as every
@@ -41,13 +46,14 @@ fn main() -> ExitCode {
         Err(err) if exit::is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             let code = exit::code_for(&err);
+            let message = format!("{err:#}");
+            if json {
+                output::json_error(code, &message);
+            }
             #[allow(clippy::print_stderr)]
             {
                 // Errors carry platform messages and request text: escaped on the way out.
-                eprintln!(
-                    "error: {}",
-                    bridgectl_tx::text::printable(&format!("{err:#}"))
-                );
+                eprintln!("error: {}", bridgectl_tx::text::printable(&message));
                 if let Some(hint) = exit::hint(&err) {
                     eprintln!("hint: {hint}");
                 }
@@ -55,4 +61,27 @@ fn main() -> ExitCode {
             ExitCode::from(code as u8)
         }
     }
+}
+
+/// A command line clap refused (or `--help`, `--version`): clap's own text on stderr
+/// (stdout for help), and with `--json` anywhere on the line the usage error as JSON on
+/// stdout too, so that a script learns of it as of any other failure.
+fn usage_error(e: &clap::Error) -> ExitCode {
+    // Help and version go to stdout and exit 0; everything else is a usage error.
+    if e.use_stderr() && std::env::args_os().any(|a| a == "--json") {
+        // clap's error: the lines before its usage block, as one line.
+        let text = e.to_string();
+        let message: Vec<&str> = text
+            .lines()
+            .take_while(|l| !l.is_empty())
+            .map(str::trim)
+            .collect();
+        let message = message.join(" ");
+        output::json_error(
+            exit::Code::Usage,
+            message.strip_prefix("error: ").unwrap_or(&message),
+        );
+    }
+    let _ = e.print();
+    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(exit::Code::Usage as u8))
 }

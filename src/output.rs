@@ -3,12 +3,20 @@
 //! Everything the CLI prints goes through here so `--json` is honoured in one place.
 
 use std::io::Write;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use bridgectl_tx::text::printable_lines;
 use serde::Serialize;
 
+/// What this process has written on stdout as JSON so far, for [`json_error`]: nothing
+/// (0), its one result document (1), or lines of a stream (2).
+static JSON_WRITTEN: AtomicU8 = AtomicU8::new(0);
+const DOCUMENT: u8 = 1;
+const LINES: u8 = 2;
+
 /// Prints `value` as pretty JSON followed by a newline on stdout.
 pub fn json<T: Serialize>(value: &T) -> anyhow::Result<()> {
+    JSON_WRITTEN.store(DOCUMENT, Ordering::Relaxed);
     let mut out = std::io::stdout().lock();
     // As an io::Error, so that a closed pipe is recognised as one.
     serde_json::to_writer_pretty(&mut out, value).map_err(std::io::Error::from)?;
@@ -19,11 +27,30 @@ pub fn json<T: Serialize>(value: &T) -> anyhow::Result<()> {
 /// Prints `value` as one line of compact JSON on stdout: for streams of results that a
 /// script reads line by line (`batch run --json`).
 pub fn json_line<T: Serialize>(value: &T) -> anyhow::Result<()> {
+    JSON_WRITTEN.store(LINES, Ordering::Relaxed);
     let mut out = std::io::stdout().lock();
     serde_json::to_writer(&mut out, value).map_err(std::io::Error::from)?;
     writeln!(out)?;
     out.flush()?;
     Ok(())
+}
+
+/// Prints a failure for a script on stdout, `{"error": {"code", "message", "exit"}}`:
+/// `code` the exit code's kind ([`crate::exit::Code::name`]), `message` what stderr
+/// says after `error: `, `exit` the process's exit code. A stream (`batch run --json`)
+/// gets it as its last line. A command that already printed its one result document
+/// (`log verify` of a log that does not hold) said there what failed, and stdout keeps
+/// that one document.
+pub fn json_error(code: crate::exit::Code, message: &str) {
+    let value = serde_json::json!({
+        "error": {"code": code.name(), "message": message, "exit": code as u8}
+    });
+    // The process is failing already: a closed stdout changes nothing.
+    let _ = match JSON_WRITTEN.load(Ordering::Relaxed) {
+        0 => json(&value),
+        LINES => json_line(&value),
+        _ => Ok(()),
+    };
 }
 
 /// Prints a line of text on stdout. Text from outside in it (platform values, labels,

@@ -57,6 +57,11 @@ impl Source {
 #[derive(Debug)]
 pub struct CliPassphrases {
     source: Source,
+    /// The flag of a second passphrase (`--new-passphrase-file`), named when there is
+    /// no source: telling the user to set `--passphrase-file` for it would be wrong.
+    second_flag: Option<&'static str>,
+    /// Whether the order above (`--passphrase-file` and the environment) was read.
+    usual_order: bool,
 }
 
 impl CliPassphrases {
@@ -64,22 +69,61 @@ impl CliPassphrases {
     pub fn new(opts: &PassphraseOpts) -> Self {
         Self {
             source: Source::resolve(opts),
+            second_flag: None,
+            usual_order: true,
         }
     }
 
-    /// A provider reading from an explicit source (used for the second passphrase of
-    /// `key passwd` and `key export`).
-    pub fn from_source(source: Source) -> Self {
-        Self { source }
+    /// A provider for a command's second passphrase (a Web3 file's, a new one): from
+    /// `file`, the value of `flag`, else from `usual` resolved in the documented order,
+    /// else (`None`: `key passwd`, where the environment would set the old passphrase
+    /// again) only from a prompt.
+    pub fn second(
+        file: Option<&PathBuf>,
+        flag: &'static str,
+        usual: Option<&PassphraseOpts>,
+    ) -> Self {
+        let source = match (file, usual) {
+            (Some(path), _) => Source::File(path.clone()),
+            (None, Some(opts)) => Source::resolve(opts),
+            (None, None) => Source::Prompt,
+        };
+        Self {
+            source,
+            second_flag: Some(flag),
+            usual_order: usual.is_some(),
+        }
     }
 
     /// Fails early, before any expensive work, when the passphrase could only come
     /// from a prompt and there is no terminal to prompt on.
     pub fn ensure_available(&self) -> anyhow::Result<()> {
         if matches!(self.source, Source::Prompt) && crate::review::terminal().is_none() {
-            return Err(no_tty_error());
+            return Err(crate::exit::coded(
+                crate::exit::Code::Passphrase,
+                self.no_source(),
+            ));
         }
         Ok(())
+    }
+
+    /// Why there is no passphrase, naming the flags that would give one.
+    fn no_source(&self) -> String {
+        let usual = format!("--passphrase-file, {ENV_FILE} or {ENV_VALUE}");
+        match (self.second_flag, self.usual_order) {
+            (None, _) => format!(
+                "no passphrase source: there is no terminal to ask on and none of {usual} is set"
+            ),
+            (Some(flag), true) => format!(
+                "no passphrase source: there is no terminal to ask on and none of {flag}, \
+                 {usual} is set"
+            ),
+            (Some(flag), false) => format!(
+                "no source for the new passphrase: there is no terminal to ask on and \
+                 {flag} is not given (the environment is never read for it: it would set \
+                 the current passphrase again)"
+            ),
+        }
     }
 }
 
@@ -209,16 +253,6 @@ impl CliPassphrases {
     }
 }
 
-fn no_tty_error() -> anyhow::Error {
-    crate::exit::coded(
-        crate::exit::Code::Passphrase,
-        format!(
-            "no passphrase source: there is no terminal to ask on and none of \
-             --passphrase-file, {ENV_FILE} or {ENV_VALUE} is set"
-        ),
-    )
-}
-
 fn read_file(path: &Path) -> Result<Passphrase, bridgectl_keystore::Error> {
     // The key files' rule: a passphrase others can read protects nothing.
     bridgectl_keystore::check_private_file(path)?;
@@ -249,7 +283,7 @@ impl PassphraseProvider for CliPassphrases {
                     reason: format!("{ENV_VALUE} is not valid UTF-8"),
                 }
             }),
-            Source::Prompt => prompt(request),
+            Source::Prompt => prompt(request, || self.no_source()),
         }?;
         // Allowed (a throwaway key may want none), never silently.
         if matches!(request.purpose, Purpose::Create | Purpose::ExportFile)
@@ -263,15 +297,16 @@ impl PassphraseProvider for CliPassphrases {
     }
 }
 
-fn prompt(request: &PassphraseRequest<'_>) -> Result<Passphrase, bridgectl_keystore::Error> {
+/// Asks on the terminal; `no_source` says why there is none to ask on.
+fn prompt(
+    request: &PassphraseRequest<'_>,
+    no_source: impl FnOnce() -> String,
+) -> Result<Passphrase, bridgectl_keystore::Error> {
     // rpassword asks on /dev/tty whatever stdin is, so piped input and a typed
     // passphrase go together.
     if crate::review::terminal().is_none() {
         return Err(bridgectl_keystore::Error::PassphraseUnavailable {
-            reason: format!(
-                "there is no terminal to ask on and none of --passphrase-file, {ENV_FILE} or \
-                 {ENV_VALUE} is set"
-            ),
+            reason: no_source(),
         });
     }
     let unavailable = |e: std::io::Error| bridgectl_keystore::Error::PassphraseUnavailable {
@@ -300,7 +335,7 @@ mod tests {
         let sources = KeyPassphrases {
             named: vec![(alloy_primitives::Address::repeat_byte(1), "a.pass".into())],
             read: vec![("a.pass".into(), Passphrase::new("hunter2-secret".into()))],
-            fallback: CliPassphrases::from_source(Source::Prompt),
+            fallback: CliPassphrases::second(None, "--new-passphrase-file", None),
         };
         let shown = format!("{sources:?}");
         assert!(shown.contains("a.pass"), "{shown}");

@@ -195,15 +195,15 @@ impl Session {
     }
 
     /// The account `text` names: an address, or the label or id of a key in the
-    /// keystore (`--from dev`).
+    /// keystore (`--from dev`). See [`crate::accounts`].
     pub fn account(&self, text: &str) -> Result<Address> {
-        if let Ok(address) = bridgectl_tx::rawtx::parse_address(text) {
-            return Ok(address);
-        }
-        let info = self.keystore.find(text).with_context(|| {
-            format!("{text:?} is neither an address (0x + 40 hex digits) nor a key in the keystore")
-        })?;
-        Ok(info.address)
+        crate::accounts::resolve(&self.keystore, text)
+    }
+
+    /// The flow `query` names in the journal: its txId, a unique start of it, or the hash
+    /// of a transaction it signed ([`Journal::find`], the one flow resolver).
+    pub fn flow(&self, query: &str) -> Result<bridgectl_flow::journal::FlowRecord> {
+        Ok(self.journal.find(query)?)
     }
 
     /// Checks before any request that `from` has a key here and a passphrase can be

@@ -134,7 +134,8 @@ fn incomplete(live: &Live, mut c: crate::util::TestCommand) -> std::process::Out
     out
 }
 
-/// The JSON lines of `batch run|resume --json`: the items' results and the summary.
+/// The JSON lines of `batch run|resume --json`: the items' results and the summary (a
+/// run that ends incomplete adds the error object as its last line, not an item).
 fn parse_results(stdout: &[u8]) -> (Vec<Value>, Value) {
     let mut items = Vec::new();
     let mut summary = Value::Null;
@@ -142,6 +143,8 @@ fn parse_results(stdout: &[u8]) -> (Vec<Value>, Value) {
         let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
         if v.get("summary").is_some() {
             summary = v["summary"].clone();
+        } else if v["error"].is_object() {
+            assert!(summary.is_object(), "the error line comes last: {line}");
         } else {
             items.push(v);
         }
@@ -398,10 +401,11 @@ fn a_csv_batch_mixes_transfers_a_swap_and_a_redeem_and_bad_input_is_refused_by_l
         .write("big.csv", "op,from,amount\nredeem,dev,100000\n");
     let err = live.fails(&["batch", "run", "big.csv", "--yes"], 3);
     assert!(err.contains("cannot be covered"), "{err}");
-    // Bad input is refused naming its line; nothing is recorded.
+    // Bad input is refused (3, like any malformed input) naming its line; nothing is
+    // recorded.
     live.dir
         .write("bad.csv", "op,from,amount\nredeem,dev,1\nredeem,dev\n");
-    let err = live.fails(&["batch", "plan", "bad.csv"], 2);
+    let err = live.fails(&["batch", "plan", "bad.csv"], 3);
     assert!(
         err.contains("bad.csv:3: 2 fields, the header has 3"),
         "{err}"
@@ -410,7 +414,7 @@ fn a_csv_batch_mixes_transfers_a_swap_and_a_redeem_and_bad_input_is_refused_by_l
         "bad.jsonl",
         "{\"op\": \"redeem\", \"from\": \"dev\", \"amount\": 1.5}\n",
     );
-    let err = live.fails(&["batch", "plan", "bad.jsonl"], 2);
+    let err = live.fails(&["batch", "plan", "bad.jsonl"], 3);
     assert!(
         err.contains("bad.jsonl:1: field \"amount\" must be a string"),
         "{err}"
@@ -419,14 +423,14 @@ fn a_csv_batch_mixes_transfers_a_swap_and_a_redeem_and_bad_input_is_refused_by_l
         "twice.jsonl",
         "{\"op\": \"redeem\", \"from\": \"dev\", \"amount\": \"1\", \"amount\": \"90\"}\n",
     );
-    let err = live.fails(&["batch", "plan", "twice.jsonl"], 2);
+    let err = live.fails(&["batch", "plan", "twice.jsonl"], 3);
     assert!(
         err.contains("twice.jsonl:1:") && err.contains("duplicate key"),
         "{err}"
     );
     live.dir
         .write("twice.csv", "op,from,amount,amount\nredeem,dev,1,90\n");
-    let err = live.fails(&["batch", "plan", "twice.csv"], 2);
+    let err = live.fails(&["batch", "plan", "twice.csv"], 3);
     assert!(err.contains("column \"amount\" is named twice"), "{err}");
     let batches = live.ok(&["batch", "status"]);
     assert_eq!(batches.as_array().map(Vec::len), Some(1), "{batches:#}");

@@ -214,6 +214,24 @@ fn managed_transfer_of_one(live: &Live, m: &str, extra: &[&str]) {
     );
 }
 
+/// `action exec balanceOf --input _owner=OWNER` by the sandbox's first managed account (a
+/// view: no signature), with `extra` arguments: the value it shows.
+pub fn view_balance_of(live: &Live, owner: &str, extra: &[&str]) -> String {
+    let managed = live.sb.info.managed_accounts[0].to_string();
+    let input = format!("_owner={owner}");
+    let mut c = live.cmd();
+    c.args(["--json", "action", "exec", "balanceOf", "--from", &managed])
+        .args(["--input", &input])
+        .args(extra);
+    let view = live.ok_cmd(c);
+    assert_eq!(view["kind"], "view", "{view:#}");
+    view["value"]
+        .as_str()
+        .map_or_else(|| view["value"].to_string(), str::to_owned)
+        .trim_matches('"')
+        .to_owned()
+}
+
 #[test]
 fn action_exec_for_eoa_managed_and_view() {
     let live = Live::shared("action_e2e");
@@ -236,23 +254,8 @@ fn action_exec_for_eoa_managed_and_view() {
     assert!(live.mined(true, eoa["txHash"].as_str().expect("hash")));
 
     let managed = live.sb.info.managed_accounts[0].to_string();
-    let owner = format!("_owner={dev}");
-    let view = live.ok(&[
-        "action",
-        "exec",
-        "balanceOf",
-        "--from",
-        &managed,
-        "--input",
-        &owner,
-    ]);
-    assert_eq!(view["kind"], "view");
-    let shown = view["value"]
-        .as_str()
-        .map(str::to_owned)
-        .unwrap_or_else(|| view["value"].to_string());
     assert_eq!(
-        shown.trim_matches('"'),
+        view_balance_of(&live, &dev, &[]),
         live.balance(true, live.dev).to_string()
     );
 
@@ -636,6 +639,36 @@ fn history_lists_flows_and_unknown_flows_are_not_found() {
     assert_eq!(list[0]["kind"], "redeem");
     assert_eq!(list[0]["state"], "completed");
     live.fails(&["history", "00000000-0000-4000-8000-000000000000"], 6);
+    // A list cut at its limit says so on stderr, JSON or not; stdout stays the list.
+    live.fails(
+        &[
+            "action",
+            "exec",
+            "nosuch",
+            "--from",
+            "dev",
+            "--function",
+            "stake",
+            "--input",
+            "_amount=1",
+            "--yes",
+        ],
+        7,
+    );
+    let more = "the 1 newest flows are listed; the journal holds more";
+    for (args, cut) in [
+        (&["--json", "history", "--limit", "1"][..], true),
+        (&["--json", "history", "--limit", "2"][..], false),
+        (&["history", "--all", "--limit", "1"][..], true),
+    ] {
+        let mut c = live.cmd();
+        c.args(args);
+        let out = live.run_ok(c);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.contains(more), cut, "{args:?}: {stderr}");
+    }
+    let two = live.ok(&["history", "--limit", "2"]);
+    assert_eq!(two.as_array().map(Vec::len), Some(2), "{two:#}");
 
     // Balances from the chains, exact, for a key label.
     let b = live.ok(&["balance", "dev"]);

@@ -14,6 +14,7 @@ const ADDR_4646: &str = "0x9d8A62f656a8d1615C1294fd71e9CFb3E4855A4F";
 
 /// Exit codes from src/exit.rs.
 const EXIT_REFUSED: i32 = 3;
+const EXIT_EXISTS: i32 = 10;
 use crate::util::EXIT_PASSPHRASE;
 const EXIT_DECLINED: i32 = 5;
 const EXIT_NOT_FOUND: i32 = 6;
@@ -212,7 +213,7 @@ bctest!(
             &p2,
         )
         .args([Path::new("--web3"), &vector])
-        .args([Path::new("--file-passphrase-file"), &vector_pass])
+        .args([Path::new("--web3-passphrase-file"), &vector_pass])
         .output();
         runs.push(("key import --web3", web3, true));
         let mut passwd = with_pass(&["key", "passwd", "fresh", "--unsafe-test-kdf"], &p1);
@@ -282,11 +283,20 @@ bctest!(
             .args([Path::new("--passphrase-file"), &old])
             .fails_with(EXIT_PASSPHRASE);
         assert!(err.contains("wrong passphrase"), "{err}");
-        // Without --new-passphrase-file and no terminal: refused, even with the env var set.
-        dir.command()
+        // Without --new-passphrase-file and no terminal: refused, even with the env var
+        // set, naming the flag that gives the new passphrase (not --passphrase-file, which
+        // gives the current one).
+        let err = dir
+            .command()
             .args(["key", "passwd", "ops"])
             .env("BRIDGECTL_PASSPHRASE", "new passphrase")
             .fails_with(EXIT_PASSPHRASE);
+        assert_eq!(
+            err.lines().next().expect("a line"),
+            "error: no source for the new passphrase: there is no terminal to ask on and \
+             --new-passphrase-file is not given (the environment is never read for it: it \
+             would set the current passphrase again)"
+        );
     }
 );
 
@@ -361,7 +371,7 @@ bctest!(
             .args(["key", "export", "ops", "--unsafe-test-kdf"])
             .args([Path::new("--passphrase-file"), &pw])
             .args([Path::new("--out"), &out])
-            .fails_with(EXIT_REFUSED);
+            .fails_with(EXIT_EXISTS);
         assert_eq!(std::fs::read(&out).expect("read"), before);
     }
 );
@@ -516,7 +526,7 @@ bctest!(import_web3_fixtures, |dir: Dir, _cmd: TestCommand| {
             .command()
             .args(["--json", "key", "import", &label, "--unsafe-test-kdf"])
             .args([Path::new("--web3"), &file])
-            .args([Path::new("--file-passphrase-file"), &file_pass])
+            .args([Path::new("--web3-passphrase-file"), &file_pass])
             .args([Path::new("--passphrase-file"), &new])
             .json();
         assert_eq!(v["address"], manifest[name]["address"], "{name}");
@@ -562,7 +572,7 @@ bctest!(
             .command()
             .args(["--json", "key", "import", "fromcast", "--unsafe-test-kdf"])
             .args([Path::new("--web3"), &casts.join("fromcast")])
-            .args([Path::new("--file-passphrase-file"), &file_pw])
+            .args([Path::new("--web3-passphrase-file"), &file_pw])
             .args([Path::new("--passphrase-file"), &new_pw])
             .json();
         assert_eq!(v["address"], cast_address.as_str());
@@ -581,7 +591,7 @@ bctest!(export_decrypts_with_cast, |dir: Dir, _cmd: TestCommand| {
     dir.command()
         .args(["key", "export", "ops"])
         .args([Path::new("--passphrase-file"), &pw])
-        .args([Path::new("--export-passphrase-file"), &export_pw])
+        .args([Path::new("--web3-passphrase-file"), &export_pw])
         .args([Path::new("--out"), &file])
         .stdout();
     let exported: serde_json::Value =
@@ -1059,6 +1069,54 @@ bctest!(
                     "{sub} echoed the mnemonic: {text}"
                 );
             }
+        }
+    }
+);
+
+// One vocabulary for a second passphrase: `--web3-passphrase-file` for a Web3 file's, on
+// import and export alike (`--new-passphrase-file` for `key passwd`'s); the old
+// spellings still work, out of sight.
+bctest!(
+    the_web3_passphrase_flag_and_its_old_spellings,
+    |dir: Dir, _cmd: TestCommand| {
+        import_4646(&dir, "ops");
+        let pw = passfile(&dir, "pw", "pw");
+        let file_pw = passfile(&dir, "file-pw", "file pw");
+        for (export_flag, import_flag, out, keystore) in [
+            (
+                "--web3-passphrase-file",
+                "--web3-passphrase-file",
+                "a.json",
+                "ks-a",
+            ),
+            (
+                "--export-passphrase-file",
+                "--file-passphrase-file",
+                "b.json",
+                "ks-b",
+            ),
+        ] {
+            dir.command()
+                .args(["key", "export", "ops", "--unsafe-test-kdf", "--out", out])
+                .args([Path::new("--passphrase-file"), &pw])
+                .args([Path::new(export_flag), &file_pw])
+                .stdout();
+            let v = dir
+                .command()
+                .args(["--json", "--keystore", keystore, "key", "import", "ops"])
+                .args(["--unsafe-test-kdf", "--web3", out])
+                .args([Path::new(import_flag), &file_pw])
+                .args([Path::new("--passphrase-file"), &pw])
+                .json();
+            assert_eq!(v["address"], ADDR_4646, "{export_flag} {import_flag}");
+        }
+        for sub in ["export", "import"] {
+            let help = dir.command().args(["key", sub, "--help"]).stdout();
+            assert!(help.contains("--web3-passphrase-file"), "{help}");
+            assert!(
+                !help.contains("--export-passphrase-file") && !help.contains("--file-passphrase"),
+                "{help}"
+            );
         }
     }
 );

@@ -927,3 +927,28 @@ bctest!(
         );
     }
 );
+
+// `tx decode --json` says `from` as its text does, and gives the call's arguments by
+// name, as the signing log and a request's intent do.
+bctest!(
+    tx_decode_json_names_the_sender_from_and_the_args_by_name,
+    |dir: Dir, _cmd: TestCommand| {
+        import_key(&dir);
+        let config = config(&dir, "");
+        let to = "0x1111111111111111111111111111111111111111";
+        let (out, _) = sign_transfer(&dir, &config, to);
+        crate::util::assert_success(&Command::new("sign"), &out);
+        let bundle = dir.write("bundle.json", &out.stdout);
+        let mut c = dir.command();
+        c.args(["--json", "tx", "decode"]).args([&bundle]);
+        let d = c.json();
+        assert_eq!(d["from"], FROM, "{d:#}");
+        assert!(d.get("sender").is_none(), "{d:#}");
+        assert_eq!(
+            d["call"],
+            json!({"function": "transfer(address,uint256)",
+                   "args": {"_to": to, "_value": ONE_ST.to_string()}}),
+            "{d:#}"
+        );
+    }
+);

@@ -201,7 +201,7 @@ bctest!(
         again.env("BRIDGECTL_PASSPHRASE", PASS);
         // The same transaction again is found signed on this machine: its bytes again,
         // nothing unlocked, and the existing file is never overwritten.
-        let err = again.fails_with(3);
+        let err = again.fails_with(10);
         assert!(
             err.contains("signed on this machine before") && err.contains("already exists"),
             "{err}"
@@ -222,7 +222,7 @@ bctest!(
             .args(second_vector)
             .args(["--journal", "other-journal.sqlite3"])
             .env("BRIDGECTL_PASSPHRASE", PASS);
-        let err = other.fails_with(3);
+        let err = other.fails_with(10);
         assert!(err.contains("already exists"), "{err}");
         assert_eq!(
             std::fs::read_to_string(&out_path).expect("out").trim(),
@@ -598,7 +598,7 @@ bctest!(
                 let d: Value = serde_json::from_slice(&out.stdout).expect("decode json");
                 assert_eq!(d["hash"], expect["hash"], "{name}");
                 assert_eq!(
-                    d["sender"].as_str().expect("sender").to_lowercase(),
+                    d["from"].as_str().expect("from").to_lowercase(),
                     expect["sender"],
                     "{name}"
                 );

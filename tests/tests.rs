@@ -9,11 +9,13 @@ mod util;
 
 mod batch;
 mod durability;
+mod errors;
 mod flow;
 mod follow;
 mod http;
 mod key;
 mod log;
+mod names;
 mod offline;
 mod readme;
 mod replace;

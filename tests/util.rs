@@ -220,14 +220,18 @@ impl TestCommand {
 }
 
 /// Asserts that `out` is a refusal for a wrong passphrase and nothing more: exit
-/// [`EXIT_PASSPHRASE`], "wrong passphrase" on stderr, nothing on stdout, no secret of
-/// `scan` in either.
+/// [`EXIT_PASSPHRASE`], "wrong passphrase" on stderr, nothing on stdout but (with
+/// `--json`) the error object, no secret of `scan` in either.
 pub fn assert_wrong_passphrase(scan: &crate::secrets::Secrets, what: &str, out: &Output) {
     scan.scan_output(what, out);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(EXIT_PASSPHRASE), "{what}: {err}");
     assert!(err.contains("wrong passphrase"), "{what}: {err}");
-    assert!(out.stdout.is_empty(), "{what} printed {:?}", out.stdout);
+    if !out.stdout.is_empty() {
+        let v = strict_json(&String::from_utf8_lossy(&out.stdout));
+        assert_eq!(v["error"]["code"], "passphrase", "{what} printed {v:#}");
+        assert_eq!(v["error"]["exit"], EXIT_PASSPHRASE, "{what} printed {v:#}");
+    }
 }
 
 /// `(tx_id, state, signed_tx)` of every flow in the journal at `path`, read through a

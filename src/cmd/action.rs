@@ -35,8 +35,8 @@ pub struct ExecArgs {
     /// The executing account: an address or a key label.
     #[arg(long)]
     pub from: String,
-    /// An input of the function, `name=value` (decimal base units or an address);
-    /// repeat for each parameter.
+    /// An input of the function, `name=value` (decimal base units, or an address or
+    /// key label for an input `--function` types `address`); repeat for each parameter.
     #[arg(long = "input", value_name = "NAME=VALUE")]
     pub inputs: Vec<String>,
     /// The function the action is mapped to (`redeem`, `transfer`, ...): the returned
@@ -86,7 +86,8 @@ fn parse_inputs(inputs: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
 fn exec(global: &GlobalOpts, args: ExecArgs) -> anyhow::Result<()> {
     let session = Session::new(global, &args.flow)?;
     let from = session.account(&args.from)?;
-    let inputs = parse_inputs(&args.inputs)?;
+    let mut inputs = parse_inputs(&args.inputs)?;
+    crate::accounts::resolve_inputs(&session.keystore, args.function.as_deref(), &mut inputs)?;
     // A local key is needed only to sign here; `--out` and managed accounts need none.
     let local_key = args.out.is_none() && session.keystore.find(&from.to_string()).is_ok();
     if (local_key || args.out.is_some()) && args.function.is_none() {

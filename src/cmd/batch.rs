@@ -176,9 +176,10 @@ fn read_items(session: &Session, bridge: &Bridge, input: &InputOpts) -> Result<V
         .with_context(|| format!("cannot read {}", path.display()))
         .code(Code::NotFound)?
         .len();
+    // A batch file is input like a sign request: what is wrong with it is refused (3).
     if size > MAX_BATCH_FILE_BYTES {
         return Err(coded(
-            Code::Usage,
+            Code::Refused,
             format!(
                 "{}: {size} bytes, more than a batch file may have ({MAX_BATCH_FILE_BYTES}); \
                  split it",
@@ -204,7 +205,7 @@ fn read_items(session: &Session, bridge: &Bridge, input: &InputOpts) -> Result<V
             0 => path.display().to_string(),
             line => format!("{}:{line}", path.display()),
         };
-        coded(Code::Usage, format!("{place}: {}", e.reason))
+        coded(Code::Refused, format!("{place}: {}", e.reason))
     })
 }
 

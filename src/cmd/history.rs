@@ -16,9 +16,11 @@ use crate::cli::GlobalOpts;
 /// Arguments of `bridgectl history`.
 #[derive(Debug, Args)]
 pub struct HistoryArgs {
-    /// Show this flow with every step: its txId or the start of it (`9a64c6`).
+    /// Show this flow with every step: its txId, the start of it (`9a64c6`), or the
+    /// hash of a transaction it signed.
     pub tx_id: Option<String>,
-    /// How many flows to list.
+    /// How many flows to list, newest first; when the journal holds more, a line on
+    /// stderr says so (`--json` too: stdout stays one document).
     #[arg(long, default_value_t = 20)]
     pub limit: usize,
     /// Also list the flows that failed before anything was signed (refused, the action
@@ -70,9 +72,14 @@ pub fn run(global: &GlobalOpts, args: HistoryArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     if global.json {
-        return crate::output::json(&journal.list(args.limit)?);
+        let (flows, more) = newest(&journal, args.limit)?;
+        crate::output::json(&flows)?;
+        if more {
+            more_note(args.limit);
+        }
+        return Ok(());
     }
-    let (flows, hidden) = shown(&journal, args.limit, args.all)?;
+    let (flows, hidden, more) = shown(&journal, args.limit, args.all)?;
     let footer = || {
         if hidden > 0 {
             crate::output::note(format_args!(
@@ -107,7 +114,26 @@ pub fn run(global: &GlobalOpts, args: HistoryArgs) -> anyhow::Result<()> {
         ))?;
     }
     footer();
+    if more {
+        more_note(args.limit);
+    }
     Ok(())
+}
+
+/// The newest `limit` flows, and whether the journal holds more.
+fn newest(journal: &Journal, limit: usize) -> anyhow::Result<(Vec<FlowRecord>, bool)> {
+    let mut flows = journal.list(limit.saturating_add(1))?;
+    let more = flows.len() > limit;
+    flows.truncate(limit);
+    Ok((flows, more))
+}
+
+/// Says that the list stopped at `limit` with more flows in the journal: a script that
+/// reads 20 records must not take them for all there are.
+fn more_note(limit: usize) {
+    crate::output::note(format_args!(
+        "the {limit} newest flows are listed; the journal holds more: `--limit N` lists N"
+    ));
 }
 
 /// A flow a person need not see by default: it failed before anything was signed, and
@@ -116,25 +142,33 @@ fn failed_before_signing(journal: &Journal, f: &FlowRecord) -> bool {
     f.state == FlowState::Failed && f.signed_tx.is_none() && !bridgectl_flow::can_resume(journal, f)
 }
 
-/// The newest `limit` flows to list, and how many newer ones were hidden on the way
-/// (none with `all`).
-fn shown(journal: &Journal, limit: usize, all: bool) -> anyhow::Result<(Vec<FlowRecord>, usize)> {
+/// The newest `limit` flows to list, how many newer ones were hidden on the way (none
+/// with `all`), and whether older flows to show are left out.
+fn shown(
+    journal: &Journal,
+    limit: usize,
+    all: bool,
+) -> anyhow::Result<(Vec<FlowRecord>, usize, bool)> {
     if all {
-        return Ok((journal.list(limit)?, 0));
+        let (flows, more) = newest(journal, limit)?;
+        return Ok((flows, 0, more));
     }
     // Hidden flows do not take a place of the limit: read further back, within reason.
     let window = journal.list(limit.saturating_mul(5).saturating_add(100))?;
     let mut flows = Vec::with_capacity(limit);
     let mut hidden = 0;
+    let mut more = false;
     for f in window {
-        if flows.len() == limit {
-            break;
-        }
         if failed_before_signing(journal, &f) {
-            hidden += 1;
+            if flows.len() < limit {
+                hidden += 1;
+            }
+        } else if flows.len() == limit {
+            more = true;
+            break;
         } else {
             flows.push(f);
         }
     }
-    Ok((flows, hidden))
+    Ok((flows, hidden, more))
 }

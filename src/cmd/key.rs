@@ -19,7 +19,7 @@ use zeroize::Zeroizing;
 use crate::cli::{GlobalOpts, PassphraseOpts};
 use crate::exit::{Code, coded};
 use crate::output;
-use crate::passphrase::{CliPassphrases, Source};
+use crate::passphrase::CliPassphrases;
 
 /// Key management commands.
 #[derive(Debug, Subcommand)]
@@ -93,13 +93,15 @@ pub struct ImportArgs {
     pub derivation_path: String,
     /// Passphrase of the --web3 file, first line of FILE [default: the --passphrase-file
     /// source].
+    // `--file-passphrase-file`, its old name, kept hidden for scripts.
     #[arg(
         long,
+        alias = "file-passphrase-file",
         value_name = "FILE",
         requires = "web3",
         help_heading = "Passphrase"
     )]
-    pub file_passphrase_file: Option<PathBuf>,
+    pub web3_passphrase_file: Option<PathBuf>,
     #[command(flatten)]
     pub passphrase: PassphraseOpts,
     #[command(flatten)]
@@ -114,12 +116,18 @@ pub struct ExportArgs {
     /// Write the file here (created 0600, never overwritten) instead of stdout.
     #[arg(long, short, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// Passphrase for the exported file, first line of FILE [default: the key's own
+    /// Passphrase of the exported Web3 file, first line of FILE [default: the key's own
     /// passphrase source].
-    #[arg(long, value_name = "FILE", help_heading = "Passphrase")]
-    pub export_passphrase_file: Option<PathBuf>,
+    // `--export-passphrase-file`, its old name, kept hidden for scripts.
+    #[arg(
+        long,
+        alias = "export-passphrase-file",
+        value_name = "FILE",
+        help_heading = "Passphrase"
+    )]
+    pub web3_passphrase_file: Option<PathBuf>,
     /// Print the raw private key in hex instead. Anyone who sees it owns the funds.
-    #[arg(long, conflicts_with_all = ["export_passphrase_file", "unsafe_test_kdf"])]
+    #[arg(long, conflicts_with_all = ["web3_passphrase_file", "unsafe_test_kdf"])]
     pub unsafe_raw: bool,
     #[command(flatten)]
     pub passphrase: PassphraseOpts,
@@ -204,11 +212,8 @@ impl PassphraseProvider for Routed {
 }
 
 /// The main source, or `file` for the second purpose when given.
-fn routed(opts: &PassphraseOpts, file: Option<&PathBuf>, second_for: Purpose) -> Routed {
-    let second = match file {
-        Some(path) => CliPassphrases::from_source(Source::File(path.clone())),
-        None => CliPassphrases::new(opts),
-    };
+fn routed(opts: &PassphraseOpts, web3_file: Option<&PathBuf>, second_for: Purpose) -> Routed {
+    let second = CliPassphrases::second(web3_file, "--web3-passphrase-file", Some(opts));
     Routed::new(CliPassphrases::new(opts), second, second_for)
 }
 
@@ -250,11 +255,12 @@ pub fn run(global: &GlobalOpts, cmd: KeyCommand) -> anyhow::Result<()> {
             print_info(&info)
         }
         KeyCommand::Passwd(args) => {
-            let second = match &args.new_passphrase_file {
-                Some(path) => CliPassphrases::from_source(Source::File(path.clone())),
-                // Never from the environment: that would set the same passphrase again.
-                None => CliPassphrases::from_source(Source::Prompt),
-            };
+            // Never from the environment: that would set the same passphrase again.
+            let second = CliPassphrases::second(
+                args.new_passphrase_file.as_ref(),
+                "--new-passphrase-file",
+                None,
+            );
             let mut pass = Routed::new(
                 CliPassphrases::new(&args.passphrase),
                 second,
@@ -301,7 +307,7 @@ fn import(global: &GlobalOpts, store: &Keystore, args: ImportArgs) -> anyhow::Re
     let info = if let Some(path) = &args.web3 {
         let mut pass = routed(
             &args.passphrase,
-            args.file_passphrase_file.as_ref(),
+            args.web3_passphrase_file.as_ref(),
             Purpose::ImportFile,
         );
         pass.ensure_available()?;
@@ -353,7 +359,7 @@ fn export(global: &GlobalOpts, store: &Keystore, args: ExportArgs) -> anyhow::Re
     };
     let mut pass = routed(
         &args.passphrase,
-        args.export_passphrase_file.as_ref(),
+        args.web3_passphrase_file.as_ref(),
         Purpose::ExportFile,
     );
     pass.ensure_available()?;

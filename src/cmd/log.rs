@@ -9,8 +9,6 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use alloy_primitives::Address;
-use anyhow::Context as _;
 use bridgectl_keystore::{ShowFilter, SigningLogDb};
 use bridgectl_tx::Checkpoint;
 use clap::{Args, Subcommand};
@@ -63,8 +61,9 @@ pub struct VerifyArgs {
 /// Arguments of `bridgectl log show`.
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    /// Only this key's entries (address).
-    #[arg(long, value_name = "ADDRESS")]
+    /// Only this key's entries: its address, label or id (an address also for a key
+    /// removed since it signed).
+    #[arg(long, value_name = "KEY")]
     pub key: Option<String>,
     /// Only entries since T: RFC 3339 (`2026-11-23T00:00:00Z`), Unix seconds, or a
     /// duration back from now (`24h`, `7d`).
@@ -193,15 +192,13 @@ pub fn run(global: &GlobalOpts, cmd: LogCommand) -> anyhow::Result<()> {
             }
         }
         LogCommand::Show(args) => {
-            let key = args
-                .key
-                .as_deref()
-                .map(|k| {
-                    k.parse::<Address>().map_err(|_| {
-                        coded(Code::Usage, format!("--key {k:?}: expected an address"))
-                    })
-                })
-                .transpose()?;
+            let key = match args.key.as_deref() {
+                Some(k) => Some(crate::accounts::resolve(
+                    &crate::session::open_keystore(global)?,
+                    k,
+                )?),
+                None => None,
+            };
             let since = args.since.as_deref().map(parse_since).transpose()?;
             let entries = log.show(&ShowFilter { key, since })?;
             if global.json {
@@ -284,10 +281,15 @@ fn parse_since(text: &str) -> anyhow::Result<u64> {
     if let Ok(w) = text.parse::<bridgectl_tx::limits::Window>() {
         return Ok(bridgectl_tx::log::unix_now().saturating_sub(w.0));
     }
+    // The parse error once: it prints its cause and also returns it as its source.
     let d = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
-        .with_context(|| {
-            format!("--since {text:?}: expected RFC 3339, Unix seconds or a duration (`24h`)")
-        })
-        .map_err(|e| coded(Code::Usage, format!("{e:#}")))?;
+        .map_err(|e| {
+            coded(
+                Code::Usage,
+                format!(
+                    "--since {text:?}: expected RFC 3339, Unix seconds or a duration (`24h`): {e}"
+                ),
+            )
+        })?;
     Ok(u64::try_from(d.unix_timestamp()).unwrap_or_default())
 }

@@ -1,4 +1,5 @@
-//! `bridgectl resume TXID`: finishes an interrupted flow. A flow that signed is finished
+//! `bridgectl resume TXID|HASH`: finishes an interrupted flow, named as every command
+//! names one (its txId, a unique start of it, or a hash it signed). A flow that signed is finished
 //! by resending the SAME signed bytes from the journal (a node's "already known" is
 //! success), never signing anything and never reading a passphrase. A redeem or action
 //! that stopped at its approval (declined, every passphrase attempt wrong, the prompt
@@ -19,7 +20,9 @@ use crate::session::Session;
 /// Arguments of `bridgectl resume`.
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
-    /// The flow's txId (see `bridgectl history`).
+    /// The flow: its txId, a unique start of it, or the hash of a transaction it signed
+    /// (see `bridgectl history`).
+    #[arg(value_name = "TXID|HASH")]
     pub tx_id: String,
     /// The platform, and (for a flow that stopped at its approval) how to ask: the
     /// same options as the command that started it.
@@ -30,19 +33,20 @@ pub struct ResumeArgs {
 /// Runs `bridgectl resume`.
 pub fn run(global: &GlobalOpts, args: ResumeArgs) -> anyhow::Result<()> {
     let session = Session::new(global, &args.flow)?;
+    let tx_id = session.flow(&args.tx_id)?.tx_id;
     let flows = session.flows(Submitter::Platform, |_| {})?;
     // Asked only for a flow that stopped at its approval: a signed flow's bytes are
     // resent without reading a passphrase.
     let mut approver = session.approver();
     let resumed = match session.runtime.block_on(flows.resume_with_approval(
-        &args.tx_id,
+        &tx_id,
         &mut approver,
         &mut StderrProgress,
     )) {
         // Done already: say so, send nothing.
         Err(e @ bridgectl_flow::Error::AlreadyCompleted { state, .. }) => {
             return if global.json {
-                crate::output::json(&json!({"txId": args.tx_id, "status": state,
+                crate::output::json(&json!({"txId": tx_id, "status": state,
                                             "resent": false}))
             } else {
                 crate::output::line(e)
@@ -59,7 +63,7 @@ pub fn run(global: &GlobalOpts, args: ResumeArgs) -> anyhow::Result<()> {
     };
     if global.json {
         crate::output::json(&json!({
-            "txId": args.tx_id,
+            "txId": tx_id,
             "kind": resumed.kind,
             "txHash": submitted.tx_hash,
             "alreadyKnown": submitted.already_known,
@@ -73,7 +77,7 @@ pub fn run(global: &GlobalOpts, args: ResumeArgs) -> anyhow::Result<()> {
         crate::output::line(format_args!(
             "resumed {} {}: {} tx {}{}{}",
             resumed.kind,
-            args.tx_id,
+            tx_id,
             if resumed.signed_now {
                 "signed and sent"
             } else {

@@ -227,7 +227,7 @@ fn write_profile(path: &std::path::Path, info: &SandboxInfo) -> anyhow::Result<(
         && !existing.starts_with(WRITTEN_BY)
     {
         return Err(crate::exit::coded(
-            crate::exit::Code::Refused,
+            crate::exit::Code::Exists,
             format!(
                 "{} exists and was not written by `bridgectl sandbox`: refusing to overwrite it; \
                  choose another path",

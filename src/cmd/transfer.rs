@@ -2,7 +2,6 @@
 //! account signed by the platform (operation 2, checked against what was asked) and
 //! submitted (operation 3).
 
-use alloy_primitives::Address;
 use bridgectl_flow::{Submitter, TransferSpec, Which};
 use clap::{Args, ValueEnum};
 use serde_json::json;
@@ -30,9 +29,9 @@ pub struct TransferArgs {
     /// The sender: an address or a key label.
     #[arg(long)]
     pub from: String,
-    /// The recipient.
+    /// The recipient: an address or a key label.
     #[arg(long)]
-    pub to: Address,
+    pub to: String,
     /// How much, in token units.
     #[arg(long, allow_hyphen_values = true)]
     pub amount: String,
@@ -54,6 +53,7 @@ pub struct TransferArgs {
 pub fn run(global: &GlobalOpts, args: TransferArgs) -> anyhow::Result<()> {
     let session = Session::new(global, &args.flow)?;
     let from = session.account(&args.from)?;
+    let to = session.account(&args.to)?;
     let bridge = session.bridge()?;
     let (which, side) = match args.token {
         TokenArg::Mt => (Which::Mt, &bridge.main),
@@ -76,7 +76,7 @@ pub fn run(global: &GlobalOpts, args: TransferArgs) -> anyhow::Result<()> {
     let spec = TransferSpec {
         which,
         from,
-        to: args.to,
+        to,
         amount,
         nonce,
         gas,
@@ -97,7 +97,7 @@ pub fn run(global: &GlobalOpts, args: TransferArgs) -> anyhow::Result<()> {
             "txId": submitted.tx_id,
             "txHash": submitted.tx_hash,
             "from": submitted.from,
-            "to": args.to,
+            "to": to,
             "token": side.symbol,
             "amount": amount.to_string(),
             "chainId": submitted.chain_id,
@@ -106,7 +106,7 @@ pub fn run(global: &GlobalOpts, args: TransferArgs) -> anyhow::Result<()> {
     } else {
         crate::output::line(format_args!(
             "transferred {} {} to {}: tx {} (txId {})",
-            args.amount, side.symbol, args.to, submitted.tx_hash, submitted.tx_id
+            args.amount, side.symbol, to, submitted.tx_hash, submitted.tx_id
         ))?;
     }
     Ok(())

@@ -46,7 +46,9 @@ struct DecodeOutput<'a> {
 #[derive(Serialize)]
 struct CallOut {
     function: String,
-    args: Vec<(String, String)>,
+    /// Each argument by its parameter name, as a rawTx's intent and the signing log
+    /// name them (`{"_to": "0x…", "_value": "1"}`).
+    args: std::collections::BTreeMap<String, String>,
 }
 
 /// The hex text behind the argument: literal hex, a file (hex or a bundle's

@@ -392,8 +392,9 @@ pub enum Error {
     #[error("no batch {0} in the journal")]
     NoSuchBatch(String),
 
-    /// A record asked for is not in the journal.
-    #[error("no flow with txId {0} in the journal")]
+    /// No flow in the journal has this txId, a txId starting with it, or a signed
+    /// transaction with this hash.
+    #[error("no flow {0} in the journal")]
     NotInJournal(String),
 
     /// The signed bundle does not match the request it claims to answer.

@@ -1109,11 +1109,37 @@ impl Journal {
         })
     }
 
-    /// The flow whose txId is `prefix` or starts with it (a prefix must name one flow).
-    pub fn find(&self, prefix: &str) -> Result<FlowRecord, Error> {
-        if let Ok(rec) = self.get(prefix) {
+    /// The flow `query` names: its txId, the hash of a transaction it signed (`0x` and
+    /// 64 hex digits), or a start of its txId that names one flow only
+    /// ([`Error::AmbiguousTxId`] otherwise). The one way a flow is named, so that every
+    /// command that takes one takes all three.
+    pub fn find(&self, query: &str) -> Result<FlowRecord, Error> {
+        if let Ok(rec) = self.get(query) {
             return Ok(rec);
         }
+        if let Some(hash) = query
+            .strip_prefix("0x")
+            .filter(|h| h.len() == 64)
+            .and_then(|_| query.parse::<alloy_primitives::B256>().ok())
+        {
+            if let Some(rec) = self.signed_with_hash(hash)? {
+                return Ok(rec);
+            }
+            // A replaced flow's earlier signatures name it too.
+            let tx_id: Option<String> = self.with(|c| {
+                c.query_row(
+                    "SELECT tx_id FROM signatures WHERE tx_hash = ?1",
+                    params![hash.to_string()],
+                    |r| r.get(0),
+                )
+                .optional()
+            })?;
+            return match tx_id {
+                Some(tx_id) => self.get(&tx_id),
+                None => Err(Error::NotInJournal(query.to_owned())),
+            };
+        }
+        let prefix = query;
         // Only hex digits and dashes can be part of a txId: nothing else reaches LIKE.
         if prefix.is_empty() || !prefix.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
             return Err(Error::NotInJournal(prefix.to_owned()));
@@ -1473,6 +1499,31 @@ mod tests {
             .collect();
         assert_eq!(steps, ["started", "executed", "verified", "signed"]);
         assert_eq!(j.list(10).expect("list").len(), 1);
+
+        // The one flow resolver: txId, a unique start of it, the hash of its signed
+        // bytes; a start two flows share names neither.
+        for id in ["9a64c6aa-1", "9a64c6bb-2"] {
+            j.begin(id, FlowKind::Redeem, None, &json!({}))
+                .expect("begin");
+        }
+        let hash = alloy_primitives::B256::repeat_byte(0xab).to_string();
+        for (query, tx_id) in [
+            ("id-1", "id-1"),
+            (hash.as_str(), "id-1"),
+            ("9a64c6aa", "9a64c6aa-1"),
+            ("9a64c6bb-2", "9a64c6bb-2"),
+        ] {
+            assert_eq!(j.find(query).expect(query).tx_id, tx_id, "{query}");
+        }
+        assert!(matches!(j.find("9a64c6"), Err(Error::AmbiguousTxId { .. })));
+        // Replaced: the earlier hash still names the flow.
+        let mut again = signed_for_test(31337, u64::MAX);
+        again.hash = alloy_primitives::B256::repeat_byte(0xef);
+        j.record_replacement("id-1", &again, Purpose::Cancel)
+            .expect("replace");
+        assert_eq!(j.find(&hash).expect("replaced hash").tx_id, "id-1");
+        let unknown = alloy_primitives::B256::repeat_byte(0xcd).to_string();
+        assert!(matches!(j.find(&unknown), Err(Error::NotInJournal(_))));
 
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&path).expect("meta").permissions().mode() & 0o777;

@@ -80,7 +80,9 @@ pub struct DecodedTx {
     pub signing_hash: B256,
     /// The transaction hash.
     pub hash: B256,
-    /// The recovered sender.
+    /// The recovered sender. `from` in JSON, the word every other output (the text of
+    /// `tx decode`, a rawTx, a flow) uses for it.
+    #[serde(rename = "from")]
     pub sender: Address,
     /// The intrinsic gas under current (Shanghai/Cancun) rules.
     pub intrinsic_gas: u64,

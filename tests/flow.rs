@@ -1037,7 +1037,9 @@ bctest!(
             "--amount",
             "1",
         ]);
-        let err = cmd.fails_with(1);
+        // A profile the file does not have is a usage error (exit 2), named with the
+        // ones it has.
+        let err = cmd.fails_with(2);
         assert!(
             err.contains("no profile \"default\" in") && err.contains("(profiles: sandbox)"),
             "{err}"

@@ -74,8 +74,17 @@ fn a_restarted_sandbox_is_named_a_reset_and_reset_chain_lets_the_walkthrough_run
         "{flows:#?}"
     );
     assert!(flows[2..4].iter().all(|f| f["signedTx"].is_null()));
-    // A retired flow is never sent again.
+    // A retired flow is never sent again; how it stood on the old chain is on record.
     let old = before[0]["txId"].as_str().expect("txId");
+    let steps = live.ok(&["history", old])["steps"].clone();
+    let reset_step = steps
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["step"] == "chain-reset"))
+        .unwrap_or_else(|| panic!("no chain-reset step: {steps:#}"));
+    assert_eq!(
+        reset_step["detail"]["stateBefore"], "completed",
+        "{reset_step:#}"
+    );
     let err = live.fails(&["resume", old], 1);
     assert!(err.contains("its chain was reset"), "{err}");
     // The log holds: two resets among the four signatures, each signed by the key.

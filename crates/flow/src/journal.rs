@@ -906,14 +906,19 @@ impl Journal {
     ) -> Result<Vec<String>, Error> {
         let at = now();
         let retired = self.flows_on_chain(chain_id)?;
-        let ids: Vec<String> = retired.into_iter().map(|f| f.tx_id).collect();
+        let ids: Vec<(String, &'static str)> = retired
+            .into_iter()
+            .map(|f| (f.tx_id, f.state.as_str()))
+            .collect();
         self.with_durable(|c| {
             let t = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let before = genesis_in(&t, chain_id)?;
-            let detail = serde_json::json!({"chainId": chain_id, "genesisBefore": before,
-                                            "genesis": genesis.to_string()})
-            .to_string();
-            for id in &ids {
+            for (id, state_before) in &ids {
+                // How it stood on the old chain (completed there, or not) stays on record.
+                let detail = serde_json::json!({"chainId": chain_id, "genesisBefore": before,
+                                                "genesis": genesis.to_string(),
+                                                "stateBefore": state_before})
+                .to_string();
                 t.execute(
                     "UPDATE flows SET state = 'retired', updated_at = ?2 WHERE tx_id = ?1",
                     params![id, at],
@@ -930,7 +935,7 @@ impl Journal {
             )?;
             t.commit()
         })?;
-        Ok(ids)
+        Ok(ids.into_iter().map(|(id, _)| id).collect())
     }
 
     /// Records the last result seen (e.g. a redemption record).

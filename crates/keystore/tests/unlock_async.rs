@@ -59,11 +59,12 @@ fn unlocking_does_not_stall_a_current_thread_runtime() {
     });
     // The derivation takes far longer than a tick; the ticker never waited for it.
     assert!(
-        took > Duration::from_millis(100),
+        took > Duration::from_millis(20),
         "the default cost took {took:?}"
     );
+    // Blocking, the longest gap is the whole unlock; a margin for a loaded machine.
     assert!(
-        longest_gap < took / 2,
+        longest_gap < took * 3 / 4,
         "the runtime stalled for {longest_gap:?} of an unlock that took {took:?}"
     );
 }

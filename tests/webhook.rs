@@ -176,6 +176,36 @@ impl Listening {
         (summary, before)
     }
 
+    /// SIGTERM without reading stdout meanwhile; fails unless it exits 0 within `bound`.
+    /// Returns what it printed after the first line, each line strict JSON.
+    fn terminate_within(mut self, bound: Duration) -> Vec<Value> {
+        let pid = self.child.id().to_string();
+        let sent = Instant::now();
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill -TERM");
+        assert!(status.success());
+        let exit = loop {
+            if let Some(exit) = self.child.try_wait().expect("try_wait") {
+                break exit;
+            }
+            assert!(
+                sent.elapsed() < bound,
+                "still running {bound:?} after SIGTERM:\n{}",
+                std::fs::read_to_string(&self.stderr).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(exit.success(), "listener exited with {exit}");
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut self.stdout, &mut rest).expect("read stdout");
+        self.scan_leftovers();
+        rest.lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("torn line ({e}): {l:?}")))
+            .collect()
+    }
+
     fn kill9(mut self) {
         self.child.kill().expect("kill -9");
         let _ = self.child.wait();
@@ -207,6 +237,27 @@ fn stored_events(dir: &Dir, store: impl AsRef<std::ffi::OsStr>) -> Vec<Value> {
         Value::Array(v) => v,
         other => panic!("events --json is not an array: {other}"),
     }
+}
+
+/// Posts `requests` signed deliveries to `addr` from 64 connections and runs `then` once
+/// `acked` of them are answered 200, while the rest are still being sent.
+fn load_until<T>(
+    addr: SocketAddr,
+    requests: usize,
+    acked: usize,
+    then: impl FnOnce() -> T,
+) -> (load::LoadReport, T) {
+    let progress = Progress::default();
+    std::thread::scope(|s| {
+        let load = s.spawn(|| load::run(&spec(addr, requests), &signed, Some(&progress)));
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while progress.ok.load(Ordering::Relaxed) < acked {
+            assert!(Instant::now() < deadline, "load made no progress");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let after = then();
+        (load.join().expect("load thread").expect("load"), after)
+    })
 }
 
 fn spec(addr: SocketAddr, requests: usize) -> LoadSpec {
@@ -381,6 +432,43 @@ bctest!(
 );
 
 bctest!(
+    sigterm_stops_a_listener_whose_stdout_nobody_reads,
+    |dir: Dir, _cmd: TestCommand| {
+        // Its line per delivery goes to a pipe nobody reads: 5,000 lines are far more
+        // than the pipe (64 KiB) and the printing queue hold, so the printer is stuck in a
+        // write when SIGTERM comes, mid-load. Waiting for stdout on the way out (joining
+        // the printer, or writing the summary unbounded) fails this.
+        let keys = write_keys(&dir);
+        let store = dir.join("events.sqlite");
+        let listener = Listening::start(&dir, "127.0.0.1:0", &store, &keys, &[]);
+        let (report, lines) = load_until(listener.addr, 5_000, 4_000, || {
+            listener.terminate_within(Duration::from_secs(5))
+        });
+        // Whatever reached the pipe is whole lines; a summary, if it got through, counts
+        // the lines dropped.
+        if let Some(summary) = lines.iter().find(|l| l.get("stopped").is_some()) {
+            assert!(summary["notPrinted"].as_u64() > Some(0), "{summary}");
+        }
+        let acked: Vec<usize> = (0..report.requests).filter(|&i| report.acked[i]).collect();
+        assert!(acked.len() >= 4_000, "only {} acked", acked.len());
+        let seqs: BTreeSet<String> = stored_events(&dir, &store)
+            .iter()
+            .map(|e| e["sequenceNumber"].as_str().expect("seq").to_owned())
+            .collect();
+        let lost: Vec<usize> = acked
+            .iter()
+            .copied()
+            .filter(|&i| !seqs.contains(&(i + 1).to_string()))
+            .collect();
+        assert!(
+            lost.is_empty(),
+            "{} answered 200 but not stored: {lost:?}",
+            lost.len()
+        );
+    }
+);
+
+bctest!(
     listen_on_a_busy_port_says_why_once,
     |dir: Dir, mut cmd: TestCommand| {
         let keys = write_keys(&dir);
@@ -403,18 +491,7 @@ bctest!(
         let keys = write_keys(&dir);
         let store = dir.join("events.sqlite");
         let listener = Listening::start(&dir, "127.0.0.1:0", &store, &keys, &[]);
-        let addr = listener.addr;
-        let progress = Progress::default();
-        let report = std::thread::scope(|s| {
-            let load = s.spawn(|| load::run(&spec(addr, 10_000), &signed, Some(&progress)));
-            let deadline = Instant::now() + Duration::from_secs(120);
-            while progress.ok.load(Ordering::Relaxed) < 3_000 {
-                assert!(Instant::now() < deadline, "load made no progress");
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            listener.kill9();
-            load.join().expect("load thread").expect("load")
-        });
+        let (report, ()) = load_until(listener.addr, 10_000, 3_000, || listener.kill9());
         let acked: Vec<usize> = (0..report.requests).filter(|&i| report.acked[i]).collect();
         assert!(acked.len() >= 3_000, "only {} acked", acked.len());
         assert!(

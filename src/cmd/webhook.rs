@@ -667,6 +667,10 @@ async fn delete(global: &GlobalOpts, args: IdArgs) -> anyhow::Result<()> {
     }
 }
 
+/// How long a stopping listener waits for stdout, once for the queued delivery lines and
+/// once for the summary: a reader that stopped reading must not hold off SIGTERM.
+const STOP_PRINTING: Duration = Duration::from_secs(1);
+
 async fn listen(global: &GlobalOpts, args: ListenArgs) -> anyhow::Result<()> {
     let store = store_spec(&args.store)?;
     let keys = keys_path(&args.keys)?;
@@ -744,13 +748,15 @@ async fn listen(global: &GlobalOpts, args: ListenArgs) -> anyhow::Result<()> {
     if let Some(task) = healing {
         task.abort();
     }
-    // Every delivery's line is out before the summary.
-    let not_printed = printer.map_or(0, crate::deliveries::Printer::finish);
+    // Every delivery's line is out before the summary, unless stdout is stalled: then
+    // the rest are dropped and counted, and the summary too is given up on after a bound,
+    // so a stop never waits on the reader.
+    let not_printed = printer.map_or(0, |p| p.finish(STOP_PRINTING));
     let stats = stats?;
     if global.json {
-        output::line(serde_json::to_string(
-            &json!({ "stopped": stats, "notPrinted": not_printed }),
-        )?)
+        let line = serde_json::to_string(&json!({ "stopped": stats, "notPrinted": not_printed }))?;
+        crate::deliveries::line_within(line, STOP_PRINTING);
+        Ok(())
     } else {
         output::note(format!(
             "stopped: {} stored ({} unverified), {} duplicates, {} quarantined, {} failed{}",

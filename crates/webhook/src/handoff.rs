@@ -46,6 +46,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::{Notify, watch};
 
 use super::Error;
+use super::listener::STOP_GRACE;
 use super::store::{self, Claim, EventStore, HandoffRecord, SINK_EXEC, SINK_FORWARD, StoredEvent};
 
 /// How long one `--exec` run may take before it is killed and counted as failed.
@@ -254,8 +255,9 @@ async fn dispatch(
             };
             let attempt = tokio::select! {
                 r = hand_off(&http, sinks, bits, &event, attempt, options.exec_timeout) => r,
-                // Stopping mid-attempt records nothing: the event is retried after restart.
-                _ = stop.changed() => return,
+                // A stop lets the attempt finish within the grace; past it, nothing is
+                // recorded and the event is retried, marked, after the restart.
+                () = stopped_for(stop.clone(), STOP_GRACE) => return,
             };
             let (done, error) = attempt;
             let record = HandoffRecord {
@@ -273,6 +275,12 @@ async fn dispatch(
             }
         }
     }
+}
+
+/// Completes `grace` after `stop` turns true (or its sender is gone).
+async fn stopped_for(mut stop: watch::Receiver<bool>, grace: Duration) {
+    let _ = stop.wait_for(|stop| *stop).await;
+    tokio::time::sleep(grace).await;
 }
 
 /// One attempt at every sink the event still lacks: the bits that succeeded and the

@@ -691,8 +691,9 @@ impl Listener {
         self.store.clone()
     }
 
-    /// Serves until `shutdown` completes, then finishes the requests in flight, stops the
-    /// hand-off (an interrupted attempt is retried on the next start) and closes the store.
+    /// Serves until `shutdown` completes, then stops accepting, finishes the requests and
+    /// the hand-off attempt in flight within [`STOP_GRACE`] (an attempt cut short is
+    /// retried, marked, on the next start) and closes the store.
     pub async fn run(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
@@ -713,12 +714,22 @@ impl Listener {
             sinks,
             options,
             state.wake(),
-            stop_rx,
+            stop_rx.clone(),
         ));
+        // One signal stops both at once: the accept loop and the hand-off each finish
+        // what is in flight within STOP_GRACE, side by side, not one after the other.
+        let signal = tokio::spawn(async move {
+            shutdown.await;
+            let _ = stop_tx.send(true);
+        });
+        let mut serve_stop = stop_rx;
+        let stopped = async move {
+            let _ = serve_stop.wait_for(|stop| *stop).await;
+        };
         let app = router(state.clone(), timeouts.request);
-        serve(tcp, app, max_connections, timeouts.header, shutdown).await;
-        let _ = stop_tx.send(true);
+        serve(tcp, app, max_connections, timeouts.header, stopped).await;
         let _ = dispatcher.await;
+        signal.abort();
         let stats = state.stats();
         drop(state);
         store.close().await?;
@@ -746,8 +757,12 @@ fn close_when_full(
     }
 }
 
-/// How long a graceful shutdown waits for requests in flight.
-const DRAIN: Duration = Duration::from_secs(10);
+/// How long a stopping listener gives what is in flight (requests being stored, a
+/// hand-off attempt) before it drops it: short enough that SIGTERM stops it within a
+/// few seconds whatever its peers do, long enough for a commit and most runs. A request
+/// dropped unanswered is retried by the platform; a hand-off dropped mid-run runs again,
+/// marked, after the restart.
+pub const STOP_GRACE: Duration = Duration::from_secs(3);
 
 /// The accept loop: at most `max_connections` at once (the rest wait in the backlog),
 /// each with a header-read timeout that also closes idle keep-alive connections. Public
@@ -799,5 +814,5 @@ pub async fn serve(
         });
     }
     drop(tcp);
-    let _ = tokio::time::timeout(DRAIN, graceful.shutdown()).await;
+    let _ = tokio::time::timeout(STOP_GRACE, graceful.shutdown()).await;
 }

@@ -543,6 +543,69 @@ bctest!(
 );
 
 bctest!(
+    a_killed_replicas_exec_child_dies_with_it_and_the_event_reruns_marked,
+    |dir: Dir, _cmd: TestCommand| {
+        let keys = write_keys(&dir);
+        let store = dir.join("events.sqlite");
+        let runs = dir.join("runs.txt");
+        let pids = dir.join("pids.txt");
+        // Each run records (sequence, rerun, bytes on stdin); A's runs then start a
+        // grandchild that sleeps, and wait for it.
+        let record = format!(
+            "n=$(wc -c); echo \"$BRIDGECTL_SEQUENCE_NUMBER $BRIDGECTL_RERUN $n\" >> {}",
+            runs.display()
+        );
+        let sleeping = format!(
+            "{record}; sleep 30 & echo \"$$ $!\" >> {}; wait",
+            pids.display()
+        );
+        let a = Listening::start(&dir, "127.0.0.1:0", &store, &keys, &["--exec", &sleeping]);
+        let report = load::run(&spec(a.addr, 1), &signed, None).expect("load");
+        assert_eq!(report.ok(), 1);
+        let running = || -> Vec<u32> {
+            std::fs::read_to_string(&pids)
+                .unwrap_or_default()
+                .split_whitespace()
+                .map(|p| p.parse().expect("pid"))
+                .collect()
+        };
+        wait_for("the --exec child to run", 30, || running().len() == 2);
+        a.kill9();
+        let killed = Instant::now();
+        // The command's shell and the sleep it started: gone within a second.
+        while !running()
+            .into_iter()
+            .all(bridgectl_sandbox::anvil::process_is_gone)
+        {
+            assert!(
+                killed.elapsed() < Duration::from_secs(1),
+                "orphans still running after the replica's SIGKILL: {:?}",
+                running()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+
+        // The restart takes the event over once A's lease ends, and runs it marked.
+        let b = Listening::start(&dir, "127.0.0.1:0", &store, &keys, &["--exec", &record]);
+        let body_len = signed(0).0.len();
+        let lines = || -> Vec<String> {
+            std::fs::read_to_string(&runs)
+                .unwrap_or_default()
+                .lines()
+                .map(str::to_owned)
+                .collect()
+        };
+        wait_for("the marked re-run", 30, || lines().len() >= 2);
+        b.stop();
+        assert_eq!(
+            lines(),
+            [format!("1 0 {body_len}"), format!("1 1 {body_len}")],
+            "one unmarked run, then one marked re-run, each with the whole body"
+        );
+    }
+);
+
+bctest!(
     client_checks_input_before_any_request,
     |dir: Dir, mut cmd: TestCommand| {
         // Nothing listens on port 9: a request would fail differently.

@@ -27,9 +27,13 @@
 //!   `BRIDGECTL_SUBSCRIPTION_ID`, `BRIDGECTL_SEQUENCE_NUMBER`, `BRIDGECTL_EVENT_TYPE`,
 //!   `BRIDGECTL_ATTEMPT` and `BRIDGECTL_RERUN` (`0` or `1`) in an environment scrubbed of
 //!   everything else but [`EXEC_ENV`] (no passphrase, access token or web3 key reaches
-//!   it); success is exit status 0 within the exec timeout ([`EXEC_TIMEOUT`] unless set),
-//!   which also covers writing stdin, so a command that neither reads nor exits is killed
-//!   like one that hangs.
+//!   it); success is exit status 0 within the exec timeout ([`EXEC_TIMEOUT`] unless set).
+//!   The body is written in full (to an unlinked temporary file that is the command's
+//!   stdin) before the command starts, so no run ever sees a partial or empty body. The
+//!   command runs in a process group of its own that dies with it: on a timeout, when the
+//!   listener stops past its grace, and when the listener is killed (SIGKILL included, by
+//!   the parent-death signal, Linux): an orphan never runs on, and a command whose
+//!   listener died while it was being started never runs at all.
 //! - forward: `POST URL` with the raw body, `content-type: application/json`, the original
 //!   `x-signature`, `x-bridgectl-event-id`, `x-bridgectl-subscription-id`,
 //!   `x-bridgectl-sequence-number`, `x-bridgectl-attempt` and `x-bridgectl-rerun`; success
@@ -42,7 +46,6 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
 use tokio::sync::{Notify, watch};
 
 use super::Error;
@@ -333,20 +336,39 @@ impl Attempt {
     }
 }
 
+/// The shell that runs an `--exec` command (`$1`) as its child, with the event's body
+/// on stdin, and takes the child's whole process group down with it when it gets
+/// SIGTERM: the parent-death signal it is given ([`die_with_listener`]). A plain
+/// `sh -c CMD` would die alone and leave what CMD started (a pipeline, `sleep`, a
+/// worker) running as an orphan. fd 3 carries stdin past the rule that gives a
+/// background command /dev/null; `wait` returns at once when the trapped signal comes.
+const EXEC_WRAPPER: &str = "exec 3<&0; trap 'kill -KILL 0' TERM; \
+                            sh -c \"$1\" <&3 3<&- & exec 3<&-; wait $!";
+
 async fn exec(
     cmd: &str,
     event: &StoredEvent,
     attempt: Attempt,
     timeout: Duration,
 ) -> Result<(), String> {
+    // The body is written in full before anything starts, so no run can see a partial
+    // or empty stdin, whenever this process dies.
+    let stdin = body_file(event.body.clone())
+        .await
+        .map_err(|e| format!("could not write the body for the command's stdin: {e}"))?;
     let mut command = tokio::process::Command::new("sh");
-    command.arg("-c").arg(cmd).env_clear();
+    command
+        .arg("-c")
+        .arg(EXEC_WRAPPER)
+        .arg("bridgectl-exec")
+        .arg(cmd)
+        .env_clear();
     for name in EXEC_ENV {
         if let Some(value) = std::env::var_os(name) {
             command.env(name, value);
         }
     }
-    let mut child = command
+    command
         .env("BRIDGECTL_EVENT_ID", event.id.to_string())
         .env("BRIDGECTL_SUBSCRIPTION_ID", &event.subscription_id)
         .env("BRIDGECTL_SEQUENCE_NUMBER", &event.sequence_number)
@@ -356,34 +378,89 @@ async fn exec(
         )
         .env("BRIDGECTL_ATTEMPT", attempt.number())
         .env("BRIDGECTL_RERUN", attempt.rerun())
-        .stdin(Stdio::piped())
-        .kill_on_drop(true)
+        .stdin(Stdio::from(stdin))
+        // Its own group, so a timeout or a stop kills everything it started.
+        .process_group(0);
+    die_with_listener(&mut command);
+    let child = command
         .spawn()
         .map_err(|e| format!("could not start sh: {e}"))?;
-    let stdin = child.stdin.take();
-    let run = async {
-        if let Some(mut stdin) = stdin {
-            // A command that does not read its stdin is fine: only the exit status counts.
-            let _ = stdin.write_all(&event.body).await;
-            drop(stdin);
-        }
-        child.wait().await
-    };
-    // Writing stdin is inside the timeout: a command that neither reads nor exits blocks
-    // the write once the pipe is full, and must not stall every later hand-off.
-    match tokio::time::timeout(timeout, run).await {
+    let mut group = Group(child);
+    match tokio::time::timeout(timeout, group.0.wait()).await {
         Ok(Ok(status)) if status.success() => Ok(()),
         Ok(Ok(status)) => Err(format!("command exited with {status}")),
         Ok(Err(e)) => Err(format!("waiting for the command: {e}")),
-        Err(_) => {
-            let _ = child.kill().await;
-            Err(format!(
-                "command timed out after {}s",
-                timeout.as_secs_f64()
-            ))
+        Err(_) => Err(format!(
+            "command timed out after {}s",
+            timeout.as_secs_f64()
+        )),
+    }
+    // `group` is dropped here: whatever the command left running in its group dies.
+}
+
+/// An unlinked temporary file holding `body`, read from the start: the command's stdin.
+async fn body_file(body: Vec<u8>) -> std::io::Result<std::fs::File> {
+    tokio::task::spawn_blocking(move || {
+        use std::io::{Seek, Write};
+        let mut file = tempfile::tempfile()?;
+        file.write_all(&body)?;
+        file.rewind()?;
+        Ok(file)
+    })
+    .await
+    .map_err(std::io::Error::other)?
+}
+
+/// A running `--exec` child, the leader of its own process group: dropping it (the run
+/// ended, timed out, or the listener stops past its grace) kills the whole group.
+struct Group(tokio::process::Child);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0.id().and_then(|p| i32::try_from(p).ok()) {
+            kill_group(pid);
         }
+        let _ = self.0.start_kill();
     }
 }
+
+/// SIGKILL to every process of group `pgid`.
+fn kill_group(pgid: i32) {
+    // SAFETY: kill(2) takes plain integers and touches no memory of ours; a negative pid
+    // names the group, which is the child's own (it leads it), never ours.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::kill(-pgid, libc::SIGKILL);
+    }
+}
+
+/// Asks the kernel to send the child SIGTERM when the thread that spawns it dies (this
+/// process killed, SIGKILL included): [`EXEC_WRAPPER`] then kills its group. A child whose
+/// listener died before the request took effect never runs at all. The hand-off spawns
+/// from the runtime's worker threads, which live as long as the listener. Linux only.
+#[cfg(target_os = "linux")]
+fn die_with_listener(command: &mut tokio::process::Command) {
+    let parent = std::process::id();
+    // SAFETY: the hook runs in the forked child before exec and only calls the
+    // async-signal-safe functions prctl(2) and getppid(2); it allocates nothing.
+    #[allow(unsafe_code)]
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The listener may have died between fork and prctl: then nobody would stop
+            // this run, so it does not start.
+            if libc::getppid() as u32 != parent {
+                return Err(std::io::Error::other("the listener exited during spawn"));
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_listener(_command: &mut tokio::process::Command) {}
 
 async fn forward(
     http: &reqwest::Client,

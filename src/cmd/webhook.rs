@@ -27,7 +27,7 @@ use bridgectl_webhook::keys::{KeyEntry, KeyFile};
 use bridgectl_webhook::listener::{
     DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, Listener, ListenerConfig, Timeouts,
 };
-use bridgectl_webhook::store::{EventStore, Gap, Quarantined, StoreSpec, StoredEvent};
+use bridgectl_webhook::store::{EventStore, Gap, Quarantined, Retention, StoreSpec, StoredEvent};
 use bridgectl_webhook::{Error as WebhookError, networks};
 use clap::{Args, Subcommand};
 use secrecy::SecretString;
@@ -276,6 +276,16 @@ pub struct ListenArgs {
     /// was stored either way.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Seconds strangers' rows (unverified events, quarantine) are kept before they are
+    /// deleted (default 7 days); checked at start and every minute. Verified events are
+    /// never deleted.
+    #[arg(long, default_value_t = Retention::default().max_age.as_secs_f64(), value_name = "SECS")]
+    pub stranger_max_age: f64,
+    /// Rows of strangers kept per table (unverified events; quarantine): past it the
+    /// oldest are deleted. Each such row holds at most 256 bytes per string field, and
+    /// only the first 1,000 (16 MiB) keep their body.
+    #[arg(long, default_value_t = Retention::default().max_rows, value_name = "N")]
+    pub stranger_max_rows: u64,
     /// The web3 API, for --ensure.
     #[command(flatten)]
     pub web3: Web3Api,
@@ -687,6 +697,10 @@ async fn listen(global: &GlobalOpts, args: ListenArgs) -> anyhow::Result<()> {
         forward: args.forward.clone(),
     };
     config.handoff = HandoffOptions::new(secs("exec-timeout", args.exec_timeout)?);
+    config.retention = Retention {
+        max_age: secs("stranger-max-age", args.stranger_max_age)?,
+        max_rows: args.stranger_max_rows,
+    };
     let printer = (!args.quiet).then(|| crate::deliveries::Printer::start(global.json));
     config.on_delivery = printer.as_ref().map(crate::deliveries::Printer::hook);
     if let Some(lease) = args.lease {

@@ -35,7 +35,8 @@
 //!   half-sent headers cannot hold the slots; while every slot is taken, each answer
 //!   closes its connection, so busy keep-alive connections cannot hold them either;
 //! - what strangers send (unverified events, quarantine) is kept only up to the store's
-//!   [`Limits`];
+//!   [`Limits`], each string field of theirs within [`store::STRANGER_FIELD_MAX`], and
+//!   their rows are deleted past the [`Retention`] (age, rows);
 //! - at most one body per connection is in memory, and the store's queue is bounded.
 
 use std::future::Future;
@@ -61,7 +62,7 @@ use super::handoff::{self, HandoffOptions, Sinks};
 use super::keys::{KeyFile, Keys, SigningKey};
 use super::signature;
 use super::store::{
-    self, EventStore, Incoming, IncomingKind, Limits, Outcome, StoreSpec, Verification,
+    self, EventStore, Incoming, IncomingKind, Limits, Outcome, Retention, StoreSpec, Verification,
 };
 
 /// The body size limit unless configured: a block-period delivery is about 2 KiB, so this
@@ -110,6 +111,8 @@ pub struct ListenerConfig {
     pub store: StoreSpec,
     /// What the store keeps of strangers' posts.
     pub limits: Limits,
+    /// How long and how many strangers' rows are kept.
+    pub retention: Retention,
     /// The signing-key file written by `webhook create`.
     pub keys: PathBuf,
     /// Largest accepted body, bytes.
@@ -166,6 +169,7 @@ impl ListenerConfig {
             path: None,
             store,
             limits: Limits::default(),
+            retention: Retention::default(),
             keys: keys.into(),
             max_body: DEFAULT_MAX_BODY,
             max_connections: DEFAULT_MAX_CONNECTIONS,
@@ -525,6 +529,8 @@ fn classify(state: &ListenerState, headers: &HeaderMap, body: &Bytes) -> Incomin
     let signature = headers
         .get("x-signature")
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    // Checked in full, stored bounded unless it verified: a stranger's header or event
+    // type cannot grow a row past STRANGER_FIELD_MAX.
     let kind = match parse_delivery(body) {
         Err(reason) => IncomingKind::Quarantine { reason },
         Ok((subscription_id, sequence_number, event_type)) => {
@@ -541,6 +547,10 @@ fn classify(state: &ListenerState, headers: &HeaderMap, body: &Bytes) -> Incomin
                     }
                 },
             };
+            let event_type = match verification {
+                Verification::Valid => event_type,
+                _ => event_type.map(store::bounded),
+            };
             IncomingKind::Event {
                 subscription_id,
                 sequence_number,
@@ -549,11 +559,22 @@ fn classify(state: &ListenerState, headers: &HeaderMap, body: &Bytes) -> Incomin
             }
         }
     };
+    let verified = matches!(
+        kind,
+        IncomingKind::Event {
+            verification: Verification::Valid,
+            ..
+        }
+    );
     Incoming {
         received_at_ms: store::now_ms(),
         body: body.to_vec(),
         body_sha256,
-        signature,
+        signature: if verified {
+            signature
+        } else {
+            signature.map(store::bounded)
+        },
         kind,
     }
 }
@@ -623,6 +644,7 @@ pub struct Listener {
     timeouts: Timeouts,
     sinks: Sinks,
     handoff: HandoffOptions,
+    retention: Retention,
 }
 
 impl Listener {
@@ -660,6 +682,7 @@ impl Listener {
             timeouts: config.timeouts,
             sinks: config.sinks,
             handoff: config.handoff,
+            retention: config.retention,
         })
     }
 
@@ -706,8 +729,10 @@ impl Listener {
             timeouts,
             sinks,
             handoff: options,
+            retention,
             ..
         } = self;
+        let pruner = tokio::spawn(prune_every(store.clone(), retention, PRUNE_INTERVAL));
         let (stop_tx, stop_rx) = watch::channel(false);
         let dispatcher = tokio::spawn(handoff::run(
             store.clone(),
@@ -730,10 +755,23 @@ impl Listener {
         serve(tcp, app, max_connections, timeouts.header, stopped).await;
         let _ = dispatcher.await;
         signal.abort();
+        pruner.abort();
         let stats = state.stats();
         drop(state);
         store.close().await?;
         Ok(stats)
+    }
+}
+
+/// How often strangers' rows past the [`Retention`] are deleted.
+const PRUNE_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Prunes at once, then every `interval`; a failure waits for the next round (the rows
+/// stay a little longer, nothing else depends on it).
+async fn prune_every(store: Arc<dyn EventStore>, retention: Retention, interval: Duration) {
+    loop {
+        let _ = store.prune(retention).await;
+        tokio::time::sleep(interval).await;
     }
 }
 

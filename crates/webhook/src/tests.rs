@@ -12,7 +12,10 @@ use super::keys::{KeyEntry, KeyFile, SigningKey};
 use super::listener::{Listener, ListenerConfig, Stats, Timeouts};
 use super::load::block_period_delivery;
 use super::signature::sign;
-use super::store::{EventStore, Limits, SINK_EXEC, SINK_FORWARD, SqliteStore, StoreSpec};
+use super::store::{
+    EventStore, Limits, Retention, SINK_EXEC, SINK_FORWARD, STRANGER_FIELD_MAX, SqliteStore,
+    StoreSpec,
+};
 
 const KEY: &str = "test-signing-key-7";
 
@@ -677,6 +680,7 @@ async fn ten_thousand_unsigned_posts_grow_the_store_boundedly_and_genuine_ones_p
         unverified_bytes: 4 * 1024 * 1024,
         quarantine_rows: 100,
         quarantine_bytes: 4 * 1024 * 1024,
+        ..Limits::default()
     };
     let run = start_with(c).await;
     let addr = run.addr;
@@ -782,7 +786,14 @@ async fn a_stuck_exec_is_killed_at_the_timeout_and_later_events_still_go_out() {
 async fn a_delivery_that_raced_the_key_file_is_verified_once_the_key_is_there() {
     let dir = tempfile::tempdir().expect("tempdir");
     let run = start(dir.path(), 64 * 1024, Sinks::default()).await;
-    let http = reqwest::Client::new();
+    raced_key_is_reverified(dir.path(), &run).await;
+    run.stop().await;
+}
+
+/// A genuine delivery of subscription 8 before its key is in the key file, then the key,
+/// then another: both end verified (the first re-verified).
+async fn raced_key_is_reverified(dir: &Path, run: &Running) {
+    let http = killing_client();
     let url = run.url("/hooks/s3cret");
     let key = "key-of-a-new-webhook";
     let delivery = |seq| {
@@ -793,7 +804,7 @@ async fn a_delivery_that_raced_the_key_file_is_verified_once_the_key_is_there() 
     // Delivered before `webhook create` wrote the key: stored, unverified.
     let (b, s) = delivery(1);
     assert_eq!(post(&http, &url, b, s).await.0, 200);
-    KeyFile::new(dir.path().join("keys.json"))
+    KeyFile::new(dir.join("keys.json"))
         .insert(
             "8",
             &KeyEntry::new(
@@ -806,13 +817,128 @@ async fn a_delivery_that_raced_the_key_file_is_verified_once_the_key_is_there() 
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (b, s) = delivery(2);
     assert_eq!(post(&http, &url, b, s).await.0, 200);
-    let store = SqliteStore::open_existing(dir.path().join("events.sqlite")).expect("store");
+    let store = SqliteStore::open_existing(dir.join("events.sqlite")).expect("store");
     wait_until("the first delivery re-verified", || {
-        store
-            .events_blocking(0, 10)
-            .is_ok_and(|e| e.len() == 2 && e.iter().all(|e| e.verified))
+        store.events_blocking(0, 100).is_ok_and(|e| {
+            e.iter()
+                .filter(|e| e.subscription_id == "8" && e.verified)
+                .count()
+                == 2
+        })
     })
     .await;
+}
+
+/// An unsigned delivery of subscription 7 whose `eventType` is `event_type`.
+fn unsigned_with_type(seq: u64, event_type: &str) -> Vec<u8> {
+    let mut v = serde_json::from_slice::<serde_json::Value>(&block_period_delivery("7", seq))
+        .expect("json");
+    v["eventType"] = event_type.into();
+    serde_json::to_vec(&v).expect("encode")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stranger_flood_is_bounded_field_by_field_and_repeats_spend_no_quota() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut c = config(dir.path());
+    c.limits = Limits {
+        unverified_rows: 3,
+        ..Limits::default()
+    };
+    let run = start_with(c).await;
+    let http = killing_client();
+    let url = run.url("/hooks/s3cret");
+    // 200 KB event types and 60 KB signature headers, each post twice more (a retry,
+    // and a duplicate): the two distinct ones keep their bodies, and the repeats spend
+    // nothing of the 3-row quota, so a third distinct one still keeps its body.
+    let huge_type = "T".repeat(200 * 1024);
+    let huge_header = "0x".to_owned() + &"f".repeat(60 * 1024);
+    for seq in [1, 2, 1, 2, 1, 2, 3] {
+        let body = unsigned_with_type(seq, &huge_type);
+        assert_eq!(
+            post(&http, &url, body, Some(huge_header.clone())).await.0,
+            200
+        );
+    }
+    // A quarantined one with the same header.
+    assert_eq!(
+        post(&http, &url, b"[]".to_vec(), Some(huge_header.clone()))
+            .await
+            .0,
+        200
+    );
+    run.stop().await;
+
+    let store =
+        SqliteStore::open(dir.path().join("events.sqlite"), Limits::default()).expect("store");
+    let events = store.events(0, 100).await.expect("events");
+    assert_eq!(events.len(), 3);
+    for e in &events {
+        let event_type = e.event_type.as_deref().expect("event type");
+        let signature = e.signature.as_deref().expect("signature");
+        assert!(
+            event_type.len() <= STRANGER_FIELD_MAX,
+            "{}",
+            event_type.len()
+        );
+        assert!(signature.len() <= STRANGER_FIELD_MAX, "{}", signature.len());
+        assert!(
+            event_type.ends_with(" bytes]"),
+            "marked as cut: {event_type}"
+        );
+        assert!(
+            !e.body.is_empty(),
+            "event {} lost its body",
+            e.sequence_number
+        );
+    }
+    let quarantined = store.quarantined(0, 10).await.expect("quarantine");
+    assert!(quarantined[0].signature.as_deref().expect("sig").len() <= STRANGER_FIELD_MAX);
+
+    // Retention: past the row bound the oldest go, past the age all of them.
+    let pruned = store
+        .prune(Retention {
+            max_age: Duration::from_secs(3600),
+            max_rows: 1,
+        })
+        .await
+        .expect("prune");
+    assert_eq!((pruned.unverified, pruned.quarantined), (2, 0));
+    let left = store.events(0, 10).await.expect("events");
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].sequence_number, "3", "the newest is kept");
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let pruned = store
+        .prune(Retention {
+            max_age: Duration::from_millis(1),
+            max_rows: 100,
+        })
+        .await
+        .expect("prune");
+    assert_eq!((pruned.unverified, pruned.quarantined), (1, 1));
+    store.close().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_genuine_delivery_before_its_key_is_verified_after_strangers_filled_their_quota() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut c = config(dir.path());
+    c.limits = Limits {
+        unverified_rows: 2,
+        ..Limits::default()
+    };
+    let run = start_with(c).await;
+    let http = killing_client();
+    let url = run.url("/hooks/s3cret");
+    // Strangers fill the unverified quota: forged and unsigned deliveries.
+    for seq in 1..=5 {
+        let (body, _) = signed(seq);
+        let forged = sign(b"not-the-key", &body);
+        assert_eq!(post(&http, &url, body, Some(forged)).await.0, 200);
+        assert_eq!(post(&http, &url, signed(100 + seq).0, None).await.0, 200);
+    }
+    // A genuine delivery of a webhook whose key is not written yet keeps its body.
+    raced_key_is_reverified(dir.path(), &run).await;
     run.stop().await;
 }
 

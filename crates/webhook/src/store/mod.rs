@@ -18,8 +18,13 @@
 //!   [`Outcome::Duplicate`]. Unverified rows are unique by body hash only, so a forgery
 //!   never shadows the genuine event.
 //! - **Bounded strangers**: unverified events and quarantined bodies are kept only up to
-//!   [`Limits`] (rows and bytes); beyond it a row keeps the hash, the length and the
-//!   signature header but not the body, so unsigned posts cannot fill the disk.
+//!   [`Limits`] (rows and bytes), counted only for rows actually added (a retry or a
+//!   duplicate spends nothing); beyond it a row keeps the hash, the length and the
+//!   signature header but not the body. Every string field of such a row is cut to
+//!   [`STRANGER_FIELD_MAX`] bytes, and [`EventStore::prune`] deletes the rows past the
+//!   [`Retention`] (age, rows), so unsigned posts cannot fill the disk. Events whose
+//!   subscription has no key yet keep their bodies under a quota of their own, so a
+//!   genuine delivery that raced `webhook create` can still be re-verified.
 //! - **Leased hand-off**: [`EventStore::claim`] hands a pending event to one claimant at
 //!   a time until its lease expires; [`EventStore::start_attempt`] counts an attempt
 //!   durably before it runs, and [`EventStore::record_handoff`] ends the lease. A claimant
@@ -145,10 +150,16 @@ pub enum Outcome {
 }
 
 /// How much of what strangers send is kept: unverified events and quarantined bodies.
-/// Past either bound a row keeps its hash, length and signature header, not its body.
+/// Past either bound a row keeps its hash, length and (bounded, see
+/// [`STRANGER_FIELD_MAX`]) signature header, not its body.
+///
+/// Events of a subscription whose signing key is not known yet ("no signing key") have a
+/// quota of their own: they may be genuine deliveries that raced `webhook create`'s
+/// writing of the key, and only a kept body can be re-verified once the key is there, so
+/// forgeries (signature mismatch, none) filling their quota must not cost them theirs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
-    /// Unverified event rows that keep their body.
+    /// Unverified event rows (signature missing or wrong) that keep their body.
     pub unverified_rows: u64,
     /// Bytes of unverified bodies kept.
     pub unverified_bytes: u64,
@@ -156,6 +167,10 @@ pub struct Limits {
     pub quarantine_rows: u64,
     /// Bytes of quarantined bodies kept.
     pub quarantine_bytes: u64,
+    /// "No signing key" event rows that keep their body, for re-verification.
+    pub no_key_rows: u64,
+    /// Bytes of "no signing key" bodies kept.
+    pub no_key_bytes: u64,
 }
 
 impl Default for Limits {
@@ -167,8 +182,64 @@ impl Default for Limits {
             unverified_bytes: 16 * 1024 * 1024,
             quarantine_rows: 1_000,
             quarantine_bytes: 16 * 1024 * 1024,
+            no_key_rows: 1_000,
+            no_key_bytes: 16 * 1024 * 1024,
         }
     }
+}
+
+/// The most bytes a stranger's string field is stored with (an unverified event's
+/// `eventType`, the `x-signature` header of an unverified or quarantined delivery):
+/// longer ones are cut at a character boundary and end in a marker saying how much was
+/// cut ([`bounded`]). A genuine `x-signature` is 64 hex digits, and event types are
+/// short names, so only junk is ever cut. Ids are bounded at 128 characters by the
+/// parser already.
+pub const STRANGER_FIELD_MAX: usize = 256;
+
+/// `text` within [`STRANGER_FIELD_MAX`] bytes: as it is, or cut with `…[+N bytes]`.
+pub fn bounded(text: String) -> String {
+    if text.len() <= STRANGER_FIELD_MAX {
+        return text;
+    }
+    // The marker's own room, for any cut of up to 20 digits.
+    let mut end = STRANGER_FIELD_MAX - 32;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…[+{} bytes]", &text[..end], text.len() - end)
+}
+
+/// How long and how many strangers' rows (unverified events, quarantine) are kept:
+/// past either bound the oldest are deleted by [`EventStore::prune`], which the listener
+/// runs at start and every minute. With [`Limits`] and [`STRANGER_FIELD_MAX`] this
+/// bounds what strangers can make the store hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retention {
+    /// Rows older than this are deleted.
+    pub max_age: std::time::Duration,
+    /// Past this many rows per table (unverified events; quarantine), the oldest are
+    /// deleted.
+    pub max_rows: u64,
+}
+
+impl Default for Retention {
+    /// 7 days (time to look at what was posted), 100,000 rows per table (about 50 MB of
+    /// rows without bodies at the field bounds).
+    fn default() -> Self {
+        Retention {
+            max_age: std::time::Duration::from_secs(7 * 24 * 3600),
+            max_rows: 100_000,
+        }
+    }
+}
+
+/// Rows [`EventStore::prune`] deleted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Pruned {
+    /// Unverified event rows.
+    pub unverified: u64,
+    /// Quarantine rows.
+    pub quarantined: u64,
 }
 
 /// Running totals of kept stranger bodies, checked against [`Limits`] per insert.
@@ -178,26 +249,52 @@ pub(crate) struct Kept {
     pub unverified_bytes: u64,
     pub quarantine_rows: u64,
     pub quarantine_bytes: u64,
+    pub no_key_rows: u64,
+    pub no_key_bytes: u64,
 }
 
 impl Kept {
-    /// Whether `incoming`'s body may be kept; if so, counts it.
-    pub(crate) fn admit(&mut self, limits: &Limits, incoming: &Incoming) -> bool {
-        let len = incoming.body.len() as u64;
-        let (rows, bytes, max_rows, max_bytes) = match incoming.kind {
-            IncomingKind::Event { .. } if incoming.is_verified() => return true,
-            IncomingKind::Event { .. } => (
+    /// The counters and bounds of `incoming`'s kind; `None`: verified, always kept.
+    fn bucket<'a>(
+        &'a mut self,
+        limits: &Limits,
+        kind: &IncomingKind,
+    ) -> Option<(&'a mut u64, &'a mut u64, u64, u64)> {
+        match kind {
+            IncomingKind::Event {
+                verification: Verification::Valid,
+                ..
+            } => None,
+            IncomingKind::Event {
+                verification: Verification::NoKey,
+                ..
+            } => Some((
+                &mut self.no_key_rows,
+                &mut self.no_key_bytes,
+                limits.no_key_rows,
+                limits.no_key_bytes,
+            )),
+            IncomingKind::Event { .. } => Some((
                 &mut self.unverified_rows,
                 &mut self.unverified_bytes,
                 limits.unverified_rows,
                 limits.unverified_bytes,
-            ),
-            IncomingKind::Quarantine { .. } => (
+            )),
+            IncomingKind::Quarantine { .. } => Some((
                 &mut self.quarantine_rows,
                 &mut self.quarantine_bytes,
                 limits.quarantine_rows,
                 limits.quarantine_bytes,
-            ),
+            )),
+        }
+    }
+
+    /// Whether `incoming`'s body may be kept; if so, counts it. A store that then finds
+    /// the delivery stored already gives it back ([`Kept::refund`]).
+    pub(crate) fn admit(&mut self, limits: &Limits, incoming: &Incoming) -> bool {
+        let len = incoming.body.len() as u64;
+        let Some((rows, bytes, max_rows, max_bytes)) = self.bucket(limits, &incoming.kind) else {
+            return true;
         };
         if *rows < max_rows && bytes.saturating_add(len) <= max_bytes {
             *rows += 1;
@@ -205,6 +302,16 @@ impl Kept {
             true
         } else {
             false
+        }
+    }
+
+    /// Gives back what [`Kept::admit`] counted for a delivery that added no row (a
+    /// duplicate or a retry): only bodies actually kept spend the limits.
+    pub(crate) fn refund(&mut self, limits: &Limits, kind: &IncomingKind, len: usize) {
+        let len = len as u64;
+        if let Some((rows, bytes, _, _)) = self.bucket(limits, kind) {
+            *rows = rows.saturating_sub(1);
+            *bytes = bytes.saturating_sub(len);
         }
     }
 }
@@ -384,6 +491,11 @@ pub trait EventStore: Send + Sync {
     /// verify become verified events, so they are handed on. Returns how many did.
     fn reverify(&self, subscription_id: &str, key: SigningKey) -> StoreFuture<'_, u64>;
 
+    /// Deletes strangers' rows (unverified events, quarantine) past `retention`, oldest
+    /// first; verified events are never deleted. What it frees of [`Limits`] can be
+    /// spent again.
+    fn prune(&self, retention: Retention) -> StoreFuture<'_, Pruned>;
+
     /// Commits what is queued and releases the store's connections and threads.
     fn close(&self) -> StoreFuture<'_, ()>;
 
@@ -514,6 +626,7 @@ mod tests {
             unverified_bytes: 10,
             quarantine_rows: 1,
             quarantine_bytes: 100,
+            ..Limits::default()
         };
         let event = |len: usize, verification| Incoming {
             received_at_ms: 0,

@@ -35,7 +35,7 @@ use tokio_postgres::{Client, NoTls, Row};
 
 use super::{
     Claim, Counts, EventStore, Gap, HandoffRecord, Incoming, IncomingKind, Kept, Limits, Outcome,
-    Quarantined, SigningKey, StoreFuture, StoredEvent, Verification, redact_url,
+    Pruned, Quarantined, Retention, SigningKey, StoreFuture, StoredEvent, Verification, redact_url,
 };
 use crate::Error;
 
@@ -224,13 +224,18 @@ async fn kept_so_far(client: &Client) -> Result<Kept, tokio_postgres::Error> {
     let row = client
         .query_one(
             "SELECT
-               (SELECT count(*) FROM webhook_events WHERE NOT verified AND length(body) > 0),
+               (SELECT count(*) FROM webhook_events
+                  WHERE NOT verified AND length(body) > 0 AND verification <> $1),
                (SELECT coalesce(sum(length(body)), 0)::bigint FROM webhook_events
-                  WHERE NOT verified AND length(body) > 0),
+                  WHERE NOT verified AND length(body) > 0 AND verification <> $1),
                (SELECT count(*) FROM webhook_quarantine WHERE length(body) > 0),
                (SELECT coalesce(sum(length(body)), 0)::bigint FROM webhook_quarantine
-                  WHERE length(body) > 0)",
-            &[],
+                  WHERE length(body) > 0),
+               (SELECT count(*) FROM webhook_events
+                  WHERE NOT verified AND length(body) > 0 AND verification = $1),
+               (SELECT coalesce(sum(length(body)), 0)::bigint FROM webhook_events
+                  WHERE NOT verified AND length(body) > 0 AND verification = $1)",
+            &[&Verification::NoKey.as_str()],
         )
         .await?;
     let n = |i: usize| u64::try_from(row.get::<_, i64>(i)).unwrap_or(0);
@@ -239,6 +244,8 @@ async fn kept_so_far(client: &Client) -> Result<Kept, tokio_postgres::Error> {
         unverified_bytes: n(1),
         quarantine_rows: n(2),
         quarantine_bytes: n(3),
+        no_key_rows: n(4),
+        no_key_bytes: n(5),
     })
 }
 
@@ -488,6 +495,9 @@ impl EventStore for PgStore {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .admit(&self.limits, &incoming);
+            // What to give back if the delivery adds no row: only kept bodies count.
+            let refund = (keep_body && !incoming.is_verified())
+                .then(|| (incoming.kind.clone(), incoming.body.len()));
             sender
                 .send(Pending {
                     incoming,
@@ -496,7 +506,17 @@ impl EventStore for PgStore {
                 })
                 .await
                 .map_err(|_| self.gone())?;
-            match rx.await {
+            let answer = rx.await;
+            if let (Ok(Ok(Outcome::Duplicate | Outcome::QuarantineDuplicate)), Some((kind, len))) =
+                (&answer, refund)
+            {
+                self.kept.lock().unwrap_or_else(|p| p.into_inner()).refund(
+                    &self.limits,
+                    &kind,
+                    len,
+                );
+            }
+            match answer {
                 Ok(Ok(outcome)) => Ok(outcome),
                 Ok(Err(source)) => Err(Error::PostgresWrite {
                     location: self.location.clone(),
@@ -802,6 +822,41 @@ impl EventStore for PgStore {
                 }
             }
             Ok(done)
+        })
+    }
+
+    fn prune(&self, retention: Retention) -> StoreFuture<'_, Pruned> {
+        Box::pin(async move {
+            let cutoff = super::now_ms()
+                .saturating_sub(i64::try_from(retention.max_age.as_millis()).unwrap_or(i64::MAX));
+            let keep = i64::try_from(retention.max_rows).unwrap_or(i64::MAX);
+            let unverified = self
+                .client
+                .execute(
+                    "DELETE FROM webhook_events WHERE NOT verified AND (received_at_ms < $1
+                       OR id <= (SELECT id FROM webhook_events WHERE NOT verified
+                                 ORDER BY id DESC LIMIT 1 OFFSET $2))",
+                    &[&cutoff, &keep],
+                )
+                .await
+                .map_err(|e| self.pg(e))?;
+            let quarantined = self
+                .client
+                .execute(
+                    "DELETE FROM webhook_quarantine WHERE received_at_ms < $1
+                       OR id <= (SELECT id FROM webhook_quarantine
+                                 ORDER BY id DESC LIMIT 1 OFFSET $2)",
+                    &[&cutoff, &keep],
+                )
+                .await
+                .map_err(|e| self.pg(e))?;
+            // What was freed may be kept again (by this replica: each counts its own).
+            let kept = kept_so_far(&self.client).await.map_err(|e| self.pg(e))?;
+            *self.kept.lock().unwrap_or_else(|p| p.into_inner()) = kept;
+            Ok(Pruned {
+                unverified,
+                quarantined,
+            })
         })
     }
 

@@ -46,7 +46,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::{
     Claim, Counts, EventStore, Gap, HandoffRecord, Incoming, IncomingKind, Kept, Limits, Outcome,
-    Quarantined, SigningKey, StoreFuture, StoredEvent, Verification,
+    Pruned, Quarantined, Retention, SigningKey, StoreFuture, StoredEvent, Verification,
 };
 use crate::Error;
 
@@ -400,6 +400,15 @@ impl EventStore for SqliteStore {
         })
     }
 
+    fn prune(&self, retention: Retention) -> StoreFuture<'_, Pruned> {
+        Box::pin(async move {
+            match self.write(OpKind::Prune(retention)).await? {
+                Reply::Pruned(p) => Ok(p),
+                _ => Ok(Pruned::default()),
+            }
+        })
+    }
+
     fn commits(&self) -> Option<u64> {
         Some(self.commits.load(Ordering::Relaxed))
     }
@@ -657,9 +666,16 @@ fn kept_so_far(conn: &Connection) -> rusqlite::Result<Kept> {
             ))
         })
     };
-    let (unverified_rows, unverified_bytes) =
-        two("SELECT count(*), coalesce(sum(length(body)), 0) FROM events
-         WHERE verified = 0 AND length(body) > 0")?;
+    let (unverified_rows, unverified_bytes) = two(&format!(
+        "SELECT count(*), coalesce(sum(length(body)), 0) FROM events
+         WHERE verified = 0 AND length(body) > 0 AND verification <> '{}'",
+        Verification::NoKey.as_str()
+    ))?;
+    let (no_key_rows, no_key_bytes) = two(&format!(
+        "SELECT count(*), coalesce(sum(length(body)), 0) FROM events
+         WHERE verified = 0 AND length(body) > 0 AND verification = '{}'",
+        Verification::NoKey.as_str()
+    ))?;
     let (quarantine_rows, quarantine_bytes) = two(
         "SELECT count(*), coalesce(sum(length(body)), 0) FROM quarantine WHERE length(body) > 0",
     )?;
@@ -668,6 +684,8 @@ fn kept_so_far(conn: &Connection) -> rusqlite::Result<Kept> {
         unverified_bytes,
         quarantine_rows,
         quarantine_bytes,
+        no_key_rows,
+        no_key_bytes,
     })
 }
 
@@ -736,6 +754,7 @@ enum OpKind {
     Setting(String, String),
     Reverify(String, SigningKey),
     Release(String),
+    Prune(Retention),
     Stop,
 }
 
@@ -744,6 +763,7 @@ enum Reply {
     Events(Vec<StoredEvent>),
     Id(i64),
     Text(String),
+    Pruned(Pruned),
     Done,
 }
 
@@ -1009,6 +1029,28 @@ fn apply(
             )?;
             Ok(Reply::Done)
         }
+        OpKind::Prune(retention) => {
+            let cutoff = super::now_ms()
+                .saturating_sub(i64::try_from(retention.max_age.as_millis()).unwrap_or(i64::MAX));
+            let keep = i64::try_from(retention.max_rows).unwrap_or(i64::MAX);
+            let unverified = tx.execute(
+                "DELETE FROM events WHERE verified = 0 AND (received_at_ms < ?1 OR id <=
+                   (SELECT id FROM events WHERE verified = 0 ORDER BY id DESC
+                    LIMIT 1 OFFSET ?2))",
+                params![cutoff, keep],
+            )?;
+            let quarantined = tx.execute(
+                "DELETE FROM quarantine WHERE received_at_ms < ?1 OR id <=
+                   (SELECT id FROM quarantine ORDER BY id DESC LIMIT 1 OFFSET ?2)",
+                params![cutoff, keep],
+            )?;
+            // What was freed may be kept again.
+            *kept = kept_so_far(tx)?;
+            Ok(Reply::Pruned(Pruned {
+                unverified: unverified as u64,
+                quarantined: quarantined as u64,
+            }))
+        }
         OpKind::Stop => Ok(Reply::Done),
     }
 }
@@ -1019,14 +1061,23 @@ fn insert(
     limits: &Limits,
     kept: &mut Kept,
 ) -> rusqlite::Result<Outcome> {
+    // Past the limits a stranger's row keeps its hash and headers, not its body; a
+    // delivery that adds no row gives back what it was counted.
+    let admitted = kept.admit(limits, incoming);
+    let body: &[u8] = if admitted { &incoming.body } else { &[] };
+    let outcome = insert_row(tx, incoming, body)?;
+    if admitted && matches!(outcome, Outcome::Duplicate | Outcome::QuarantineDuplicate) {
+        kept.refund(limits, &incoming.kind, incoming.body.len());
+    }
+    Ok(outcome)
+}
+
+fn insert_row(
+    tx: &rusqlite::Transaction<'_>,
+    incoming: &Incoming,
+    body: &[u8],
+) -> rusqlite::Result<Outcome> {
     let body_len = i64::try_from(incoming.body.len()).unwrap_or(i64::MAX);
-    // Past the limits a stranger's row keeps its hash and headers, not its body. A
-    // duplicate counted here is only a slightly early limit, never an unbounded one.
-    let body: &[u8] = if kept.admit(limits, incoming) {
-        &incoming.body
-    } else {
-        &[]
-    };
     match &incoming.kind {
         IncomingKind::Event {
             subscription_id,

@@ -253,6 +253,8 @@ pub struct ListenArgs {
     /// POST each verified event to URL; retried until it answers 2xx. Headers
     /// x-bridgectl-subscription-id and x-bridgectl-sequence-number identify the event
     /// (dedupe on them); x-bridgectl-attempt and x-bridgectl-rerun: 1 mark a re-run.
+    /// A redirect is a failed attempt, never followed; no proxy is used for plain http;
+    /// errors and the store name the URL by scheme, host and port only.
     #[arg(long, value_name = "URL")]
     pub forward: Option<String>,
     /// Seconds a replica holds an event it is handing on before another may take it over

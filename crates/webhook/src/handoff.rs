@@ -37,7 +37,9 @@
 //! - forward: `POST URL` with the raw body, `content-type: application/json`, the original
 //!   `x-signature`, `x-bridgectl-event-id`, `x-bridgectl-subscription-id`,
 //!   `x-bridgectl-sequence-number`, `x-bridgectl-attempt` and `x-bridgectl-rerun`; success
-//!   is any 2xx within [`FORWARD_TIMEOUT`].
+//!   is any 2xx within [`FORWARD_TIMEOUT`]. A redirect is a failure, never followed; no
+//!   proxy sees a plain-http forward; errors (and `last_error` in the store) name the
+//!   target by scheme, host and port only.
 //!
 //! A failed attempt is retried with exponential backoff from 1 s, capped at
 //! [`MAX_BACKOFF`]; a failing event does not hold back later ones.
@@ -51,6 +53,7 @@ use tokio::sync::{Notify, watch};
 use super::Error;
 use super::listener::STOP_GRACE;
 use super::store::{self, Claim, EventStore, HandoffRecord, SINK_EXEC, SINK_FORWARD, StoredEvent};
+use crate::http::redact_url;
 
 /// How long one `--exec` run may take before it is killed and counted as failed.
 pub const EXEC_TIMEOUT: Duration = Duration::from_secs(60);
@@ -139,12 +142,12 @@ impl Sinks {
     pub fn validate(&self) -> Result<(), Error> {
         if let Some(url) = &self.forward {
             let parsed = reqwest::Url::parse(url).map_err(|e| Error::Url {
-                url: url.clone(),
+                url: redact_url(url),
                 reason: e.to_string(),
             })?;
             if !matches!(parsed.scheme(), "http" | "https") {
                 return Err(Error::Url {
-                    url: url.clone(),
+                    url: redact_url(url),
                     reason: format!("scheme {} is not http or https", parsed.scheme()),
                 });
             }
@@ -193,10 +196,7 @@ async fn dispatch(
     if bits == 0 {
         return;
     }
-    let http = match reqwest::Client::builder().timeout(FORWARD_TIMEOUT).build() {
-        Ok(c) => c,
-        Err(_) => reqwest::Client::new(),
-    };
+    let http = forward_client(sinks);
     let lease_ms = i64::try_from(options.lease.as_millis()).unwrap_or(i64::MAX);
     let mut longest_attempt = Duration::ZERO;
     if sinks.exec.is_some() {
@@ -289,7 +289,7 @@ async fn stopped_for(mut stop: watch::Receiver<bool>, grace: Duration) {
 /// One attempt at every sink the event still lacks: the bits that succeeded and the
 /// first failure.
 async fn hand_off(
-    http: &reqwest::Client,
+    http: &Result<reqwest::Client, String>,
     sinks: &Sinks,
     bits: u8,
     event: &StoredEvent,
@@ -462,12 +462,32 @@ fn die_with_listener(command: &mut tokio::process::Command) {
 #[cfg(not(target_os = "linux"))]
 fn die_with_listener(_command: &mut tokio::process::Command) {}
 
+/// The `--forward` client, under the rules of every client of the project
+/// ([`crate::http::client_builder`]): redirects are not followed (a redirect would
+/// send the event, signature included, wherever the target points), and no proxy from
+/// the environment sees a plain-http request. The error, if it cannot be built, is each
+/// attempt's.
+fn forward_client(sinks: &Sinks) -> Result<reqwest::Client, String> {
+    let Some(url) = &sinks.forward else {
+        return Err("no --forward URL".into());
+    };
+    let parsed = reqwest::Url::parse(url).map_err(|e| format!("{}: {e}", redact_url(url)))?;
+    crate::http::client_builder(&parsed)
+        .timeout(FORWARD_TIMEOUT)
+        .build()
+        .map_err(|e| format!("no http client: {e}"))
+}
+
 async fn forward(
-    http: &reqwest::Client,
+    http: &Result<reqwest::Client, String>,
     url: &str,
     event: &StoredEvent,
     attempt: Attempt,
 ) -> Result<(), String> {
+    let http = http.as_ref().map_err(Clone::clone)?;
+    // Errors and the store name the target by scheme, host and port only: its path,
+    // query and user info may carry a credential.
+    let target = redact_url(url);
     let mut req = http
         .post(url)
         .header("content-type", "application/json")
@@ -482,10 +502,16 @@ async fn forward(
     }
     match req.send().await {
         Ok(resp) if resp.status().is_success() => Ok(()),
-        Ok(resp) => Err(format!("{url} answered {}", resp.status())),
+        Ok(resp) if resp.status().is_redirection() => Err(format!(
+            "{target} answered {} (redirects are not followed: forward to the final URL)",
+            resp.status()
+        )),
+        Ok(resp) => Err(format!("{target} answered {}", resp.status())),
         Err(e) => {
-            // reqwest's message leaves the cause (refused, timed out) to its sources.
-            let mut text = format!("{url}: {e}");
+            // reqwest's message quotes the whole URL: dropped. It leaves the cause
+            // (refused, timed out) to its sources, which carry no URL.
+            let e = e.without_url();
+            let mut text = format!("{target}: {e}");
             let mut cause = std::error::Error::source(&e);
             while let Some(c) = cause {
                 text.push_str(&format!(": {c}"));

@@ -942,6 +942,87 @@ async fn a_genuine_delivery_before_its_key_is_verified_after_strangers_filled_th
     run.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forward_follows_no_redirect_and_keeps_the_url_credentials_out_of_the_store() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The target answers 302 to a path of its own that counts what reaches it.
+    let redirected = Arc::new(AtomicUsize::new(0));
+    let app = {
+        let redirected = redirected.clone();
+        axum::Router::new()
+            .route(
+                "/in",
+                axum::routing::post(|| async {
+                    (
+                        axum::http::StatusCode::FOUND,
+                        [(axum::http::header::LOCATION, "/elsewhere")],
+                    )
+                }),
+            )
+            .route(
+                "/elsewhere",
+                axum::routing::any(move || {
+                    redirected.fetch_add(1, Ordering::SeqCst);
+                    async { axum::http::StatusCode::OK }
+                }),
+            )
+    };
+    let target = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = target.local_addr().expect("addr").port();
+    tokio::spawn(async move { axum::serve(target, app).await });
+    let forward = format!("http://user:hunter2-pw@127.0.0.1:{port}/in?token=s3cr3t-query");
+    let run = start(
+        dir.path(),
+        64 * 1024,
+        Sinks {
+            exec: None,
+            forward: Some(forward),
+        },
+    )
+    .await;
+    let (b, s) = signed(1);
+    assert_eq!(
+        post(&killing_client(), &run.url("/hooks/s3cret"), b, s)
+            .await
+            .0,
+        200
+    );
+    let store = SqliteStore::open_existing(dir.path().join("events.sqlite")).expect("store");
+    wait_until("a failed forward", || {
+        store
+            .events_blocking(0, 10)
+            .is_ok_and(|e| e.first().is_some_and(|e| e.last_error.is_some()))
+    })
+    .await;
+    run.stop().await;
+    let event = store.events_blocking(0, 10).expect("events").remove(0);
+    let error = event.last_error.expect("error");
+    assert_eq!(event.handed_off, 0, "a redirect is not a success");
+    assert!(error.contains("302"), "{error}");
+    assert!(
+        error.contains(&format!("http://127.0.0.1:{port}/…")),
+        "{error}"
+    );
+    assert_eq!(
+        redirected.load(Ordering::SeqCst),
+        0,
+        "the redirect was followed"
+    );
+    for file in ["events.sqlite", "events.sqlite-wal"] {
+        let bytes = std::fs::read(dir.path().join(file)).unwrap_or_default();
+        for secret in ["hunter2-pw", "s3cr3t-query"] {
+            assert!(
+                !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+                "{secret} in {file}"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_delivery_with_a_key_twice_is_not_a_delivery() {
     // Which sequenceNumber dedupes it would depend on the parser: refused, quarantined.

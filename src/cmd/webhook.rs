@@ -247,7 +247,7 @@ pub struct ListenArgs {
     /// against your records, never drop it.
     #[arg(long, value_name = "CMD")]
     pub exec: Option<String>,
-    /// Seconds one --exec run may take, writing its stdin included.
+    /// Seconds one --exec run may take; then its process group is killed.
     #[arg(long, default_value_t = bridgectl_webhook::handoff::EXEC_TIMEOUT.as_secs_f64(), value_name = "SECS")]
     pub exec_timeout: f64,
     /// POST each verified event to URL; retried until it answers 2xx. Headers
@@ -257,8 +257,18 @@ pub struct ListenArgs {
     /// errors and the store name the URL by scheme, host and port only.
     #[arg(long, value_name = "URL")]
     pub forward: Option<String>,
-    /// Seconds a replica holds an event it is handing on before another may take it over
-    /// [default: exec timeout + 60, the forward timeout and a margin].
+    /// --exec commands run at once [default: two per core]. Events of one subscription
+    /// (one webhook) still run one at a time, in the order they were stored, across
+    /// replicas; different subscriptions run side by side.
+    #[arg(long, value_name = "N")]
+    pub exec_jobs: Option<usize>,
+    /// --forward POSTs sent at once [default: four per core]; in order per subscription
+    /// as for --exec-jobs.
+    #[arg(long, value_name = "N")]
+    pub forward_jobs: Option<usize>,
+    /// Seconds a replica holds an event without renewing its lease before another may
+    /// take it over; a live replica renews every second while it runs the event, so a
+    /// dead one's events are taken over within this [default: 5].
     #[arg(long, value_name = "SECS")]
     pub lease: Option<f64>,
     /// Check the platform's webhook list every --ensure-interval and restore the ones
@@ -707,6 +717,12 @@ async fn listen(global: &GlobalOpts, args: ListenArgs) -> anyhow::Result<()> {
     config.on_delivery = printer.as_ref().map(crate::deliveries::Printer::hook);
     if let Some(lease) = args.lease {
         config.handoff.lease = secs("lease", lease)?;
+    }
+    if let Some(jobs) = args.exec_jobs {
+        config.handoff.exec_jobs = jobs;
+    }
+    if let Some(jobs) = args.forward_jobs {
+        config.handoff.forward_jobs = jobs;
     }
     // The web3 client first: a missing token fails before the port is taken.
     let healer = if args.ensure {

@@ -54,6 +54,9 @@ impl EventStore for NullStore {
     fn release(&self, _: &str) -> StoreFuture<'_, ()> {
         ready(())
     }
+    fn renew(&self, _: &str, _: Vec<i64>, _: i64) -> StoreFuture<'_, ()> {
+        ready(())
+    }
     fn next_due(&self, _: u8) -> StoreFuture<'_, Option<i64>> {
         ready(None)
     }

@@ -202,7 +202,8 @@ impl ListenerConfig {
                 reason: "must be above zero".into(),
             });
         }
-        self.sinks.validate()
+        self.sinks.validate()?;
+        self.handoff.validate()
     }
 }
 

@@ -1023,6 +1023,145 @@ async fn forward_follows_no_redirect_and_keeps_the_url_credentials_out_of_the_st
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_give_each_subscription_to_one_claimant_in_order_and_renewed_leases_hold() {
+    use super::store::{Claim, Incoming, IncomingKind, SINK_EXEC, Verification};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store =
+        SqliteStore::open(dir.path().join("events.sqlite"), Limits::default()).expect("store");
+    for (sub, seq) in [("a", 1), ("a", 2), ("b", 1)] {
+        let body = block_period_delivery(sub, seq);
+        let incoming = Incoming {
+            received_at_ms: 0,
+            body_sha256: <sha2::Sha256 as sha2::Digest>::digest(&body).into(),
+            body,
+            signature: None,
+            kind: IncomingKind::Event {
+                subscription_id: sub.into(),
+                sequence_number: seq.to_string(),
+                event_type: None,
+                verification: Verification::Valid,
+            },
+        };
+        store.insert(incoming).await.expect("insert");
+    }
+    let now = super::store::now_ms();
+    let claim = |owner: &str, now_ms| Claim {
+        owner: owner.into(),
+        sinks: SINK_EXEC,
+        now_ms,
+        lease_ms: 1_000,
+        limit: 10,
+        per_subscription: 10,
+    };
+    let heads = |events: Vec<super::store::StoredEvent>| -> Vec<(String, String)> {
+        events
+            .into_iter()
+            .map(|e| (e.subscription_id, e.sequence_number))
+            .collect()
+    };
+    // Each subscription's due events in order, to one claimant.
+    let a = heads(store.claim(claim("A", now)).await.expect("claim"));
+    let want: [(String, String); 3] = [
+        ("a".into(), "1".into()),
+        ("a".into(), "2".into()),
+        ("b".into(), "1".into()),
+    ];
+    assert_eq!(a, want);
+    // Held by A: nothing for B.
+    assert!(
+        store
+            .claim(claim("B", now))
+            .await
+            .expect("claim")
+            .is_empty()
+    );
+    // A renews the lease of a's first event only: two seconds on, B takes b over, and
+    // not a's second event (its lease lapsed) while a's first is still A's.
+    let a1 = store.events(0, 1).await.expect("events")[0].id;
+    store
+        .renew("A", vec![a1], now + 60_000)
+        .await
+        .expect("renew");
+    let b = heads(store.claim(claim("B", now + 2_000)).await.expect("claim"));
+    assert_eq!(b, [("b".into(), "1".into())]);
+    store.close().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exec_jobs_run_subscriptions_side_by_side_and_each_in_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("log");
+    // The first event of each subscription waits (10 s at most) until all three have
+    // started: run one at a time, the first ends before the others start.
+    let cmd = format!(
+        "echo \"start $BRIDGECTL_SUBSCRIPTION_ID $BRIDGECTL_SEQUENCE_NUMBER\" >> {log}; \
+         if [ \"$BRIDGECTL_SEQUENCE_NUMBER\" = 1 ]; then i=0; \
+           while [ \"$(grep -c ' 1$' {log})\" -lt 3 ] && [ $i -lt 200 ]; do \
+             sleep 0.05; i=$((i+1)); done; fi; \
+         echo \"end $BRIDGECTL_SUBSCRIPTION_ID $BRIDGECTL_SEQUENCE_NUMBER\" >> {log}",
+        log = log.display()
+    );
+    let mut c = config(dir.path());
+    c.sinks = Sinks {
+        exec: Some(cmd),
+        forward: None,
+    };
+    c.handoff.exec_jobs = 3;
+    let keys = KeyFile::new(dir.path().join("keys.json"));
+    for sub in ["8", "9"] {
+        keys.insert(
+            sub,
+            &KeyEntry::new(
+                SigningKey::new(SecretString::from(KEY.to_owned())),
+                "ethereum",
+                "sepolia",
+            ),
+        )
+        .expect("key");
+    }
+    let run = start_with(c).await;
+    let http = killing_client();
+    let url = run.url("/hooks/s3cret");
+    for seq in 1..=3 {
+        for sub in ["7", "8", "9"] {
+            let body = block_period_delivery(sub, seq);
+            let sig = sign(KEY.as_bytes(), &body);
+            assert_eq!(post(&http, &url, body, Some(sig)).await.0, 200);
+        }
+    }
+    let lines = || -> Vec<String> {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    wait_until("every event handed on", || {
+        lines().iter().filter(|l| l.starts_with("end")).count() == 9
+    })
+    .await;
+    run.stop().await;
+    let lines = lines();
+    assert!(
+        lines[..3]
+            .iter()
+            .all(|l| l.starts_with("start") && l.ends_with(" 1")),
+        "the three subscriptions did not run side by side: {lines:?}"
+    );
+    for sub in ["7", "8", "9"] {
+        let own: Vec<&str> = lines
+            .iter()
+            .filter(|l| l.split(' ').nth(1) == Some(sub))
+            .map(String::as_str)
+            .collect();
+        let want: Vec<String> = (1..=3)
+            .flat_map(|seq| [format!("start {sub} {seq}"), format!("end {sub} {seq}")])
+            .collect();
+        assert_eq!(own, want, "subscription {sub}: one at a time, in order");
+    }
+}
+
 #[test]
 fn a_delivery_with_a_key_twice_is_not_a_delivery() {
     // Which sequenceNumber dedupes it would depend on the parser: refused, quarantined.

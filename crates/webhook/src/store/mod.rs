@@ -26,7 +26,8 @@
 //!   subscription has no key yet keep their bodies under a quota of their own, so a
 //!   genuine delivery that raced `webhook create` can still be re-verified.
 //! - **Leased hand-off**: [`EventStore::claim`] hands a pending event to one claimant at
-//!   a time until its lease expires; [`EventStore::start_attempt`] counts an attempt
+//!   a time until its lease expires (renewed by [`EventStore::renew`] while it runs), the
+//!   events of one subscription one at a time and in order; [`EventStore::start_attempt`] counts an attempt
 //!   durably before it runs, and [`EventStore::record_handoff`] ends the lease. A claimant
 //!   that dies mid-hand-off loses the event to another after the lease, which sees the
 //!   attempt counted and so knows its run is a re-run.
@@ -414,10 +415,12 @@ pub struct Claim {
     pub sinks: u8,
     /// Now, Unix ms.
     pub now_ms: i64,
-    /// How long the lease lasts: longer than one hand-off attempt can take.
+    /// How long the lease lasts unless renewed ([`EventStore::renew`]).
     pub lease_ms: i64,
-    /// At most this many events.
+    /// At most this many subscriptions.
     pub limit: usize,
+    /// At most this many events of each (its oldest due ones, in order).
+    pub per_subscription: usize,
 }
 
 /// A hand-off result to record; it ends the claimant's lease.
@@ -443,8 +446,18 @@ pub trait EventStore: Send + Sync {
     /// Stores a delivery; returns once it is committed (durable), or the error.
     fn insert(&self, incoming: Incoming) -> StoreFuture<'_, Outcome>;
 
-    /// Leases pending verified events to `claim.owner`, oldest first.
+    /// Leases pending verified events to `claim.owner`, oldest first: the oldest due
+    /// events (up to `claim.per_subscription`) of the subscriptions none of whose due
+    /// events is leased to another claimant (up to `claim.limit`). So the events of one
+    /// subscription are handed on by one claimant at a time, which runs them in stored
+    /// order, across every listener on the store (a failed event waiting for its retry
+    /// does not hold the later ones back).
     fn claim(&self, claim: Claim) -> StoreFuture<'_, Vec<StoredEvent>>;
+
+    /// Extends `owner`'s leases on events `ids` to `until_ms`: the heartbeat of a
+    /// claimant still at work, so a lease can be short (a dead claimant's events are
+    /// taken over within seconds) however long its attempts run.
+    fn renew(&self, owner: &str, ids: Vec<i64>, until_ms: i64) -> StoreFuture<'_, ()>;
 
     /// Records that `owner` starts a hand-off attempt of event `id`, durably and before
     /// anything runs, and returns its number (1 for the first attempt anywhere). A claimant

@@ -533,13 +533,25 @@ impl EventStore for PgStore {
                 return Ok(Vec::new());
             }
             let sql = format!(
+                // The oldest due events of the subscriptions none of whose due events
+                // another replica holds: one subscription's events go to one replica.
+                // Two replicas that pick the same events race on their rows: the second
+                // re-checks the lease once the first commits, and skips them.
                 "UPDATE webhook_events SET lease_owner = $1, lease_until_ms = $2
                  WHERE id IN (
-                    SELECT id FROM webhook_events
-                    WHERE verified AND handed_off = ANY($3) AND next_attempt_ms <= $4
-                      AND (lease_until_ms <= $4 OR lease_owner = $1)
-                    ORDER BY id LIMIT $5
-                    FOR UPDATE SKIP LOCKED)
+                    SELECT id FROM (
+                        SELECT id, row_number() OVER
+                            (PARTITION BY subscription_id ORDER BY id) AS n
+                        FROM webhook_events
+                        WHERE verified AND handed_off = ANY($3) AND next_attempt_ms <= $4
+                          AND subscription_id IN (
+                            SELECT subscription_id FROM webhook_events
+                            WHERE verified AND handed_off = ANY($3) AND next_attempt_ms <= $4
+                            GROUP BY subscription_id
+                            HAVING bool_and(lease_until_ms <= $4 OR lease_owner = $1)
+                            ORDER BY min(id) LIMIT $5)) lanes
+                    WHERE n <= $6)
+                   AND (lease_until_ms <= $4 OR lease_owner = $1)
                  RETURNING {EVENT_COLUMNS}"
             );
             let rows = self
@@ -552,6 +564,7 @@ impl EventStore for PgStore {
                         &missing_bits(claim.sinks),
                         &claim.now_ms,
                         &limit_i64(claim.limit),
+                        &limit_i64(claim.per_subscription),
                     ],
                 )
                 .await
@@ -614,6 +627,21 @@ impl EventStore for PgStore {
                     "UPDATE webhook_events SET lease_owner = NULL, lease_until_ms = 0
                      WHERE lease_owner = $1",
                     &[&owner],
+                )
+                .await
+                .map_err(|e| self.pg(e))?;
+            Ok(())
+        })
+    }
+
+    fn renew(&self, owner: &str, ids: Vec<i64>, until_ms: i64) -> StoreFuture<'_, ()> {
+        let owner = owner.to_owned();
+        Box::pin(async move {
+            self.client
+                .execute(
+                    "UPDATE webhook_events SET lease_until_ms = $3
+                     WHERE id = ANY($1) AND lease_owner = $2",
+                    &[&ids, &owner, &until_ms],
                 )
                 .await
                 .map_err(|e| self.pg(e))?;

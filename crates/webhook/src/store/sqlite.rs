@@ -284,6 +284,15 @@ impl EventStore for SqliteStore {
         Box::pin(async move { self.write(OpKind::Release(owner)).await.map(|_| ()) })
     }
 
+    fn renew(&self, owner: &str, ids: Vec<i64>, until_ms: i64) -> StoreFuture<'_, ()> {
+        let owner = owner.to_owned();
+        Box::pin(async move {
+            self.write(OpKind::Renew(owner, ids, until_ms))
+                .await
+                .map(|_| ())
+        })
+    }
+
     fn next_due(&self, sinks: u8) -> StoreFuture<'_, Option<i64>> {
         if sinks == 0 {
             return Box::pin(async { Ok(None) });
@@ -754,6 +763,7 @@ enum OpKind {
     Setting(String, String),
     Reverify(String, SigningKey),
     Release(String),
+    Renew(String, Vec<i64>, i64),
     Prune(Retention),
     Stop,
 }
@@ -914,17 +924,35 @@ fn apply(
     match op {
         OpKind::Insert(incoming) => insert(tx, incoming, limits, kept).map(Reply::Outcome),
         OpKind::Claim(claim) => {
-            let sql = format!(
-                "SELECT {EVENT_COLUMNS} FROM events
-                 WHERE verified = 1 AND handed_off IN ({}) AND next_attempt_ms <= ?1
-                   AND (lease_until_ms <= ?1 OR lease_owner = ?2)
-                 ORDER BY id LIMIT ?3",
+            // The oldest due events of the subscriptions none of whose due events
+            // another claimant holds: one subscription's events go to one claimant.
+            let due = format!(
+                "verified = 1 AND handed_off IN ({}) AND next_attempt_ms <= ?1",
                 missing_bits(claim.sinks)
+            );
+            let sql = format!(
+                "SELECT {EVENT_COLUMNS} FROM events WHERE id IN (
+                    SELECT id FROM (
+                        SELECT id, row_number() OVER
+                            (PARTITION BY subscription_id ORDER BY id) AS n
+                        FROM events
+                        WHERE {due} AND subscription_id IN (
+                            SELECT subscription_id FROM events WHERE {due}
+                            GROUP BY subscription_id
+                            HAVING sum(lease_until_ms > ?1 AND lease_owner IS NOT ?2) = 0
+                            ORDER BY min(id) LIMIT ?3))
+                    WHERE n <= ?4)
+                 ORDER BY id"
             );
             let events = query(
                 tx,
                 &sql,
-                params![claim.now_ms, claim.owner, limit_i64(claim.limit)],
+                params![
+                    claim.now_ms,
+                    claim.owner,
+                    limit_i64(claim.limit),
+                    limit_i64(claim.per_subscription)
+                ],
                 event_row,
             )?;
             let mut lease = tx.prepare_cached(
@@ -1027,6 +1055,15 @@ fn apply(
                 "UPDATE events SET lease_owner = NULL, lease_until_ms = 0 WHERE lease_owner = ?1",
                 params![owner],
             )?;
+            Ok(Reply::Done)
+        }
+        OpKind::Renew(owner, ids, until_ms) => {
+            let mut stmt = tx.prepare_cached(
+                "UPDATE events SET lease_until_ms = ?3 WHERE id = ?1 AND lease_owner = ?2",
+            )?;
+            for id in ids {
+                stmt.execute(params![id, owner, until_ms])?;
+            }
             Ok(Reply::Done)
         }
         OpKind::Prune(retention) => {

@@ -2,11 +2,12 @@
 # The hand-off of two listener replicas on one PostgreSQL: `--exec` runs per second while
 # deliveries arrive, for each --exec-jobs value, and the takeover time after a SIGKILL.
 #
-# Throughput: EVENTS signed BLOCK_PERIOD deliveries over SUBS subscriptions (one load
-# generator per subscription, half of them to each replica) while both replicas run a
-# trivial --exec (one appended line per run). "while receiving" is the runs finished by
-# the end of the load over the load's duration; "drained" is every run over the time
-# from the load's start to the last run.
+# Throughput: EVENTS signed BLOCK_PERIOD deliveries over SUBS subscriptions, sent in 10
+# bursts one second apart (one load generator per subscription and burst, half of them
+# to each replica), while both replicas run an --exec that waits EXEC_SLEEP seconds (a
+# consumer waiting on its own I/O; 0: none) and appends a line. "while receiving" is
+# the runs finished by the end of the last burst over the time since the first;
+# "drained" is every run over the time from the first burst to the last run.
 #
 # Takeover: replica A runs an --exec that sleeps; A is SIGKILLed while it runs; the
 # number is the seconds from the kill to the start of the marked re-run on replica B
@@ -14,12 +15,13 @@
 #
 # Pinning: PostgreSQL, the listeners and their children share $SERVER_CPU; the load
 # generators run on $LOAD_CPU. Loopback only and bounded. Usage:
-#   bench/webhook-handoff.sh [EVENTS=4000] [SUBS=8] [JOBS="1 8"]
+#   bench/webhook-handoff.sh [EVENTS=4000] [SUBS=8] [JOBS="1 8"] [EXEC_SLEEP=0]
 set -euo pipefail
 
 EVENTS=${1:-4000}
 SUBS=${2:-8}
 JOBS=${3:-"1 8"}
+EXEC_SLEEP=${4:-0}
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/webhook-common.sh
 . bench/webhook-common.sh
@@ -46,23 +48,29 @@ listen() { # EXEC [FLAGS...]
 runs() { wc -l < "$WORK/runs" 2>/dev/null || echo 0; }
 
 echo "# postgres, 2 replicas and their --exec on cpu $SERVER_CPU, load on cpu $LOAD_CPU;" \
-    "$EVENTS events over $SUBS subscriptions"
+    "$EVENTS events over $SUBS subscriptions, each --exec sleeping ${EXEC_SLEEP}s"
 NEXT=1
 for jobs in $JOBS; do
     : > "$WORK/runs"
-    listen "echo x >> $WORK/runs" --exec-jobs "$jobs"; A=$ADDR; SA=$SERVER
-    listen "echo x >> $WORK/runs" --exec-jobs "$jobs"; B=$ADDR; SB=$SERVER
-    per=$((EVENTS / SUBS))
+    run="sleep $EXEC_SLEEP; echo x >> $WORK/runs"
+    listen "$run" --exec-jobs "$jobs"; A=$ADDR; SA=$SERVER
+    listen "$run" --exec-jobs "$jobs"; B=$ADDR; SB=$SERVER
+    burst=$((EVENTS / SUBS / 10))
+    per=$((burst * 10))
     t0=$(now)
-    loads=()
-    for s in $(seq "$SUBS"); do
-        addr=$A
-        [ $((s % 2)) = 0 ] && addr=$B
-        taskset -c "$LOAD_CPU" "$BIN/examples/webhook_load" "$addr" "$HOOK" "$per" 4 \
-            $((100 + s)) "$NEXT" > /dev/null &
-        loads+=($!)
+    for b in $(seq 10); do
+        loads=()
+        for s in $(seq "$SUBS"); do
+            addr=$A
+            [ $((s % 2)) = 0 ] && addr=$B
+            taskset -c "$LOAD_CPU" "$BIN/examples/webhook_load" "$addr" "$HOOK" "$burst" 4 \
+                $((100 + s)) $((NEXT + (b - 1) * burst)) > /dev/null &
+            loads+=($!)
+        done
+        wait "${loads[@]}"
+        # The next burst a second after this one started.
+        sleep "$(awk -v t0="$t0" -v b="$b" -v t="$(now)" 'BEGIN { d = t0 + b - t; print (d > 0 ? d : 0) }')"
     done
-    wait "${loads[@]}"
     t1=$(now)
     during=$(runs)
     total=$((per * SUBS))
@@ -84,6 +92,7 @@ listen "$slow"; SB=$SERVER
 sleep 1
 killed=$(now)
 kill -KILL "$SA"
+{ wait "$SA"; } 2>/dev/null || true
 for _ in $(seq 1200); do [ -s "$WORK/rerun" ] && break; sleep 0.05; done
 awk -v k="$killed" -v r="$(cat "$WORK/rerun" 2>/dev/null || echo 0)" \
     'BEGIN { if (r == 0) print "takeover: no re-run within 60 s"; else printf "takeover: the marked re-run started %.2f s after the SIGKILL\n", r - k }'

@@ -274,6 +274,10 @@ struct Shared {
 /// Events one claim leases per subscription, run in order by one lane.
 const LANE_BATCH: usize = 16;
 
+/// How long a claim that started nothing waits before a stored event may trigger the
+/// next.
+const CLAIM_PAUSE: Duration = Duration::from_millis(100);
+
 /// The event ids of the running lanes, whose leases the heartbeat renews.
 type Leased = Arc<std::sync::Mutex<HashSet<i64>>>;
 
@@ -323,8 +327,9 @@ async fn dispatch(
                 sinks: bits,
                 now_ms: store::now_ms(),
                 lease_ms,
-                limit: lanes_max,
+                limit: lanes_max - lanes.len(),
                 per_subscription: LANE_BATCH,
+                busy: busy.values().cloned().collect(),
             };
             for (subscription, events) in
                 by_subscription(store.claim(claim).await.unwrap_or_default())
@@ -357,11 +362,20 @@ async fn dispatch(
                 None => Duration::from_secs(1),
             }
         };
+        // A claim that found nothing to start is not retried on every stored event
+        // (hundreds a second while busy lanes hold every due subscription): a new event
+        // waits at most CLAIM_PAUSE, an ended lane not at all.
+        let woken = async {
+            wake.notified().await;
+            if started == 0 {
+                tokio::time::sleep(CLAIM_PAUSE).await;
+            }
+        };
         tokio::select! {
             Some(done) = lanes.join_next_with_id(), if !lanes.is_empty() => {
                 busy.remove(&done.map_or_else(|e| e.id(), |(id, ())| id));
             }
-            _ = wake.notified() => {}
+            () = woken => {}
             _ = tokio::time::sleep(wait) => {}
             _ = stop.changed() => {}
         }

@@ -1053,6 +1053,7 @@ async fn claims_give_each_subscription_to_one_claimant_in_order_and_renewed_leas
         lease_ms: 1_000,
         limit: 10,
         per_subscription: 10,
+        busy: Vec::new(),
     };
     let heads = |events: Vec<super::store::StoredEvent>| -> Vec<(String, String)> {
         events
@@ -1084,6 +1085,13 @@ async fn claims_give_each_subscription_to_one_claimant_in_order_and_renewed_leas
         .await
         .expect("renew");
     let b = heads(store.claim(claim("B", now + 2_000)).await.expect("claim"));
+    assert_eq!(b, [("b".into(), "1".into())]);
+    // Every lease long gone: a claimant busy with a already is given only b.
+    let busy = Claim {
+        busy: vec!["a".into()],
+        ..claim("A", now + 120_000)
+    };
+    let b = heads(store.claim(busy).await.expect("claim"));
     assert_eq!(b, [("b".into(), "1".into())]);
     store.close().await.expect("close");
 }

@@ -421,6 +421,9 @@ pub struct Claim {
     pub limit: usize,
     /// At most this many events of each (its oldest due ones, in order).
     pub per_subscription: usize,
+    /// Subscriptions the claimant is handing on already: not claimed again (their
+    /// events wait for its lane to end), so a claim leases only what starts at once.
+    pub busy: Vec<String>,
 }
 
 /// A hand-off result to record; it ends the claimant's lease.

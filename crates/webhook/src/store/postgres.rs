@@ -547,6 +547,7 @@ impl EventStore for PgStore {
                           AND subscription_id IN (
                             SELECT subscription_id FROM webhook_events
                             WHERE verified AND handed_off = ANY($3) AND next_attempt_ms <= $4
+                              AND NOT (subscription_id = ANY($7))
                             GROUP BY subscription_id
                             HAVING bool_and(lease_until_ms <= $4 OR lease_owner = $1)
                             ORDER BY min(id) LIMIT $5)) lanes
@@ -565,6 +566,7 @@ impl EventStore for PgStore {
                         &claim.now_ms,
                         &limit_i64(claim.limit),
                         &limit_i64(claim.per_subscription),
+                        &claim.busy,
                     ],
                 )
                 .await

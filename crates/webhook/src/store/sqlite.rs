@@ -938,6 +938,7 @@ fn apply(
                         FROM events
                         WHERE {due} AND subscription_id IN (
                             SELECT subscription_id FROM events WHERE {due}
+                              AND subscription_id NOT IN (SELECT value FROM json_each(?5))
                             GROUP BY subscription_id
                             HAVING sum(lease_until_ms > ?1 AND lease_owner IS NOT ?2) = 0
                             ORDER BY min(id) LIMIT ?3))
@@ -951,7 +952,8 @@ fn apply(
                     claim.now_ms,
                     claim.owner,
                     limit_i64(claim.limit),
-                    limit_i64(claim.per_subscription)
+                    limit_i64(claim.per_subscription),
+                    serde_json::to_string(&claim.busy).unwrap_or_else(|_| "[]".into())
                 ],
                 event_row,
             )?;

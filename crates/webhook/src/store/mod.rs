@@ -636,6 +636,29 @@ mod tests {
     }
 
     #[test]
+    fn stranger_fields_are_cut_at_a_character_boundary_with_a_marker() {
+        let cases: [(String, Option<&str>); 4] = [
+            ("BLOCK_PERIOD".into(), None),
+            ("x".repeat(STRANGER_FIELD_MAX), None),
+            ("x".repeat(STRANGER_FIELD_MAX + 1), Some("…[+33 bytes]")),
+            // 3-byte characters: the cut may not split one.
+            ("€".repeat(200), Some("…[+378 bytes]")),
+        ];
+        for (text, marker) in cases {
+            let cut = bounded(text.clone());
+            assert!(cut.len() <= STRANGER_FIELD_MAX, "{} bytes", cut.len());
+            match marker {
+                None => assert_eq!(cut, text),
+                Some(m) => {
+                    assert!(cut.ends_with(m), "{cut}");
+                    let kept = cut.strip_suffix(m).expect("marker");
+                    assert!(text.starts_with(kept));
+                }
+            }
+        }
+    }
+
+    #[test]
     fn limits_keep_verified_bodies_and_bound_the_rest() {
         let limits = Limits {
             unverified_rows: 2,

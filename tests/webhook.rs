@@ -1495,11 +1495,13 @@ fn webhook_commands_print_no_secret() {
     assert_eq!(outputs.len(), 10);
 }
 
-/// A forged and a genuine delivery for a subscription whose signing key is not written
-/// yet (they raced `webhook create`), then the key, then one more genuine delivery:
-/// the genuine ones are verified and handed off, the forged one is never verified and
-/// never handed off. Removing the signature check from the store's re-verification
-/// (`reverify` in `store/sqlite.rs` or `store/postgres.rs`) fails this on that store.
+/// After strangers filled the unverified quota (1,000 forged deliveries, and each again:
+/// a repeat spends nothing), a forged and a genuine delivery for a subscription whose
+/// signing key is not written yet (they raced `webhook create`), then the key, then one
+/// more genuine delivery: the genuine ones are verified and handed off, the forged one
+/// is never verified and never handed off. Removing the signature check from the store's
+/// re-verification (`reverify` in `store/sqlite.rs` or `store/postgres.rs`), or the
+/// "no signing key" quota of its own, fails this on that store.
 fn forged_before_the_key_is_never_verified(dir: &Dir, store: &str) {
     const NEW_KEY: &str = "key-of-subscription-8";
     let keys = write_keys(dir);
@@ -1526,6 +1528,17 @@ fn forged_before_the_key_is_never_verified(dir: &Dir, store: &str) {
         .expect("post");
         assert_eq!(report.ok(), deliveries.len(), "{:?}", report.statuses);
     };
+    // The strangers' flood: forged deliveries of subscription 41, each twice.
+    let flood = load::run(
+        &spec(listener.addr, 2_000),
+        &|i| {
+            let body = block_period_delivery("41", (i % 1_000) as u64 + 1);
+            (body, Some("0xforged".to_owned()))
+        },
+        None,
+    )
+    .expect("flood");
+    assert_eq!(flood.ok(), 2_000, "{:?}", flood.statuses);
     // Seq 1 forged (signed with another key), seq 2 genuine: both stored, unverified.
     post(vec![delivery(1, "not-the-key"), delivery(2, NEW_KEY)]);
     add_key(&keys, "8", NEW_KEY);

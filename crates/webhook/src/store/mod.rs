@@ -306,6 +306,38 @@ impl Kept {
         }
     }
 
+    /// `recount` (taken from the store while deliveries kept arriving) plus what was
+    /// admitted since `before` (the totals when the recount began): admissions that raced
+    /// the recount are counted, some maybe twice, so the limits err on the side of
+    /// keeping less, never more.
+    pub(crate) fn rebase(&mut self, before: Kept, recount: Kept) {
+        let f = |now: u64, then: u64, counted: u64| counted + now.saturating_sub(then);
+        *self = Kept {
+            unverified_rows: f(
+                self.unverified_rows,
+                before.unverified_rows,
+                recount.unverified_rows,
+            ),
+            unverified_bytes: f(
+                self.unverified_bytes,
+                before.unverified_bytes,
+                recount.unverified_bytes,
+            ),
+            quarantine_rows: f(
+                self.quarantine_rows,
+                before.quarantine_rows,
+                recount.quarantine_rows,
+            ),
+            quarantine_bytes: f(
+                self.quarantine_bytes,
+                before.quarantine_bytes,
+                recount.quarantine_bytes,
+            ),
+            no_key_rows: f(self.no_key_rows, before.no_key_rows, recount.no_key_rows),
+            no_key_bytes: f(self.no_key_bytes, before.no_key_bytes, recount.no_key_bytes),
+        };
+    }
+
     /// Gives back what [`Kept::admit`] counted for a delivery that added no row (a
     /// duplicate or a retry): only bodies actually kept spend the limits.
     pub(crate) fn refund(&mut self, limits: &Limits, kind: &IncomingKind, len: usize) {
@@ -656,6 +688,34 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_recount_is_rebased_on_what_was_admitted_meanwhile() {
+        // 10 rows kept when the recount began, 3 more admitted while it ran; the store,
+        // pruned, holds 4 (maybe counting some of the 3): 4 + 3, never fewer.
+        let before = Kept {
+            unverified_rows: 10,
+            ..Kept::default()
+        };
+        let mut now = Kept {
+            unverified_rows: 13,
+            quarantine_rows: 2,
+            ..Kept::default()
+        };
+        let recount = Kept {
+            unverified_rows: 4,
+            ..Kept::default()
+        };
+        now.rebase(before, recount);
+        assert_eq!((now.unverified_rows, now.quarantine_rows), (7, 2));
+        // A refund meanwhile (fewer than before) adds nothing.
+        let mut refunded = Kept {
+            unverified_rows: 9,
+            ..Kept::default()
+        };
+        refunded.rebase(before, recount);
+        assert_eq!(refunded.unverified_rows, 4);
     }
 
     #[test]

@@ -860,6 +860,9 @@ impl EventStore for PgStore {
             let cutoff = super::now_ms()
                 .saturating_sub(i64::try_from(retention.max_age.as_millis()).unwrap_or(i64::MAX));
             let keep = i64::try_from(retention.max_rows).unwrap_or(i64::MAX);
+            // Inserts go on meanwhile (the writer is not this connection's): the recount
+            // below is rebased on what they admitted since.
+            let before = *self.kept.lock().unwrap_or_else(|p| p.into_inner());
             let unverified = self
                 .client
                 .execute(
@@ -880,9 +883,12 @@ impl EventStore for PgStore {
                 )
                 .await
                 .map_err(|e| self.pg(e))?;
-            // What was freed may be kept again (by this replica: each counts its own).
-            let kept = kept_so_far(&self.client).await.map_err(|e| self.pg(e))?;
-            *self.kept.lock().unwrap_or_else(|p| p.into_inner()) = kept;
+            // What was freed may be kept again.
+            let recount = kept_so_far(&self.client).await.map_err(|e| self.pg(e))?;
+            self.kept
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .rebase(before, recount);
             Ok(Pruned {
                 unverified,
                 quarantined,

@@ -176,15 +176,16 @@ impl Listening {
         (summary, before)
     }
 
-    /// SIGTERM without reading stdout meanwhile; fails unless it exits 0 within `bound`.
+    /// `signal` (TERM, INT) without reading stdout meanwhile; fails unless it exits 0
+    /// within `bound`.
     /// Returns what it printed after the first line, each line strict JSON.
-    fn terminate_within(mut self, bound: Duration) -> Vec<Value> {
+    fn terminate_within(mut self, signal: &str, bound: Duration) -> Vec<Value> {
         let pid = self.child.id().to_string();
         let sent = Instant::now();
         let status = std::process::Command::new("kill")
-            .args(["-TERM", &pid])
+            .args([&format!("-{signal}"), &pid])
             .status()
-            .expect("kill -TERM");
+            .expect("kill");
         assert!(status.success());
         let exit = loop {
             if let Some(exit) = self.child.try_wait().expect("try_wait") {
@@ -431,40 +432,51 @@ bctest!(
     }
 );
 
+/// Its line per delivery goes to a pipe nobody reads: 5,000 lines are far more than the
+/// pipe (64 KiB) and the printing queue hold, so the printer is stuck in a write when
+/// `signal` comes, mid-load. Waiting for stdout on the way out (joining the printer, or
+/// writing the summary unbounded) fails this.
+fn stops_within_seconds_whatever_stdout_does(dir: &Dir, signal: &str) {
+    let keys = write_keys(dir);
+    let store = dir.join("events.sqlite");
+    let listener = Listening::start(dir, "127.0.0.1:0", &store, &keys, &[]);
+    let (report, lines) = load_until(listener.addr, 5_000, 4_000, || {
+        listener.terminate_within(signal, Duration::from_secs(5))
+    });
+    // Whatever reached the pipe is whole lines; a summary, if it got through, counts the
+    // lines dropped.
+    if let Some(summary) = lines.iter().find(|l| l.get("stopped").is_some()) {
+        assert!(summary["notPrinted"].as_u64() > Some(0), "{summary}");
+    }
+    let acked: Vec<usize> = (0..report.requests).filter(|&i| report.acked[i]).collect();
+    assert!(acked.len() >= 4_000, "only {} acked", acked.len());
+    let seqs: BTreeSet<String> = stored_events(dir, &store)
+        .iter()
+        .map(|e| e["sequenceNumber"].as_str().expect("seq").to_owned())
+        .collect();
+    let lost: Vec<usize> = acked
+        .iter()
+        .copied()
+        .filter(|&i| !seqs.contains(&(i + 1).to_string()))
+        .collect();
+    assert!(
+        lost.is_empty(),
+        "{} answered 200 but not stored: {lost:?}",
+        lost.len()
+    );
+}
+
 bctest!(
     sigterm_stops_a_listener_whose_stdout_nobody_reads,
     |dir: Dir, _cmd: TestCommand| {
-        // Its line per delivery goes to a pipe nobody reads: 5,000 lines are far more
-        // than the pipe (64 KiB) and the printing queue hold, so the printer is stuck in a
-        // write when SIGTERM comes, mid-load. Waiting for stdout on the way out (joining
-        // the printer, or writing the summary unbounded) fails this.
-        let keys = write_keys(&dir);
-        let store = dir.join("events.sqlite");
-        let listener = Listening::start(&dir, "127.0.0.1:0", &store, &keys, &[]);
-        let (report, lines) = load_until(listener.addr, 5_000, 4_000, || {
-            listener.terminate_within(Duration::from_secs(5))
-        });
-        // Whatever reached the pipe is whole lines; a summary, if it got through, counts
-        // the lines dropped.
-        if let Some(summary) = lines.iter().find(|l| l.get("stopped").is_some()) {
-            assert!(summary["notPrinted"].as_u64() > Some(0), "{summary}");
-        }
-        let acked: Vec<usize> = (0..report.requests).filter(|&i| report.acked[i]).collect();
-        assert!(acked.len() >= 4_000, "only {} acked", acked.len());
-        let seqs: BTreeSet<String> = stored_events(&dir, &store)
-            .iter()
-            .map(|e| e["sequenceNumber"].as_str().expect("seq").to_owned())
-            .collect();
-        let lost: Vec<usize> = acked
-            .iter()
-            .copied()
-            .filter(|&i| !seqs.contains(&(i + 1).to_string()))
-            .collect();
-        assert!(
-            lost.is_empty(),
-            "{} answered 200 but not stored: {lost:?}",
-            lost.len()
-        );
+        stops_within_seconds_whatever_stdout_does(&dir, "TERM");
+    }
+);
+
+bctest!(
+    sigint_stops_a_listener_whose_stdout_nobody_reads,
+    |dir: Dir, _cmd: TestCommand| {
+        stops_within_seconds_whatever_stdout_does(&dir, "INT");
     }
 );
 

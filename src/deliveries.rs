@@ -7,10 +7,18 @@
 //! blocks never holds up an answer. Every field that came from the delivery is escaped
 //! before it is printed, in JSON too, so a forged one can neither drive the terminal nor
 //! fake a marker.
+//!
+//! Stopping never waits on stdout for longer than a bound ([`Printer::finish`],
+//! [`line_within`]): a consumer that stopped reading (a stalled pipe, a full journald
+//! socket) would otherwise hold SIGTERM off for as long as it stalls. What is still
+//! queued then is dropped and counted. A line is written whole or not at all (one
+//! write of under `PIPE_BUF` bytes to a pipe is atomic), so a reader never sees a torn
+//! JSON line.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::time::Duration;
 
 use bridgectl_webhook::listener::{Delivery, OnDelivery};
 use bridgectl_webhook::store::{IncomingKind, Outcome, Verification};
@@ -21,48 +29,79 @@ use crate::output;
 /// Reports queued for the printing thread; past this many, reports are dropped.
 const QUEUE: usize = 4096;
 
+/// How many reports were queued, printed and dropped: what was not printed is the
+/// dropped ones plus the queued ones never printed, whenever the thread was given up on.
+#[derive(Default)]
+struct Tally {
+    queued: AtomicU64,
+    printed: AtomicU64,
+    dropped: AtomicU64,
+}
+
+impl Tally {
+    fn not_printed(&self) -> u64 {
+        let queued = self.queued.load(Ordering::Relaxed);
+        let printed = self.printed.load(Ordering::Relaxed);
+        self.dropped.load(Ordering::Relaxed) + queued.saturating_sub(printed)
+    }
+}
+
 /// The printing thread and the queue to it.
 pub struct Printer {
     queue: SyncSender<Option<Delivery>>,
-    dropped: Arc<AtomicU64>,
-    thread: std::thread::JoinHandle<()>,
+    tally: Arc<Tally>,
+    /// Closed (every sender gone) when the thread ends.
+    ended: Receiver<()>,
 }
 
 impl Printer {
     /// Starts the thread that prints one line per delivery (JSON with `json`).
     pub fn start(json: bool) -> Printer {
         let (queue, rx) = sync_channel(QUEUE);
-        let thread = std::thread::spawn(move || print_all(&rx, json));
+        let (end, ended) = sync_channel(0);
+        let tally = Arc::new(Tally::default());
+        let counts = tally.clone();
+        // Detached: a thread blocked in a write to a stalled stdout must not hold up the
+        // exit, and nothing joins it.
+        std::thread::spawn(move || {
+            print_all(&rx, json, &counts);
+            drop(end);
+        });
         Printer {
             queue,
-            dropped: Arc::default(),
-            thread,
+            tally,
+            ended,
         }
     }
 
     /// The listener's callback: queues the report, or counts it as dropped.
     pub fn hook(&self) -> OnDelivery {
         let queue = self.queue.clone();
-        let dropped = self.dropped.clone();
+        let tally = self.tally.clone();
         OnDelivery::new(move |delivery| {
+            // Counted before it is sent, so the thread never prints more than was queued.
+            tally.queued.fetch_add(1, Ordering::Relaxed);
             if queue.try_send(Some(delivery)).is_err() {
-                dropped.fetch_add(1, Ordering::Relaxed);
+                tally.queued.fetch_sub(1, Ordering::Relaxed);
+                tally.dropped.fetch_add(1, Ordering::Relaxed);
             }
         })
     }
 
-    /// Prints what is queued, ends the thread, and returns how many reports were
-    /// dropped (stdout too slow, or closed).
-    pub fn finish(self) -> u64 {
+    /// Prints what is queued for at most `bound`, then gives up on the thread (left
+    /// blocked on stdout if it is, to die with the process), and returns how many
+    /// reports were not printed: dropped while running, still queued, or stdout closed.
+    pub fn finish(self, bound: Duration) -> u64 {
         // The end marker queues behind every report, so each line is out before the
-        // summary that follows.
-        let _ = self.queue.send(None);
-        let _ = self.thread.join();
-        self.dropped.load(Ordering::Relaxed)
+        // summary that follows; a full queue means the thread is behind, and the bound
+        // decides.
+        let _ = self.queue.try_send(None);
+        let _ = self.ended.recv_timeout(bound);
+        self.tally.not_printed()
     }
 }
 
-fn print_all(rx: &Receiver<Option<Delivery>>, json: bool) {
+fn print_all(rx: &Receiver<Option<Delivery>>, json: bool, tally: &Tally) {
     while let Ok(Some(delivery)) = rx.recv() {
         let text = if json {
             json!({ "delivery": delivery_json(&delivery) }).to_string()
@@ -73,7 +112,20 @@ fn print_all(rx: &Receiver<Option<Delivery>>, json: bool) {
         if output::line(text).is_err() {
             return;
         }
+        tally.printed.fetch_add(1, Ordering::Relaxed);
     }
+}
+
+/// Prints `text` as a line on stdout from a thread of its own and waits at most `bound`
+/// for it: whether it was written. The last line of a command that must exit whatever
+/// its reader does (the listener's summary); a line not written by then is dropped with
+/// the process.
+pub fn line_within(text: String, bound: Duration) -> bool {
+    let (done, written) = sync_channel(1);
+    std::thread::spawn(move || {
+        let _ = done.send(output::line(text).is_ok());
+    });
+    written.recv_timeout(bound).unwrap_or(false)
 }
 
 /// Whether storing it found it stored already.

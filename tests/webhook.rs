@@ -176,6 +176,37 @@ impl Listening {
         (summary, before)
     }
 
+    /// `signal` (TERM, INT) without reading stdout meanwhile; fails unless it exits 0
+    /// within `bound`.
+    /// Returns what it printed after the first line, each line strict JSON.
+    fn terminate_within(mut self, signal: &str, bound: Duration) -> Vec<Value> {
+        let pid = self.child.id().to_string();
+        let sent = Instant::now();
+        let status = std::process::Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .expect("kill");
+        assert!(status.success());
+        let exit = loop {
+            if let Some(exit) = self.child.try_wait().expect("try_wait") {
+                break exit;
+            }
+            assert!(
+                sent.elapsed() < bound,
+                "still running {bound:?} after SIGTERM:\n{}",
+                std::fs::read_to_string(&self.stderr).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(exit.success(), "listener exited with {exit}");
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut self.stdout, &mut rest).expect("read stdout");
+        self.scan_leftovers();
+        rest.lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("torn line ({e}): {l:?}")))
+            .collect()
+    }
+
     fn kill9(mut self) {
         self.child.kill().expect("kill -9");
         let _ = self.child.wait();
@@ -207,6 +238,27 @@ fn stored_events(dir: &Dir, store: impl AsRef<std::ffi::OsStr>) -> Vec<Value> {
         Value::Array(v) => v,
         other => panic!("events --json is not an array: {other}"),
     }
+}
+
+/// Posts `requests` signed deliveries to `addr` from 64 connections and runs `then` once
+/// `acked` of them are answered 200, while the rest are still being sent.
+fn load_until<T>(
+    addr: SocketAddr,
+    requests: usize,
+    acked: usize,
+    then: impl FnOnce() -> T,
+) -> (load::LoadReport, T) {
+    let progress = Progress::default();
+    std::thread::scope(|s| {
+        let load = s.spawn(|| load::run(&spec(addr, requests), &signed, Some(&progress)));
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while progress.ok.load(Ordering::Relaxed) < acked {
+            assert!(Instant::now() < deadline, "load made no progress");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let after = then();
+        (load.join().expect("load thread").expect("load"), after)
+    })
 }
 
 fn spec(addr: SocketAddr, requests: usize) -> LoadSpec {
@@ -380,6 +432,54 @@ bctest!(
     }
 );
 
+/// Its line per delivery goes to a pipe nobody reads: 5,000 lines are far more than the
+/// pipe (64 KiB) and the printing queue hold, so the printer is stuck in a write when
+/// `signal` comes, mid-load. Waiting for stdout on the way out (joining the printer, or
+/// writing the summary unbounded) fails this.
+fn stops_within_seconds_whatever_stdout_does(dir: &Dir, signal: &str) {
+    let keys = write_keys(dir);
+    let store = dir.join("events.sqlite");
+    let listener = Listening::start(dir, "127.0.0.1:0", &store, &keys, &[]);
+    let (report, lines) = load_until(listener.addr, 5_000, 4_000, || {
+        listener.terminate_within(signal, Duration::from_secs(5))
+    });
+    // Whatever reached the pipe is whole lines; a summary, if it got through, counts the
+    // lines dropped.
+    if let Some(summary) = lines.iter().find(|l| l.get("stopped").is_some()) {
+        assert!(summary["notPrinted"].as_u64() > Some(0), "{summary}");
+    }
+    let acked: Vec<usize> = (0..report.requests).filter(|&i| report.acked[i]).collect();
+    assert!(acked.len() >= 4_000, "only {} acked", acked.len());
+    let seqs: BTreeSet<String> = stored_events(dir, &store)
+        .iter()
+        .map(|e| e["sequenceNumber"].as_str().expect("seq").to_owned())
+        .collect();
+    let lost: Vec<usize> = acked
+        .iter()
+        .copied()
+        .filter(|&i| !seqs.contains(&(i + 1).to_string()))
+        .collect();
+    assert!(
+        lost.is_empty(),
+        "{} answered 200 but not stored: {lost:?}",
+        lost.len()
+    );
+}
+
+bctest!(
+    sigterm_stops_a_listener_whose_stdout_nobody_reads,
+    |dir: Dir, _cmd: TestCommand| {
+        stops_within_seconds_whatever_stdout_does(&dir, "TERM");
+    }
+);
+
+bctest!(
+    sigint_stops_a_listener_whose_stdout_nobody_reads,
+    |dir: Dir, _cmd: TestCommand| {
+        stops_within_seconds_whatever_stdout_does(&dir, "INT");
+    }
+);
+
 bctest!(
     listen_on_a_busy_port_says_why_once,
     |dir: Dir, mut cmd: TestCommand| {
@@ -403,18 +503,7 @@ bctest!(
         let keys = write_keys(&dir);
         let store = dir.join("events.sqlite");
         let listener = Listening::start(&dir, "127.0.0.1:0", &store, &keys, &[]);
-        let addr = listener.addr;
-        let progress = Progress::default();
-        let report = std::thread::scope(|s| {
-            let load = s.spawn(|| load::run(&spec(addr, 10_000), &signed, Some(&progress)));
-            let deadline = Instant::now() + Duration::from_secs(120);
-            while progress.ok.load(Ordering::Relaxed) < 3_000 {
-                assert!(Instant::now() < deadline, "load made no progress");
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            listener.kill9();
-            load.join().expect("load thread").expect("load")
-        });
+        let (report, ()) = load_until(listener.addr, 10_000, 3_000, || listener.kill9());
         let acked: Vec<usize> = (0..report.requests).filter(|&i| report.acked[i]).collect();
         assert!(acked.len() >= 3_000, "only {} acked", acked.len());
         assert!(
@@ -462,6 +551,69 @@ bctest!(
         assert_eq!(retry.ok(), unacked.len());
         listener.stop();
         assert_eq!(stored_events(&dir, &store).len(), 10_000);
+    }
+);
+
+bctest!(
+    a_killed_replicas_exec_child_dies_with_it_and_the_event_reruns_marked,
+    |dir: Dir, _cmd: TestCommand| {
+        let keys = write_keys(&dir);
+        let store = dir.join("events.sqlite");
+        let runs = dir.join("runs.txt");
+        let pids = dir.join("pids.txt");
+        // Each run records (sequence, rerun, bytes on stdin); A's runs then start a
+        // grandchild that sleeps, and wait for it.
+        let record = format!(
+            "n=$(wc -c); echo \"$BRIDGECTL_SEQUENCE_NUMBER $BRIDGECTL_RERUN $n\" >> {}",
+            runs.display()
+        );
+        let sleeping = format!(
+            "{record}; sleep 30 & echo \"$$ $!\" >> {}; wait",
+            pids.display()
+        );
+        let a = Listening::start(&dir, "127.0.0.1:0", &store, &keys, &["--exec", &sleeping]);
+        let report = load::run(&spec(a.addr, 1), &signed, None).expect("load");
+        assert_eq!(report.ok(), 1);
+        let running = || -> Vec<u32> {
+            std::fs::read_to_string(&pids)
+                .unwrap_or_default()
+                .split_whitespace()
+                .map(|p| p.parse().expect("pid"))
+                .collect()
+        };
+        wait_for("the --exec child to run", 30, || running().len() == 2);
+        a.kill9();
+        let killed = Instant::now();
+        // The command's shell and the sleep it started: gone within a second.
+        while !running()
+            .into_iter()
+            .all(bridgectl_sandbox::anvil::process_is_gone)
+        {
+            assert!(
+                killed.elapsed() < Duration::from_secs(1),
+                "orphans still running after the replica's SIGKILL: {:?}",
+                running()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+
+        // The restart takes the event over once A's lease ends, and runs it marked.
+        let b = Listening::start(&dir, "127.0.0.1:0", &store, &keys, &["--exec", &record]);
+        let body_len = signed(0).0.len();
+        let lines = || -> Vec<String> {
+            std::fs::read_to_string(&runs)
+                .unwrap_or_default()
+                .lines()
+                .map(str::to_owned)
+                .collect()
+        };
+        wait_for("the marked re-run", 30, || lines().len() >= 2);
+        b.stop();
+        assert_eq!(
+            lines(),
+            [format!("1 0 {body_len}"), format!("1 1 {body_len}")],
+            "one unmarked run, then one marked re-run, each with the whole body"
+        );
     }
 );
 
@@ -1355,11 +1507,13 @@ fn webhook_commands_print_no_secret() {
     assert_eq!(outputs.len(), 10);
 }
 
-/// A forged and a genuine delivery for a subscription whose signing key is not written
-/// yet (they raced `webhook create`), then the key, then one more genuine delivery:
-/// the genuine ones are verified and handed off, the forged one is never verified and
-/// never handed off. Removing the signature check from the store's re-verification
-/// (`reverify` in `store/sqlite.rs` or `store/postgres.rs`) fails this on that store.
+/// After strangers filled the unverified quota (1,000 forged deliveries, and each again:
+/// a repeat spends nothing), a forged and a genuine delivery for a subscription whose
+/// signing key is not written yet (they raced `webhook create`), then the key, then one
+/// more genuine delivery: the genuine ones are verified and handed off, the forged one
+/// is never verified and never handed off. Removing the signature check from the store's
+/// re-verification (`reverify` in `store/sqlite.rs` or `store/postgres.rs`), or the
+/// "no signing key" quota of its own, fails this on that store.
 fn forged_before_the_key_is_never_verified(dir: &Dir, store: &str) {
     const NEW_KEY: &str = "key-of-subscription-8";
     let keys = write_keys(dir);
@@ -1386,6 +1540,17 @@ fn forged_before_the_key_is_never_verified(dir: &Dir, store: &str) {
         .expect("post");
         assert_eq!(report.ok(), deliveries.len(), "{:?}", report.statuses);
     };
+    // The strangers' flood: forged deliveries of subscription 41, each twice.
+    let flood = load::run(
+        &spec(listener.addr, 2_000),
+        &|i| {
+            let body = block_period_delivery("41", (i % 1_000) as u64 + 1);
+            (body, Some("0xforged".to_owned()))
+        },
+        None,
+    )
+    .expect("flood");
+    assert_eq!(flood.ok(), 2_000, "{:?}", flood.statuses);
     // Seq 1 forged (signed with another key), seq 2 genuine: both stored, unverified.
     post(vec![delivery(1, "not-the-key"), delivery(2, NEW_KEY)]);
     add_key(&keys, "8", NEW_KEY);

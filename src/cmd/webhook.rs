@@ -27,7 +27,7 @@ use bridgectl_webhook::keys::{KeyEntry, KeyFile};
 use bridgectl_webhook::listener::{
     DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, Listener, ListenerConfig, Timeouts,
 };
-use bridgectl_webhook::store::{EventStore, Gap, Quarantined, StoreSpec, StoredEvent};
+use bridgectl_webhook::store::{EventStore, Gap, Quarantined, Retention, StoreSpec, StoredEvent};
 use bridgectl_webhook::{Error as WebhookError, networks};
 use clap::{Args, Subcommand};
 use secrecy::SecretString;
@@ -247,16 +247,28 @@ pub struct ListenArgs {
     /// against your records, never drop it.
     #[arg(long, value_name = "CMD")]
     pub exec: Option<String>,
-    /// Seconds one --exec run may take, writing its stdin included.
+    /// Seconds one --exec run may take; then its process group is killed.
     #[arg(long, default_value_t = bridgectl_webhook::handoff::EXEC_TIMEOUT.as_secs_f64(), value_name = "SECS")]
     pub exec_timeout: f64,
     /// POST each verified event to URL; retried until it answers 2xx. Headers
     /// x-bridgectl-subscription-id and x-bridgectl-sequence-number identify the event
     /// (dedupe on them); x-bridgectl-attempt and x-bridgectl-rerun: 1 mark a re-run.
+    /// A redirect is a failed attempt, never followed; no proxy is used for plain http;
+    /// errors and the store name the URL by scheme, host and port only.
     #[arg(long, value_name = "URL")]
     pub forward: Option<String>,
-    /// Seconds a replica holds an event it is handing on before another may take it over
-    /// [default: exec timeout + 60, the forward timeout and a margin].
+    /// --exec commands run at once [default: two per core]. Events of one subscription
+    /// (one webhook) still run one at a time, in the order they were stored, across
+    /// replicas; different subscriptions run side by side.
+    #[arg(long, value_name = "N")]
+    pub exec_jobs: Option<usize>,
+    /// --forward POSTs sent at once [default: four per core]; in order per subscription
+    /// as for --exec-jobs.
+    #[arg(long, value_name = "N")]
+    pub forward_jobs: Option<usize>,
+    /// Seconds a replica holds an event without renewing its lease before another may
+    /// take it over; a live replica renews every second while it runs the event, so a
+    /// dead one's events are taken over within this [default: 5].
     #[arg(long, value_name = "SECS")]
     pub lease: Option<f64>,
     /// Check the platform's webhook list every --ensure-interval and restore the ones
@@ -276,6 +288,16 @@ pub struct ListenArgs {
     /// was stored either way.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Seconds strangers' rows (unverified events, quarantine) are kept before they are
+    /// deleted (default 7 days); checked at start and every minute. Verified events are
+    /// never deleted.
+    #[arg(long, default_value_t = Retention::default().max_age.as_secs_f64(), value_name = "SECS")]
+    pub stranger_max_age: f64,
+    /// Rows of strangers kept per table (unverified events; quarantine): past it the
+    /// oldest are deleted. Each such row holds at most 256 bytes per string field, and
+    /// only the first 1,000 (16 MiB) keep their body.
+    #[arg(long, default_value_t = Retention::default().max_rows, value_name = "N")]
+    pub stranger_max_rows: u64,
     /// The web3 API, for --ensure.
     #[command(flatten)]
     pub web3: Web3Api,
@@ -667,6 +689,10 @@ async fn delete(global: &GlobalOpts, args: IdArgs) -> anyhow::Result<()> {
     }
 }
 
+/// How long a stopping listener waits for stdout, once for the queued delivery lines and
+/// once for the summary: a reader that stopped reading must not hold off SIGTERM.
+const STOP_PRINTING: Duration = Duration::from_secs(1);
+
 async fn listen(global: &GlobalOpts, args: ListenArgs) -> anyhow::Result<()> {
     let store = store_spec(&args.store)?;
     let keys = keys_path(&args.keys)?;
@@ -683,10 +709,20 @@ async fn listen(global: &GlobalOpts, args: ListenArgs) -> anyhow::Result<()> {
         forward: args.forward.clone(),
     };
     config.handoff = HandoffOptions::new(secs("exec-timeout", args.exec_timeout)?);
+    config.retention = Retention {
+        max_age: secs("stranger-max-age", args.stranger_max_age)?,
+        max_rows: args.stranger_max_rows,
+    };
     let printer = (!args.quiet).then(|| crate::deliveries::Printer::start(global.json));
     config.on_delivery = printer.as_ref().map(crate::deliveries::Printer::hook);
     if let Some(lease) = args.lease {
         config.handoff.lease = secs("lease", lease)?;
+    }
+    if let Some(jobs) = args.exec_jobs {
+        config.handoff.exec_jobs = jobs;
+    }
+    if let Some(jobs) = args.forward_jobs {
+        config.handoff.forward_jobs = jobs;
     }
     // The web3 client first: a missing token fails before the port is taken.
     let healer = if args.ensure {
@@ -744,13 +780,15 @@ async fn listen(global: &GlobalOpts, args: ListenArgs) -> anyhow::Result<()> {
     if let Some(task) = healing {
         task.abort();
     }
-    // Every delivery's line is out before the summary.
-    let not_printed = printer.map_or(0, crate::deliveries::Printer::finish);
+    // Every delivery's line is out before the summary, unless stdout is stalled: then
+    // the rest are dropped and counted, and the summary too is given up on after a bound,
+    // so a stop never waits on the reader.
+    let not_printed = printer.map_or(0, |p| p.finish(STOP_PRINTING));
     let stats = stats?;
     if global.json {
-        output::line(serde_json::to_string(
-            &json!({ "stopped": stats, "notPrinted": not_printed }),
-        )?)
+        let line = serde_json::to_string(&json!({ "stopped": stats, "notPrinted": not_printed }))?;
+        crate::deliveries::line_within(line, STOP_PRINTING);
+        Ok(())
     } else {
         output::note(format!(
             "stopped: {} stored ({} unverified), {} duplicates, {} quarantined, {} failed{}",

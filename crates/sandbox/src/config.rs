@@ -292,6 +292,10 @@ pub struct FaultConfig {
     /// Share (0..=1) of requests (submit and execute only) whose work is done and whose
     /// answer is then replaced by `502 BAD_GATEWAY`, as when a gateway loses the response.
     pub drop_after_work: f64,
+    /// Added latency in the middle of the work (submit only: after the node took the
+    /// transaction, before it is linked to its transaction action): the moment a client
+    /// that disconnects must not cut the submission short.
+    pub latency_mid_work_ms: u64,
     /// Requests wait, already in the request log and before any work, until the route's
     /// hold is lifted (a `set_fault` without `hold`): a test can act at the exact moment
     /// a request has reached the platform, without guessing a latency.

@@ -24,8 +24,8 @@ use bridgectl_webhook::listener::{
     DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, ListenerState, Timeouts, router, serve,
 };
 use bridgectl_webhook::store::{
-    Claim, Counts, EventStore, Gap, HandoffRecord, Incoming, Outcome, Quarantined, StoreFuture,
-    StoredEvent,
+    Claim, Counts, EventStore, Gap, HandoffRecord, Incoming, Outcome, Pruned, Quarantined,
+    Retention, StoreFuture, StoredEvent,
 };
 
 /// Answers every insert "stored" at once and keeps nothing.
@@ -54,6 +54,9 @@ impl EventStore for NullStore {
     fn release(&self, _: &str) -> StoreFuture<'_, ()> {
         ready(())
     }
+    fn renew(&self, _: &str, _: Vec<i64>, _: i64) -> StoreFuture<'_, ()> {
+        ready(())
+    }
     fn next_due(&self, _: u8) -> StoreFuture<'_, Option<i64>> {
         ready(None)
     }
@@ -80,6 +83,9 @@ impl EventStore for NullStore {
     }
     fn reverify(&self, _: &str, _: SigningKey) -> StoreFuture<'_, u64> {
         ready(0)
+    }
+    fn prune(&self, _: Retention) -> StoreFuture<'_, Pruned> {
+        ready(Pruned::default())
     }
     fn close(&self) -> StoreFuture<'_, ()> {
         ready(())

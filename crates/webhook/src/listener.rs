@@ -35,7 +35,8 @@
 //!   half-sent headers cannot hold the slots; while every slot is taken, each answer
 //!   closes its connection, so busy keep-alive connections cannot hold them either;
 //! - what strangers send (unverified events, quarantine) is kept only up to the store's
-//!   [`Limits`];
+//!   [`Limits`], each string field of theirs within [`store::STRANGER_FIELD_MAX`], and
+//!   their rows are deleted past the [`Retention`] (age, rows);
 //! - at most one body per connection is in memory, and the store's queue is bounded.
 
 use std::future::Future;
@@ -61,7 +62,7 @@ use super::handoff::{self, HandoffOptions, Sinks};
 use super::keys::{KeyFile, Keys, SigningKey};
 use super::signature;
 use super::store::{
-    self, EventStore, Incoming, IncomingKind, Limits, Outcome, StoreSpec, Verification,
+    self, EventStore, Incoming, IncomingKind, Limits, Outcome, Retention, StoreSpec, Verification,
 };
 
 /// The body size limit unless configured: a block-period delivery is about 2 KiB, so this
@@ -110,6 +111,8 @@ pub struct ListenerConfig {
     pub store: StoreSpec,
     /// What the store keeps of strangers' posts.
     pub limits: Limits,
+    /// How long and how many strangers' rows are kept.
+    pub retention: Retention,
     /// The signing-key file written by `webhook create`.
     pub keys: PathBuf,
     /// Largest accepted body, bytes.
@@ -166,6 +169,7 @@ impl ListenerConfig {
             path: None,
             store,
             limits: Limits::default(),
+            retention: Retention::default(),
             keys: keys.into(),
             max_body: DEFAULT_MAX_BODY,
             max_connections: DEFAULT_MAX_CONNECTIONS,
@@ -198,7 +202,8 @@ impl ListenerConfig {
                 reason: "must be above zero".into(),
             });
         }
-        self.sinks.validate()
+        self.sinks.validate()?;
+        self.handoff.validate()
     }
 }
 
@@ -525,6 +530,8 @@ fn classify(state: &ListenerState, headers: &HeaderMap, body: &Bytes) -> Incomin
     let signature = headers
         .get("x-signature")
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    // Checked in full, stored bounded unless it verified: a stranger's header or event
+    // type cannot grow a row past STRANGER_FIELD_MAX.
     let kind = match parse_delivery(body) {
         Err(reason) => IncomingKind::Quarantine { reason },
         Ok((subscription_id, sequence_number, event_type)) => {
@@ -541,6 +548,10 @@ fn classify(state: &ListenerState, headers: &HeaderMap, body: &Bytes) -> Incomin
                     }
                 },
             };
+            let event_type = match verification {
+                Verification::Valid => event_type,
+                _ => event_type.map(store::bounded),
+            };
             IncomingKind::Event {
                 subscription_id,
                 sequence_number,
@@ -549,11 +560,22 @@ fn classify(state: &ListenerState, headers: &HeaderMap, body: &Bytes) -> Incomin
             }
         }
     };
+    let verified = matches!(
+        kind,
+        IncomingKind::Event {
+            verification: Verification::Valid,
+            ..
+        }
+    );
     Incoming {
         received_at_ms: store::now_ms(),
         body: body.to_vec(),
         body_sha256,
-        signature,
+        signature: if verified {
+            signature
+        } else {
+            signature.map(store::bounded)
+        },
         kind,
     }
 }
@@ -623,6 +645,7 @@ pub struct Listener {
     timeouts: Timeouts,
     sinks: Sinks,
     handoff: HandoffOptions,
+    retention: Retention,
 }
 
 impl Listener {
@@ -660,6 +683,7 @@ impl Listener {
             timeouts: config.timeouts,
             sinks: config.sinks,
             handoff: config.handoff,
+            retention: config.retention,
         })
     }
 
@@ -691,8 +715,9 @@ impl Listener {
         self.store.clone()
     }
 
-    /// Serves until `shutdown` completes, then finishes the requests in flight, stops the
-    /// hand-off (an interrupted attempt is retried on the next start) and closes the store.
+    /// Serves until `shutdown` completes, then stops accepting, finishes the requests and
+    /// the hand-off attempt in flight within [`STOP_GRACE`] (an attempt cut short is
+    /// retried, marked, on the next start) and closes the store.
     pub async fn run(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
@@ -705,24 +730,49 @@ impl Listener {
             timeouts,
             sinks,
             handoff: options,
+            retention,
             ..
         } = self;
+        let pruner = tokio::spawn(prune_every(store.clone(), retention, PRUNE_INTERVAL));
         let (stop_tx, stop_rx) = watch::channel(false);
         let dispatcher = tokio::spawn(handoff::run(
             store.clone(),
             sinks,
             options,
             state.wake(),
-            stop_rx,
+            stop_rx.clone(),
         ));
+        // One signal stops both at once: the accept loop and the hand-off each finish
+        // what is in flight within STOP_GRACE, side by side, not one after the other.
+        let signal = tokio::spawn(async move {
+            shutdown.await;
+            let _ = stop_tx.send(true);
+        });
+        let mut serve_stop = stop_rx;
+        let stopped = async move {
+            let _ = serve_stop.wait_for(|stop| *stop).await;
+        };
         let app = router(state.clone(), timeouts.request);
-        serve(tcp, app, max_connections, timeouts.header, shutdown).await;
-        let _ = stop_tx.send(true);
+        serve(tcp, app, max_connections, timeouts.header, stopped).await;
         let _ = dispatcher.await;
+        signal.abort();
+        pruner.abort();
         let stats = state.stats();
         drop(state);
         store.close().await?;
         Ok(stats)
+    }
+}
+
+/// How often strangers' rows past the [`Retention`] are deleted.
+const PRUNE_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Prunes at once, then every `interval`; a failure waits for the next round (the rows
+/// stay a little longer, nothing else depends on it).
+async fn prune_every(store: Arc<dyn EventStore>, retention: Retention, interval: Duration) {
+    loop {
+        let _ = store.prune(retention).await;
+        tokio::time::sleep(interval).await;
     }
 }
 
@@ -746,8 +796,12 @@ fn close_when_full(
     }
 }
 
-/// How long a graceful shutdown waits for requests in flight.
-const DRAIN: Duration = Duration::from_secs(10);
+/// How long a stopping listener gives what is in flight (requests being stored, a
+/// hand-off attempt) before it drops it: short enough that SIGTERM stops it within a
+/// few seconds whatever its peers do, long enough for a commit and most runs. A request
+/// dropped unanswered is retried by the platform; a hand-off dropped mid-run runs again,
+/// marked, after the restart.
+pub const STOP_GRACE: Duration = Duration::from_secs(3);
 
 /// The accept loop: at most `max_connections` at once (the rest wait in the backlog),
 /// each with a header-read timeout that also closes idle keep-alive connections. Public
@@ -799,5 +853,5 @@ pub async fn serve(
         });
     }
     drop(tcp);
-    let _ = tokio::time::timeout(DRAIN, graceful.shutdown()).await;
+    let _ = tokio::time::timeout(STOP_GRACE, graceful.shutdown()).await;
 }

@@ -12,7 +12,10 @@ use super::keys::{KeyEntry, KeyFile, SigningKey};
 use super::listener::{Listener, ListenerConfig, Stats, Timeouts};
 use super::load::block_period_delivery;
 use super::signature::sign;
-use super::store::{EventStore, Limits, SINK_EXEC, SINK_FORWARD, SqliteStore, StoreSpec};
+use super::store::{
+    EventStore, Limits, Retention, SINK_EXEC, SINK_FORWARD, STRANGER_FIELD_MAX, SqliteStore,
+    StoreSpec,
+};
 
 const KEY: &str = "test-signing-key-7";
 
@@ -677,6 +680,7 @@ async fn ten_thousand_unsigned_posts_grow_the_store_boundedly_and_genuine_ones_p
         unverified_bytes: 4 * 1024 * 1024,
         quarantine_rows: 100,
         quarantine_bytes: 4 * 1024 * 1024,
+        ..Limits::default()
     };
     let run = start_with(c).await;
     let addr = run.addr;
@@ -782,7 +786,14 @@ async fn a_stuck_exec_is_killed_at_the_timeout_and_later_events_still_go_out() {
 async fn a_delivery_that_raced_the_key_file_is_verified_once_the_key_is_there() {
     let dir = tempfile::tempdir().expect("tempdir");
     let run = start(dir.path(), 64 * 1024, Sinks::default()).await;
-    let http = reqwest::Client::new();
+    raced_key_is_reverified(dir.path(), &run).await;
+    run.stop().await;
+}
+
+/// A genuine delivery of subscription 8 before its key is in the key file, then the key,
+/// then another: both end verified (the first re-verified).
+async fn raced_key_is_reverified(dir: &Path, run: &Running) {
+    let http = killing_client();
     let url = run.url("/hooks/s3cret");
     let key = "key-of-a-new-webhook";
     let delivery = |seq| {
@@ -793,7 +804,7 @@ async fn a_delivery_that_raced_the_key_file_is_verified_once_the_key_is_there() 
     // Delivered before `webhook create` wrote the key: stored, unverified.
     let (b, s) = delivery(1);
     assert_eq!(post(&http, &url, b, s).await.0, 200);
-    KeyFile::new(dir.path().join("keys.json"))
+    KeyFile::new(dir.join("keys.json"))
         .insert(
             "8",
             &KeyEntry::new(
@@ -806,14 +817,357 @@ async fn a_delivery_that_raced_the_key_file_is_verified_once_the_key_is_there() 
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (b, s) = delivery(2);
     assert_eq!(post(&http, &url, b, s).await.0, 200);
-    let store = SqliteStore::open_existing(dir.path().join("events.sqlite")).expect("store");
+    let store = SqliteStore::open_existing(dir.join("events.sqlite")).expect("store");
     wait_until("the first delivery re-verified", || {
+        store.events_blocking(0, 100).is_ok_and(|e| {
+            e.iter()
+                .filter(|e| e.subscription_id == "8" && e.verified)
+                .count()
+                == 2
+        })
+    })
+    .await;
+}
+
+/// An unsigned delivery of subscription 7 whose `eventType` is `event_type`.
+fn unsigned_with_type(seq: u64, event_type: &str) -> Vec<u8> {
+    let mut v = serde_json::from_slice::<serde_json::Value>(&block_period_delivery("7", seq))
+        .expect("json");
+    v["eventType"] = event_type.into();
+    serde_json::to_vec(&v).expect("encode")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stranger_flood_is_bounded_field_by_field_and_repeats_spend_no_quota() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut c = config(dir.path());
+    c.limits = Limits {
+        unverified_rows: 3,
+        ..Limits::default()
+    };
+    let run = start_with(c).await;
+    let http = killing_client();
+    let url = run.url("/hooks/s3cret");
+    // 200 KB event types and 60 KB signature headers, each post twice more (a retry,
+    // and a duplicate): the two distinct ones keep their bodies, and the repeats spend
+    // nothing of the 3-row quota, so a third distinct one still keeps its body.
+    let huge_type = "T".repeat(200 * 1024);
+    let huge_header = "0x".to_owned() + &"f".repeat(60 * 1024);
+    for seq in [1, 2, 1, 2, 1, 2, 3] {
+        let body = unsigned_with_type(seq, &huge_type);
+        assert_eq!(
+            post(&http, &url, body, Some(huge_header.clone())).await.0,
+            200
+        );
+    }
+    // A quarantined one with the same header.
+    assert_eq!(
+        post(&http, &url, b"[]".to_vec(), Some(huge_header.clone()))
+            .await
+            .0,
+        200
+    );
+    run.stop().await;
+
+    let store =
+        SqliteStore::open(dir.path().join("events.sqlite"), Limits::default()).expect("store");
+    let events = store.events(0, 100).await.expect("events");
+    assert_eq!(events.len(), 3);
+    for e in &events {
+        let event_type = e.event_type.as_deref().expect("event type");
+        let signature = e.signature.as_deref().expect("signature");
+        assert!(
+            event_type.len() <= STRANGER_FIELD_MAX,
+            "{}",
+            event_type.len()
+        );
+        assert!(signature.len() <= STRANGER_FIELD_MAX, "{}", signature.len());
+        assert!(
+            event_type.ends_with(" bytes]"),
+            "marked as cut: {event_type}"
+        );
+        assert!(
+            !e.body.is_empty(),
+            "event {} lost its body",
+            e.sequence_number
+        );
+    }
+    let quarantined = store.quarantined(0, 10).await.expect("quarantine");
+    assert!(quarantined[0].signature.as_deref().expect("sig").len() <= STRANGER_FIELD_MAX);
+
+    // Retention: past the row bound the oldest go, past the age all of them.
+    let pruned = store
+        .prune(Retention {
+            max_age: Duration::from_secs(3600),
+            max_rows: 1,
+        })
+        .await
+        .expect("prune");
+    assert_eq!((pruned.unverified, pruned.quarantined), (2, 0));
+    let left = store.events(0, 10).await.expect("events");
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].sequence_number, "3", "the newest is kept");
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let pruned = store
+        .prune(Retention {
+            max_age: Duration::from_millis(1),
+            max_rows: 100,
+        })
+        .await
+        .expect("prune");
+    assert_eq!((pruned.unverified, pruned.quarantined), (1, 1));
+    store.close().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_genuine_delivery_before_its_key_is_verified_after_strangers_filled_their_quota() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut c = config(dir.path());
+    c.limits = Limits {
+        unverified_rows: 2,
+        ..Limits::default()
+    };
+    let run = start_with(c).await;
+    let http = killing_client();
+    let url = run.url("/hooks/s3cret");
+    // Strangers fill the unverified quota: forged and unsigned deliveries.
+    for seq in 1..=5 {
+        let (body, _) = signed(seq);
+        let forged = sign(b"not-the-key", &body);
+        assert_eq!(post(&http, &url, body, Some(forged)).await.0, 200);
+        assert_eq!(post(&http, &url, signed(100 + seq).0, None).await.0, 200);
+    }
+    // A genuine delivery of a webhook whose key is not written yet keeps its body.
+    raced_key_is_reverified(dir.path(), &run).await;
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forward_follows_no_redirect_and_keeps_the_url_credentials_out_of_the_store() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The target answers 302 to a path of its own that counts what reaches it.
+    let redirected = Arc::new(AtomicUsize::new(0));
+    let app = {
+        let redirected = redirected.clone();
+        axum::Router::new()
+            .route(
+                "/in",
+                axum::routing::post(|| async {
+                    (
+                        axum::http::StatusCode::FOUND,
+                        [(axum::http::header::LOCATION, "/elsewhere")],
+                    )
+                }),
+            )
+            .route(
+                "/elsewhere",
+                axum::routing::any(move || {
+                    redirected.fetch_add(1, Ordering::SeqCst);
+                    async { axum::http::StatusCode::OK }
+                }),
+            )
+    };
+    let target = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = target.local_addr().expect("addr").port();
+    tokio::spawn(async move { axum::serve(target, app).await });
+    let forward = format!("http://user:hunter2-pw@127.0.0.1:{port}/in?token=s3cr3t-query");
+    let run = start(
+        dir.path(),
+        64 * 1024,
+        Sinks {
+            exec: None,
+            forward: Some(forward),
+        },
+    )
+    .await;
+    let (b, s) = signed(1);
+    assert_eq!(
+        post(&killing_client(), &run.url("/hooks/s3cret"), b, s)
+            .await
+            .0,
+        200
+    );
+    let store = SqliteStore::open_existing(dir.path().join("events.sqlite")).expect("store");
+    wait_until("a failed forward", || {
         store
             .events_blocking(0, 10)
-            .is_ok_and(|e| e.len() == 2 && e.iter().all(|e| e.verified))
+            .is_ok_and(|e| e.first().is_some_and(|e| e.last_error.is_some()))
     })
     .await;
     run.stop().await;
+    let event = store.events_blocking(0, 10).expect("events").remove(0);
+    let error = event.last_error.expect("error");
+    assert_eq!(event.handed_off, 0, "a redirect is not a success");
+    assert!(error.contains("302"), "{error}");
+    assert!(
+        error.contains(&format!("http://127.0.0.1:{port}/…")),
+        "{error}"
+    );
+    assert_eq!(
+        redirected.load(Ordering::SeqCst),
+        0,
+        "the redirect was followed"
+    );
+    for file in ["events.sqlite", "events.sqlite-wal"] {
+        let bytes = std::fs::read(dir.path().join(file)).unwrap_or_default();
+        for secret in ["hunter2-pw", "s3cr3t-query"] {
+            assert!(
+                !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+                "{secret} in {file}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_give_each_subscription_to_one_claimant_in_order_and_renewed_leases_hold() {
+    use super::store::{Claim, Incoming, IncomingKind, SINK_EXEC, Verification};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store =
+        SqliteStore::open(dir.path().join("events.sqlite"), Limits::default()).expect("store");
+    for (sub, seq) in [("a", 1), ("a", 2), ("b", 1)] {
+        let body = block_period_delivery(sub, seq);
+        let incoming = Incoming {
+            received_at_ms: 0,
+            body_sha256: <sha2::Sha256 as sha2::Digest>::digest(&body).into(),
+            body,
+            signature: None,
+            kind: IncomingKind::Event {
+                subscription_id: sub.into(),
+                sequence_number: seq.to_string(),
+                event_type: None,
+                verification: Verification::Valid,
+            },
+        };
+        store.insert(incoming).await.expect("insert");
+    }
+    let now = super::store::now_ms();
+    let claim = |owner: &str, now_ms| Claim {
+        owner: owner.into(),
+        sinks: SINK_EXEC,
+        now_ms,
+        lease_ms: 1_000,
+        limit: 10,
+        per_subscription: 10,
+        busy: Vec::new(),
+    };
+    let heads = |events: Vec<super::store::StoredEvent>| -> Vec<(String, String)> {
+        events
+            .into_iter()
+            .map(|e| (e.subscription_id, e.sequence_number))
+            .collect()
+    };
+    // Each subscription's due events in order, to one claimant.
+    let a = heads(store.claim(claim("A", now)).await.expect("claim"));
+    let want: [(String, String); 3] = [
+        ("a".into(), "1".into()),
+        ("a".into(), "2".into()),
+        ("b".into(), "1".into()),
+    ];
+    assert_eq!(a, want);
+    // Held by A: nothing for B.
+    assert!(
+        store
+            .claim(claim("B", now))
+            .await
+            .expect("claim")
+            .is_empty()
+    );
+    // A renews the lease of a's first event only: two seconds on, B takes b over, and
+    // not a's second event (its lease lapsed) while a's first is still A's.
+    let a1 = store.events(0, 1).await.expect("events")[0].id;
+    store
+        .renew("A", vec![a1], now + 60_000)
+        .await
+        .expect("renew");
+    let b = heads(store.claim(claim("B", now + 2_000)).await.expect("claim"));
+    assert_eq!(b, [("b".into(), "1".into())]);
+    // Every lease long gone: a claimant busy with a already is given only b.
+    let busy = Claim {
+        busy: vec!["a".into()],
+        ..claim("A", now + 120_000)
+    };
+    let b = heads(store.claim(busy).await.expect("claim"));
+    assert_eq!(b, [("b".into(), "1".into())]);
+    store.close().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exec_jobs_run_subscriptions_side_by_side_and_each_in_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("log");
+    // The first event of each subscription waits (10 s at most) until all three have
+    // started: run one at a time, the first ends before the others start.
+    let cmd = format!(
+        "echo \"start $BRIDGECTL_SUBSCRIPTION_ID $BRIDGECTL_SEQUENCE_NUMBER\" >> {log}; \
+         if [ \"$BRIDGECTL_SEQUENCE_NUMBER\" = 1 ]; then i=0; \
+           while [ \"$(grep -c ' 1$' {log})\" -lt 3 ] && [ $i -lt 200 ]; do \
+             sleep 0.05; i=$((i+1)); done; fi; \
+         echo \"end $BRIDGECTL_SUBSCRIPTION_ID $BRIDGECTL_SEQUENCE_NUMBER\" >> {log}",
+        log = log.display()
+    );
+    let mut c = config(dir.path());
+    c.sinks = Sinks {
+        exec: Some(cmd),
+        forward: None,
+    };
+    c.handoff.exec_jobs = 3;
+    let keys = KeyFile::new(dir.path().join("keys.json"));
+    for sub in ["8", "9"] {
+        keys.insert(
+            sub,
+            &KeyEntry::new(
+                SigningKey::new(SecretString::from(KEY.to_owned())),
+                "ethereum",
+                "sepolia",
+            ),
+        )
+        .expect("key");
+    }
+    let run = start_with(c).await;
+    let http = killing_client();
+    let url = run.url("/hooks/s3cret");
+    for seq in 1..=3 {
+        for sub in ["7", "8", "9"] {
+            let body = block_period_delivery(sub, seq);
+            let sig = sign(KEY.as_bytes(), &body);
+            assert_eq!(post(&http, &url, body, Some(sig)).await.0, 200);
+        }
+    }
+    let lines = || -> Vec<String> {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    wait_until("every event handed on", || {
+        lines().iter().filter(|l| l.starts_with("end")).count() == 9
+    })
+    .await;
+    run.stop().await;
+    let lines = lines();
+    assert!(
+        lines[..3]
+            .iter()
+            .all(|l| l.starts_with("start") && l.ends_with(" 1")),
+        "the three subscriptions did not run side by side: {lines:?}"
+    );
+    for sub in ["7", "8", "9"] {
+        let own: Vec<&str> = lines
+            .iter()
+            .filter(|l| l.split(' ').nth(1) == Some(sub))
+            .map(String::as_str)
+            .collect();
+        let want: Vec<String> = (1..=3)
+            .flat_map(|seq| [format!("start {sub} {seq}"), format!("end {sub} {seq}")])
+            .collect();
+        assert_eq!(own, want, "subscription {sub}: one at a time, in order");
+    }
 }
 
 #[test]

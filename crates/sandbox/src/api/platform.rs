@@ -99,6 +99,12 @@ impl AppState {
         let t = now();
         lock(&self.0.redemptions)
             .entry(hash)
+            // Noted before its link was known (a resend links it): linked now.
+            .and_modify(|r| {
+                if r.tx_id.is_none() {
+                    r.tx_id = tx_id;
+                }
+            })
             .or_insert_with(|| Redemption {
                 tx_id,
                 tx_hash: hash,
@@ -420,10 +426,27 @@ fn map_send_error(e: crate::rpc::RpcError, hash: B256) -> ApiError {
     }
 }
 
+/// `POST /mx/v2.0/transaction/send/signed-tx`. The work runs in a task of its own, so
+/// it finishes whatever the client does: a client that disconnects mid-request drops
+/// this future, and a submission cut between the node taking the transaction and its
+/// link to the transaction action left a txId whose redemption was never found (the
+/// real platform finishes what it started).
 pub(super) async fn submit(
     State(state): State<AppState>,
     JsonBody(req): JsonBody<SubmitRequest>,
 ) -> ApiResult {
+    tokio::spawn(submit_work(state, req))
+        .await
+        .unwrap_or_else(|e| {
+            Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "INTERNAL",
+                format!("the submission failed: {e}"),
+            ))
+        })
+}
+
+async fn submit_work(state: AppState, req: SubmitRequest) -> ApiResult {
     let bad = |m: String| ApiError::bad("INVALID_SIGNED_TX", m);
     let bytes = req
         .signed_tx
@@ -485,6 +508,9 @@ pub(super) async fn submit(
         .await
         .map_err(ApiError::node)?;
     if !known.is_null() {
+        // A resend of what was sent: linked now if its first submission was not (the
+        // link is idempotent), so the txId resolves either way.
+        link_submission(&state, &env, from, hash);
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             "ALREADY_KNOWN",
@@ -496,32 +522,45 @@ pub(super) async fn submit(
         .send_raw(&bytes)
         .await
         .map_err(|e| map_send_error(e, hash))?;
-    // Link to the transaction action that produced it, if any.
+    if let Some(f) = state.fault("submit")
+        && f.latency_mid_work_ms > 0
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(f.latency_mid_work_ms)).await;
+    }
+    link_submission(&state, &env, from, hash);
+    if let Some(e) = dropped(&state, "submit") {
+        return Err(e);
+    }
+    Ok(ok(json!({"txHash": {"txHash": hash}})))
+}
+
+/// Links a submitted transaction to the transaction action that produced it (same
+/// sender, chain, nonce, target and calldata), if any, and notes a redeem: twice is the
+/// same as once.
+fn link_submission(state: &AppState, env: &TxEnvelope, from: Address, hash: B256) {
+    let chain_id = env.chain_id().unwrap_or_default();
+    let to = env.to();
+    let input = env.input();
     let nonce = env.nonce();
     let mut tx_id = None;
     for (id, ex) in lock(&state.0.executions).iter_mut() {
-        if ex.tx_hash.is_none()
-            && ex.from == from
+        let same = ex.from == from
             && ex.chain_id == chain_id
             && ex.nonce == Some(nonce)
             && Some(ex.to) == to
-            && ex.data == input
-        {
+            && ex.data == *input;
+        if same && (ex.tx_hash.is_none() || ex.tx_hash == Some(hash)) {
             ex.tx_hash = Some(hash);
             tx_id = Some(*id);
         }
     }
     if chain_id == state.0.side.chain_id
-        && to == Some(info.side.token_address)
+        && to == Some(state.0.info.side.token_address)
         && input.len() >= 4
         && input[..4] == contracts::REDEEM_SELECTOR
     {
         state.note_redeem(hash, tx_id, from);
     }
-    if let Some(e) = dropped(&state, "submit") {
-        return Err(e);
-    }
-    Ok(ok(json!({"txHash": {"txHash": hash}})))
 }
 
 // ---------------------------------------------------------------- execute

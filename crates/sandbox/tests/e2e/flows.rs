@@ -436,8 +436,71 @@ async fn fault_knobs_are_observable() {
         .await;
     assert_eq!((s, r["code"].as_str()), (502, Some("BAD_GATEWAY")), "{r}");
     state.set_fault("submit", FaultConfig::default());
+    redeemed_then_already_known(&c, &info, &tx_id, signed).await;
+
+    // Drop after work on execute: the txId is consumed although the client saw a 502.
+    state.set_fault(
+        "execute",
+        FaultConfig {
+            drop_after_work: 1.0,
+            ..Default::default()
+        },
+    );
+    let body = json!({"txId": uuid(), "from": info.dev.address, "inputs": {"_amount": "1"}});
+    let (s, _) = c.post("/tx/v2.0/transactions/redeem", body.clone()).await;
+    assert_eq!(s, 502);
+    state.set_fault("execute", FaultConfig::default());
+    let (s, r) = c.post("/tx/v2.0/transactions/redeem", body).await;
+    assert_eq!((s, r["code"].as_str()), (409, Some("TXID_REUSED")), "{r}");
+    finish(sb).await;
+}
+
+#[tokio::test]
+async fn a_submit_whose_client_disconnects_mid_request_is_finished_and_linked() {
+    let sb = start().await;
+    let c = Client::new(&sb);
+    let info = sb.info().clone();
+    let key = dev_key(&sb);
+    let state = sb.state().clone();
+    let tx_id = uuid();
+    let body = json!({"txId": tx_id, "from": info.dev.address, "inputs": {"_amount": "1000000"}});
+    let (s, r) = c.post("/tx/v2.0/transactions/redeem", body).await;
+    assert_eq!(s, 200, "{r}");
+    let signed = sign_raw_tx(&key, &r["data"]["rawTx"]);
+    // The node takes the transaction, then the submission pauses before linking it to
+    // its txId; the client gives up meanwhile and closes its connection.
+    state.set_fault(
+        "submit",
+        FaultConfig {
+            latency_mid_work_ms: 1_500,
+            ..Default::default()
+        },
+    );
+    let cut = c
+        .http
+        .post(format!("{}/mx/v2.0/transaction/send/signed-tx", c.base))
+        .bearer_auth(&c.token)
+        .json(&json!({"signedTx": signed.clone()}))
+        .timeout(Duration::from_millis(500))
+        .send()
+        .await;
+    assert!(cut.is_err(), "the client was meant to give up: {cut:?}");
+    state.set_fault("submit", FaultConfig::default());
+    // No resend first: the submission finished on its own, so the txId resolves.
+    redeemed_then_already_known(&c, &info, &tx_id, signed).await;
+    finish(sb).await;
+}
+
+/// The redemption of `tx_id` completes (looked up by txId), and sending its `signed`
+/// bytes again is recognised as already known.
+async fn redeemed_then_already_known(
+    c: &Client,
+    info: &bridgectl_sandbox::SandboxInfo,
+    tx_id: &str,
+    signed: String,
+) {
     let side = json!({"sideEnvironmentId": info.side.environment_id});
-    eventually(10, "dropped redeem still processed", || async {
+    eventually(20, "the redemption by txId", || async {
         let (_, r) = c
             .get(
                 &format!("/mx/v2.0/transactions/redeems/{tx_id}"),
@@ -455,22 +518,6 @@ async fn fault_knobs_are_observable() {
         )
         .await;
     assert_eq!((s, r["code"].as_str()), (409, Some("ALREADY_KNOWN")), "{r}");
-
-    // Drop after work on execute: the txId is consumed although the client saw a 502.
-    state.set_fault(
-        "execute",
-        FaultConfig {
-            drop_after_work: 1.0,
-            ..Default::default()
-        },
-    );
-    let body = json!({"txId": uuid(), "from": info.dev.address, "inputs": {"_amount": "1"}});
-    let (s, _) = c.post("/tx/v2.0/transactions/redeem", body.clone()).await;
-    assert_eq!(s, 502);
-    state.set_fault("execute", FaultConfig::default());
-    let (s, r) = c.post("/tx/v2.0/transactions/redeem", body).await;
-    assert_eq!((s, r["code"].as_str()), (409, Some("TXID_REUSED")), "{r}");
-    finish(sb).await;
 }
 
 #[tokio::test]

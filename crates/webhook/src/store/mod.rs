@@ -18,10 +18,16 @@
 //!   [`Outcome::Duplicate`]. Unverified rows are unique by body hash only, so a forgery
 //!   never shadows the genuine event.
 //! - **Bounded strangers**: unverified events and quarantined bodies are kept only up to
-//!   [`Limits`] (rows and bytes); beyond it a row keeps the hash, the length and the
-//!   signature header but not the body, so unsigned posts cannot fill the disk.
+//!   [`Limits`] (rows and bytes), counted only for rows actually added (a retry or a
+//!   duplicate spends nothing); beyond it a row keeps the hash, the length and the
+//!   signature header but not the body. Every string field of such a row is cut to
+//!   [`STRANGER_FIELD_MAX`] bytes, and [`EventStore::prune`] deletes the rows past the
+//!   [`Retention`] (age, rows), so unsigned posts cannot fill the disk. Events whose
+//!   subscription has no key yet keep their bodies under a quota of their own, so a
+//!   genuine delivery that raced `webhook create` can still be re-verified.
 //! - **Leased hand-off**: [`EventStore::claim`] hands a pending event to one claimant at
-//!   a time until its lease expires; [`EventStore::start_attempt`] counts an attempt
+//!   a time until its lease expires (renewed by [`EventStore::renew`] while it runs), the
+//!   events of one subscription one at a time and in order; [`EventStore::start_attempt`] counts an attempt
 //!   durably before it runs, and [`EventStore::record_handoff`] ends the lease. A claimant
 //!   that dies mid-hand-off loses the event to another after the lease, which sees the
 //!   attempt counted and so knows its run is a re-run.
@@ -145,10 +151,16 @@ pub enum Outcome {
 }
 
 /// How much of what strangers send is kept: unverified events and quarantined bodies.
-/// Past either bound a row keeps its hash, length and signature header, not its body.
+/// Past either bound a row keeps its hash, length and (bounded, see
+/// [`STRANGER_FIELD_MAX`]) signature header, not its body.
+///
+/// Events of a subscription whose signing key is not known yet ("no signing key") have a
+/// quota of their own: they may be genuine deliveries that raced `webhook create`'s
+/// writing of the key, and only a kept body can be re-verified once the key is there, so
+/// forgeries (signature mismatch, none) filling their quota must not cost them theirs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
-    /// Unverified event rows that keep their body.
+    /// Unverified event rows (signature missing or wrong) that keep their body.
     pub unverified_rows: u64,
     /// Bytes of unverified bodies kept.
     pub unverified_bytes: u64,
@@ -156,6 +168,10 @@ pub struct Limits {
     pub quarantine_rows: u64,
     /// Bytes of quarantined bodies kept.
     pub quarantine_bytes: u64,
+    /// "No signing key" event rows that keep their body, for re-verification.
+    pub no_key_rows: u64,
+    /// Bytes of "no signing key" bodies kept.
+    pub no_key_bytes: u64,
 }
 
 impl Default for Limits {
@@ -167,8 +183,64 @@ impl Default for Limits {
             unverified_bytes: 16 * 1024 * 1024,
             quarantine_rows: 1_000,
             quarantine_bytes: 16 * 1024 * 1024,
+            no_key_rows: 1_000,
+            no_key_bytes: 16 * 1024 * 1024,
         }
     }
+}
+
+/// The most bytes a stranger's string field is stored with (an unverified event's
+/// `eventType`, the `x-signature` header of an unverified or quarantined delivery):
+/// longer ones are cut at a character boundary and end in a marker saying how much was
+/// cut ([`bounded`]). A genuine `x-signature` is 64 hex digits, and event types are
+/// short names, so only junk is ever cut. Ids are bounded at 128 characters by the
+/// parser already.
+pub const STRANGER_FIELD_MAX: usize = 256;
+
+/// `text` within [`STRANGER_FIELD_MAX`] bytes: as it is, or cut with `…[+N bytes]`.
+pub fn bounded(text: String) -> String {
+    if text.len() <= STRANGER_FIELD_MAX {
+        return text;
+    }
+    // The marker's own room, for any cut of up to 20 digits.
+    let mut end = STRANGER_FIELD_MAX - 32;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…[+{} bytes]", &text[..end], text.len() - end)
+}
+
+/// How long and how many strangers' rows (unverified events, quarantine) are kept:
+/// past either bound the oldest are deleted by [`EventStore::prune`], which the listener
+/// runs at start and every minute. With [`Limits`] and [`STRANGER_FIELD_MAX`] this
+/// bounds what strangers can make the store hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retention {
+    /// Rows older than this are deleted.
+    pub max_age: std::time::Duration,
+    /// Past this many rows per table (unverified events; quarantine), the oldest are
+    /// deleted.
+    pub max_rows: u64,
+}
+
+impl Default for Retention {
+    /// 7 days (time to look at what was posted), 100,000 rows per table (about 50 MB of
+    /// rows without bodies at the field bounds).
+    fn default() -> Self {
+        Retention {
+            max_age: std::time::Duration::from_secs(7 * 24 * 3600),
+            max_rows: 100_000,
+        }
+    }
+}
+
+/// Rows [`EventStore::prune`] deleted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Pruned {
+    /// Unverified event rows.
+    pub unverified: u64,
+    /// Quarantine rows.
+    pub quarantined: u64,
 }
 
 /// Running totals of kept stranger bodies, checked against [`Limits`] per insert.
@@ -178,26 +250,52 @@ pub(crate) struct Kept {
     pub unverified_bytes: u64,
     pub quarantine_rows: u64,
     pub quarantine_bytes: u64,
+    pub no_key_rows: u64,
+    pub no_key_bytes: u64,
 }
 
 impl Kept {
-    /// Whether `incoming`'s body may be kept; if so, counts it.
-    pub(crate) fn admit(&mut self, limits: &Limits, incoming: &Incoming) -> bool {
-        let len = incoming.body.len() as u64;
-        let (rows, bytes, max_rows, max_bytes) = match incoming.kind {
-            IncomingKind::Event { .. } if incoming.is_verified() => return true,
-            IncomingKind::Event { .. } => (
+    /// The counters and bounds of `incoming`'s kind; `None`: verified, always kept.
+    fn bucket<'a>(
+        &'a mut self,
+        limits: &Limits,
+        kind: &IncomingKind,
+    ) -> Option<(&'a mut u64, &'a mut u64, u64, u64)> {
+        match kind {
+            IncomingKind::Event {
+                verification: Verification::Valid,
+                ..
+            } => None,
+            IncomingKind::Event {
+                verification: Verification::NoKey,
+                ..
+            } => Some((
+                &mut self.no_key_rows,
+                &mut self.no_key_bytes,
+                limits.no_key_rows,
+                limits.no_key_bytes,
+            )),
+            IncomingKind::Event { .. } => Some((
                 &mut self.unverified_rows,
                 &mut self.unverified_bytes,
                 limits.unverified_rows,
                 limits.unverified_bytes,
-            ),
-            IncomingKind::Quarantine { .. } => (
+            )),
+            IncomingKind::Quarantine { .. } => Some((
                 &mut self.quarantine_rows,
                 &mut self.quarantine_bytes,
                 limits.quarantine_rows,
                 limits.quarantine_bytes,
-            ),
+            )),
+        }
+    }
+
+    /// Whether `incoming`'s body may be kept; if so, counts it. A store that then finds
+    /// the delivery stored already gives it back ([`Kept::refund`]).
+    pub(crate) fn admit(&mut self, limits: &Limits, incoming: &Incoming) -> bool {
+        let len = incoming.body.len() as u64;
+        let Some((rows, bytes, max_rows, max_bytes)) = self.bucket(limits, &incoming.kind) else {
+            return true;
         };
         if *rows < max_rows && bytes.saturating_add(len) <= max_bytes {
             *rows += 1;
@@ -205,6 +303,48 @@ impl Kept {
             true
         } else {
             false
+        }
+    }
+
+    /// `recount` (taken from the store while deliveries kept arriving) plus what was
+    /// admitted since `before` (the totals when the recount began): admissions that raced
+    /// the recount are counted, some maybe twice, so the limits err on the side of
+    /// keeping less, never more.
+    pub(crate) fn rebase(&mut self, before: Kept, recount: Kept) {
+        let f = |now: u64, then: u64, counted: u64| counted + now.saturating_sub(then);
+        *self = Kept {
+            unverified_rows: f(
+                self.unverified_rows,
+                before.unverified_rows,
+                recount.unverified_rows,
+            ),
+            unverified_bytes: f(
+                self.unverified_bytes,
+                before.unverified_bytes,
+                recount.unverified_bytes,
+            ),
+            quarantine_rows: f(
+                self.quarantine_rows,
+                before.quarantine_rows,
+                recount.quarantine_rows,
+            ),
+            quarantine_bytes: f(
+                self.quarantine_bytes,
+                before.quarantine_bytes,
+                recount.quarantine_bytes,
+            ),
+            no_key_rows: f(self.no_key_rows, before.no_key_rows, recount.no_key_rows),
+            no_key_bytes: f(self.no_key_bytes, before.no_key_bytes, recount.no_key_bytes),
+        };
+    }
+
+    /// Gives back what [`Kept::admit`] counted for a delivery that added no row (a
+    /// duplicate or a retry): only bodies actually kept spend the limits.
+    pub(crate) fn refund(&mut self, limits: &Limits, kind: &IncomingKind, len: usize) {
+        let len = len as u64;
+        if let Some((rows, bytes, _, _)) = self.bucket(limits, kind) {
+            *rows = rows.saturating_sub(1);
+            *bytes = bytes.saturating_sub(len);
         }
     }
 }
@@ -307,10 +447,15 @@ pub struct Claim {
     pub sinks: u8,
     /// Now, Unix ms.
     pub now_ms: i64,
-    /// How long the lease lasts: longer than one hand-off attempt can take.
+    /// How long the lease lasts unless renewed ([`EventStore::renew`]).
     pub lease_ms: i64,
-    /// At most this many events.
+    /// At most this many subscriptions.
     pub limit: usize,
+    /// At most this many events of each (its oldest due ones, in order).
+    pub per_subscription: usize,
+    /// Subscriptions the claimant is handing on already: not claimed again (their
+    /// events wait for its lane to end), so a claim leases only what starts at once.
+    pub busy: Vec<String>,
 }
 
 /// A hand-off result to record; it ends the claimant's lease.
@@ -336,8 +481,18 @@ pub trait EventStore: Send + Sync {
     /// Stores a delivery; returns once it is committed (durable), or the error.
     fn insert(&self, incoming: Incoming) -> StoreFuture<'_, Outcome>;
 
-    /// Leases pending verified events to `claim.owner`, oldest first.
+    /// Leases pending verified events to `claim.owner`, oldest first: the oldest due
+    /// events (up to `claim.per_subscription`) of the subscriptions none of whose due
+    /// events is leased to another claimant (up to `claim.limit`). So the events of one
+    /// subscription are handed on by one claimant at a time, which runs them in stored
+    /// order, across every listener on the store (a failed event waiting for its retry
+    /// does not hold the later ones back).
     fn claim(&self, claim: Claim) -> StoreFuture<'_, Vec<StoredEvent>>;
+
+    /// Extends `owner`'s leases on events `ids` to `until_ms`: the heartbeat of a
+    /// claimant still at work, so a lease can be short (a dead claimant's events are
+    /// taken over within seconds) however long its attempts run.
+    fn renew(&self, owner: &str, ids: Vec<i64>, until_ms: i64) -> StoreFuture<'_, ()>;
 
     /// Records that `owner` starts a hand-off attempt of event `id`, durably and before
     /// anything runs, and returns its number (1 for the first attempt anywhere). A claimant
@@ -383,6 +538,11 @@ pub trait EventStore: Send + Sync {
     /// (a delivery that raced `webhook create`'s writing of the key file); those that
     /// verify become verified events, so they are handed on. Returns how many did.
     fn reverify(&self, subscription_id: &str, key: SigningKey) -> StoreFuture<'_, u64>;
+
+    /// Deletes strangers' rows (unverified events, quarantine) past `retention`, oldest
+    /// first; verified events are never deleted. What it frees of [`Limits`] can be
+    /// spent again.
+    fn prune(&self, retention: Retention) -> StoreFuture<'_, Pruned>;
 
     /// Commits what is queued and releases the store's connections and threads.
     fn close(&self) -> StoreFuture<'_, ()>;
@@ -508,12 +668,64 @@ mod tests {
     }
 
     #[test]
+    fn stranger_fields_are_cut_at_a_character_boundary_with_a_marker() {
+        let cases: [(String, Option<&str>); 4] = [
+            ("BLOCK_PERIOD".into(), None),
+            ("x".repeat(STRANGER_FIELD_MAX), None),
+            ("x".repeat(STRANGER_FIELD_MAX + 1), Some("…[+33 bytes]")),
+            // 3-byte characters: the cut may not split one.
+            ("€".repeat(200), Some("…[+378 bytes]")),
+        ];
+        for (text, marker) in cases {
+            let cut = bounded(text.clone());
+            assert!(cut.len() <= STRANGER_FIELD_MAX, "{} bytes", cut.len());
+            match marker {
+                None => assert_eq!(cut, text),
+                Some(m) => {
+                    assert!(cut.ends_with(m), "{cut}");
+                    let kept = cut.strip_suffix(m).expect("marker");
+                    assert!(text.starts_with(kept));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_recount_is_rebased_on_what_was_admitted_meanwhile() {
+        // 10 rows kept when the recount began, 3 more admitted while it ran; the store,
+        // pruned, holds 4 (maybe counting some of the 3): 4 + 3, never fewer.
+        let before = Kept {
+            unverified_rows: 10,
+            ..Kept::default()
+        };
+        let mut now = Kept {
+            unverified_rows: 13,
+            quarantine_rows: 2,
+            ..Kept::default()
+        };
+        let recount = Kept {
+            unverified_rows: 4,
+            ..Kept::default()
+        };
+        now.rebase(before, recount);
+        assert_eq!((now.unverified_rows, now.quarantine_rows), (7, 2));
+        // A refund meanwhile (fewer than before) adds nothing.
+        let mut refunded = Kept {
+            unverified_rows: 9,
+            ..Kept::default()
+        };
+        refunded.rebase(before, recount);
+        assert_eq!(refunded.unverified_rows, 4);
+    }
+
+    #[test]
     fn limits_keep_verified_bodies_and_bound_the_rest() {
         let limits = Limits {
             unverified_rows: 2,
             unverified_bytes: 10,
             quarantine_rows: 1,
             quarantine_bytes: 100,
+            ..Limits::default()
         };
         let event = |len: usize, verification| Incoming {
             received_at_ms: 0,

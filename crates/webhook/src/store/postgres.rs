@@ -35,7 +35,7 @@ use tokio_postgres::{Client, NoTls, Row};
 
 use super::{
     Claim, Counts, EventStore, Gap, HandoffRecord, Incoming, IncomingKind, Kept, Limits, Outcome,
-    Quarantined, SigningKey, StoreFuture, StoredEvent, Verification, redact_url,
+    Pruned, Quarantined, Retention, SigningKey, StoreFuture, StoredEvent, Verification, redact_url,
 };
 use crate::Error;
 
@@ -224,13 +224,18 @@ async fn kept_so_far(client: &Client) -> Result<Kept, tokio_postgres::Error> {
     let row = client
         .query_one(
             "SELECT
-               (SELECT count(*) FROM webhook_events WHERE NOT verified AND length(body) > 0),
+               (SELECT count(*) FROM webhook_events
+                  WHERE NOT verified AND length(body) > 0 AND verification <> $1),
                (SELECT coalesce(sum(length(body)), 0)::bigint FROM webhook_events
-                  WHERE NOT verified AND length(body) > 0),
+                  WHERE NOT verified AND length(body) > 0 AND verification <> $1),
                (SELECT count(*) FROM webhook_quarantine WHERE length(body) > 0),
                (SELECT coalesce(sum(length(body)), 0)::bigint FROM webhook_quarantine
-                  WHERE length(body) > 0)",
-            &[],
+                  WHERE length(body) > 0),
+               (SELECT count(*) FROM webhook_events
+                  WHERE NOT verified AND length(body) > 0 AND verification = $1),
+               (SELECT coalesce(sum(length(body)), 0)::bigint FROM webhook_events
+                  WHERE NOT verified AND length(body) > 0 AND verification = $1)",
+            &[&Verification::NoKey.as_str()],
         )
         .await?;
     let n = |i: usize| u64::try_from(row.get::<_, i64>(i)).unwrap_or(0);
@@ -239,6 +244,8 @@ async fn kept_so_far(client: &Client) -> Result<Kept, tokio_postgres::Error> {
         unverified_bytes: n(1),
         quarantine_rows: n(2),
         quarantine_bytes: n(3),
+        no_key_rows: n(4),
+        no_key_bytes: n(5),
     })
 }
 
@@ -488,6 +495,9 @@ impl EventStore for PgStore {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .admit(&self.limits, &incoming);
+            // What to give back if the delivery adds no row: only kept bodies count.
+            let refund = (keep_body && !incoming.is_verified())
+                .then(|| (incoming.kind.clone(), incoming.body.len()));
             sender
                 .send(Pending {
                     incoming,
@@ -496,7 +506,17 @@ impl EventStore for PgStore {
                 })
                 .await
                 .map_err(|_| self.gone())?;
-            match rx.await {
+            let answer = rx.await;
+            if let (Ok(Ok(Outcome::Duplicate | Outcome::QuarantineDuplicate)), Some((kind, len))) =
+                (&answer, refund)
+            {
+                self.kept.lock().unwrap_or_else(|p| p.into_inner()).refund(
+                    &self.limits,
+                    &kind,
+                    len,
+                );
+            }
+            match answer {
                 Ok(Ok(outcome)) => Ok(outcome),
                 Ok(Err(source)) => Err(Error::PostgresWrite {
                     location: self.location.clone(),
@@ -513,13 +533,26 @@ impl EventStore for PgStore {
                 return Ok(Vec::new());
             }
             let sql = format!(
+                // The oldest due events of the subscriptions none of whose due events
+                // another replica holds: one subscription's events go to one replica.
+                // Two replicas that pick the same events race on their rows: the second
+                // re-checks the lease once the first commits, and skips them.
                 "UPDATE webhook_events SET lease_owner = $1, lease_until_ms = $2
                  WHERE id IN (
-                    SELECT id FROM webhook_events
-                    WHERE verified AND handed_off = ANY($3) AND next_attempt_ms <= $4
-                      AND (lease_until_ms <= $4 OR lease_owner = $1)
-                    ORDER BY id LIMIT $5
-                    FOR UPDATE SKIP LOCKED)
+                    SELECT id FROM (
+                        SELECT id, row_number() OVER
+                            (PARTITION BY subscription_id ORDER BY id) AS n
+                        FROM webhook_events
+                        WHERE verified AND handed_off = ANY($3) AND next_attempt_ms <= $4
+                          AND subscription_id IN (
+                            SELECT subscription_id FROM webhook_events
+                            WHERE verified AND handed_off = ANY($3) AND next_attempt_ms <= $4
+                              AND NOT (subscription_id = ANY($7))
+                            GROUP BY subscription_id
+                            HAVING bool_and(lease_until_ms <= $4 OR lease_owner = $1)
+                            ORDER BY min(id) LIMIT $5)) lanes
+                    WHERE n <= $6)
+                   AND (lease_until_ms <= $4 OR lease_owner = $1)
                  RETURNING {EVENT_COLUMNS}"
             );
             let rows = self
@@ -532,6 +565,8 @@ impl EventStore for PgStore {
                         &missing_bits(claim.sinks),
                         &claim.now_ms,
                         &limit_i64(claim.limit),
+                        &limit_i64(claim.per_subscription),
+                        &claim.busy,
                     ],
                 )
                 .await
@@ -594,6 +629,21 @@ impl EventStore for PgStore {
                     "UPDATE webhook_events SET lease_owner = NULL, lease_until_ms = 0
                      WHERE lease_owner = $1",
                     &[&owner],
+                )
+                .await
+                .map_err(|e| self.pg(e))?;
+            Ok(())
+        })
+    }
+
+    fn renew(&self, owner: &str, ids: Vec<i64>, until_ms: i64) -> StoreFuture<'_, ()> {
+        let owner = owner.to_owned();
+        Box::pin(async move {
+            self.client
+                .execute(
+                    "UPDATE webhook_events SET lease_until_ms = $3
+                     WHERE id = ANY($1) AND lease_owner = $2",
+                    &[&ids, &owner, &until_ms],
                 )
                 .await
                 .map_err(|e| self.pg(e))?;
@@ -802,6 +852,47 @@ impl EventStore for PgStore {
                 }
             }
             Ok(done)
+        })
+    }
+
+    fn prune(&self, retention: Retention) -> StoreFuture<'_, Pruned> {
+        Box::pin(async move {
+            let cutoff = super::now_ms()
+                .saturating_sub(i64::try_from(retention.max_age.as_millis()).unwrap_or(i64::MAX));
+            let keep = i64::try_from(retention.max_rows).unwrap_or(i64::MAX);
+            // Inserts go on meanwhile (the writer is not this connection's): the recount
+            // below is rebased on what they admitted since.
+            let before = *self.kept.lock().unwrap_or_else(|p| p.into_inner());
+            let unverified = self
+                .client
+                .execute(
+                    "DELETE FROM webhook_events WHERE NOT verified AND (received_at_ms < $1
+                       OR id <= (SELECT id FROM webhook_events WHERE NOT verified
+                                 ORDER BY id DESC LIMIT 1 OFFSET $2))",
+                    &[&cutoff, &keep],
+                )
+                .await
+                .map_err(|e| self.pg(e))?;
+            let quarantined = self
+                .client
+                .execute(
+                    "DELETE FROM webhook_quarantine WHERE received_at_ms < $1
+                       OR id <= (SELECT id FROM webhook_quarantine
+                                 ORDER BY id DESC LIMIT 1 OFFSET $2)",
+                    &[&cutoff, &keep],
+                )
+                .await
+                .map_err(|e| self.pg(e))?;
+            // What was freed may be kept again.
+            let recount = kept_so_far(&self.client).await.map_err(|e| self.pg(e))?;
+            self.kept
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .rebase(before, recount);
+            Ok(Pruned {
+                unverified,
+                quarantined,
+            })
         })
     }
 

@@ -46,7 +46,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::{
     Claim, Counts, EventStore, Gap, HandoffRecord, Incoming, IncomingKind, Kept, Limits, Outcome,
-    Quarantined, SigningKey, StoreFuture, StoredEvent, Verification,
+    Pruned, Quarantined, Retention, SigningKey, StoreFuture, StoredEvent, Verification,
 };
 use crate::Error;
 
@@ -284,6 +284,15 @@ impl EventStore for SqliteStore {
         Box::pin(async move { self.write(OpKind::Release(owner)).await.map(|_| ()) })
     }
 
+    fn renew(&self, owner: &str, ids: Vec<i64>, until_ms: i64) -> StoreFuture<'_, ()> {
+        let owner = owner.to_owned();
+        Box::pin(async move {
+            self.write(OpKind::Renew(owner, ids, until_ms))
+                .await
+                .map(|_| ())
+        })
+    }
+
     fn next_due(&self, sinks: u8) -> StoreFuture<'_, Option<i64>> {
         if sinks == 0 {
             return Box::pin(async { Ok(None) });
@@ -396,6 +405,15 @@ impl EventStore for SqliteStore {
             match self.write(OpKind::Reverify(sub, key)).await? {
                 Reply::Id(n) => Ok(u64::try_from(n).unwrap_or(0)),
                 _ => Ok(0),
+            }
+        })
+    }
+
+    fn prune(&self, retention: Retention) -> StoreFuture<'_, Pruned> {
+        Box::pin(async move {
+            match self.write(OpKind::Prune(retention)).await? {
+                Reply::Pruned(p) => Ok(p),
+                _ => Ok(Pruned::default()),
             }
         })
     }
@@ -657,9 +675,16 @@ fn kept_so_far(conn: &Connection) -> rusqlite::Result<Kept> {
             ))
         })
     };
-    let (unverified_rows, unverified_bytes) =
-        two("SELECT count(*), coalesce(sum(length(body)), 0) FROM events
-         WHERE verified = 0 AND length(body) > 0")?;
+    let (unverified_rows, unverified_bytes) = two(&format!(
+        "SELECT count(*), coalesce(sum(length(body)), 0) FROM events
+         WHERE verified = 0 AND length(body) > 0 AND verification <> '{}'",
+        Verification::NoKey.as_str()
+    ))?;
+    let (no_key_rows, no_key_bytes) = two(&format!(
+        "SELECT count(*), coalesce(sum(length(body)), 0) FROM events
+         WHERE verified = 0 AND length(body) > 0 AND verification = '{}'",
+        Verification::NoKey.as_str()
+    ))?;
     let (quarantine_rows, quarantine_bytes) = two(
         "SELECT count(*), coalesce(sum(length(body)), 0) FROM quarantine WHERE length(body) > 0",
     )?;
@@ -668,6 +693,8 @@ fn kept_so_far(conn: &Connection) -> rusqlite::Result<Kept> {
         unverified_bytes,
         quarantine_rows,
         quarantine_bytes,
+        no_key_rows,
+        no_key_bytes,
     })
 }
 
@@ -736,6 +763,8 @@ enum OpKind {
     Setting(String, String),
     Reverify(String, SigningKey),
     Release(String),
+    Renew(String, Vec<i64>, i64),
+    Prune(Retention),
     Stop,
 }
 
@@ -744,6 +773,7 @@ enum Reply {
     Events(Vec<StoredEvent>),
     Id(i64),
     Text(String),
+    Pruned(Pruned),
     Done,
 }
 
@@ -894,17 +924,37 @@ fn apply(
     match op {
         OpKind::Insert(incoming) => insert(tx, incoming, limits, kept).map(Reply::Outcome),
         OpKind::Claim(claim) => {
-            let sql = format!(
-                "SELECT {EVENT_COLUMNS} FROM events
-                 WHERE verified = 1 AND handed_off IN ({}) AND next_attempt_ms <= ?1
-                   AND (lease_until_ms <= ?1 OR lease_owner = ?2)
-                 ORDER BY id LIMIT ?3",
+            // The oldest due events of the subscriptions none of whose due events
+            // another claimant holds: one subscription's events go to one claimant.
+            let due = format!(
+                "verified = 1 AND handed_off IN ({}) AND next_attempt_ms <= ?1",
                 missing_bits(claim.sinks)
+            );
+            let sql = format!(
+                "SELECT {EVENT_COLUMNS} FROM events WHERE id IN (
+                    SELECT id FROM (
+                        SELECT id, row_number() OVER
+                            (PARTITION BY subscription_id ORDER BY id) AS n
+                        FROM events
+                        WHERE {due} AND subscription_id IN (
+                            SELECT subscription_id FROM events WHERE {due}
+                              AND subscription_id NOT IN (SELECT value FROM json_each(?5))
+                            GROUP BY subscription_id
+                            HAVING sum(lease_until_ms > ?1 AND lease_owner IS NOT ?2) = 0
+                            ORDER BY min(id) LIMIT ?3))
+                    WHERE n <= ?4)
+                 ORDER BY id"
             );
             let events = query(
                 tx,
                 &sql,
-                params![claim.now_ms, claim.owner, limit_i64(claim.limit)],
+                params![
+                    claim.now_ms,
+                    claim.owner,
+                    limit_i64(claim.limit),
+                    limit_i64(claim.per_subscription),
+                    serde_json::to_string(&claim.busy).unwrap_or_else(|_| "[]".into())
+                ],
                 event_row,
             )?;
             let mut lease = tx.prepare_cached(
@@ -1009,6 +1059,37 @@ fn apply(
             )?;
             Ok(Reply::Done)
         }
+        OpKind::Renew(owner, ids, until_ms) => {
+            let mut stmt = tx.prepare_cached(
+                "UPDATE events SET lease_until_ms = ?3 WHERE id = ?1 AND lease_owner = ?2",
+            )?;
+            for id in ids {
+                stmt.execute(params![id, owner, until_ms])?;
+            }
+            Ok(Reply::Done)
+        }
+        OpKind::Prune(retention) => {
+            let cutoff = super::now_ms()
+                .saturating_sub(i64::try_from(retention.max_age.as_millis()).unwrap_or(i64::MAX));
+            let keep = i64::try_from(retention.max_rows).unwrap_or(i64::MAX);
+            let unverified = tx.execute(
+                "DELETE FROM events WHERE verified = 0 AND (received_at_ms < ?1 OR id <=
+                   (SELECT id FROM events WHERE verified = 0 ORDER BY id DESC
+                    LIMIT 1 OFFSET ?2))",
+                params![cutoff, keep],
+            )?;
+            let quarantined = tx.execute(
+                "DELETE FROM quarantine WHERE received_at_ms < ?1 OR id <=
+                   (SELECT id FROM quarantine ORDER BY id DESC LIMIT 1 OFFSET ?2)",
+                params![cutoff, keep],
+            )?;
+            // What was freed may be kept again.
+            *kept = kept_so_far(tx)?;
+            Ok(Reply::Pruned(Pruned {
+                unverified: unverified as u64,
+                quarantined: quarantined as u64,
+            }))
+        }
         OpKind::Stop => Ok(Reply::Done),
     }
 }
@@ -1019,14 +1100,23 @@ fn insert(
     limits: &Limits,
     kept: &mut Kept,
 ) -> rusqlite::Result<Outcome> {
+    // Past the limits a stranger's row keeps its hash and headers, not its body; a
+    // delivery that adds no row gives back what it was counted.
+    let admitted = kept.admit(limits, incoming);
+    let body: &[u8] = if admitted { &incoming.body } else { &[] };
+    let outcome = insert_row(tx, incoming, body)?;
+    if admitted && matches!(outcome, Outcome::Duplicate | Outcome::QuarantineDuplicate) {
+        kept.refund(limits, &incoming.kind, incoming.body.len());
+    }
+    Ok(outcome)
+}
+
+fn insert_row(
+    tx: &rusqlite::Transaction<'_>,
+    incoming: &Incoming,
+    body: &[u8],
+) -> rusqlite::Result<Outcome> {
     let body_len = i64::try_from(incoming.body.len()).unwrap_or(i64::MAX);
-    // Past the limits a stranger's row keeps its hash and headers, not its body. A
-    // duplicate counted here is only a slightly early limit, never an unbounded one.
-    let body: &[u8] = if kept.admit(limits, incoming) {
-        &incoming.body
-    } else {
-        &[]
-    };
     match &incoming.kind {
         IncomingKind::Event {
             subscription_id,

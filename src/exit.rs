@@ -134,6 +134,28 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
                  again, shows it and asks again"
             ));
         }
+        // The checks speak of policy settings and given nonces; the CLI names its flags.
+        if let Some(refusal) = cause.downcast_ref::<bridgectl_tx::Error>().or_else(|| {
+            cause
+                .downcast_ref::<bridgectl_flow::Error>()
+                .and_then(bridgectl_flow::Error::refusal)
+        }) && let bridgectl_tx::Error::Policy {
+            field, expected, ..
+        } = refusal
+        {
+            if field == "nonce" && expected.contains("from the journal") {
+                return Some(
+                    "`--nonce N` gives the sender's next nonce when this journal is behind \
+                     (the key signed elsewhere since)"
+                        .into(),
+                );
+            }
+            if field == "value" && expected.contains("max-value") {
+                return Some(
+                    "`--allow-value` (or the profile's max-value) allows native value".into(),
+                );
+            }
+        }
         if let Some(bridgectl_flow::Error::LeaseExpired { tx_id, .. }) =
             cause.downcast_ref::<bridgectl_flow::Error>()
         {

@@ -922,7 +922,8 @@ bctest!(
         assert_eq!(fifo.finish(), 0, "a refusal never reads the passphrase");
         assert!(
             err.contains("expected 1 (the sender's next nonce, from the journal), found 3: a gap by the journal's count")
-                && err.contains("give the sender's next nonce with --nonce"),
+                && err.contains("give the sender's next nonce")
+                && err.contains("hint: `--nonce N` gives the sender's next nonce"),
             "{err}"
         );
     }

@@ -417,7 +417,7 @@ bctest!(
             &eip155_raw(),
             &with_flags(&[("--nonce", "8")]),
             3,
-            "nonce: expected 8 (the sender's next nonce, from --nonce), found 9: a gap",
+            "nonce: expected 8 (the sender's next nonce, from the nonce given), found 9: a gap",
         );
         // A function alone does not pin the call (transfer to anyone, any amount): --yes
         // is signing blind.

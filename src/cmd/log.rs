@@ -125,8 +125,14 @@ pub fn run(global: &GlobalOpts, cmd: LogCommand) -> anyhow::Result<()> {
         }
         LogCommand::Verify(args) => {
             let kept = match args.checkpoint.as_deref() {
-                Some(t) => Some(t.parse::<Checkpoint>().map_err(|e| {
-                    coded(Code::Usage, format!("--checkpoint {t:?}: expected {e}"))
+                Some(t) => Some(t.parse::<Checkpoint>().map_err(|_| {
+                    coded(
+                        Code::Usage,
+                        format!(
+                            "--checkpoint {t:?}: expected COUNT:0xHASH, as `bridgectl log \
+                             checkpoint` prints it"
+                        ),
+                    )
                 })?),
                 // Without one given, the checkpoint kept beside the log.
                 None => log.kept()?.map(|k| k.checkpoint()),

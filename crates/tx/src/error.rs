@@ -290,3 +290,16 @@ impl Field {
         }
     }
 }
+
+/// A value written as text that does not read ([`crate::limits::Window`],
+/// [`crate::Checkpoint`]): what it was, the text, and the form expected.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{what} {input:?}: expected {expected}")]
+pub struct ParseError {
+    /// What was being read (`window`, `checkpoint`).
+    pub what: &'static str,
+    /// The text as given.
+    pub input: String,
+    /// The form expected.
+    pub expected: &'static str,
+}

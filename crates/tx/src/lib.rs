@@ -20,7 +20,7 @@ pub mod summary;
 pub mod text;
 pub mod verify;
 
-pub use error::{CheckedBy, Error, Field};
+pub use error::{CheckedBy, Error, Field, ParseError};
 pub use log::{Checkpoint, SigningLog, sign_and_log};
 pub use policy::{Policy, Trusted};
 pub use rawtx::RawTx;

@@ -46,10 +46,14 @@ pub struct Limit {
 pub struct Window(pub u64);
 
 impl FromStr for Window {
-    type Err = String;
+    type Err = crate::ParseError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bad = || format!("window {s:?}: expected a number and s, m, h or d (`24h`)");
+        let bad = || crate::ParseError {
+            what: "window",
+            input: s.to_owned(),
+            expected: "a number and s, m, h or d (`24h`)",
+        };
         let (n, unit) = s.split_at(s.len().saturating_sub(1));
         let n: u64 = n.parse().map_err(|_| bad())?;
         let mult = match unit {

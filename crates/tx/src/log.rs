@@ -137,10 +137,14 @@ impl fmt::Display for Checkpoint {
 }
 
 impl FromStr for Checkpoint {
-    type Err = String;
+    type Err = crate::ParseError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let expected = || "COUNT:0xHASH, as `bridgectl log checkpoint` prints it".to_string();
+        let expected = || crate::ParseError {
+            what: "checkpoint",
+            input: s.to_owned(),
+            expected: "COUNT:0xHASH, as a checkpoint is printed (its `Display`)",
+        };
         let (count, head) = s.trim().split_once(':').ok_or_else(expected)?;
         Ok(Checkpoint {
             count: count.parse().map_err(|_| expected())?,

@@ -69,7 +69,7 @@ pub enum Nonce {
 /// is a floor under all of them (a nonce signed or reserved here is never signed again).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NonceFacts {
-    /// Given by the person (`--nonce N`).
+    /// Given by the person (the CLI's `--nonce N`).
     pub fixed: Option<u64>,
     /// `eth_getTransactionCount(from, "pending")` from the chain's node.
     pub pending: Option<u64>,
@@ -149,7 +149,7 @@ impl Verified {
         self.window.as_ref()
     }
 
-    /// Where the nonce was checked against (`--nonce`, `node`, `platform`, `journal`);
+    /// Where the nonce was checked against (`given`, `node`, `platform`, `journal`);
     /// `None` for bytes signed before.
     pub fn nonce_source(&self) -> Option<&'static str> {
         self.nonce_source
@@ -225,8 +225,8 @@ pub fn verify(
                 CheckedBy::Policy,
                 "chainId",
                 known_list(
-                    "a chain the profile names (main_chain_id, side_chain_id) or \
-                     --expect-chain-id",
+                    "a chain the profile names (main_chain_id, side_chain_id) or the \
+                     policy expects (expect-chain-id)",
                     trusted.chains.keys().map(u64::to_string),
                 ),
                 raw.chain_id.to_string(),
@@ -252,7 +252,7 @@ pub fn verify(
                 known_list(
                     &format!(
                         "a contract the profile names on chain {} (mt_contract, \
-                         st_contract) or --expect-to",
+                         st_contract) or the policy expects (expect-to)",
                         raw.chain_id
                     ),
                     trusted
@@ -321,7 +321,8 @@ pub fn verify(
             CheckedBy::Policy,
             "value",
             if max_value.is_zero() {
-                "0 wei (no bridge call sends native value; allow it with --allow-value)".into()
+                "0 wei (no bridge call sends native value; a policy allows more with max-value)"
+                    .into()
             } else {
                 format!("at most {max_value} wei")
             },
@@ -483,8 +484,7 @@ fn check_nonce(nonce: u64, facts: &NonceFacts) -> Result<&'static str, Error> {
     let wrong = |expected: u64, source: &str| {
         let what = if nonce > expected && source == "the journal" {
             "a gap by the journal's count; if this key signed elsewhere since (online, \
-             another machine), the journal is behind: give the sender's next nonce with \
-             --nonce"
+             another machine), the journal is behind: give the sender's next nonce"
         } else if nonce > expected {
             "a gap: it would sit unmined until the nonces below it are used"
         } else {
@@ -498,7 +498,7 @@ fn check_nonce(nonce: u64, facts: &NonceFacts) -> Result<&'static str, Error> {
         )
     };
     let (next, source) = match (facts.fixed, facts.pending, facts.platform) {
-        (Some(n), _, _) => (Some(n), "--nonce"),
+        (Some(n), _, _) => (Some(n), "the nonce given"),
         (None, Some(n), _) => (Some(n), "the node"),
         (None, None, Some(n)) => (Some(n), "the platform"),
         (None, None, None) => (None, "the journal"),
@@ -526,7 +526,7 @@ fn check_nonce(nonce: u64, facts: &NonceFacts) -> Result<&'static str, Error> {
         (Some(_), _) => Ok(match source {
             "the node" => "node",
             "the platform" => "platform",
-            _ => "--nonce",
+            _ => "given",
         }),
         (None, Some(floor)) if nonce != floor => Err(wrong(floor, source)),
         (None, Some(_)) => Ok("journal"),
@@ -534,7 +534,7 @@ fn check_nonce(nonce: u64, facts: &NonceFacts) -> Result<&'static str, Error> {
             CheckedBy::Policy,
             "nonce",
             "a way to check it: the chain's node, the platform's next nonce, a journal \
-             record for this sender, or --nonce N"
+             record for this sender, or a nonce given"
                 .into(),
             format!("{nonce}, unchecked"),
         )),

@@ -245,7 +245,7 @@ fn the_nonce_is_the_next_one() {
                 pending: Some(1),
                 ..NonceFacts::default()
             },
-            "from --nonce",
+            "from the nonce given",
         ),
         (
             NonceFacts {
@@ -283,7 +283,7 @@ fn the_nonce_is_the_next_one() {
                 fixed: Some(1),
                 ..NonceFacts::default()
             },
-            "--nonce",
+            "given",
         ),
     ] {
         let v = verify(&tx, None, &p, &context(facts)).expect(source);

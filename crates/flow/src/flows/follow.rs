@@ -72,6 +72,10 @@ pub struct FlowStatus {
     pub st_now: Option<String>,
     /// What could not be asked, and why (the flow's state is left as it was).
     pub unobserved: Vec<String>,
+    /// For a flow replaced at its nonce: which of its transactions was mined, and how the
+    /// flow ended by it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended: Option<super::Ended>,
 }
 
 impl FlowStatus {
@@ -90,6 +94,7 @@ impl FlowStatus {
             st_before: None,
             st_now: None,
             unobserved: Vec::new(),
+            ended: None,
         }
     }
 
@@ -193,8 +198,9 @@ impl Flows {
         if self.journal.signatures(tx_id)?.len() > 1 {
             let ended = self.follow_replaced(&rec, progress).await?;
             status.tx_hash = Some(ended.mined);
-            status.redemption = ended.redemption;
+            status.redemption = ended.redemption.clone();
             status.state = Some(ended.state);
+            status.ended = Some(ended);
             return Ok(status);
         }
         let end = self.end_of(&rec)?;

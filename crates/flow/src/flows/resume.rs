@@ -303,26 +303,13 @@ impl Flows {
         progress: &mut dyn Progress,
     ) -> Result<Resumed, Error> {
         let tx_id = submitted.tx_id.as_str();
-        if self.journal.signatures(tx_id)?.len() > 1 {
-            // Replaced at its nonce: the chain decides which of its transactions ends it.
-            let rec = self.journal.get(tx_id)?;
-            let ended = self.follow_replaced(&rec, progress).await?;
-            return Ok(Resumed {
-                kind,
-                submitted,
-                redemption: ended.redemption.clone(),
-                signed_now,
-                ended: Some(ended),
-                followed: None,
-            });
-        }
         let followed = self.follow(tx_id, progress).await?;
         Ok(Resumed {
             kind,
             submitted,
             redemption: followed.redemption.clone(),
             signed_now,
-            ended: None,
+            ended: followed.ended.clone(),
             followed: Some(followed),
         })
     }

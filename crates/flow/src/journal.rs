@@ -854,17 +854,19 @@ impl Journal {
     /// the journal's nonces for it would refuse or misplace every transaction.
     pub fn check_chain(&self, chain_id: u64, genesis: alloy_primitives::B256) -> Result<(), Error> {
         let found = genesis.to_string();
-        let journaled: Option<String> = self.with(|c| {
-            let t = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let journaled = genesis_in(&t, chain_id)?;
-            if journaled.is_none() {
-                t.execute(
-                    "INSERT INTO chains (chain_id, genesis, recorded_at) VALUES (?1, ?2, ?3)",
+        // Read without a lock: once recorded (every run but a chain's first), nothing is
+        // written, and no other writer waits on this.
+        let journaled: Option<String> = self.with(|c| match genesis_in(c, chain_id)? {
+            Some(j) => Ok(Some(j)),
+            None => {
+                // Another process may record it at the same time: the first one counts.
+                c.execute(
+                    "INSERT OR IGNORE INTO chains (chain_id, genesis, recorded_at)
+                     VALUES (?1, ?2, ?3)",
                     params![chain_id as i64, found, now()],
                 )?;
-                t.commit()?;
+                genesis_in(c, chain_id)
             }
-            Ok(journaled)
         })?;
         match journaled {
             Some(j) if !j.eq_ignore_ascii_case(&found) => Err(Error::ChainReset {

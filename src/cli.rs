@@ -55,8 +55,10 @@ pub struct PassphraseOpts {
     pub passphrase_file: Option<PathBuf>,
 }
 
-/// The subcommands.
+/// The subcommands. Each one's arguments are built only when it runs (`defer`, here and
+/// in every subcommand enum): building all of them cost every run about 0.3 ms.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// Manage encrypted private keys.
     #[command(subcommand)]

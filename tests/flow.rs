@@ -861,6 +861,11 @@ bctest!(
         ] {
             assert!(out.contains(word), "no {word} in the completions");
         }
+        // Subcommands' arguments are built only when needed (clap's `defer`): the
+        // completions still hold them, nested ones too.
+        for flag in ["--expect-chain-id", "--passphrase-file", "--replace-stuck"] {
+            assert!(out.contains(flag), "no {flag} in the completions");
+        }
     }
 );
 

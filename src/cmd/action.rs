@@ -22,6 +22,7 @@ use crate::session::Session;
 
 /// Transaction-action commands.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum ActionCommand {
     /// Execute a transaction action.
     Exec(ExecArgs),

@@ -31,6 +31,7 @@ use crate::session::Session;
 
 /// `bridgectl batch ...`
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum BatchCommand {
     /// Show what a batch file would do: counts and totals per token and per address
     /// beside each address's token and gas balances, the keys to unlock and the caps.

@@ -18,6 +18,7 @@ use crate::passphrase::CliPassphrases;
 
 /// `bridgectl journal ...`.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum JournalCommand {
     /// After chain CHAIN was reset (its block 0 changed): retire the journal's flows on
     /// it and record the reset in the signing log for each key that signed there.

@@ -23,6 +23,7 @@ use crate::passphrase::CliPassphrases;
 
 /// Key management commands.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum KeyCommand {
     /// Create a new random key.
     New(NewArgs),

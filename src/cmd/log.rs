@@ -19,6 +19,7 @@ use crate::exit::{Code, WithCode, coded};
 
 /// `bridgectl log ...`
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum LogCommand {
     /// Print the head of the log (COUNT:HASH), for the operator to keep elsewhere.
     Checkpoint,

@@ -12,6 +12,7 @@ use crate::exit::{Code, coded};
 
 /// Offline transaction tools.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum TxCommand {
     /// Decode a signed transaction (legacy; typed ones for display), recover its
     /// sender and decode its calldata. Exits 3 when it is malformed or invalid.

@@ -39,6 +39,7 @@ use crate::output;
 
 /// `bridgectl webhook ...`
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum WebhookCommand {
     /// Create a webhook; its signing key is stored locally (0600) for `listen`.
     Create(CreateArgs),

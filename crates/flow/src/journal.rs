@@ -287,7 +287,7 @@ pub struct Journal {
 }
 
 const SCHEMA: bridgectl_sqlite::Schema = bridgectl_sqlite::Schema {
-    version: 2,
+    version: 3,
     sql: SCHEMA_SQL,
 };
 
@@ -324,10 +324,12 @@ CREATE TABLE IF NOT EXISTS nonces (
     PRIMARY KEY (address, chain_id, nonce)
 );
 CREATE INDEX IF NOT EXISTS flows_by_hash ON flows(tx_hash);
--- next_nonce reads the signed flows of one sender on one chain before every signature:
--- without this it scans every flow ever journaled (a batch of a thousand items made each
--- of its signatures slower than the last).
-CREATE INDEX IF NOT EXISTS flows_by_sender ON flows(from_addr COLLATE NOCASE, chain_id);
+-- next_nonce reads the highest signed nonce of one sender on one chain before every
+-- signature: ordered by nonce, that is one index probe. (Version 2's index on sender and
+-- chain only still read every flow of the sender: 1 ms per signature at 350 flows.)
+DROP INDEX IF EXISTS flows_by_sender;
+CREATE INDEX IF NOT EXISTS flows_by_sender_nonce
+    ON flows(from_addr COLLATE NOCASE, chain_id, CAST(nonce AS INTEGER));
 CREATE TABLE IF NOT EXISTS batches (
     batch_id   TEXT PRIMARY KEY,
     source     TEXT NOT NULL,
@@ -377,8 +379,6 @@ pub struct BatchLock {
 /// for good.
 pub const RESERVATION_LEASE_SECS: i64 = 15 * 60;
 
-/// The SQL condition (over `nonces r JOIN flows f`, with the lease cut-off bound as
-/// parameter `cutoff`, e.g. `?4`) under which a reservation holds.
 /// The block 0 hash journaled for `chain_id`, read inside `c`.
 fn genesis_in(c: &Connection, chain_id: u64) -> rusqlite::Result<Option<String>> {
     c.query_row(
@@ -389,6 +389,28 @@ fn genesis_in(c: &Connection, chain_id: u64) -> rusqlite::Result<Option<String>>
     .optional()
 }
 
+/// The highest nonce that holds for sender `?1` on chain `?2`, flow `?3` aside (lease
+/// cut-off `?4`): a reservation that holds, or a signed flow. Each side walks its index
+/// down from the highest nonce and stops at the first that counts (almost always the
+/// first it meets), so a signature costs the same in a journal of ten flows or ten
+/// thousand.
+fn next_nonce_sql() -> String {
+    format!(
+        "SELECT MAX(n) FROM (
+         SELECT (SELECT r.nonce FROM nonces r JOIN flows f ON f.tx_id = r.tx_id
+                  WHERE r.address = ?1 AND r.chain_id = ?2 AND r.tx_id != ?3 AND {}
+                  ORDER BY r.nonce DESC LIMIT 1) AS n
+         UNION ALL
+         SELECT (SELECT CAST(nonce AS INTEGER) FROM flows
+                  WHERE from_addr = ?1 COLLATE NOCASE AND chain_id = ?2
+                    AND signed_tx IS NOT NULL AND state != 'retired' AND tx_id != ?3
+                  ORDER BY CAST(nonce AS INTEGER) DESC LIMIT 1))",
+        holds("?4")
+    )
+}
+
+/// The SQL condition (over `nonces r JOIN flows f`, with the lease cut-off bound as
+/// parameter `cutoff`, e.g. `?4`) under which a reservation holds.
 fn holds(cutoff: &str) -> String {
     format!(
         "(f.state != 'retired' AND (f.signed_tx IS NOT NULL \
@@ -971,18 +993,7 @@ impl Journal {
         let addr = address.to_string();
         let except = except.unwrap_or("");
         let highest: Option<i64> = self.with(|c| {
-            c.query_row(
-                &format!(
-                    "SELECT MAX(n) FROM (
-                     SELECT r.nonce AS n FROM nonces r JOIN flows f ON f.tx_id = r.tx_id
-                      WHERE r.address = ?1 AND r.chain_id = ?2 AND r.tx_id != ?3
-                        AND {}
-                     UNION ALL
-                     SELECT CAST(nonce AS INTEGER) FROM flows
-                      WHERE from_addr = ?1 COLLATE NOCASE AND chain_id = ?2
-                        AND signed_tx IS NOT NULL AND state != 'retired' AND tx_id != ?3)",
-                    holds("?4")
-                ),
+            c.prepare_cached(&next_nonce_sql())?.query_row(
                 params![addr, chain_id as i64, except, unix_now() - self.lease_secs],
                 |r| r.get(0),
             )
@@ -1697,6 +1708,49 @@ mod tests {
         journals[0]
             .reserve_nonce("flow-4", addr, 7, 6)
             .expect("an expired lease is taken over");
+    }
+
+    /// The nonce floor is read before every signature: its cost must not grow with the
+    /// journal. Counted in SQLite's virtual-machine steps (not time), with 10 and with
+    /// 2,000 signed flows of the sender.
+    #[test]
+    fn the_nonce_floor_reads_the_same_rows_whatever_the_journal_size() {
+        let addr = Address::repeat_byte(0x11);
+        let steps = |flows: u64| {
+            let dir = tempfile::tempdir().expect("tmp");
+            let j = Journal::open(dir.path().join("journal.sqlite3")).expect("open");
+            j.with(|c| {
+                let t = c.unchecked_transaction()?;
+                for n in 0..flows {
+                    let id = format!("flow-{n}");
+                    t.execute(
+                        "INSERT INTO flows (tx_id, kind, state, from_addr, intent, signed_tx,
+                                            chain_id, nonce, created_at, updated_at)
+                         VALUES (?1, 'redeem', 'completed', ?2, '{}', '0xf8', 7, ?3, '', '')",
+                        params![id, addr.to_string(), n.to_string()],
+                    )?;
+                    t.execute(
+                        "INSERT INTO nonces (address, chain_id, nonce, tx_id, reserved_at)
+                         VALUES (?1, 7, ?2, ?3, 0)",
+                        params![addr.to_string(), n as i64, id],
+                    )?;
+                }
+                t.commit()
+            })
+            .expect("fill");
+            assert_eq!(j.next_nonce(addr, 7, None).expect("next"), Some(flows));
+            j.with(|c| {
+                let mut stmt = c.prepare(&next_nonce_sql())?;
+                stmt.query_row(params![addr.to_string(), 7, "", 0], |_| Ok(()))?;
+                Ok(stmt.get_status(rusqlite::StatementStatus::VmStep))
+            })
+            .expect("steps")
+        };
+        let (small, large) = (steps(10), steps(2_000));
+        assert!(
+            large <= small + 10,
+            "the nonce floor took {large} steps at 2,000 flows and {small} at 10"
+        );
     }
 
     #[test]

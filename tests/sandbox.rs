@@ -109,3 +109,46 @@ bctest!(
         }
     }
 );
+
+bctest!(
+    demo_funds_swaps_and_redeems_end_to_end,
+    |_dir: Dir, mut cmd: TestCommand| {
+        // `make demo`, the README's first command: its own sandbox, a throwaway key funded
+        // by the sandbox's development key (signed through the same keystore's signing
+        // log), a swap and a redeem; the balances must add up.
+        cmd.env("BRIDGECTL_ANVIL", crate::util::pinned_tool("anvil"));
+        let out = cmd.args(["--json", "demo"]).json();
+        let balance = |at: &str, token: &str| -> u128 {
+            out["balances"][at][token]
+                .as_str()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or_else(|| panic!("balances.{at}.{token} in {out}"))
+        };
+        assert_eq!(out["redeem"]["status"], "completed", "{out}");
+        assert!(
+            out["fundTx"].as_str().is_some_and(|h| h.len() == 66),
+            "{out}"
+        );
+        let swapped: u128 = out["swap"]["amount"]
+            .as_str()
+            .and_then(|s| s.parse().ok())
+            .expect("swap amount");
+        assert!(swapped > 0, "{out}");
+        assert_eq!(
+            balance("afterSwap", "mt"),
+            balance("beforeSwap", "mt") - swapped,
+            "{out}"
+        );
+        assert_eq!(
+            out["swap"]["stCredited"].as_str(),
+            out["balances"]["afterSwap"]["st"].as_str(),
+            "{out}"
+        );
+        assert_eq!(balance("afterRedeem", "st"), 0, "{out}");
+        assert_eq!(
+            balance("afterRedeem", "mt"),
+            balance("beforeSwap", "mt"),
+            "{out}"
+        );
+    }
+);

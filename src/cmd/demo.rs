@@ -152,6 +152,12 @@ async fn run_flows(
         ClientOptions::default(),
     )?;
     let journal = Journal::open(work.join("journal.sqlite3"))?;
+    // The funding transfer is signed by the sandbox's development key, given up front
+    // rather than stored here: its entries in this keystore's signing log are the
+    // keystore's own, as an external signer's are (else the log refuses the throwaway
+    // key's first signature: "entry 1 is signed by ..., which is not a key of this
+    // keystore").
+    keystore.add_external_signer(info.dev.address)?;
     let signing_log = keystore.signing_log()?;
     let flows = Flows::builder(client, Arc::new(journal), Arc::new(signing_log))
         .bridge(bridge)

@@ -35,6 +35,13 @@ pub fn json_line<T: Serialize>(value: &T) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Says that this command's stdout is a stream of JSON lines (`batch run|resume --json`,
+/// `webhook listen --json`): a failure before its first line is one line too, so that a
+/// script reading lines gets whole documents whatever happens.
+pub fn json_stream() {
+    JSON_WRITTEN.store(LINES, Ordering::Relaxed);
+}
+
 /// Prints a failure for a script on stdout, `{"error": {"code", "message", "exit"}}`:
 /// `code` the exit code's kind ([`crate::exit::Code::name`]), `message` what stderr
 /// says after `error: `, `exit` the process's exit code. A stream (`batch run --json`)

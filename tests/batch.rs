@@ -197,11 +197,13 @@ fn a_batch_of_redeems_across_keys_refuses_one_hostile_item_and_resume_finishes_i
     let (results, summary) = parse_results(&out.stdout);
     assert_eq!(results.len(), 40);
     assert_eq!(summary["completed"], 39, "{summary:#}");
-    assert_eq!(summary["failed"], 1, "{summary:#}");
+    // Refused before it signed: `unsigned`, as `batch status` says, not `failed`.
+    assert_eq!(summary["failed"], 0, "{summary:#}");
+    assert_eq!(summary["unsigned"], 1, "{summary:#}");
     let refused = results
         .iter()
-        .find(|r| r["status"] == "failed")
-        .expect("one failed item");
+        .find(|r| r["status"] == "unsigned")
+        .expect("one unsigned item");
     assert_eq!(refused["id"], "item-20", "{refused:#}");
     let why = refused["error"].as_str().unwrap_or_default();
     assert!(why.contains("_amount"), "refused for its amount: {why}");
@@ -221,6 +223,18 @@ fn a_batch_of_redeems_across_keys_refuses_one_hostile_item_and_resume_finishes_i
         "{:#}",
         status["items"][20]
     );
+    // Counted as the run counted it: not failed, open (a resume runs it).
+    assert_eq!(
+        (&status["completed"], &status["failed"], &status["open"]),
+        (&json!(39), &json!(0), &json!(1)),
+        "{status:#}"
+    );
+    let listed = live.ok(&["batch", "status"]);
+    let listed = listed
+        .as_array()
+        .and_then(|l| l.iter().find(|b| b["batchId"] == batch_id.as_str()))
+        .expect("the batch is listed");
+    assert_eq!(listed["open"], 1, "{listed:#}");
     let counter = CountingPassphrase::new(&live.dir, &live.passphrase);
     let mut c = live.cmd();
     c.env("BRIDGECTL_PASSPHRASE_FILE", &counter.path).args([
@@ -240,6 +254,7 @@ fn a_batch_of_redeems_across_keys_refuses_one_hostile_item_and_resume_finishes_i
     assert_eq!(summary["completed"], 40, "{summary:#}");
     let earlier = results.iter().filter(|r| r["earlier"] == true).count();
     assert_eq!(earlier, 39, "finished items are reported, not run");
+    assert_eq!(summary["ran"], 1, "the rate is of what ran: {summary:#}");
     assert_each_item_redeemed_once(&live, &payers, &items);
 }
 
@@ -376,7 +391,8 @@ fn a_csv_batch_mixes_transfers_a_swap_and_a_redeem_and_bad_input_is_refused_by_l
     let text = c.stdout();
     assert!(text.contains("completed t-st 0x"), "{text}");
     assert!(
-        text.contains(": 4 completed, 0 failed, 0 pending of 4"),
+        text.contains(": 4 completed, 0 failed, 0 unsigned, 0 pending of 4")
+            && text.contains("(none ran: every item had finished before)"),
         "{text}"
     );
     let mut c = live.cmd();

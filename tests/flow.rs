@@ -681,11 +681,11 @@ fn history_lists_flows_and_unknown_flows_are_not_found() {
             .expect("address")
     );
     assert_eq!(
-        b[0]["st"]["amount"],
+        b[0]["st"]["balance"],
         live.balance(true, live.dev).to_string()
     );
     assert_eq!(
-        b[0]["mt"]["amount"],
+        b[0]["mt"]["balance"],
         live.balance(false, live.dev).to_string()
     );
     assert_eq!(b[0]["label"], "dev");

@@ -198,6 +198,7 @@ fn a_dropped_redeem_names_its_flow_and_its_cancel_ends_it_cancelled() {
 
     automine(&live, true);
     let cancelled = live.ok(&["cancel", &tx_id, "--yes"]);
+    crate::json::assert_schema("replace", &cancelled);
     let cancel_hash = cancelled["txHash"].as_str().expect("txHash").to_owned();
     assert_eq!(cancelled["purpose"], "cancel", "{cancelled:#}");
     assert_eq!(cancelled["ended"]["state"], "cancelled", "{cancelled:#}");

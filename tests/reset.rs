@@ -36,7 +36,9 @@ fn a_restarted_sandbox_is_named_a_reset_and_reset_chain_lets_the_walkthrough_run
     // Not a reset: refused, nothing changed.
     let reset = |chain: u64| {
         let chain = chain.to_string();
-        live.ok(&["journal", "reset-chain", &chain, "--yes"])
+        let out = live.ok(&["journal", "reset-chain", &chain, "--yes"]);
+        crate::json::assert_schema("journal-reset-chain", &out);
+        out
     };
     let side_reset = reset(side);
     assert_eq!(

@@ -67,6 +67,7 @@ bctest!(
             };
             let _ = ready_tx.send(());
             watchdog.join().expect("watchdog");
+            crate::json::assert_schema("sandbox", &info);
             assert!(
                 info["baseUrl"]
                     .as_str()

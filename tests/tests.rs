@@ -13,6 +13,7 @@ mod errors;
 mod flow;
 mod follow;
 mod http;
+mod json;
 mod key;
 mod log;
 mod names;

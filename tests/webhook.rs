@@ -98,8 +98,8 @@ impl Listening {
         let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
         let mut line = String::new();
         stdout.read_line(&mut line).expect("first line");
-        let v: Value = serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("listener's first line is not json ({e}): {line:?}"));
+        let v = crate::util::strict_json(&line);
+        crate::json::assert_schema("webhook-listen", &v);
         let addr = v["addr"]
             .as_str()
             .expect("addr")
@@ -157,8 +157,8 @@ impl Listening {
                 0,
                 "no summary"
             );
-            let v: Value =
-                serde_json::from_str(&line).unwrap_or_else(|e| panic!("not json ({e}): {line:?}"));
+            let v = crate::util::strict_json(&line);
+            crate::json::assert_schema("webhook-listen", &v);
             if v.get("stopped").is_some() {
                 break;
             }
@@ -234,7 +234,9 @@ fn stored_events(dir: &Dir, store: impl AsRef<std::ffi::OsStr>) -> Vec<Value> {
     let mut cmd = dir.command();
     cmd.args(["--json", "webhook", "events", "--limit", "100000"])
         .args(["--store".as_ref(), store.as_ref()]);
-    match cmd.json() {
+    let events = cmd.json();
+    crate::json::assert_schema("webhook-events", &events);
+    match events {
         Value::Array(v) => v,
         other => panic!("events --json is not an array: {other}"),
     }

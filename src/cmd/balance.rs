@@ -54,19 +54,26 @@ pub fn run(global: &GlobalOpts, args: BalanceArgs) -> anyhow::Result<()> {
         rows.push((address, label, mt, st));
     }
     if global.json {
-        let items: Vec<_> = rows
+        // A token's balance in base units, and in token units beside it for people.
+        let token = |side: &bridgectl_flow::ChainSide, v: &alloy_primitives::U256| {
+            Ok::<_, anyhow::Error>(json!({
+                "symbol": side.symbol,
+                "decimals": side.decimals,
+                "balance": v.to_string(),
+                "balanceTokens": bridgectl_tx::amount::format_units(*v, side.decimals)?,
+            }))
+        };
+        let items = rows
             .iter()
             .map(|(address, label, mt, st)| {
-                json!({
+                Ok(json!({
                     "address": address,
                     "label": label,
-                    "mt": {"symbol": bridge.main.symbol, "amount": mt.to_string(),
-                           "decimals": bridge.main.decimals},
-                    "st": {"symbol": bridge.side.symbol, "amount": st.to_string(),
-                           "decimals": bridge.side.decimals},
-                })
+                    "mt": token(&bridge.main, mt)?,
+                    "st": token(&bridge.side, st)?,
+                }))
             })
-            .collect();
+            .collect::<anyhow::Result<Vec<_>>>()?;
         return crate::output::json(&items);
     }
     if rows.is_empty() {

@@ -161,8 +161,18 @@ pub fn run(global: &GlobalOpts, cmd: BatchCommand) -> Result<()> {
             plan.show(global.json)?;
             plan.check()
         }
-        BatchCommand::Run(args) => run_batch(global, &args.input, &args.run),
-        BatchCommand::Resume(args) => resume_batch(global, &args),
+        BatchCommand::Run(args) => {
+            if global.json {
+                crate::output::json_stream();
+            }
+            run_batch(global, &args.input, &args.run)
+        }
+        BatchCommand::Resume(args) => {
+            if global.json {
+                crate::output::json_stream();
+            }
+            resume_batch(global, &args)
+        }
         BatchCommand::Status(args) => status(global, &args),
     }
 }
@@ -827,7 +837,10 @@ fn resume_batch(global: &GlobalOpts, args: &ResumeArgs) -> Result<()> {
 struct Tally {
     completed: usize,
     failed: usize,
+    unsigned: usize,
     pending: usize,
+    /// Items worked on in this run (not only reported as an earlier run left them).
+    ran: usize,
     latencies: Vec<Duration>,
 }
 
@@ -865,13 +878,15 @@ fn drive(
             match r.status {
                 ItemStatus::Completed => tally.completed += 1,
                 ItemStatus::Failed => tally.failed += 1,
+                ItemStatus::Unsigned => tally.unsigned += 1,
                 ItemStatus::Pending => tally.pending += 1,
             }
+            tally.ran += usize::from(!r.earlier);
             report(global, bar.as_ref(), &r)?;
             if let Some(bar) = &bar {
                 bar.set_message(format!(
-                    "done {} failed {} pending {}",
-                    tally.completed, tally.failed, tally.pending
+                    "done {} failed {} unsigned {} pending {}",
+                    tally.completed, tally.failed, tally.unsigned, tally.pending
                 ));
                 bar.inc(1);
             }
@@ -882,23 +897,34 @@ fn drive(
         bar.finish_and_clear();
     }
     let seconds = started.elapsed().as_secs_f64();
-    let rate = total as f64 / seconds.max(1e-9);
+    // A rate of the items this run worked on: a resume of a finished batch ran none,
+    // and has no rate (not thousands of items a second).
+    let rate = (tally.ran > 0).then(|| tally.ran as f64 / seconds.max(1e-9));
     if global.json {
         let summary = json!({"summary": {
             "batchId": batch_id,
             "items": total,
+            "ran": tally.ran,
             "completed": tally.completed,
             "failed": tally.failed,
+            "unsigned": tally.unsigned,
             "pending": tally.pending,
             "seconds": (seconds * 1000.0).round() / 1000.0,
-            "itemsPerSecond": (rate * 10.0).round() / 10.0,
+            "itemsPerSecond": rate.map(|r| (r * 10.0).round() / 10.0),
         }});
         crate::output::json_line(&summary)?;
     } else {
         crate::output::line(format_args!(
-            "batch {batch_id}: {} completed, {} failed, {} pending of {total} in {seconds:.1} s \
-             ({rate:.1} items/s)",
-            tally.completed, tally.failed, tally.pending
+            "batch {batch_id}: {} completed, {} failed, {} unsigned, {} pending of {total} in \
+             {seconds:.1} s{}",
+            tally.completed,
+            tally.failed,
+            tally.unsigned,
+            tally.pending,
+            rate.map_or_else(
+                || " (none ran: every item had finished before)".to_owned(),
+                |r| format!(" ({r:.1} items/s over the {} that ran)", tally.ran)
+            )
         ))?;
     }
     if tally.completed == total {
@@ -935,6 +961,7 @@ fn report(global: &GlobalOpts, bar: Option<&indicatif::ProgressBar>, r: &ItemRes
         match r.status {
             ItemStatus::Completed => "completed",
             ItemStatus::Failed => "FAILED",
+            ItemStatus::Unsigned => "UNSIGNED",
             ItemStatus::Pending => "pending",
         },
         untrusted(&r.id),
@@ -957,23 +984,28 @@ fn report(global: &GlobalOpts, bar: Option<&indicatif::ProgressBar>, r: &ItemRes
 fn status(global: &GlobalOpts, args: &StatusArgs) -> Result<()> {
     let journal = crate::session::open_journal(args.journal.as_deref())?;
     let Some(id) = &args.id else {
-        let batches = journal.list_batches(20)?;
+        let batches = journal
+            .list_batches(20)?
+            .iter()
+            .map(|b| BatchStatus::read(&journal, &b.batch_id))
+            .collect::<Result<Vec<_>, _>>()?;
         if global.json {
-            return crate::output::json(&batches);
+            let list: Vec<Value> = batches.iter().map(counted).collect();
+            return crate::output::json(&list);
         }
         if batches.is_empty() {
             crate::output::note("no batches in the journal");
         }
-        for b in batches {
-            let s = BatchStatus::read(&journal, &b.batch_id)?;
+        for s in batches {
+            let (b, n) = (&s.batch, s.counts());
             crate::output::line(format_args!(
                 "{}  {}  {:>5} items  {} completed, {} failed, {} open  {}",
                 b.batch_id,
                 b.created_at,
                 b.items,
-                s.count(ItemState::Completed),
-                s.count(ItemState::Failed),
-                b.items - s.count(ItemState::Completed) - s.count(ItemState::Failed),
+                n.completed,
+                n.failed,
+                n.open,
                 untrusted(&b.source)
             ))?;
         }
@@ -981,7 +1013,9 @@ fn status(global: &GlobalOpts, args: &StatusArgs) -> Result<()> {
     };
     let s = BatchStatus::read(&journal, id)?;
     if global.json {
-        return crate::output::json(&s);
+        let mut one = counted(&s);
+        one["items"] = serde_json::to_value(&s.items)?;
+        return crate::output::json(&one);
     }
     crate::output::line(format_args!(
         "batch {} ({}, {}): {} items",
@@ -1008,12 +1042,13 @@ fn status(global: &GlobalOpts, args: &StatusArgs) -> Result<()> {
                 .unwrap_or_default()
         ))?;
     }
-    let open = s.items.len() - s.count(ItemState::Completed) - s.count(ItemState::Failed);
+    let n = s.counts();
     crate::output::line(format_args!(
-        "{} completed, {} failed, {open} open{}",
-        s.count(ItemState::Completed),
-        s.count(ItemState::Failed),
-        if open > 0 {
+        "{} completed, {} failed, {} open{}",
+        n.completed,
+        n.failed,
+        n.open,
+        if n.open > 0 {
             format!(
                 ": `bridgectl batch resume {}` finishes them",
                 s.batch.batch_id
@@ -1022,4 +1057,15 @@ fn status(global: &GlobalOpts, args: &StatusArgs) -> Result<()> {
             String::new()
         }
     ))
+}
+
+/// A batch as `batch status --json` lists it: its record (`batchId, source, createdAt,
+/// itemCount`) and its counts (`completed, failed, open`).
+fn counted(s: &BatchStatus) -> Value {
+    let mut v = json!(s.batch);
+    let n = s.counts();
+    v["completed"] = json!(n.completed);
+    v["failed"] = json!(n.failed);
+    v["open"] = json!(n.open);
+    v
 }

@@ -60,6 +60,7 @@ pub fn run(global: &GlobalOpts, args: RedeemArgs) -> anyhow::Result<()> {
             "chainId": outcome.submitted.chain_id,
             "nonce": outcome.submitted.nonce,
             "amount": amount.to_string(),
+            "amountTokens": bridgectl_tx::amount::format_units(amount, bridge.side.decimals)?,
             "status": status,
             "redemption": outcome.redemption.as_ref().map(|r| &r.raw),
         }))?;

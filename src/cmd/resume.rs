@@ -33,7 +33,8 @@ pub struct ResumeArgs {
 /// Runs `bridgectl resume`.
 pub fn run(global: &GlobalOpts, args: ResumeArgs) -> anyhow::Result<()> {
     let session = Session::new(global, &args.flow)?;
-    let tx_id = session.flow(&args.tx_id)?.tx_id;
+    let record = session.flow(&args.tx_id)?;
+    let tx_id = record.tx_id.clone();
     let flows = session.flows(Submitter::Platform, |_| {})?;
     // Asked only for a flow that stopped at its approval: a signed flow's bytes are
     // resent without reading a passphrase.
@@ -43,11 +44,22 @@ pub fn run(global: &GlobalOpts, args: ResumeArgs) -> anyhow::Result<()> {
         &mut approver,
         &mut StderrProgress,
     )) {
-        // Done already: say so, send nothing.
+        // Done already: say so, send nothing. The same document as a resume that sent,
+        // with nothing sent, nothing signed and nothing observed now.
         Err(e @ bridgectl_flow::Error::AlreadyCompleted { state, .. }) => {
             return if global.json {
-                crate::output::json(&json!({"txId": tx_id, "status": state,
-                                            "resent": false}))
+                crate::output::json(&json!({
+                    "txId": tx_id,
+                    "kind": record.kind,
+                    "txHash": record.tx_hash,
+                    "resent": false,
+                    "alreadyKnown": false,
+                    "signedNow": false,
+                    "status": null,
+                    "state": state,
+                    "ended": null,
+                    "observed": null,
+                }))
             } else {
                 crate::output::line(e)
             };
@@ -66,6 +78,7 @@ pub fn run(global: &GlobalOpts, args: ResumeArgs) -> anyhow::Result<()> {
             "txId": tx_id,
             "kind": resumed.kind,
             "txHash": submitted.tx_hash,
+            "resent": !resumed.signed_now,
             "alreadyKnown": submitted.already_known,
             "signedNow": resumed.signed_now,
             "status": status,

@@ -59,6 +59,7 @@ pub fn run(global: &GlobalOpts, args: SwapArgs) -> anyhow::Result<()> {
             "swapAddress": out.swap_address,
             "swapAddressData": out.swap_address_raw,
             "amount": amount.to_string(),
+            "amountTokens": bridgectl_tx::amount::format_units(amount, bridge.main.decimals)?,
             "stBefore": out.st_before.map(|v| v.to_string()),
             "stAfter": out.st_after.map(|v| v.to_string()),
             "state": out.state,

@@ -100,6 +100,7 @@ pub fn run(global: &GlobalOpts, args: TransferArgs) -> anyhow::Result<()> {
             "to": to,
             "token": side.symbol,
             "amount": amount.to_string(),
+            "amountTokens": bridgectl_tx::amount::format_units(amount, side.decimals)?,
             "chainId": submitted.chain_id,
             "nonce": submitted.nonce,
         }))?;

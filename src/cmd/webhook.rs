@@ -695,6 +695,9 @@ async fn delete(global: &GlobalOpts, args: IdArgs) -> anyhow::Result<()> {
 const STOP_PRINTING: Duration = Duration::from_secs(1);
 
 async fn listen(global: &GlobalOpts, args: ListenArgs) -> anyhow::Result<()> {
+    if global.json {
+        crate::output::json_stream();
+    }
     let store = store_spec(&args.store)?;
     let keys = keys_path(&args.keys)?;
     let mut config = ListenerConfig::new(args.bind, store.clone(), &keys);

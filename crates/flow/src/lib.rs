@@ -25,7 +25,7 @@ pub use bridgectl_tx as tx;
 pub use bridgectl_tx::{Policy, SignedTx, Verified};
 pub use error::{Error, chain};
 pub use flows::{
-    ActionCall, ActionOutcome, ActionResult, Approver, BatchCheck, BatchItem, BatchOp,
+    ActionCall, ActionOutcome, ActionResult, Approver, BatchCheck, BatchCounts, BatchItem, BatchOp,
     BatchOptions, BatchStatus, Bridge, BundleCheck, CANCEL_GAS_LIMIT, ChainSide,
     DEFAULT_BUMP_BASIS_POINTS, DEFAULT_MAX_GAS_LIMIT, Ended, EndedBy, FlowStatus, Flows,
     FlowsBuilder, GAS_PRICE_SANITY_MULTIPLE, GasNeed, GasPriceCap, GasSource, ItemResult,

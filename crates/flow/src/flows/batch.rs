@@ -170,9 +170,13 @@ impl Default for BatchOptions {
 pub enum ItemStatus {
     /// Done: redeemed, mined, credited.
     Completed,
-    /// Failed for good in this run: refused by a check, reverted, a redemption the
-    /// platform failed. A refused item (it never signed) runs again on resume.
+    /// Failed after it signed: reverted, or a redemption the platform failed (`failed`
+    /// in `batch status` too). Over: resume does not run it again.
     Failed,
+    /// Stopped before it signed in this run: refused by a check, the platform's action
+    /// failed. Nothing was sent; `batch status` says `unsigned` too, and `batch resume`
+    /// runs it again.
+    Unsigned,
     /// Not finished: its result did not come in time, or it did not run because an
     /// earlier item of its address could not be sent. `batch resume` finishes it.
     Pending,
@@ -258,6 +262,18 @@ pub struct ItemView {
     pub error: Option<String>,
 }
 
+/// Where a batch stands, counted: the words of [`ItemState`], with everything that
+/// `batch resume` would still run (not begun, unsigned, signed, submitted) as `open`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct BatchCounts {
+    /// Items done.
+    pub completed: usize,
+    /// Items that failed after they signed: over.
+    pub failed: usize,
+    /// Items a resume runs or awaits.
+    pub open: usize,
+}
+
 /// A batch and where each of its items stands.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -302,6 +318,17 @@ impl BatchStatus {
     /// How many items are in `state`.
     pub fn count(&self, state: ItemState) -> usize {
         self.items.iter().filter(|i| i.state == state).count()
+    }
+
+    /// How many items are completed, failed, and still open.
+    pub fn counts(&self) -> BatchCounts {
+        let completed = self.count(ItemState::Completed);
+        let failed = self.count(ItemState::Failed);
+        BatchCounts {
+            completed,
+            failed,
+            open: self.items.len() - completed - failed,
+        }
     }
 
     /// The accounts whose keys the batch still needs: senders of items that will sign
@@ -704,7 +731,7 @@ impl Flows {
                     let _ = out.send(p.result(&tx_id, ItemStatus::Pending, Some(e.to_string())));
                 }
                 Err(e) => {
-                    let _ = out.send(p.result(&tx_id, ItemStatus::Failed, Some(e.to_string())));
+                    let _ = out.send(p.result(&tx_id, ItemStatus::Unsigned, Some(e.to_string())));
                 }
             }
         }

@@ -5,7 +5,7 @@
 //! One test, [`every_json_output_matches_its_schema`], runs the commands against the
 //! shared sandbox, one after another, and reports every drift at once. The outputs that
 //! need a sandbox of their own or a long-running process (`replace`/`cancel` of a stuck
-//! flow, `journal reset-chain` after a reset, `sandbox`, `webhook listen|events`) are
+//! flow, `journal reset-chain` after a reset, `sandbox`, `demo`, `webhook listen|events`) are
 //! checked by [`assert_schema`] in the tests that already produce them; their failures
 //! are here.
 
@@ -623,6 +623,7 @@ fn every_json_output_matches_its_schema() {
         2,
     );
     t.fails(&["sandbox", "--show"], 6);
+    t.fails(&["demo", "--fund", "1.2.3"], 2);
 
     // Every schema met by a success, every command by a failure too.
     let schemas: BTreeSet<String> = schema_files().into_keys().collect();
@@ -659,6 +660,7 @@ fn every_json_output_matches_its_schema() {
 /// Schemas whose success output another test checks with [`assert_schema`]: they need
 /// a sandbox of their own, a stuck transaction or a long-running process.
 const OTHER_TESTS: &[&str] = &[
+    "demo",
     "replace",
     "journal-reset-chain",
     "sandbox",
@@ -669,6 +671,7 @@ const OTHER_TESTS: &[&str] = &[
 /// Commands this test meets only failing (their success is in [`OTHER_TESTS`], or they
 /// have no output of their own).
 const ONLY_FAILS: &[&str] = &[
+    "demo",
     "no-such-command",
     "completions",
     "sandbox",

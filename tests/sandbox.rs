@@ -119,6 +119,7 @@ bctest!(
         // log), a swap and a redeem; the balances must add up.
         cmd.env("BRIDGECTL_ANVIL", crate::util::pinned_tool("anvil"));
         let out = cmd.args(["--json", "demo"]).json();
+        crate::json::assert_schema("demo", &out);
         let balance = |at: &str, token: &str| -> u128 {
             out["balances"][at][token]
                 .as_str()

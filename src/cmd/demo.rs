@@ -83,8 +83,12 @@ pub fn run(global: &GlobalOpts, args: DemoArgs) -> Result<()> {
 async fn demo(global: &GlobalOpts, args: &DemoArgs) -> Result<()> {
     let started = Instant::now();
     let say = |text: String| crate::output::note(format_args!("== {text}"));
+    // The amounts are checked before anything starts: a typo costs no sandbox.
+    let config = SandboxConfig::default();
+    let fund = crate::opts::parse_amount(&args.fund, config.main.decimals, "--fund")?;
+    let swap_amount = crate::opts::parse_amount(&args.swap, config.main.decimals, "--swap")?;
     say("starting the sandbox (two anvil chains, contracts, relayer, platform API)".into());
-    let sandbox = Sandbox::start(SandboxConfig::default()).await?;
+    let sandbox = Sandbox::start(config).await?;
     let info = sandbox.info().clone();
     say(format!(
         "sandbox ready in {:.1}s at {}",
@@ -97,7 +101,7 @@ async fn demo(global: &GlobalOpts, args: &DemoArgs) -> Result<()> {
         std::process::id(),
         uuid::Uuid::new_v4().simple()
     ));
-    let result = run_flows(global, args, &sandbox, &info, &work).await;
+    let result = run_flows(global, args, (fund, swap_amount), &sandbox, &info, &work).await;
     sandbox.shutdown().await?;
     if args.keep {
         say(format!("kept {}", work.display()));
@@ -115,6 +119,7 @@ async fn demo(global: &GlobalOpts, args: &DemoArgs) -> Result<()> {
 async fn run_flows(
     global: &GlobalOpts,
     args: &DemoArgs,
+    (fund, swap_amount): (U256, U256),
     sandbox: &Sandbox,
     info: &bridgectl_sandbox::SandboxInfo,
     work: &std::path::Path,
@@ -177,8 +182,6 @@ async fn run_flows(
         .insert(info.side.chain_id.to_string(), "sandbox side".into());
     let mut progress = StderrProgress;
 
-    let fund = bridgectl_tx::amount::parse_units(&args.fund, info.main.decimals)?;
-    let swap_amount = bridgectl_tx::amount::parse_units(&args.swap, info.main.decimals)?;
     let dev_key = hex::decode(info.dev.private_key.expose_secret())
         .context("sandbox dev key")
         .map(zeroize::Zeroizing::new)?;

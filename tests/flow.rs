@@ -1345,3 +1345,71 @@ fn a_managed_signature_of_something_else_is_never_submitted() {
     live.sb.state.set_hostile(None);
     managed_transfer_of_one(&live, &m, &from_node);
 }
+
+/// `action list` shows what the platform defines; `action exec` takes an action's
+/// function from it when `--function` is not given, and runs a view action with no key,
+/// passphrase or confirmation.
+#[test]
+fn action_list_defaults_the_function_and_views_need_no_key() {
+    let live = Live::shared("action_list");
+    let list = live.ok(&["action", "list"]);
+    let find = |name: &str| {
+        list.as_array()
+            .expect("items")
+            .iter()
+            .find(|a| a["name"] == name)
+            .unwrap_or_else(|| panic!("{name} not in {list:#}"))
+            .clone()
+    };
+    assert_eq!(find("redeem")["function"], "redeem");
+    assert_eq!(find("redeem")["view"], false);
+    assert_eq!(find("balanceOf")["view"], true);
+    // The text is a table: a header, and every row's columns under its names.
+    let mut c = live.cmd();
+    c.args(["action", "list"]);
+    let text = String::from_utf8(live.run_ok(c).stdout).expect("utf8");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("NAME"), "{text}");
+    let at = lines[0].find("FUNCTION").expect("FUNCTION header");
+    let kind = lines[0].find("KIND").expect("KIND header");
+    let row = lines
+        .iter()
+        .find(|l| l.starts_with("balanceOf "))
+        .expect("balanceOf row");
+    assert_eq!(&row[at..at + "balanceOf".len()], "balanceOf", "{text}");
+    assert_eq!(&row[kind..kind + 4], "view", "{text}");
+
+    // A view by a key of this keystore: no --function, no --from needed even, no
+    // passphrase read, no --yes.
+    let fifo = crate::util::CountingPassphrase::new(&live.dir, "wrong");
+    let view_from = |from: &[&str]| {
+        let mut c = live.cmd();
+        c.env("BRIDGECTL_PASSPHRASE_FILE", &fifo.path)
+            .args([
+                "--json",
+                "action",
+                "exec",
+                "balanceOf",
+                "--input",
+                "_owner=dev",
+            ])
+            .args(from);
+        live.ok_cmd(c)
+    };
+    let view = view_from(&["--from", "dev"]);
+    let keyless = view_from(&[]);
+    assert_eq!(fifo.finish(), 0, "a view read the passphrase");
+    assert_eq!(view["kind"], "view", "{view:#}");
+    let st = live.balance(true, live.dev).to_string();
+    assert_eq!(view["value"], st.as_str(), "{view:#}");
+    assert_eq!(keyless["value"], st.as_str(), "{keyless:#}");
+
+    // A sending action without --function: checked against the listed function.
+    let amount = units(1, live.sb.info.side.decimals).to_string();
+    let input = format!("_amount={amount}");
+    let dev = live.dev.to_string();
+    let eoa = live.ok(&[
+        "action", "exec", "stake", "--from", &dev, "--input", &input, "--yes",
+    ]);
+    assert_eq!(eoa["kind"], "eoa", "{eoa:#}");
+}

@@ -689,6 +689,45 @@ fn history_lists_flows_and_unknown_flows_are_not_found() {
         live.balance(false, live.dev).to_string()
     );
     assert_eq!(b[0]["label"], "dev");
+    let gas = |side: bool| {
+        crate::live::block_on(live.sb.node(side).balance(live.dev))
+            .expect("native balance")
+            .to_string()
+    };
+    assert_eq!(b[0]["gas"]["side"], gas(true), "{b:#}");
+    assert_eq!(b[0]["gas"]["main"], gas(false), "{b:#}");
+    // The text is a table: a header naming the tokens and the gas coin, amounts
+    // right-aligned under their names.
+    let mut c = live.cmd();
+    c.args(["balance", "dev"]);
+    let text = String::from_utf8(live.run_ok(c).stdout).expect("utf8");
+    let lines: Vec<&str> = text.lines().collect();
+    let header = lines[0];
+    assert!(header.starts_with("ADDRESS"), "{text}");
+    let side_gas =
+        bridgectl_tx::amount::format_units(gas(true).parse().expect("wei"), 18).expect("units");
+    assert!(header.ends_with("GAS (side)"), "{text}");
+    assert!(lines[1].ends_with(&format!(" {side_gas}")), "{text}");
+    assert_eq!(
+        header.len(),
+        lines[1].len(),
+        "right-aligned last column: {text}"
+    );
+    let st_at = header
+        .find(&format!("  {}  ", live.sb.info.side.symbol))
+        .expect("ST column");
+    assert!(
+        lines[1][..st_at + 2 + live.sb.info.side.symbol.len()]
+            .trim_end()
+            .ends_with(
+                &bridgectl_tx::amount::format_units(
+                    live.balance(true, live.dev),
+                    live.sb.info.side.decimals
+                )
+                .expect("units")
+            ),
+        "{text}"
+    );
 
     // A unique prefix names the flow; times are whole seconds.
     let tx_id = list[0]["txId"].as_str().expect("txId");
@@ -697,22 +736,40 @@ fn history_lists_flows_and_unknown_flows_are_not_found() {
     let created = list[0]["createdAt"].as_str().expect("createdAt");
     assert!(!created.contains('.'), "{created}");
 
-    // The table: a header, then one row with the amount asked for.
-    let mut c = live.cmd();
-    c.args(["history"]);
-    let out = c.output();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut lines = text.lines();
+    // The table: a header, then rows whose cells sit under their column names, the
+    // amount in token units with its symbol, right-aligned; base units when asked.
+    let table = |extra: &[&str]| {
+        let mut c = live.cmd();
+        c.args(["history"]).args(extra);
+        String::from_utf8(live.run_ok(c).stdout).expect("utf8")
+    };
+    let text = table(&[]);
+    let lines: Vec<&str> = text.lines().collect();
+    let (header, row) = (lines[0], lines[1]);
+    assert!(header.starts_with("CREATED (UTC)"), "{text}");
+    let at = |col: &str| header.find(col).unwrap_or_else(|| panic!("{col}: {text}"));
+    let symbol = &live.sb.info.side.symbol;
+    for (col, cell) in [
+        ("TXID", tx_id),
+        ("KIND", "redeem "),
+        ("STATE", "completed"),
+        ("TOKEN", symbol.as_str()),
+    ] {
+        assert!(row[at(col)..].starts_with(cell), "{col}: {text}");
+    }
+    let amount_end = at("AMOUNT") + "AMOUNT".len();
     assert!(
-        lines.next().is_some_and(|h| h.starts_with("CREATED (UTC)")),
-        "{text}"
+        row[..amount_end].ends_with(" 1"),
+        "amount under AMOUNT: {text}"
     );
-    let row = lines.next().expect("a row");
+    let base = table(&["--base-units"]);
+    let row = base.lines().nth(1).expect("a row");
     assert!(
-        row.contains(tx_id)
-            && row.contains("redeem")
-            && row.contains(&units(1, live.sb.info.side.decimals).to_string()),
-        "{row}"
+        row.contains(&format!(
+            " {}  (base units)",
+            units(1, live.sb.info.side.decimals)
+        )),
+        "{base}"
     );
 }
 

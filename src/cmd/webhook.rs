@@ -582,22 +582,35 @@ async fn create(global: &GlobalOpts, args: CreateArgs) -> anyhow::Result<()> {
     }
 }
 
-fn describe(w: &Webhook) -> String {
-    let active = match w.is_active {
-        Some(true) => "active",
-        Some(false) => "inactive",
-        None => "?",
-    };
-    format!(
-        "{:<8} {:<8} {:<24} {:<20} {}",
-        crate::output::untrusted(&w.subscription_id),
-        active,
-        crate::output::untrusted(w.event_type.as_deref().unwrap_or("?")),
-        w.condition
-            .as_ref()
-            .map(Value::to_string)
-            .unwrap_or_default(),
-        w.webhook_url.as_deref().unwrap_or("")
+/// Webhooks as a table: a header, then one aligned row each.
+fn describe(webhooks: &[Webhook]) -> anyhow::Result<()> {
+    let rows: Vec<Vec<String>> = webhooks
+        .iter()
+        .map(|w| {
+            let active = match w.is_active {
+                Some(true) => "active",
+                Some(false) => "inactive",
+                None => "?",
+            };
+            vec![
+                output::untrusted(&w.subscription_id).into_owned(),
+                active.to_owned(),
+                output::untrusted(w.event_type.as_deref().unwrap_or("?")).into_owned(),
+                output::untrusted(
+                    &w.condition
+                        .as_ref()
+                        .map(Value::to_string)
+                        .unwrap_or_default(),
+                )
+                .into_owned(),
+                output::untrusted(w.webhook_url.as_deref().unwrap_or("")).into_owned(),
+            ]
+        })
+        .collect();
+    output::table(
+        &["ID", "STATE", "EVENT TYPE", "CONDITION", "URL"],
+        &[],
+        &rows,
     )
 }
 
@@ -615,11 +628,9 @@ async fn list(global: &GlobalOpts, args: ListArgs) -> anyhow::Result<()> {
             "no webhooks on {}/{}",
             target.chain, target.network
         ));
+        return Ok(());
     }
-    for w in &page.items {
-        output::line(describe(w))?;
-    }
-    Ok(())
+    describe(&page.items)
 }
 
 async fn get(global: &GlobalOpts, args: IdArgs) -> anyhow::Result<()> {
@@ -631,7 +642,7 @@ async fn get(global: &GlobalOpts, args: IdArgs) -> anyhow::Result<()> {
     if global.json {
         return output::json(&w);
     }
-    output::line(describe(&w))
+    describe(std::slice::from_ref(&w))
 }
 
 async fn update(global: &GlobalOpts, args: UpdateArgs) -> anyhow::Result<()> {
@@ -874,22 +885,20 @@ fn event_json(e: &StoredEvent) -> anyhow::Result<Value> {
     Ok(v)
 }
 
+/// Our id, then the event's fields in the order `webhook listen` prints them.
 fn event_line(e: &StoredEvent) -> String {
-    let check = if e.verified {
-        "verified".to_owned()
-    } else {
-        format!("UNVERIFIED ({})", output::escape(&e.verification))
-    };
     // Every field but our own id and time came from the delivery (or a sink's answer):
     // escaped, so a forged one cannot rewrite the line, e.g. hide "UNVERIFIED".
     let mut line = format!(
-        "{:<6} {} sub={} seq={} {} {}",
+        "{:<6} {}",
         e.id,
-        output::time_ms(e.received_at_ms),
-        output::escape(&e.subscription_id),
-        output::escape(&e.sequence_number),
-        output::escape(e.event_type.as_deref().unwrap_or("?")),
-        check
+        crate::deliveries::EventFields {
+            received_at_ms: e.received_at_ms,
+            event_type: e.event_type.as_deref(),
+            subscription_id: &e.subscription_id,
+            sequence_number: &e.sequence_number,
+            unverified: (!e.verified).then_some(e.verification.as_str()),
+        }
     );
     if e.handed_off != 0 {
         line.push_str(&format!(" handed-off={}", e.handed_off));
@@ -1038,6 +1047,51 @@ async fn show_events(
         tokio::select! {
             _ = &mut stop => return Ok(()),
             _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bridgectl_webhook::listener::Delivery;
+    use bridgectl_webhook::store::{IncomingKind, Outcome, StoredEvent, Verification};
+
+    use super::event_line;
+
+    /// `webhook events` prints an event's fields in the order `webhook listen` printed
+    /// the delivery (and their JSON lists them): one vocabulary, one order.
+    #[test]
+    fn a_stored_event_reads_like_its_delivery() {
+        for (verification, verified) in
+            [(Verification::Valid, true), (Verification::Mismatch, false)]
+        {
+            let delivery = Delivery {
+                received_at_ms: 1_700_000_000_123,
+                kind: IncomingKind::Event {
+                    subscription_id: "41".into(),
+                    sequence_number: "7".into(),
+                    event_type: Some("BLOCK_PERIOD".into()),
+                    verification,
+                },
+                outcome: Some(Outcome::Stored(3)),
+            };
+            let stored = StoredEvent {
+                id: 3,
+                received_at_ms: 1_700_000_000_123,
+                subscription_id: "41".into(),
+                sequence_number: "7".into(),
+                event_type: Some("BLOCK_PERIOD".into()),
+                verified,
+                verification: verification.as_str().into(),
+                handed_off: 0,
+                attempts: 0,
+                last_error: None,
+                signature: None,
+                body_len: 0,
+                body: Vec::new(),
+            };
+            let listened = crate::deliveries::delivery_line(&delivery);
+            assert_eq!(event_line(&stored), format!("3      {listened}"));
         }
     }
 }

@@ -227,6 +227,16 @@ impl Flows {
         }
     }
 
+    /// The native coin balance (what pays for gas) on `which`'s chain, in wei: from its
+    /// node; `None` when the profile names no node for it (the platform has no such
+    /// operation).
+    pub async fn gas_balance(&self, which: Which, owner: Address) -> Result<Option<U256>, Error> {
+        if self.side(which)?.rpc_url.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(self.node(which)?.balance(owner).await?))
+    }
+
     /// A token balance: from the node if configured, else the platform's balance
     /// operation.
     pub async fn token_balance(&self, which: Which, owner: Address) -> Result<U256, Error> {

@@ -503,6 +503,20 @@ fn server_errors_are_retried_on_reads_and_reported_on_execute() {
     assert_eq!(out["status"], "completed");
 }
 
+/// `redeem` of one token by `dev`, waiting at most `timeout` seconds.
+fn redeem_one<'a>(dev: &'a str, timeout: &'a str) -> [&'a str; 8] {
+    [
+        "redeem",
+        "--from",
+        dev,
+        "--amount",
+        "1",
+        "--yes",
+        "--timeout",
+        timeout,
+    ]
+}
+
 #[test]
 fn a_timeout_is_exit_8_and_resume_finishes() {
     let live = Live::new("faults_timeout");
@@ -511,16 +525,7 @@ fn a_timeout_is_exit_8_and_resume_finishes() {
     // and the message says what the last answer was.
     live.sb.fail_share("redeems", 1.0);
     let mut c = live.cmd();
-    c.env("BRIDGECTL_RETRIES", "0").args([
-        "redeem",
-        "--from",
-        &dev,
-        "--amount",
-        "1",
-        "--yes",
-        "--timeout",
-        "1",
-    ]);
+    c.env("BRIDGECTL_RETRIES", "0").args(redeem_one(&dev, "1"));
     let out = c.output();
     live.check_secrets(&out);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -532,19 +537,7 @@ fn a_timeout_is_exit_8_and_resume_finishes() {
     live.sb.clear("redeems");
     // A status that does not come in time is a timeout too: the whole wait is bounded.
     live.sb.delay("redeems", 1500);
-    let err = live.fails(
-        &[
-            "redeem",
-            "--from",
-            &dev,
-            "--amount",
-            "1",
-            "--yes",
-            "--timeout",
-            "1",
-        ],
-        8,
-    );
+    let err = live.fails(&redeem_one(&dev, "1"), 8);
     assert!(err.contains("resume"), "{err}");
     live.sb.clear("redeems");
     let flows = live.ok(&["history"]);
@@ -1469,4 +1462,22 @@ fn action_list_defaults_the_function_and_views_need_no_key() {
         "action", "exec", "stake", "--from", &dev, "--input", &input, "--yes",
     ]);
     assert_eq!(eoa["kind"], "eoa", "{eoa:#}");
+}
+
+/// A redeem whose redemption answers slowly says that it is still waiting, with the
+/// time spent and the deadline, while the one slow answer is awaited.
+#[test]
+fn a_slow_relayer_is_reported_while_waited_for() {
+    let live = Live::new("slow_relayer");
+    let dev = live.dev.to_string();
+    live.sb.delay("redeems", 6_000);
+    let mut c = live.cmd();
+    c.args(redeem_one(&dev, "60"));
+    let out = live.run_ok(c);
+    live.sb.clear("redeems");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("» waiting for the relayer: 5 s of 60 s"),
+        "{err}"
+    );
 }

@@ -213,7 +213,12 @@ impl Flows {
         };
         progress.step("waiting for the receipt");
         let receipt = node
-            .wait_receipt(submitted.tx_hash, self.wait.interval, self.wait.timeout)
+            .wait_receipt(
+                submitted.tx_hash,
+                self.wait.interval,
+                self.wait.timeout,
+                progress,
+            )
             .await?;
         let result = serde_json::to_value(&receipt).unwrap_or_default();
         self.complete(&submitted.tx_id, &result, receipt.success)?;

@@ -903,14 +903,66 @@ fn redeem_through_the_node_directly() {
 }
 
 bctest!(
-    completions_cover_the_commands,
-    |_dir: crate::util::Dir, mut cmd: crate::util::TestCommand| {
-        let out = cmd.args(["completions", "bash"]).stdout();
+    completions_cover_the_commands_and_offer_key_labels,
+    |dir: crate::util::Dir, mut cmd: crate::util::TestCommand| {
+        // The script calls back into bridgectl for every completion.
+        let script = cmd.args(["completions", "bash"]).stdout();
+        assert!(
+            script.contains("COMPLETE=\"bash\"") && script.contains("bridgectl"),
+            "{script}"
+        );
+        // What the shell is offered (fish's protocol: one candidate a line, help after
+        // a tab): the commands, and for an account option the keystore's labels.
+        let offered = |line: &[&str]| -> Vec<String> {
+            let mut c = dir.command();
+            c.env("COMPLETE", "fish")
+                .args(["--", "bridgectl"])
+                .args(line);
+            c.stdout()
+                .lines()
+                .map(|l| l.split('\t').next().unwrap_or_default().to_owned())
+                .collect()
+        };
+        let commands = offered(&[""]);
         for word in [
             "redeem", "swap", "transfer", "resume", "history", "sign", "key",
         ] {
-            assert!(out.contains(word), "no {word} in the completions");
+            assert!(
+                commands.iter().any(|c| c == word),
+                "no {word} in {commands:?}"
+            );
         }
+        for (label, key) in [
+            (
+                "dev",
+                "4646464646464646464646464646464646464646464646464646464646464646",
+            ),
+            (
+                "deploy",
+                "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318",
+            ),
+            (
+                "alice",
+                "0123456789012345678901234567890123456789012345678901234567890123",
+            ),
+        ] {
+            let out = dir
+                .command()
+                .args(["key", "import", label, "--raw", "--unsafe-test-kdf"])
+                .env("BRIDGECTL_PASSPHRASE", "pw")
+                .output_with_stdin(key.as_bytes());
+            crate::util::assert_success(&std::process::Command::new("key import"), &out);
+        }
+        for line in [
+            &["redeem", "--from", "de"][..],
+            &["transfer", "--to", "de"][..],
+            &["action", "exec", "stake", "--from", "de"][..],
+            &["sign", "-", "--key", "de"][..],
+            &["log", "show", "--key", "de"][..],
+        ] {
+            assert_eq!(offered(line), ["deploy", "dev"], "{line:?}");
+        }
+        assert_eq!(offered(&["swap", "--from", ""]), ["alice", "deploy", "dev"]);
     }
 );
 

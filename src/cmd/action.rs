@@ -49,7 +49,7 @@ pub struct ExecArgs {
     pub name: String,
     /// The executing account: an address or a key label. Optional for a view action
     /// (the call is made from the zero address).
-    #[arg(long)]
+    #[arg(long, add = crate::accounts::key_labels())]
     pub from: Option<String>,
     /// An input of the function, `name=value` (decimal base units, or an address or
     /// key label for an input `--function` types `address`); repeat for each parameter.

@@ -63,7 +63,7 @@ pub struct VerifyArgs {
 pub struct ShowArgs {
     /// Only this key's entries: its address, label or id (an address also for a key
     /// removed since it signed).
-    #[arg(long, value_name = "KEY")]
+    #[arg(long, value_name = "KEY", add = crate::accounts::key_labels())]
     pub key: Option<String>,
     /// Only entries since T: RFC 3339 (`2026-11-23T00:00:00Z`), Unix seconds, or a
     /// duration back from now (`24h`, `7d`).

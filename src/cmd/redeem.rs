@@ -15,7 +15,7 @@ use crate::session::Session;
 #[derive(Debug, Args)]
 pub struct RedeemArgs {
     /// The account that holds the ST: an address, or the label of a key in the keystore.
-    #[arg(long)]
+    #[arg(long, add = crate::accounts::key_labels())]
     pub from: String,
     /// How much ST, in token units (`1.5`); exact, never rounded.
     #[arg(long, allow_hyphen_values = true)]

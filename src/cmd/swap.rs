@@ -15,7 +15,7 @@ use crate::session::Session;
 #[derive(Debug, Args)]
 pub struct SwapArgs {
     /// The account sending MT and receiving ST: an address or a key label.
-    #[arg(long)]
+    #[arg(long, add = crate::accounts::key_labels())]
     pub from: String,
     /// How much MT, in token units.
     #[arg(long, allow_hyphen_values = true)]

@@ -27,10 +27,10 @@ pub struct TransferArgs {
     #[arg(long, value_enum)]
     pub token: TokenArg,
     /// The sender: an address or a key label.
-    #[arg(long)]
+    #[arg(long, add = crate::accounts::key_labels())]
     pub from: String,
     /// The recipient: an address or a key label.
-    #[arg(long)]
+    #[arg(long, add = crate::accounts::key_labels())]
     pub to: String,
     /// How much, in token units.
     #[arg(long, allow_hyphen_values = true)]

@@ -1272,12 +1272,13 @@ fn no_gas_price_cap_means_no_signature_and_actions_need_their_function() {
         "0.01eth",
     ]);
     assert_eq!(out["status"], "completed");
-    // An action signed here must say which function it calls.
+    // An action signed here must say which function it calls: the platform lists
+    // no function for an action it does not list.
     let err = live.fails(
         &[
             "action",
             "exec",
-            "stake",
+            "unlisted",
             "--from",
             &dev,
             "--input",

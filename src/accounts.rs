@@ -9,6 +9,32 @@
 use alloy_primitives::Address;
 use anyhow::{Context, Result};
 use bridgectl_keystore::Keystore;
+use clap_complete::engine::{ArgValueCompleter, CompletionCandidate};
+
+/// The shell completion of an option that names an account (`--from`, `--to`,
+/// `--key`): the labels of the keystore's keys that start with what is typed, each
+/// with its address as help. The keystore is the one `BRIDGECTL_KEYSTORE` or the
+/// default path names (a completer does not see a `--keystore` typed on the same
+/// line); nothing is created, and no key is unlocked.
+pub fn key_labels() -> ArgValueCompleter {
+    ArgValueCompleter::new(|current: &std::ffi::OsStr| {
+        let typed = current.to_string_lossy();
+        let explicit = std::env::var_os("BRIDGECTL_KEYSTORE").map(std::path::PathBuf::from);
+        let Ok(dir) = crate::paths::keystore(explicit.as_deref()) else {
+            return Vec::new();
+        };
+        if !dir.is_dir() {
+            return Vec::new();
+        }
+        let Ok(keys) = Keystore::open(dir).and_then(|k| k.list()) else {
+            return Vec::new();
+        };
+        keys.into_iter()
+            .filter(|k| k.label.starts_with(typed.as_ref()))
+            .map(|k| CompletionCandidate::new(k.label).help(Some(k.address.to_string().into())))
+            .collect()
+    })
+}
 
 /// The account `text` names in `keystore`: an address (`0x` + 40 hex digits, EIP-55
 /// checked when mixed case), else a key's label or id.

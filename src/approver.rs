@@ -157,4 +157,12 @@ impl Progress for StderrProgress {
     fn step(&mut self, message: &str) {
         crate::output::note(format_args!("» {message}"));
     }
+
+    fn waiting(&mut self, what: &str, elapsed: std::time::Duration, deadline: std::time::Duration) {
+        crate::output::note(format_args!(
+            "» waiting for {what}: {} s of {} s",
+            elapsed.as_secs(),
+            deadline.as_secs()
+        ));
+    }
 }

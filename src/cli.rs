@@ -21,7 +21,7 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Options shared by every command.
+// Options shared by every command.
 #[derive(Debug, Args, Clone)]
 pub struct GlobalOpts {
     /// Keystore directory [default: $XDG_DATA_HOME/bridgectl/keystore].
@@ -46,8 +46,8 @@ pub struct GlobalOpts {
     pub profile: String,
 }
 
-/// Where a passphrase comes from, in the documented order: this flag,
-/// `BRIDGECTL_PASSPHRASE_FILE`, `BRIDGECTL_PASSPHRASE`, then an interactive prompt.
+// Where a passphrase comes from, in the documented order: this flag,
+// `BRIDGECTL_PASSPHRASE_FILE`, `BRIDGECTL_PASSPHRASE`, then an interactive prompt.
 #[derive(Debug, Args, Clone, Default)]
 pub struct PassphraseOpts {
     /// Read the passphrase from the first line of this file (keep it 0600).
@@ -56,7 +56,9 @@ pub struct PassphraseOpts {
 }
 
 /// The subcommands. Each one's arguments are built only when it runs (`defer`, here and
-/// in every subcommand enum): building all of them cost every run about 0.3 ms.
+/// in every subcommand enum): building all of them cost every run about 0.3 ms. So the
+/// argument structs of subcommands carry plain comments, not doc comments: built late,
+/// a struct's doc comment would replace the subcommand's description in its `--help`.
 #[derive(Debug, Subcommand)]
 #[command(defer = true)]
 pub enum Command {

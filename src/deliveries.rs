@@ -136,29 +136,61 @@ fn duplicate(d: &Delivery) -> bool {
     )
 }
 
-/// One line of text: time, event type, subscription, sequence, verified or UNVERIFIED
-/// (why), then `duplicate` or `NOT STORED` when so.
+/// An event as both `webhook listen` (each delivery) and `webhook events` (each stored
+/// event) print it, in the one order of the JSON fields: time, event type,
+/// subscription, sequence, then `verified` or `UNVERIFIED (why)`. Every field but the
+/// time came from the delivery and is escaped.
+pub struct EventFields<'a> {
+    /// When it was received, ms since the epoch.
+    pub received_at_ms: i64,
+    /// The event type it claims.
+    pub event_type: Option<&'a str>,
+    /// The webhook it claims to be for.
+    pub subscription_id: &'a str,
+    /// Its sequence number.
+    pub sequence_number: &'a str,
+    /// `None` when its signature checked out, else why not.
+    pub unverified: Option<&'a str>,
+}
+
+impl std::fmt::Display for EventFields<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} sub={} seq={} ",
+            output::time_ms(self.received_at_ms),
+            output::escape(self.event_type.unwrap_or("?")),
+            output::escape(self.subscription_id),
+            output::escape(self.sequence_number),
+        )?;
+        match self.unverified {
+            None => f.write_str("verified"),
+            Some(why) => write!(f, "UNVERIFIED ({})", output::escape(why)),
+        }
+    }
+}
+
+/// One line of text: the [`EventFields`], then `duplicate` or `NOT STORED` when so.
 pub fn delivery_line(d: &Delivery) -> String {
-    let at = output::time_ms(d.received_at_ms);
     let mut line = match &d.kind {
         IncomingKind::Event {
             subscription_id,
             sequence_number,
             event_type,
             verification,
-        } => format!(
-            "{at} {} sub={} seq={} {}",
-            output::escape(event_type.as_deref().unwrap_or("?")),
-            output::escape(subscription_id),
-            output::escape(sequence_number),
-            match verification {
-                Verification::Valid => "verified".to_owned(),
-                other => format!("UNVERIFIED ({})", other.as_str()),
-            }
-        ),
-        IncomingKind::Quarantine { reason } => {
-            format!("{at} QUARANTINED ({})", output::escape(reason))
+        } => EventFields {
+            received_at_ms: d.received_at_ms,
+            event_type: event_type.as_deref(),
+            subscription_id,
+            sequence_number,
+            unverified: (*verification != Verification::Valid).then(|| verification.as_str()),
         }
+        .to_string(),
+        IncomingKind::Quarantine { reason } => format!(
+            "{} QUARANTINED ({})",
+            output::time_ms(d.received_at_ms),
+            output::escape(reason)
+        ),
     };
     if duplicate(d) {
         line.push_str(" duplicate");

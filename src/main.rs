@@ -27,13 +27,16 @@ use std::process::ExitCode;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
 /// When the process started, for `BRIDGECTL_TIMINGS`.
 static STARTED: OnceLock<Instant> = OnceLock::new();
 
 fn main() -> ExitCode {
     STARTED.get_or_init(Instant::now);
+    // Asked by a shell for completions (`COMPLETE=bash bridgectl -- ...`, set by the
+    // script `bridgectl completions SHELL` prints): answer and exit.
+    clap_complete::CompleteEnv::with_factory(cli::Cli::command).complete();
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),

@@ -12,8 +12,8 @@ use clap::{Args, ValueEnum};
 use crate::cli::PassphraseOpts;
 use crate::exit::{Code, WithCode, coded};
 
-/// Options of every command that talks to the platform (`submit` too, which never
-/// signs).
+// Options of every command that talks to the platform (`submit` too, which never
+// signs).
 #[derive(Debug, Args, Clone, Default)]
 pub struct PlatformOpts {
     /// File holding the platform access token [env: BRIDGECTL_TOKEN_FILE, or profile
@@ -35,7 +35,7 @@ pub struct PlatformOpts {
     pub journal: Option<PathBuf>,
 }
 
-/// Options of the commands that talk to the platform and sign.
+// Options of the commands that talk to the platform and sign.
 #[derive(Debug, Args, Clone, Default)]
 pub struct FlowOpts {
     /// The platform.
@@ -86,7 +86,7 @@ pub enum GasFrom {
     Platform,
 }
 
-/// Nonce and gas options shared by the commands that build transactions locally.
+// Nonce and gas options shared by the commands that build transactions locally.
 #[derive(Debug, Args, Clone)]
 pub struct BuildOpts {
     /// Nonce source [default: node when an rpc url is configured, else platform].

@@ -75,6 +75,48 @@ pub fn note(text: impl std::fmt::Display) {
     let _ = writeln!(err, "{}", printable_lines(&text.to_string()));
 }
 
+/// Prints a table on stdout: a header line, then one line per row, every column as
+/// wide as its widest cell so the columns line up. Columns whose index is in
+/// `right` (amounts) are right-aligned; the last column is not padded. Cells from
+/// outside must be escaped with [`untrusted()`] first (an escape is wider than the
+/// character it stands for, so escaping afterwards would break the alignment).
+pub fn table(headers: &[&str], right: &[usize], rows: &[Vec<String>]) -> anyhow::Result<()> {
+    let width = |s: &str| s.chars().count();
+    let mut widths: Vec<usize> = headers.iter().map(|h| width(h)).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            if let Some(w) = widths.get_mut(i) {
+                *w = (*w).max(width(cell));
+            }
+        }
+    }
+    let render = |cells: &mut dyn Iterator<Item = &str>| {
+        let mut text = String::new();
+        for (i, cell) in cells.enumerate() {
+            let last = i + 1 == widths.len();
+            let pad = widths[i].saturating_sub(width(cell));
+            if i > 0 {
+                text.push_str("  ");
+            }
+            if right.contains(&i) {
+                text.push_str(&" ".repeat(pad));
+                text.push_str(cell);
+            } else {
+                text.push_str(cell);
+                if !last {
+                    text.push_str(&" ".repeat(pad));
+                }
+            }
+        }
+        text.trim_end().to_owned()
+    };
+    line(render(&mut headers.iter().copied()))?;
+    for row in rows {
+        line(render(&mut row.iter().map(String::as_str)))?;
+    }
+    Ok(())
+}
+
 /// How a followed flow stands, for the line `resume`, `submit --wait` and `action exec
 /// --wait` print: its state, with the redemption's status when there is one, and what
 /// could not be observed (why it is still `submitted`).

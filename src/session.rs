@@ -194,6 +194,11 @@ impl Session {
         }));
     }
 
+    /// The platform client.
+    pub fn client(&self) -> &PlatformClient {
+        &self.client
+    }
+
     /// The account `text` names: an address, or the label or id of a key in the
     /// keystore (`--from dev`). See [`crate::accounts`].
     pub fn account(&self, text: &str) -> Result<Address> {

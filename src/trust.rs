@@ -13,8 +13,8 @@ use clap::Args;
 use crate::config::Profile;
 use crate::exit::{Code, WithCode, coded};
 
-/// Caps on what a signature may cost or send; every signing command has them, each also
-/// settable per profile under `[profiles.<name>.policy]` (flags win).
+// Caps on what a signature may cost or send; every signing command has them, each also
+// settable per profile under `[profiles.<name>.policy]` (flags win).
 #[derive(Debug, Args, Default, Clone)]
 pub struct CapOpts {
     /// Refuse a gas price above this: wei, or with a unit (`50gwei`) [default: the
@@ -33,8 +33,8 @@ pub struct CapOpts {
     pub allow_value: Option<String>,
 }
 
-/// What the transaction must be, for input that carries no intent of its own (a bare
-/// rawTx or an envelope given to `sign`), plus the caps.
+// What the transaction must be, for input that carries no intent of its own (a bare
+// rawTx or an envelope given to `sign`), plus the caps.
 #[derive(Debug, Args, Default, Clone)]
 pub struct ExpectOpts {
     /// Refuse unless the chain id is this [default: one the profile names].

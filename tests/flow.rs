@@ -503,6 +503,20 @@ fn server_errors_are_retried_on_reads_and_reported_on_execute() {
     assert_eq!(out["status"], "completed");
 }
 
+/// `redeem` of one token by `dev`, waiting at most `timeout` seconds.
+fn redeem_one<'a>(dev: &'a str, timeout: &'a str) -> [&'a str; 8] {
+    [
+        "redeem",
+        "--from",
+        dev,
+        "--amount",
+        "1",
+        "--yes",
+        "--timeout",
+        timeout,
+    ]
+}
+
 #[test]
 fn a_timeout_is_exit_8_and_resume_finishes() {
     let live = Live::new("faults_timeout");
@@ -511,16 +525,7 @@ fn a_timeout_is_exit_8_and_resume_finishes() {
     // and the message says what the last answer was.
     live.sb.fail_share("redeems", 1.0);
     let mut c = live.cmd();
-    c.env("BRIDGECTL_RETRIES", "0").args([
-        "redeem",
-        "--from",
-        &dev,
-        "--amount",
-        "1",
-        "--yes",
-        "--timeout",
-        "1",
-    ]);
+    c.env("BRIDGECTL_RETRIES", "0").args(redeem_one(&dev, "1"));
     let out = c.output();
     live.check_secrets(&out);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -532,19 +537,7 @@ fn a_timeout_is_exit_8_and_resume_finishes() {
     live.sb.clear("redeems");
     // A status that does not come in time is a timeout too: the whole wait is bounded.
     live.sb.delay("redeems", 1500);
-    let err = live.fails(
-        &[
-            "redeem",
-            "--from",
-            &dev,
-            "--amount",
-            "1",
-            "--yes",
-            "--timeout",
-            "1",
-        ],
-        8,
-    );
+    let err = live.fails(&redeem_one(&dev, "1"), 8);
     assert!(err.contains("resume"), "{err}");
     live.sb.clear("redeems");
     let flows = live.ok(&["history"]);
@@ -689,6 +682,45 @@ fn history_lists_flows_and_unknown_flows_are_not_found() {
         live.balance(false, live.dev).to_string()
     );
     assert_eq!(b[0]["label"], "dev");
+    let gas = |side: bool| {
+        crate::live::block_on(live.sb.node(side).balance(live.dev))
+            .expect("native balance")
+            .to_string()
+    };
+    assert_eq!(b[0]["gas"]["side"], gas(true), "{b:#}");
+    assert_eq!(b[0]["gas"]["main"], gas(false), "{b:#}");
+    // The text is a table: a header naming the tokens and the gas coin, amounts
+    // right-aligned under their names.
+    let mut c = live.cmd();
+    c.args(["balance", "dev"]);
+    let text = String::from_utf8(live.run_ok(c).stdout).expect("utf8");
+    let lines: Vec<&str> = text.lines().collect();
+    let header = lines[0];
+    assert!(header.starts_with("ADDRESS"), "{text}");
+    let side_gas =
+        bridgectl_tx::amount::format_units(gas(true).parse().expect("wei"), 18).expect("units");
+    assert!(header.ends_with("GAS (side)"), "{text}");
+    assert!(lines[1].ends_with(&format!(" {side_gas}")), "{text}");
+    assert_eq!(
+        header.len(),
+        lines[1].len(),
+        "right-aligned last column: {text}"
+    );
+    let st_at = header
+        .find(&format!("  {}  ", live.sb.info.side.symbol))
+        .expect("ST column");
+    assert!(
+        lines[1][..st_at + 2 + live.sb.info.side.symbol.len()]
+            .trim_end()
+            .ends_with(
+                &bridgectl_tx::amount::format_units(
+                    live.balance(true, live.dev),
+                    live.sb.info.side.decimals
+                )
+                .expect("units")
+            ),
+        "{text}"
+    );
 
     // A unique prefix names the flow; times are whole seconds.
     let tx_id = list[0]["txId"].as_str().expect("txId");
@@ -697,22 +729,40 @@ fn history_lists_flows_and_unknown_flows_are_not_found() {
     let created = list[0]["createdAt"].as_str().expect("createdAt");
     assert!(!created.contains('.'), "{created}");
 
-    // The table: a header, then one row with the amount asked for.
-    let mut c = live.cmd();
-    c.args(["history"]);
-    let out = c.output();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut lines = text.lines();
+    // The table: a header, then rows whose cells sit under their column names, the
+    // amount in token units with its symbol, right-aligned; base units when asked.
+    let table = |extra: &[&str]| {
+        let mut c = live.cmd();
+        c.args(["history"]).args(extra);
+        String::from_utf8(live.run_ok(c).stdout).expect("utf8")
+    };
+    let text = table(&[]);
+    let lines: Vec<&str> = text.lines().collect();
+    let (header, row) = (lines[0], lines[1]);
+    assert!(header.starts_with("CREATED (UTC)"), "{text}");
+    let at = |col: &str| header.find(col).unwrap_or_else(|| panic!("{col}: {text}"));
+    let symbol = &live.sb.info.side.symbol;
+    for (col, cell) in [
+        ("TXID", tx_id),
+        ("KIND", "redeem "),
+        ("STATE", "completed"),
+        ("TOKEN", symbol.as_str()),
+    ] {
+        assert!(row[at(col)..].starts_with(cell), "{col}: {text}");
+    }
+    let amount_end = at("AMOUNT") + "AMOUNT".len();
     assert!(
-        lines.next().is_some_and(|h| h.starts_with("CREATED (UTC)")),
-        "{text}"
+        row[..amount_end].ends_with(" 1"),
+        "amount under AMOUNT: {text}"
     );
-    let row = lines.next().expect("a row");
+    let base = table(&["--base-units"]);
+    let row = base.lines().nth(1).expect("a row");
     assert!(
-        row.contains(tx_id)
-            && row.contains("redeem")
-            && row.contains(&units(1, live.sb.info.side.decimals).to_string()),
-        "{row}"
+        row.contains(&format!(
+            " {}  (base units)",
+            units(1, live.sb.info.side.decimals)
+        )),
+        "{base}"
     );
 }
 
@@ -853,19 +903,123 @@ fn redeem_through_the_node_directly() {
 }
 
 bctest!(
-    completions_cover_the_commands,
-    |_dir: crate::util::Dir, mut cmd: crate::util::TestCommand| {
-        let out = cmd.args(["completions", "bash"]).stdout();
+    every_subcommand_help_opens_with_its_description,
+    |dir: crate::util::Dir, _cmd: crate::util::TestCommand| {
+        // Subcommands are built late (clap's `defer`): a doc comment on an argument struct
+        // would then replace the description the parent lists. Each `--help` must open
+        // with what its parent says of it, through every level.
+        let help = |path: &[String]| {
+            let mut c = dir.command();
+            c.args(path).args(["--help"]);
+            c.stdout()
+        };
+        let mut todo = vec![Vec::<String>::new()];
+        let mut seen = 0;
+        while let Some(path) = todo.pop() {
+            let text = help(&path);
+            let Some((_, list)) = text.split_once("Commands:\n") else {
+                continue;
+            };
+            for line in list.lines().take_while(|l| !l.is_empty()) {
+                // "  name   description" (wrapped descriptions continue further in).
+                let Some(entry) = line.strip_prefix("  ").filter(|l| !l.starts_with(' ')) else {
+                    continue;
+                };
+                let (name, said) = entry.split_once(' ').unwrap_or((entry, ""));
+                if name == "help" {
+                    continue;
+                }
+                let mut sub = path.clone();
+                sub.push(name.to_owned());
+                let own = help(&sub);
+                let first = own.lines().next().unwrap_or_default();
+                assert!(
+                    !said.trim().is_empty() && first.starts_with(said.trim()),
+                    "`{}` is listed as {:?} but its help opens with {first:?}",
+                    sub.join(" "),
+                    said.trim()
+                );
+                seen += 1;
+                todo.push(sub);
+            }
+        }
+        assert!(seen > 30, "only {seen} subcommands met");
+    }
+);
+
+bctest!(
+    completions_cover_the_commands_and_offer_key_labels,
+    |dir: crate::util::Dir, mut cmd: crate::util::TestCommand| {
+        // The script calls back into bridgectl for every completion.
+        let script = cmd.args(["completions", "bash"]).stdout();
+        assert!(
+            script.contains("COMPLETE=\"bash\"") && script.contains("bridgectl"),
+            "{script}"
+        );
+        // What the shell is offered (fish's protocol: one candidate a line, help after
+        // a tab): the commands, and for an account option the keystore's labels.
+        let offered = |line: &[&str]| -> Vec<String> {
+            let mut c = dir.command();
+            c.env("COMPLETE", "fish")
+                .args(["--", "bridgectl"])
+                .args(line);
+            c.stdout()
+                .lines()
+                .map(|l| l.split('\t').next().unwrap_or_default().to_owned())
+                .collect()
+        };
+        let commands = offered(&[""]);
         for word in [
             "redeem", "swap", "transfer", "resume", "history", "sign", "key",
         ] {
-            assert!(out.contains(word), "no {word} in the completions");
+            assert!(
+                commands.iter().any(|c| c == word),
+                "no {word} in {commands:?}"
+            );
         }
-        // Subcommands' arguments are built only when needed (clap's `defer`): the
-        // completions still hold them, nested ones too.
-        for flag in ["--expect-chain-id", "--passphrase-file", "--replace-stuck"] {
-            assert!(out.contains(flag), "no {flag} in the completions");
+        // Subcommands' arguments are built only when needed (clap's `defer`): they are
+        // still offered, nested ones too.
+        for (line, flag) in [
+            (&["sign", "-", "--expect-ch"][..], "--expect-chain-id"),
+            (&["sign", "-", "--passphrase-f"][..], "--passphrase-file"),
+            (
+                &["batch", "resume", "x", "--replace-st"][..],
+                "--replace-stuck",
+            ),
+        ] {
+            assert_eq!(offered(line), [flag], "{line:?}");
         }
+        for (label, key) in [
+            (
+                "dev",
+                "4646464646464646464646464646464646464646464646464646464646464646",
+            ),
+            (
+                "deploy",
+                "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318",
+            ),
+            (
+                "alice",
+                "0123456789012345678901234567890123456789012345678901234567890123",
+            ),
+        ] {
+            let out = dir
+                .command()
+                .args(["key", "import", label, "--raw", "--unsafe-test-kdf"])
+                .env("BRIDGECTL_PASSPHRASE", "pw")
+                .output_with_stdin(key.as_bytes());
+            crate::util::assert_success(&std::process::Command::new("key import"), &out);
+        }
+        for line in [
+            &["redeem", "--from", "de"][..],
+            &["transfer", "--to", "de"][..],
+            &["action", "exec", "stake", "--from", "de"][..],
+            &["sign", "-", "--key", "de"][..],
+            &["log", "show", "--key", "de"][..],
+        ] {
+            assert_eq!(offered(line), ["deploy", "dev"], "{line:?}");
+        }
+        assert_eq!(offered(&["swap", "--from", ""]), ["alice", "deploy", "dev"]);
     }
 );
 
@@ -1175,12 +1329,13 @@ fn no_gas_price_cap_means_no_signature_and_actions_need_their_function() {
         "0.01eth",
     ]);
     assert_eq!(out["status"], "completed");
-    // An action signed here must say which function it calls.
+    // An action signed here must say which function it calls: the platform lists
+    // no function for an action it does not list.
     let err = live.fails(
         &[
             "action",
             "exec",
-            "stake",
+            "unlisted",
             "--from",
             &dev,
             "--input",
@@ -1349,4 +1504,90 @@ fn a_managed_signature_of_something_else_is_never_submitted() {
     // Honest again: the same transfer goes through.
     live.sb.state.set_hostile(None);
     managed_transfer_of_one(&live, &m, &from_node);
+}
+
+/// `action list` shows what the platform defines; `action exec` takes an action's
+/// function from it when `--function` is not given, and runs a view action with no key,
+/// passphrase or confirmation.
+#[test]
+fn action_list_defaults_the_function_and_views_need_no_key() {
+    let live = Live::shared("action_list");
+    let list = live.ok(&["action", "list"]);
+    let find = |name: &str| {
+        list.as_array()
+            .expect("items")
+            .iter()
+            .find(|a| a["name"] == name)
+            .unwrap_or_else(|| panic!("{name} not in {list:#}"))
+            .clone()
+    };
+    assert_eq!(find("redeem")["function"], "redeem");
+    assert_eq!(find("redeem")["view"], false);
+    assert_eq!(find("balanceOf")["view"], true);
+    // The text is a table: a header, and every row's columns under its names.
+    let mut c = live.cmd();
+    c.args(["action", "list"]);
+    let text = String::from_utf8(live.run_ok(c).stdout).expect("utf8");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("NAME"), "{text}");
+    let at = lines[0].find("FUNCTION").expect("FUNCTION header");
+    let kind = lines[0].find("KIND").expect("KIND header");
+    let row = lines
+        .iter()
+        .find(|l| l.starts_with("balanceOf "))
+        .expect("balanceOf row");
+    assert_eq!(&row[at..at + "balanceOf".len()], "balanceOf", "{text}");
+    assert_eq!(&row[kind..kind + 4], "view", "{text}");
+
+    // A view by a key of this keystore: no --function, no --from needed even, no
+    // passphrase read, no --yes.
+    let fifo = crate::util::CountingPassphrase::new(&live.dir, "wrong");
+    let view_from = |from: &[&str]| {
+        let mut c = live.cmd();
+        c.env("BRIDGECTL_PASSPHRASE_FILE", &fifo.path)
+            .args([
+                "--json",
+                "action",
+                "exec",
+                "balanceOf",
+                "--input",
+                "_owner=dev",
+            ])
+            .args(from);
+        live.ok_cmd(c)
+    };
+    let view = view_from(&["--from", "dev"]);
+    let keyless = view_from(&[]);
+    assert_eq!(fifo.finish(), 0, "a view read the passphrase");
+    assert_eq!(view["kind"], "view", "{view:#}");
+    let st = live.balance(true, live.dev).to_string();
+    assert_eq!(view["value"], st.as_str(), "{view:#}");
+    assert_eq!(keyless["value"], st.as_str(), "{keyless:#}");
+
+    // A sending action without --function: checked against the listed function.
+    let amount = units(1, live.sb.info.side.decimals).to_string();
+    let input = format!("_amount={amount}");
+    let dev = live.dev.to_string();
+    let eoa = live.ok(&[
+        "action", "exec", "stake", "--from", &dev, "--input", &input, "--yes",
+    ]);
+    assert_eq!(eoa["kind"], "eoa", "{eoa:#}");
+}
+
+/// A redeem whose redemption answers slowly says that it is still waiting, with the
+/// time spent and the deadline, while the one slow answer is awaited.
+#[test]
+fn a_slow_relayer_is_reported_while_waited_for() {
+    let live = Live::new("slow_relayer");
+    let dev = live.dev.to_string();
+    live.sb.delay("redeems", 6_000);
+    let mut c = live.cmd();
+    c.args(redeem_one(&dev, "60"));
+    let out = live.run_ok(c);
+    live.sb.clear("redeems");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("» waiting for the relayer: 5 s of 60 s"),
+        "{err}"
+    );
 }

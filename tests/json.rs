@@ -407,6 +407,8 @@ fn every_json_output_matches_its_schema() {
             &owner,
         ],
     );
+    t.ok("action-list", &["action", "list"]);
+    t.fails(&["action", "list", "--profile", "no-such-profile"], 2);
     let to = format!("_to={dev}");
     t.ok(
         "action-exec",

@@ -27,87 +27,116 @@ fn gone(pid: u64) -> bool {
         .unwrap_or(true)
 }
 
+/// `bridgectl --json sandbox --write-profile profile.toml` started in `dir`: the child,
+/// once it printed its info, and the info.
+fn start(dir: &Dir) -> (crate::util::KillOnDrop, serde_json::Value) {
+    let mut cmd = dir.command();
+    cmd.env("BRIDGECTL_ANVIL", crate::util::pinned_tool("anvil"));
+    cmd.args(["--json", "sandbox", "--write-profile"])
+        .args([dir.join("profile.toml")]);
+    let mut child =
+        crate::util::KillOnDrop::spawn(cmd.cmd.stdout(Stdio::piped()).stderr(Stdio::null()));
+    // A killing timeout, not a duration assertion: a sandbox that never gets ready is
+    // SIGKILLed after 120 s, and the read below then fails the test.
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+    let pid = child.id().to_string();
+    let watchdog = std::thread::spawn(move || {
+        if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+            ready_rx.recv_timeout(Duration::from_secs(120))
+        {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid])
+                .status();
+        }
+    });
+    let mut text = String::new();
+    let mut reader = BufReader::new(child.stdout.take().expect("stdout"));
+    let info: serde_json::Value = loop {
+        let mut line = String::new();
+        assert!(
+            reader.read_line(&mut line).expect("read") > 0,
+            "sandbox exited early: {text}"
+        );
+        text.push_str(&line);
+        if line.starts_with('}') {
+            break serde_json::from_str(&text).expect("json info");
+        }
+    };
+    let _ = ready_tx.send(());
+    watchdog.join().expect("watchdog");
+    crate::json::assert_schema("sandbox", &info);
+    (child, info)
+}
+
+/// SIGINT stops `child` cleanly, and no anvil of its is left running.
+fn stop(mut child: crate::util::KillOnDrop) {
+    // The anvils are the sandbox's children.
+    let children = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", child.id()))
+        .unwrap_or_default();
+    let pids: Vec<u64> = children
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    assert_eq!(
+        pids.len(),
+        2,
+        "expected two anvil children, found {children:?}"
+    );
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "Ctrl-C must stop cleanly: {status}");
+    let end = Instant::now() + Duration::from_secs(5);
+    while !pids.iter().all(|p| gone(*p)) {
+        assert!(Instant::now() < end, "anvil left running: {pids:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 bctest!(
     sandbox_starts_prints_json_and_stops_on_sigint,
-    |dir: Dir, mut cmd: TestCommand| {
-        crate::util::pinned_tool("anvil");
-        cmd.env("BRIDGECTL_ANVIL", crate::util::pinned_tool("anvil"));
-        cmd.args(["--json", "sandbox", "--write-profile"])
-            .args([dir.join("profile.toml")]);
-        // Twice on the same path: the profile an earlier sandbox wrote is replaced.
-        for _round in 0..2 {
-            let mut child = crate::util::KillOnDrop::spawn(
-                cmd.cmd.stdout(Stdio::piped()).stderr(Stdio::null()),
-            );
-            // A killing timeout, not a duration assertion: a sandbox that never gets ready
-            // is SIGKILLed after 120 s, and the read below then fails the test.
-            let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
-            let pid = child.id().to_string();
-            let watchdog = std::thread::spawn(move || {
-                if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
-                    ready_rx.recv_timeout(Duration::from_secs(120))
-                {
-                    let _ = std::process::Command::new("kill")
-                        .args(["-KILL", &pid])
-                        .status();
-                }
-            });
-            let mut text = String::new();
-            let mut reader = BufReader::new(child.stdout.take().expect("stdout"));
-            let info: serde_json::Value = loop {
-                let mut line = String::new();
-                assert!(
-                    reader.read_line(&mut line).expect("read") > 0,
-                    "sandbox exited early: {text}"
-                );
-                text.push_str(&line);
-                if line.starts_with('}') {
-                    break serde_json::from_str(&text).expect("json info");
-                }
-            };
-            let _ = ready_tx.send(());
-            watchdog.join().expect("watchdog");
-            crate::json::assert_schema("sandbox", &info);
-            assert!(
-                info["baseUrl"]
-                    .as_str()
-                    .is_some_and(|u| u.starts_with("http://127.0.0.1:")),
-                "{info}"
-            );
-            assert_eq!(info["main"]["chainId"], 31337);
-            assert!(info["devAccount"]["address"].is_string());
-            let profile = std::fs::read_to_string(dir.join("profile.toml")).expect("profile");
-            assert!(
-                profile.contains("[profiles.sandbox]") && profile.contains("token_file"),
-                "{profile}"
-            );
-            let base_url = info["baseUrl"].as_str().expect("baseUrl");
-            assert!(profile.contains(base_url), "{profile}");
-            // The anvils are the sandbox's children.
-            let children =
-                std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", child.id()))
-                    .unwrap_or_default();
-            let pids: Vec<u64> = children
-                .split_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .collect();
-            assert_eq!(
-                pids.len(),
-                2,
-                "expected two anvil children, found {children:?}"
-            );
-            std::process::Command::new("kill")
-                .args(["-INT", &child.id().to_string()])
-                .status()
-                .expect("kill -INT");
-            let status = child.wait().expect("wait");
-            assert!(status.success(), "Ctrl-C must stop cleanly: {status}");
-            let end = Instant::now() + Duration::from_secs(5);
-            while !pids.iter().all(|p| gone(*p)) {
-                assert!(Instant::now() < end, "anvil left running: {pids:?}");
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
+    |dir: Dir, _cmd: TestCommand| {
+        let (first, info) = start(&dir);
+        assert!(
+            info["baseUrl"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("http://127.0.0.1:")),
+            "{info}"
+        );
+        assert_eq!(info["main"]["chainId"], 31337);
+        assert!(info["devAccount"]["address"].is_string());
+        let path = dir.join("profile.toml");
+        let profile = std::fs::read_to_string(&path).expect("profile");
+        assert!(
+            profile.contains("[profiles.sandbox]") && profile.contains("token_file"),
+            "{profile}"
+        );
+        let first_url = info["baseUrl"].as_str().expect("baseUrl").to_owned();
+        assert!(profile.contains(&first_url), "{profile}");
+
+        // A person adds a limit to the written profile; a second sandbox (on the same
+        // path, while the first runs) updates the profile and keeps the limit.
+        let mine = "\n# my caps\n[profiles.sandbox.policy]\nmax-gas-price = 50000000000\n";
+        std::fs::write(&path, format!("{profile}{mine}")).expect("edit the profile");
+        let (second, info) = start(&dir);
+        let second_url = info["baseUrl"].as_str().expect("baseUrl").to_owned();
+        let profile = std::fs::read_to_string(&path).expect("profile");
+        assert!(
+            profile.contains(&second_url) && !profile.contains(&first_url),
+            "{profile}"
+        );
+        assert!(profile.contains(mine.trim()), "{profile}");
+
+        // The second stops: --show still finds the first, which runs on.
+        stop(second);
+        let mut show = dir.command();
+        show.args(["--json", "sandbox", "--show"]);
+        let shown = show.json();
+        assert_eq!(shown["baseUrl"], first_url.as_str(), "{shown}");
+        stop(first);
+        dir.command().args(["sandbox", "--show"]).fails_with(6);
     }
 );
 

@@ -855,6 +855,25 @@ bctest!(
             "{listed}"
         );
         assert!(!listed.to_string().contains("signingKey"));
+        // The text is a table: a header, then each webhook under it.
+        let mut c = dir.command();
+        c.args(["webhook", "list"]);
+        web3(&mut c);
+        with_token(&mut c);
+        let text = c.stdout();
+        let lines: Vec<&str> = text.lines().collect();
+        let header = lines[0];
+        assert!(header.starts_with("ID "), "{text}");
+        let state = header.find("STATE").expect("STATE");
+        let kind = header.find("EVENT TYPE").expect("EVENT TYPE");
+        for sub in [&sub1, &sub2] {
+            let row = lines
+                .iter()
+                .find(|l| l.starts_with(&format!("{sub} ")))
+                .unwrap_or_else(|| panic!("{sub} not listed: {text}"));
+            assert!(row[state..].starts_with("active "), "{text}");
+            assert!(row[kind..].starts_with("BLOCK_PERIOD "), "{text}");
+        }
 
         // isActive=false stops sub1.
         let mut c = dir.command();

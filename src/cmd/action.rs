@@ -1,9 +1,14 @@
+//! `bridgectl action list`: the transaction actions the platform defines (name,
+//! function, whether it only reads).
+//!
 //! `bridgectl action exec NAME --from A --input k=v ...`: executes a transaction action.
-//! For an EOA the returned raw transaction is checked against the inputs (and
-//! `--function`), then signed and submitted, or written as a sign request for the air
-//! gap with `--out`; for a managed account the platform's txId and hash are shown; for
-//! a view function, its value. With `--wait` a transaction signed here is followed to
-//! its observed end (a redeem's redemption, any other call's receipt).
+//! For an EOA the returned raw transaction is checked against the inputs and the
+//! action's function (`--function`, else the one the platform lists for it), then
+//! signed and submitted, or written as a sign request for the air gap with `--out`; for
+//! a managed account the platform's txId and hash are shown; for a view function, its
+//! value, with no key, passphrase or confirmation (nothing is signed). With `--wait` a
+//! transaction signed here is followed to its observed end (a redeem's redemption, any
+//! other call's receipt).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -17,31 +22,42 @@ use serde_json::json;
 use crate::approver::{CliApprover, StderrProgress};
 use crate::cli::GlobalOpts;
 use crate::exit::{Code, coded};
-use crate::opts::FlowOpts;
+use crate::opts::{FlowOpts, PlatformOpts};
 use crate::session::Session;
 
 /// Transaction-action commands.
 #[derive(Debug, Subcommand)]
 #[command(defer = true)]
 pub enum ActionCommand {
+    /// List the transaction actions the platform defines: name, function, view or not.
+    List(ListArgs),
     /// Execute a transaction action.
-    Exec(ExecArgs),
+    Exec(Box<ExecArgs>),
 }
 
-/// Arguments of `bridgectl action exec`.
+// Arguments of `bridgectl action list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// The platform.
+    #[command(flatten)]
+    pub platform: PlatformOpts,
+}
+
+// Arguments of `bridgectl action exec`.
 #[derive(Debug, Args)]
 pub struct ExecArgs {
     /// The action name (the last path segment of the action's URL).
     pub name: String,
-    /// The executing account: an address or a key label.
-    #[arg(long)]
-    pub from: String,
+    /// The executing account: an address or a key label. Optional for a view action
+    /// (the call is made from the zero address).
+    #[arg(long, add = crate::accounts::key_labels())]
+    pub from: Option<String>,
     /// An input of the function, `name=value` (decimal base units, or an address or
     /// key label for an input `--function` types `address`); repeat for each parameter.
     #[arg(long = "input", value_name = "NAME=VALUE")]
     pub inputs: Vec<String>,
     /// The function the action is mapped to (`redeem`, `transfer`, ...): the returned
-    /// calldata must call it.
+    /// calldata must call it [default: the function the platform lists for the action].
     #[arg(long)]
     pub function: Option<String>,
     /// The contract the transaction must go to [default: the profile's st_contract].
@@ -67,7 +83,51 @@ pub struct ExecArgs {
 /// Runs an action command.
 pub fn run(global: &GlobalOpts, cmd: ActionCommand) -> anyhow::Result<()> {
     match cmd {
-        ActionCommand::Exec(args) => exec(global, args),
+        ActionCommand::List(args) => list(global, &args),
+        ActionCommand::Exec(args) => exec(global, *args),
+    }
+}
+
+fn list(global: &GlobalOpts, args: &ListArgs) -> anyhow::Result<()> {
+    let session = Session::for_sending(global, &args.platform)?;
+    let actions = session
+        .runtime
+        .block_on(session.client().list_actions())
+        .map_err(unlisted)?;
+    if global.json {
+        return crate::output::json(&actions);
+    }
+    if actions.is_empty() {
+        crate::output::note("the platform defines no transaction actions");
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = actions
+        .iter()
+        .map(|a| {
+            vec![
+                crate::output::untrusted(&a.name).to_string(),
+                crate::output::untrusted(&a.function).to_string(),
+                if a.view { "view" } else { "sends" }.to_owned(),
+                crate::output::untrusted(a.description.as_deref().unwrap_or_default()).to_string(),
+            ]
+        })
+        .collect();
+    crate::output::table(&["NAME", "FUNCTION", "KIND", "DESCRIPTION"], &[], &rows)
+}
+
+/// A platform without the list operation (it is not in the spec) says 404: say what to
+/// do instead.
+fn unlisted(e: bridgectl_flow::Error) -> anyhow::Error {
+    let missing =
+        matches!(&e, bridgectl_flow::Error::Platform { error, .. } if error.status == 404);
+    let e = anyhow::Error::new(e);
+    if missing {
+        e.context(
+            "this platform does not list its transaction actions: look them up in its \
+             console, and pass --function to `action exec`",
+        )
+    } else {
+        e
     }
 }
 
@@ -84,18 +144,41 @@ fn parse_inputs(inputs: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
     Ok(map)
 }
 
-fn exec(global: &GlobalOpts, args: ExecArgs) -> anyhow::Result<()> {
+fn exec(global: &GlobalOpts, mut args: ExecArgs) -> anyhow::Result<()> {
     let session = Session::new(global, &args.flow)?;
-    let from = session.account(&args.from)?;
+    // What the platform says the action is: its function (the default of --function)
+    // and whether it only reads. A platform that does not list actions leaves both to
+    // the flags.
+    let listed = session
+        .runtime
+        .block_on(session.client().list_actions())
+        .ok()
+        .and_then(|all| all.into_iter().find(|a| a.name == args.name));
+    if args.function.is_none() {
+        args.function = listed.as_ref().map(|a| a.function.clone());
+    }
+    let view = listed.as_ref().is_some_and(|a| a.view);
+    let from = match (&args.from, view) {
+        (Some(from), _) => session.account(from)?,
+        (None, true) => Address::ZERO,
+        (None, false) => {
+            return Err(coded(
+                Code::Usage,
+                "pass --from ACCOUNT (the account that executes the action)",
+            ));
+        }
+    };
     let mut inputs = parse_inputs(&args.inputs)?;
     crate::accounts::resolve_inputs(&session.keystore, args.function.as_deref(), &mut inputs)?;
-    // A local key is needed only to sign here; `--out` and managed accounts need none.
-    let local_key = args.out.is_none() && session.keystore.find(&from.to_string()).is_ok();
+    // A local key is needed only to sign here; `--out`, managed accounts and a view
+    // (nothing to sign: the platform answers with the function's value) need none.
+    let local_key = !view && args.out.is_none() && session.keystore.find(&from.to_string()).is_ok();
     if (local_key || args.out.is_some()) && args.function.is_none() {
         return Err(coded(
             Code::Usage,
-            "pass --function NAME (the contract function the action is mapped to): the \
-             returned calldata is checked against it and the inputs before anything is signed",
+            "pass --function NAME (the contract function the action is mapped to; the \
+             platform does not list it): the returned calldata is checked against it and \
+             the inputs before anything is signed",
         ));
     }
     // Actions map ST functions unless told otherwise: the transaction must go to the ST

@@ -1,8 +1,9 @@
 //! `bridgectl balance [ADDRESS|LABEL ...]`: MT and ST balances of the keystore's keys
 //! (or of the accounts named), exact, with their symbols: from the chains' nodes when
-//! the profile names them, else from the platform's balance operation.
+//! the profile names them, else from the platform's balance operation; and the native
+//! coin each chain's gas is paid in, from its node (`-` without one).
 
-use alloy_primitives::Address;
+use alloy_primitives::{Address, U256};
 use bridgectl_flow::{Submitter, Which};
 use clap::Args;
 use serde_json::json;
@@ -11,7 +12,7 @@ use crate::cli::GlobalOpts;
 use crate::opts::PlatformOpts;
 use crate::session::Session;
 
-/// Arguments of `bridgectl balance`.
+// Arguments of `bridgectl balance`.
 #[derive(Debug, Args)]
 pub struct BalanceArgs {
     /// Addresses or key labels [default: every key in the keystore].
@@ -45,14 +46,19 @@ pub fn run(global: &GlobalOpts, args: BalanceArgs) -> anyhow::Result<()> {
     let flows = session.flows(Submitter::Platform, |_| {})?;
     let mut rows = Vec::new();
     for (address, label) in accounts {
-        let (mt, st) = session.runtime.block_on(async {
-            Ok::<_, bridgectl_flow::Error>((
-                flows.token_balance(Which::Mt, address).await?,
-                flows.token_balance(Which::St, address).await?,
-            ))
+        let row = session.runtime.block_on(async {
+            Ok::<_, bridgectl_flow::Error>(Row {
+                mt: flows.token_balance(Which::Mt, address).await?,
+                st: flows.token_balance(Which::St, address).await?,
+                gas_main: flows.gas_balance(Which::Mt, address).await?,
+                gas_side: flows.gas_balance(Which::St, address).await?,
+                address,
+                label,
+            })
         })?;
-        rows.push((address, label, mt, st));
+        rows.push(row);
     }
+    let wei = |v: Option<U256>| v.map(|v| v.to_string());
     if global.json {
         // A token's balance in base units, and in token units beside it for people.
         let token = |side: &bridgectl_flow::ChainSide, v: &alloy_primitives::U256| {
@@ -65,12 +71,13 @@ pub fn run(global: &GlobalOpts, args: BalanceArgs) -> anyhow::Result<()> {
         };
         let items = rows
             .iter()
-            .map(|(address, label, mt, st)| {
+            .map(|r| {
                 Ok(json!({
-                    "address": address,
-                    "label": label,
-                    "mt": token(&bridge.main, mt)?,
-                    "st": token(&bridge.side, st)?,
+                    "address": r.address,
+                    "label": r.label,
+                    "mt": token(&bridge.main, &r.mt)?,
+                    "st": token(&bridge.side, &r.st)?,
+                    "gas": {"main": wei(r.gas_main), "side": wei(r.gas_side)},
                 }))
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
@@ -80,15 +87,37 @@ pub fn run(global: &GlobalOpts, args: BalanceArgs) -> anyhow::Result<()> {
         crate::output::note("no keys in the keystore: name addresses to look up");
         return Ok(());
     }
-    for (address, label, mt, st) in rows {
-        crate::output::line(format_args!(
-            "{address} {:<16} {} {}  {} {}",
-            label.unwrap_or_default(),
-            bridgectl_tx::amount::format_units(mt, bridge.main.decimals)?,
-            bridge.main.symbol,
-            bridgectl_tx::amount::format_units(st, bridge.side.decimals)?,
-            bridge.side.symbol,
-        ))?;
+    let units = |v: U256, decimals: u8| bridgectl_tx::amount::format_units(v, decimals);
+    // The native coin has 18 decimals on every EVM chain the platform runs.
+    let gas = |v: Option<U256>| v.map_or_else(|| Ok("-".to_owned()), |v| units(v, 18));
+    let mut table = Vec::new();
+    for r in &rows {
+        table.push(vec![
+            r.address.to_string(),
+            crate::output::untrusted(r.label.as_deref().unwrap_or("-")).into_owned(),
+            units(r.mt, bridge.main.decimals)?,
+            units(r.st, bridge.side.decimals)?,
+            gas(r.gas_main)?,
+            gas(r.gas_side)?,
+        ]);
     }
-    Ok(())
+    let mt = crate::output::untrusted(&bridge.main.symbol).into_owned();
+    let st = crate::output::untrusted(&bridge.side.symbol).into_owned();
+    crate::output::table(
+        &["ADDRESS", "LABEL", &mt, &st, "GAS (main)", "GAS (side)"],
+        &[2, 3, 4, 5],
+        &table,
+    )
+}
+
+/// One account's balances.
+struct Row {
+    address: Address,
+    label: Option<String>,
+    mt: U256,
+    st: U256,
+    /// Native coin on the main chain, in wei; `None` without a node for it.
+    gas_main: Option<U256>,
+    /// Native coin on the side chain.
+    gas_side: Option<U256>,
 }

@@ -52,7 +52,7 @@ pub enum BatchCommand {
     Status(StatusArgs),
 }
 
-/// The input file and what limits the batch.
+// The input file and what limits the batch.
 #[derive(Debug, Args, Clone)]
 pub struct InputOpts {
     /// The items: JSONL (one object per line) or CSV with a header line. Fields: `op`
@@ -78,7 +78,7 @@ pub enum Format {
     Csv,
 }
 
-/// Arguments of `bridgectl batch plan`.
+// Arguments of `bridgectl batch plan`.
 #[derive(Debug, Args)]
 pub struct PlanArgs {
     /// The input.
@@ -89,7 +89,7 @@ pub struct PlanArgs {
     pub platform: PlatformOpts,
 }
 
-/// How the batch runs.
+// How the batch runs.
 #[derive(Debug, Args, Clone)]
 pub struct RunOpts {
     /// How many addresses sign and submit at once (items of one address always run in
@@ -111,7 +111,7 @@ pub struct RunOpts {
     pub flow: FlowOpts,
 }
 
-/// Arguments of `bridgectl batch run`.
+// Arguments of `bridgectl batch run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The input.
@@ -122,7 +122,7 @@ pub struct RunArgs {
     pub run: RunOpts,
 }
 
-/// Arguments of `bridgectl batch resume`.
+// Arguments of `bridgectl batch resume`.
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
     /// The batch id, or the start of it.
@@ -141,7 +141,7 @@ pub struct ResumeArgs {
     pub run: RunOpts,
 }
 
-/// Arguments of `bridgectl batch status`.
+// Arguments of `bridgectl batch status`.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// The batch id, or the start of it [default: list the recent batches].

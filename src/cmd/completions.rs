@@ -1,9 +1,13 @@
-//! `bridgectl completions SHELL`: shell completion scripts on stdout.
+//! `bridgectl completions SHELL`: the shell's completion script on stdout.
+//!
+//! The script calls back into `bridgectl` (with `COMPLETE=SHELL` set) for every
+//! completion, so what is offered is read when it is asked for: the subcommands and
+//! flags, and for `--from`, `--to` and `--key` the labels of the keystore's keys.
 
-use clap::{Args, CommandFactory};
+use clap::Args;
 use clap_complete::Shell;
 
-/// Arguments of `bridgectl completions`.
+// Arguments of `bridgectl completions`.
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {
     /// The shell to generate completions for.
@@ -12,11 +16,20 @@ pub struct CompletionsArgs {
 
 /// Writes the completion script for `args.shell` to stdout.
 pub fn run(args: CompletionsArgs) -> anyhow::Result<()> {
-    let mut cmd = crate::cli::Cli::command();
-    // Generated into memory, then written: clap_complete panics on a failed write, and a
-    // closed pipe (`| head -1`) is an ordinary end, not a crash.
+    let name = args.shell.to_string();
+    let shells = clap_complete::env::Shells::builtins();
+    let completer = shells
+        .completer(&name)
+        .ok_or_else(|| anyhow::anyhow!("no completion support for {name}"))?;
+    // Into memory, then written: a closed pipe (`| head -1`) is an ordinary end.
     let mut script = Vec::new();
-    clap_complete::generate(args.shell, &mut cmd, "bridgectl", &mut script);
+    completer.write_registration(
+        "COMPLETE",
+        "bridgectl",
+        "bridgectl",
+        "bridgectl",
+        &mut script,
+    )?;
     std::io::Write::write_all(&mut std::io::stdout().lock(), &script)?;
     Ok(())
 }

@@ -27,7 +27,7 @@ use crate::approver::StderrProgress;
 use crate::cli::GlobalOpts;
 use crate::config::Profile;
 
-/// Arguments of `bridgectl demo`.
+// Arguments of `bridgectl demo`.
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// MT to fund the throwaway key with, in token units.

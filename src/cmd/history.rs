@@ -7,13 +7,13 @@
 use std::path::PathBuf;
 
 use bridgectl_flow::journal::FlowRecord;
-use bridgectl_flow::{FlowState, Journal};
+use bridgectl_flow::{FlowKind, FlowState, Journal};
 use clap::Args;
 use serde_json::json;
 
 use crate::cli::GlobalOpts;
 
-/// Arguments of `bridgectl history`.
+// Arguments of `bridgectl history`.
 #[derive(Debug, Args)]
 pub struct HistoryArgs {
     /// Show this flow with every step: its txId, the start of it (`9a64c6`), or the
@@ -27,6 +27,9 @@ pub struct HistoryArgs {
     /// failed, the platform unreachable); `--json` always lists them.
     #[arg(long)]
     pub all: bool,
+    /// Show amounts in base units (as `--json` does) instead of token units.
+    #[arg(long)]
+    pub base_units: bool,
     /// Journal database [default: $XDG_STATE_HOME/bridgectl/journal.sqlite3].
     #[arg(long, env = "BRIDGECTL_JOURNAL", value_name = "FILE")]
     pub journal: Option<PathBuf>,
@@ -39,6 +42,52 @@ fn amount(intent: &serde_json::Value) -> Option<String> {
         .or_else(|| intent.get("inputs").and_then(|i| i.get("_amount")))
         .or_else(|| intent.get("inputs").and_then(|i| i.get("_value")))?;
     Some(v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+}
+
+/// The token a flow moves, from what its intent recorded, else from the profile: a
+/// request's own token (symbol and decimals), a transfer's symbol, a swap's MT, a
+/// redeem's ST. `None` when neither says (an action on another contract).
+fn token(f: &FlowRecord, bridge: Option<&bridgectl_flow::Bridge>) -> Option<(String, u8)> {
+    let intent = &f.intent;
+    if let Some(t) = intent.get("intent").and_then(|i| i.get("token"))
+        && let (Some(symbol), Some(decimals)) = (
+            t.get("symbol").and_then(|s| s.as_str()),
+            t.get("decimals").and_then(|d| d.as_u64()),
+        )
+    {
+        return Some((symbol.to_owned(), u8::try_from(decimals).ok()?));
+    }
+    let bridge = bridge?;
+    let side = match (f.kind, intent.get("token").and_then(|t| t.as_str())) {
+        (_, Some(symbol)) => [&bridge.main, &bridge.side]
+            .into_iter()
+            .find(|s| s.symbol == symbol)?,
+        (FlowKind::Swap, None) => &bridge.main,
+        (FlowKind::Redeem, None) => &bridge.side,
+        _ => return None,
+    };
+    Some((side.symbol.clone(), side.decimals))
+}
+
+/// The amount and token columns of a flow: token units with the symbol, or base units
+/// (when asked, or when the token is not known).
+fn amount_cells(
+    f: &FlowRecord,
+    bridge: Option<&bridgectl_flow::Bridge>,
+    base_units: bool,
+) -> (String, String) {
+    let Some(base) = amount(&f.intent) else {
+        return ("-".into(), String::new());
+    };
+    let units = match (base_units, token(f, bridge)) {
+        (false, Some((symbol, decimals))) => base
+            .parse()
+            .ok()
+            .and_then(|v| bridgectl_tx::amount::format_units(v, decimals).ok())
+            .map(|text| (text, symbol)),
+        _ => None,
+    };
+    units.unwrap_or_else(|| (base, "(base units)".into()))
 }
 
 /// Runs `bridgectl history`.
@@ -98,21 +147,39 @@ pub fn run(global: &GlobalOpts, args: HistoryArgs) -> anyhow::Result<()> {
         footer();
         return Ok(());
     }
-    crate::output::line(format_args!(
-        "{:<20}  {:<36}  {:<16} {:<9} {:>26}  TX",
-        "CREATED (UTC)", "TXID", "KIND", "STATE", "AMOUNT (base units)"
-    ))?;
-    for f in flows {
-        crate::output::line(format_args!(
-            "{:<20}  {:<36}  {:<16} {:<9} {:>26}  {}",
-            f.created_at.trim_end_matches('Z').replace('T', " "),
-            f.tx_id,
-            f.kind,
-            f.state.as_str(),
-            amount(&f.intent).unwrap_or_else(|| "-".into()),
-            f.tx_hash.as_deref().unwrap_or("-")
-        ))?;
-    }
+    // The profile names the tokens of flows whose intent does not; without one, those
+    // amounts stay in base units.
+    let bridge = crate::config::load_profile(global)
+        .ok()
+        .and_then(|p| crate::session::bridge_from(&p).ok());
+    let rows: Vec<Vec<String>> = flows
+        .iter()
+        .map(|f| {
+            let (amount, token) = amount_cells(f, bridge.as_ref(), args.base_units);
+            vec![
+                f.created_at.trim_end_matches('Z').replace('T', " "),
+                f.tx_id.clone(),
+                f.kind.to_string(),
+                f.state.as_str().to_owned(),
+                amount,
+                crate::output::untrusted(&token).into_owned(),
+                f.tx_hash.clone().unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect();
+    crate::output::table(
+        &[
+            "CREATED (UTC)",
+            "TXID",
+            "KIND",
+            "STATE",
+            "AMOUNT",
+            "TOKEN",
+            "TX",
+        ],
+        &[4],
+        &rows,
+    )?;
     footer();
     if more {
         more_note(args.limit);

@@ -25,7 +25,7 @@ pub enum JournalCommand {
     ResetChain(ResetChainArgs),
 }
 
-/// Arguments of `bridgectl journal reset-chain`.
+// Arguments of `bridgectl journal reset-chain`.
 #[derive(Debug, Args)]
 pub struct ResetChainArgs {
     /// The chain id (the profile's main or side chain, whose rpc_url is asked for its

@@ -44,7 +44,7 @@ pub enum KeyCommand {
     Verify(VerifyArgs),
 }
 
-/// The test-only KDF switch shared by the commands that write key files.
+// The test-only KDF switch shared by the commands that write key files.
 #[derive(Debug, Args, Clone, Default)]
 pub struct TestKdfOpts {
     /// TESTS ONLY: encrypt with a trivially cheap KDF. A key written with this can be
@@ -63,7 +63,7 @@ impl TestKdfOpts {
     }
 }
 
-/// Arguments of `key new`.
+// Arguments of `key new`.
 #[derive(Debug, Args)]
 pub struct NewArgs {
     /// Label for the key (letters, digits, '-', '_', '.') [default: "key-" and the first address digits].
@@ -74,7 +74,7 @@ pub struct NewArgs {
     pub test_kdf: TestKdfOpts,
 }
 
-/// Arguments of `key import`.
+// Arguments of `key import`.
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("source").required(true).args(["raw", "web3", "mnemonic"])))]
 pub struct ImportArgs {
@@ -109,7 +109,7 @@ pub struct ImportArgs {
     pub test_kdf: TestKdfOpts,
 }
 
-/// Arguments of `key export`.
+// Arguments of `key export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
     /// The key: address, label or id.
@@ -137,14 +137,14 @@ pub struct ExportArgs {
     pub unsafe_test_kdf: bool,
 }
 
-/// A key selector.
+// A key selector.
 #[derive(Debug, Args)]
 pub struct SelectArgs {
     /// The key: address (any case, with or without 0x), label or id.
     pub key: String,
 }
 
-/// Arguments of `key passwd`.
+// Arguments of `key passwd`.
 #[derive(Debug, Args)]
 pub struct PasswdArgs {
     /// The key: address, label or id.
@@ -159,7 +159,7 @@ pub struct PasswdArgs {
     pub test_kdf: TestKdfOpts,
 }
 
-/// Arguments of `key rm`.
+// Arguments of `key rm`.
 #[derive(Debug, Args)]
 pub struct RmArgs {
     /// The key: address, label or id.
@@ -169,7 +169,7 @@ pub struct RmArgs {
     pub yes: bool,
 }
 
-/// Arguments of `key verify`.
+// Arguments of `key verify`.
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
     /// The key: address, label or id.

@@ -37,7 +37,7 @@ pub enum LogCommand {
     Acknowledge(AcknowledgeArgs),
 }
 
-/// Arguments of `bridgectl log acknowledge`.
+// Arguments of `bridgectl log acknowledge`.
 #[derive(Debug, Args)]
 pub struct AcknowledgeArgs {
     /// Do not ask for confirmation.
@@ -45,7 +45,7 @@ pub struct AcknowledgeArgs {
     pub yes: bool,
 }
 
-/// Arguments of `bridgectl log verify`.
+// Arguments of `bridgectl log verify`.
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
     /// A checkpoint kept earlier (COUNT:HASH): the log must still reach it and hold it,
@@ -59,12 +59,12 @@ pub struct VerifyArgs {
     pub any_key: bool,
 }
 
-/// Arguments of `bridgectl log show`.
+// Arguments of `bridgectl log show`.
 #[derive(Debug, Args)]
 pub struct ShowArgs {
     /// Only this key's entries: its address, label or id (an address also for a key
     /// removed since it signed).
-    #[arg(long, value_name = "KEY")]
+    #[arg(long, value_name = "KEY", add = crate::accounts::key_labels())]
     pub key: Option<String>,
     /// Only entries since T: RFC 3339 (`2026-11-23T00:00:00Z`), Unix seconds, or a
     /// duration back from now (`24h`, `7d`).
@@ -72,7 +72,7 @@ pub struct ShowArgs {
     pub since: Option<String>,
 }
 
-/// Arguments of `bridgectl log export`.
+// Arguments of `bridgectl log export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
     /// Write to FILE (never overwritten) instead of stdout.

@@ -11,11 +11,11 @@ use crate::cli::GlobalOpts;
 use crate::opts::{FlowOpts, parse_amount};
 use crate::session::Session;
 
-/// Arguments of `bridgectl redeem`.
+// Arguments of `bridgectl redeem`.
 #[derive(Debug, Args)]
 pub struct RedeemArgs {
     /// The account that holds the ST: an address, or the label of a key in the keystore.
-    #[arg(long)]
+    #[arg(long, add = crate::accounts::key_labels())]
     pub from: String,
     /// How much ST, in token units (`1.5`); exact, never rounded.
     #[arg(long, allow_hyphen_values = true)]

@@ -16,7 +16,7 @@ use crate::exit::{Code, WithCode, coded};
 use crate::opts::FlowOpts;
 use crate::session::Session;
 
-/// How the new transaction is priced (both commands).
+// How the new transaction is priced (both commands).
 #[derive(Debug, Args)]
 #[group(multiple = false)]
 pub struct PriceOpts {
@@ -30,7 +30,7 @@ pub struct PriceOpts {
     pub bump: Option<String>,
 }
 
-/// Arguments of `bridgectl replace`.
+// Arguments of `bridgectl replace`.
 #[derive(Debug, Args)]
 pub struct ReplaceArgs {
     /// The stuck flow's txId or a unique prefix (see `bridgectl history`).

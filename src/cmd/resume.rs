@@ -17,7 +17,7 @@ use crate::cli::GlobalOpts;
 use crate::opts::FlowOpts;
 use crate::session::Session;
 
-/// Arguments of `bridgectl resume`.
+// Arguments of `bridgectl resume`.
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
     /// The flow: its txId, a unique start of it, or the hash of a transaction it signed

@@ -14,7 +14,7 @@ use serde_json::json;
 use crate::cli::GlobalOpts;
 use crate::output;
 
-/// Arguments of `bridgectl sandbox`.
+// Arguments of `bridgectl sandbox`.
 #[derive(Debug, Args)]
 pub struct SandboxArgs {
     /// Sandbox settings in TOML (actions, ratio, decimals, faults, block time...);
@@ -34,35 +34,85 @@ pub struct SandboxArgs {
 }
 
 /// Where a running sandbox leaves what it printed, for `--show` (0600, removed when it
-/// stops).
-fn running_file() -> anyhow::Result<PathBuf> {
-    crate::paths::state_file(None, "sandbox-running.json")
+/// stops): one file per process, so that one sandbox stopping leaves what another
+/// running one wrote.
+fn running_file(pid: u32) -> anyhow::Result<PathBuf> {
+    crate::paths::state_file(None, &format!("sandbox-running-{pid}.json"))
 }
 
-/// `--show`: what the running sandbox printed, if its process is still alive.
+/// What the sandboxes still running wrote, oldest first. A file whose process is gone
+/// (killed before it could remove it) is removed.
+fn running() -> anyhow::Result<Vec<serde_json::Value>> {
+    let dir = crate::paths::state_dir()?;
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(Vec::new());
+    };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("sandbox-running-"))
+            .and_then(|n| n.strip_suffix(".json"))
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_file(&path);
+            continue;
+        }
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let state: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not what a sandbox wrote", path.display()))?;
+        if state["pid"].as_u64() == Some(u64::from(pid)) {
+            found.push(state);
+        }
+    }
+    found.sort_by_key(|s| s["startedAt"].as_u64().unwrap_or(0));
+    Ok(found)
+}
+
+/// `--show`: what the running sandboxes printed (`--json`: the newest one's info).
 fn show(global: &GlobalOpts) -> anyhow::Result<()> {
-    let not_running = || {
-        crate::exit::coded(
+    let all = running()?;
+    let Some(newest) = all.last() else {
+        return Err(crate::exit::coded(
             crate::exit::Code::NotFound,
             "no sandbox is running on this account: start one with `bridgectl sandbox \
              --write-profile sandbox.toml`",
-        )
+        ));
     };
-    let path = running_file()?;
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return Err(not_running());
-    };
-    let state: serde_json::Value = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not what a sandbox wrote", path.display()))?;
-    let pid = state["pid"].as_u64().unwrap_or(0);
-    if pid == 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-        return Err(not_running());
+    if all.len() > 1 {
+        output::note(format!(
+            "{} sandboxes are running (pids {}){}",
+            all.len(),
+            all.iter()
+                .map(|s| s["pid"].to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            if global.json {
+                "; the newest is shown"
+            } else {
+                ""
+            }
+        ));
     }
     if global.json {
-        return output::json(&state["info"]);
+        return output::json(&newest["info"]);
     }
-    for line in state["text"].as_array().into_iter().flatten() {
-        output::line(line.as_str().unwrap_or_default())?;
+    for (i, state) in all.iter().enumerate() {
+        if i > 0 {
+            output::line("")?;
+        }
+        if all.len() > 1 {
+            output::line(format!("pid {}:", state["pid"]))?;
+        }
+        for line in state["text"].as_array().into_iter().flatten() {
+            output::line(line.as_str().unwrap_or_default())?;
+        }
     }
     Ok(())
 }
@@ -97,9 +147,12 @@ pub fn run(global: &GlobalOpts, args: SandboxArgs) -> anyhow::Result<()> {
             write_profile(path, &info)?;
         }
         let text = text_lines(&info, ready_ms);
-        let running = running_file()?;
+        let running = running_file(std::process::id())?;
+        let started_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
         let state = json!({"pid": std::process::id(), "info": info_json(&info, ready_ms),
-                           "text": text});
+                           "text": text, "startedAt": started_at});
         crate::files::write_replace(&running, state.to_string().as_bytes())?;
         if global.json {
             output::json(&info_json(&info, ready_ms))?;
@@ -221,25 +274,128 @@ fn write_profile(path: &std::path::Path, info: &SandboxInfo) -> anyhow::Result<(
         info.base_url,
         crate::config::render_profile("sandbox", &profile)?
     );
-    // A profile this command wrote for an earlier sandbox is replaced (it was valid only
-    // while that one ran); any other file is never overwritten.
-    if let Ok(existing) = std::fs::read_to_string(path)
-        && !existing.starts_with(WRITTEN_BY)
-    {
-        return Err(crate::exit::coded(
-            crate::exit::Code::Exists,
+    // A profile this command wrote for an earlier sandbox is updated (its settings were
+    // valid only while that one ran), keeping what a person added to it (limits, caps,
+    // comments, other profiles); any other file is never touched.
+    let text = match std::fs::read_to_string(path) {
+        Ok(existing) if !existing.starts_with(WRITTEN_BY) => {
+            return Err(crate::exit::coded(
+                crate::exit::Code::Exists,
+                format!(
+                    "{} exists and was not written by `bridgectl sandbox`: refusing to \
+                     overwrite it; choose another path",
+                    path.display()
+                ),
+            ));
+        }
+        Ok(existing) => merge_profile(&existing, &profile).with_context(|| {
             format!(
-                "{} exists and was not written by `bridgectl sandbox`: refusing to overwrite it; \
-                 choose another path",
+                "{} was written by `bridgectl sandbox` but no longer reads as TOML: fix or \
+                 remove it",
                 path.display()
-            ),
-        ));
-    }
+            )
+        })?,
+        Err(_) => profile,
+    };
     crate::files::write_replace(
         &token_path,
         (info.token.expose_secret().to_owned() + "\n").as_bytes(),
     )?;
-    crate::files::write_replace(path, profile.as_bytes())?;
+    crate::files::write_replace(path, text.as_bytes())?;
     output::note(format!("profile written to {}", path.display()));
     Ok(())
+}
+
+/// `ours` (a fresh profile) over `existing` (one written for an earlier sandbox, maybe
+/// edited since): every setting of ours replaces the one of the same name, every other
+/// line (a person's limits, caps, comments, other profiles) stays as it was; the first
+/// line, which names the sandbox, is ours.
+fn merge_profile(existing: &str, ours: &str) -> anyhow::Result<String> {
+    fn overlay(into: &mut toml_edit::Table, from: &toml_edit::Table) {
+        for (key, item) in from.iter() {
+            match (into.get_mut(key), item) {
+                (Some(toml_edit::Item::Table(mine)), toml_edit::Item::Table(theirs)) => {
+                    overlay(mine, theirs);
+                }
+                (Some(slot), _) => {
+                    // Keep the line's comments and spacing, change its value.
+                    if let (Some(old), Some(new)) = (slot.as_value_mut(), item.as_value()) {
+                        let decor = old.decor().clone();
+                        *old = new.clone();
+                        *old.decor_mut() = decor;
+                    } else {
+                        *slot = item.clone();
+                    }
+                }
+                (None, _) => {
+                    into.insert(key, item.clone());
+                }
+            }
+        }
+    }
+    let (first, rest) = ours.split_once('\n').unwrap_or((ours, ""));
+    let mut doc: toml_edit::DocumentMut = existing.parse()?;
+    let fresh: toml_edit::DocumentMut = rest.parse()?;
+    overlay(doc.as_table_mut(), fresh.as_table());
+    let merged = doc.to_string();
+    // Our first line names the sandbox the profile is for: replace the old one.
+    let body = merged
+        .split_once('\n')
+        .filter(|(line, _)| line.starts_with(WRITTEN_BY))
+        .map_or(merged.as_str(), |(_, body)| body);
+    Ok(format!("{first}\n{body}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{WRITTEN_BY, merge_profile};
+
+    /// A later sandbox's profile updates our settings and keeps every line a person
+    /// added: a limit, a comment, a setting of ours they changed the comment of, another
+    /// profile.
+    #[test]
+    fn a_rewritten_profile_keeps_what_a_person_added() {
+        let old = format!(
+            "{WRITTEN_BY} for http://127.0.0.1:1; valid while it runs.\n\
+             [profiles.sandbox]\n\
+             base_url = \"http://127.0.0.1:1\" # the first one\n\
+             side_chain_id = 31338\n\n\
+             [profiles.sandbox.chains]\n\
+             31337 = \"sandbox main\"\n\n\
+             # my own caps\n\
+             [profiles.sandbox.policy]\n\
+             max-gas-price = 50000000000\n\n\
+             [profiles.prod]\n\
+             base_url = \"https://platform.example\"\n"
+        );
+        let ours = format!(
+            "{WRITTEN_BY} for http://127.0.0.1:2; valid while it runs.\n\
+             [profiles.sandbox]\n\
+             base_url = \"http://127.0.0.1:2\"\n\
+             side_chain_id = 31338\n\
+             redeem_action = \"redeem\"\n\n\
+             [profiles.sandbox.chains]\n\
+             31337 = \"sandbox main\"\n\
+             31338 = \"sandbox side\"\n"
+        );
+        let merged = merge_profile(&old, &ours).expect("merge");
+        assert!(
+            merged.starts_with(&format!("{WRITTEN_BY} for http://127.0.0.1:2;")),
+            "{merged}"
+        );
+        assert_eq!(merged.matches(WRITTEN_BY).count(), 1, "{merged}");
+        for kept in [
+            "base_url = \"http://127.0.0.1:2\" # the first one",
+            "# my own caps\n[profiles.sandbox.policy]\nmax-gas-price = 50000000000",
+            "[profiles.prod]\nbase_url = \"https://platform.example\"",
+            "redeem_action = \"redeem\"",
+            "31338 = \"sandbox side\"",
+        ] {
+            assert!(merged.contains(kept), "{kept:?} not in:\n{merged}");
+        }
+        assert!(!merged.contains("127.0.0.1:1"), "{merged}");
+        // What it wrote reads as the CLI's config.
+        let file: crate::config::ConfigFile = toml::from_str(&merged).expect("config");
+        assert!(file.profiles.contains_key("prod"));
+    }
 }

@@ -31,7 +31,7 @@ use crate::cli::{GlobalOpts, PassphraseOpts};
 use crate::passphrase::CliPassphrases;
 use crate::trust::ExpectOpts;
 
-/// Arguments of `bridgectl sign`.
+// Arguments of `bridgectl sign`.
 #[derive(Debug, Args)]
 pub struct SignArgs {
     /// The input: a rawTx JSON, an action envelope or a sign-request file; `-` (the
@@ -41,7 +41,7 @@ pub struct SignArgs {
 
     /// The key to sign with (address, label or id) [default: the key of rawTx.from].
     /// Its address must equal rawTx.from.
-    #[arg(long, value_name = "SELECTOR")]
+    #[arg(long, value_name = "SELECTOR", add = crate::accounts::key_labels())]
     pub key: Option<String>,
 
     /// Sign without asking for confirmation. Refused unless the call is pinned: by a

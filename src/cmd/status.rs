@@ -15,7 +15,7 @@ use crate::exit::{Code, coded};
 use crate::opts::PlatformOpts;
 use crate::session::Session;
 
-/// Arguments of `bridgectl status`.
+// Arguments of `bridgectl status`.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// The flow's txId (or a unique start of it), or a transaction hash (`0x` and 64

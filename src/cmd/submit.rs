@@ -19,7 +19,7 @@ use crate::exit::{Code, WithCode, coded};
 use crate::opts::PlatformOpts;
 use crate::session::Session;
 
-/// Arguments of `bridgectl submit`.
+// Arguments of `bridgectl submit`.
 #[derive(Debug, Args)]
 pub struct SubmitArgs {
     /// The signed bundle written by `bridgectl sign`.

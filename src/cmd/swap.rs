@@ -11,11 +11,11 @@ use crate::cli::GlobalOpts;
 use crate::opts::{BuildOpts, FlowOpts, parse_amount};
 use crate::session::Session;
 
-/// Arguments of `bridgectl swap`.
+// Arguments of `bridgectl swap`.
 #[derive(Debug, Args)]
 pub struct SwapArgs {
     /// The account sending MT and receiving ST: an address or a key label.
-    #[arg(long)]
+    #[arg(long, add = crate::accounts::key_labels())]
     pub from: String,
     /// How much MT, in token units.
     #[arg(long, allow_hyphen_values = true)]

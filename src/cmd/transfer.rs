@@ -20,17 +20,17 @@ pub enum TokenArg {
     St,
 }
 
-/// Arguments of `bridgectl transfer`.
+// Arguments of `bridgectl transfer`.
 #[derive(Debug, Args)]
 pub struct TransferArgs {
     /// MT or ST.
     #[arg(long, value_enum)]
     pub token: TokenArg,
     /// The sender: an address or a key label.
-    #[arg(long)]
+    #[arg(long, add = crate::accounts::key_labels())]
     pub from: String,
     /// The recipient: an address or a key label.
-    #[arg(long)]
+    #[arg(long, add = crate::accounts::key_labels())]
     pub to: String,
     /// How much, in token units.
     #[arg(long, allow_hyphen_values = true)]

@@ -19,12 +19,16 @@ pub enum TxCommand {
     Decode(DecodeArgs),
 }
 
-/// Arguments of `tx decode`.
+// Arguments of `tx decode`.
 #[derive(Debug, Args)]
 pub struct DecodeArgs {
     /// 0x hex, a file holding hex or a signed bundle, or `-` for stdin.
     #[arg(value_name = "HEX|FILE|-")]
     pub input: String,
+    /// Decide as a node on this chain does: a transaction signed for another chain is
+    /// invalid (exit 3). Without it the chain id is shown, not judged.
+    #[arg(long, value_name = "ID")]
+    pub expect_chain_id: Option<u64>,
 }
 
 /// Runs a tx command.
@@ -82,6 +86,9 @@ fn decode(global: &GlobalOpts, args: &DecodeArgs) -> anyhow::Result<()> {
     let bytes = parse_hex_bytes(&text)?;
     let tx = decode_signed(&bytes)?;
     let mut errors = tx.validity_errors();
+    if let Some(chain) = args.expect_chain_id.and_then(|c| tx.chain_error(c)) {
+        errors.insert(0, chain);
+    }
     if tx.is_pre_eip155() {
         // Valid on chain, but replayable everywhere: say so, without refusing.
         crate::output::note("note: pre-EIP-155 signature (no chain id): replayable on any chain");

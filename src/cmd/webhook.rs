@@ -60,7 +60,7 @@ pub enum WebhookCommand {
     Ensure(EnsureArgs),
 }
 
-/// Where the web3 API is and how to authenticate.
+// Where the web3 API is and how to authenticate.
 #[derive(Debug, Args, Clone, Default)]
 pub struct Web3Api {
     /// Web3 API URL [default: the profile's web3_url].
@@ -82,7 +82,7 @@ pub struct Web3Api {
     pub web3_token_file: Option<PathBuf>,
 }
 
-/// Where the web3 API is and which chain/network.
+// Where the web3 API is and which chain/network.
 #[derive(Debug, Args, Clone)]
 pub struct Web3Opts {
     /// The web3 API.
@@ -103,7 +103,7 @@ pub struct Web3Opts {
     pub keys: Option<PathBuf>,
 }
 
-/// Condition flags, checked against the event type.
+// Condition flags, checked against the event type.
 #[derive(Debug, Args, Clone, Default)]
 pub struct ConditionOpts {
     /// BLOCK_PERIOD: one notification every N blocks (N >= 1).
@@ -143,7 +143,7 @@ impl ConditionOpts {
     }
 }
 
-/// Arguments of `webhook create`.
+// Arguments of `webhook create`.
 #[derive(Debug, Args)]
 pub struct CreateArgs {
     /// Event type, e.g. BLOCK_PERIOD, TOKEN_TRANSFER.
@@ -163,7 +163,7 @@ pub struct CreateArgs {
     pub web3: Web3Opts,
 }
 
-/// Arguments of `webhook list`.
+// Arguments of `webhook list`.
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// The web3 API.
@@ -171,7 +171,7 @@ pub struct ListArgs {
     pub web3: Web3Opts,
 }
 
-/// Arguments of `webhook get` and `webhook delete`.
+// Arguments of `webhook get` and `webhook delete`.
 #[derive(Debug, Args)]
 pub struct IdArgs {
     /// The subscriptionId `create` printed.
@@ -181,7 +181,7 @@ pub struct IdArgs {
     pub web3: Web3Opts,
 }
 
-/// Arguments of `webhook update`.
+// Arguments of `webhook update`.
 #[derive(Debug, Args)]
 pub struct UpdateArgs {
     /// The subscriptionId.
@@ -207,7 +207,7 @@ pub struct UpdateArgs {
     pub web3: Web3Opts,
 }
 
-/// Arguments of `webhook listen`.
+// Arguments of `webhook listen`.
 #[derive(Debug, Args)]
 pub struct ListenArgs {
     /// Address to listen on, e.g. 127.0.0.1:8080 (port 0 picks one; see the first line).
@@ -304,7 +304,7 @@ pub struct ListenArgs {
     pub web3: Web3Api,
 }
 
-/// Arguments of `webhook ensure`.
+// Arguments of `webhook ensure`.
 #[derive(Debug, Args)]
 pub struct EnsureArgs {
     /// Restore only webhooks created with this listener URL [default: every webhook in
@@ -322,7 +322,7 @@ pub struct EnsureArgs {
     pub web3: Web3Api,
 }
 
-/// Arguments of `webhook events`.
+// Arguments of `webhook events`.
 #[derive(Debug, Args)]
 pub struct EventsArgs {
     /// Event store: sqlite:FILE or FILE, or postgres://...
@@ -583,22 +583,35 @@ async fn create(global: &GlobalOpts, args: CreateArgs) -> anyhow::Result<()> {
     }
 }
 
-fn describe(w: &Webhook) -> String {
-    let active = match w.is_active {
-        Some(true) => "active",
-        Some(false) => "inactive",
-        None => "?",
-    };
-    format!(
-        "{:<8} {:<8} {:<24} {:<20} {}",
-        crate::output::untrusted(&w.subscription_id),
-        active,
-        crate::output::untrusted(w.event_type.as_deref().unwrap_or("?")),
-        w.condition
-            .as_ref()
-            .map(Value::to_string)
-            .unwrap_or_default(),
-        w.webhook_url.as_deref().unwrap_or("")
+/// Webhooks as a table: a header, then one aligned row each.
+fn describe(webhooks: &[Webhook]) -> anyhow::Result<()> {
+    let rows: Vec<Vec<String>> = webhooks
+        .iter()
+        .map(|w| {
+            let active = match w.is_active {
+                Some(true) => "active",
+                Some(false) => "inactive",
+                None => "?",
+            };
+            vec![
+                output::untrusted(&w.subscription_id).into_owned(),
+                active.to_owned(),
+                output::untrusted(w.event_type.as_deref().unwrap_or("?")).into_owned(),
+                output::untrusted(
+                    &w.condition
+                        .as_ref()
+                        .map(Value::to_string)
+                        .unwrap_or_default(),
+                )
+                .into_owned(),
+                output::untrusted(w.webhook_url.as_deref().unwrap_or("")).into_owned(),
+            ]
+        })
+        .collect();
+    output::table(
+        &["ID", "STATE", "EVENT TYPE", "CONDITION", "URL"],
+        &[],
+        &rows,
     )
 }
 
@@ -616,11 +629,9 @@ async fn list(global: &GlobalOpts, args: ListArgs) -> anyhow::Result<()> {
             "no webhooks on {}/{}",
             target.chain, target.network
         ));
+        return Ok(());
     }
-    for w in &page.items {
-        output::line(describe(w))?;
-    }
-    Ok(())
+    describe(&page.items)
 }
 
 async fn get(global: &GlobalOpts, args: IdArgs) -> anyhow::Result<()> {
@@ -632,7 +643,7 @@ async fn get(global: &GlobalOpts, args: IdArgs) -> anyhow::Result<()> {
     if global.json {
         return output::json(&w);
     }
-    output::line(describe(&w))
+    describe(std::slice::from_ref(&w))
 }
 
 async fn update(global: &GlobalOpts, args: UpdateArgs) -> anyhow::Result<()> {
@@ -878,22 +889,20 @@ fn event_json(e: &StoredEvent) -> anyhow::Result<Value> {
     Ok(v)
 }
 
+/// Our id, then the event's fields in the order `webhook listen` prints them.
 fn event_line(e: &StoredEvent) -> String {
-    let check = if e.verified {
-        "verified".to_owned()
-    } else {
-        format!("UNVERIFIED ({})", output::escape(&e.verification))
-    };
     // Every field but our own id and time came from the delivery (or a sink's answer):
     // escaped, so a forged one cannot rewrite the line, e.g. hide "UNVERIFIED".
     let mut line = format!(
-        "{:<6} {} sub={} seq={} {} {}",
+        "{:<6} {}",
         e.id,
-        output::time_ms(e.received_at_ms),
-        output::escape(&e.subscription_id),
-        output::escape(&e.sequence_number),
-        output::escape(e.event_type.as_deref().unwrap_or("?")),
-        check
+        crate::deliveries::EventFields {
+            received_at_ms: e.received_at_ms,
+            event_type: e.event_type.as_deref(),
+            subscription_id: &e.subscription_id,
+            sequence_number: &e.sequence_number,
+            unverified: (!e.verified).then_some(e.verification.as_str()),
+        }
     );
     if e.handed_off != 0 {
         line.push_str(&format!(" handed-off={}", e.handed_off));
@@ -1042,6 +1051,51 @@ async fn show_events(
         tokio::select! {
             _ = &mut stop => return Ok(()),
             _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bridgectl_webhook::listener::Delivery;
+    use bridgectl_webhook::store::{IncomingKind, Outcome, StoredEvent, Verification};
+
+    use super::event_line;
+
+    /// `webhook events` prints an event's fields in the order `webhook listen` printed
+    /// the delivery (and their JSON lists them): one vocabulary, one order.
+    #[test]
+    fn a_stored_event_reads_like_its_delivery() {
+        for (verification, verified) in
+            [(Verification::Valid, true), (Verification::Mismatch, false)]
+        {
+            let delivery = Delivery {
+                received_at_ms: 1_700_000_000_123,
+                kind: IncomingKind::Event {
+                    subscription_id: "41".into(),
+                    sequence_number: "7".into(),
+                    event_type: Some("BLOCK_PERIOD".into()),
+                    verification,
+                },
+                outcome: Some(Outcome::Stored(3)),
+            };
+            let stored = StoredEvent {
+                id: 3,
+                received_at_ms: 1_700_000_000_123,
+                subscription_id: "41".into(),
+                sequence_number: "7".into(),
+                event_type: Some("BLOCK_PERIOD".into()),
+                verified,
+                verification: verification.as_str().into(),
+                handed_off: 0,
+                attempts: 0,
+                last_error: None,
+                signature: None,
+                body_len: 0,
+                body: Vec::new(),
+            };
+            let listened = crate::deliveries::delivery_line(&delivery);
+            assert_eq!(event_line(&stored), format!("3      {listened}"));
         }
     }
 }

@@ -155,6 +155,25 @@ pub struct ExecuteRequest {
     pub inputs: serde_json::Map<String, Value>,
 }
 
+/// A transaction action as the platform lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct ActionInfo {
+    /// The action name (the last path segment of its URL).
+    pub name: String,
+    /// The contract whose function it maps (`ST`, `MT`), when said.
+    #[serde(default)]
+    pub contract: Option<String>,
+    /// The function it maps (`redeem`, `balanceOf`, ...).
+    pub function: String,
+    /// Whether the function only reads: executing the action returns a value and
+    /// nothing is signed.
+    #[serde(default)]
+    pub view: bool,
+    /// The console's free text.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
 /// A redemption record, in the candidate shapes of `platform-facts.md`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Redemption {
@@ -404,6 +423,22 @@ impl PlatformClient {
             true,
         )
         .await
+    }
+
+    /// The transaction actions defined (`GET /tx/v2.0/transactions` ->
+    /// `data.items`). Not an operation of the spec: the sandbox offers it; a platform
+    /// without it answers 404 ([`Error::Platform`] with status 404).
+    pub async fn list_actions(&self) -> Result<Vec<ActionInfo>, Error> {
+        let data = self
+            .call(Method::GET, "tx/v2.0/transactions", &[], None, true, true)
+            .await?;
+        let shape = || Error::UnexpectedShape {
+            what: "action list".into(),
+            expected: "data.items: [{name, function, view}]".into(),
+            data: data.clone(),
+        };
+        let items = data.get("items").ok_or_else(shape)?;
+        serde_json::from_value(items.clone()).map_err(|_| shape())
     }
 
     /// Operation 5: the redemption record for a txId or a tx hash.

@@ -32,6 +32,6 @@ pub use flows::{
     ItemState, ItemStatus, ItemView, Mode, NoGasPriceCap, NonceSource, OfflineSigner,
     OfflineSigning, PreparedBundle, Progress, Quiet, RedeemOutcome, RefusedItem, Replaced,
     Repricing, Resumed, Review, Submitted, Submitter, SwapOutcome, SwapSpec, TransferSpec,
-    WaitOptions, Which, can_resume,
+    WAIT_REPORT, WaitOptions, Which, can_resume,
 };
 pub use journal::{BatchLock, BatchRecord, FlowKind, FlowState, Journal, Purpose};

@@ -264,20 +264,21 @@ impl NodeClient {
         hash: B256,
         interval: Duration,
         timeout: Duration,
+        progress: &mut dyn crate::Progress,
     ) -> Result<Receipt, Error> {
-        let start = std::time::Instant::now();
+        let mut clock = crate::flows::WaitClock::new(format!("the receipt of {hash}"), timeout);
         loop {
-            if let Some(r) = self.receipt(hash).await? {
+            if let Some(r) = clock.during(self.receipt(hash), progress).await? {
                 return Ok(r);
             }
-            if start.elapsed() >= timeout {
+            if clock.elapsed() >= timeout {
                 return Err(Error::Timeout {
                     what: format!("the receipt of {hash}"),
                     seconds: timeout.as_secs(),
                     flow: None,
                 });
             }
-            crate::timing::sleep(interval).await;
+            clock.during(crate::timing::sleep(interval), progress).await;
         }
     }
 

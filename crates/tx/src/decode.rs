@@ -11,6 +11,9 @@ use serde::Serialize;
 use crate::Error;
 use crate::rawtx::RawTx;
 
+/// The largest contract creation code a transaction may carry (EIP-3860, Shanghai).
+pub const MAX_INITCODE_SIZE: usize = 49_152;
+
 /// The order of the secp256k1 group.
 const SECP256K1N: U256 =
     uint!(0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141_U256);
@@ -51,18 +54,18 @@ pub struct DecodedTx {
         serialize_with = "decimal_option"
     )]
     pub gas_price: Option<U256>,
-    /// EIP-1559 style fee cap.
+    /// EIP-1559 style fee cap (up to 2^256, as for the legacy gas price).
     #[serde(
         skip_serializing_if = "Option::is_none",
         serialize_with = "decimal_option"
     )]
-    pub max_fee_per_gas: Option<u128>,
+    pub max_fee_per_gas: Option<U256>,
     /// EIP-1559 style priority fee.
     #[serde(
         skip_serializing_if = "Option::is_none",
         serialize_with = "decimal_option"
     )]
-    pub max_priority_fee_per_gas: Option<u128>,
+    pub max_priority_fee_per_gas: Option<U256>,
     /// The callee, `None` for contract creation.
     pub to: Option<Address>,
     /// Wei sent along.
@@ -112,6 +115,10 @@ impl DecodedTx {
 impl DecodedTx {
     /// Consensus rules this transaction breaks although it decodes: it could never be
     /// included in a block. Empty for a valid transaction.
+    ///
+    /// These are the rules of the newest fork that need no chain state (ethereum/tests
+    /// `TransactionTests` decides each case by them); see [`DecodedTx::chain_error`] for
+    /// the chain a transaction is valid on.
     pub fn validity_errors(&self) -> Vec<String> {
         let mut out = Vec::new();
         if self.gas_limit < self.intrinsic_gas {
@@ -123,7 +130,43 @@ impl DecodedTx {
         if self.nonce == u64::MAX {
             out.push("nonce 2^64-1 is not allowed (EIP-2681)".into());
         }
+        // What the sender must be able to pay: a product a node cannot even compute is
+        // refused before any balance is looked at.
+        let (fee, name) = match (self.gas_price, self.max_fee_per_gas) {
+            (Some(p), _) => (p, "gas price"),
+            (None, Some(f)) => (f, "max fee per gas"),
+            (None, None) => (U256::ZERO, ""),
+        };
+        if U256::from(self.gas_limit).checked_mul(fee).is_none() {
+            out.push(format!(
+                "gas limit {} x {name} {fee} overflows 2^256",
+                self.gas_limit
+            ));
+        }
+        if let (Some(cap), Some(tip)) = (self.max_fee_per_gas, self.max_priority_fee_per_gas)
+            && tip > cap
+        {
+            out.push(format!(
+                "priority fee {tip} is above the max fee per gas {cap} (EIP-1559)"
+            ));
+        }
+        if self.to.is_none() && self.input.len() > MAX_INITCODE_SIZE {
+            out.push(format!(
+                "init code of {} bytes is above the limit of {MAX_INITCODE_SIZE} (EIP-3860)",
+                self.input.len()
+            ));
+        }
         out
+    }
+
+    /// Why a node on chain `chain_id` would refuse this transaction, if it would: it
+    /// was signed for another chain (EIP-155). A pre-EIP-155 signature names no chain
+    /// and is valid on every one (see [`DecodedTx::is_pre_eip155`]).
+    pub fn chain_error(&self, chain_id: u64) -> Option<String> {
+        match self.chain_id {
+            Some(c) if c != chain_id => Some(format!("signed for chain id {c}, not {chain_id}")),
+            _ => None,
+        }
     }
 
     /// Whether this is a legacy transaction signed without a chain id (pre-EIP-155,
@@ -177,7 +220,7 @@ pub fn decode_signed(bytes: &[u8]) -> Result<DecodedTx, Error> {
     let env = match TxEnvelope::decode_2718(&mut buf) {
         Ok(env) => env,
         Err(e) => {
-            if let Some(fields) = wide_legacy::decode(bytes) {
+            if let Some(fields) = wide::decode(bytes) {
                 return fields.finish(bytes);
             }
             // An RLP list is a legacy transaction: alloy's envelope decoder, having failed
@@ -239,8 +282,9 @@ pub fn decode_signed(bytes: &[u8]) -> Result<DecodedTx, Error> {
         nonce: env.nonce(),
         gas_limit: env.gas_limit(),
         gas_price: env.gas_price().map(U256::from),
-        max_fee_per_gas: (!is_legacy && kind != "eip2930").then(|| env.max_fee_per_gas()),
-        max_priority_fee_per_gas: env.max_priority_fee_per_gas(),
+        max_fee_per_gas: (!is_legacy && kind != "eip2930")
+            .then(|| U256::from(env.max_fee_per_gas())),
+        max_priority_fee_per_gas: env.max_priority_fee_per_gas().map(U256::from),
         to: env.to(),
         value: env.value(),
         intrinsic_gas: intrinsic_gas(&input, create)
@@ -272,122 +316,221 @@ fn check_rs(r: U256, s: U256) -> Result<(), Error> {
     Ok(())
 }
 
-/// Legacy transactions whose gas price does not fit in 128 bits: valid RLP and valid on
-/// chain (ethereum/tests `TransactionWithHighGasPrice`, `V_equals38`), but alloy's
-/// `TxLegacy` keeps the price in a `u128` and refuses them. Read here field by field
-/// with alloy-rlp's canonical decoding (no leading zeros, exact lengths, nothing
-/// trailing); used only when alloy could not decode and the price is what it could not
-/// hold, so every other malformation keeps alloy's error.
-mod wide_legacy {
+/// Transactions alloy's types cannot hold, read field by field with alloy-rlp's
+/// canonical decoding (no leading zeros, exact lengths, nothing trailing), so that they
+/// are decided as Ethereum decides them rather than refused as "overflow":
+///
+/// - a fee above 2^128 (alloy keeps fees in a `u128`): a legacy gas price or an EIP-1559
+///   fee cap of up to 2^256 is valid RLP, and whether `gasLimit x fee` overflows 2^256 is
+///   a consensus rule (ethereum/tests `TransactionWithHighGasPrice`,
+///   `GasLimitPriceProductOverflowtMinusOne`), checked by [`DecodedTx::validity_errors`];
+/// - a legacy signature whose `v` is neither 27/28 nor an EIP-155 value, or whose `r`
+///   or `s` is longer than 32 bytes: well-formed bytes with an invalid signature, refused
+///   as such ([`Error::InvalidSignature`]), as Ethereum does.
+///
+/// Used only after alloy could not decode, so every other malformation keeps alloy's
+/// error.
+mod wide {
+    use alloy_eips::eip2930::AccessList;
     use alloy_primitives::{Address, B256, Bytes, Signature, U256, keccak256};
     use alloy_rlp::{Decodable, Encodable, Header};
 
     use super::{DecodedTx, check_rs, intrinsic_gas};
     use crate::Error;
 
+    /// What only an EIP-1559 transaction has.
+    struct Eip1559 {
+        chain_id: u64,
+        max_priority_fee_per_gas: U256,
+        access_list: AccessList,
+    }
+
     pub(super) struct Fields {
+        /// `None` for a legacy transaction.
+        eip1559: Option<Eip1559>,
         nonce: u64,
-        gas_price: U256,
+        /// The legacy gas price, or the EIP-1559 fee cap.
+        fee: U256,
         gas_limit: u64,
         to: Bytes,
         value: U256,
         data: Bytes,
-        v: u64,
-        r: U256,
-        s: U256,
+        /// Legacy `v`, or the EIP-1559 y-parity (any width, so that one too wide for a
+        /// chain id is refused as a signature, not as bytes).
+        v: U256,
+        r: Bytes,
+        s: Bytes,
+        /// The RLP of the fields before the signature (without their list header).
+        unsigned: Vec<u8>,
     }
 
+    /// `r` or `s`: a canonical big-endian string (no leading zero; longer than 32 bytes
+    /// is left to the signature check).
+    fn scalar(buf: &mut &[u8]) -> Option<Bytes> {
+        let b = Bytes::decode(buf).ok()?;
+        (b.first() != Some(&0)).then_some(b)
+    }
+
+    /// The fields of a legacy (`0xc0..`) or EIP-1559 (`0x02`) transaction, when they
+    /// are all well formed; `None` leaves the bytes to alloy's error.
     pub(super) fn decode(bytes: &[u8]) -> Option<Fields> {
-        let mut buf = bytes;
+        let typed = bytes.first() == Some(&0x02);
+        let mut buf = if typed { &bytes[1..] } else { bytes };
         let header = Header::decode(&mut buf).ok()?;
         if !header.list || header.payload_length != buf.len() {
             return None;
         }
+        let start = buf;
+        let mut eip1559 = None;
+        let (nonce, fee, gas_limit, to, value, data);
+        if typed {
+            let chain_id = u64::decode(&mut buf).ok()?;
+            nonce = u64::decode(&mut buf).ok()?;
+            let max_priority_fee_per_gas = U256::decode(&mut buf).ok()?;
+            fee = U256::decode(&mut buf).ok()?;
+            gas_limit = u64::decode(&mut buf).ok()?;
+            to = Bytes::decode(&mut buf).ok()?;
+            value = U256::decode(&mut buf).ok()?;
+            data = Bytes::decode(&mut buf).ok()?;
+            let access_list = AccessList::decode(&mut buf).ok()?;
+            // Only what alloy cannot hold comes this way: a fee above 2^128.
+            let max = U256::from(u128::MAX);
+            if fee <= max && max_priority_fee_per_gas <= max {
+                return None;
+            }
+            eip1559 = Some(Eip1559 {
+                chain_id,
+                max_priority_fee_per_gas,
+                access_list,
+            });
+        } else {
+            nonce = u64::decode(&mut buf).ok()?;
+            fee = U256::decode(&mut buf).ok()?;
+            gas_limit = u64::decode(&mut buf).ok()?;
+            to = Bytes::decode(&mut buf).ok()?;
+            value = U256::decode(&mut buf).ok()?;
+            data = Bytes::decode(&mut buf).ok()?;
+        }
+        let unsigned = start[..start.len() - buf.len()].to_vec();
         let f = Fields {
-            nonce: u64::decode(&mut buf).ok()?,
-            gas_price: U256::decode(&mut buf).ok()?,
-            gas_limit: u64::decode(&mut buf).ok()?,
-            to: Bytes::decode(&mut buf).ok()?,
-            value: U256::decode(&mut buf).ok()?,
-            data: Bytes::decode(&mut buf).ok()?,
-            v: u64::decode(&mut buf).ok()?,
-            r: U256::decode(&mut buf).ok()?,
-            s: U256::decode(&mut buf).ok()?,
+            eip1559,
+            nonce,
+            fee,
+            gas_limit,
+            to,
+            value,
+            data,
+            v: U256::decode(&mut buf).ok()?,
+            r: scalar(&mut buf)?,
+            s: scalar(&mut buf)?,
+            unsigned,
         };
-        let wide = f.gas_price > U256::from(u128::MAX);
-        (buf.is_empty() && wide && (f.to.is_empty() || f.to.len() == 20)).then_some(f)
+        (buf.is_empty() && (f.to.is_empty() || f.to.len() == 20)).then_some(f)
+    }
+
+    fn signature_scalar(name: &str, b: &Bytes) -> Result<U256, Error> {
+        U256::try_from_be_slice(b).ok_or_else(|| {
+            Error::InvalidSignature(format!(
+                "{name} is {} bytes long, longer than any curve scalar (32)",
+                b.len()
+            ))
+        })
     }
 
     impl Fields {
         /// Checks the signature, recovers the sender and describes the transaction.
         pub(super) fn finish(self, bytes: &[u8]) -> Result<DecodedTx, Error> {
-            let (chain_id, parity) = match self.v {
-                27 | 28 => (None, self.v == 28),
-                v if v >= 35 => (Some((v - 35) / 2), (v - 35) % 2 == 1),
-                v => {
+            let v = u64::try_from(self.v).map_err(|_| {
+                Error::InvalidSignature(format!(
+                    "v {:#x} encodes a chain id above 2^64, which no chain has",
+                    self.v
+                ))
+            })?;
+            let (chain_id, parity) = match (&self.eip1559, v) {
+                (Some(t), 0 | 1) => (Some(t.chain_id), v == 1),
+                (Some(_), v) => {
+                    return Err(Error::InvalidSignature(format!(
+                        "y-parity {v} is neither 0 nor 1"
+                    )));
+                }
+                (None, 27 | 28) => (None, v == 28),
+                (None, v) if v >= 35 => (Some((v - 35) / 2), (v - 35) % 2 == 1),
+                (None, v) => {
                     return Err(Error::InvalidSignature(format!(
                         "v {v} is neither 27/28 nor an EIP-155 value"
                     )));
                 }
             };
-            if chain_id == Some(0) {
+            if self.eip1559.is_none() && chain_id == Some(0) {
                 return Err(Error::InvalidSignature(
                     "v encodes EIP-155 chain id 0, which is not a valid chain".into(),
                 ));
             }
-            check_rs(self.r, self.s)?;
+            let (r, s) = (
+                signature_scalar("r", &self.r)?,
+                signature_scalar("s", &self.s)?,
+            );
+            check_rs(r, s)?;
             let signing_hash = self.signing_hash(chain_id);
-            let sender = Signature::new(self.r, self.s, parity)
+            let sender = Signature::new(r, s, parity)
                 .recover_address_from_prehash(&signing_hash)
                 .map_err(|e| {
                     Error::InvalidSignature(format!("no public key can be recovered: {e}"))
                 })?;
             let to = (!self.to.is_empty()).then(|| Address::from_slice(&self.to));
+            let access_list_gas = self.eip1559.as_ref().map_or(0, |t| {
+                t.access_list
+                    .iter()
+                    .map(|i| 2400 + 1900 * i.storage_keys.len() as u64)
+                    .sum()
+            });
+            let typed = self.eip1559.is_some();
             Ok(DecodedTx {
-                kind: "legacy",
+                kind: if typed { "eip1559" } else { "legacy" },
                 chain_id,
                 nonce: self.nonce,
                 gas_limit: self.gas_limit,
-                gas_price: Some(self.gas_price),
-                max_fee_per_gas: None,
-                max_priority_fee_per_gas: None,
+                gas_price: (!typed).then_some(self.fee),
+                max_fee_per_gas: typed.then_some(self.fee),
+                max_priority_fee_per_gas: self.eip1559.map(|t| t.max_priority_fee_per_gas),
                 to,
                 value: self.value,
-                intrinsic_gas: intrinsic_gas(&self.data, to.is_none()),
+                intrinsic_gas: intrinsic_gas(&self.data, to.is_none())
+                    .saturating_add(access_list_gas),
                 input: self.data,
-                v: u128::from(self.v),
-                r: self.r,
-                s: self.s,
+                v: u128::from(v),
+                r,
+                s,
                 signing_hash,
                 hash: keccak256(bytes),
                 sender,
             })
         }
 
-        /// keccak of rlp([nonce, gasPrice, gasLimit, to, value, data(, chainId, 0, 0)]).
+        /// keccak of rlp([nonce, gasPrice, gasLimit, to, value, data(, chainId, 0, 0)])
+        /// for a legacy transaction, of `0x02 || rlp([chainId, ..., accessList])` for an
+        /// EIP-1559 one.
         fn signing_hash(&self, chain_id: Option<u64>) -> B256 {
-            let mut fields: Vec<&dyn Encodable> = vec![
-                &self.nonce,
-                &self.gas_price,
-                &self.gas_limit,
-                &self.to,
-                &self.value,
-                &self.data,
-            ];
-            let tail = chain_id.map(|c| (c, 0u8, 0u8));
-            if let Some((c, z1, z2)) = &tail {
-                fields.extend([c as &dyn Encodable, z1, z2]);
+            let mut tail = Vec::new();
+            if self.eip1559.is_none()
+                && let Some(c) = chain_id
+            {
+                c.encode(&mut tail);
+                0u8.encode(&mut tail);
+                0u8.encode(&mut tail);
             }
-            let payload_length = fields.iter().map(|f| f.length()).sum();
-            let mut out = Vec::with_capacity(payload_length + 9);
+            let payload_length = self.unsigned.len() + tail.len();
+            let mut out = Vec::with_capacity(payload_length + 10);
+            if self.eip1559.is_some() {
+                out.push(0x02);
+            }
             Header {
                 list: true,
                 payload_length,
             }
             .encode(&mut out);
-            for f in fields {
-                f.encode(&mut out);
-            }
+            out.extend_from_slice(&self.unsigned);
+            out.extend_from_slice(&tail);
             keccak256(out)
         }
     }
@@ -576,5 +719,33 @@ mod tests {
             .expect_err("high s")
             .to_string();
         assert!(e.contains("upper half"), "{e}");
+    }
+    /// EIP-3860: contract creation code of 49152 bytes is valid, one byte more is not
+    /// (ethereum/tests `DataTestInitCodeLimit`/`TooBig`, 100 kB each, not committed).
+    #[test]
+    fn init_code_above_the_eip3860_limit_is_invalid() {
+        use alloy_consensus::{SignableTransaction, TxEnvelope, TxLegacy};
+        use alloy_eips::eip2718::Encodable2718;
+        use alloy_signer::SignerSync;
+
+        let key = alloy_signer_local::PrivateKeySigner::from_bytes(&B256::repeat_byte(0x46))
+            .expect("key");
+        for (len, valid) in [(MAX_INITCODE_SIZE, true), (MAX_INITCODE_SIZE + 1, false)] {
+            let tx = TxLegacy {
+                chain_id: Some(1),
+                gas_limit: 30_000_000,
+                gas_price: 1,
+                to: alloy_primitives::TxKind::Create,
+                input: vec![1u8; len].into(),
+                ..Default::default()
+            };
+            let sig = key.sign_hash_sync(&tx.signature_hash()).expect("sign");
+            let bytes = TxEnvelope::Legacy(tx.into_signed(sig)).encoded_2718();
+            let errors = decode_signed(&bytes).expect("decodes").validity_errors();
+            assert_eq!(errors.is_empty(), valid, "{len}: {errors:?}");
+            if !valid {
+                assert!(errors[0].contains("EIP-3860"), "{errors:?}");
+            }
+        }
     }
 }

@@ -408,7 +408,16 @@ pub fn verify(
         !matches!(context.nonce, Nonce::AlreadySigned),
     )?;
 
-    // When: the nonce.
+    // When: the nonce. 2^64-1 is never valid (EIP-2681: an account's nonce cannot pass
+    // it, so no block includes it), whatever a source says the next nonce is.
+    if raw.nonce == u64::MAX {
+        return Err(refuse(
+            CheckedBy::Policy,
+            "nonce",
+            "below 2^64-1 (EIP-2681: no transaction with this nonce can be included)".into(),
+            raw.nonce.to_string(),
+        ));
+    }
     let (nonce_source, replaces) = match &context.nonce {
         Nonce::AlreadySigned => (None, None),
         Nonce::Next(facts) => (Some(check_nonce(raw.nonce, facts)?), None),

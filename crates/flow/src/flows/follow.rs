@@ -252,7 +252,7 @@ impl Flows {
         };
         progress.step("waiting for the receipt");
         let receipt = node?
-            .wait_receipt(hash, self.wait.interval, self.wait.timeout)
+            .wait_receipt(hash, self.wait.interval, self.wait.timeout, progress)
             .await
             .map_err(|e| match e {
                 Error::Timeout { what, seconds, .. } => Error::Timeout {

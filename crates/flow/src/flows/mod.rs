@@ -23,6 +23,7 @@ mod replace;
 mod resume;
 mod swap;
 mod transfer;
+mod waiting;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -54,6 +55,8 @@ pub use replace::{CANCEL_GAS_LIMIT, DEFAULT_BUMP_BASIS_POINTS, Ended, Replaced, 
 pub use resume::{Resumed, can_resume};
 pub use swap::{SwapOutcome, SwapSpec};
 pub use transfer::{GasSource, NonceSource, TransferSpec, Which};
+pub use waiting::WAIT_REPORT;
+pub(crate) use waiting::WaitClock;
 
 /// One side of the bridge: a chain, its environment and its token.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -151,6 +154,13 @@ pub trait Approver: Send {
 pub trait Progress: Send {
     /// One line of progress.
     fn step(&mut self, message: &str);
+
+    /// A wait for `what` (`the relayer`, `the receipt of 0x..`) is still going,
+    /// `elapsed` of at most `deadline`: called every [`WAIT_REPORT`] while it lasts, so
+    /// a person can tell a slow platform from a hung one. Reports nothing by default.
+    fn waiting(&mut self, what: &str, elapsed: Duration, deadline: Duration) {
+        let _ = (what, elapsed, deadline);
+    }
 }
 
 /// Progress that goes nowhere.
@@ -712,7 +722,7 @@ impl Flows {
         if let Submitter::Node(node) = &self.submitter {
             progress.step("waiting for the receipt");
             let receipt = node
-                .wait_receipt(hash, self.wait.interval, self.wait.timeout)
+                .wait_receipt(hash, self.wait.interval, self.wait.timeout, progress)
                 .await?;
             self.journal
                 .record_result(tx_id, &serde_json::to_value(&receipt).unwrap_or_default())?;

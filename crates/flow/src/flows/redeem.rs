@@ -117,7 +117,7 @@ impl Flows {
         } else {
             tx_hash.to_string()
         };
-        let start = std::time::Instant::now();
+        let mut clock = super::WaitClock::new("the relayer", self.wait.timeout);
         let mut last_status = String::new();
         let side_env = self.bridge()?.side.environment_id.clone();
         let mut last_error: Option<String> = None;
@@ -135,10 +135,9 @@ impl Flows {
         };
         loop {
             // The whole wait is bounded, a slow answer included.
-            let remaining = self.wait.timeout.saturating_sub(start.elapsed());
-            let Ok(answer) =
-                tokio::time::timeout(remaining, self.client.redemption(&asked, &side_env)).await
-            else {
+            let remaining = self.wait.timeout.saturating_sub(clock.elapsed());
+            let poll = tokio::time::timeout(remaining, self.client.redemption(&asked, &side_env));
+            let Ok(answer) = clock.during(poll, progress).await else {
                 return Err(timed_out(&last_status, &last_error));
             };
             let found = match answer {
@@ -179,10 +178,10 @@ impl Flows {
                     self.journal.observe(tx_id, None, "redemption", &r.raw)?;
                 }
             }
-            if start.elapsed() >= self.wait.timeout {
+            if clock.elapsed() >= self.wait.timeout {
                 return Err(timed_out(&last_status, &last_error));
             }
-            crate::timing::sleep(interval).await;
+            clock.during(crate::timing::sleep(interval), progress).await;
         }
     }
 }

@@ -7,15 +7,15 @@
 //! `swap --wait`. Without `wait` the MT transfer's inclusion is awaited and the flow
 //! stays `submitted`: its credit was not observed.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use alloy_primitives::{Address, U256};
 use serde::Serialize;
 use serde_json::json;
 
 use super::{
-    Approver, ChainSide, Flows, GasSource, NonceSource, Progress, Submitted, TransferSpec, Which,
-    transfer_intent,
+    Approver, ChainSide, Flows, GasSource, NonceSource, Progress, Submitted, TransferSpec,
+    WaitClock, Which, transfer_intent,
 };
 use crate::Error;
 use crate::client::{SwapAddress, SwapAddressRequest};
@@ -172,9 +172,11 @@ impl Flows {
         progress: &mut dyn Progress,
     ) -> Result<U256, Error> {
         progress.step("waiting for the ST credit");
-        let start = Instant::now();
+        let mut clock = WaitClock::new("the ST credit", self.wait.timeout);
         loop {
-            let now = self.token_balance(Which::St, owner).await?;
+            let now = clock
+                .during(self.token_balance(Which::St, owner), progress)
+                .await?;
             if now > before {
                 self.journal.note(
                     tx_id,
@@ -183,14 +185,19 @@ impl Flows {
                 )?;
                 return Ok(now);
             }
-            if start.elapsed() >= self.wait.timeout {
+            if clock.elapsed() >= self.wait.timeout {
                 return Err(Error::Timeout {
                     what: format!("the ST credit of swap {tx_id}"),
                     seconds: self.wait.timeout.as_secs(),
                     flow: Some(tx_id.to_owned()),
                 });
             }
-            crate::timing::sleep(self.wait.interval.min(Duration::from_secs(2))).await;
+            clock
+                .during(
+                    crate::timing::sleep(self.wait.interval.min(Duration::from_secs(2))),
+                    progress,
+                )
+                .await;
         }
     }
 }

@@ -213,7 +213,12 @@ impl Flows {
         };
         progress.step("waiting for the receipt");
         let receipt = node
-            .wait_receipt(submitted.tx_hash, self.wait.interval, self.wait.timeout)
+            .wait_receipt(
+                submitted.tx_hash,
+                self.wait.interval,
+                self.wait.timeout,
+                progress,
+            )
             .await?;
         let result = serde_json::to_value(&receipt).unwrap_or_default();
         self.complete(&submitted.tx_id, &result, receipt.success)?;
@@ -225,6 +230,16 @@ impl Flows {
                 block: receipt.block_number,
             })
         }
+    }
+
+    /// The native coin balance (what pays for gas) on `which`'s chain, in wei: from its
+    /// node; `None` when the profile names no node for it (the platform has no such
+    /// operation).
+    pub async fn gas_balance(&self, which: Which, owner: Address) -> Result<Option<U256>, Error> {
+        if self.side(which)?.rpc_url.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(self.node(which)?.balance(owner).await?))
     }
 
     /// A token balance: from the node if configured, else the platform's balance

@@ -159,6 +159,10 @@ pub fn app(state: AppState) -> Router {
             post(platform::submit).route_layer(f("submit")),
         )
         .route(
+            "/tx/v2.0/transactions",
+            get(platform::list_actions).route_layer(f("execute")),
+        )
+        .route(
             "/tx/v2.0/transactions/{action}",
             post(platform::execute).route_layer(f("execute")),
         )

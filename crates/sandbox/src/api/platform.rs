@@ -698,11 +698,7 @@ pub(super) async fn execute(
         ContractKind::St => (&state.0.side, info.side.token_address),
         ContractKind::Mt => (&state.0.main, info.main.token_address),
     };
-    let view = matches!(
-        function.state_mutability,
-        StateMutability::View | StateMutability::Pure
-    );
-    if view {
+    if reads_only(&function) {
         let out = chain
             .rpc
             .eth_call(Some(from), to, &data)
@@ -1153,6 +1149,44 @@ pub(super) async fn create_managed(State(state): State<AppState>) -> ApiResult {
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", e))?;
     let address = state.add_managed(signer).await.map_err(ApiError::node)?;
     Ok(ok(json!({"address": address})))
+}
+
+/// Whether a function only reads: executing its action calls it (`eth_call`) and
+/// returns its value; nothing is signed.
+fn reads_only(f: &Function) -> bool {
+    matches!(
+        f.state_mutability,
+        StateMutability::View | StateMutability::Pure
+    )
+}
+
+/// The transaction actions defined (the console's list; not an operation of the spec,
+/// whose platform defines actions in its console): name, contract, function, whether
+/// the function only reads (executing it returns a value, nothing is signed) and the
+/// description.
+pub(super) async fn list_actions(State(state): State<AppState>) -> ApiResult {
+    let items: Vec<Value> = state
+        .0
+        .actions
+        .values()
+        .map(|a| {
+            let view = contracts::abi(a.contract)
+                .function(&a.function)
+                .and_then(|f| f.first())
+                .is_some_and(reads_only);
+            json!({
+                "name": a.name,
+                "contract": match a.contract {
+                    ContractKind::St => "ST",
+                    ContractKind::Mt => "MT",
+                },
+                "function": a.function,
+                "view": view,
+                "description": a.description,
+            })
+        })
+        .collect();
+    Ok(ok(json!({"total": items.len(), "items": items})))
 }
 
 pub(super) async fn list_managed(State(state): State<AppState>) -> ApiResult {

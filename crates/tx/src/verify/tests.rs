@@ -289,6 +289,21 @@ fn the_nonce_is_the_next_one() {
         let v = verify(&tx, None, &p, &context(facts)).expect(source);
         assert_eq!(v.nonce_source(), Some(source));
     }
+    // 2^64-1 is invalid on chain (EIP-2681), even given as the next nonce.
+    let last = RawTx {
+        nonce: u64::MAX,
+        ..tx.clone()
+    };
+    let e = refusal(&last, None, &p, &context(next(u64::MAX)));
+    assert!(
+        e.contains("nonce: expected below 2^64-1 (EIP-2681"),
+        "{e:?}"
+    );
+    let below = RawTx {
+        nonce: u64::MAX - 1,
+        ..tx.clone()
+    };
+    verify(&below, None, &p, &context(next(u64::MAX - 1))).expect("2^64-2 is valid");
     let resent = Context {
         nonce: Nonce::AlreadySigned,
         ..context(NonceFacts::default())

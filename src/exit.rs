@@ -156,6 +156,11 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
                 );
             }
         }
+        if let Some(bridgectl_webhook::Error::Invalid { field, .. }) =
+            cause.downcast_ref::<bridgectl_webhook::Error>()
+        {
+            return webhook_flag(field).map(str::to_owned);
+        }
         if let Some(bridgectl_flow::Error::LeaseExpired { tx_id, .. }) =
             cause.downcast_ref::<bridgectl_flow::Error>()
         {
@@ -189,6 +194,27 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
             ),
             _ => None,
         }
+    })
+}
+
+/// The flags of `webhook create` and `webhook update` that give the webhook field the
+/// library names: its errors speak of the condition's parts, not of our flags.
+fn webhook_flag(field: &str) -> Option<&'static str> {
+    use bridgectl_webhook::client;
+    Some(match field {
+        client::PERIOD => "`--period N` gives BLOCK_PERIOD's blocks per notification",
+        client::ADDRESSES => {
+            "`--address ADDRESS` gives an address to watch (once per address; exactly one for \
+             BELOW_THRESHOLD_BALANCE)"
+        }
+        client::TOKENS => "`--token ADDRESS` gives a token contract to watch (TOKEN_TRANSFER)",
+        client::THRESHOLD => "`--threshold WEI` gives BELOW_THRESHOLD_BALANCE's balance in wei",
+        client::CONDITION => {
+            "`--condition-json JSON` gives the whole condition, instead of --period, --address, \
+             --token and --threshold"
+        }
+        client::UPDATE => "give --active, --url, --description or a condition flag",
+        _ => return None,
     })
 }
 

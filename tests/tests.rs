@@ -14,6 +14,7 @@ mod flow;
 mod follow;
 mod http;
 mod key;
+mod library_words;
 mod log;
 mod names;
 mod offline;

@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 use bridgectl_webhook::keys::{KeyEntry, KeyFile, SigningKey};
 use bridgectl_webhook::load::{self, LoadSpec, Progress, block_period_delivery};
 use bridgectl_webhook::signature::sign;
+
+/// An address for conditions that are refused before anything is sent.
+const ADDR: &str = "0x000000000000000000000000000000000000dEaD";
 use secrecy::SecretString;
 use serde_json::Value;
 
@@ -477,6 +480,51 @@ bctest!(
     sigint_stops_a_listener_whose_stdout_nobody_reads,
     |dir: Dir, _cmd: TestCommand| {
         stops_within_seconds_whatever_stdout_does(&dir, "INT");
+    }
+);
+
+bctest!(
+    a_condition_error_speaks_of_the_condition_and_the_hint_names_the_flag,
+    |dir: Dir, _cmd: TestCommand| {
+        // The library names the condition's part; the CLI's hint names the flag that
+        // gives it. Both fail before anything is sent (no web3 URL is even given).
+        for (args, said, flag) in [
+            (
+                &["--type", "BLOCK_PERIOD"][..],
+                "BLOCK_PERIOD needs a period in blocks",
+                "hint: `--period N`",
+            ),
+            (
+                &["--type", "TOKEN_TRANSFER", "--period", "3"][..],
+                "condition.period: does not apply to TOKEN_TRANSFER",
+                "hint: `--period N`",
+            ),
+            (
+                &["--type", "BELOW_THRESHOLD_BALANCE", "--address", ADDR][..],
+                "needs a threshold in wei",
+                "hint: `--threshold WEI`",
+            ),
+            (
+                &["--type", "LOG"][..],
+                "not modelled here: give the whole condition object",
+                "hint: `--condition-json JSON`",
+            ),
+        ] {
+            let mut cmd = dir.command();
+            cmd.args(["webhook", "create", "--url", "http://127.0.0.1:9/h"])
+                .args(args);
+            let stderr = cmd.fails_with(2);
+            let (message, hint) = stderr.split_once("\nhint: ").expect("a hint line");
+            assert!(message.contains(said), "{args:?}: {stderr}");
+            assert!(
+                !message.contains("--"),
+                "a flag in the library's words: {stderr}"
+            );
+            assert!(
+                format!("hint: {hint}").starts_with(flag),
+                "{args:?}: {stderr}"
+            );
+        }
     }
 );
 

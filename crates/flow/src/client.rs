@@ -6,7 +6,7 @@
 //! `{result, status, code, data}` or `{result: false, status, code, message}`; some GET
 //! operations carry a JSON body. Where the real response shape is unknown (swap address,
 //! redemption record) the client accepts the documented candidates and keeps the raw
-//! `data` so the CLI can show it in `--json` output.
+//! `data` so a caller can show it as it came.
 //!
 //! Retries: only where resending cannot do harm. GETs are retried on connection errors
 //! and 5xx; submitting a signed transaction is retried too, because the same bytes can

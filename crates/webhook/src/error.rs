@@ -15,7 +15,8 @@ pub enum Error {
     /// An event type or condition could not be built from what was given.
     #[error("invalid webhook {field}: {reason}")]
     Invalid {
-        /// The field or flag, e.g. `condition.period`.
+        /// The field, e.g. [`crate::client::PERIOD`] (`condition.period`): the
+        /// constants of [`crate::client`] name those of a condition.
         field: &'static str,
         /// What is wrong, with expected and found.
         reason: String,

@@ -730,7 +730,7 @@ impl Flows {
         Err(last.expect("three attempts"))
     }
 
-    /// `batch resume --replace-stuck` of an item signed in an earlier run: still not
+    /// A resume that replaces stuck items ([`BatchOptions`]), for an item signed in an earlier run: still not
     /// mined, it is re-priced at its nonce ([`Flows::replace`]'s checks and signing log);
     /// mined meanwhile, nothing is signed and its end is awaited as it is.
     async fn replace_item(

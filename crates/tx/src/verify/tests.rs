@@ -94,7 +94,7 @@ fn a_matching_redeem_passes_with_trusted_display_facts() {
     assert_eq!(v.nonce_source(), Some("node"));
     assert!(
         !v.pins_call(),
-        "a request's intent narrows what is signed; only the operator pins it for --yes"
+        "a request's intent narrows what is signed; only the operator pins it for an unattended run"
     );
     assert_eq!(v.claimed_description(), Some("redeem 1.5 ST"));
     let ctx = v.summary_context();
@@ -126,7 +126,7 @@ fn the_trust_root_decides_chain_and_callee() {
     elsewhere.trusted.contract(ST, 1, Some(st()));
     let e = refusal(&tx, None, &elsewhere, &ctx);
     assert!(e.contains("to: expected"), "{e}");
-    // --expect-to stands in for a contract the profile does not name; no token facts.
+    // An expected `to` stands in for a contract the profile does not name; no token facts.
     let flags = Policy {
         expect_to: Some(ST),
         ..chain_only
@@ -174,7 +174,7 @@ fn defaults_hold_without_a_policy_saying_so() {
         max_value: Some(U256::from(100)),
         ..profile()
     };
-    verify(&valued, None, &allowed, &ctx).expect("--allow-value");
+    verify(&valued, None, &allowed, &ctx).expect("native value allowed by the policy");
 
     let mut heavy = redeem_tx("1");
     heavy.gas_limit = 10_000_000;
@@ -310,7 +310,7 @@ fn an_intent_never_sends_value_even_where_the_policy_allows_it() {
         ..profile()
     };
     let ctx = context(next(1));
-    verify(&tx, None, &generous, &ctx).expect("a bare rawTx within --allow-value");
+    verify(&tx, None, &generous, &ctx).expect("a bare rawTx within the allowed value");
     let e = refusal(&tx, Some(&redeem_intent("1")), &generous, &ctx);
     assert!(
         e.contains("intent check failed: value: expected 0 wei"),

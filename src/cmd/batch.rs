@@ -939,8 +939,8 @@ fn report(global: &GlobalOpts, bar: Option<&indicatif::ProgressBar>, r: &ItemRes
         untrusted(&r.id),
         r.tx_hash.map_or_else(|| r.tx_id.clone(), |h| h.to_string()),
         r.error
-            .as_deref()
-            .map(|e| format!(": {}", untrusted(e)))
+            .as_ref()
+            .map(|e| format!(": {}", untrusted(&e.to_string())))
             .unwrap_or_default()
     );
     match bar {

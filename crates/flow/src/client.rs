@@ -164,21 +164,39 @@ pub struct Redemption {
     pub raw: Value,
 }
 
+/// What a redemption's status means, whichever of the platform's spellings it came in
+/// ([`Redemption::status`] keeps the spelling).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum RedemptionStatus {
+    /// Not ended yet (`requested`, `pending`, or a status this client does not know: a
+    /// new word is waited on rather than taken for an end).
+    Pending,
+    /// Ended well: `completed`, `complete`, `success`, `succeeded`.
+    Completed,
+    /// Ended without the MT paid out: `failed`, `failure`, `rejected`.
+    Failed,
+}
+
 impl Redemption {
+    /// Its status as a type to match.
+    pub fn outcome(&self) -> RedemptionStatus {
+        match self.status.as_str() {
+            "completed" | "complete" | "success" | "succeeded" => RedemptionStatus::Completed,
+            "failed" | "failure" | "rejected" => RedemptionStatus::Failed,
+            _ => RedemptionStatus::Pending,
+        }
+    }
+
     /// Whether no further change is expected.
     pub fn is_terminal(&self) -> bool {
-        matches!(
-            self.status.as_str(),
-            "completed" | "complete" | "success" | "succeeded" | "failed" | "failure" | "rejected"
-        )
+        self.outcome() != RedemptionStatus::Pending
     }
 
     /// Whether it ended well.
     pub fn is_success(&self) -> bool {
-        matches!(
-            self.status.as_str(),
-            "completed" | "complete" | "success" | "succeeded"
-        )
+        self.outcome() == RedemptionStatus::Completed
     }
 }
 
@@ -727,6 +745,38 @@ fn redact_token(data: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_spelling_of_a_redemption_status_has_one_meaning() {
+        let of = |status: &str| Redemption {
+            status: status.into(),
+            raw: Value::Null,
+        };
+        for (spelled, meant) in [
+            ("completed", RedemptionStatus::Completed),
+            ("complete", RedemptionStatus::Completed),
+            ("success", RedemptionStatus::Completed),
+            ("succeeded", RedemptionStatus::Completed),
+            ("failed", RedemptionStatus::Failed),
+            ("failure", RedemptionStatus::Failed),
+            ("rejected", RedemptionStatus::Failed),
+            ("requested", RedemptionStatus::Pending),
+            ("something new", RedemptionStatus::Pending),
+        ] {
+            let r = of(spelled);
+            assert_eq!(r.outcome(), meant, "{spelled}");
+            assert_eq!(
+                r.is_terminal(),
+                meant != RedemptionStatus::Pending,
+                "{spelled}"
+            );
+            assert_eq!(
+                r.is_success(),
+                meant == RedemptionStatus::Completed,
+                "{spelled}"
+            );
+        }
+    }
 
     #[test]
     fn plain_http_only_to_loopback() {

@@ -105,7 +105,7 @@ async fn run_with_external_signer(name: &str, extra: &[(&str, &str)]) -> (String
         "no key was kept here"
     );
     let log = keystore.signing_log().expect("log");
-    let head = log.verify(None).expect("read").expect("intact");
+    let head = log.verify(None).expect("intact");
     (stdout, stderr, head.count)
 }
 

@@ -192,8 +192,8 @@ pub struct ItemResult {
     pub tx_hash: Option<B256>,
     /// How it ended.
     pub status: ItemStatus,
-    /// Why it failed or is pending.
-    pub error: Option<String>,
+    /// Why it failed or is pending (in JSON, its message).
+    pub error: Option<ItemError>,
     /// The signed bytes were sent again (a resumed batch), not signed now.
     pub resent: bool,
     /// It had finished in an earlier run; nothing was done now.
@@ -201,6 +201,72 @@ pub struct ItemResult {
     /// Milliseconds from the start of its work in this run (the platform's action, or the
     /// resend) to its result; none for an item that did not run.
     pub latency_ms: Option<u64>,
+}
+
+/// Why a batch item failed or is pending, for a caller to match; its `Display` (and its
+/// JSON form, a string) is the message.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ItemError {
+    /// This run's error, as a single flow would have returned it: match it with
+    /// [`Error::refusal`], [`Error::is_transient`] and the like.
+    #[error(transparent)]
+    Flow(std::sync::Arc<Error>),
+    /// The platform ended the redemption other than completed.
+    #[error(
+        "the redemption ended {}{}",
+        bridgectl_tx::text::printable(status),
+        reason.as_deref().map(|m| format!(": {}", bridgectl_tx::text::printable(m))).unwrap_or_default()
+    )]
+    Redemption {
+        /// Its status as the platform spelled it (lowercased).
+        status: String,
+        /// The platform's `reason`, when it gave one.
+        reason: Option<String>,
+    },
+    /// The flow ended without completing: failed, or cancelled, or replaced at its nonce
+    /// by a transaction that was mined instead.
+    #[error("{}", ended_text(*state, replaced_by.as_ref()))]
+    Ended {
+        /// How it ended.
+        state: FlowState,
+        /// For a flow signed more than once at its nonce: what the mined one was for
+        /// and its hash.
+        replaced_by: Option<(Purpose, B256)>,
+    },
+    /// Not run: an earlier item of the same address signed and could not be sent, so
+    /// this item's nonce is not free yet. Resuming the batch runs it.
+    #[error("item {item} of the same address could not be sent ({reason}); resume the batch")]
+    Blocked {
+        /// The item whose bytes were not accepted.
+        item: String,
+        /// Why they were not.
+        reason: String,
+    },
+    /// Recorded in the journal by an earlier run: only its text is kept.
+    #[error("{0}")]
+    Earlier(String),
+}
+
+fn ended_text(state: FlowState, replaced_by: Option<&(Purpose, B256)>) -> String {
+    match replaced_by {
+        Some((purpose, mined)) => {
+            format!("ended {} by {} {mined}", state.as_str(), purpose.as_str())
+        }
+        None => format!("the flow ended {}", state.as_str()),
+    }
+}
+
+impl From<Error> for ItemError {
+    fn from(e: Error) -> Self {
+        ItemError::Flow(std::sync::Arc::new(e))
+    }
+}
+
+impl Serialize for ItemError {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }
 
 /// Where an item stands in the journal.
@@ -353,7 +419,7 @@ struct Planned {
 }
 
 impl Planned {
-    fn result(&self, tx_id: &str, status: ItemStatus, error: Option<String>) -> ItemResult {
+    fn result(&self, tx_id: &str, status: ItemStatus, error: Option<ItemError>) -> ItemResult {
         ItemResult {
             index: self.record.index,
             id: self.record.item_id.clone(),
@@ -490,7 +556,7 @@ impl Flows {
 
     fn plan(&self, record: &BatchItemRecord) -> Plan {
         let flow = record.flow.as_ref();
-        let done = |status: ItemStatus, error: Option<String>| {
+        let done = |status: ItemStatus, error: Option<ItemError>| {
             Plan::Report(ItemResult {
                 index: record.index,
                 id: record.item_id.clone(),
@@ -509,7 +575,10 @@ impl Flows {
             ItemState::Unsigned => Plan::Run { fresh_tx_id: true },
             ItemState::Signed | ItemState::Submitted => Plan::Resend,
             ItemState::Completed => done(ItemStatus::Completed, None),
-            ItemState::Failed => done(ItemStatus::Failed, last_error(&self.journal, &record.tx_id)),
+            ItemState::Failed => done(
+                ItemStatus::Failed,
+                last_error(&self.journal, &record.tx_id).map(ItemError::Earlier),
+            ),
         }
     }
 
@@ -630,7 +699,7 @@ impl Flows {
             Plan::Resend => replace_stuck.is_some(),
             Plan::Report(_) => false,
         });
-        let mut blocked: Option<String> = None;
+        let mut blocked: Option<ItemError> = None;
         for (position, p) in items.into_iter().enumerate() {
             if let Plan::Report(result) = p.plan {
                 let _ = out.send(result);
@@ -654,7 +723,7 @@ impl Flows {
                         let _ = out.send(p.result(
                             &p.record.tx_id,
                             ItemStatus::Pending,
-                            Some(e.to_string()),
+                            Some(e.into()),
                         ));
                         continue;
                     }
@@ -697,14 +766,14 @@ impl Flows {
                 Err(e) if self.signed(&tx_id) => {
                     // Its nonce is taken by bytes that were not accepted: the address's
                     // next items would be refused. They wait for `batch resume`.
-                    blocked = Some(format!(
-                        "item {} of the same address could not be sent ({e}); resume the batch",
-                        p.record.item_id
-                    ));
-                    let _ = out.send(p.result(&tx_id, ItemStatus::Pending, Some(e.to_string())));
+                    blocked = Some(ItemError::Blocked {
+                        item: p.record.item_id.clone(),
+                        reason: e.to_string(),
+                    });
+                    let _ = out.send(p.result(&tx_id, ItemStatus::Pending, Some(e.into())));
                 }
                 Err(e) => {
-                    let _ = out.send(p.result(&tx_id, ItemStatus::Failed, Some(e.to_string())));
+                    let _ = out.send(p.result(&tx_id, ItemStatus::Failed, Some(e.into())));
                 }
             }
         }
@@ -843,13 +912,9 @@ impl Flows {
             // Signed more than once at its nonce: the one mined decides.
             _ if replaced => match self.journal.get(&tx_id) {
                 Ok(rec) => self.follow_replaced(&rec, &mut Quiet).await.map(|ended| {
-                    (ended.state != FlowState::Completed).then(|| {
-                        format!(
-                            "ended {} by {} {}",
-                            ended.state.as_str(),
-                            ended.purpose.as_str(),
-                            ended.mined
-                        )
+                    (ended.state != FlowState::Completed).then(|| ItemError::Ended {
+                        state: ended.state,
+                        replaced_by: Some((ended.purpose, ended.mined)),
                     })
                 }),
                 Err(e) => Err(e),
@@ -858,16 +923,13 @@ impl Flows {
                 .wait_redemption_every(&tx_id, a.submitted.tx_hash, interval, true, &mut Quiet)
                 .await
                 .map(|r| {
-                    (!r.is_success()).then(|| {
-                        format!(
-                            "the redemption ended {}{}",
-                            bridgectl_tx::text::printable(&r.status),
-                            r.raw
-                                .get("reason")
-                                .and_then(|v| v.as_str())
-                                .map(|m| format!(": {}", bridgectl_tx::text::printable(m)))
-                                .unwrap_or_default()
-                        )
+                    (!r.is_success()).then(|| ItemError::Redemption {
+                        status: r.status.clone(),
+                        reason: r
+                            .raw
+                            .get("reason")
+                            .and_then(|v| v.as_str())
+                            .map(str::to_owned),
                     })
                 }),
             BatchOp::Transfer { token, .. } => self
@@ -880,7 +942,10 @@ impl Flows {
                 Ok(s) => match s.state {
                     Some(FlowState::Completed) => Ok(None),
                     Some(state @ (FlowState::Failed | FlowState::Cancelled)) => {
-                        Ok(Some(format!("the swap ended {}", state.as_str())))
+                        Ok(Some(ItemError::Ended {
+                            state,
+                            replaced_by: None,
+                        }))
                     }
                     _ => self
                         .await_inclusion(Which::Mt, &a.submitted, &mut Quiet)
@@ -893,9 +958,9 @@ impl Flows {
         let (status, error) = match outcome {
             Ok(None) => (ItemStatus::Completed, None),
             Ok(Some(failed)) => (ItemStatus::Failed, Some(failed)),
-            Err(e @ Error::Reverted { .. }) => (ItemStatus::Failed, Some(e.to_string())),
-            // Submitted and not known to have failed: `batch resume` waits again.
-            Err(e) => (ItemStatus::Pending, Some(e.to_string())),
+            Err(e @ Error::Reverted { .. }) => (ItemStatus::Failed, Some(e.into())),
+            // Submitted and not known to have failed: resuming the batch waits again.
+            Err(e) => (ItemStatus::Pending, Some(e.into())),
         };
         // Between items, after this one's submission: the place to keep the journal's
         // and the signing log's write-ahead logs small in a long run (nothing to do
@@ -968,6 +1033,50 @@ mod tests {
                 "{bad:?} must not be read as an amount"
             );
         }
+    }
+
+    /// A wallet matches an item's error as it would a single flow's; JSON keeps the
+    /// message, as before the error was typed.
+    #[test]
+    fn an_item_error_is_matched_and_serialized_as_its_message() {
+        let refused: ItemError = Error::Tx(bridgectl_tx::Error::Policy {
+            by: bridgectl_tx::CheckedBy::Intent,
+            field: "args._amount".into(),
+            expected: "1".into(),
+            found: "2".into(),
+        })
+        .into();
+        match &refused {
+            ItemError::Flow(e) => assert!(e.is_refusal(), "{e}"),
+            other => panic!("a flow's error, got {other:?}"),
+        }
+        assert_eq!(
+            serde_json::to_value(&refused).expect("json"),
+            json!(refused.to_string())
+        );
+        let redemption = ItemError::Redemption {
+            status: "rejected".into(),
+            reason: Some("no\u{1b}[2Jliquidity".into()),
+        };
+        let text = redemption.to_string();
+        assert!(
+            text.starts_with("the redemption ended rejected: no"),
+            "{text}"
+        );
+        assert!(
+            !text.contains('\u{1b}'),
+            "platform text is escaped: {text:?}"
+        );
+        let replaced = ItemError::Ended {
+            state: FlowState::Cancelled,
+            replaced_by: Some((Purpose::Cancel, B256::repeat_byte(7))),
+        };
+        assert!(
+            replaced
+                .to_string()
+                .starts_with("ended cancelled by cancel 0x0707"),
+            "{replaced}"
+        );
     }
 
     #[test]

@@ -43,8 +43,8 @@ use crate::rpc::NodeClient;
 
 pub use action::{ActionCall, ActionOutcome, ActionResult, Mode};
 pub use batch::{
-    BatchCheck, BatchItem, BatchOp, BatchOptions, BatchStatus, GasNeed, ItemResult, ItemState,
-    ItemStatus, ItemView, RefusedItem,
+    BatchCheck, BatchItem, BatchOp, BatchOptions, BatchStatus, GasNeed, ItemError, ItemResult,
+    ItemState, ItemStatus, ItemView, RefusedItem,
 };
 pub use bundle::{BundleCheck, PreparedBundle};
 pub use follow::{EndedBy, FlowStatus};

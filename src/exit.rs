@@ -156,6 +156,12 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
                 );
             }
         }
+        if let Some(bridgectl_flow::Error::PlanRefused(refusal)) =
+            cause.downcast_ref::<bridgectl_flow::Error>()
+            && let bridgectl_flow::PlanRefusal::AboveMaxTotal { .. } = **refusal
+        {
+            return Some("`--max-total TOKEN=AMOUNT` sets the most the batch may move".into());
+        }
         if let Some(bridgectl_webhook::Error::Invalid { field, .. }) =
             cause.downcast_ref::<bridgectl_webhook::Error>()
         {
@@ -265,6 +271,7 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
         | F::LeaseExpired { .. }
         | F::BatchRunning { .. }
         | F::BatchRefused { .. }
+        | F::PlanRefused(_)
         | F::JournalCorrupt { .. }
         | F::ChangedSinceVerified { .. }
         | F::Stale { .. }

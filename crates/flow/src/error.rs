@@ -388,6 +388,12 @@ pub enum Error {
         short: Vec<crate::GasNeed>,
     },
 
+    /// The batch's plan is refused before anything runs: a recipient outside the
+    /// allowlist, a total above its maximum, a sender short of tokens
+    /// ([`crate::BatchPlan::verdict`]).
+    #[error(transparent)]
+    PlanRefused(Box<crate::PlanRefusal>),
+
     /// No batch with this id (or id prefix) in the journal.
     #[error("no batch {0} in the journal")]
     NoSuchBatch(String),
@@ -415,6 +421,12 @@ pub enum Error {
     /// The user (through the approval callback) declined.
     #[error("declined: {0}")]
     Declined(String),
+}
+
+impl From<crate::PlanRefusal> for Error {
+    fn from(refusal: crate::PlanRefusal) -> Self {
+        Error::PlanRefused(Box::new(refusal))
+    }
 }
 
 /// How many refused items [`Error::BatchRefused`] names; the rest are counted.

@@ -25,13 +25,14 @@ pub use bridgectl_tx as tx;
 pub use bridgectl_tx::{Policy, SignedTx, Verified};
 pub use error::{Error, chain};
 pub use flows::{
-    ActionCall, ActionOutcome, ActionResult, Approver, BatchCheck, BatchItem, BatchOp,
-    BatchOptions, BatchStatus, Bridge, BundleCheck, CANCEL_GAS_LIMIT, ChainSide,
-    DEFAULT_BUMP_BASIS_POINTS, DEFAULT_MAX_GAS_LIMIT, Ended, EndedBy, FlowStatus, Flows,
-    FlowsBuilder, GAS_PRICE_SANITY_MULTIPLE, GasNeed, GasPriceCap, GasSource, ItemError,
-    ItemResult, ItemState, ItemStatus, ItemView, Mode, NoGasPriceCap, NonceSource, OfflineSigner,
-    OfflineSigning, PreparedBundle, Progress, Quiet, RedeemOutcome, RefusedItem, Replaced,
-    Repricing, Resumed, Review, Submitted, Submitter, SwapOutcome, SwapSpec, TransferSpec,
+    AccountPlan, AccountSpend, ActionCall, ActionOutcome, ActionResult, Approver, BatchCheck,
+    BatchItem, BatchOp, BatchOptions, BatchPlan, BatchStatus, Bridge, BundleCheck,
+    CANCEL_GAS_LIMIT, Cap, ChainSide, DEFAULT_BUMP_BASIS_POINTS, DEFAULT_MAX_GAS_LIMIT, Ended,
+    EndedBy, FlowStatus, Flows, FlowsBuilder, GAS_PRICE_SANITY_MULTIPLE, GasNeed, GasPriceCap,
+    GasSource, ItemError, ItemResult, ItemState, ItemStatus, ItemView, Mode, Moved, NoGasPriceCap,
+    NonceSource, OfflineSigner, OfflineSigning, PlanRefusal, PreparedBundle, Progress, Quiet,
+    Recipient, RecipientTotal, RedeemOutcome, RefusedItem, Replaced, Repricing, Resumed, Review,
+    Short, Submitted, Submitter, SwapOutcome, SwapSpec, TokenTotal, Tokens, TransferSpec,
     WaitOptions, Which, can_resume,
 };
 pub use journal::{BatchLock, BatchRecord, FlowKind, FlowState, Journal, Purpose};

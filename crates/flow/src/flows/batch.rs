@@ -20,6 +20,7 @@
 //!   as its last item is signed.
 
 mod check;
+mod plan;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -42,6 +43,10 @@ use bridgectl_tx::RawTx;
 use bridgectl_tx::TransactionSigner;
 
 pub use check::{BatchCheck, GasNeed, RefusedItem};
+pub use plan::{
+    AccountPlan, AccountSpend, BatchPlan, Cap, Moved, PlanRefusal, Recipient, RecipientTotal,
+    Short, TokenTotal, Tokens,
+};
 
 /// One operation of a batch. Amounts are base units (stored as decimal strings).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -526,7 +531,7 @@ impl Flows {
         let mut planned = Vec::new();
         for record in self.journal.batch_items(&batch.batch_id)? {
             let op = stored_op(&record)?;
-            let plan = self.plan(&record);
+            let plan = self.item_plan(&record);
             planned.push(Planned { record, op, plan });
         }
         let (out, results) = mpsc::unbounded_channel();
@@ -554,7 +559,7 @@ impl Flows {
         )))
     }
 
-    fn plan(&self, record: &BatchItemRecord) -> Plan {
+    fn item_plan(&self, record: &BatchItemRecord) -> Plan {
         let flow = record.flow.as_ref();
         let done = |status: ItemStatus, error: Option<ItemError>| {
             Plan::Report(ItemResult {

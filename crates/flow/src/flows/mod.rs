@@ -43,8 +43,9 @@ use crate::rpc::NodeClient;
 
 pub use action::{ActionCall, ActionOutcome, ActionResult, Mode};
 pub use batch::{
-    BatchCheck, BatchItem, BatchOp, BatchOptions, BatchStatus, GasNeed, ItemError, ItemResult,
-    ItemState, ItemStatus, ItemView, RefusedItem,
+    AccountPlan, AccountSpend, BatchCheck, BatchItem, BatchOp, BatchOptions, BatchPlan,
+    BatchStatus, Cap, GasNeed, ItemError, ItemResult, ItemState, ItemStatus, ItemView, Moved,
+    PlanRefusal, Recipient, RecipientTotal, RefusedItem, Short, TokenTotal, Tokens,
 };
 pub use bundle::{BundleCheck, PreparedBundle};
 pub use follow::{EndedBy, FlowStatus};

@@ -874,17 +874,9 @@ fn self_check(signed: &SignedTx, raw: &RawTx) -> Result<(), Error> {
 
 /// The intent of a token transfer call (`transfer(_to, _value)`).
 fn transfer_intent(side: &ChainSide, to: Address, amount: U256, what: &str) -> Intent {
-    let mut args = std::collections::BTreeMap::new();
-    args.insert("_to".to_owned(), to.to_string());
-    args.insert("_value".to_owned(), amount.to_string());
-    Intent {
-        function: Some("transfer".into()),
-        args,
-        to: Some(side.token),
-        chain_id: Some(side.chain_id),
-        token: Some(side.token_info()),
-        description: Some(what.to_owned()),
-    }
+    Intent::transfer(side.token, side.chain_id, to, amount)
+        .with_token(&side.symbol, side.decimals)
+        .described(what)
 }
 
 #[cfg(test)]

@@ -1470,6 +1470,46 @@ fn create_block_period(dir: &Dir, period: &str, hook_url: &str) -> TestCommand {
     c
 }
 
+/// `create` keeps the signing key itself (the library's create, not the CLI): a key
+/// file that cannot be read refuses before a webhook exists whose deliveries could
+/// never be verified.
+#[test]
+fn create_with_an_unusable_key_file_creates_nothing() {
+    let sb = crate::live::LiveSandbox::shared();
+    let info = sb.info.clone();
+    let dir = Dir::new("webhook_create_unusable_keys");
+    dir.write("not-a-dir", "a file where the key file's folder should be");
+    let web3 = |c: &mut TestCommand| {
+        c.args(["--chain", "ethereum", "--network", "sepolia"])
+            .args(["--web3-url", &info.web3_url])
+            .env("BRIDGECTL_WEB3_TOKEN", info.token.expose_secret());
+    };
+    // The sandbox is shared with tests that create webhooks: this one looks for its own
+    // listener URL only.
+    let url = "http://127.0.0.1:9/hooks/unusable-key-file";
+    let count = || {
+        let mut c = dir.command();
+        c.args(["--json", "webhook", "list"]);
+        web3(&mut c);
+        let items = c.json()["items"].clone();
+        let items = items.as_array().expect("items");
+        items.iter().filter(|w| w["webhookUrl"] == url).count()
+    };
+    let mut c = create_block_period(&dir, "5", url);
+    web3(&mut c);
+    c.args([
+        "--keys".as_ref(),
+        dir.join("not-a-dir/keys.json").as_os_str(),
+    ]);
+    let stderr = c.fails_with(1);
+    assert!(stderr.contains("not-a-dir"), "{stderr}");
+    assert!(
+        !stderr.contains("was created"),
+        "refused before creating: {stderr}"
+    );
+    assert_eq!(count(), 0, "nothing was created: {stderr}");
+}
+
 #[test]
 fn webhook_commands_print_no_secret() {
     // `create` stores the signing key (0600) and never prints it; no command shows the

@@ -23,7 +23,7 @@ use bridgectl_webhook::client::{
 };
 use bridgectl_webhook::ensure;
 use bridgectl_webhook::handoff::{HandoffOptions, Sinks};
-use bridgectl_webhook::keys::{KeyEntry, KeyFile};
+use bridgectl_webhook::keys::KeyFile;
 use bridgectl_webhook::listener::{
     DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, Listener, ListenerConfig, Timeouts,
 };
@@ -522,8 +522,6 @@ async fn create(global: &GlobalOpts, args: CreateArgs) -> anyhow::Result<()> {
     let condition =
         client::build_condition(event_type, &args.condition.input()).map_err(coded_err)?;
     let keys = KeyFile::new(keys_path(&args.web3.keys)?);
-    // Fail on a bad key file before creating a webhook whose key could not be kept.
-    keys.load().map_err(coded_err)?;
     let (client, target) = connect(global, &args.web3).await?;
     let created = client
         .create(
@@ -533,33 +531,13 @@ async fn create(global: &GlobalOpts, args: CreateArgs) -> anyhow::Result<()> {
                 event_type,
                 description: args.description.clone(),
                 webhook_url: args.url.clone(),
-                condition: condition.clone(),
+                condition,
             },
+            &keys,
         )
         .await
         .map_err(coded_err)?;
-    let condition_sent = condition;
     let id = created.webhook.subscription_id.clone();
-    keys.insert(
-        &id,
-        &KeyEntry {
-            webhook_url: Some(args.url.clone()),
-            created_at: created.webhook.created_at.clone(),
-            // What `ensure` needs to re-create it if the platform removes it.
-            event_type: Some(event_type.to_string()),
-            condition: created.webhook.condition.clone().or(Some(condition_sent)),
-            description: args.description.clone(),
-            ..KeyEntry::new(
-                created.signing_key.clone(),
-                &target.chain,
-                &target.network,
-            )
-        },
-    )
-    .map_err(coded_err)
-    .with_context(|| {
-        format!("webhook {id} was created but its signing key could not be stored; delete it and create it again")
-    })?;
     if global.json {
         let mut v = serde_json::to_value(&created.webhook)?;
         v["signingKeyFile"] = json!(keys.path());

@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 pub use bridgectl_web3::EventType;
 
 use super::Error;
-use super::keys::SigningKey;
+use super::keys::{KeyEntry, KeyFile, SigningKey};
 use super::networks;
 
 /// How long one request to the web3 API may take.
@@ -427,7 +427,8 @@ impl Webhook {
     }
 }
 
-/// What `create` returns: the webhook and its signing key (keep it; it is shown once).
+/// What `create` returns: the webhook and its signing key (kept in the key file
+/// already; the platform shows it once).
 #[derive(Clone, Debug)]
 pub struct Created {
     /// The webhook.
@@ -536,8 +537,47 @@ impl Client {
         read_json(name, url, resp).await
     }
 
-    /// Creates a webhook; the answer carries the signing key, which the caller must keep.
+    /// Creates a webhook and keeps its signing key in `keys` before returning, with what
+    /// [`crate::ensure`] needs to re-create it. The key is shown once, in the answer to
+    /// this call: a webhook whose key is not kept has every delivery refused as
+    /// unverified, so keeping it is not left to the caller. A key file that cannot be
+    /// read fails before anything is created; one that cannot be written after the
+    /// webhook exists deletes the webhook again ([`Error::KeyNotKept`] says whether that
+    /// worked).
     pub async fn create(
+        &self,
+        chain: &str,
+        network: &str,
+        new: &NewWebhook,
+        keys: &KeyFile,
+    ) -> Result<Created, Error> {
+        keys.load()?;
+        let created = self.create_unkept(chain, network, new).await?;
+        let id = created.webhook.subscription_id.clone();
+        let entry = KeyEntry {
+            webhook_url: Some(new.webhook_url.clone()),
+            created_at: created.webhook.created_at.clone(),
+            event_type: Some(new.event_type.to_string()),
+            condition: created
+                .webhook
+                .condition
+                .clone()
+                .or_else(|| Some(new.condition.clone())),
+            description: new.description.clone(),
+            ..KeyEntry::new(created.signing_key.clone(), chain, network)
+        };
+        if let Err(source) = keys.insert(&id, &entry) {
+            let deleted = self.delete(chain, network, &id).await.is_ok();
+            return Err(Error::KeyNotKept {
+                id,
+                deleted,
+                source: Box::new(source),
+            });
+        }
+        Ok(created)
+    }
+
+    async fn create_unkept(
         &self,
         chain: &str,
         network: &str,

@@ -36,3 +36,25 @@ pub use flows::{
     WaitOptions, Which, can_resume,
 };
 pub use journal::{BatchLock, BatchRecord, FlowKind, FlowState, Journal, Purpose};
+
+#[cfg(test)]
+mod readme_tests {
+    /// The names under `[profile.dev.package]` in `text`, in order.
+    fn optimised(text: &str) -> Vec<&str> {
+        text.lines()
+            .skip_while(|l| l.trim() != "[profile.dev.package]")
+            .skip(1)
+            .take_while(|l| !l.trim().is_empty() && !l.starts_with('[') && !l.starts_with("```"))
+            .filter_map(|l| l.split_once('=').map(|(name, _)| name.trim()))
+            .collect()
+    }
+
+    /// The README's list of crates to optimise in debug builds is the workspace's own:
+    /// a crate this workspace optimises for speed is one an embedder's build needs too.
+    #[test]
+    fn the_readme_lists_every_package_the_workspace_optimises() {
+        let workspace = optimised(include_str!("../../../Cargo.toml"));
+        assert!(workspace.contains(&"argon2"), "{workspace:?}");
+        assert_eq!(optimised(include_str!("../README.md")), workspace);
+    }
+}

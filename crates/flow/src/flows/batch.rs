@@ -145,14 +145,15 @@ pub struct BatchItem {
 #[derive(Debug, Clone, Copy)]
 pub struct BatchOptions {
     /// How many addresses sign and submit at the same time. Each address's items run one
-    /// after another whatever this is (their nonces are consecutive).
+    /// after another whatever this is (their nonces are consecutive). Default: 16 (an
+    /// item mostly waits for the platform and the node; more only queues there).
     pub jobs: usize,
-    /// How often each submitted item's result is polled.
+    /// How often each submitted item's result is polled. Default: one second.
     pub poll_interval: Duration,
     /// Re-price items signed in an earlier run whose transaction is still not mined
     /// (signed at the same nonce with a higher gas price, like [`Flows::replace`]) instead
-    /// of sending their bytes again; their senders' keys must be given. `None`: send the
-    /// same bytes again.
+    /// of sending their bytes again; their senders' keys must be given. `None` (the
+    /// default): send the same bytes again.
     pub replace_stuck: Option<super::Repricing>,
 }
 

@@ -134,10 +134,13 @@ impl Review<'_> {
 /// hardware wallet's own screen is the question. Async, so a wallet waiting for its user
 /// does not block the flow's runtime.
 pub trait Approver: Send {
-    /// What signs: a local key ([`crate::PrivateKeySigner`]), any alloy signer
+    /// What signs for the approved transaction.
+    ///
+    /// A local key ([`crate::PrivateKeySigner`]), any alloy signer
     /// ([`bridgectl_tx::AlloySigner`]), a JSON-RPC signing endpoint
     /// ([`crate::rpc::RpcSigner`]), or a type of the wallet's own. Whatever it returns is
-    /// decoded and must be exactly the verified transaction.
+    /// decoded and must be exactly the verified transaction. (The first line alone is
+    /// shown on each implementor's page, where these paths mean nothing: it has no link.)
     type Signer: TransactionSigner;
 
     /// Returns the signer for `review.raw_tx().from`, or an error to stop (nothing is

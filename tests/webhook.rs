@@ -15,7 +15,7 @@ use bridgectl_webhook::signature::sign;
 
 /// An address for conditions that are refused before anything is sent.
 const ADDR: &str = "0x000000000000000000000000000000000000dEaD";
-use secrecy::SecretString;
+use bridgectl_secret::Secret;
 use serde_json::Value;
 
 use crate::util::{Dir, TestCommand};
@@ -34,11 +34,7 @@ fn add_key(path: &Path, subscription: &str, key: &str) {
     KeyFile::new(path)
         .insert(
             subscription,
-            &KeyEntry::new(
-                SigningKey::new(SecretString::from(key.to_owned())),
-                "ethereum",
-                "sepolia",
-            ),
+            &KeyEntry::new(SigningKey::new(Secret::new(key)), "ethereum", "sepolia"),
         )
         .expect("write keys");
 }
@@ -303,11 +299,7 @@ bctest!(
             KeyFile::new(&keys)
                 .insert(
                     &sub,
-                    &KeyEntry::new(
-                        SigningKey::new(SecretString::from(key)),
-                        "ethereum",
-                        "sepolia",
-                    ),
+                    &KeyEntry::new(SigningKey::new(Secret::new(key)), "ethereum", "sepolia"),
                 )
                 .expect("write keys");
             cases.push((name, body, header.trim().to_owned(), sub));

@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use bridgectl_secret::Secret;
 use bridgectl_webhook::client::{
     self, Client, ConditionInput, EventType, NewWebhook, Webhook, WebhookUpdate,
 };
@@ -30,7 +31,6 @@ use bridgectl_webhook::listener::{
 use bridgectl_webhook::store::{EventStore, Gap, Quarantined, Retention, StoreSpec, StoredEvent};
 use bridgectl_webhook::{Error as WebhookError, networks};
 use clap::{Args, Subcommand};
-use secrecy::SecretString;
 use serde_json::{Value, json};
 
 use crate::cli::GlobalOpts;
@@ -489,16 +489,16 @@ async fn web3_token(
     url: &str,
     web3: &Web3Api,
     profile_file: Option<&std::path::Path>,
-) -> anyhow::Result<SecretString> {
+) -> anyhow::Result<Secret> {
     if let Some(path) = web3.web3_token_file.as_deref().or(profile_file) {
         return crate::auth::read_secret_file(path, "web3 token");
     }
     if let Some(token) = env_nonempty("BRIDGECTL_WEB3_TOKEN") {
-        return Ok(SecretString::from(token));
+        return Ok(Secret::new(token));
     }
     let node = env_nonempty("BRIDGECTL_WEB3_NODE_ID");
     let key_id = env_nonempty("BRIDGECTL_WEB3_KEY_ID");
-    let secret = env_nonempty("BRIDGECTL_WEB3_KEY_SECRET").map(SecretString::from);
+    let secret = env_nonempty("BRIDGECTL_WEB3_KEY_SECRET").map(Secret::new);
     match (node, key_id, secret) {
         (Some(node), Some(key_id), Some(secret)) => {
             client::exchange_token(url, &node, &key_id, &secret)

@@ -17,33 +17,15 @@ use std::time::Duration;
 
 use alloy_primitives::{Address, B256, U256};
 use reqwest::Method;
-use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::Error;
 
-/// The platform's bearer token. Never printed, never logged: `Debug` shows nothing of it.
-#[derive(Clone)]
-pub struct AccessToken(SecretString);
-
-impl AccessToken {
-    /// Wraps a token.
-    pub fn new(token: impl Into<String>) -> Self {
-        Self(SecretString::from(token.into()))
-    }
-
-    /// The token itself, for the `Authorization` header only.
-    pub fn expose_secret(&self) -> &str {
-        self.0.expose_secret()
-    }
-}
-
-impl std::fmt::Debug for AccessToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("AccessToken(<redacted>)")
-    }
-}
+/// The platform's bearer token: the one secret type of every bridgectl crate, so a
+/// token the sandbox or a key exchange hands out goes to the client as it is. Never
+/// printed, never logged: `Debug` shows nothing of it.
+pub type AccessToken = bridgectl_secret::Secret;
 
 /// Timeouts and retry budget of a [`PlatformClient`].
 #[derive(Debug, Clone)]
@@ -252,7 +234,7 @@ impl PlatformClient {
     pub async fn issue_token(
         base_url: &str,
         access_key: &str,
-        secret_key: &SecretString,
+        secret_key: &bridgectl_secret::Secret,
         expires_in_secs: u64,
         options: ClientOptions,
     ) -> Result<IssuedToken, Error> {

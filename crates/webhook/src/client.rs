@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alloy_primitives::{Address, U256};
+use bridgectl_secret::Secret;
 use reqwest::{Method, Url};
-use secrecy::{ExposeSecret, SecretString};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -249,8 +249,8 @@ pub async fn exchange_token(
     web3_url: &str,
     node_id: &str,
     key_id: &str,
-    key_secret: &SecretString,
-) -> Result<SecretString, Error> {
+    key_secret: &Secret,
+) -> Result<Secret, Error> {
     let base = check_url(web3_url)?;
     let url = format!("{}/v1/auth-token", base.as_str().trim_end_matches('/'));
     let http = http_client(&base)?;
@@ -288,7 +288,7 @@ pub async fn exchange_token(
             url: url.clone(),
             reason: "no access_token in the answer".into(),
         })?;
-    Ok(SecretString::from(token.to_owned()))
+    Ok(Secret::new(token))
 }
 
 fn http_client(base: &Url) -> Result<reqwest::Client, Error> {
@@ -455,7 +455,7 @@ pub struct Page {
 pub struct Client {
     http: reqwest::Client,
     base: String,
-    token: Arc<SecretString>,
+    token: Arc<Secret>,
 }
 
 impl fmt::Debug for Client {
@@ -483,7 +483,7 @@ fn check_id(id: &str) -> Result<(), Error> {
 
 impl Client {
     /// A client of the web3 API at `web3_url` with an access token.
-    pub fn new(web3_url: &str, token: SecretString) -> Result<Client, Error> {
+    pub fn new(web3_url: &str, token: Secret) -> Result<Client, Error> {
         let base = check_url(web3_url)?;
         Ok(Client {
             http: http_client(&base)?,
@@ -602,7 +602,7 @@ impl Client {
             .get("signingKey")
             .and_then(Value::as_str)
             .filter(|k| !k.is_empty())
-            .map(|k| SigningKey::new(SecretString::from(k.to_owned())))
+            .map(|k| SigningKey::new(Secret::new(k)))
             .ok_or_else(|| Error::Response {
                 method: "POST",
                 url: url.clone(),
@@ -859,11 +859,7 @@ mod tests {
             Err(Error::InsecureUrl { .. })
         ));
         assert!(check_url("ftp://x").is_err());
-        let client = Client::new(
-            "http://127.0.0.1:9",
-            SecretString::from("tok-en".to_owned()),
-        )
-        .expect("client");
+        let client = Client::new("http://127.0.0.1:9", Secret::new("tok-en")).expect("client");
         assert!(!format!("{client:?}").contains("tok-en"));
         assert!(client.url("ethereum", "sepolia", Some("12")).is_ok());
         assert!(client.url("ethereum", "sepolia", Some("../x")).is_err());

@@ -167,6 +167,31 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
         {
             return webhook_flag(field).map(str::to_owned);
         }
+        // The flows name what to do in library words; the CLI names its commands.
+        match cause.downcast_ref::<bridgectl_flow::Error>() {
+            Some(bridgectl_flow::Error::NonceReserved { by, .. }) => {
+                return Some(format!("`bridgectl resume {by}` finishes that flow"));
+            }
+            Some(bridgectl_flow::Error::NonceHeld { by, .. }) => {
+                return Some(format!(
+                    "`bridgectl resume {by}` sends it again; `bridgectl replace {by}` signs it \
+                     again at a higher gas price; `bridgectl cancel {by}` uses the nonce up"
+                ));
+            }
+            Some(bridgectl_flow::Error::ChainReset { chain_id, .. }) => {
+                return Some(format!(
+                    "`bridgectl journal reset-chain {chain_id}` retires those flows and goes on \
+                     with the new chain"
+                ));
+            }
+            Some(bridgectl_flow::Error::NothingToResume { tx_id, .. }) => {
+                return Some(format!(
+                    "`bridgectl history {tx_id}` shows its steps; a sign request is signed with \
+                     `bridgectl sign` and its bundle sent with `bridgectl submit`"
+                ));
+            }
+            _ => {}
+        }
         if let Some(bridgectl_flow::Error::LeaseExpired { tx_id, .. }) =
             cause.downcast_ref::<bridgectl_flow::Error>()
         {

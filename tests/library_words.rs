@@ -43,8 +43,8 @@ fn names_a_flag(line: &str) -> bool {
         .any(|w| w[0] == b'-' && w[1] == b'-' && w[2].is_ascii_lowercase())
 }
 
-/// Every `(file, line number, line)` of `crates/*/src` that holds `--x`.
-fn flag_lines(root: &Path) -> Vec<(String, usize, String)> {
+/// Every Rust file of `crates/*/src`, sorted.
+fn library_sources(root: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     for krate in std::fs::read_dir(root.join("crates")).expect("crates/") {
         let src = krate.expect("crate dir").path().join("src");
@@ -53,8 +53,13 @@ fn flag_lines(root: &Path) -> Vec<(String, usize, String)> {
         }
     }
     files.sort();
+    files
+}
+
+/// Every `(file, line number, line)` of `crates/*/src` that holds `--x`.
+fn flag_lines(root: &Path) -> Vec<(String, usize, String)> {
     let mut found = Vec::new();
-    for file in files {
+    for file in library_sources(root) {
         let rel = file
             .strip_prefix(root)
             .expect("under the root")
@@ -107,4 +112,44 @@ fn no_cli_flag_in_library_messages_or_docs() {
 fn the_check_sees_a_flag() {
     assert!(names_a_flag("/// `--period`: blocks per notification"));
     assert!(!names_a_flag("a -- b, x-y, --, ---"));
+}
+
+/// The same for the CLI's commands: no library message (a line of code, not a comment)
+/// tells the reader to run `bridgectl <command>`; the CLI's hint does (`src/exit.rs`).
+#[test]
+fn no_cli_command_in_library_messages() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found = Vec::new();
+    for file in library_sources(root) {
+        let text = std::fs::read_to_string(&file).expect("read source");
+        for (i, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if !code.starts_with("//") && names_a_command(code) {
+                found.push(format!("{}:{}: {}", file.display(), i + 1, code));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "library messages name CLI commands:\n{}",
+        found.join("\n")
+    );
+}
+
+/// Whether `line` holds `` `bridgectl `` followed by a lowercase word.
+fn names_a_command(line: &str) -> bool {
+    line.match_indices("`bridgectl ").any(|(i, m)| {
+        line[i + m.len()..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase())
+    })
+}
+
+#[test]
+fn the_command_check_sees_a_command() {
+    assert!(names_a_command(
+        r#""finish it with `bridgectl resume {by}`""#
+    ));
+    assert!(!names_a_command("the `bridgectl` binary"));
 }

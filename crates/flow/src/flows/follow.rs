@@ -437,7 +437,7 @@ impl Flows {
                     _ => End::Unobservable(
                         "the ST credit: the swap's ST balance before its transfer was not \
                          journaled (a swap begun by an older bridgectl), so its credit cannot \
-                         be told apart; check the balance with `bridgectl balance`"
+                         be told apart; check the ST balance"
                             .into(),
                     ),
                 }

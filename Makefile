@@ -40,8 +40,11 @@ unit:
 	./scripts/no-postgres-left.sh
 	./scripts/no-bridgectl-left.sh
 
+# The docs build with every warning an error, then a check for links of ours that
+# rustdoc leaves as text without a warning (where a doc is shown outside its crate).
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
+	./scripts/doc-links.sh
 
 # A wallet that embeds bridgectl-flow for redeem compiles no web server and no listener.
 deps:

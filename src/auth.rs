@@ -5,7 +5,7 @@
 
 use anyhow::{Context, Result, bail};
 use bridgectl_flow::client::{AccessToken, ClientOptions, PlatformClient};
-use secrecy::SecretString;
+use bridgectl_secret::Secret;
 use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
@@ -40,7 +40,7 @@ pub fn client_options() -> Result<ClientOptions> {
 
 /// The first line of a secret file (a token, a secret key, a passphrase), refused when
 /// group or others can read it. Zeroized when dropped.
-pub fn read_secret_file(path: &std::path::Path, what: &str) -> Result<SecretString> {
+pub fn read_secret_file(path: &std::path::Path, what: &str) -> Result<Secret> {
     bridgectl_keystore::check_private_file(path)?;
     let text = Zeroizing::new(
         std::fs::read_to_string(path)
@@ -53,7 +53,7 @@ pub fn read_secret_file(path: &std::path::Path, what: &str) -> Result<SecretStri
             format!("{what} file {} is empty", path.display()),
         ));
     }
-    Ok(SecretString::from(first.to_owned()))
+    Ok(Secret::new(first))
 }
 
 /// The access token: `BRIDGECTL_ACCESS_TOKEN`, then a token file, then the access-key
@@ -63,7 +63,6 @@ pub async fn resolve_token(
     opts: &PlatformOpts,
     base_url: &str,
 ) -> Result<AccessToken> {
-    use secrecy::ExposeSecret;
     if let Ok(t) = std::env::var("BRIDGECTL_ACCESS_TOKEN")
         && !t.is_empty()
     {
@@ -90,7 +89,7 @@ pub async fn resolve_token(
         return Ok(AccessToken::new(std::mem::take(&mut c.token)));
     }
     let secret = match std::env::var("BRIDGECTL_SECRET_KEY") {
-        Ok(s) if !s.is_empty() => SecretString::from(s),
+        Ok(s) if !s.is_empty() => Secret::new(s),
         _ => match std::env::var_os("BRIDGECTL_SECRET_KEY_FILE") {
             Some(p) => read_secret_file(std::path::Path::new(&p), "secret key")?,
             None => bail!(

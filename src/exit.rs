@@ -156,6 +156,42 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
                 );
             }
         }
+        if let Some(bridgectl_flow::Error::PlanRefused(refusal)) =
+            cause.downcast_ref::<bridgectl_flow::Error>()
+            && let bridgectl_flow::PlanRefusal::AboveMaxTotal { .. } = **refusal
+        {
+            return Some("`--max-total TOKEN=AMOUNT` sets the most the batch may move".into());
+        }
+        if let Some(bridgectl_webhook::Error::Invalid { field, .. }) =
+            cause.downcast_ref::<bridgectl_webhook::Error>()
+        {
+            return webhook_flag(field).map(str::to_owned);
+        }
+        // The flows name what to do in library words; the CLI names its commands.
+        match cause.downcast_ref::<bridgectl_flow::Error>() {
+            Some(bridgectl_flow::Error::NonceReserved { by, .. }) => {
+                return Some(format!("`bridgectl resume {by}` finishes that flow"));
+            }
+            Some(bridgectl_flow::Error::NonceHeld { by, .. }) => {
+                return Some(format!(
+                    "`bridgectl resume {by}` sends it again; `bridgectl replace {by}` signs it \
+                     again at a higher gas price; `bridgectl cancel {by}` uses the nonce up"
+                ));
+            }
+            Some(bridgectl_flow::Error::ChainReset { chain_id, .. }) => {
+                return Some(format!(
+                    "`bridgectl journal reset-chain {chain_id}` retires those flows and goes on \
+                     with the new chain"
+                ));
+            }
+            Some(bridgectl_flow::Error::NothingToResume { tx_id, .. }) => {
+                return Some(format!(
+                    "`bridgectl history {tx_id}` shows its steps; a sign request is signed with \
+                     `bridgectl sign` and its bundle sent with `bridgectl submit`"
+                ));
+            }
+            _ => {}
+        }
         if let Some(bridgectl_flow::Error::LeaseExpired { tx_id, .. }) =
             cause.downcast_ref::<bridgectl_flow::Error>()
         {
@@ -189,6 +225,27 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
             ),
             _ => None,
         }
+    })
+}
+
+/// The flags of `webhook create` and `webhook update` that give the webhook field the
+/// library names: its errors speak of the condition's parts, not of our flags.
+fn webhook_flag(field: &str) -> Option<&'static str> {
+    use bridgectl_webhook::client;
+    Some(match field {
+        client::PERIOD => "`--period N` gives BLOCK_PERIOD's blocks per notification",
+        client::ADDRESSES => {
+            "`--address ADDRESS` gives an address to watch (once per address; exactly one for \
+             BELOW_THRESHOLD_BALANCE)"
+        }
+        client::TOKENS => "`--token ADDRESS` gives a token contract to watch (TOKEN_TRANSFER)",
+        client::THRESHOLD => "`--threshold WEI` gives BELOW_THRESHOLD_BALANCE's balance in wei",
+        client::CONDITION => {
+            "`--condition-json JSON` gives the whole condition, instead of --period, --address, \
+             --token and --threshold"
+        }
+        client::UPDATE => "give --active, --url, --description or a condition flag",
+        _ => return None,
     })
 }
 
@@ -239,6 +296,7 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
         | F::LeaseExpired { .. }
         | F::BatchRunning { .. }
         | F::BatchRefused { .. }
+        | F::PlanRefused(_)
         | F::JournalCorrupt { .. }
         | F::ChangedSinceVerified { .. }
         | F::Stale { .. }

@@ -334,7 +334,7 @@ mod tests {
     fn the_debug_of_key_passphrases_shows_paths_not_passphrases() {
         let sources = KeyPassphrases {
             named: vec![(alloy_primitives::Address::repeat_byte(1), "a.pass".into())],
-            read: vec![("a.pass".into(), Passphrase::new("hunter2-secret".into()))],
+            read: vec![("a.pass".into(), Passphrase::new("hunter2-secret"))],
             fallback: CliPassphrases::second(None, "--new-passphrase-file", None),
         };
         let shown = format!("{sources:?}");

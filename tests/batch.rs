@@ -181,7 +181,9 @@ fn a_batch_of_redeems_across_keys_refuses_one_hostile_item_and_resume_finishes_i
         ],
         3,
     );
-    assert!(err.contains("above --max-total"), "{err}");
+    // The library's words, and the CLI's flag in the hint.
+    assert!(err.contains("above its maximum total 0.01 ST"), "{err}");
+    assert!(err.contains("hint: `--max-total TOKEN=AMOUNT`"), "{err}");
 
     let counter = CountingPassphrase::new(&live.dir, &live.passphrase);
     let mut c = live.cmd();
@@ -481,7 +483,8 @@ fn the_plan_lists_every_recipient_against_the_allowlist_and_a_running_batch_refu
             .unwrap_or_else(|| panic!("{a} not in {plan:#}"))
     };
     assert_eq!(of(allowed)["items"], 4, "{plan:#}");
-    assert_eq!(of(allowed)["baseUnits"], "400000000000000000");
+    assert_eq!(of(allowed)["amount"], "400000000000000000");
+    assert_eq!(of(allowed)["amountTokens"], "0.4");
     assert_eq!(of(allowed)["allowed"], true);
     assert_eq!(of(stranger)["items"], 1);
     assert_eq!(of(stranger)["allowed"], false);
@@ -728,6 +731,17 @@ fn a_batch_from_a_sender_without_gas_is_refused_by_plan_and_run_before_any_unloc
         .find(|a| a["label"] == "poor")
         .unwrap_or_else(|| panic!("poor in {plan:#}"));
     assert_eq!(account["tokens"][0]["covered"], true, "{account:#}");
+    // Amounts in base units, as every JSON amount; token units beside them.
+    let st = U256::from(10).pow(U256::from(live.sb.info.side.decimals));
+    let tokens = &account["tokens"][0];
+    assert_eq!(tokens["amount"], st.to_string(), "{account:#}");
+    assert_eq!(tokens["amountTokens"], "1", "{account:#}");
+    assert_eq!(
+        tokens["balance"],
+        (st * U256::from(5)).to_string(),
+        "{account:#}"
+    );
+    assert_eq!(tokens["balanceTokens"], "5", "{account:#}");
     assert_eq!(account["gas"][0]["balance"], "0", "{account:#}");
     assert_eq!(account["gas"][0]["covered"], false, "{account:#}");
     let refused = plan["refused"].as_str().expect("refused");

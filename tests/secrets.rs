@@ -263,3 +263,40 @@ fn encode_base64(bytes: &[u8], alphabet: &[u8; 64]) -> String {
     }
     out
 }
+
+/// One secret type across the crates: what the sandbox hands out, a keystore passphrase,
+/// the platform's token and the web3 token are the same type, so a wallet moves a secret
+/// from one crate to another as it is, and one `Debug` keeps it out of every log.
+#[test]
+fn every_crate_takes_the_one_secret_type() {
+    use std::any::TypeId;
+    let one = TypeId::of::<bridgectl_secret::Secret>();
+    for (name, t) in [
+        (
+            "keystore Passphrase",
+            TypeId::of::<bridgectl_keystore::Passphrase>(),
+        ),
+        (
+            "keystore SecretText",
+            TypeId::of::<bridgectl_keystore::SecretText>(),
+        ),
+        (
+            "flow AccessToken",
+            TypeId::of::<bridgectl_flow::client::AccessToken>(),
+        ),
+        ("flow Secret", TypeId::of::<bridgectl_flow::Secret>()),
+        ("webhook Secret", TypeId::of::<bridgectl_webhook::Secret>()),
+        ("sandbox Secret", TypeId::of::<bridgectl_sandbox::Secret>()),
+    ] {
+        assert_eq!(t, one, "{name} is another type");
+    }
+    // The sandbox's token goes to the platform client unconverted.
+    let token: bridgectl_sandbox::Secret = bridgectl_secret::Secret::new("sandbox-token-xyz");
+    let client = bridgectl_flow::client::PlatformClient::new(
+        "http://127.0.0.1:1",
+        token.clone(),
+        Default::default(),
+    )
+    .expect("client");
+    assert!(!format!("{token:?} {client:?}").contains("sandbox-token-xyz"));
+}

@@ -15,6 +15,7 @@ mod follow;
 mod http;
 mod json;
 mod key;
+mod library_words;
 mod log;
 mod names;
 mod offline;

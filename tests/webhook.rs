@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 use bridgectl_webhook::keys::{KeyEntry, KeyFile, SigningKey};
 use bridgectl_webhook::load::{self, LoadSpec, Progress, block_period_delivery};
 use bridgectl_webhook::signature::sign;
-use secrecy::SecretString;
+
+/// An address for conditions that are refused before anything is sent.
+const ADDR: &str = "0x000000000000000000000000000000000000dEaD";
+use bridgectl_secret::Secret;
 use serde_json::Value;
 
 use crate::util::{Dir, TestCommand};
@@ -31,11 +34,7 @@ fn add_key(path: &Path, subscription: &str, key: &str) {
     KeyFile::new(path)
         .insert(
             subscription,
-            &KeyEntry::new(
-                SigningKey::new(SecretString::from(key.to_owned())),
-                "ethereum",
-                "sepolia",
-            ),
+            &KeyEntry::new(SigningKey::new(Secret::new(key)), "ethereum", "sepolia"),
         )
         .expect("write keys");
 }
@@ -302,11 +301,7 @@ bctest!(
             KeyFile::new(&keys)
                 .insert(
                     &sub,
-                    &KeyEntry::new(
-                        SigningKey::new(SecretString::from(key)),
-                        "ethereum",
-                        "sepolia",
-                    ),
+                    &KeyEntry::new(SigningKey::new(Secret::new(key)), "ethereum", "sepolia"),
                 )
                 .expect("write keys");
             cases.push((name, body, header.trim().to_owned(), sub));
@@ -479,6 +474,51 @@ bctest!(
     sigint_stops_a_listener_whose_stdout_nobody_reads,
     |dir: Dir, _cmd: TestCommand| {
         stops_within_seconds_whatever_stdout_does(&dir, "INT");
+    }
+);
+
+bctest!(
+    a_condition_error_speaks_of_the_condition_and_the_hint_names_the_flag,
+    |dir: Dir, _cmd: TestCommand| {
+        // The library names the condition's part; the CLI's hint names the flag that
+        // gives it. Both fail before anything is sent (no web3 URL is even given).
+        for (args, said, flag) in [
+            (
+                &["--type", "BLOCK_PERIOD"][..],
+                "BLOCK_PERIOD needs a period in blocks",
+                "hint: `--period N`",
+            ),
+            (
+                &["--type", "TOKEN_TRANSFER", "--period", "3"][..],
+                "condition.period: does not apply to TOKEN_TRANSFER",
+                "hint: `--period N`",
+            ),
+            (
+                &["--type", "BELOW_THRESHOLD_BALANCE", "--address", ADDR][..],
+                "needs a threshold in wei",
+                "hint: `--threshold WEI`",
+            ),
+            (
+                &["--type", "LOG"][..],
+                "not modelled here: give the whole condition object",
+                "hint: `--condition-json JSON`",
+            ),
+        ] {
+            let mut cmd = dir.command();
+            cmd.args(["webhook", "create", "--url", "http://127.0.0.1:9/h"])
+                .args(args);
+            let stderr = cmd.fails_with(2);
+            let (message, hint) = stderr.split_once("\nhint: ").expect("a hint line");
+            assert!(message.contains(said), "{args:?}: {stderr}");
+            assert!(
+                !message.contains("--"),
+                "a flag in the library's words: {stderr}"
+            );
+            assert!(
+                format!("hint: {hint}").starts_with(flag),
+                "{args:?}: {stderr}"
+            );
+        }
     }
 );
 
@@ -1441,6 +1481,46 @@ fn create_block_period(dir: &Dir, period: &str, hook_url: &str) -> TestCommand {
         hook_url,
     ]);
     c
+}
+
+/// `create` keeps the signing key itself (the library's create, not the CLI): a key
+/// file that cannot be read refuses before a webhook exists whose deliveries could
+/// never be verified.
+#[test]
+fn create_with_an_unusable_key_file_creates_nothing() {
+    let sb = crate::live::LiveSandbox::shared();
+    let info = sb.info.clone();
+    let dir = Dir::new("webhook_create_unusable_keys");
+    dir.write("not-a-dir", "a file where the key file's folder should be");
+    let web3 = |c: &mut TestCommand| {
+        c.args(["--chain", "ethereum", "--network", "sepolia"])
+            .args(["--web3-url", &info.web3_url])
+            .env("BRIDGECTL_WEB3_TOKEN", info.token.expose_secret());
+    };
+    // The sandbox is shared with tests that create webhooks: this one looks for its own
+    // listener URL only.
+    let url = "http://127.0.0.1:9/hooks/unusable-key-file";
+    let count = || {
+        let mut c = dir.command();
+        c.args(["--json", "webhook", "list"]);
+        web3(&mut c);
+        let items = c.json()["items"].clone();
+        let items = items.as_array().expect("items");
+        items.iter().filter(|w| w["webhookUrl"] == url).count()
+    };
+    let mut c = create_block_period(&dir, "5", url);
+    web3(&mut c);
+    c.args([
+        "--keys".as_ref(),
+        dir.join("not-a-dir/keys.json").as_os_str(),
+    ]);
+    let stderr = c.fails_with(1);
+    assert!(stderr.contains("not-a-dir"), "{stderr}");
+    assert!(
+        !stderr.contains("was created"),
+        "refused before creating: {stderr}"
+    );
+    assert_eq!(count(), 0, "nothing was created: {stderr}");
 }
 
 #[test]

@@ -11,13 +11,12 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, U256};
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result};
 use bridgectl_flow::batch_file::{self, BatchFormat, MAX_BATCH_FILE_BYTES};
 use bridgectl_flow::{
-    BatchCheck, BatchItem, BatchOp, BatchOptions, BatchStatus, Bridge, Flows, ItemResult,
-    ItemState, ItemStatus, PrivateKeySigner, Submitter, Which,
+    BatchItem, BatchOptions, BatchPlan, BatchStatus, Bridge, Flows, ItemResult, ItemState,
+    ItemStatus, PrivateKeySigner, Recipient, Submitter, Which,
 };
-use bridgectl_tx::amount::format_units;
 use clap::{Args, Subcommand, ValueEnum};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
@@ -222,53 +221,83 @@ fn read_items(session: &Session, bridge: &Bridge, input: &InputOpts) -> Result<V
 
 // ------------------------------------------------------------------ the plan
 
-/// What one address does in the batch, beside what it holds.
-struct AccountPlan {
-    address: Address,
-    label: Option<String>,
-    items: usize,
-    spends: BTreeMap<Which, U256>,
-    balances: BTreeMap<Which, U256>,
-}
-
-/// The whole batch before it runs.
+/// The batch before it runs: the library's plan ([`Flows::plan`]) and what only this
+/// machine knows (the file it came from, the keystore's labels), rendered for a person
+/// or as JSON.
 struct Plan {
     source: String,
     items: Vec<BatchItem>,
-    ops: BTreeMap<&'static str, usize>,
-    totals: BTreeMap<Which, (usize, U256)>,
-    accounts: Vec<AccountPlan>,
-    max_totals: BTreeMap<Which, U256>,
-    bridge: Bridge,
-    caps: Vec<String>,
-    /// Where the tokens go, grouped: one hostile line among a thousand shows here.
-    recipients: BTreeMap<(Which, Recipient), (usize, U256)>,
-    /// The profile's allowed destinations (empty: no allowlist).
-    allowlist: Vec<Address>,
-    /// Labels of the keystore's keys, to name recipients by.
+    plan: BatchPlan,
+    /// Labels of the keystore's keys, to name senders and recipients by.
     labels: BTreeMap<Address, String>,
-    /// What the run's checks would say of each item, and each sender's gas.
-    preflight: BatchCheck,
 }
 
-/// Where an item's tokens go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Recipient {
-    /// A transfer's recipient.
-    Address(Address),
-    /// Burned by a redeem: paid out in MT to the sender on the main chain.
-    Redeemed,
-    /// The swap address the platform issues when the item runs.
-    SwapAddress,
+/// Parses `--max-total TOKEN=AMOUNT` (repeated) into the plan's maxima.
+fn max_totals(bridge: &Bridge, specs: &[String]) -> Result<BTreeMap<Which, U256>> {
+    let mut max_totals = BTreeMap::new();
+    for spec in specs {
+        let (token, amount) = spec.split_once('=').ok_or_else(|| {
+            coded(
+                Code::Usage,
+                format!("--max-total {spec:?}: expected TOKEN=AMOUNT"),
+            )
+        })?;
+        let which = [Which::Mt, Which::St]
+            .into_iter()
+            .find(|w| {
+                token.eq_ignore_ascii_case(&bridge.side(*w).symbol)
+                    || token.eq_ignore_ascii_case(match w {
+                        Which::Mt => "mt",
+                        Which::St => "st",
+                    })
+            })
+            .ok_or_else(|| {
+                coded(
+                    Code::Usage,
+                    format!(
+                        "--max-total {spec:?}: the token is {} or {}",
+                        bridge.main.symbol, bridge.side.symbol
+                    ),
+                )
+            })?;
+        let decimals = bridge.side(which).decimals;
+        max_totals.insert(which, parse_amount(amount, decimals, "--max-total")?);
+    }
+    Ok(max_totals)
 }
 
 impl Plan {
-    /// Whether `to` may receive under the profile's allowlist (no allowlist: yes).
-    fn allowed(&self, to: &Recipient) -> Option<bool> {
-        match to {
-            Recipient::Address(a) if !self.allowlist.is_empty() => Some(self.allowlist.contains(a)),
-            _ => None,
-        }
+    fn make(session: &Session, flows: &Flows, input: &InputOpts) -> Result<Plan> {
+        let bridge = session.bridge()?.clone();
+        let items = read_items(session, &bridge, input)?;
+        let max_totals = max_totals(&bridge, &input.max_total)?;
+        let plan = session.runtime.block_on(flows.plan(&items, &max_totals))?;
+        let labels = session
+            .keystore
+            .list()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|k| (k.address, k.label))
+            .collect();
+        Ok(Plan {
+            source: input.file.display().to_string(),
+            items,
+            plan,
+            labels,
+        })
+    }
+
+    /// The refusal the run would meet ([`BatchPlan::verdict`]), coded as refused.
+    fn check(&self) -> Result<()> {
+        self.plan.verdict().code(Code::Refused)
+    }
+
+    fn symbol(&self, which: Which) -> &str {
+        &self.plan.bridge().side(which).symbol
+    }
+
+    fn tokens(&self, which: Which, amount: U256) -> String {
+        self.plan.bridge().side(which).tokens(amount)
     }
 
     fn recipient_text(&self, to: &Recipient) -> String {
@@ -281,344 +310,143 @@ impl Plan {
             Recipient::SwapAddress => "swap address (issued by the platform)".into(),
         }
     }
-}
 
-fn symbol(bridge: &Bridge, which: Which) -> &str {
-    match which {
-        Which::Mt => &bridge.main.symbol,
-        Which::St => &bridge.side.symbol,
-    }
-}
-
-fn units(bridge: &Bridge, which: Which, amount: U256) -> String {
-    let decimals = match which {
-        Which::Mt => bridge.main.decimals,
-        Which::St => bridge.side.decimals,
-    };
-    format_units(amount, decimals).unwrap_or_else(|_| amount.to_string())
-}
-
-impl Plan {
-    fn make(session: &Session, flows: &Flows, input: &InputOpts) -> Result<Plan> {
-        let bridge = session.bridge()?.clone();
-        let items = read_items(session, &bridge, input)?;
-        let mut max_totals = BTreeMap::new();
-        for spec in &input.max_total {
-            let (token, amount) = spec.split_once('=').ok_or_else(|| {
-                coded(
-                    Code::Usage,
-                    format!("--max-total {spec:?}: expected TOKEN=AMOUNT"),
-                )
-            })?;
-            let which = if token.eq_ignore_ascii_case(&bridge.main.symbol)
-                || token.eq_ignore_ascii_case("mt")
-            {
-                Which::Mt
-            } else if token.eq_ignore_ascii_case(&bridge.side.symbol)
-                || token.eq_ignore_ascii_case("st")
-            {
-                Which::St
-            } else {
-                return Err(coded(
-                    Code::Usage,
-                    format!(
-                        "--max-total {spec:?}: the token is {} or {}",
-                        bridge.main.symbol, bridge.side.symbol
-                    ),
-                ));
-            };
-            let decimals = match which {
-                Which::Mt => bridge.main.decimals,
-                Which::St => bridge.side.decimals,
-            };
-            max_totals.insert(which, parse_amount(amount, decimals, "--max-total")?);
-        }
-        let mut ops = BTreeMap::new();
-        let mut totals: BTreeMap<Which, (usize, U256)> = BTreeMap::new();
-        let mut accounts: Vec<AccountPlan> = Vec::new();
-        let mut recipients: BTreeMap<(Which, Recipient), (usize, U256)> = BTreeMap::new();
-        for item in &items {
-            let to = match &item.op {
-                BatchOp::Transfer { to, .. } => Recipient::Address(*to),
-                BatchOp::Redeem { .. } => Recipient::Redeemed,
-                BatchOp::Swap { .. } => Recipient::SwapAddress,
-            };
-            let (which, amount) = item.op.spends();
-            let r = recipients.entry((which, to)).or_insert((0, U256::ZERO));
-            r.0 += 1;
-            r.1 = r.1.saturating_add(amount);
-            *ops.entry(item.op.name()).or_insert(0) += 1;
-            let (which, amount) = item.op.spends();
-            let total = totals.entry(which).or_insert((0, U256::ZERO));
-            total.0 += 1;
-            total.1 = total
-                .1
-                .checked_add(amount)
-                .ok_or_else(|| anyhow!("the batch total overflows"))?;
-            let from = item.op.from();
-            let idx = match accounts.iter().position(|a| a.address == from) {
-                Some(i) => i,
-                None => {
-                    accounts.push(AccountPlan {
-                        address: from,
-                        label: session
-                            .keystore
-                            .find(&from.to_string())
-                            .ok()
-                            .map(|k| k.label),
-                        items: 0,
-                        spends: BTreeMap::new(),
-                        balances: BTreeMap::new(),
-                    });
-                    accounts.len() - 1
-                }
-            };
-            let a = &mut accounts[idx];
-            a.items += 1;
-            let spent = a.spends.entry(which).or_insert(U256::ZERO);
-            *spent = spent.saturating_add(amount);
-        }
-        session.runtime.block_on(async {
-            for a in &mut accounts {
-                for which in a.spends.keys().copied().collect::<Vec<_>>() {
-                    a.balances
-                        .insert(which, flows.token_balance(which, a.address).await?);
-                }
-            }
-            Ok::<_, bridgectl_flow::Error>(())
-        })?;
-        let preflight = session.runtime.block_on(flows.check_batch(&items))?;
-        let policy = flows.trust_root();
-        let mut caps = vec![match policy.max_gas_price {
-            Some(wei) => format!("gas price at most {wei} wei"),
-            None => format!(
-                "gas price at most {}x the node's quote",
-                bridgectl_flow::GAS_PRICE_SANITY_MULTIPLE
-            ),
-        }];
-        caps.push(format!(
-            "gas limit at most {}",
-            policy
-                .max_gas_limit
-                .unwrap_or(bridgectl_flow::DEFAULT_MAX_GAS_LIMIT)
-        ));
-        if let Some(fee) = policy.max_fee {
-            caps.push(format!("fee at most {fee} wei"));
-        }
-        for token in policy.limits.keys() {
-            caps.push(format!("spending limit on {token} (from the profile)"));
-        }
-        let labels = session
-            .keystore
-            .list()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|k| (k.address, k.label))
+    /// The plan as `--json` prints it: every amount a decimal string in base units
+    /// (`amount`, `balance`), its token units beside it (`amountTokens`,
+    /// `balanceTokens`).
+    fn json(&self) -> Value {
+        let p = &self.plan;
+        let totals: Vec<Value> = p
+            .totals
+            .iter()
+            .map(|t| {
+                json!({"token": self.symbol(t.token), "items": t.items,
+                       "amount": t.amount.to_string(),
+                       "amountTokens": self.tokens(t.token, t.amount)})
+            })
             .collect();
-        Ok(Plan {
-            source: input.file.display().to_string(),
-            items,
-            ops,
-            totals,
-            accounts,
-            max_totals,
-            bridge,
-            caps,
-            recipients,
-            allowlist: policy.allowed_destinations.clone(),
-            labels,
-            preflight,
+        let accounts: Vec<Value> = p
+            .accounts
+            .iter()
+            .map(|a| {
+                let tokens: Vec<Value> = a
+                    .tokens
+                    .iter()
+                    .map(|t| {
+                        json!({"token": self.symbol(t.token),
+                               "amount": t.amount.to_string(),
+                               "amountTokens": self.tokens(t.token, t.amount),
+                               "balance": t.balance.to_string(),
+                               "balanceTokens": self.tokens(t.token, t.balance),
+                               "covered": t.covered()})
+                    })
+                    .collect();
+                let gas: Vec<Value> = p
+                    .check
+                    .gas
+                    .iter()
+                    .filter(|g| g.from == a.address)
+                    .map(|g| {
+                        json!({"chainId": g.chain_id, "items": g.items, "gas": g.gas,
+                               "gasPrice": g.gas_price.to_string(),
+                               "needed": g.needed.to_string(),
+                               "balance": g.balance.map(|b| b.to_string()),
+                               "covered": g.balance.map(|_| !g.short())})
+                    })
+                    .collect();
+                let label = self.labels.get(&a.address);
+                json!({"address": a.address, "label": label, "items": a.items,
+                       "hasKey": label.is_some(), "tokens": tokens, "gas": gas})
+            })
+            .collect();
+        let recipients: Vec<Value> = p
+            .recipients
+            .iter()
+            .map(|r| {
+                let (kind, address) = match r.to {
+                    Recipient::Address(a) => ("address", Some(a)),
+                    Recipient::Redeemed => ("redeemed", None),
+                    Recipient::SwapAddress => ("swapAddress", None),
+                };
+                json!({"token": self.symbol(r.token), "kind": kind, "address": address,
+                       "label": address.and_then(|a| self.labels.get(&a)),
+                       "items": r.items, "amount": r.amount.to_string(),
+                       "amountTokens": self.tokens(r.token, r.amount), "allowed": r.allowed})
+            })
+            .collect();
+        json!({
+            "source": self.source,
+            "items": p.items,
+            "operations": p.operations,
+            "totals": totals,
+            "recipients": recipients,
+            "accounts": accounts,
+            "caps": p.caps.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "refusedItems": p.check.refused.iter().map(|r| json!({
+                "index": r.index, "id": r.id, "from": r.from, "reason": r.reason,
+            })).collect::<Vec<_>>(),
+            "refused": self.check().err().map(|e| format!("{e:#}")),
         })
     }
 
-    /// Refusals: a total above its --max-total, a recipient outside the allowlist, an
-    /// address that cannot cover its items, then what the run's own checks would refuse
-    /// ([`BatchCheck::verdict`]: limits, caps, gas).
-    fn check(&self) -> Result<()> {
-        let b = &self.bridge;
-        let outside: Vec<String> = self
-            .recipients
-            .iter()
-            .filter(|((_, to), _)| self.allowed(to) == Some(false))
-            .map(|((which, to), (n, total))| {
-                format!(
-                    "{} ({} {} in {n} items)",
-                    self.recipient_text(to),
-                    units(b, *which, *total),
-                    symbol(b, *which)
-                )
-            })
-            .collect();
-        if !outside.is_empty() {
-            return Err(coded(
-                Code::Refused,
-                format!(
-                    "the batch sends to addresses outside allowed-destinations: {}",
-                    outside.join("; ")
-                ),
-            ));
-        }
-        for (which, max) in &self.max_totals {
-            let total = self.totals.get(which).map_or(U256::ZERO, |t| t.1);
-            if total > *max {
-                return Err(coded(
-                    Code::Refused,
-                    format!(
-                        "the batch moves {} {} in all, above --max-total {} {}",
-                        units(b, *which, total),
-                        symbol(b, *which),
-                        units(b, *which, *max),
-                        symbol(b, *which)
-                    ),
-                ));
-            }
-        }
-        let short: Vec<String> = self
-            .accounts
-            .iter()
-            .flat_map(|a| {
-                a.spends.iter().filter_map(move |(which, spent)| {
-                    let have = a.balances.get(which).copied().unwrap_or_default();
-                    (*spent > have).then(|| {
-                        format!(
-                            "{} needs {} {} and holds {}",
-                            a.address,
-                            units(b, *which, *spent),
-                            symbol(b, *which),
-                            units(b, *which, have)
-                        )
-                    })
-                })
-            })
-            .collect();
-        if !short.is_empty() {
-            return Err(coded(
-                Code::Refused,
-                format!("the batch cannot be covered: {}", short.join("; ")),
-            ));
-        }
-        Ok(self.preflight.verdict()?)
-    }
-
     fn show(&self, as_json: bool) -> Result<()> {
-        let b = &self.bridge;
-        let amount = |which: Which, v: U256| units(b, which, v);
         if as_json {
-            let totals: Vec<Value> = self
-                .totals
-                .iter()
-                .map(|(w, (n, total))| {
-                    json!({"token": symbol(b, *w), "items": n, "amount": amount(*w, *total),
-                           "baseUnits": total.to_string()})
-                })
-                .collect();
-            let accounts: Vec<Value> = self
-                .accounts
-                .iter()
-                .map(|a| {
-                    let tokens: Vec<Value> = a
-                        .spends
-                        .iter()
-                        .map(|(w, spent)| {
-                            let have = a.balances.get(w).copied().unwrap_or_default();
-                            json!({"token": symbol(b, *w), "amount": amount(*w, *spent),
-                                   "balance": amount(*w, have), "covered": *spent <= have})
-                        })
-                        .collect();
-                    let gas: Vec<Value> = self
-                        .preflight
-                        .gas
-                        .iter()
-                        .filter(|g| g.from == a.address)
-                        .map(|g| {
-                            json!({"chainId": g.chain_id, "items": g.items, "gas": g.gas,
-                                   "gasPrice": g.gas_price.to_string(),
-                                   "needed": g.needed.to_string(),
-                                   "balance": g.balance.map(|b| b.to_string()),
-                                   "covered": g.balance.map(|_| !g.short())})
-                        })
-                        .collect();
-                    json!({"address": a.address, "label": a.label, "items": a.items,
-                           "hasKey": a.label.is_some(), "tokens": tokens, "gas": gas})
-                })
-                .collect();
-            let recipients: Vec<Value> = self
-                .recipients
-                .iter()
-                .map(|((w, to), (n, total))| {
-                    let (kind, address) = match to {
-                        Recipient::Address(a) => ("address", Some(*a)),
-                        Recipient::Redeemed => ("redeemed", None),
-                        Recipient::SwapAddress => ("swapAddress", None),
-                    };
-                    json!({"token": symbol(b, *w), "kind": kind, "address": address,
-                           "label": address.and_then(|a| self.labels.get(&a)),
-                           "items": n, "amount": amount(*w, *total),
-                           "baseUnits": total.to_string(), "allowed": self.allowed(to)})
-                })
-                .collect();
-            return crate::output::json(&json!({
-                "source": self.source,
-                "items": self.items.len(),
-                "operations": self.ops,
-                "totals": totals,
-                "recipients": recipients,
-                "accounts": accounts,
-                "caps": self.caps,
-                "refusedItems": self.preflight.refused.iter().map(|r| json!({
-                    "index": r.index, "id": r.id, "from": r.from, "reason": r.reason,
-                })).collect::<Vec<_>>(),
-                "refused": self.check().err().map(|e| format!("{e:#}")),
-            }));
+            return crate::output::json(&self.json());
         }
-        let ops: Vec<String> = self.ops.iter().map(|(op, n)| format!("{n} {op}")).collect();
+        let p = &self.plan;
+        let amount = |which: Which, v: U256| self.tokens(which, v);
+        let ops: Vec<String> = p
+            .operations
+            .iter()
+            .map(|(op, n)| format!("{n} {op}"))
+            .collect();
         let mut out = vec![format!(
             "batch {}: {} items ({})",
             self.source,
-            self.items.len(),
+            p.items,
             ops.join(", ")
         )];
-        for (w, (n, total)) in &self.totals {
+        for t in &p.totals {
             out.push(format!(
-                "  {} out: {} {} in {n} items{}",
-                symbol(b, *w),
-                amount(*w, *total),
-                symbol(b, *w),
-                self.max_totals
-                    .get(w)
-                    .map(|m| format!(" (--max-total {})", amount(*w, *m)))
+                "  {} out: {} {} in {} items{}",
+                self.symbol(t.token),
+                amount(t.token, t.amount),
+                self.symbol(t.token),
+                t.items,
+                p.max_totals
+                    .get(&t.token)
+                    .map(|m| format!(" (--max-total {})", amount(t.token, *m)))
                     .unwrap_or_default()
             ));
         }
         out.push(format!(
             "accounts ({}), each key unlocked once:",
-            self.accounts.len()
+            p.accounts.len()
         ));
-        for a in &self.accounts {
+        for a in &p.accounts {
             let tokens: Vec<String> = a
-                .spends
+                .tokens
                 .iter()
-                .map(|(w, spent)| {
-                    let have = a.balances.get(w).copied().unwrap_or_default();
+                .map(|t| {
                     format!(
                         "{} {} of {} held{}",
-                        amount(*w, *spent),
-                        symbol(b, *w),
-                        amount(*w, have),
-                        if *spent > have { "  SHORT" } else { "" }
+                        amount(t.token, t.amount),
+                        self.symbol(t.token),
+                        amount(t.token, t.balance),
+                        if t.covered() { "" } else { "  SHORT" }
                     )
                 })
                 .collect();
             out.push(format!(
                 "  {} {:<12} {:>5} items  {}",
                 a.address,
-                a.label
-                    .as_deref()
-                    .map_or_else(|| "(no key)".into(), untrusted),
+                self.labels
+                    .get(&a.address)
+                    .map_or_else(|| "(no key)".into(), |l| untrusted(l)),
                 a.items,
                 tokens.join(", ")
             ));
-            for g in self.preflight.gas.iter().filter(|g| g.from == a.address) {
+            for g in p.check.gas.iter().filter(|g| g.from == a.address) {
                 out.push(format!(
                     "      gas on chain {}: up to {} wei ({} gas at {} wei) of {}{}",
                     g.chain_id,
@@ -633,12 +461,12 @@ impl Plan {
                 ));
             }
         }
-        if !self.preflight.refused.is_empty() {
+        if !p.check.refused.is_empty() {
             out.push(format!(
                 "refused by the checks every item meets when it runs ({}):",
-                self.preflight.refused.len()
+                p.check.refused.len()
             ));
-            for r in &self.preflight.refused {
+            for r in &p.check.refused {
                 out.push(format!(
                     "  {} from {}: {}",
                     untrusted(&r.id),
@@ -647,30 +475,32 @@ impl Plan {
                 ));
             }
         }
+        let allowlist = p.recipients.iter().any(|r| r.allowed.is_some());
         out.push(format!(
             "recipients ({}){}:",
-            self.recipients.len(),
-            if self.allowlist.is_empty() {
-                ""
-            } else {
+            p.recipients.len(),
+            if allowlist {
                 ", against allowed-destinations"
+            } else {
+                ""
             }
         ));
-        for ((w, to), (n, total)) in &self.recipients {
+        for r in &p.recipients {
             out.push(format!(
                 "  {:<62} {:>5} items  {} {}{}",
-                self.recipient_text(to),
-                n,
-                amount(*w, *total),
-                symbol(b, *w),
-                match self.allowed(to) {
+                self.recipient_text(&r.to),
+                r.items,
+                amount(r.token, r.amount),
+                self.symbol(r.token),
+                match r.allowed {
                     Some(true) => "  allowed",
                     Some(false) => "  NOT ALLOWED",
                     None => "",
                 }
             ));
         }
-        out.push(format!("caps on every item: {}", self.caps.join("; ")));
+        let caps: Vec<String> = p.caps.iter().map(ToString::to_string).collect();
+        out.push(format!("caps on every item: {}", caps.join("; ")));
         // The plan is what the person confirms: on stderr, like a transaction's summary.
         for line in out {
             crate::output::note(line);
@@ -678,12 +508,13 @@ impl Plan {
         Ok(())
     }
 
-    /// The accounts of the plan that have no key here.
+    /// The senders of the plan that have no key here.
     fn keyless(&self) -> Vec<Address> {
-        self.accounts
+        self.plan
+            .accounts
             .iter()
-            .filter(|a| a.label.is_none())
             .map(|a| a.address)
+            .filter(|a| !self.labels.contains_key(a))
             .collect()
     }
 }
@@ -750,7 +581,7 @@ fn run_batch(global: &GlobalOpts, input: &InputOpts, run: &RunOpts) -> Result<()
             ),
         ));
     }
-    let accounts: Vec<Address> = plan.accounts.iter().map(|a| a.address).collect();
+    let accounts: Vec<Address> = plan.plan.accounts.iter().map(|a| a.address).collect();
     let mut passphrases = passphrases(&session, run)?;
     passphrases.ensure_available(&accounts)?;
     confirm(
@@ -967,8 +798,8 @@ fn report(global: &GlobalOpts, bar: Option<&indicatif::ProgressBar>, r: &ItemRes
         untrusted(&r.id),
         r.tx_hash.map_or_else(|| r.tx_id.clone(), |h| h.to_string()),
         r.error
-            .as_deref()
-            .map(|e| format!(": {}", untrusted(e)))
+            .as_ref()
+            .map(|e| format!(": {}", untrusted(&e.to_string())))
             .unwrap_or_default()
     );
     match bar {

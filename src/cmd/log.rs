@@ -138,7 +138,11 @@ pub fn run(global: &GlobalOpts, cmd: LogCommand) -> anyhow::Result<()> {
                 // Without one given, the checkpoint kept beside the log.
                 None => log.kept()?.map(|k| k.checkpoint()),
             };
-            let mut outcome = log.verify(kept)?;
+            let mut outcome = match log.verify(kept) {
+                Ok(head) => Ok(head),
+                Err(bridgectl_keystore::Error::SigningLogBroken { bad, .. }) => Err(bad),
+                Err(e) => return Err(e.into()),
+            };
             if outcome.is_ok() && !args.any_key {
                 // The chain holds; every entry must also be signed by a key of this
                 // keystore, or a self-signed entry appended by a stranger would pass.

@@ -18,19 +18,19 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use bridgectl_secret::Secret;
 use bridgectl_webhook::client::{
     self, Client, ConditionInput, EventType, NewWebhook, Webhook, WebhookUpdate,
 };
 use bridgectl_webhook::ensure;
 use bridgectl_webhook::handoff::{HandoffOptions, Sinks};
-use bridgectl_webhook::keys::{KeyEntry, KeyFile};
+use bridgectl_webhook::keys::KeyFile;
 use bridgectl_webhook::listener::{
     DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, Listener, ListenerConfig, Timeouts,
 };
 use bridgectl_webhook::store::{EventStore, Gap, Quarantined, Retention, StoreSpec, StoredEvent};
 use bridgectl_webhook::{Error as WebhookError, networks};
 use clap::{Args, Subcommand};
-use secrecy::SecretString;
 use serde_json::{Value, json};
 
 use crate::cli::GlobalOpts;
@@ -490,16 +490,16 @@ async fn web3_token(
     url: &str,
     web3: &Web3Api,
     profile_file: Option<&std::path::Path>,
-) -> anyhow::Result<SecretString> {
+) -> anyhow::Result<Secret> {
     if let Some(path) = web3.web3_token_file.as_deref().or(profile_file) {
         return crate::auth::read_secret_file(path, "web3 token");
     }
     if let Some(token) = env_nonempty("BRIDGECTL_WEB3_TOKEN") {
-        return Ok(SecretString::from(token));
+        return Ok(Secret::new(token));
     }
     let node = env_nonempty("BRIDGECTL_WEB3_NODE_ID");
     let key_id = env_nonempty("BRIDGECTL_WEB3_KEY_ID");
-    let secret = env_nonempty("BRIDGECTL_WEB3_KEY_SECRET").map(SecretString::from);
+    let secret = env_nonempty("BRIDGECTL_WEB3_KEY_SECRET").map(Secret::new);
     match (node, key_id, secret) {
         (Some(node), Some(key_id), Some(secret)) => {
             client::exchange_token(url, &node, &key_id, &secret)
@@ -523,8 +523,6 @@ async fn create(global: &GlobalOpts, args: CreateArgs) -> anyhow::Result<()> {
     let condition =
         client::build_condition(event_type, &args.condition.input()).map_err(coded_err)?;
     let keys = KeyFile::new(keys_path(&args.web3.keys)?);
-    // Fail on a bad key file before creating a webhook whose key could not be kept.
-    keys.load().map_err(coded_err)?;
     let (client, target) = connect(global, &args.web3).await?;
     let created = client
         .create(
@@ -534,33 +532,13 @@ async fn create(global: &GlobalOpts, args: CreateArgs) -> anyhow::Result<()> {
                 event_type,
                 description: args.description.clone(),
                 webhook_url: args.url.clone(),
-                condition: condition.clone(),
+                condition,
             },
+            &keys,
         )
         .await
         .map_err(coded_err)?;
-    let condition_sent = condition;
     let id = created.webhook.subscription_id.clone();
-    keys.insert(
-        &id,
-        &KeyEntry {
-            webhook_url: Some(args.url.clone()),
-            created_at: created.webhook.created_at.clone(),
-            // What `ensure` needs to re-create it if the platform removes it.
-            event_type: Some(event_type.to_string()),
-            condition: created.webhook.condition.clone().or(Some(condition_sent)),
-            description: args.description.clone(),
-            ..KeyEntry::new(
-                created.signing_key.clone(),
-                &target.chain,
-                &target.network,
-            )
-        },
-    )
-    .map_err(coded_err)
-    .with_context(|| {
-        format!("webhook {id} was created but its signing key could not be stored; delete it and create it again")
-    })?;
     if global.json {
         let mut v = serde_json::to_value(&created.webhook)?;
         v["signingKeyFile"] = json!(keys.path());

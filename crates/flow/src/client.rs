@@ -6,7 +6,7 @@
 //! `{result, status, code, data}` or `{result: false, status, code, message}`; some GET
 //! operations carry a JSON body. Where the real response shape is unknown (swap address,
 //! redemption record) the client accepts the documented candidates and keeps the raw
-//! `data` so the CLI can show it in `--json` output.
+//! `data` so a caller can show it as it came.
 //!
 //! Retries: only where resending cannot do harm. GETs are retried on connection errors
 //! and 5xx; submitting a signed transaction is retried too, because the same bytes can
@@ -17,33 +17,15 @@ use std::time::Duration;
 
 use alloy_primitives::{Address, B256, U256};
 use reqwest::Method;
-use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::Error;
 
-/// The platform's bearer token. Never printed, never logged: `Debug` shows nothing of it.
-#[derive(Clone)]
-pub struct AccessToken(SecretString);
-
-impl AccessToken {
-    /// Wraps a token.
-    pub fn new(token: impl Into<String>) -> Self {
-        Self(SecretString::from(token.into()))
-    }
-
-    /// The token itself, for the `Authorization` header only.
-    pub fn expose_secret(&self) -> &str {
-        self.0.expose_secret()
-    }
-}
-
-impl std::fmt::Debug for AccessToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("AccessToken(<redacted>)")
-    }
-}
+/// The platform's bearer token: the one secret type of every bridgectl crate, so a
+/// token the sandbox or a key exchange hands out goes to the client as it is. Never
+/// printed, never logged: `Debug` shows nothing of it.
+pub type AccessToken = bridgectl_secret::Secret;
 
 /// Timeouts and retry budget of a [`PlatformClient`].
 #[derive(Debug, Clone)]
@@ -183,21 +165,39 @@ pub struct Redemption {
     pub raw: Value,
 }
 
+/// What a redemption's status means, whichever of the platform's spellings it came in
+/// ([`Redemption::status`] keeps the spelling).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum RedemptionStatus {
+    /// Not ended yet (`requested`, `pending`, or a status this client does not know: a
+    /// new word is waited on rather than taken for an end).
+    Pending,
+    /// Ended well: `completed`, `complete`, `success`, `succeeded`.
+    Completed,
+    /// Ended without the MT paid out: `failed`, `failure`, `rejected`.
+    Failed,
+}
+
 impl Redemption {
+    /// Its status as a type to match.
+    pub fn outcome(&self) -> RedemptionStatus {
+        match self.status.as_str() {
+            "completed" | "complete" | "success" | "succeeded" => RedemptionStatus::Completed,
+            "failed" | "failure" | "rejected" => RedemptionStatus::Failed,
+            _ => RedemptionStatus::Pending,
+        }
+    }
+
     /// Whether no further change is expected.
     pub fn is_terminal(&self) -> bool {
-        matches!(
-            self.status.as_str(),
-            "completed" | "complete" | "success" | "succeeded" | "failed" | "failure" | "rejected"
-        )
+        self.outcome() != RedemptionStatus::Pending
     }
 
     /// Whether it ended well.
     pub fn is_success(&self) -> bool {
-        matches!(
-            self.status.as_str(),
-            "completed" | "complete" | "success" | "succeeded"
-        )
+        self.outcome() == RedemptionStatus::Completed
     }
 }
 
@@ -253,7 +253,7 @@ impl PlatformClient {
     pub async fn issue_token(
         base_url: &str,
         access_key: &str,
-        secret_key: &SecretString,
+        secret_key: &bridgectl_secret::Secret,
         expires_in_secs: u64,
         options: ClientOptions,
     ) -> Result<IssuedToken, Error> {
@@ -762,6 +762,38 @@ fn redact_token(data: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_spelling_of_a_redemption_status_has_one_meaning() {
+        let of = |status: &str| Redemption {
+            status: status.into(),
+            raw: Value::Null,
+        };
+        for (spelled, meant) in [
+            ("completed", RedemptionStatus::Completed),
+            ("complete", RedemptionStatus::Completed),
+            ("success", RedemptionStatus::Completed),
+            ("succeeded", RedemptionStatus::Completed),
+            ("failed", RedemptionStatus::Failed),
+            ("failure", RedemptionStatus::Failed),
+            ("rejected", RedemptionStatus::Failed),
+            ("requested", RedemptionStatus::Pending),
+            ("something new", RedemptionStatus::Pending),
+        ] {
+            let r = of(spelled);
+            assert_eq!(r.outcome(), meant, "{spelled}");
+            assert_eq!(
+                r.is_terminal(),
+                meant != RedemptionStatus::Pending,
+                "{spelled}"
+            );
+            assert_eq!(
+                r.is_success(),
+                meant == RedemptionStatus::Completed,
+                "{spelled}"
+            );
+        }
+    }
 
     #[test]
     fn plain_http_only_to_loopback() {

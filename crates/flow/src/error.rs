@@ -194,8 +194,8 @@ pub enum Error {
     /// Another flow holds the nonce: signing it again would make two transactions that
     /// can both be mined.
     #[error(
-        "nonce {nonce} of {address} on chain {chain_id} is reserved by flow {by}: finish it \
-         with `bridgectl resume {by}` instead of signing a second transaction"
+        "nonce {nonce} of {address} on chain {chain_id} is reserved by flow {by}: resume that \
+         flow instead of signing a second transaction"
     )]
     NonceReserved {
         /// The sender.
@@ -210,13 +210,13 @@ pub enum Error {
 
     /// A flow here signed (or holds) the nonce the new transaction has: a second
     /// transaction at it could be mined instead of the first. The message names the flow
-    /// and the three ways on.
+    /// and the three ways on ([`crate::Flows::resume`], [`crate::Flows::replace`] with a
+    /// replacement or a cancel).
     #[error(
         "nonce {nonce} of {address} on chain {chain_id} is held by flow {by} ({state}, \
-         transaction {tx_hash}): `bridgectl resume {by}` sends it again; if it cannot be \
-         mined (no gas for fees, under-priced), `bridgectl replace {by}` signs it again at \
-         a higher gas price, or `bridgectl cancel {by}` uses the nonce up with a 0-value \
-         transfer to itself"
+         transaction {tx_hash}): resuming it sends it again; if it cannot be mined (no gas \
+         for fees, under-priced), replacing it signs it again at a higher gas price, or \
+         cancelling it uses the nonce up with a 0-value transfer to itself"
     )]
     NonceHeld {
         /// The sender.
@@ -238,8 +238,7 @@ pub enum Error {
     #[error(
         "chain {chain_id} was reset since its flows were journaled (its block 0 was {journaled}, \
          the node's is {found}): the journal's nonces for it belong to the old chain; \
-         `bridgectl journal reset-chain {chain_id}` retires those flows and goes on with the \
-         new chain"
+         retiring those flows in the journal goes on with the new chain"
     )]
     ChainReset {
         /// The chain id.
@@ -388,6 +387,12 @@ pub enum Error {
         short: Vec<crate::GasNeed>,
     },
 
+    /// The batch's plan is refused before anything runs: a recipient outside the
+    /// allowlist, a total above its maximum, a sender short of tokens
+    /// ([`crate::BatchPlan::verdict`]).
+    #[error(transparent)]
+    PlanRefused(Box<crate::PlanRefusal>),
+
     /// No batch with this id (or id prefix) in the journal.
     #[error("no batch {0} in the journal")]
     NoSuchBatch(String),
@@ -415,6 +420,12 @@ pub enum Error {
     /// The user (through the approval callback) declined.
     #[error("declined: {0}")]
     Declined(String),
+}
+
+impl From<crate::PlanRefusal> for Error {
+    fn from(refusal: crate::PlanRefusal) -> Self {
+        Error::PlanRefused(Box::new(refusal))
+    }
 }
 
 /// How many refused items [`Error::BatchRefused`] names; the rest are counted.

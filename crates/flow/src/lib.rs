@@ -19,19 +19,45 @@ pub use alloy_primitives::{Address, U256};
 /// The signer an [`Approver`] hands back (alloy's local signer, re-exported so that an
 /// embedder needs no alloy dependency of its own to implement one).
 pub use alloy_signer_local::PrivateKeySigner;
+/// The one secret type of every bridgectl crate: the platform's token
+/// ([`client::AccessToken`]), a keystore's passphrase, a web3 token.
+pub use bridgectl_secret::Secret;
 /// The transaction layer the flows' types come from ([`Review`] holds its `Verified`,
 /// errors carry its refusals): one dependency for an embedder, the same version.
 pub use bridgectl_tx as tx;
 pub use bridgectl_tx::{Policy, SignedTx, Verified};
 pub use error::{Error, chain};
 pub use flows::{
-    ActionCall, ActionOutcome, ActionResult, Approver, BatchCheck, BatchCounts, BatchItem, BatchOp,
-    BatchOptions, BatchStatus, Bridge, BundleCheck, CANCEL_GAS_LIMIT, ChainSide,
-    DEFAULT_BUMP_BASIS_POINTS, DEFAULT_MAX_GAS_LIMIT, Ended, EndedBy, FlowStatus, Flows,
-    FlowsBuilder, GAS_PRICE_SANITY_MULTIPLE, GasNeed, GasPriceCap, GasSource, ItemResult,
-    ItemState, ItemStatus, ItemView, Mode, NoGasPriceCap, NonceSource, OfflineSigner,
-    OfflineSigning, PreparedBundle, Progress, Quiet, RedeemOutcome, RefusedItem, Replaced,
-    Repricing, Resumed, Review, Submitted, Submitter, SwapOutcome, SwapSpec, TransferSpec,
+    AccountPlan, AccountSpend, ActionCall, ActionOutcome, ActionResult, Approver, BatchCheck,
+    BatchCounts, BatchItem, BatchOp, BatchOptions, BatchPlan, BatchStatus, Bridge, BundleCheck,
+    CANCEL_GAS_LIMIT, Cap, ChainSide, DEFAULT_BUMP_BASIS_POINTS, DEFAULT_MAX_GAS_LIMIT, Ended,
+    EndedBy, FlowStatus, Flows, FlowsBuilder, GAS_PRICE_SANITY_MULTIPLE, GasNeed, GasPriceCap,
+    GasSource, ItemError, ItemResult, ItemState, ItemStatus, ItemView, Mode, Moved, NoGasPriceCap,
+    NonceSource, OfflineSigner, OfflineSigning, PlanRefusal, PreparedBundle, Progress, Quiet,
+    Recipient, RecipientTotal, RedeemOutcome, RefusedItem, Replaced, Repricing, Resumed, Review,
+    Short, Submitted, Submitter, SwapOutcome, SwapSpec, TokenTotal, Tokens, TransferSpec,
     WAIT_REPORT, WaitOptions, Which, can_resume,
 };
 pub use journal::{BatchLock, BatchRecord, FlowKind, FlowState, Journal, Purpose};
+
+#[cfg(test)]
+mod readme_tests {
+    /// The names under `[profile.dev.package]` in `text`, in order.
+    fn optimised(text: &str) -> Vec<&str> {
+        text.lines()
+            .skip_while(|l| l.trim() != "[profile.dev.package]")
+            .skip(1)
+            .take_while(|l| !l.trim().is_empty() && !l.starts_with('[') && !l.starts_with("```"))
+            .filter_map(|l| l.split_once('=').map(|(name, _)| name.trim()))
+            .collect()
+    }
+
+    /// The README's list of crates to optimise in debug builds is the workspace's own:
+    /// a crate this workspace optimises for speed is one an embedder's build needs too.
+    #[test]
+    fn the_readme_lists_every_package_the_workspace_optimises() {
+        let workspace = optimised(include_str!("../../../Cargo.toml"));
+        assert!(workspace.contains(&"argon2"), "{workspace:?}");
+        assert_eq!(optimised(include_str!("../README.md")), workspace);
+    }
+}

@@ -15,9 +15,20 @@ fn example_binary(name: &str) -> std::path::PathBuf {
     profile_dir.join("examples").join(name)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_redeem_example_redeems_on_the_sandbox() {
-    let example = example_binary("redeem");
+/// What a run of an example with a keystore left: its output, its folder (keystore,
+/// journal) and the development account's next nonce on the side chain afterwards.
+struct Run {
+    stdout: String,
+    stderr: String,
+    dir: tempfile::TempDir,
+    side_nonce: u64,
+}
+
+/// Runs example `name` against a fresh sandbox as its doc says: the sandbox's funded
+/// development key in a keystore under the label `wallet`, its passphrase in a file,
+/// `AMOUNT` as given. Fails the test if the example fails.
+async fn run_with_keystore(name: &str, amount: &str) -> Run {
+    let example = example_binary(name);
     assert!(
         example.exists(),
         "{} missing: run `cargo test -p bridgectl-flow` (which builds the examples)",
@@ -44,13 +55,31 @@ async fn the_redeem_example_redeems_on_the_sandbox() {
         .env("FROM", "wallet")
         .env("PASSPHRASE_FILE", &pass_file)
         .env("JOURNAL", dir.path().join("journal.sqlite3"))
-        .env("AMOUNT", "1.5")
+        .env("AMOUNT", amount)
         .output()
         .expect("run the example");
+    let node = bridgectl_flow::rpc::NodeClient::new(&info.side.rpc_url).expect("node");
+    let side_nonce = node.pending_nonce(info.dev.address).await.expect("nonce");
     sandbox.shutdown().await.expect("shutdown");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "example failed:\n{stdout}\n{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{name} failed:\n{stdout}\n{stderr}");
+    Run {
+        stdout,
+        stderr,
+        dir,
+        side_nonce,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_redeem_example_redeems_on_the_sandbox() {
+    let Run {
+        stdout,
+        stderr,
+        dir,
+        ..
+    } = run_with_keystore("redeem", "1.5").await;
     let mut words = stdout.split_whitespace();
     let hash = words.next().expect("a tx hash");
     assert!(hash.starts_with("0x") && hash.len() == 66, "{stdout}");
@@ -68,6 +97,54 @@ async fn the_redeem_example_redeems_on_the_sandbox() {
     assert_eq!(flows.len(), 1);
     assert_eq!(flows[0].kind, bridgectl_flow::FlowKind::Redeem);
     assert_eq!(flows[0].tx_hash.as_deref(), Some(hash));
+}
+
+/// `examples/wallet.rs`, the program of issue 26 written against the library as it is
+/// now: a redeem and a swap through the flows, then an offline signature through the
+/// signing log. Each ends well, the offline one is in the log and was never sent, and
+/// the log holds all three.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wallet_example_redeems_swaps_and_signs_offline_on_the_sandbox() {
+    let run = run_with_keystore("wallet", "2").await;
+    let (stdout, stderr) = (&run.stdout, &run.stderr);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    assert!(
+        lines[0].starts_with("redeem 0x") && lines[0].ends_with(" Some(Completed)"),
+        "{stdout}"
+    );
+    assert!(
+        lines[1].starts_with("swap 0x") && lines[1].ends_with(" Completed"),
+        "{stdout}"
+    );
+    assert!(lines[2].ends_with(" in the log, not sent"), "{stdout}");
+    assert_eq!(
+        stderr.matches("approve: ").count(),
+        2,
+        "the flows asked twice: {stderr}"
+    );
+    let keystore =
+        bridgectl_keystore::Keystore::open(run.dir.path().join("keystore")).expect("dir");
+    let log = keystore.signing_log().expect("log");
+    assert_eq!(
+        log.verify(None).expect("intact").count,
+        3,
+        "three signatures logged"
+    );
+    // The offline signature took the side chain's next nonce and was never sent.
+    let journal =
+        bridgectl_flow::Journal::open(run.dir.path().join("journal.sqlite3")).expect("open");
+    let redeem = journal
+        .list(10)
+        .expect("list")
+        .into_iter()
+        .find(|f| f.kind == bridgectl_flow::FlowKind::Redeem)
+        .expect("the redeem");
+    assert_eq!(
+        run.side_nonce,
+        redeem.nonce.expect("nonce") + 1,
+        "nothing more was sent on the side chain"
+    );
 }
 
 /// Runs example `name` against a fresh sandbox with an external signer: the sandbox's
@@ -105,7 +182,7 @@ async fn run_with_external_signer(name: &str, extra: &[(&str, &str)]) -> (String
         "no key was kept here"
     );
     let log = keystore.signing_log().expect("log");
-    let head = log.verify(None).expect("read").expect("intact");
+    let head = log.verify(None).expect("intact");
     (stdout, stderr, head.count)
 }
 

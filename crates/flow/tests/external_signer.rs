@@ -222,7 +222,7 @@ async fn an_external_signer_signs_a_redeem_and_a_hostile_one_is_refused_every_wa
     assert_eq!(out.submitted.from, from);
     assert_eq!(submissions(), 1, "only the honest signature was sent");
     // Its log entry is the account's own, and the log holds.
-    let head = log.verify(None).expect("read").expect("intact");
+    let head = log.verify(None).expect("intact");
     assert_eq!(head.count, 1);
     sandbox.shutdown().await.expect("shutdown");
 }

@@ -12,7 +12,7 @@ use bridgectl_keystore::{KdfParams, Keystore, Passphrase};
 fn unlock(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = Keystore::open(dir.path().join("ks")).expect("open keystore");
-    let mut pass = Passphrase::new("bench passphrase".into());
+    let mut pass = Passphrase::new("bench passphrase");
     store
         .create(Some("default-cost"), &mut pass, &KdfParams::default())
         .expect("create default-cost key");

@@ -201,9 +201,10 @@ pub enum Error {
     },
 
     /// The signing log does not hold (an entry altered, removed, reordered or forged),
-    /// so its totals cannot be trusted for a spending limit. `bridgectl log verify`
-    /// says the same.
-    #[error("signing log {} does not hold: {bad}; refusing to sign against its totals", path.display())]
+    /// so its totals cannot be trusted for a spending limit: what
+    /// [`crate::SigningLogDb::verify`] returns for a log that does not hold, and why a
+    /// signature that would count against its totals is refused.
+    #[error("signing log {} does not hold: {bad}; its totals cannot be trusted", path.display())]
     SigningLogBroken {
         /// The log file.
         path: std::path::PathBuf,

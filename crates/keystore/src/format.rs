@@ -386,7 +386,7 @@ mod tests {
     #[test]
     fn round_trip_and_fresh_salt_nonce() {
         let (meta, signer) = sample();
-        let pass = Passphrase::new("pw".into());
+        let pass = Passphrase::new("pw");
         let kdf = KdfParams::insecure_for_tests();
         let a = encrypt(&meta, &signer, &pass, &kdf).expect("encrypt");
         let b = encrypt(&meta, &signer, &pass, &kdf).expect("encrypt");
@@ -405,7 +405,7 @@ mod tests {
     #[test]
     fn every_header_field_is_bound() {
         let (meta, signer) = sample();
-        let pass = Passphrase::new("pw".into());
+        let pass = Passphrase::new("pw");
         let bytes = encrypt(&meta, &signer, &pass, &KdfParams::insecure_for_tests()).expect("enc");
         // Changes that still parse: each must fail decryption, not slip through.
         type Edit = fn(&mut serde_json::Value);
@@ -445,7 +445,7 @@ mod tests {
         let bytes = encrypt(
             &meta,
             &signer,
-            &Passphrase::new("pw".into()),
+            &Passphrase::new("pw"),
             &KdfParams::insecure_for_tests(),
         )
         .expect("enc");

@@ -191,11 +191,7 @@ mod tests {
             p: 1,
         };
         let key = params
-            .derive(
-                Path::new("kat"),
-                &Passphrase::new("password".into()),
-                b"somesalt",
-            )
+            .derive(Path::new("kat"), &Passphrase::new("password"), b"somesalt")
             .expect("derive");
         assert_eq!(
             hex::encode(key.expose_secret()),

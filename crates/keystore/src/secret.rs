@@ -1,6 +1,6 @@
 //! Secret-holding types and the passphrase callback.
 //!
-//! Every secret lives in a `secrecy` box (wiped on drop, the family every bridgectl
+//! Every secret is a [`Secret`] (a `secrecy` box, wiped on drop, the one type every bridgectl
 //! crate uses for secrets) or a [`Zeroizing`] buffer, has a hand-written `Debug` that prints
 //! nothing of it, and no `Display` or `Serialize`: the only way to read one is
 //! `expose_secret()`, so a grep finds every read.
@@ -11,48 +11,15 @@ use zeroize::Zeroizing;
 
 use crate::{Error, KeyInfo};
 
-/// A passphrase. Wiped from memory on drop; never printed.
-pub struct Passphrase(secrecy::SecretString);
+pub use bridgectl_secret::Secret;
 
-impl Passphrase {
-    /// Wraps a passphrase. The `String` is moved in, so no copy stays behind.
-    pub fn new(passphrase: String) -> Self {
-        Self(secrecy::SecretString::from(passphrase))
-    }
-
-    /// The passphrase text. Call at each read; do not keep the `&str` around.
-    pub fn expose_secret(&self) -> &str {
-        secrecy::ExposeSecret::expose_secret(&self.0)
-    }
-}
-
-impl fmt::Debug for Passphrase {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Passphrase(<redacted>)")
-    }
-}
+/// A passphrase: the one secret type of every bridgectl crate (wiped from memory on
+/// drop, never printed), named for what it holds here.
+pub type Passphrase = Secret;
 
 /// Secret text that is not a passphrase: a hex private key or a BIP-39 mnemonic being
-/// imported. Wiped from memory on drop; never printed.
-pub struct SecretText(secrecy::SecretString);
-
-impl SecretText {
-    /// Wraps the text. The `String` is moved in, so no copy stays behind.
-    pub fn new(text: String) -> Self {
-        Self(secrecy::SecretString::from(text))
-    }
-
-    /// The text. Call at each read; do not keep the `&str` around.
-    pub fn expose_secret(&self) -> &str {
-        secrecy::ExposeSecret::expose_secret(&self.0)
-    }
-}
-
-impl fmt::Debug for SecretText {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("SecretText(<redacted>)")
-    }
-}
+/// imported. The same [`Secret`] type.
+pub type SecretText = Secret;
 
 /// 32 bytes of key material (a private key or a derived encryption key), wiped on drop.
 pub(crate) struct SecretBytes(pub(crate) Zeroizing<[u8; 32]>);

@@ -470,14 +470,14 @@ mod tests {
     fn pbkdf2_intermediates() {
         let p = parsed(PBKDF2_VECTOR);
         let dk = p
-            .derive(Path::new("v"), &Passphrase::new("testpassword".into()))
+            .derive(Path::new("v"), &Passphrase::new("testpassword"))
             .expect("derive");
         assert_eq!(
             hex::encode(dk.expose_secret()),
             "f06d69cdc7da0faffb1008270bca38f5e31891a3a773950e6d0fea48a7188551"
         );
         let signer = p
-            .decrypt(Path::new("v"), &Passphrase::new("testpassword".into()))
+            .decrypt(Path::new("v"), &Passphrase::new("testpassword"))
             .expect("decrypt");
         assert_eq!(
             hex::encode(signer.to_bytes()),
@@ -492,7 +492,7 @@ mod tests {
     #[test]
     fn wrong_password_is_a_mac_failure() {
         let err = parsed(PBKDF2_VECTOR)
-            .decrypt(Path::new("v"), &Passphrase::new("nope".into()))
+            .decrypt(Path::new("v"), &Passphrase::new("nope"))
             .expect_err("wrong password");
         assert_eq!(err.kind(), "wrong_passphrase");
     }
@@ -516,7 +516,7 @@ mod tests {
     fn export_round_trip_with_capital_crypto() {
         let signer =
             PrivateKeySigner::from_bytes(&alloy_primitives::B256::repeat_byte(0x46)).expect("key");
-        let pass = Passphrase::new("x".into());
+        let pass = Passphrase::new("x");
         let json = encrypt(&signer, &pass, &Web3Params::insecure_for_tests()).expect("export");
         let v: serde_json::Value = serde_json::from_str(&json).expect("json");
         assert_eq!(v["address"], "9d8a62f656a8d1615c1294fd71e9cfb3e4855a4f");

@@ -156,9 +156,10 @@ impl SigningLogDb {
         Ok(keys.iter().filter_map(|k| k.parse().ok()).collect())
     }
 
-    /// Checks the whole chain, and against `kept` when given. `Ok(Err(bad))` names the
-    /// first entry that does not hold; `Ok(Ok(head))` is the verified head.
-    pub fn verify(&self, kept: Option<Checkpoint>) -> Result<Result<Checkpoint, BadEntry>, Error> {
+    /// Checks the whole chain, and against `kept` when given, and returns the verified
+    /// head. A log that does not hold is [`Error::SigningLogBroken`], naming the first
+    /// entry that does not; any other error is one of reading the log.
+    pub fn verify(&self, kept: Option<Checkpoint>) -> Result<Checkpoint, Error> {
         let mut check = ChainCheck::new();
         let mut seen = None;
         let mut bad = None;
@@ -181,10 +182,15 @@ impl SigningLogDb {
                 Err(e) => bad = Some(e),
             }
         })?;
+        let broken = |bad| Error::SigningLogBroken {
+            path: self.path.clone(),
+            bad,
+        };
         if let Some(bad) = bad {
-            return Ok(Err(bad));
+            return Err(broken(bad));
         }
-        Ok(check.finish(kept, seen).map(|()| check.checkpoint()))
+        check.finish(kept, seen).map_err(broken)?;
+        Ok(check.checkpoint())
     }
 
     /// Every entry in order, with its index columns, unchecked (export, show).
@@ -361,15 +367,7 @@ impl SigningLogDb {
     /// person who knows why the log no longer reaches its checkpoint (restored from a
     /// backup, moved aside) or why a stranger's key signed an entry (a key removed).
     pub fn acknowledge(&self) -> Result<Checkpoint, Error> {
-        let head = match self.verify(None)? {
-            Ok(head) => head,
-            Err(bad) => {
-                return Err(Error::SigningLogBroken {
-                    path: self.path.clone(),
-                    bad,
-                });
-            }
-        };
+        let head = self.verify(None)?;
         self.write_kept(&KeptCheckpoint {
             count: head.count,
             head: head.head,

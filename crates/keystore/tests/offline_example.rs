@@ -74,7 +74,7 @@ fn the_offline_example_signs_what_it_trusts_and_nothing_else() {
     assert_eq!(decoded.nonce, 7);
     // The signature is in the keystore's signing log, as every signature is.
     let log = keystore.signing_log().expect("log");
-    let head = log.verify(None).expect("read").expect("intact");
+    let head = log.verify(None).expect("intact");
     assert_eq!(head.count, 1, "signed through the log");
 
     // A contract the signer does not trust: refused, and the passphrase file (removed

@@ -120,7 +120,7 @@ fn never_overwrites_label_or_address() {
     assert!(matches!(err, Error::AlreadyExists { .. }), "{err}");
     let err = store
         .import_raw(
-            &SecretText::new(KEY_4646.into()),
+            &SecretText::new(KEY_4646),
             Some("again"),
             &mut pass("x"),
             &test_kdf(),
@@ -286,12 +286,7 @@ fn raw_import_rejects_bad_keys_without_echoing_them() {
         (&"ff".repeat(32)[..], "group order"),
     ] {
         let err = store
-            .import_raw(
-                &SecretText::new(bad.into()),
-                None,
-                &mut pass("pw"),
-                &test_kdf(),
-            )
+            .import_raw(&SecretText::new(bad), None, &mut pass("pw"), &test_kdf())
             .expect_err(bad);
         assert!(err.to_string().contains(why), "{err}");
         assert!(
@@ -412,7 +407,7 @@ fn debug_output_has_no_secrets() {
     let passphrase = "correct horse battery staple";
     let info = store
         .import_raw(
-            &SecretText::new(secret_hex.into()),
+            &SecretText::new(secret_hex),
             Some("ops"),
             &mut pass(passphrase),
             &test_kdf(),
@@ -428,8 +423,8 @@ fn debug_output_has_no_secrets() {
     let debugs = [
         format!("{:?}", pass(passphrase)),
         format!("{:#?}", pass(passphrase)),
-        format!("{:?}", SecretText::new(secret_hex.into())),
-        format!("{:?}", SecretText::new(ANVIL_MNEMONIC.into())),
+        format!("{:?}", SecretText::new(secret_hex)),
+        format!("{:?}", SecretText::new(ANVIL_MNEMONIC)),
         format!("{signer:?}"),
         format!("{signer:#?}"),
         format!("{:?}", signer.credential()),

@@ -51,37 +51,46 @@ pub const FAULT_ROUTES: &[&str] = &[
     "webhooks",
 ];
 
-/// The whole sandbox configuration. `SandboxConfig::default()` starts a working sandbox.
+/// The whole sandbox configuration. `SandboxConfig::default()` starts a working sandbox;
+/// each field says its default, which a TOML file's missing key takes too.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SandboxConfig {
-    /// The bearer token every request may carry (issued tokens work too).
+    /// The bearer token every request may carry (issued tokens work too). Default:
+    /// `sandbox-token`.
     pub token: Secret,
     /// The access key for `POST /svc/v2/auth-tokens` and the web3 `POST /v1/auth-token`.
+    /// Default: `sandbox-access-key`.
     pub access_key: String,
-    /// The secret key that goes with `access_key`.
+    /// The secret key that goes with `access_key`. Default: `sandbox-secret-key`.
     pub secret_key: Secret,
-    /// The main chain (MT).
+    /// The main chain (MT). Default: chain id 31337, environment `sandbox-main`, `MT`
+    /// ("Main Token", 18 decimals), a block every second.
     pub main: ChainConfig,
-    /// The side chain (ST).
+    /// The side chain (ST). Default: chain id 31338, environment `sandbox-side`, `ST`
+    /// ("Side Token", 18 decimals), a block for every transaction.
     pub side: ChainConfig,
-    /// The conversion ratio fixed when the tokens were pegged.
+    /// The conversion ratio fixed when the tokens were pegged. Default: 1 MT = 1 ST.
     pub ratio: Ratio,
     /// Whole MT held by the bridge account to pay redemptions (a decimal integer).
+    /// Default: `1000000`.
     pub reserve: String,
-    /// Whole MT given to the development account at start (a decimal integer).
+    /// Whole MT given to the development account at start (a decimal integer). Default:
+    /// `1000`.
     pub dev_mt: String,
-    /// Whole ST minted to the development account at start (a decimal integer).
+    /// Whole ST minted to the development account at start (a decimal integer). Default:
+    /// `100`.
     pub dev_st: String,
-    /// How many managed accounts (keys held by the sandbox) exist at start.
+    /// How many managed accounts (keys held by the sandbox) exist at start. Default: 1.
     pub managed_accounts: usize,
-    /// The transaction actions; empty means one per ST function, named after it.
+    /// The transaction actions; empty (the default) means one per ST function, named
+    /// after it.
     pub actions: Vec<ActionConfig>,
-    /// The relayer (swaps and redemptions).
+    /// The relayer (swaps and redemptions). Default: see [`RelayerConfig`].
     pub relayer: RelayerConfig,
-    /// Webhook deliveries.
+    /// Webhook deliveries. Default: see [`WebhookConfig`].
     pub webhooks: WebhookConfig,
-    /// Fault knobs per route (keys from [`FAULT_ROUTES`]).
+    /// Fault knobs per route (keys from [`FAULT_ROUTES`]). Default: none.
     pub faults: BTreeMap<String, FaultConfig>,
     /// The anvil binary; unset means `BRIDGECTL_ANVIL`, then the repository's tools
     /// folder, then `PATH` (see [`crate::anvil::find_anvil`]).
@@ -246,7 +255,7 @@ fn default_contract() -> ContractKind {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RelayerConfig {
-    /// How often the relayer looks at both chains, in milliseconds.
+    /// How often the relayer looks at both chains, in milliseconds. Default: 100.
     pub poll_ms: u64,
 }
 
@@ -261,12 +270,14 @@ impl Default for RelayerConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct WebhookConfig {
     /// First retry delay after a failed delivery, doubled on each further failure.
+    /// Default: 500.
     pub retry_base_ms: u64,
-    /// Upper bound of the retry delay.
+    /// Upper bound of the retry delay. Default: 30000.
     pub retry_max_ms: u64,
     /// A webhook whose deliveries fail this many times in a row is removed without notice.
+    /// Default: 10.
     pub remove_after_failures: u32,
-    /// Time allowed to the listener per POST.
+    /// Time allowed to the listener per POST. Default: 5000.
     pub timeout_ms: u64,
 }
 

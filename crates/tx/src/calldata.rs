@@ -199,7 +199,7 @@ impl fmt::Display for Value {
 impl Value {
     /// Parses `text` as a value of `kind`: an address (EIP-55 checked when mixed case)
     /// or a decimal uint256 (also `0x` hex). Used for the platform's `inputs` and for
-    /// `--expect-arg`.
+    /// the argument values a policy expects.
     pub fn parse(kind: ParamKind, text: &str) -> Result<Value, String> {
         match kind {
             ParamKind::Address => crate::rawtx::parse_address(text).map(Value::Address),

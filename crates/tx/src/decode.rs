@@ -18,8 +18,8 @@ pub const MAX_INITCODE_SIZE: usize = 49_152;
 const SECP256K1N: U256 =
     uint!(0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141_U256);
 
-/// Amounts in JSON are decimal strings in base units (as the README promises for every
-/// `--json`): exact, and readable without knowing the field is hex.
+/// Amounts in JSON are decimal strings in base units (as the README promises for all JSON
+/// output): exact, and readable without knowing the field is hex.
 fn decimal<S: serde::Serializer>(v: &U256, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(v)
 }

@@ -1,5 +1,5 @@
-//! What the signer trusts: the [`Policy`]. It comes from the profile (or `--expect-*`
-//! flags) and is the only source of chain ids, contract addresses, symbols and decimals.
+//! What the signer trusts: the [`Policy`]. It comes from the operator's configuration (a
+//! profile, or expectations given for one call) and is the only source of chain ids, contract addresses, symbols and decimals.
 //! A sign request's intent and a platform's answer are claims checked against it by
 //! [`crate::verify()`].
 
@@ -74,7 +74,7 @@ pub struct Policy {
     /// what a call moves must be known before a limit can count it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allow_unmodelled: Vec<String>,
-    /// Calls that may be signed without a person's confirmation (`--yes`) although no
+    /// Calls that may be signed without a person's confirmation (an unattended run) although no
     /// expectation pins them: the operator's standing approvals. A request's own intent
     /// never does this, because it comes from the same place as the transaction.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use alloy_primitives::{Address, B256};
+use alloy_primitives::{Address, B256, U256};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -52,6 +52,69 @@ pub struct Intent {
     /// A line for people (`redeem 1.5 ST`); shown, never checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+}
+
+impl Intent {
+    /// A redeem of `amount` (base units) ST: the ST contract `token`'s
+    /// `redeem(_amount)` on chain `chain_id`. What the platform's redeem action must
+    /// return, whatever else it claims.
+    pub fn redeem(token: Address, chain_id: u64, amount: U256) -> Intent {
+        Intent::call(token, chain_id, "redeem", [("_amount", amount.to_string())])
+    }
+
+    /// An ERC-20 transfer of `amount` (base units) of the token at `token` on chain
+    /// `chain_id` to `to`: `transfer(_to, _value)`.
+    pub fn transfer(token: Address, chain_id: u64, to: Address, amount: U256) -> Intent {
+        Intent::call(
+            token,
+            chain_id,
+            "transfer",
+            [("_to", to.to_string()), ("_value", amount.to_string())],
+        )
+    }
+
+    /// A swap's signed half: `amount` (base units) MT of the token at `token` on chain
+    /// `chain_id` to the swap address the platform issued; the ST arrives without a
+    /// further signature. The same call as [`Intent::transfer`], described as a swap.
+    pub fn swap(token: Address, chain_id: u64, swap_address: Address, amount: U256) -> Intent {
+        Intent::transfer(token, chain_id, swap_address, amount)
+            .described(format!("swap: send MT to the swap address {swap_address}"))
+    }
+
+    /// The same, with the token's symbol and decimals to show amounts by.
+    pub fn with_token(self, symbol: impl Into<String>, decimals: u8) -> Intent {
+        Intent {
+            token: Some(Token {
+                symbol: symbol.into(),
+                decimals,
+            }),
+            ..self
+        }
+    }
+
+    /// The same, with a line for people (shown, never checked).
+    pub fn described(self, description: impl Into<String>) -> Intent {
+        Intent {
+            description: Some(description.into()),
+            ..self
+        }
+    }
+
+    fn call<const N: usize>(
+        to: Address,
+        chain_id: u64,
+        function: &str,
+        args: [(&str, String); N],
+    ) -> Intent {
+        Intent {
+            function: Some(function.to_owned()),
+            args: args.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
+            to: Some(to),
+            chain_id: Some(chain_id),
+            token: None,
+            description: None,
+        }
+    }
 }
 
 /// A token's display facts.

@@ -69,7 +69,8 @@ pub enum Nonce {
 /// is a floor under all of them (a nonce signed or reserved here is never signed again).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NonceFacts {
-    /// Given by the person (the CLI's `--nonce N`).
+    /// Given by the person, who knows the sender's next nonce better than this
+    /// journal (the key signed elsewhere).
     pub fixed: Option<u64>,
     /// `eth_getTransactionCount(from, "pending")` from the chain's node.
     pub pending: Option<u64>,

@@ -15,32 +15,38 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alloy_primitives::{Address, U256};
+use bridgectl_secret::Secret;
 use reqwest::{Method, Url};
-use secrecy::{ExposeSecret, SecretString};
 use serde::Serialize;
 use serde_json::{Value, json};
 
 pub use bridgectl_web3::EventType;
 
 use super::Error;
-use super::keys::SigningKey;
+use super::keys::{KeyEntry, KeyFile, SigningKey};
 use super::networks;
 
 /// How long one request to the web3 API may take.
 pub const TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The condition flags, before they are checked against the event type.
+/// The parts of a webhook's condition, before they are checked against the event type.
+///
+/// Each part applies to some event types only; [`build_condition`] refuses a part the
+/// type does not take, naming it by its field (`condition.period`, ...) so a caller can
+/// say how it was given.
 #[derive(Clone, Debug, Default)]
 pub struct ConditionInput {
-    /// `--period`: blocks per notification (BLOCK_PERIOD).
+    /// Blocks per notification (BLOCK_PERIOD), at least 1.
     pub period: Option<u64>,
-    /// `--address`: addresses (address and transaction types, BELOW_THRESHOLD_BALANCE).
+    /// Addresses to watch (the address and transaction types; exactly one for
+    /// BELOW_THRESHOLD_BALANCE).
     pub addresses: Vec<String>,
-    /// `--token`: token contract addresses (TOKEN_TRANSFER).
+    /// Token contract addresses (TOKEN_TRANSFER).
     pub tokens: Vec<String>,
-    /// `--threshold`: wei, decimal (BELOW_THRESHOLD_BALANCE).
+    /// The balance in wei, decimal digits, below which to notify (BELOW_THRESHOLD_BALANCE).
     pub threshold: Option<String>,
-    /// `--condition-json`: the condition object verbatim, instead of the flags above.
+    /// The whole condition object as JSON text, instead of the parts above (for types
+    /// whose condition is not modelled here).
     pub json: Option<String>,
 }
 
@@ -52,6 +58,19 @@ impl ConditionInput {
             || self.threshold.is_some()
     }
 }
+
+/// The field an [`Error::Invalid`] of a condition's period names.
+pub const PERIOD: &str = "condition.period";
+/// The field an [`Error::Invalid`] of a condition's addresses names.
+pub const ADDRESSES: &str = "condition.addresses";
+/// The field an [`Error::Invalid`] of a condition's token contracts names.
+pub const TOKENS: &str = "condition.tokens";
+/// The field an [`Error::Invalid`] of a condition's threshold names.
+pub const THRESHOLD: &str = "condition.belowThresholdBalance";
+/// The field an [`Error::Invalid`] of a whole condition object names.
+pub const CONDITION: &str = "condition";
+/// The field an [`Error::Invalid`] of an update that changes nothing names.
+pub const UPDATE: &str = "update";
 
 fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
     Error::Invalid {
@@ -72,17 +91,14 @@ pub fn build_condition(event_type: EventType, input: &ConditionInput) -> Result<
     if let Some(text) = &input.json {
         if input.uses_flags() {
             return Err(invalid(
-                "condition",
-                "--condition-json replaces --period, --address, --token and --threshold: give one or the other",
+                CONDITION,
+                "a whole condition object replaces the period, addresses, tokens and threshold: give one or the other",
             ));
         }
         let value: Value = serde_json::from_str(text)
-            .map_err(|e| invalid("condition", format!("--condition-json is not json: {e}")))?;
+            .map_err(|e| invalid(CONDITION, format!("the condition object is not json: {e}")))?;
         if !value.is_object() {
-            return Err(invalid(
-                "condition",
-                "--condition-json must be a json object",
-            ));
+            return Err(invalid(CONDITION, "the condition must be a json object"));
         }
         if event_type == EventType::BlockPeriod {
             check_period(value.get("period").and_then(Value::as_u64))?;
@@ -91,24 +107,21 @@ pub fn build_condition(event_type: EventType, input: &ConditionInput) -> Result<
     }
     let only = |allowed: &[&str]| -> Result<(), Error> {
         let given = [
-            ("--period", input.period.is_some()),
-            ("--address", !input.addresses.is_empty()),
-            ("--token", !input.tokens.is_empty()),
-            ("--threshold", input.threshold.is_some()),
+            (PERIOD, input.period.is_some()),
+            (ADDRESSES, !input.addresses.is_empty()),
+            (TOKENS, !input.tokens.is_empty()),
+            (THRESHOLD, input.threshold.is_some()),
         ];
-        for (flag, present) in given {
-            if present && !allowed.contains(&flag) {
-                return Err(invalid(
-                    "condition",
-                    format!("{flag} does not apply to {event_type}"),
-                ));
+        for (field, present) in given {
+            if present && !allowed.contains(&field) {
+                return Err(invalid(field, format!("does not apply to {event_type}")));
             }
         }
         Ok(())
     };
     match event_type {
         EventType::BlockPeriod => {
-            only(&["--period"])?;
+            only(&[PERIOD])?;
             let period = check_period(input.period)?;
             Ok(json!({ "period": period }))
         }
@@ -117,53 +130,51 @@ pub fn build_condition(event_type: EventType, input: &ConditionInput) -> Result<
         | EventType::MinedTransaction
         | EventType::SuccessfulTransaction
         | EventType::FailedTransaction => {
-            only(&["--address"])?;
+            only(&[ADDRESSES])?;
             if input.addresses.is_empty() {
                 return Err(invalid(
-                    "condition.addresses",
-                    format!("{event_type} needs at least one --address"),
+                    ADDRESSES,
+                    format!("{event_type} needs at least one address"),
                 ));
             }
             let addresses = input
                 .addresses
                 .iter()
-                .map(|a| parse_address("condition.addresses", a))
+                .map(|a| parse_address(ADDRESSES, a))
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(json!({ "addresses": addresses }))
         }
         EventType::TokenTransfer => {
-            only(&["--token"])?;
+            only(&[TOKENS])?;
             if input.tokens.is_empty() {
                 return Err(invalid(
-                    "condition.tokens",
-                    "TOKEN_TRANSFER needs at least one --token",
+                    TOKENS,
+                    "TOKEN_TRANSFER needs at least one token contract",
                 ));
             }
             let tokens = input
                 .tokens
                 .iter()
-                .map(|t| {
-                    parse_address("condition.tokens", t).map(|a| json!({ "contractAddress": a }))
-                })
+                .map(|t| parse_address(TOKENS, t).map(|a| json!({ "contractAddress": a })))
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(json!({ "tokens": tokens }))
         }
         EventType::BelowThresholdBalance => {
-            only(&["--address", "--threshold"])?;
+            only(&[ADDRESSES, THRESHOLD])?;
             let [address] = input.addresses.as_slice() else {
                 return Err(invalid(
-                    "condition.address",
+                    ADDRESSES,
                     format!(
-                        "BELOW_THRESHOLD_BALANCE needs exactly one --address, found {}",
+                        "BELOW_THRESHOLD_BALANCE needs exactly one address, found {}",
                         input.addresses.len()
                     ),
                 ));
             };
-            let address = parse_address("condition.address", address)?;
+            let address = parse_address(ADDRESSES, address)?;
             let threshold = input.threshold.as_deref().ok_or_else(|| {
                 invalid(
-                    "condition.belowThresholdBalance",
-                    "BELOW_THRESHOLD_BALANCE needs --threshold <wei>",
+                    THRESHOLD,
+                    "BELOW_THRESHOLD_BALANCE needs a threshold in wei",
                 )
             })?;
             let wei = parse_wei(threshold)?;
@@ -171,9 +182,9 @@ pub fn build_condition(event_type: EventType, input: &ConditionInput) -> Result<
         }
         // BLOCK_LIST_CALLER, ALLOW_LIST_CALLER, LOG, and any type added later.
         _ => Err(invalid(
-            "condition",
+            CONDITION,
             format!(
-                "the condition of {event_type} is not documented: give it with --condition-json"
+                "the condition of {event_type} is not modelled here: give the whole condition object"
             ),
         )),
     }
@@ -183,19 +194,19 @@ fn check_period(period: Option<u64>) -> Result<u64, Error> {
     match period {
         Some(p) if p >= 1 => Ok(p),
         Some(p) => Err(invalid(
-            "condition.period",
+            PERIOD,
             format!("expected an integer >= 1, found {p}"),
         )),
         None => Err(invalid(
-            "condition.period",
-            "BLOCK_PERIOD needs --period <blocks> (an integer >= 1)",
+            PERIOD,
+            "BLOCK_PERIOD needs a period in blocks (an integer >= 1)",
         )),
     }
 }
 
 /// A wei amount in decimal digits only: no sign, point, exponent or separators.
 fn parse_wei(text: &str) -> Result<U256, Error> {
-    let field = "condition.belowThresholdBalance";
+    let field = THRESHOLD;
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
         return Err(invalid(
             field,
@@ -238,8 +249,8 @@ pub async fn exchange_token(
     web3_url: &str,
     node_id: &str,
     key_id: &str,
-    key_secret: &SecretString,
-) -> Result<SecretString, Error> {
+    key_secret: &Secret,
+) -> Result<Secret, Error> {
     let base = check_url(web3_url)?;
     let url = format!("{}/v1/auth-token", base.as_str().trim_end_matches('/'));
     let http = http_client(&base)?;
@@ -247,7 +258,7 @@ pub async fn exchange_token(
         .map_err(|_| {
             invalid(
                 "key secret",
-                "BRIDGECTL_WEB3_KEY_SECRET holds characters not allowed in a header",
+                "the key secret holds characters not allowed in a header",
             )
         })?;
     secret_header.set_sensitive(true);
@@ -277,7 +288,7 @@ pub async fn exchange_token(
             url: url.clone(),
             reason: "no access_token in the answer".into(),
         })?;
-    Ok(SecretString::from(token.to_owned()))
+    Ok(Secret::new(token))
 }
 
 fn http_client(base: &Url) -> Result<reqwest::Client, Error> {
@@ -335,8 +346,8 @@ impl WebhookUpdate {
         }
         if body.is_empty() {
             return Err(invalid(
-                "update",
-                "nothing to change: give --active, --url, --description or a condition",
+                UPDATE,
+                "nothing to change: give an active state, a url, a description or a condition",
             ));
         }
         Ok(Value::Object(body))
@@ -416,7 +427,8 @@ impl Webhook {
     }
 }
 
-/// What `create` returns: the webhook and its signing key (keep it; it is shown once).
+/// What `create` returns: the webhook and its signing key (kept in the key file
+/// already; the platform shows it once).
 #[derive(Clone, Debug)]
 pub struct Created {
     /// The webhook.
@@ -443,7 +455,7 @@ pub struct Page {
 pub struct Client {
     http: reqwest::Client,
     base: String,
-    token: Arc<SecretString>,
+    token: Arc<Secret>,
 }
 
 impl fmt::Debug for Client {
@@ -471,7 +483,7 @@ fn check_id(id: &str) -> Result<(), Error> {
 
 impl Client {
     /// A client of the web3 API at `web3_url` with an access token.
-    pub fn new(web3_url: &str, token: SecretString) -> Result<Client, Error> {
+    pub fn new(web3_url: &str, token: Secret) -> Result<Client, Error> {
         let base = check_url(web3_url)?;
         Ok(Client {
             http: http_client(&base)?,
@@ -525,8 +537,47 @@ impl Client {
         read_json(name, url, resp).await
     }
 
-    /// Creates a webhook; the answer carries the signing key, which the caller must keep.
+    /// Creates a webhook and keeps its signing key in `keys` before returning, with what
+    /// [`crate::ensure`] needs to re-create it. The key is shown once, in the answer to
+    /// this call: a webhook whose key is not kept has every delivery refused as
+    /// unverified, so keeping it is not left to the caller. A key file that cannot be
+    /// read fails before anything is created; one that cannot be written after the
+    /// webhook exists deletes the webhook again ([`Error::KeyNotKept`] says whether that
+    /// worked).
     pub async fn create(
+        &self,
+        chain: &str,
+        network: &str,
+        new: &NewWebhook,
+        keys: &KeyFile,
+    ) -> Result<Created, Error> {
+        keys.load()?;
+        let created = self.create_unkept(chain, network, new).await?;
+        let id = created.webhook.subscription_id.clone();
+        let entry = KeyEntry {
+            webhook_url: Some(new.webhook_url.clone()),
+            created_at: created.webhook.created_at.clone(),
+            event_type: Some(new.event_type.to_string()),
+            condition: created
+                .webhook
+                .condition
+                .clone()
+                .or_else(|| Some(new.condition.clone())),
+            description: new.description.clone(),
+            ..KeyEntry::new(created.signing_key.clone(), chain, network)
+        };
+        if let Err(source) = keys.insert(&id, &entry) {
+            let deleted = self.delete(chain, network, &id).await.is_ok();
+            return Err(Error::KeyNotKept {
+                id,
+                deleted,
+                source: Box::new(source),
+            });
+        }
+        Ok(created)
+    }
+
+    async fn create_unkept(
         &self,
         chain: &str,
         network: &str,
@@ -551,7 +602,7 @@ impl Client {
             .get("signingKey")
             .and_then(Value::as_str)
             .filter(|k| !k.is_empty())
-            .map(|k| SigningKey::new(SecretString::from(k.to_owned())))
+            .map(|k| SigningKey::new(Secret::new(k)))
             .ok_or_else(|| Error::Response {
                 method: "POST",
                 url: url.clone(),
@@ -808,11 +859,7 @@ mod tests {
             Err(Error::InsecureUrl { .. })
         ));
         assert!(check_url("ftp://x").is_err());
-        let client = Client::new(
-            "http://127.0.0.1:9",
-            SecretString::from("tok-en".to_owned()),
-        )
-        .expect("client");
+        let client = Client::new("http://127.0.0.1:9", Secret::new("tok-en")).expect("client");
         assert!(!format!("{client:?}").contains("tok-en"));
         assert!(client.url("ethereum", "sepolia", Some("12")).is_ok());
         assert!(client.url("ethereum", "sepolia", Some("../x")).is_err());

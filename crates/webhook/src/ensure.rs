@@ -127,6 +127,7 @@ async fn restore(
                 .webhook_url
                 .clone()
                 .ok_or_else(|| heal("the key file has no listener url for it"))?;
+            // Its key is kept by create itself; here the old entry points to the new one.
             let created = client
                 .create(
                     &entry.chain,
@@ -137,18 +138,10 @@ async fn restore(
                         webhook_url,
                         condition,
                     },
+                    keys,
                 )
                 .await?;
             let new_id = created.webhook.subscription_id.clone();
-            keys.insert(
-                &new_id,
-                &KeyEntry {
-                    signing_key: created.signing_key,
-                    created_at: created.webhook.created_at.clone(),
-                    replaced_by: None,
-                    ..entry.clone()
-                },
-            )?;
             keys.insert(
                 id,
                 &KeyEntry {

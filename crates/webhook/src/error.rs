@@ -15,7 +15,8 @@ pub enum Error {
     /// An event type or condition could not be built from what was given.
     #[error("invalid webhook {field}: {reason}")]
     Invalid {
-        /// The field or flag, e.g. `condition.period`.
+        /// The field, e.g. [`crate::client::PERIOD`] (`condition.period`): the
+        /// constants of [`crate::client`] name those of a condition.
         field: &'static str,
         /// What is wrong, with expected and found.
         reason: String,
@@ -101,6 +102,21 @@ pub enum Error {
         chain: String,
         /// The network.
         network: String,
+    },
+    /// A webhook was created and its signing key could not be kept: its deliveries
+    /// could not be verified, so it was deleted again (or, if that failed too, must be).
+    #[error(
+        "webhook {id} was created but its signing key could not be kept{}",
+        if *deleted { "; it was deleted again" } else { "; deleting it failed too: delete it, its deliveries cannot be verified" }
+    )]
+    KeyNotKept {
+        /// Its subscription id.
+        id: String,
+        /// Whether it was deleted again.
+        deleted: bool,
+        /// Why the key could not be kept.
+        #[source]
+        source: Box<Error>,
     },
     /// The signing-key file could not be read or written.
     #[error("signing-key file {path}")]

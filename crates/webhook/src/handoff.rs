@@ -1,4 +1,5 @@
-//! Handing stored events on: `--exec CMD` and `--forward URL`, once per event across
+//! Handing stored events on: an exec sink (a command run per event) and a forward sink (a URL
+//! each event is POSTed to), once per event across
 //! every listener that shares the store, as long as none dies mid-attempt.
 //!
 //! The dispatcher never takes events from the request path: it claims them from the store
@@ -18,7 +19,7 @@
 //! `BRIDGECTL_ATTEMPT` above 1 and `BRIDGECTL_RERUN=1`. A run with `BRIDGECTL_RERUN=0`
 //! is the first attempt anywhere; each event gets at most one. Consumers that must never
 //! act twice either dedupe on (subscriptionId, sequenceNumber), which the environment of
-//! `--exec` and the headers of `--forward` carry, or check their own records only when
+//! an exec run and the headers of a forward POST carry, or check their own records only when
 //! the run is marked as a re-run. (A runner that dies after counting the attempt but
 //! before starting it leaves an event whose only run is marked: a marked run means "may
 //! have run before", never "has", so it is checked, never dropped.)
@@ -76,10 +77,10 @@ use super::listener::STOP_GRACE;
 use super::store::{self, Claim, EventStore, HandoffRecord, SINK_EXEC, SINK_FORWARD, StoredEvent};
 use crate::http::redact_url;
 
-/// How long one `--exec` run may take before it is killed and counted as failed.
+/// How long one exec run may take before it is killed and counted as failed.
 pub const EXEC_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The only variables of the listener's environment an `--exec` child inherits: enough
+/// The only variables of the listener's environment an exec child inherits: enough
 /// for a shell to find programs and speak the user's language, nothing that could be a
 /// secret.
 pub const EXEC_ENV: &[&str] = &[
@@ -97,7 +98,7 @@ const LEASE_HEARTBEATS: u32 = 5;
 /// How the dispatcher runs.
 #[derive(Clone, Debug)]
 pub struct HandoffOptions {
-    /// How long one `--exec` run may take.
+    /// How long one exec run may take.
     pub exec_timeout: Duration,
     /// How long a claim holds an event against other listeners on the same store without
     /// a renewal; past it a dead claimant's events are taken over. Renewed every
@@ -106,9 +107,9 @@ pub struct HandoffOptions {
     pub lease: Duration,
     /// How often the leases of running attempts are renewed.
     pub heartbeat: Duration,
-    /// `--exec` commands run at once.
+    /// exec commands run at once.
     pub exec_jobs: usize,
-    /// `--forward` POSTs sent at once.
+    /// forward POSTs sent at once.
     pub forward_jobs: usize,
     /// This listener's name in leases: unique per process.
     pub owner: String,
@@ -158,8 +159,8 @@ impl Default for HandoffOptions {
     }
 }
 
-/// `(exec, forward)` jobs unless set: two `--exec` runs per core (a run is a process
-/// that mostly waits: on its own I/O, or on what it calls), four `--forward` POSTs per
+/// `(exec, forward)` jobs unless set: two exec runs per core (a run is a process
+/// that mostly waits: on its own I/O, or on what it calls), four forward POSTs per
 /// core (they only wait on the network). 4 and 8 on two cores.
 pub fn default_jobs() -> (usize, usize) {
     let cores = std::thread::available_parallelism().map_or(2, usize::from);
@@ -178,7 +179,7 @@ pub fn default_owner() -> String {
         hex::encode(bits)
     )
 }
-/// How long one `--forward` POST may take.
+/// How long one forward POST may take.
 pub const FORWARD_TIMEOUT: Duration = Duration::from_secs(30);
 /// The longest wait between two attempts for one event.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
@@ -554,7 +555,7 @@ impl Attempt {
     }
 }
 
-/// The shell that runs an `--exec` command (`$1`) as its child, with the event's body
+/// The shell that runs an exec command (`$1`) as its child, with the event's body
 /// on stdin, and takes the child's whole process group down with it when it gets
 /// SIGTERM: the parent-death signal it is given ([`die_with_listener`]). A plain
 /// `sh -c CMD` would die alone and leave what CMD started (a pipeline, `sleep`, a
@@ -629,7 +630,7 @@ async fn body_file(body: Vec<u8>) -> std::io::Result<std::fs::File> {
     .map_err(std::io::Error::other)?
 }
 
-/// A running `--exec` child, the leader of its own process group: dropping it (the run
+/// A running exec child, the leader of its own process group: dropping it (the run
 /// ended, timed out, or the listener stops past its grace) kills the whole group.
 struct Group(tokio::process::Child);
 
@@ -680,14 +681,14 @@ fn die_with_listener(command: &mut tokio::process::Command) {
 #[cfg(not(target_os = "linux"))]
 fn die_with_listener(_command: &mut tokio::process::Command) {}
 
-/// The `--forward` client, under the rules of every client of the project
+/// The forward client, under the rules of every client of the project
 /// ([`crate::http::client_builder`]): redirects are not followed (a redirect would
 /// send the event, signature included, wherever the target points), and no proxy from
 /// the environment sees a plain-http request. The error, if it cannot be built, is each
 /// attempt's.
 fn forward_client(sinks: &Sinks) -> Result<reqwest::Client, String> {
     let Some(url) = &sinks.forward else {
-        return Err("no --forward URL".into());
+        return Err("no forward URL".into());
     };
     let parsed = reqwest::Url::parse(url).map_err(|e| format!("{}: {e}", redact_url(url)))?;
     crate::http::client_builder(&parsed)

@@ -18,7 +18,7 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use secrecy::{ExposeSecret, SecretString};
+use bridgectl_secret::Secret;
 use serde::{Deserialize, Serialize};
 use zeroize::{Zeroize, Zeroizing};
 
@@ -26,11 +26,11 @@ use super::Error;
 
 /// A webhook's signing key. Never printed: `Debug` shows only that it is there.
 #[derive(Clone)]
-pub struct SigningKey(Arc<SecretString>);
+pub struct SigningKey(Arc<Secret>);
 
 impl SigningKey {
     /// Wraps a key received from the web3 API.
-    pub fn new(key: SecretString) -> Self {
+    pub fn new(key: Secret) -> Self {
         SigningKey(Arc::new(key))
     }
 
@@ -178,7 +178,7 @@ impl KeyFile {
             keys.insert(
                 id,
                 KeyEntry {
-                    signing_key: SigningKey::new(SecretString::from(std::mem::take(
+                    signing_key: SigningKey::new(Secret::new(std::mem::take(
                         &mut entry.signing_key,
                     ))),
                     chain: std::mem::take(&mut entry.chain),
@@ -333,11 +333,7 @@ mod tests {
     fn entry(key: &str) -> KeyEntry {
         KeyEntry {
             webhook_url: Some("http://127.0.0.1:1/h".into()),
-            ..KeyEntry::new(
-                SigningKey::new(SecretString::from(key.to_owned())),
-                "ethereum",
-                "sepolia",
-            )
+            ..KeyEntry::new(SigningKey::new(Secret::new(key)), "ethereum", "sepolia")
         }
     }
 

@@ -14,6 +14,9 @@ pub mod listener;
 pub mod load;
 pub mod store;
 
+/// The one secret type of every bridgectl crate: the web3 token, an access key's secret,
+/// what a [`keys::SigningKey`] holds.
+pub use bridgectl_secret::Secret;
 pub use bridgectl_web3::{EventType, networks, signature};
 
 #[cfg(test)]

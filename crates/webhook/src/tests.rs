@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use secrecy::SecretString;
+use bridgectl_secret::Secret;
 use tokio::sync::oneshot;
 
 use super::handoff::{HandoffOptions, Sinks};
@@ -47,11 +47,7 @@ fn write_keys(dir: &Path) -> PathBuf {
     KeyFile::new(&path)
         .insert(
             "7",
-            &KeyEntry::new(
-                SigningKey::new(SecretString::from(KEY.to_owned())),
-                "ethereum",
-                "sepolia",
-            ),
+            &KeyEntry::new(SigningKey::new(Secret::new(KEY)), "ethereum", "sepolia"),
         )
         .expect("write keys");
     path
@@ -807,11 +803,7 @@ async fn raced_key_is_reverified(dir: &Path, run: &Running) {
     KeyFile::new(dir.join("keys.json"))
         .insert(
             "8",
-            &KeyEntry::new(
-                SigningKey::new(SecretString::from(key.to_owned())),
-                "ethereum",
-                "sepolia",
-            ),
+            &KeyEntry::new(SigningKey::new(Secret::new(key)), "ethereum", "sepolia"),
         )
         .expect("key");
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -1120,11 +1112,7 @@ async fn exec_jobs_run_subscriptions_side_by_side_and_each_in_order() {
     for sub in ["8", "9"] {
         keys.insert(
             sub,
-            &KeyEntry::new(
-                SigningKey::new(SecretString::from(KEY.to_owned())),
-                "ethereum",
-                "sepolia",
-            ),
+            &KeyEntry::new(SigningKey::new(Secret::new(KEY)), "ethereum", "sepolia"),
         )
         .expect("key");
     }

@@ -20,6 +20,7 @@
 //!   as its last item is signed.
 
 mod check;
+mod plan;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -42,6 +43,10 @@ use bridgectl_tx::RawTx;
 use bridgectl_tx::TransactionSigner;
 
 pub use check::{BatchCheck, GasNeed, RefusedItem};
+pub use plan::{
+    AccountPlan, AccountSpend, BatchPlan, Cap, Moved, PlanRefusal, Recipient, RecipientTotal,
+    Short, TokenTotal, Tokens,
+};
 
 /// One operation of a batch. Amounts are base units (stored as decimal strings).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -140,14 +145,15 @@ pub struct BatchItem {
 #[derive(Debug, Clone, Copy)]
 pub struct BatchOptions {
     /// How many addresses sign and submit at the same time. Each address's items run one
-    /// after another whatever this is (their nonces are consecutive).
+    /// after another whatever this is (their nonces are consecutive). Default: 16 (an
+    /// item mostly waits for the platform and the node; more only queues there).
     pub jobs: usize,
-    /// How often each submitted item's result is polled.
+    /// How often each submitted item's result is polled. Default: one second.
     pub poll_interval: Duration,
     /// Re-price items signed in an earlier run whose transaction is still not mined
     /// (signed at the same nonce with a higher gas price, like [`Flows::replace`]) instead
-    /// of sending their bytes again; their senders' keys must be given. `None`: send the
-    /// same bytes again.
+    /// of sending their bytes again; their senders' keys must be given. `None` (the
+    /// default): send the same bytes again.
     pub replace_stuck: Option<super::Repricing>,
 }
 
@@ -196,8 +202,8 @@ pub struct ItemResult {
     pub tx_hash: Option<B256>,
     /// How it ended.
     pub status: ItemStatus,
-    /// Why it failed or is pending.
-    pub error: Option<String>,
+    /// Why it failed or is pending (in JSON, its message).
+    pub error: Option<ItemError>,
     /// The signed bytes were sent again (a resumed batch), not signed now.
     pub resent: bool,
     /// It had finished in an earlier run; nothing was done now.
@@ -205,6 +211,72 @@ pub struct ItemResult {
     /// Milliseconds from the start of its work in this run (the platform's action, or the
     /// resend) to its result; none for an item that did not run.
     pub latency_ms: Option<u64>,
+}
+
+/// Why a batch item failed or is pending, for a caller to match; its `Display` (and its
+/// JSON form, a string) is the message.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ItemError {
+    /// This run's error, as a single flow would have returned it: match it with
+    /// [`Error::refusal`], [`Error::is_transient`] and the like.
+    #[error(transparent)]
+    Flow(std::sync::Arc<Error>),
+    /// The platform ended the redemption other than completed.
+    #[error(
+        "the redemption ended {}{}",
+        bridgectl_tx::text::printable(status),
+        reason.as_deref().map(|m| format!(": {}", bridgectl_tx::text::printable(m))).unwrap_or_default()
+    )]
+    Redemption {
+        /// Its status as the platform spelled it (lowercased).
+        status: String,
+        /// The platform's `reason`, when it gave one.
+        reason: Option<String>,
+    },
+    /// The flow ended without completing: failed, or cancelled, or replaced at its nonce
+    /// by a transaction that was mined instead.
+    #[error("{}", ended_text(*state, replaced_by.as_ref()))]
+    Ended {
+        /// How it ended.
+        state: FlowState,
+        /// For a flow signed more than once at its nonce: what the mined one was for
+        /// and its hash.
+        replaced_by: Option<(Purpose, B256)>,
+    },
+    /// Not run: an earlier item of the same address signed and could not be sent, so
+    /// this item's nonce is not free yet. Resuming the batch runs it.
+    #[error("item {item} of the same address could not be sent ({reason}); resume the batch")]
+    Blocked {
+        /// The item whose bytes were not accepted.
+        item: String,
+        /// Why they were not.
+        reason: String,
+    },
+    /// Recorded in the journal by an earlier run: only its text is kept.
+    #[error("{0}")]
+    Earlier(String),
+}
+
+fn ended_text(state: FlowState, replaced_by: Option<&(Purpose, B256)>) -> String {
+    match replaced_by {
+        Some((purpose, mined)) => {
+            format!("ended {} by {} {mined}", state.as_str(), purpose.as_str())
+        }
+        None => format!("the flow ended {}", state.as_str()),
+    }
+}
+
+impl From<Error> for ItemError {
+    fn from(e: Error) -> Self {
+        ItemError::Flow(std::sync::Arc::new(e))
+    }
+}
+
+impl Serialize for ItemError {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }
 
 /// Where an item stands in the journal.
@@ -380,7 +452,7 @@ struct Planned {
 }
 
 impl Planned {
-    fn result(&self, tx_id: &str, status: ItemStatus, error: Option<String>) -> ItemResult {
+    fn result(&self, tx_id: &str, status: ItemStatus, error: Option<ItemError>) -> ItemResult {
         ItemResult {
             index: self.record.index,
             id: self.record.item_id.clone(),
@@ -487,7 +559,7 @@ impl Flows {
         let mut planned = Vec::new();
         for record in self.journal.batch_items(&batch.batch_id)? {
             let op = stored_op(&record)?;
-            let plan = self.plan(&record);
+            let plan = self.item_plan(&record);
             planned.push(Planned { record, op, plan });
         }
         let (out, results) = mpsc::unbounded_channel();
@@ -515,9 +587,9 @@ impl Flows {
         )))
     }
 
-    fn plan(&self, record: &BatchItemRecord) -> Plan {
+    fn item_plan(&self, record: &BatchItemRecord) -> Plan {
         let flow = record.flow.as_ref();
-        let done = |status: ItemStatus, error: Option<String>| {
+        let done = |status: ItemStatus, error: Option<ItemError>| {
             Plan::Report(ItemResult {
                 index: record.index,
                 id: record.item_id.clone(),
@@ -536,7 +608,10 @@ impl Flows {
             ItemState::Unsigned => Plan::Run { fresh_tx_id: true },
             ItemState::Signed | ItemState::Submitted => Plan::Resend,
             ItemState::Completed => done(ItemStatus::Completed, None),
-            ItemState::Failed => done(ItemStatus::Failed, last_error(&self.journal, &record.tx_id)),
+            ItemState::Failed => done(
+                ItemStatus::Failed,
+                last_error(&self.journal, &record.tx_id).map(ItemError::Earlier),
+            ),
         }
     }
 
@@ -657,7 +732,7 @@ impl Flows {
             Plan::Resend => replace_stuck.is_some(),
             Plan::Report(_) => false,
         });
-        let mut blocked: Option<String> = None;
+        let mut blocked: Option<ItemError> = None;
         for (position, p) in items.into_iter().enumerate() {
             if let Plan::Report(result) = p.plan {
                 let _ = out.send(result);
@@ -681,7 +756,7 @@ impl Flows {
                         let _ = out.send(p.result(
                             &p.record.tx_id,
                             ItemStatus::Pending,
-                            Some(e.to_string()),
+                            Some(e.into()),
                         ));
                         continue;
                     }
@@ -724,14 +799,14 @@ impl Flows {
                 Err(e) if self.signed(&tx_id) => {
                     // Its nonce is taken by bytes that were not accepted: the address's
                     // next items would be refused. They wait for `batch resume`.
-                    blocked = Some(format!(
-                        "item {} of the same address could not be sent ({e}); resume the batch",
-                        p.record.item_id
-                    ));
-                    let _ = out.send(p.result(&tx_id, ItemStatus::Pending, Some(e.to_string())));
+                    blocked = Some(ItemError::Blocked {
+                        item: p.record.item_id.clone(),
+                        reason: e.to_string(),
+                    });
+                    let _ = out.send(p.result(&tx_id, ItemStatus::Pending, Some(e.into())));
                 }
                 Err(e) => {
-                    let _ = out.send(p.result(&tx_id, ItemStatus::Unsigned, Some(e.to_string())));
+                    let _ = out.send(p.result(&tx_id, ItemStatus::Unsigned, Some(e.into())));
                 }
             }
         }
@@ -757,7 +832,7 @@ impl Flows {
         Err(last.expect("three attempts"))
     }
 
-    /// `batch resume --replace-stuck` of an item signed in an earlier run: still not
+    /// A resume that replaces stuck items ([`BatchOptions`]), for an item signed in an earlier run: still not
     /// mined, it is re-priced at its nonce ([`Flows::replace`]'s checks and signing log);
     /// mined meanwhile, nothing is signed and its end is awaited as it is.
     async fn replace_item(
@@ -870,13 +945,9 @@ impl Flows {
             // Signed more than once at its nonce: the one mined decides.
             _ if replaced => match self.journal.get(&tx_id) {
                 Ok(rec) => self.follow_replaced(&rec, &mut Quiet).await.map(|ended| {
-                    (ended.state != FlowState::Completed).then(|| {
-                        format!(
-                            "ended {} by {} {}",
-                            ended.state.as_str(),
-                            ended.purpose.as_str(),
-                            ended.mined
-                        )
+                    (ended.state != FlowState::Completed).then(|| ItemError::Ended {
+                        state: ended.state,
+                        replaced_by: Some((ended.purpose, ended.mined)),
                     })
                 }),
                 Err(e) => Err(e),
@@ -885,16 +956,13 @@ impl Flows {
                 .wait_redemption_every(&tx_id, a.submitted.tx_hash, interval, true, &mut Quiet)
                 .await
                 .map(|r| {
-                    (!r.is_success()).then(|| {
-                        format!(
-                            "the redemption ended {}{}",
-                            bridgectl_tx::text::printable(&r.status),
-                            r.raw
-                                .get("reason")
-                                .and_then(|v| v.as_str())
-                                .map(|m| format!(": {}", bridgectl_tx::text::printable(m)))
-                                .unwrap_or_default()
-                        )
+                    (!r.is_success()).then(|| ItemError::Redemption {
+                        status: r.status.clone(),
+                        reason: r
+                            .raw
+                            .get("reason")
+                            .and_then(|v| v.as_str())
+                            .map(str::to_owned),
                     })
                 }),
             BatchOp::Transfer { token, .. } => self
@@ -907,7 +975,10 @@ impl Flows {
                 Ok(s) => match s.state {
                     Some(FlowState::Completed) => Ok(None),
                     Some(state @ (FlowState::Failed | FlowState::Cancelled)) => {
-                        Ok(Some(format!("the swap ended {}", state.as_str())))
+                        Ok(Some(ItemError::Ended {
+                            state,
+                            replaced_by: None,
+                        }))
                     }
                     _ => self
                         .await_inclusion(Which::Mt, &a.submitted, &mut Quiet)
@@ -920,9 +991,9 @@ impl Flows {
         let (status, error) = match outcome {
             Ok(None) => (ItemStatus::Completed, None),
             Ok(Some(failed)) => (ItemStatus::Failed, Some(failed)),
-            Err(e @ Error::Reverted { .. }) => (ItemStatus::Failed, Some(e.to_string())),
-            // Submitted and not known to have failed: `batch resume` waits again.
-            Err(e) => (ItemStatus::Pending, Some(e.to_string())),
+            Err(e @ Error::Reverted { .. }) => (ItemStatus::Failed, Some(e.into())),
+            // Submitted and not known to have failed: resuming the batch waits again.
+            Err(e) => (ItemStatus::Pending, Some(e.into())),
         };
         // Between items, after this one's submission: the place to keep the journal's
         // and the signing log's write-ahead logs small in a long run (nothing to do
@@ -995,6 +1066,50 @@ mod tests {
                 "{bad:?} must not be read as an amount"
             );
         }
+    }
+
+    /// A wallet matches an item's error as it would a single flow's; JSON keeps the
+    /// message, as before the error was typed.
+    #[test]
+    fn an_item_error_is_matched_and_serialized_as_its_message() {
+        let refused: ItemError = Error::Tx(bridgectl_tx::Error::Policy {
+            by: bridgectl_tx::CheckedBy::Intent,
+            field: "args._amount".into(),
+            expected: "1".into(),
+            found: "2".into(),
+        })
+        .into();
+        match &refused {
+            ItemError::Flow(e) => assert!(e.is_refusal(), "{e}"),
+            other => panic!("a flow's error, got {other:?}"),
+        }
+        assert_eq!(
+            serde_json::to_value(&refused).expect("json"),
+            json!(refused.to_string())
+        );
+        let redemption = ItemError::Redemption {
+            status: "rejected".into(),
+            reason: Some("no\u{1b}[2Jliquidity".into()),
+        };
+        let text = redemption.to_string();
+        assert!(
+            text.starts_with("the redemption ended rejected: no"),
+            "{text}"
+        );
+        assert!(
+            !text.contains('\u{1b}'),
+            "platform text is escaped: {text:?}"
+        );
+        let replaced = ItemError::Ended {
+            state: FlowState::Cancelled,
+            replaced_by: Some((Purpose::Cancel, B256::repeat_byte(7))),
+        };
+        assert!(
+            replaced
+                .to_string()
+                .starts_with("ended cancelled by cancel 0x0707"),
+            "{replaced}"
+        );
     }
 
     #[test]

@@ -14,8 +14,8 @@
 //! called completed on a guess. States only move forward: a flow that is completed,
 //! failed or cancelled is never changed here.
 //!
-//! [`Flows::status`] looks once (for `bridgectl status`); [`Flows::follow`] waits, the
-//! way the command that started the flow would have (for `resume` and `--wait`).
+//! [`Flows::status`] looks once; [`Flows::follow`] waits, the way the call that started
+//! the flow would have had it been asked to wait (for a resume, or a flow that waits).
 
 use alloy_primitives::{Address, B256, U256};
 use serde::Serialize;
@@ -437,7 +437,7 @@ impl Flows {
                     _ => End::Unobservable(
                         "the ST credit: the swap's ST balance before its transfer was not \
                          journaled (a swap begun by an older bridgectl), so its credit cannot \
-                         be told apart; check the balance with `bridgectl balance`"
+                         be told apart; check the ST balance"
                             .into(),
                     ),
                 }

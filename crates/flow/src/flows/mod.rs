@@ -44,8 +44,9 @@ use crate::rpc::NodeClient;
 
 pub use action::{ActionCall, ActionOutcome, ActionResult, Mode};
 pub use batch::{
-    BatchCheck, BatchCounts, BatchItem, BatchOp, BatchOptions, BatchStatus, GasNeed, ItemResult,
-    ItemState, ItemStatus, ItemView, RefusedItem,
+    AccountPlan, AccountSpend, BatchCheck, BatchCounts, BatchItem, BatchOp, BatchOptions,
+    BatchPlan, BatchStatus, Cap, GasNeed, ItemError, ItemResult, ItemState, ItemStatus, ItemView,
+    Moved, PlanRefusal, Recipient, RecipientTotal, RefusedItem, Short, TokenTotal, Tokens,
 };
 pub use bundle::{BundleCheck, PreparedBundle};
 pub use follow::{EndedBy, FlowStatus};
@@ -136,10 +137,13 @@ impl Review<'_> {
 /// hardware wallet's own screen is the question. Async, so a wallet waiting for its user
 /// does not block the flow's runtime.
 pub trait Approver: Send {
-    /// What signs: a local key ([`crate::PrivateKeySigner`]), any alloy signer
+    /// What signs for the approved transaction.
+    ///
+    /// A local key ([`crate::PrivateKeySigner`]), any alloy signer
     /// ([`bridgectl_tx::AlloySigner`]), a JSON-RPC signing endpoint
     /// ([`crate::rpc::RpcSigner`]), or a type of the wallet's own. Whatever it returns is
-    /// decoded and must be exactly the verified transaction.
+    /// decoded and must be exactly the verified transaction. (The first line alone is
+    /// shown on each implementor's page, where these paths mean nothing: it has no link.)
     type Signer: TransactionSigner;
 
     /// Returns the signer for `review.raw_tx().from`, or an error to stop (nothing is
@@ -883,17 +887,9 @@ fn self_check(signed: &SignedTx, raw: &RawTx) -> Result<(), Error> {
 
 /// The intent of a token transfer call (`transfer(_to, _value)`).
 fn transfer_intent(side: &ChainSide, to: Address, amount: U256, what: &str) -> Intent {
-    let mut args = std::collections::BTreeMap::new();
-    args.insert("_to".to_owned(), to.to_string());
-    args.insert("_value".to_owned(), amount.to_string());
-    Intent {
-        function: Some("transfer".into()),
-        args,
-        to: Some(side.token),
-        chain_id: Some(side.chain_id),
-        token: Some(side.token_info()),
-        description: Some(what.to_owned()),
-    }
+    Intent::transfer(side.token, side.chain_id, to, amount)
+        .with_token(&side.symbol, side.decimals)
+        .described(what)
 }
 
 #[cfg(test)]

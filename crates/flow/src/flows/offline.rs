@@ -42,7 +42,8 @@ pub struct OfflineSigning<'a> {
 impl OfflineSigner<'_> {
     /// Verifies, reserves the nonce, asks `approver`, signs, journals. A request whose
     /// txId names a flow of this journal that verified a rawTx from this sender and has
-    /// not signed (`action exec --out` on this machine) continues that flow, and must be
+    /// not signed (an action's online half on this machine,
+    /// which wrote the request) continues that flow, and must be
     /// the transaction it verified; any other txId starts a flow of its own.
     pub async fn sign(
         &self,

@@ -72,21 +72,15 @@ impl Flows {
         Ok(ActionCall {
             action: bridge.redeem_action.clone(),
             from,
-            inputs: inputs.clone(),
-            intent: Intent {
-                function: Some("redeem".into()),
-                args: inputs,
-                to: Some(side.token),
-                chain_id: Some(side.chain_id),
-                token: Some(side.token_info()),
-                description: Some(format!(
+            inputs,
+            intent: Intent::redeem(side.token, side.chain_id, amount)
+                .with_token(&side.symbol, side.decimals)
+                .described(format!(
                     "redeem {} {} into {}",
-                    bridgectl_tx::amount::format_units(amount, side.decimals)
-                        .unwrap_or_else(|_| amount.to_string()),
+                    side.tokens(amount),
                     side.symbol,
                     bridge.main.symbol
                 )),
-            },
         })
     }
 

@@ -175,8 +175,8 @@ impl Flows {
         let current = current.0;
         if let Some((sig, receipt)) = self.mined_signature(&rec).await? {
             return Err(not(format!(
-                "its transaction {} was mined in block {}: `bridgectl resume {tx_id}` records \
-                 how it ended",
+                "its transaction {} was mined in block {}: resuming flow {tx_id} records how \
+                 it ended",
                 sig.tx_hash, receipt.block_number
             )));
         }

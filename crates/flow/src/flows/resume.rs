@@ -332,8 +332,7 @@ fn stage(journal: &Journal, rec: &FlowRecord) -> Result<Stage, Error> {
     };
     if rec.state == FlowState::Retired {
         return Err(not(
-            "its chain was reset after it was journaled (`bridgectl journal reset-chain`): \
-             what it signed belongs to the old chain and is never sent again; run the \
+            "its chain was reset after it was journaled and its flows retired: what it signed belongs to the old chain and is never sent again; run the \
              command again"
                 .into(),
         ));
@@ -358,8 +357,8 @@ fn stage(journal: &Journal, rec: &FlowRecord) -> Result<Stage, Error> {
     let steps = journal.steps(tx_id)?;
     if steps.iter().any(|s| s.step == "sign-request") {
         return Err(not(
-            "it wrote a sign request for the offline signer: sign that with \
-             `bridgectl sign` and send the bundle with `bridgectl submit`"
+            "it wrote a sign request for the offline signer: sign that offline and send \
+             the signed bundle"
                 .into(),
         ));
     }
@@ -371,7 +370,7 @@ fn stage(journal: &Journal, rec: &FlowRecord) -> Result<Stage, Error> {
         FlowState::Executed | FlowState::Verified => Ok(Stage::AtApproval(raw_tx.clone())),
         _ => Err(not(format!(
             "it ended at step `{last}` before anything was signed; nothing was sent: \
-             see `bridgectl history {tx_id}`, then run the command again"
+             its journal steps say why; then run the command again"
         ))),
     }
 }

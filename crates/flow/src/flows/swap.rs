@@ -4,7 +4,7 @@
 //! A swap is completed only when its ST credit is seen. The ST balance is read and
 //! journaled (`st-before`) before the MT transfer is signed, so that whoever follows the
 //! flow later (`resume`, `status`) measures the credit against the same baseline as
-//! `swap --wait`. Without `wait` the MT transfer's inclusion is awaited and the flow
+//! a swap that waits. Without `wait` the MT transfer's inclusion is awaited and the flow
 //! stays `submitted`: its credit was not observed.
 
 use std::time::Duration;

@@ -70,11 +70,7 @@ pub struct TransferSpec {
 
 impl Flows {
     pub(crate) fn side(&self, which: Which) -> Result<&ChainSide, Error> {
-        let bridge = self.bridge()?;
-        Ok(match which {
-            Which::Mt => &bridge.main,
-            Which::St => &bridge.side,
-        })
+        Ok(self.bridge()?.side(which))
     }
 
     fn node(&self, which: Which) -> Result<NodeClient, Error> {

@@ -63,14 +63,72 @@ fn next(n: u64) -> NonceFacts {
 }
 
 fn redeem_intent(amount: &str) -> Intent {
-    Intent {
-        function: Some("redeem".into()),
-        args: BTreeMap::from([("_amount".into(), amount.into())]),
-        to: Some(ST),
-        chain_id: Some(SIDE),
-        token: Some(st()),
-        description: Some("redeem 1.5 ST".into()),
-    }
+    Intent::redeem(ST, SIDE, amount.parse().expect("a decimal amount"))
+        .with_token("ST", 18)
+        .described("redeem 1.5 ST")
+}
+
+/// The constructors a wallet builds its intent with are the calls the verifier checks:
+/// written out field by field they are the same, and a redeem of another amount, or a
+/// transfer to another recipient, is refused.
+#[test]
+fn the_intent_constructors_are_the_calls_the_verifier_checks() {
+    assert_eq!(
+        redeem_intent("7"),
+        Intent {
+            function: Some("redeem".into()),
+            args: BTreeMap::from([("_amount".into(), "7".into())]),
+            to: Some(ST),
+            chain_id: Some(SIDE),
+            token: Some(st()),
+            description: Some("redeem 1.5 ST".into()),
+        }
+    );
+    let ctx = context(next(1));
+    let tx = redeem_tx("1500000000000000000");
+    let amount = U256::from(15) * U256::from(10).pow(U256::from(17));
+    verify(
+        &tx,
+        Some(&Intent::redeem(ST, SIDE, amount)),
+        &profile(),
+        &ctx,
+    )
+    .expect("same redeem");
+    let e = refusal(
+        &tx,
+        Some(&Intent::redeem(ST, SIDE, U256::from(1))),
+        &profile(),
+        &ctx,
+    );
+    assert!(e.contains("_amount"), "{e}");
+
+    let to = Address::repeat_byte(0x77);
+    let data = calldata::encode(
+        "transfer",
+        &BTreeMap::from([
+            ("_to".to_string(), to.to_string()),
+            ("_value".to_string(), "5".to_string()),
+        ]),
+    )
+    .expect("encode");
+    let transfer = RawTx {
+        data: data.into(),
+        ..redeem_tx("1")
+    };
+    let five = U256::from(5);
+    verify(
+        &transfer,
+        Some(&Intent::transfer(ST, SIDE, to, five)),
+        &profile(),
+        &ctx,
+    )
+    .expect("same transfer");
+    let swap = Intent::swap(ST, SIDE, to, five);
+    verify(&transfer, Some(&swap), &profile(), &ctx).expect("a swap is that transfer");
+    assert!(swap.description.is_some_and(|d| d.starts_with("swap")));
+    let elsewhere = Intent::transfer(ST, SIDE, Address::repeat_byte(0x78), five);
+    let e = refusal(&transfer, Some(&elsewhere), &profile(), &ctx);
+    assert!(e.contains("_to"), "{e}");
 }
 
 fn refusal(tx: &RawTx, intent: Option<&Intent>, policy: &Policy, ctx: &Context) -> String {
@@ -94,7 +152,7 @@ fn a_matching_redeem_passes_with_trusted_display_facts() {
     assert_eq!(v.nonce_source(), Some("node"));
     assert!(
         !v.pins_call(),
-        "a request's intent narrows what is signed; only the operator pins it for --yes"
+        "a request's intent narrows what is signed; only the operator pins it for an unattended run"
     );
     assert_eq!(v.claimed_description(), Some("redeem 1.5 ST"));
     let ctx = v.summary_context();
@@ -126,7 +184,7 @@ fn the_trust_root_decides_chain_and_callee() {
     elsewhere.trusted.contract(ST, 1, Some(st()));
     let e = refusal(&tx, None, &elsewhere, &ctx);
     assert!(e.contains("to: expected"), "{e}");
-    // --expect-to stands in for a contract the profile does not name; no token facts.
+    // An expected `to` stands in for a contract the profile does not name; no token facts.
     let flags = Policy {
         expect_to: Some(ST),
         ..chain_only
@@ -174,7 +232,7 @@ fn defaults_hold_without_a_policy_saying_so() {
         max_value: Some(U256::from(100)),
         ..profile()
     };
-    verify(&valued, None, &allowed, &ctx).expect("--allow-value");
+    verify(&valued, None, &allowed, &ctx).expect("native value allowed by the policy");
 
     let mut heavy = redeem_tx("1");
     heavy.gas_limit = 10_000_000;
@@ -325,7 +383,7 @@ fn an_intent_never_sends_value_even_where_the_policy_allows_it() {
         ..profile()
     };
     let ctx = context(next(1));
-    verify(&tx, None, &generous, &ctx).expect("a bare rawTx within --allow-value");
+    verify(&tx, None, &generous, &ctx).expect("a bare rawTx within the allowed value");
     let e = refusal(&tx, Some(&redeem_intent("1")), &generous, &ctx);
     assert!(
         e.contains("intent check failed: value: expected 0 wei"),

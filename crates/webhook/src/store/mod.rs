@@ -45,9 +45,9 @@ pub mod sqlite;
 
 pub use sqlite::SqliteStore;
 
-/// Bit of the `--exec` sink in `handed_off`.
+/// Bit of the exec sink in `handed_off`.
 pub const SINK_EXEC: u8 = 1;
-/// Bit of the `--forward` sink in `handed_off`.
+/// Bit of the forward sink in `handed_off`.
 pub const SINK_FORWARD: u8 = 2;
 
 /// What a store method returns: boxed, so `dyn EventStore` works.
@@ -561,7 +561,7 @@ pub(crate) fn signature_matches(key: &SigningKey, body: &[u8], signature: &str) 
         && bridgectl_web3::signature::verify(key.expose_secret().as_bytes(), body, signature)
 }
 
-/// Which store, as given to `--store`.
+/// Which store: an SQLite file or a PostgreSQL URL (see [`StoreSpec::parse`]).
 #[derive(Clone, PartialEq, Eq)]
 pub enum StoreSpec {
     /// An SQLite file.

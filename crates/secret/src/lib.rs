@@ -1,0 +1,75 @@
+#![doc = include_str!("../README.md")]
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
+
+use std::fmt;
+
+use secrecy::{ExposeSecret, SecretString};
+use zeroize::Zeroizing;
+
+/// A secret string. Wiped from memory on drop; never printed.
+///
+/// Cheap to clone (the copies share nothing but the text, each wiped on its own drop);
+/// equal when the texts are. Deserializes from a JSON or TOML string, so a configuration
+/// file's secret never passes through a plain `String` that outlives it.
+#[derive(Clone)]
+pub struct Secret(SecretString);
+
+impl Secret {
+    /// Wraps `text`. A `String` is moved in, so no copy stays behind.
+    pub fn new(text: impl Into<String>) -> Secret {
+        Secret(SecretString::from(text.into()))
+    }
+
+    /// The text. Call at each read; do not keep the `&str` around.
+    pub fn expose_secret(&self) -> &str {
+        self.0.expose_secret()
+    }
+}
+
+impl From<String> for Secret {
+    fn from(text: String) -> Secret {
+        Secret::new(text)
+    }
+}
+
+impl PartialEq for Secret {
+    fn eq(&self, other: &Self) -> bool {
+        self.expose_secret() == other.expose_secret()
+    }
+}
+
+impl Eq for Secret {}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Secret {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = Zeroizing::new(String::deserialize(d)?);
+        Ok(Secret::new(text.as_str()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_hides_the_text_and_expose_secret_reads_it() {
+        let s = Secret::new("hunter2-very-secret");
+        assert!(!format!("{s:?}").contains("hunter2"));
+        assert_eq!(s.expose_secret(), "hunter2-very-secret");
+        assert_eq!(s.clone(), s);
+        assert_ne!(Secret::new("a"), s);
+    }
+
+    #[test]
+    fn deserializes_from_a_string_only() {
+        let s: Secret = serde_json::from_str("\"tok\"").expect("a string");
+        assert_eq!(s.expose_secret(), "tok");
+        assert!(serde_json::from_str::<Secret>("42").is_err());
+    }
+}

@@ -17,9 +17,10 @@ const LINES: u8 = 2;
 /// Prints `value` as pretty JSON followed by a newline on stdout.
 pub fn json<T: Serialize>(value: &T) -> anyhow::Result<()> {
     JSON_WRITTEN.store(DOCUMENT, Ordering::Relaxed);
+    let value = checksummed(serde_json::to_value(value)?);
     let mut out = std::io::stdout().lock();
     // As an io::Error, so that a closed pipe is recognised as one.
-    serde_json::to_writer_pretty(&mut out, value).map_err(std::io::Error::from)?;
+    serde_json::to_writer_pretty(&mut out, &value).map_err(std::io::Error::from)?;
     writeln!(out)?;
     Ok(())
 }
@@ -28,11 +29,31 @@ pub fn json<T: Serialize>(value: &T) -> anyhow::Result<()> {
 /// script reads line by line (`batch run --json`).
 pub fn json_line<T: Serialize>(value: &T) -> anyhow::Result<()> {
     JSON_WRITTEN.store(LINES, Ordering::Relaxed);
+    let value = checksummed(serde_json::to_value(value)?);
     let mut out = std::io::stdout().lock();
-    serde_json::to_writer(&mut out, value).map_err(std::io::Error::from)?;
+    serde_json::to_writer(&mut out, &value).map_err(std::io::Error::from)?;
     writeln!(out)?;
     out.flush()?;
     Ok(())
+}
+
+/// `value` with every address in EIP-55 mixed case, as keys, cast and block explorers
+/// print them: one spelling of an address in every document, whichever part of the
+/// program (or the platform) gave it. Only a string that is exactly `0x` and 40 hex
+/// digits is an address here; hashes (64 digits) and calldata are left as they are.
+pub fn checksummed(value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => match s.parse::<alloy_primitives::Address>() {
+            Ok(a) if s.len() == 42 && s.starts_with("0x") => Value::String(a.to_checksum(None)),
+            _ => Value::String(s),
+        },
+        Value::Array(items) => Value::Array(items.into_iter().map(checksummed).collect()),
+        Value::Object(map) => {
+            Value::Object(map.into_iter().map(|(k, v)| (k, checksummed(v))).collect())
+        }
+        other => other,
+    }
 }
 
 /// Says that this command's stdout is a stream of JSON lines (`batch run|resume --json`,
@@ -181,7 +202,27 @@ pub fn time_ms(ms: i64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::escape;
+    use super::{checksummed, escape};
+
+    #[test]
+    fn addresses_are_printed_in_one_spelling_and_nothing_else_changes() {
+        let lower = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8";
+        let mixed = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+        let hash = format!("0x{}", "ab".repeat(32));
+        let doc = serde_json::json!({
+            "from": lower, "to": mixed.to_uppercase().replace("0X", "0x"),
+            "list": [lower, {"nested": lower}], "txHash": hash, "label": "dev",
+            "short": "0x7099", "noPrefix": &lower[2..], "n": 7,
+        });
+        assert_eq!(
+            checksummed(doc),
+            serde_json::json!({
+                "from": mixed, "to": mixed, "list": [mixed, {"nested": mixed}],
+                "txHash": hash, "label": "dev", "short": "0x7099", "noPrefix": &lower[2..],
+                "n": 7,
+            })
+        );
+    }
 
     #[test]
     fn escape_leaves_nothing_a_terminal_would_act_on() {

@@ -479,7 +479,7 @@ fn the_plan_lists_every_recipient_against_the_allowlist_and_a_running_batch_refu
     let of = |a: Address| {
         recipients
             .iter()
-            .find(|r| r["address"] == json!(a))
+            .find(|r| r["address"] == json!(a.to_checksum(None)))
             .unwrap_or_else(|| panic!("{a} not in {plan:#}"))
     };
     assert_eq!(of(allowed)["items"], 4, "{plan:#}");

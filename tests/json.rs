@@ -80,16 +80,42 @@ pub fn schema_errors(name: &str, value: &Value) -> Option<String> {
     let Some(v) = validators().get(name) else {
         return Some(format!("no docs/json/{name}.schema.json"));
     };
-    let errors: Vec<String> = v
+    let mut errors: Vec<String> = v
         .iter_errors(value)
         .map(|e| format!("  at {}: {e}", e.instance_path()))
         .collect();
+    unchecksummed(value, "", &mut errors);
     (!errors.is_empty()).then(|| {
         format!(
             "{name}.schema.json refuses:\n{}\n{value:#}",
             errors.join("\n")
         )
     })
+}
+
+/// One spelling of an address in every document: EIP-55 mixed case (a schema cannot say
+/// it; this walks the document).
+fn unchecksummed(value: &Value, at: &str, errors: &mut Vec<String>) {
+    match value {
+        Value::String(s) if s.len() == 42 && s.starts_with("0x") => {
+            if let Ok(a) = s.parse::<alloy_primitives::Address>()
+                && a.to_checksum(None) != *s
+            {
+                errors.push(format!("  at {at}: {s} is not in EIP-55 mixed case"));
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                unchecksummed(v, &format!("{at}/{i}"), errors);
+            }
+        }
+        Value::Object(map) => {
+            for (k, v) in map {
+                unchecksummed(v, &format!("{at}/{k}"), errors);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Panics unless `value` matches schema `name`: for the tests that produce an output this
@@ -456,6 +482,27 @@ fn every_json_output_matches_its_schema() {
     t.seen.push(("sign".into(), "sign".into(), 0));
     let bundle = path("signed.json");
     std::fs::write(&bundle, signed.to_string()).expect("write the bundle");
+    // With --out the bundle goes to the file, and stdout says what was signed (here the
+    // same request again: the same bytes, nothing unlocked).
+    let mut sign = offline.command();
+    sign.env("BRIDGECTL_PASSPHRASE_FILE", offline.join("pass"))
+        .args([
+            "--json",
+            "sign",
+            &request,
+            "--yes",
+            "--out",
+            &path("signed-again.json"),
+        ]);
+    let written = live.ok_cmd(sign);
+    if let Some(e) = schema_errors("sign-out", &written) {
+        t.failures.push(format!("sign --out: {e}"));
+    }
+    if written["txHash"] != signed["txHash"] {
+        t.failures
+            .push(format!("sign --out: {written} is not {signed}"));
+    }
+    t.seen.push(("sign".into(), "sign-out".into(), 0));
     let mut sign = offline.command();
     sign.args(["--json", "sign", &path("no-such-request.json"), "--yes"]);
     let out = sign.output();

@@ -20,7 +20,7 @@ fn a_label_names_an_account_and_a_prefix_or_hash_names_a_flow_everywhere() {
     let out = live.ok(&[
         "transfer", "--token", "mt", "--from", "dev", "--to", "alice", "--amount", "1", "--yes",
     ]);
-    assert_eq!(out["to"], format!("{:#x}", alice.address), "{out:#}");
+    assert_eq!(out["to"], alice.address.to_checksum(None), "{out:#}");
     assert_eq!(live.balance(false, alice.address) - mt0, units(1, mt));
     // A typo in an address is named as one, not looked up as a label.
     let typo = format!("{:#x}", alice.address);

@@ -2,7 +2,7 @@
 //! file (JSONL or CSV), with one plan and one confirmation for the whole batch, each key
 //! unlocked once, the items pipelined across addresses, and the batch finished from the
 //! journal after a crash (`batch resume ID`). The flows library does the work
-//! ([`bridgectl_flow::Flows::batch`]); this module reads the file, shows the plan, asks,
+//! (`Flows::batch` in `bridgectl-flow`); this module reads the file, shows the plan, asks,
 //! unlocks and renders the results.
 
 use std::collections::BTreeMap;

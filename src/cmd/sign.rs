@@ -151,12 +151,24 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
     let text = if args.raw {
         format!("{}\n", signed.raw)
     } else {
+        // A document people and scripts read: addresses spelled as in every other one.
+        let bundle = crate::output::checksummed(serde_json::to_value(&bundle)?);
         format!("{}\n", serde_json::to_string_pretty(&bundle)?)
     };
     match &args.out {
         Some(path) => {
             crate::files::write_new(path, text.as_bytes())?;
             crate::output::note(format_args!("signed {} -> {}", signed.hash, path.display()));
+            if global.json {
+                // The output is in the file; a script still learns what was signed.
+                crate::output::json(&serde_json::json!({
+                    "txHash": signed.hash,
+                    "from": signed.from,
+                    "chainId": signed.chain_id,
+                    "nonce": signed.nonce,
+                    "out": path,
+                }))?;
+            }
         }
         None => {
             let mut out = std::io::stdout().lock();

@@ -159,13 +159,13 @@ impl std::fmt::Display for EventFields<'_> {
             f,
             "{} {} sub={} seq={} ",
             output::time_ms(self.received_at_ms),
-            output::escape(self.event_type.unwrap_or("?")),
-            output::escape(self.subscription_id),
-            output::escape(self.sequence_number),
+            output::untrusted(self.event_type.unwrap_or("?")),
+            output::untrusted(self.subscription_id),
+            output::untrusted(self.sequence_number),
         )?;
         match self.unverified {
             None => f.write_str("verified"),
-            Some(why) => write!(f, "UNVERIFIED ({})", output::escape(why)),
+            Some(why) => write!(f, "UNVERIFIED ({})", output::untrusted(why)),
         }
     }
 }
@@ -189,7 +189,7 @@ pub fn delivery_line(d: &Delivery) -> String {
         IncomingKind::Quarantine { reason } => format!(
             "{} QUARANTINED ({})",
             output::time_ms(d.received_at_ms),
-            output::escape(reason)
+            output::untrusted(reason)
         ),
     };
     if duplicate(d) {
@@ -210,15 +210,15 @@ pub fn delivery_json(d: &Delivery) -> serde_json::Value {
             event_type,
             verification,
         } => json!({
-            "eventType": event_type.as_deref().map(output::escape),
-            "subscriptionId": output::escape(subscription_id),
-            "sequenceNumber": output::escape(sequence_number),
+            "eventType": event_type.as_deref().map(output::untrusted),
+            "subscriptionId": output::untrusted(subscription_id),
+            "sequenceNumber": output::untrusted(sequence_number),
             "verified": *verification == Verification::Valid,
             "verification": verification.as_str(),
         }),
         IncomingKind::Quarantine { reason } => json!({
             "quarantined": true,
-            "reason": output::escape(reason),
+            "reason": output::untrusted(reason),
         }),
     };
     v["receivedAt"] = json!(output::time_ms(d.received_at_ms));
@@ -249,7 +249,7 @@ mod tests {
         let stored = delivery_line(&event(Verification::Valid, Some(Outcome::Stored(1))));
         assert_eq!(
             stored,
-            "2023-11-14T22:13:20.123Z BLOCK_PERIOD\\u{1b}[2J verified\\u{a} sub=41 seq=7 verified"
+            "2023-11-14T22:13:20.123Z BLOCK_PERIOD\\u{1b}[2J verified\\n sub=41 seq=7 verified"
         );
         let again = delivery_line(&event(Verification::Mismatch, Some(Outcome::Duplicate)));
         assert!(

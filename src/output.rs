@@ -162,25 +162,6 @@ pub fn untrusted(s: &str) -> std::borrow::Cow<'_, str> {
     bridgectl_tx::text::printable(s)
 }
 
-/// `text` from outside (a delivery, a server's answer) made safe for a terminal:
-/// control characters (ESC, CR, ...), and the bidirectional overrides that reorder
-/// what is shown, become `\u{..}` escapes, and `\` becomes `\\`, so a forged field can
-/// neither move the cursor nor hide the text beside it.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        let bidi = matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-        if c == '\\' {
-            out.push_str("\\\\");
-        } else if c.is_control() || bidi {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// A time in ms since the Unix epoch as RFC 3339 in UTC, always with milliseconds so
 /// that lines of them line up (`2026-01-02T03:04:05.600Z`); the number itself if it is
 /// out of range.
@@ -202,7 +183,7 @@ pub fn time_ms(ms: i64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{checksummed, escape};
+    use super::{checksummed, untrusted};
 
     #[test]
     fn addresses_are_printed_in_one_spelling_and_nothing_else_changes() {
@@ -225,12 +206,12 @@ mod tests {
     }
 
     #[test]
-    fn escape_leaves_nothing_a_terminal_would_act_on() {
-        assert_eq!(escape("BLOCK_PERIOD"), "BLOCK_PERIOD");
-        assert_eq!(escape("a\u{1b}[2Kb"), "a\\u{1b}[2Kb");
-        assert_eq!(escape("x\r\ny\u{7f}"), "x\\u{d}\\u{a}y\\u{7f}");
-        assert_eq!(escape("\u{202e}kcatta"), "\\u{202e}kcatta");
-        assert_eq!(escape("a\\u{1b}"), "a\\\\u{1b}");
-        assert!(!escape("\u{9b}31m").contains('\u{9b}'));
+    fn untrusted_text_leaves_nothing_a_terminal_would_act_on() {
+        assert_eq!(untrusted("BLOCK_PERIOD"), "BLOCK_PERIOD");
+        assert_eq!(untrusted("a\u{1b}[2Kb"), "a\\u{1b}[2Kb");
+        assert_eq!(untrusted("x\r\ny\u{7f}"), "x\\r\\ny\\u{7f}");
+        assert_eq!(untrusted("\u{202e}kcatta"), "\\u{202e}kcatta");
+        assert_eq!(untrusted("a\\u{1b}"), "a\\\\u{1b}");
+        assert!(!untrusted("\u{9b}31m").contains('\u{9b}'));
     }
 }

@@ -817,8 +817,8 @@ fn report_healing(json: bool, report: &ensure::Report) {
     for (id, why) in &report.failed {
         output::note(format!(
             "ensure: webhook {}: {}",
-            output::escape(id),
-            output::escape(why)
+            output::untrusted(id),
+            output::untrusted(why)
         ));
     }
 }
@@ -888,7 +888,7 @@ fn event_line(e: &StoredEvent) -> String {
     if let Some(err) = &e.last_error {
         line.push_str(&format!(
             " last-error=\"{}\" attempts={}",
-            output::escape(err),
+            output::untrusted(err),
             e.attempts
         ));
     }
@@ -901,12 +901,12 @@ fn event_line(e: &StoredEvent) -> String {
 fn gap_line(g: &Gap) -> String {
     format!(
         "GAP    sub={} {} from {} to {} (last seq {}), now delivered by {}",
-        output::escape(&g.subscription_id),
+        output::untrusted(&g.subscription_id),
         g.cause,
         output::time_ms(g.from_ms),
         output::time_ms(g.to_ms),
-        output::escape(g.last_sequence.as_deref().unwrap_or("none")),
-        output::escape(&g.replaced_by)
+        output::untrusted(g.last_sequence.as_deref().unwrap_or("none")),
+        output::untrusted(&g.replaced_by)
     )
 }
 
@@ -959,7 +959,7 @@ async fn rows(
                         "{:<6} {} {}",
                         q.id,
                         output::time_ms(q.received_at_ms),
-                        output::escape(&q.reason)
+                        output::untrusted(&q.reason)
                     ),
                 ))
             })

@@ -9,10 +9,17 @@ use std::fmt::Write;
 
 /// `s` with every control character (C0, DEL, C1), and the Unicode bidirectional and
 /// line/paragraph separators, replaced by a visible `\u{..}` escape (`\n`, `\r`, `\t`
-/// as themselves in backslash form). Ordinary text, non-ASCII letters included, is
-/// returned unchanged and unallocated.
+/// as themselves in backslash form), and a backslash doubled, so that text which spells
+/// an escape (`\u{1b}` typed out) cannot pass for one. Ordinary text, non-ASCII letters
+/// included, is returned unchanged and unallocated.
 pub fn printable(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(needs_escape) {
+    escaped(s, true)
+}
+
+/// [`printable`], with backslashes doubled or (for text already escaped) kept.
+fn escaped(s: &str, backslash: bool) -> Cow<'_, str> {
+    let needs = |c: char| (backslash && c == '\\') || needs_escape(c);
+    if !s.chars().any(needs) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
@@ -21,6 +28,7 @@ pub fn printable(s: &str) -> Cow<'_, str> {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
+            '\\' if backslash => out.push_str("\\\\"),
             c if needs_escape(c) => {
                 let _ = write!(out, "\\u{{{:x}}}", c as u32);
             }
@@ -30,8 +38,8 @@ pub fn printable(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Like [`printable`] but keeps line breaks and tabs: for the CLI's own multi-line
-/// output, as a last guard against escape sequences that slipped into it.
+/// Like [`printable`] but keeps line breaks, tabs and backslashes: for the CLI's own
+/// multi-line output, as a last guard against escape sequences that slipped into it.
 pub fn printable_lines(s: &str) -> Cow<'_, str> {
     if !s.chars().any(|c| needs_escape(c) && c != '\n' && c != '\t') {
         return Cow::Borrowed(s);
@@ -46,7 +54,8 @@ pub fn printable_lines(s: &str) -> Cow<'_, str> {
             if part.0 > 0 {
                 out.push('\t');
             }
-            out.push_str(&printable(part.1));
+            // The CLI's own text may hold escapes made earlier: kept, not doubled.
+            out.push_str(&escaped(part.1, false));
         }
         out.push_str(end);
     }
@@ -75,6 +84,8 @@ mod tests {
         );
         assert_eq!(printable("a\nWARNING: none"), "a\\nWARNING: none");
         assert_eq!(printable("\u{9b}31m\u{202e}txt"), "\\u{9b}31m\\u{202e}txt");
+        // Typed-out escapes stay visibly text.
+        assert_eq!(printable("a\\u{1b}"), "a\\\\u{1b}");
         assert_eq!(
             printable_lines("line\tone\n\u{1b}]0;title\u{7}\n"),
             "line\tone\n\\u{1b}]0;title\\u{7}\n"

@@ -14,33 +14,8 @@ use crate::store::{AnyFile, parse_any};
 
 const PATH: &str = "<fuzz input>";
 
-/// The KDF work a parsed file asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cost {
-    /// Our own format.
-    Argon2id {
-        /// Memory, KiB.
-        m_kib: u32,
-        /// Passes.
-        t: u32,
-        /// Lanes.
-        p: u32,
-    },
-    /// Web3 Secret Storage, scrypt.
-    Scrypt {
-        /// N.
-        n: u64,
-        /// r.
-        r: u32,
-        /// p.
-        p: u32,
-    },
-    /// Web3 Secret Storage, PBKDF2-HMAC-SHA256.
-    Pbkdf2 {
-        /// Iterations.
-        c: u32,
-    },
-}
+/// The KDF work a parsed file asks for (the keystore's own type, under its fuzzing name).
+pub use crate::kdf::KdfCost as Cost;
 
 /// A key file of either kind, parsed and checked, not decrypted.
 pub struct ParsedKeyFile(AnyFile);

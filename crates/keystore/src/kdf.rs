@@ -152,6 +152,35 @@ impl KdfParams {
     }
 }
 
+/// The KDF work a key file asks for, of either format, as parsed: what the read caps
+/// ([`MAX_M_KIB`], [`MAX_T`], [`MAX_P`] and Web3 Secret Storage's) are checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KdfCost {
+    /// Our own format.
+    Argon2id {
+        /// Memory, KiB.
+        m_kib: u32,
+        /// Passes.
+        t: u32,
+        /// Lanes.
+        p: u32,
+    },
+    /// Web3 Secret Storage, scrypt.
+    Scrypt {
+        /// N.
+        n: u64,
+        /// r.
+        r: u32,
+        /// p.
+        p: u32,
+    },
+    /// Web3 Secret Storage, PBKDF2-HMAC-SHA256.
+    Pbkdf2 {
+        /// Iterations.
+        c: u32,
+    },
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,7 +18,7 @@ use alloy_signer_local::PrivateKeySigner;
 
 pub use error::Error;
 pub use format::{CURRENT_VERSION, FORMAT_NAME, READABLE_VERSIONS};
-pub use kdf::{KdfParams, MAX_M_KIB, MAX_P, MAX_T, MIN_M_KIB, MIN_T};
+pub use kdf::{KdfCost, KdfParams, MAX_M_KIB, MAX_P, MAX_T, MIN_M_KIB, MIN_T};
 pub use secret::{Passphrase, PassphraseProvider, PassphraseRequest, Purpose, Secret, SecretText};
 pub use secret_storage::{MAX_PBKDF2_C, MAX_SCRYPT_BYTES, MAX_SCRYPT_P, Web3Params};
 pub use signing_log::{Columns, SIGNING_LOG_FILE, ShowFilter, SigningLogDb};

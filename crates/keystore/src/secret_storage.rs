@@ -370,14 +370,14 @@ impl ParsedWeb3 {
 #[cfg(feature = "fuzzing")]
 impl ParsedWeb3 {
     /// The KDF work this file asks for, as parsed (the fuzzer checks it against the caps).
-    pub(crate) fn kdf_cost(&self) -> crate::fuzzing::Cost {
+    pub(crate) fn kdf_cost(&self) -> crate::kdf::KdfCost {
         match &self.kdf {
-            Kdf::Scrypt { params, .. } => crate::fuzzing::Cost::Scrypt {
+            Kdf::Scrypt { params, .. } => crate::kdf::KdfCost::Scrypt {
                 n: params.n(),
                 r: params.r(),
                 p: params.p(),
             },
-            Kdf::Pbkdf2 { c, .. } => crate::fuzzing::Cost::Pbkdf2 { c: *c },
+            Kdf::Pbkdf2 { c, .. } => crate::kdf::KdfCost::Pbkdf2 { c: *c },
         }
     }
 

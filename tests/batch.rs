@@ -820,3 +820,26 @@ fn a_batch_of_keys_with_different_passphrases_runs_unattended() {
         "ST sent"
     );
 }
+
+/// A batch whose last item waits on a slow relayer says, without a terminal, that it is
+/// still going, as a single flow does.
+#[test]
+fn a_batch_waiting_on_a_slow_relayer_says_it_is_still_going() {
+    let live = Live::new("batch_slow_relayer");
+    live.dir.write(
+        "one.csv",
+        "op,from,to,token,amount,id\nredeem,dev,,,0.5,r1\n",
+    );
+    live.sb.delay("redeems", 6_000);
+    let mut c = live.cmd();
+    c.args(["batch", "run", "one.csv", "--yes", "--timeout", "60"]);
+    let out = live.run_ok(c);
+    live.sb.clear("redeems");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "» waiting for 1 of 1 items: 5 s since the last result (each waits up to 60 s)"
+        ),
+        "{err}"
+    );
+}

@@ -694,17 +694,41 @@ fn drive(
         let bar = indicatif::ProgressBar::new(total as u64);
         bar.set_style(
             indicatif::ProgressStyle::with_template(
-                "{bar:30} {pos}/{len} {msg} {per_sec} ETA {eta}",
+                "{bar:30} {pos}/{len} {msg} {per_sec} {elapsed} ETA {eta}",
             )
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
+        // The elapsed time moves while nothing finishes.
+        bar.enable_steady_tick(Duration::from_secs(1));
         bar
     });
     let started = Instant::now();
     let mut tally = Tally::default();
+    // Without a progress bar (a log, a CI job), a batch whose last items wait on a slow
+    // relayer says every few seconds that it is still going, as a single flow does.
+    let say_waiting = !global.json && bar.is_none();
+    let deadline = run.flow.platform.timeout;
     session.runtime.block_on(async {
         let mut results = flows.batch(batch_id, keys, options)?;
-        while let Some(r) = results.next().await {
+        let mut last = Instant::now();
+        loop {
+            let r = match tokio::time::timeout(bridgectl_flow::WAIT_REPORT, results.next()).await {
+                Ok(Some(r)) => r,
+                Ok(None) => break,
+                Err(_) => {
+                    if say_waiting {
+                        let done = tally.completed + tally.failed + tally.unsigned + tally.pending;
+                        crate::output::note(format_args!(
+                            "» waiting for {} of {total} items: {} s since the last result \
+                             (each waits up to {deadline} s)",
+                            total.saturating_sub(done),
+                            last.elapsed().as_secs()
+                        ));
+                    }
+                    continue;
+                }
+            };
+            last = Instant::now();
             tally.latencies.push(started.elapsed());
             match r.status {
                 ItemStatus::Completed => tally.completed += 1,

@@ -141,13 +141,24 @@ impl KdfParams {
         let argon =
             argon2::Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params);
         let mut key = SecretBytes::zero();
-        argon
-            .hash_password_into(
+        // The lanes run on a pool of exactly `p` threads made for this derivation, not
+        // on rayon's global pool, which starts one thread per CPU (64 on a large server)
+        // for a file that asks for one lane, and keeps them for the process's life.
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(self.p as usize)
+            .build()
+            .map_err(|e| Error::Crypto {
+                path: path.to_owned(),
+                reason: format!("cannot start the key derivation's threads: {e}"),
+            })?;
+        pool.install(|| {
+            argon.hash_password_into(
                 passphrase.expose_secret().as_bytes(),
                 salt,
                 key.expose_secret_mut(),
             )
-            .map_err(crypto)?;
+        })
+        .map_err(crypto)?;
         Ok(key)
     }
 }

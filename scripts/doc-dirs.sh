@@ -9,6 +9,9 @@
 # scripts/doc-links.sh catches the links that are wrong for another reason.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Cargo empties target/doc when it holds no docs of this rustdoc yet (its fingerprint
+# file): document one small crate first, so that what is made below stays.
+RUSTDOCFLAGS="${RUSTDOCFLAGS:-}" cargo doc --no-deps -q -p bridgectl-json
 metadata=$(cargo metadata --format-version 1 --no-deps)
 doc="$(echo "$metadata" | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')/doc"
 echo "$metadata" | python3 -c '

@@ -43,7 +43,7 @@ unit:
 # The docs build with every warning an error, then a check for links of ours that
 # rustdoc leaves as text without a warning (where a doc is shown outside its crate).
 doc:
-	./scripts/doc-dirs.sh
+	RUSTDOCFLAGS="-D warnings" ./scripts/doc-dirs.sh
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
 	./scripts/doc-links.sh
 

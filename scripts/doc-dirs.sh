@@ -11,7 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Cargo empties target/doc when it holds no docs of this rustdoc yet (its fingerprint
 # file): document one small crate first, so that what is made below stays.
-RUSTDOCFLAGS="${RUSTDOCFLAGS:-}" cargo doc --no-deps -q -p bridgectl-json
+# (Run with the RUSTDOCFLAGS of the `cargo doc` that follows, or it documents it again.)
+cargo doc --no-deps -q -p bridgectl-json
 metadata=$(cargo metadata --format-version 1 --no-deps)
 doc="$(echo "$metadata" | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')/doc"
 echo "$metadata" | python3 -c '

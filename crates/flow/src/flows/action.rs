@@ -5,14 +5,13 @@
 use std::collections::BTreeMap;
 
 use alloy_primitives::Address;
+use bridgectl_tx::Verified;
 use bridgectl_tx::request::{Intent, Origin, SignRequest};
-use bridgectl_tx::{RawTx, Verified};
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{Approver, Flows, Progress, Submitted};
 use crate::Error;
-use crate::client::ExecuteRequest;
 use crate::journal::{FlowKind, FlowState};
 
 /// What executing an action produced, by the kind of sender.
@@ -94,6 +93,15 @@ impl ActionCall {
         }
         intent
     }
+
+    /// What the journal keeps of the call when its flow starts.
+    pub(super) fn journaled(&self) -> Value {
+        json!({
+            "action": self.action,
+            "inputs": self.inputs,
+            "intent": self.intent,
+        })
+    }
 }
 
 /// What to do with a raw transaction an action returns for an EOA.
@@ -159,18 +167,15 @@ impl Flows {
         call: &ActionCall,
         mode: Mode<'_, A>,
     ) -> Result<ActionResult, Error> {
-        let (tx_id, outcome) = self.execute(FlowKind::Action, call, None).await?;
-        let (raw_json, raw) = match outcome {
-            ActionOutcome::Eoa { raw_tx, data } => {
-                let raw = self.parse_raw_tx(&tx_id, &data)?;
-                (raw_tx, raw)
-            }
+        let run = self.start(None, FlowKind::Action, call.from, &call.journaled())?;
+        let (raw_json, raw) = match run.execute(call).await? {
+            ActionOutcome::Eoa { raw_tx, data } => (raw_tx, run.parse_raw_tx(&data)?),
             ActionOutcome::Managed {
                 tx_id: theirs,
                 tx_hash,
             } => {
                 return Ok(ActionResult::Managed {
-                    tx_id: theirs.unwrap_or(tx_id),
+                    tx_id: theirs.unwrap_or_else(|| run.tx_id().to_owned()),
                     tx_hash,
                 });
             }
@@ -179,8 +184,8 @@ impl Flows {
         let intent = call.full_intent();
         match mode {
             Mode::SignHere(approver, progress) => {
-                let submitted = self
-                    .sign_and_submit(&tx_id, call.from, &raw, &intent, approver, progress)
+                let submitted = run
+                    .sign_and_submit(&raw, &intent, None, approver, progress)
                     .await?;
                 Ok(ActionResult::Eoa {
                     submitted,
@@ -188,9 +193,8 @@ impl Flows {
                 })
             }
             Mode::WriteRequest { profile } => {
-                let verified: Verified = self
-                    .verify_and_reserve(&tx_id, call.from, &raw, &intent)
-                    .await?;
+                let verified: Verified = run.verify(&raw, &intent, None).await?;
+                let tx_id = run.tx_id().to_owned();
                 let request = SignRequest::new(
                     verified.raw_tx().clone(),
                     intent,
@@ -211,119 +215,12 @@ impl Flows {
             }
             Mode::ExecuteOnly => {
                 // Verified all the same, so what is reported was checked.
-                self.verify_and_reserve(&tx_id, call.from, &raw, &intent)
-                    .await?;
+                run.verify(&raw, &intent, None).await?;
                 self.journal
-                    .step(&tx_id, FlowState::Failed, "no-key", &json!({}))?;
+                    .step(run.tx_id(), FlowState::Failed, "no-key", &json!({}))?;
                 Err(Error::NoSigner { from: call.from })
             }
         }
-    }
-
-    /// Executes `call`, signs the EOA transaction it returns and submits it; any other
-    /// outcome is an error. The flow behind [`Flows::redeem`].
-    pub(crate) async fn sign_action(
-        &self,
-        kind: FlowKind,
-        call: &ActionCall,
-        tx_id: Option<&str>,
-        approver: &mut impl Approver,
-        progress: &mut dyn Progress,
-    ) -> Result<(Submitted, Value), Error> {
-        progress.step(&format!("executing action {}", call.action));
-        // What the verifier needs from the node (its gas price, the sender's pending
-        // nonce) is read while the platform answers, not after: a batch's items of one
-        // address wait on each other, so this round trip was on their path. Read
-        // before the rawTx exists, it is the same reading: the sender's previous
-        // transaction was accepted before this action was asked for.
-        let prefetch = async {
-            match call.intent.chain_id {
-                Some(chain_id) => self
-                    .signing_context(tx_id.unwrap_or(""), call.from, chain_id)
-                    .await
-                    .ok()
-                    .map(|c| (chain_id, c)),
-                None => None,
-            }
-        };
-        let (executed, prefetched) = tokio::join!(self.execute(kind, call, tx_id), prefetch);
-        let (tx_id, outcome) = executed?;
-        let ActionOutcome::Eoa { raw_tx, data } = outcome else {
-            return Err(Error::UnexpectedShape {
-                what: format!("answer to action {}", call.action),
-                expected: format!(
-                    "a rawTx for the externally owned account {} (the platform answered as \
-                     for a managed account or a view function)",
-                    call.from
-                ),
-                data: serde_json::to_value(&outcome).unwrap_or_default(),
-            });
-        };
-        let raw = self.parse_raw_tx(&tx_id, &data)?;
-        let submitted = self
-            .sign_and_submit_in(
-                &tx_id,
-                call.from,
-                &raw,
-                &call.full_intent(),
-                prefetched,
-                approver,
-                progress,
-            )
-            .await?;
-        Ok((submitted, raw_tx))
-    }
-
-    /// Executes `call` under `tx_id` (else a fresh txId) and records the answer. Nothing
-    /// is signed here.
-    async fn execute(
-        &self,
-        kind: FlowKind,
-        call: &ActionCall,
-        tx_id: Option<&str>,
-    ) -> Result<(String, ActionOutcome), Error> {
-        let intent_json = json!({
-            "action": call.action,
-            "inputs": call.inputs,
-            "intent": call.intent,
-        });
-        let tx_id = self.begin_as(tx_id, kind, call.from, &intent_json)?;
-        let request = ExecuteRequest {
-            tx_id: tx_id.clone(),
-            from: call.from,
-            inputs: call
-                .inputs
-                .iter()
-                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-                .collect(),
-        };
-        let data = self
-            .client
-            .execute_action(&call.action, &request)
-            .await
-            .inspect_err(|e| self.fail(&tx_id, "execute-failed", e))?;
-        let outcome = ActionOutcome::classify(&data);
-        match &outcome {
-            ActionOutcome::Eoa { raw_tx, .. } => self.journal.record_raw_tx(&tx_id, raw_tx)?,
-            ActionOutcome::Managed { .. } | ActionOutcome::View { .. } => {
-                self.complete(&tx_id, &data, true)?;
-            }
-        }
-        Ok((tx_id, outcome))
-    }
-
-    /// Parses the rawTx of an EOA outcome strictly, with the same rules as an envelope
-    /// given to the offline signer (`data.from` must be `rawTx.from`); a refusal is
-    /// journaled.
-    fn parse_raw_tx(
-        &self,
-        tx_id: &str,
-        data: &serde_json::Map<String, Value>,
-    ) -> Result<RawTx, Error> {
-        bridgectl_tx::request::parse_action_data(data)
-            .map(|(raw, _)| raw)
-            .map_err(Error::Tx)
-            .inspect_err(|e| self.fail(tx_id, "refused", e))
     }
 }
 

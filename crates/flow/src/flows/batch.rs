@@ -671,7 +671,8 @@ impl Flows {
             "resume",
             &serde_json::json!({"fromState": rec.state.as_str(), "signed": false, "inSigningLog": true}),
         )?;
-        self.sign_and_submit(tx_id, op.from(), &raw, &intent, key, &mut Quiet)
+        self.run_of(tx_id, op.from())
+            .sign_and_submit(&raw, &intent, None, key, &mut Quiet)
             .await
     }
 
@@ -953,7 +954,7 @@ impl Flows {
                 Err(e) => Err(e),
             },
             BatchOp::Redeem { .. } => self
-                .wait_redemption_every(&tx_id, a.submitted.tx_hash, interval, true, &mut Quiet)
+                .wait_redemption(&tx_id, a.submitted.tx_hash, interval, true, &mut Quiet)
                 .await
                 .map(|r| {
                     (!r.is_success()).then(|| ItemError::Redemption {

@@ -56,11 +56,15 @@ impl Flows {
         let existing = b.tx_id.as_deref().and_then(|id| self.journal.get(id).ok());
         let tx_id = match &existing {
             Some(rec) => rec.tx_id.clone(),
-            None => self.begin(
-                FlowKind::Submit,
-                b.from,
-                &json!({"bundle": origin, "theirTxId": b.tx_id}),
-            )?,
+            None => self
+                .start(
+                    None,
+                    FlowKind::Submit,
+                    b.from,
+                    &json!({"bundle": origin, "theirTxId": b.tx_id}),
+                )?
+                .tx_id()
+                .to_owned(),
         };
         let checked = async {
             let checked_against = match (&existing, &bundle.request) {
@@ -135,7 +139,8 @@ impl Flows {
         prepared: &PreparedBundle,
         progress: &mut dyn Progress,
     ) -> Result<Submitted, Error> {
-        self.submit_journaled(&prepared.tx_id, &prepared.signed, progress)
+        self.run_of(&prepared.tx_id, prepared.signed.from)
+            .submit(&prepared.signed, progress)
             .await
     }
 }

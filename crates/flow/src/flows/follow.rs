@@ -208,7 +208,7 @@ impl Flows {
         match end {
             End::Redemption { by_tx_id } => {
                 let r = self
-                    .wait_redemption_every(tx_id, hash, self.wait.interval, by_tx_id, progress)
+                    .wait_redemption(tx_id, hash, self.wait.interval, by_tx_id, progress)
                     .await?;
                 status.redemption = Some(r);
             }

@@ -22,17 +22,17 @@ impl Flows {
             spec.amount,
             &format!("managed transfer of {} to {}", side.symbol, spec.to),
         );
-        let (tx_id, raw) = self
-            .begin_transfer(FlowKind::ManagedTransfer, spec, None)
+        let (run, raw) = self
+            .start_transfer(FlowKind::ManagedTransfer, spec, None)
             .await?;
-        self.verify_and_reserve(&tx_id, from, &raw, &intent).await?;
+        run.verify(&raw, &intent, None).await?;
         let raw_json = serde_json::to_value(&raw).unwrap_or_default();
         progress.step("asking the platform to sign for the managed account");
         let signed_bytes = self
             .client
             .sign_managed(from, &raw_json)
             .await
-            .inspect_err(|e| self.fail(&tx_id, "sign-failed", e))?;
+            .inspect_err(|e| run.fail("sign-failed", e))?;
         let signed = bridgectl_tx::decode::decode_signed(&signed_bytes)
             .map_err(Error::Tx)
             .and_then(|decoded| {
@@ -45,10 +45,10 @@ impl Flows {
                     nonce: raw.nonce,
                 })
             })
-            .inspect_err(|e| self.fail(&tx_id, "refused", e))?;
-        self.journal.record_signed(&tx_id, &signed)?;
+            .inspect_err(|e| run.fail("refused", e))?;
+        self.journal.record_signed(run.tx_id(), &signed)?;
         bridgectl_sqlite::failpoint::hit("journaled-not-sent");
-        let submitted = self.submit_journaled(&tx_id, &signed, progress).await?;
+        let submitted = run.submit(&signed, progress).await?;
         self.await_inclusion(which, &submitted, progress).await?;
         Ok(submitted)
     }

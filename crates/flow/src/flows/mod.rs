@@ -1,7 +1,8 @@
 //! The flows and their shared spine: verify -> approve (unlock) -> sign -> journal ->
 //! submit. Each flow (redeem, swap, transfer, action, managed, submit of a bundle,
-//! resume, offline signing) lives in its own file and reaches the key only through
-//! [`Flows::sign_verified`], the one place that orders the steps:
+//! resume, offline signing) lives in its own file and goes down the spine as a `Run`
+//! (`run.rs`), which reaches the key only through `sign_verified`, the one place that
+//! orders the steps:
 //! 1. the raw transaction is parsed strictly and checked against the intent and the
 //!    caps by `bridgectl_tx::verify`; a failure here never reaches the key;
 //! 2. only then is the [`Approver`] asked (it shows the summary, confirms, unlocks);
@@ -21,6 +22,7 @@ mod offline;
 mod redeem;
 mod replace;
 mod resume;
+mod run;
 mod swap;
 mod transfer;
 mod waiting;
@@ -31,15 +33,13 @@ use std::time::Duration;
 
 use alloy_primitives::{Address, B256, U256};
 use bridgectl_tx::request::{Intent, Token};
-use bridgectl_tx::{
-    Context, Nonce, NonceFacts, Policy, RawTx, SignedTx, SigningLog, TransactionSigner, Verified,
-};
+use bridgectl_tx::{Context, Nonce, Policy, RawTx, SigningLog, TransactionSigner, Verified};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::Error;
 use crate::client::PlatformClient;
-use crate::journal::{FlowKind, FlowState, Journal, Purpose};
+use crate::journal::{FlowState, Journal, Purpose};
 use crate::rpc::NodeClient;
 
 pub use action::{ActionCall, ActionOutcome, ActionResult, Mode};
@@ -453,307 +453,6 @@ impl Flows {
         }
     }
 
-    /// What can be found out about `from` on `chain_id` before signing: the node's gas
-    /// price and pending nonce when the chain's node is known, else the platform's next
-    /// nonce when its environment is; always the journal's floor, under which the
-    /// flow `tx_id`'s own reservation does not count (a flow resumed at its approval
-    /// holds the nonce it is about to sign).
-    async fn signing_context(
-        &self,
-        tx_id: &str,
-        from: Address,
-        chain_id: u64,
-    ) -> Result<Context, Error> {
-        let side = self.side_of_chain(chain_id);
-        let mut facts = NonceFacts {
-            journal_next: self.journal.next_nonce(from, chain_id, Some(tx_id))?,
-            ..NonceFacts::default()
-        };
-        let mut gas_price_quote = None;
-        match side.and_then(|s| s.rpc_url.as_deref()) {
-            Some(url) => {
-                let node = self.node_at(url)?;
-                let (price, pending, ()) = tokio::try_join!(
-                    node.gas_price(),
-                    node.pending_nonce(from),
-                    self.check_chain(&node, chain_id)
-                )?;
-                gas_price_quote = Some(price);
-                facts.pending = Some(pending);
-            }
-            None => {
-                if let Some(s) = side {
-                    facts.platform = Some(self.client.next_nonce(from, &s.environment_id).await?);
-                }
-            }
-        }
-        Ok(Context {
-            signer: from,
-            gas_price_quote,
-            nonce: Nonce::Next(facts),
-            spent: None,
-        })
-    }
-
-    /// The node's chain is the one the journal's flows of `chain_id` were journaled on
-    /// (its block 0, read once per process and chain): a reset chain is named as such
-    /// before its stale nonces refuse anything ([`Error::ChainReset`]).
-    async fn check_chain(&self, node: &NodeClient, chain_id: u64) -> Result<(), Error> {
-        let checked = self
-            .chains_checked
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(&chain_id);
-        if checked {
-            return Ok(());
-        }
-        let genesis = node.genesis_hash().await?;
-        self.journal.check_chain(chain_id, genesis)?;
-        self.chains_checked
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(chain_id);
-        Ok(())
-    }
-
-    /// Starts a flow of `kind` in the journal under a fresh txId.
-    fn begin(&self, kind: FlowKind, from: Address, intent: &Value) -> Result<String, Error> {
-        self.begin_as(None, kind, from, intent)
-    }
-
-    /// Starts a flow of `kind` under `tx_id` (one a batch assigned and recorded first),
-    /// else under a fresh txId.
-    fn begin_as(
-        &self,
-        tx_id: Option<&str>,
-        kind: FlowKind,
-        from: Address,
-        intent: &Value,
-    ) -> Result<String, Error> {
-        let tx_id = tx_id.map_or_else(new_tx_id, str::to_owned);
-        self.journal
-            .begin(&tx_id, kind, Some(&from.to_string()), intent)?;
-        Ok(tx_id)
-    }
-
-    /// Verifies `raw_tx` against `intent` and the trust root with the verifier of
-    /// `bridgectl-tx`, reserves its nonce in the journal, and records the outcome (a
-    /// refusal too). Nothing is unlocked here.
-    async fn verify_and_reserve(
-        &self,
-        tx_id: &str,
-        from: Address,
-        raw_tx: &RawTx,
-        intent: &Intent,
-    ) -> Result<Verified, Error> {
-        self.verify_and_reserve_in(tx_id, from, raw_tx, intent, None)
-            .await
-    }
-
-    /// [`Flows::verify_and_reserve`] with the signing context read before the raw
-    /// transaction arrived (`prefetched`: its chain and what was read), used when it is
-    /// for the transaction's chain; else read now.
-    async fn verify_and_reserve_in(
-        &self,
-        tx_id: &str,
-        from: Address,
-        raw_tx: &RawTx,
-        intent: &Intent,
-        prefetched: Option<(u64, Context)>,
-    ) -> Result<Verified, Error> {
-        let checked = async {
-            let policy = self.trust_root();
-            let mut context = match prefetched {
-                Some((chain_id, context)) if chain_id == raw_tx.chain_id => context,
-                _ => self.signing_context(tx_id, from, raw_tx.chain_id).await?,
-            };
-            self.refuse_held_nonce(raw_tx, &context)?;
-            context.spent = bridgectl_tx::limits::read_spent(
-                &policy,
-                raw_tx,
-                None,
-                self.signing_log.as_ref(),
-                bridgectl_tx::log::unix_now(),
-            )?;
-            let verified = bridgectl_tx::verify(raw_tx, Some(intent), &policy, &context)?;
-            self.journal
-                .reserve_nonce(tx_id, from, raw_tx.chain_id, raw_tx.nonce)?;
-            Ok::<_, Error>(verified)
-        }
-        .await;
-        match checked {
-            Ok(verified) => {
-                self.journal.step(
-                    tx_id,
-                    FlowState::Verified,
-                    "verified",
-                    &json!({"nonceFrom": verified.nonce_source()}),
-                )?;
-                Ok(verified)
-            }
-            Err(e) => {
-                self.fail(tx_id, "refused", &e);
-                Err(e)
-            }
-        }
-    }
-
-    /// The chain's next nonce (the node's or the platform's count) is one a flow here
-    /// signed or holds: its transaction never reached the chain, or fell out of the
-    /// node's pool, and the address is stuck behind it. The refusal names that flow and
-    /// the ways on (resume it, replace it, cancel it) rather than only the number the
-    /// verifier would give. A nonce the chain is already past is left to the verifier: a
-    /// replacement of something mined or pending, from a platform that should not ask.
-    fn refuse_held_nonce(&self, raw_tx: &RawTx, context: &Context) -> Result<(), Error> {
-        let Nonce::Next(NonceFacts {
-            journal_next: Some(floor),
-            pending,
-            platform,
-            ..
-        }) = &context.nonce
-        else {
-            return Ok(());
-        };
-        let chain_next = pending.or(*platform);
-        if raw_tx.nonce >= *floor || chain_next.is_some_and(|next| raw_tx.nonce < next) {
-            return Ok(());
-        }
-        match self
-            .journal
-            .nonce_holder(raw_tx.from, raw_tx.chain_id, raw_tx.nonce)?
-        {
-            Some(holder) => Err(Error::NonceHeld {
-                address: raw_tx.from,
-                chain_id: raw_tx.chain_id,
-                nonce: raw_tx.nonce,
-                state: holder.state.as_str(),
-                tx_hash: holder.tx_hash.unwrap_or_else(|| "not signed yet".into()),
-                by: holder.tx_id,
-            }),
-            None => Ok(()),
-        }
-    }
-
-    /// Verify, approve, sign, journal, submit: the spine of every flow that signs here.
-    async fn sign_and_submit(
-        &self,
-        tx_id: &str,
-        from: Address,
-        raw_tx: &RawTx,
-        intent: &Intent,
-        approver: &mut impl Approver,
-        progress: &mut dyn Progress,
-    ) -> Result<Submitted, Error> {
-        self.sign_and_submit_in(tx_id, from, raw_tx, intent, None, approver, progress)
-            .await
-    }
-
-    /// [`Flows::sign_and_submit`] with a prefetched signing context (see
-    /// [`Flows::verify_and_reserve_in`]).
-    #[allow(clippy::too_many_arguments)]
-    async fn sign_and_submit_in(
-        &self,
-        tx_id: &str,
-        from: Address,
-        raw_tx: &RawTx,
-        intent: &Intent,
-        prefetched: Option<(u64, Context)>,
-        approver: &mut impl Approver,
-        progress: &mut dyn Progress,
-    ) -> Result<Submitted, Error> {
-        let verified = self
-            .verify_and_reserve_in(tx_id, from, raw_tx, intent, prefetched)
-            .await?;
-        let signed = sign_verified(
-            &self.journal,
-            self.signing_log.as_ref(),
-            tx_id,
-            &verified,
-            intent,
-            Purpose::Original,
-            approver,
-        )
-        .await
-        .map_err(|e| self.stopped_at_approval(tx_id, e))?;
-        progress.step(&format!("signed {} (nonce {})", signed.hash, signed.nonce));
-        self.submit_journaled(tx_id, &signed, progress).await
-    }
-
-    /// Submits bytes that are already in the journal; records the outcome. A failure
-    /// leaves the flow `signed` so that `resume` can send the same bytes again.
-    async fn submit_journaled(
-        &self,
-        tx_id: &str,
-        signed: &SignedTx,
-        progress: &mut dyn Progress,
-    ) -> Result<Submitted, Error> {
-        progress.step("submitting");
-        let hash = signed.hash;
-        let result = match &self.submitter {
-            Submitter::Platform => self.client.submit_signed(&signed.raw).await,
-            Submitter::Node(node) => node.send_raw(&signed.raw, hash).await,
-        };
-        let already_known = match result {
-            Ok(answered) => {
-                if answered != hash {
-                    // The platform reports a different hash than the bytes we sent
-                    // have: keep ours (it is what is on chain) and say so.
-                    self.journal.note(
-                        tx_id,
-                        "hash-mismatch",
-                        &json!({"ours": hash.to_string(), "platform": answered.to_string()}),
-                    )?;
-                }
-                false
-            }
-            Err(e) if is_already_known(&e) => true,
-            // A resend of bytes that were mined meanwhile: "nonce too low" for the very
-            // transaction that used the nonce is success, not a conflict.
-            Err(e) if is_nonce_too_low(&e) && self.is_mined(signed.chain_id, hash).await => true,
-            Err(e) => {
-                self.journal
-                    .note(tx_id, "submit-failed", &json!({"error": e.to_string()}))?;
-                return Err(e);
-            }
-        };
-        self.journal.step(
-            tx_id,
-            FlowState::Submitted,
-            "submitted",
-            &json!({"txHash": hash.to_string(), "alreadyKnown": already_known}),
-        )?;
-        progress.step(&format!("submitted {hash}"));
-        if let Submitter::Node(node) = &self.submitter {
-            progress.step("waiting for the receipt");
-            let receipt = node
-                .wait_receipt(hash, self.wait.interval, self.wait.timeout, progress)
-                .await?;
-            self.journal
-                .record_result(tx_id, &serde_json::to_value(&receipt).unwrap_or_default())?;
-            self.journal.note(
-                tx_id,
-                "mined",
-                &json!({"block": receipt.block_number, "success": receipt.success}),
-            )?;
-            if !receipt.success {
-                self.journal
-                    .step(tx_id, FlowState::Failed, "reverted", &json!({}))?;
-                return Err(Error::Reverted {
-                    tx_hash: hash,
-                    block: receipt.block_number,
-                });
-            }
-        }
-        Ok(Submitted {
-            tx_id: tx_id.to_owned(),
-            tx_hash: hash,
-            from: signed.from,
-            chain_id: signed.chain_id,
-            nonce: signed.nonce,
-            already_known,
-        })
-    }
-
     /// Checks a transaction signed before (an air-gap bundle, the journal's bytes on
     /// resume) with the one verifier before it is sent: a legacy EIP-155 call from its
     /// recovered signer, to a trusted chain and contract, within the caps, and (when an
@@ -796,93 +495,8 @@ impl Flows {
 
     /// Journals a failure (best effort: the original error is what the caller reports).
     fn fail(&self, tx_id: &str, step: &str, err: &Error) {
-        fail(&self.journal, tx_id, step, err);
+        run::fail(&self.journal, tx_id, step, err);
     }
-}
-
-/// Journals a failure of flow `tx_id` at `step` (best effort).
-fn fail(journal: &Journal, tx_id: &str, step: &str, err: &Error) {
-    let _ = journal.step(
-        tx_id,
-        FlowState::Failed,
-        step,
-        &json!({"error": err.to_string()}),
-    );
-}
-
-/// Asks the approver for the key, signs (recorded in the signing log before the bytes
-/// leave), re-decodes the result as a self-check, and commits the signed bytes to the
-/// journal (a replacement of the flow's signed transaction, for a `purpose` other than
-/// its original signature). The only function of the crate that reaches a key; online
-/// flows, the offline signer and replace/cancel all come through here.
-async fn sign_verified(
-    journal: &Journal,
-    signing_log: &dyn SigningLog,
-    tx_id: &str,
-    verified: &Verified,
-    intent: &Intent,
-    purpose: Purpose,
-    approver: &mut impl Approver,
-) -> Result<SignedTx, Error> {
-    let review = Review {
-        tx_id,
-        verified,
-        intent,
-    };
-    // A replacement that stops leaves the flow as it was: signed, its first transaction
-    // still able to be mined.
-    let fail = |step: &str, e: &Error| match purpose {
-        Purpose::Original => fail(journal, tx_id, step, e),
-        _ => {
-            let _ = journal.note(
-                tx_id,
-                &format!("{}-{step}", purpose.as_str()),
-                &json!({"error": e.to_string()}),
-            );
-        }
-    };
-    let signer = approver
-        .approve(&review)
-        .await
-        .inspect_err(|e| fail("not-approved", e))?;
-    // The approval may have taken long: the nonce must still be this flow's, with lease
-    // to spare, or another flow may have signed it meanwhile.
-    let tx = verified.raw_tx();
-    journal
-        .hold_reservation(tx_id, tx.from, tx.chain_id, tx.nonce)
-        .inspect_err(|e| fail("not-signed", e))?;
-    let signed = bridgectl_tx::sign_and_log_with(
-        verified,
-        &signer,
-        signing_log,
-        bridgectl_tx::log::unix_now(),
-    )
-    .await
-    .map_err(Error::from);
-    drop(signer);
-    let signed = signed
-        .and_then(|s| self_check(&s, verified.raw_tx()).map(|()| s))
-        .inspect_err(|e| fail("not-signed", e))?;
-    bridgectl_sqlite::failpoint::hit("signed-not-journaled");
-    match purpose {
-        Purpose::Original => journal.record_signed(tx_id, &signed)?,
-        _ => journal.record_replacement(tx_id, &signed, purpose)?,
-    }
-    bridgectl_sqlite::failpoint::hit("journaled-not-sent");
-    Ok(signed)
-}
-
-/// The signed bytes decode to the transaction that was verified, from its sender.
-fn self_check(signed: &SignedTx, raw: &RawTx) -> Result<(), Error> {
-    let decoded = bridgectl_tx::decode::decode_signed(&signed.raw)?;
-    crate::airgap::check_signed_matches(&decoded, raw)?;
-    if decoded.hash != signed.hash {
-        return Err(Error::SelfCheck(format!(
-            "the signature's hash {} is not its bytes' hash {}",
-            signed.hash, decoded.hash
-        )));
-    }
-    Ok(())
 }
 
 /// The intent of a token transfer call (`transfer(_to, _value)`).

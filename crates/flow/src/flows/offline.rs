@@ -9,7 +9,8 @@ use bridgectl_tx::request::SignInput;
 use bridgectl_tx::{Nonce, NonceFacts, Policy, SignedTx, SigningLog};
 use serde_json::json;
 
-use super::{Approver, sign_verified};
+use super::Approver;
+use super::run::sign_verified;
 use crate::Error;
 use crate::journal::{FlowKind, Journal};
 

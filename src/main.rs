@@ -14,6 +14,7 @@ mod config;
 mod deliveries;
 mod exit;
 mod files;
+mod global;
 mod opts;
 mod output;
 mod passphrase;
@@ -24,16 +25,12 @@ mod shutdown;
 mod trust;
 
 use std::process::ExitCode;
-use std::sync::OnceLock;
 use std::time::Instant;
 
 use clap::{CommandFactory, Parser};
 
-/// When the process started, for `BRIDGECTL_TIMINGS`.
-static STARTED: OnceLock<Instant> = OnceLock::new();
-
 fn main() -> ExitCode {
-    STARTED.get_or_init(Instant::now);
+    session::STARTED.get_or_init(Instant::now);
     // Asked by a shell for completions (`COMPLETE=bash bridgectl -- ...`, set by the
     // script `bridgectl completions SHELL` prints): answer and exit.
     clap_complete::CompleteEnv::with_factory(cli::Cli::command).complete();
@@ -42,7 +39,7 @@ fn main() -> ExitCode {
         Err(e) => return usage_error(&e),
     };
     let json = cli.global.json;
-    match cmd::run(cli) {
+    match cli.run() {
         Ok(()) => ExitCode::SUCCESS,
         // The reader went away (`bridgectl history | head -1`): stop quietly, as every
         // Unix tool does.

@@ -9,8 +9,16 @@ use anyhow::Result;
 use bridgectl_flow::{GasSource, NonceSource};
 use clap::{Args, ValueEnum};
 
-use crate::cli::PassphraseOpts;
 use crate::exit::{Code, WithCode, coded};
+
+// Where a passphrase comes from, in the documented order: this flag,
+// `BRIDGECTL_PASSPHRASE_FILE`, `BRIDGECTL_PASSPHRASE`, then an interactive prompt.
+#[derive(Debug, Args, Clone, Default)]
+pub struct PassphraseOpts {
+    /// Read the passphrase from the first line of this file (keep it 0600).
+    #[arg(long, value_name = "FILE", help_heading = "Passphrase")]
+    pub passphrase_file: Option<PathBuf>,
+}
 
 // Options of every command that talks to the platform (`submit` too, which never
 // signs).

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use bridgectl_keystore::{Passphrase, PassphraseProvider, PassphraseRequest, Purpose};
 use zeroize::Zeroizing;
 
-use crate::cli::PassphraseOpts;
+use crate::opts::PassphraseOpts;
 
 /// Environment variable naming a file that holds the passphrase.
 pub const ENV_FILE: &str = "BRIDGECTL_PASSPHRASE_FILE";

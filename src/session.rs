@@ -2,8 +2,8 @@
 //! client, journal, signing log, bridge description, trust root), the keystore and the
 //! runtime. Commands call one flow and render its result.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use alloy_primitives::Address;
 use anyhow::{Context, Result, anyhow};
@@ -12,10 +12,13 @@ use bridgectl_flow::{Bridge, ChainSide, Flows, GasPriceCap, Journal, Submitter, 
 use bridgectl_keystore::Keystore;
 
 use crate::approver::CliApprover;
-use crate::cli::GlobalOpts;
 use crate::config::Profile;
+use crate::global::GlobalOpts;
 use crate::opts::{FlowOpts, PlatformOpts};
 use crate::passphrase::CliPassphrases;
+
+/// When the process started (set first thing in `main`), for `BRIDGECTL_TIMINGS`.
+pub static STARTED: OnceLock<Instant> = OnceLock::new();
 
 /// The built pieces.
 pub struct Session {
@@ -176,7 +179,7 @@ impl Session {
         if std::env::var_os("BRIDGECTL_TIMINGS").is_none() {
             return;
         }
-        let total = crate::STARTED.get().map_or(Duration::ZERO, |t| t.elapsed());
+        let total = STARTED.get().map_or(Duration::ZERO, |t| t.elapsed());
         let t = bridgectl_flow::timing::snapshot();
         let total_us = total.as_micros() as u64;
         let unlock_us = approver.unlock_time.as_micros() as u64;

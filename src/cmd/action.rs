@@ -20,8 +20,8 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use crate::approver::{CliApprover, StderrProgress};
-use crate::cli::GlobalOpts;
 use crate::exit::{Code, coded};
+use crate::global::GlobalOpts;
 use crate::opts::{FlowOpts, PlatformOpts};
 use crate::session::Session;
 

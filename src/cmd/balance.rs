@@ -8,7 +8,7 @@ use bridgectl_flow::{Submitter, Which};
 use clap::Args;
 use serde_json::json;
 
-use crate::cli::GlobalOpts;
+use crate::global::GlobalOpts;
 use crate::opts::PlatformOpts;
 use crate::session::Session;
 

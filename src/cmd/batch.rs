@@ -21,8 +21,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
-use crate::cli::GlobalOpts;
 use crate::exit::{Code, WithCode, coded};
+use crate::global::GlobalOpts;
 use crate::opts::{FlowOpts, PlatformOpts, parse_amount};
 use crate::output::untrusted;
 use crate::passphrase::KeyPassphrases;

@@ -24,8 +24,8 @@ use clap::Args;
 use serde_json::json;
 
 use crate::approver::StderrProgress;
-use crate::cli::GlobalOpts;
 use crate::config::Profile;
+use crate::global::GlobalOpts;
 
 // Arguments of `bridgectl demo`.
 #[derive(Debug, Args)]

@@ -11,7 +11,7 @@ use bridgectl_flow::{FlowKind, FlowState, Journal};
 use clap::Args;
 use serde_json::json;
 
-use crate::cli::GlobalOpts;
+use crate::global::GlobalOpts;
 
 // Arguments of `bridgectl history`.
 #[derive(Debug, Args)]

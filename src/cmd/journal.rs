@@ -12,8 +12,9 @@ use bridgectl_flow::rpc::NodeClient;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use crate::cli::{GlobalOpts, PassphraseOpts};
 use crate::exit::{Code, coded};
+use crate::global::GlobalOpts;
+use crate::opts::PassphraseOpts;
 use crate::passphrase::CliPassphrases;
 
 /// `bridgectl journal ...`.

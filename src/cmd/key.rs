@@ -16,8 +16,9 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 use zeroize::Zeroizing;
 
-use crate::cli::{GlobalOpts, PassphraseOpts};
 use crate::exit::{Code, coded};
+use crate::global::GlobalOpts;
+use crate::opts::PassphraseOpts;
 use crate::output;
 use crate::passphrase::CliPassphrases;
 

@@ -14,8 +14,8 @@ use bridgectl_tx::Checkpoint;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use crate::cli::GlobalOpts;
 use crate::exit::{Code, WithCode, coded};
+use crate::global::GlobalOpts;
 
 /// `bridgectl log ...`
 #[derive(Debug, Subcommand)]

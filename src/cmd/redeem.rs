@@ -7,7 +7,7 @@ use clap::Args;
 use serde_json::json;
 
 use crate::approver::StderrProgress;
-use crate::cli::GlobalOpts;
+use crate::global::GlobalOpts;
 use crate::opts::{FlowOpts, parse_amount};
 use crate::session::Session;
 

@@ -11,8 +11,8 @@ use bridgectl_flow::{Purpose, Replaced, Repricing, Submitter};
 use clap::Args;
 
 use crate::approver::StderrProgress;
-use crate::cli::GlobalOpts;
 use crate::exit::{Code, WithCode, coded};
+use crate::global::GlobalOpts;
 use crate::opts::FlowOpts;
 use crate::session::Session;
 

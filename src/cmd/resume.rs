@@ -13,7 +13,7 @@ use clap::Args;
 use serde_json::json;
 
 use crate::approver::StderrProgress;
-use crate::cli::GlobalOpts;
+use crate::global::GlobalOpts;
 use crate::opts::FlowOpts;
 use crate::session::Session;
 

@@ -11,7 +11,7 @@ use bridgectl_sandbox::{Sandbox, SandboxConfig, SandboxInfo};
 use clap::Args;
 use serde_json::json;
 
-use crate::cli::GlobalOpts;
+use crate::global::GlobalOpts;
 use crate::output;
 
 // Arguments of `bridgectl sandbox`.

@@ -27,7 +27,8 @@ use bridgectl_tx::{SignInput, SignedBundle};
 use clap::Args;
 
 use crate::approver::{CliApprover, OfflineInput};
-use crate::cli::{GlobalOpts, PassphraseOpts};
+use crate::global::GlobalOpts;
+use crate::opts::PassphraseOpts;
 use crate::passphrase::CliPassphrases;
 use crate::trust::ExpectOpts;
 

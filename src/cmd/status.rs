@@ -10,8 +10,8 @@ use alloy_primitives::U256;
 use bridgectl_flow::{FlowStatus, Submitter};
 use clap::Args;
 
-use crate::cli::GlobalOpts;
 use crate::exit::{Code, coded};
+use crate::global::GlobalOpts;
 use crate::opts::PlatformOpts;
 use crate::session::Session;
 

@@ -14,8 +14,8 @@ use clap::Args;
 use serde_json::json;
 
 use crate::approver::StderrProgress;
-use crate::cli::GlobalOpts;
 use crate::exit::{Code, WithCode, coded};
+use crate::global::GlobalOpts;
 use crate::opts::PlatformOpts;
 use crate::session::Session;
 

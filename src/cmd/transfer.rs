@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use serde_json::json;
 
 use crate::approver::StderrProgress;
-use crate::cli::GlobalOpts;
+use crate::global::GlobalOpts;
 use crate::opts::{BuildOpts, FlowOpts, parse_amount};
 use crate::session::Session;
 

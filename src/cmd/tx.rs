@@ -7,8 +7,8 @@ use bridgectl_tx::decode::{DecodedTx, decode_signed, parse_hex_bytes};
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use crate::cli::GlobalOpts;
 use crate::exit::{Code, coded};
+use crate::global::GlobalOpts;
 
 /// Offline transaction tools.
 #[derive(Debug, Subcommand)]

@@ -33,8 +33,8 @@ use bridgectl_webhook::{Error as WebhookError, networks};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
-use crate::cli::GlobalOpts;
 use crate::exit::{Code, coded};
+use crate::global::GlobalOpts;
 use crate::output;
 
 /// `bridgectl webhook ...`

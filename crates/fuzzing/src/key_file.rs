@@ -17,7 +17,7 @@ const MAX_KEY_FILE: usize = 64 * 1024;
 /// the same cost and decrypts to the same key. Files with expensive parameters are only
 /// parsed: the fuzzer never lowers a cost to make them fast.
 pub fn key_file(data: &[u8]) {
-    let (passphrase, file) = crate::split_line(data);
+    let (passphrase, file) = crate::input::split_line(data);
     if file.len() > MAX_KEY_FILE {
         return;
     }
@@ -94,7 +94,7 @@ mod tests {
             "geth_31_byte_key.json",
         ] {
             let input = fixture(name);
-            let (pass, file) = crate::split_line(&input);
+            let (pass, file) = crate::input::split_line(&input);
             let parsed = parse(file).expect(name);
             assert!(cheap(parsed.cost()), "{name}");
             let pass = Passphrase::new(String::from_utf8_lossy(pass).into_owned());
@@ -117,7 +117,7 @@ mod tests {
             "fail_web3_pbkdf2_excessive.json",
         ] {
             let input = fixture(name);
-            let (_, file) = crate::split_line(&input);
+            let (_, file) = crate::input::split_line(&input);
             assert!(parse(file).is_err(), "{name} parsed");
         }
     }

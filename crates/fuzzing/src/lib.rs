@@ -13,6 +13,7 @@ mod amount;
 mod batch_file;
 mod calldata;
 mod envelope;
+mod input;
 mod json;
 mod key_file;
 mod tx;
@@ -44,11 +45,3 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("tx_decode", tx_decode),
     ("webhook_delivery", webhook_delivery),
 ];
-
-/// Splits `data` at the first `\n`: `(line, rest)`; `rest` is empty when there is none.
-pub(crate) fn split_line(data: &[u8]) -> (&[u8], &[u8]) {
-    match data.iter().position(|&b| b == b'\n') {
-        Some(i) => (&data[..i], &data[i + 1..]),
-        None => (data, &[]),
-    }
-}

@@ -10,7 +10,7 @@ use bridgectl_webhook::listener::parse_delivery;
 /// accepts its own signature of the body (lower and upper case) and refuses the header
 /// given unless it is that signature.
 pub fn webhook_delivery(data: &[u8]) {
-    let (header, body) = crate::split_line(data);
+    let (header, body) = crate::input::split_line(data);
     if let Ok((subscription, sequence, _event)) = parse_delivery(body) {
         for id in [&subscription, &sequence] {
             assert!(!id.is_empty() && id.chars().count() <= 128, "id {id:?}");

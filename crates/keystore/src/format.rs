@@ -176,7 +176,8 @@ pub(crate) fn check_label(label: &str) -> Result<(), Error> {
     if label.starts_with(['.', '-']) {
         return Err(bad("must not start with '.' or '-'"));
     }
-    if crate::store::parse_address_selector(label).is_some() || uuid::Uuid::parse_str(label).is_ok()
+    if crate::key_info::parse_address_selector(label).is_some()
+        || uuid::Uuid::parse_str(label).is_ok()
     {
         return Err(bad("must not look like an address or a key id"));
     }

@@ -9,7 +9,8 @@ use std::fmt;
 
 use zeroize::Zeroizing;
 
-use crate::{Error, KeyInfo};
+use crate::Error;
+use crate::key_info::KeyInfo;
 
 pub use bridgectl_secret::Secret;
 

@@ -265,7 +265,7 @@ pub(crate) fn parse(path: &Path, value: serde_json::Value) -> Result<ParsedWeb3,
     }
     let mac = hex_array::<32>(path, "crypto.mac", &c.mac)?;
     let address = match &file.address {
-        Some(a) => Some(crate::store::parse_address_selector(a).ok_or_else(|| {
+        Some(a) => Some(crate::key_info::parse_address_selector(a).ok_or_else(|| {
             Error::malformed(path, format!("field `address` is not an address: '{a}'"))
         })?),
         None => None,

@@ -2,82 +2,28 @@
 //! writes under a lock file.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use alloy_primitives::Address;
 use alloy_signer_local::PrivateKeySigner;
-use serde::Serialize;
 
+use crate::files::{TEMP_PREFIX, check_mode, read_small, write_temp};
 use crate::format::{self, Meta, ParsedV1};
 use crate::kdf::KdfParams;
+use crate::key_info::{KdfSummary, KeyInfo, parse_address_selector};
 use crate::secret::{Passphrase, PassphraseProvider, PassphraseRequest, Purpose, SecretText};
 use crate::secret_storage::{self, Web3Params};
 use crate::{Error, signer_from_secret};
 
-/// Key files are small; anything bigger is not one of ours and is not read whole.
-pub(crate) const MAX_FILE_BYTES: u64 = 64 * 1024;
+// The signing log still imports this from here; it lives in files.rs.
+pub(crate) use crate::files::write_replace;
+
 /// Extension of key files in the keystore directory.
 pub const KEY_EXTENSION: &str = "key";
 const LOCK_FILE: &str = ".lock";
-const TEMP_PREFIX: &str = ".tmp-";
 /// BIP-44 path of the first Ethereum account, used when none is given.
 pub const DEFAULT_DERIVATION_PATH: &str = "m/44'/60'/0'/0/0";
-
-/// What `list` and `show` print: the plaintext metadata of a key file. Reading it
-/// needs no passphrase; every field is authenticated when the key is unlocked.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct KeyInfo {
-    /// The key's address (EIP-55 in JSON).
-    #[serde(serialize_with = "checksummed")]
-    pub address: Address,
-    /// The label, unique in the keystore; it also names the file.
-    pub label: String,
-    /// A random id, stable across passphrase changes.
-    pub id: uuid::Uuid,
-    /// When the key entered the keystore (RFC 3339, UTC).
-    pub created_at: String,
-    /// The key file.
-    pub path: PathBuf,
-    /// The file's format version.
-    pub version: u32,
-    /// The KDF the file is encrypted with.
-    pub kdf: KdfSummary,
-}
-
-/// The KDF of a key file, for display.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct KdfSummary {
-    /// Always `argon2id` in format version 1.
-    pub algorithm: String,
-    /// Memory in KiB.
-    pub m_kib: u32,
-    /// Passes.
-    pub t: u32,
-    /// Lanes.
-    pub p: u32,
-}
-
-fn checksummed<S: serde::Serializer>(address: &Address, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&address.to_checksum(None))
-}
-
-/// Parses an address selector: 40 hex digits, any case, with or without `0x`.
-pub(crate) fn parse_address_selector(s: &str) -> Option<Address> {
-    let hex = s
-        .strip_prefix("0x")
-        .or_else(|| s.strip_prefix("0X"))
-        .unwrap_or(s);
-    if hex.len() != 40 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    let mut bytes = [0u8; 20];
-    hex::decode_to_slice(hex, &mut bytes).ok()?;
-    Some(Address::from(bytes))
-}
 
 /// A selector as errors may quote it: one that could be a private key or a mnemonic
 /// (`key show 0x<private key>` by mistake) is never echoed back.
@@ -87,14 +33,6 @@ fn shown_selector(selector: &str) -> String {
     } else {
         selector.to_owned()
     }
-}
-
-/// Refuses a secret-holding file (key, token, passphrase) that group or others can read
-/// or write, as ssh does, naming the `chmod` that fixes it. FIFOs and other non-regular
-/// files are checked too: their mode says who may open them.
-pub fn check_private_file(path: &Path) -> Result<(), Error> {
-    let meta = fs::metadata(path).map_err(Error::io("cannot read", path))?;
-    check_mode(path, &meta, 0o600)
 }
 
 fn info_of(path: &Path, parsed: &ParsedV1) -> KeyInfo {
@@ -112,78 +50,6 @@ fn info_of(path: &Path, parsed: &ParsedV1) -> KeyInfo {
             p: parsed.kdf.p(),
         },
     }
-}
-
-fn check_mode(path: &Path, meta: &fs::Metadata, want: u32) -> Result<(), Error> {
-    let mode = meta.permissions().mode() & 0o7777;
-    if mode & 0o077 != 0 {
-        return Err(Error::InsecurePermissions {
-            path: path.to_owned(),
-            mode,
-            fix: format!("chmod {want:o} '{}'", path.display()),
-        });
-    }
-    Ok(())
-}
-
-/// Reads a file of at most [`MAX_FILE_BYTES`] that must be a regular file (symlinks are
-/// refused: a key file is never followed elsewhere).
-/// Replaces the small file `path` with `bytes`: a temp file beside it (0600, a name
-/// that is never a key), then a rename, so a reader sees the old or the new content.
-/// Not synced: for state that is safe to find stale after a crash (the signing log's
-/// kept checkpoint, which the log always still reaches).
-pub(crate) fn write_replace(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let tmp = write_temp(path.parent().unwrap_or(Path::new(".")), bytes, false)?;
-    fs::rename(&tmp, path).map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        Error::io("cannot write", path)(e)
-    })
-}
-
-/// Writes `bytes` to a new temp file in `dir` (0600, exclusive, a name that is never a
-/// key), synced when `sync`; returns its path. Nothing is left behind on failure.
-fn write_temp(dir: &Path, bytes: &[u8], sync: bool) -> Result<PathBuf, Error> {
-    let tmp = dir.join(format!("{TEMP_PREFIX}{}", uuid::Uuid::new_v4().simple()));
-    let write = || -> std::io::Result<()> {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        if sync { f.sync_all() } else { Ok(()) }
-    };
-    match write() {
-        Ok(()) => Ok(tmp),
-        Err(e) => {
-            let _ = fs::remove_file(&tmp);
-            Err(Error::io("cannot write", &tmp)(e))
-        }
-    }
-}
-
-pub(crate) fn read_small(path: &Path, check_perms: bool) -> Result<Vec<u8>, Error> {
-    let meta = fs::symlink_metadata(path).map_err(Error::io("cannot read", path))?;
-    if !meta.file_type().is_file() {
-        return Err(Error::malformed(path, "not a regular file"));
-    }
-    if check_perms {
-        check_mode(path, &meta, 0o600)?;
-    }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(Error::malformed(
-            path,
-            format!(
-                "{} bytes, key files are at most {MAX_FILE_BYTES}",
-                meta.len()
-            ),
-        ));
-    }
-    let mut bytes = Vec::new();
-    File::open(path)
-        .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(Error::io("cannot read", path))?;
-    Ok(bytes)
 }
 
 /// A key file of any supported kind, parsed and checked, not yet decrypted.

@@ -1,11 +1,21 @@
-//! Exact integer amounts: whole-token config values and the swap/redeem conversion.
+//! Exact integer amounts: whole-token config values, and the swap [`Ratio`] with the
+//! swap/redeem conversion at that ratio.
 //!
 //! The conversion rounds down (the remainder of a base unit stays with the bridge), and is
 //! computed in 512 bits so no intermediate product can overflow.
 
 use alloy_primitives::{U256, U512};
+use serde::Deserialize;
 
-use crate::config::Ratio;
+/// `mt` whole MT are worth `st` whole ST (both positive integers).
+#[derive(Debug, Clone, Copy, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Ratio {
+    /// Whole MT side of the ratio.
+    pub mt: u64,
+    /// Whole ST side of the ratio.
+    pub st: u64,
+}
 
 /// `value` whole tokens (a decimal integer string) in base units of `decimals`.
 pub fn whole_tokens(value: &str, decimals: u8) -> Result<U256, String> {

@@ -35,6 +35,10 @@ use serde::{Deserialize, Serialize};
 use crate::Error;
 use crate::secret::Secret;
 
+// Parts of a config that are defined where they are used, kept reachable from here.
+pub use crate::amount::Ratio;
+pub use crate::contracts::ContractKind;
+
 /// The routes fault knobs can be attached to (keys of `[faults.<route>]`).
 pub const FAULT_ROUTES: &[&str] = &[
     "auth",
@@ -208,27 +212,6 @@ pub struct ChainConfig {
     pub decimals: u8,
     /// Interval mining in milliseconds; 0 mines a block for every transaction.
     pub block_time_ms: u64,
-}
-
-/// `mt` whole MT are worth `st` whole ST (both positive integers).
-#[derive(Debug, Clone, Copy, Deserialize, serde::Serialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct Ratio {
-    /// Whole MT side of the ratio.
-    pub mt: u64,
-    /// Whole ST side of the ratio.
-    pub st: u64,
-}
-
-/// Which contract an action calls.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
-pub enum ContractKind {
-    /// The side token (the platform's own case).
-    #[serde(rename = "ST")]
-    St,
-    /// The main-chain ERC-20.
-    #[serde(rename = "MT")]
-    Mt,
 }
 
 /// A transaction action: a contract function mapped to `POST /tx/v2.0/transactions/{name}`.

@@ -3,11 +3,24 @@
 
 use std::sync::OnceLock;
 
+use alloy_dyn_abi::DynSolValue;
 use alloy_json_abi::JsonAbi;
 use alloy_primitives::{B256, Bytes, keccak256};
 
+use serde::Deserialize;
+
 use crate::Error;
-use crate::config::ContractKind;
+
+/// Which contract an action calls.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+pub enum ContractKind {
+    /// The side token (the platform's own case).
+    #[serde(rename = "ST")]
+    St,
+    /// The main-chain ERC-20.
+    #[serde(rename = "MT")]
+    Mt,
+}
 
 /// The ten ST functions of the platform (spec 2.6), in the console's order.
 pub const ST_FUNCTIONS: &[&str] = &[
@@ -109,6 +122,13 @@ pub const TRANSFER_SELECTOR: [u8; 4] = [0xa9, 0x05, 0x9c, 0xbb];
 pub const MINT_SELECTOR: [u8; 4] = [0x40, 0xc1, 0x0f, 0x19];
 /// The 4-byte selector of `redeem(uint256)`.
 pub const REDEEM_SELECTOR: [u8; 4] = [0xdb, 0x00, 0x6a, 0x75];
+
+/// ABI-encoded call data: `selector` then `args`.
+pub(crate) fn call(selector: [u8; 4], args: Vec<DynSolValue>) -> Bytes {
+    let mut data = selector.to_vec();
+    data.extend_from_slice(&DynSolValue::Tuple(args).abi_encode_params());
+    data.into()
+}
 
 #[cfg(test)]
 mod tests {

@@ -26,6 +26,7 @@ pub mod chain;
 pub mod config;
 pub mod contracts;
 mod error;
+mod info;
 mod relayer;
 pub mod rpc;
 mod secret;
@@ -45,6 +46,7 @@ pub use config::{
     ActionConfig, ChainConfig, ContractKind, FaultConfig, Hostile, Ratio, SandboxConfig,
 };
 pub use error::Error;
+pub use info::{ChainInfo, DevAccount, SandboxInfo};
 pub use secret::Secret;
 pub use state::{AppState, DelivererState, LoggedRequest, Redemption, SwapAddress, SwapRecord};
 
@@ -59,62 +61,6 @@ use crate::state::{Inner, lock};
 const BRIDGE_KEY: &str = "ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
 /// Anvil's well-known dev key #1 (public test key): the development account.
 const DEV_KEY: &str = "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
-
-/// One chain as the sandbox's users see it.
-#[derive(Debug, Clone)]
-pub struct ChainInfo {
-    /// The platform environment id.
-    pub environment_id: String,
-    /// EIP-155 chain id.
-    pub chain_id: u64,
-    /// The anvil JSON-RPC URL.
-    pub rpc_url: String,
-    /// The token's symbol.
-    pub symbol: String,
-    /// The token's name.
-    pub name: String,
-    /// The token's decimals.
-    pub decimals: u8,
-    /// The token contract.
-    pub token_address: Address,
-}
-
-/// The funded development account: MT and ST at start, gas, fee-delegation registered.
-/// Its key is anvil's public dev key #1, handed out for tests and for trying things.
-#[derive(Debug, Clone)]
-pub struct DevAccount {
-    /// The address.
-    pub address: Address,
-    /// The private key, 64 hex digits without 0x.
-    pub private_key: Secret,
-}
-
-/// Where everything of a running sandbox is.
-#[derive(Debug, Clone)]
-pub struct SandboxInfo {
-    /// `{base_url}` of the platform API, e.g. `http://127.0.0.1:40123`.
-    pub base_url: String,
-    /// `{web3_url}` of the web3 API (`{base_url}/web3`).
-    pub web3_url: String,
-    /// A bearer token that is always accepted.
-    pub token: Secret,
-    /// The access key for `POST /svc/v2/auth-tokens`.
-    pub access_key: String,
-    /// The main chain and its MT.
-    pub main: ChainInfo,
-    /// The side chain and its ST.
-    pub side: ChainInfo,
-    /// The swap ratio: `mt` whole MT are worth `st` whole ST.
-    pub ratio: Ratio,
-    /// The bridge account (mints ST, pays redemptions from its MT reserve).
-    pub bridge_address: Address,
-    /// The funded, registered development account.
-    pub dev: DevAccount,
-    /// Managed accounts created at start (the sandbox holds their keys).
-    pub managed_accounts: Vec<Address>,
-    /// Process ids of the two anvil nodes (for checks that none is left behind).
-    pub anvil_pids: Vec<u32>,
-}
 
 /// A running sandbox. Dropping it kills the anvil nodes; [`Sandbox::shutdown`] also waits
 /// for them and for the HTTP server to stop.

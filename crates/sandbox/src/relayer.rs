@@ -12,10 +12,10 @@
 use std::time::Duration;
 
 use alloy_dyn_abi::DynSolValue;
-use alloy_primitives::{Address, B256, Bytes, U256};
+use alloy_primitives::{Address, B256, U256};
 
 use crate::amount::{mt_to_st, st_to_mt};
-use crate::contracts::{self, redeem_topic, transfer_topic};
+use crate::contracts::{self, call, redeem_topic, transfer_topic};
 use crate::state::{AppState, Redemption, SwapRecord, lock, now};
 
 enum Pending {
@@ -68,13 +68,6 @@ struct Relayer {
     main_done: u64,
     side_done: u64,
     pending: Vec<Pending>,
-}
-
-/// ABI-encoded call data: `selector` then `args`.
-pub(crate) fn call(selector: [u8; 4], args: Vec<DynSolValue>) -> Bytes {
-    let mut data = selector.to_vec();
-    data.extend_from_slice(&DynSolValue::Tuple(args).abi_encode_params());
-    data.into()
 }
 
 impl Relayer {

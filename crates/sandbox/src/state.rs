@@ -8,9 +8,9 @@ use alloy_signer_local::PrivateKeySigner;
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::SandboxInfo;
 use crate::chain::Chain;
 use crate::config::{ActionConfig, FaultConfig, Ratio, WebhookConfig};
+use crate::info::SandboxInfo;
 use crate::secret::Secret;
 
 /// Everything the routes and background tasks share. Cheap to clone.
@@ -395,7 +395,7 @@ impl AppState {
         let inner = &self.0;
         let pay = |selector: [u8; 4], v: U256| {
             use alloy_dyn_abi::DynSolValue;
-            crate::relayer::call(
+            crate::contracts::call(
                 selector,
                 vec![DynSolValue::Address(address), DynSolValue::Uint(v, 256)],
             )
@@ -519,13 +519,13 @@ impl AppState {
         &self,
         mt: U256,
         st: U256,
-    ) -> Result<crate::DevAccount, crate::Error> {
+    ) -> Result<crate::info::DevAccount, crate::Error> {
         let signer = crate::chain::random_signer().map_err(crate::Error::Deploy)?;
         self.fund(signer.address(), mt, st).await?;
         let address = signer.address();
         let key = hex::encode(signer.credential().to_bytes());
         lock(&self.0.funded).push(signer);
-        Ok(crate::DevAccount {
+        Ok(crate::info::DevAccount {
             address,
             private_key: Secret::new(key),
         })

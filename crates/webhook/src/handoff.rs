@@ -73,9 +73,15 @@ use tokio::sync::{Notify, Semaphore, watch};
 use tokio::task::JoinSet;
 
 use super::Error;
-use super::listener::STOP_GRACE;
 use super::store::{self, Claim, EventStore, HandoffRecord, SINK_EXEC, SINK_FORWARD, StoredEvent};
 use crate::http::redact_url;
+
+/// How long a stopping listener gives what is in flight (requests being stored, a
+/// hand-off attempt) before it drops it: short enough that SIGTERM stops it within a
+/// few seconds whatever its peers do, long enough for a commit and most runs. A request
+/// dropped unanswered is retried by the platform; a hand-off dropped mid-run runs again,
+/// marked, after the restart.
+pub const STOP_GRACE: Duration = Duration::from_secs(3);
 
 /// How long one exec run may take before it is killed and counted as failed.
 pub const EXEC_TIMEOUT: Duration = Duration::from_secs(60);

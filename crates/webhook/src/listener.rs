@@ -65,6 +65,10 @@ use super::store::{
     self, EventStore, Incoming, IncomingKind, Limits, Outcome, Retention, StoreSpec, Verification,
 };
 
+/// How long a stopping listener gives what is in flight; it lives with the hand-off,
+/// which keeps it too.
+pub use super::handoff::STOP_GRACE;
+
 /// The body size limit unless configured: a block-period delivery is about 2 KiB, so this
 /// leaves two orders of magnitude of room while bounding what a stranger can make us store.
 pub const DEFAULT_MAX_BODY: usize = 256 * 1024;
@@ -795,13 +799,6 @@ fn close_when_full(
         std::future::ready(response)
     }
 }
-
-/// How long a stopping listener gives what is in flight (requests being stored, a
-/// hand-off attempt) before it drops it: short enough that SIGTERM stops it within a
-/// few seconds whatever its peers do, long enough for a commit and most runs. A request
-/// dropped unanswered is retried by the platform; a hand-off dropped mid-run runs again,
-/// marked, after the restart.
-pub const STOP_GRACE: Duration = Duration::from_secs(3);
 
 /// The accept loop: at most `max_connections` at once (the rest wait in the backlog),
 /// each with a header-read timeout that also closes idle keep-alive connections. Public

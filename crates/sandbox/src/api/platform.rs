@@ -16,7 +16,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::{ApiError, JsonBody, dropped, ok};
+use super::envelope::{ApiError, JsonBody, ok};
+use super::faults::dropped;
 use crate::chain::{Chain, Unsigned, sign_legacy};
 use crate::config::ContractKind;
 use crate::contracts;

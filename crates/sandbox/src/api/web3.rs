@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ApiError, JsonBody};
+use super::envelope::{ApiError, JsonBody};
 use crate::state::{AppState, Webhook, lock, now};
 use crate::webhooks::{EventType, check_network};
 

@@ -84,23 +84,7 @@ pub fn check_url_safe_for_secrets(url: &str) -> Result<reqwest::Url, Error> {
     }
 }
 
-/// An answer the platform gave that is an error envelope (or an HTTP error without one).
-#[derive(Debug, Clone, Serialize)]
-pub struct PlatformError {
-    /// HTTP status.
-    pub status: u16,
-    /// The platform's string code, e.g. `NONCE_TOO_LOW`; `HTTP_<status>` when the body
-    /// was not an envelope.
-    pub code: String,
-    /// The platform's message.
-    pub message: String,
-}
-
-impl std::fmt::Display for PlatformError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {} (HTTP {})", self.code, self.message, self.status)
-    }
-}
+pub use crate::error::PlatformError;
 
 /// Body of operation 1.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -1,8 +1,7 @@
 //! The one error type of the flows.
 
+use serde::Serialize;
 use serde_json::Value;
-
-use crate::client::PlatformError;
 
 /// `err` and its causes on one line, "what failed: why: why". Every error of the crate
 /// either prints its source or returns it from `source()`, never both, so each cause
@@ -382,16 +381,16 @@ pub enum Error {
     #[error("the batch would be refused when it runs: {}", batch_refusal(.refused, .short))]
     BatchRefused {
         /// The items the verifier refuses.
-        refused: Vec<crate::RefusedItem>,
+        refused: Vec<crate::flows::RefusedItem>,
         /// The senders whose native balance is below their items' gas.
-        short: Vec<crate::GasNeed>,
+        short: Vec<crate::flows::GasNeed>,
     },
 
     /// The batch's plan is refused before anything runs: a recipient outside the
     /// allowlist, a total above its maximum, a sender short of tokens
     /// ([`crate::BatchPlan::verdict`]).
     #[error(transparent)]
-    PlanRefused(Box<crate::PlanRefusal>),
+    PlanRefused(Box<crate::flows::PlanRefusal>),
 
     /// No batch with this id (or id prefix) in the journal.
     #[error("no batch {0} in the journal")]
@@ -422,8 +421,8 @@ pub enum Error {
     Declined(String),
 }
 
-impl From<crate::PlanRefusal> for Error {
-    fn from(refusal: crate::PlanRefusal) -> Self {
+impl From<crate::flows::PlanRefusal> for Error {
+    fn from(refusal: crate::flows::PlanRefusal) -> Self {
         Error::PlanRefused(Box::new(refusal))
     }
 }
@@ -431,7 +430,7 @@ impl From<crate::PlanRefusal> for Error {
 /// How many refused items [`Error::BatchRefused`] names; the rest are counted.
 const REFUSED_ITEMS_NAMED: usize = 5;
 
-fn batch_refusal(refused: &[crate::RefusedItem], short: &[crate::GasNeed]) -> String {
+fn batch_refusal(refused: &[crate::flows::RefusedItem], short: &[crate::flows::GasNeed]) -> String {
     let mut parts: Vec<String> = refused
         .iter()
         .take(REFUSED_ITEMS_NAMED)
@@ -511,6 +510,24 @@ impl Error {
             Error::Platform { error, .. } => Some(&error.code),
             _ => None,
         }
+    }
+}
+
+/// An answer the platform gave that is an error envelope (or an HTTP error without one).
+#[derive(Debug, Clone, Serialize)]
+pub struct PlatformError {
+    /// HTTP status.
+    pub status: u16,
+    /// The platform's string code, e.g. `NONCE_TOO_LOW`; `HTTP_<status>` when the body
+    /// was not an envelope.
+    pub code: String,
+    /// The platform's message.
+    pub message: String,
+}
+
+impl std::fmt::Display for PlatformError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {} (HTTP {})", self.code, self.message, self.status)
     }
 }
 

@@ -7,6 +7,7 @@ pub mod client;
 mod error;
 mod flows;
 pub mod journal;
+mod progress;
 pub mod rpc;
 pub mod timing;
 

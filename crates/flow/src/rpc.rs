@@ -264,9 +264,9 @@ impl NodeClient {
         hash: B256,
         interval: Duration,
         timeout: Duration,
-        progress: &mut dyn crate::Progress,
+        progress: &mut dyn crate::progress::Progress,
     ) -> Result<Receipt, Error> {
-        let mut clock = crate::flows::WaitClock::new(format!("the receipt of {hash}"), timeout);
+        let mut clock = crate::progress::WaitClock::new(format!("the receipt of {hash}"), timeout);
         loop {
             if let Some(r) = clock.during(self.receipt(hash), progress).await? {
                 return Ok(r);

@@ -21,6 +21,7 @@
 
 mod check;
 mod plan;
+mod refusal;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -42,11 +43,9 @@ use crate::journal::{BatchItemRecord, BatchRecord, FlowRecord, FlowState, Journa
 use bridgectl_tx::RawTx;
 use bridgectl_tx::TransactionSigner;
 
-pub use check::{BatchCheck, GasNeed, RefusedItem};
-pub use plan::{
-    AccountPlan, AccountSpend, BatchPlan, Cap, Moved, PlanRefusal, Recipient, RecipientTotal,
-    Short, TokenTotal, Tokens,
-};
+pub use check::BatchCheck;
+pub use plan::{AccountPlan, AccountSpend, BatchPlan, Cap, Recipient, RecipientTotal, TokenTotal};
+pub use refusal::{GasNeed, Moved, PlanRefusal, RefusedItem, Short, Tokens};
 
 /// One operation of a batch. Amounts are base units (stored as decimal strings).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

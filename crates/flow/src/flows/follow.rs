@@ -75,7 +75,7 @@ pub struct FlowStatus {
     /// For a flow replaced at its nonce: which of its transactions was mined, and how the
     /// flow ended by it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ended: Option<super::Ended>,
+    pub ended: Option<Ended>,
 }
 
 impl FlowStatus {
@@ -152,6 +152,22 @@ impl End {
             End::Unobservable(_) => None,
         }
     }
+}
+
+/// How a flow with more than one signature at its nonce ended: which one the chain mined.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Ended {
+    /// `completed`, `failed` or `cancelled`.
+    pub state: FlowState,
+    /// The transaction that was mined.
+    pub mined: B256,
+    /// Why that one was signed.
+    pub purpose: Purpose,
+    /// The block it was mined in.
+    pub block: u64,
+    /// For a redeem whose call was mined: the redemption record it ended with.
+    pub redemption: Option<Redemption>,
 }
 
 impl Flows {

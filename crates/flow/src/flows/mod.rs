@@ -25,7 +25,6 @@ mod resume;
 mod run;
 mod swap;
 mod transfer;
-mod waiting;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -35,13 +34,15 @@ use alloy_primitives::{Address, B256, U256};
 use bridgectl_tx::request::{Intent, Token};
 use bridgectl_tx::{Context, Nonce, Policy, RawTx, SigningLog, TransactionSigner, Verified};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::Error;
 use crate::client::PlatformClient;
 use crate::journal::{FlowState, Journal, Purpose};
 use crate::rpc::NodeClient;
 
+pub(crate) use crate::progress::WaitClock;
+pub use crate::progress::{Progress, Quiet, WAIT_REPORT};
 pub use action::{ActionCall, ActionOutcome, ActionResult, Mode};
 pub use batch::{
     AccountPlan, AccountSpend, BatchCheck, BatchCounts, BatchItem, BatchOp, BatchOptions,
@@ -49,15 +50,13 @@ pub use batch::{
     Moved, PlanRefusal, Recipient, RecipientTotal, RefusedItem, Short, TokenTotal, Tokens,
 };
 pub use bundle::{BundleCheck, PreparedBundle};
-pub use follow::{EndedBy, FlowStatus};
+pub use follow::{Ended, EndedBy, FlowStatus};
 pub use offline::{OfflineSigner, OfflineSigning};
 pub use redeem::RedeemOutcome;
-pub use replace::{CANCEL_GAS_LIMIT, DEFAULT_BUMP_BASIS_POINTS, Ended, Replaced, Repricing};
+pub use replace::{CANCEL_GAS_LIMIT, DEFAULT_BUMP_BASIS_POINTS, Replaced, Repricing};
 pub use resume::{Resumed, can_resume};
 pub use swap::{SwapOutcome, SwapSpec};
 pub use transfer::{GasSource, NonceSource, TransferSpec, Which};
-pub use waiting::WAIT_REPORT;
-pub(crate) use waiting::WaitClock;
 
 /// One side of the bridge: a chain, its environment and its token.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -152,27 +151,6 @@ pub trait Approver: Send {
         &mut self,
         review: &Review<'_>,
     ) -> impl Future<Output = Result<Self::Signer, Error>> + Send;
-}
-
-/// Progress of a long flow, for the caller to show.
-pub trait Progress: Send {
-    /// One line of progress.
-    fn step(&mut self, message: &str);
-
-    /// A wait for `what` (`the relayer`, `the receipt of 0x..`) is still going,
-    /// `elapsed` of at most `deadline`: called every [`WAIT_REPORT`] while it lasts, so
-    /// a person can tell a slow platform from a hung one. Reports nothing by default.
-    fn waiting(&mut self, what: &str, elapsed: Duration, deadline: Duration) {
-        let _ = (what, elapsed, deadline);
-    }
-}
-
-/// Progress that goes nowhere.
-#[derive(Debug, Default)]
-pub struct Quiet;
-
-impl Progress for Quiet {
-    fn step(&mut self, _message: &str) {}
 }
 
 /// Where signed transactions go.
@@ -495,8 +473,18 @@ impl Flows {
 
     /// Journals a failure (best effort: the original error is what the caller reports).
     fn fail(&self, tx_id: &str, step: &str, err: &Error) {
-        run::fail(&self.journal, tx_id, step, err);
+        fail(&self.journal, tx_id, step, err);
     }
+}
+
+/// Journals a failure of flow `tx_id` at `step` (best effort).
+fn fail(journal: &Journal, tx_id: &str, step: &str, err: &Error) {
+    let _ = journal.step(
+        tx_id,
+        FlowState::Failed,
+        step,
+        &json!({"error": err.to_string()}),
+    );
 }
 
 /// The intent of a token transfer call (`transfer(_to, _value)`).

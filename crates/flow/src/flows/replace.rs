@@ -25,10 +25,9 @@ use bridgectl_tx::{Context, Nonce, Policy, RawTx};
 use serde::Serialize;
 use serde_json::json;
 
-use super::follow::End;
+use super::follow::{End, Ended};
 use super::{Approver, Flows, Progress, Submitted};
 use crate::Error;
-use crate::client::Redemption;
 use crate::journal::{FlowRecord, FlowState, Purpose};
 use crate::rpc::Receipt;
 
@@ -90,22 +89,6 @@ pub(crate) struct SentAgain {
     pub gas_price: u128,
     /// The new transaction's submission.
     pub submitted: Submitted,
-}
-
-/// How a flow with more than one signature at its nonce ended: which one the chain mined.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Ended {
-    /// `completed`, `failed` or `cancelled`.
-    pub state: FlowState,
-    /// The transaction that was mined.
-    pub mined: B256,
-    /// Why that one was signed.
-    pub purpose: Purpose,
-    /// The block it was mined in.
-    pub block: u64,
-    /// For a redeem whose call was mined: the redemption record it ended with.
-    pub redemption: Option<Redemption>,
 }
 
 impl Flows {

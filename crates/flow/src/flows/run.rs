@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use super::action::{ActionCall, ActionOutcome};
 use super::{Approver, Flows, Progress, Review, Submitted, Submitter};
-use super::{is_already_known, is_nonce_too_low, new_tx_id};
+use super::{fail, is_already_known, is_nonce_too_low, new_tx_id};
 use crate::Error;
 use crate::client::ExecuteRequest;
 use crate::journal::{FlowKind, FlowState, Journal, Purpose};
@@ -429,16 +429,6 @@ impl Run<'_> {
     pub(crate) fn fail(&self, step: &str, err: &Error) {
         fail(&self.flows.journal, &self.tx_id, step, err);
     }
-}
-
-/// Journals a failure of flow `tx_id` at `step` (best effort).
-pub(super) fn fail(journal: &Journal, tx_id: &str, step: &str, err: &Error) {
-    let _ = journal.step(
-        tx_id,
-        FlowState::Failed,
-        step,
-        &json!({"error": err.to_string()}),
-    );
 }
 
 /// Asks the approver for the key, signs (recorded in the signing log before the bytes

@@ -26,6 +26,7 @@ use bridgectl_tx::limits::Spent;
 use bridgectl_tx::request::Intent;
 use bridgectl_tx::{Context, Nonce, NonceFacts, Policy, RawTx};
 
+use super::refusal::{GasNeed, RefusedItem};
 use super::{BatchItem, BatchOp};
 use crate::Error;
 use crate::flows::swap::swap_intent;
@@ -45,46 +46,6 @@ pub struct BatchCheck {
     pub refused: Vec<RefusedItem>,
     /// Per sender and chain: the most gas its items would burn, beside its balance.
     pub gas: Vec<GasNeed>,
-}
-
-/// An item the run would refuse.
-#[derive(Debug, Clone)]
-pub struct RefusedItem {
-    /// Its position in the batch (0-based).
-    pub index: usize,
-    /// Its id.
-    pub id: String,
-    /// Its sender.
-    pub from: Address,
-    /// The verifier's refusal (a report line, like [`super::ItemResult::error`]).
-    pub reason: String,
-}
-
-/// The native gas one sender's items need on one chain.
-#[derive(Debug, Clone)]
-pub struct GasNeed {
-    /// The sender.
-    pub from: Address,
-    /// The chain.
-    pub chain_id: u64,
-    /// How many of its items run on this chain.
-    pub items: usize,
-    /// Their gas limits, summed.
-    pub gas: u64,
-    /// The node's gas price quote, in wei.
-    pub gas_price: u128,
-    /// `gas` at `gas_price`, in wei: the most the items burn.
-    pub needed: U256,
-    /// The sender's native balance, in wei; `None` when the chain has no node to ask
-    /// (then nothing is checked).
-    pub balance: Option<U256>,
-}
-
-impl GasNeed {
-    /// Whether the balance is known and below what the items need.
-    pub fn short(&self) -> bool {
-        self.balance.is_some_and(|b| b < self.needed)
-    }
 }
 
 impl BatchCheck {

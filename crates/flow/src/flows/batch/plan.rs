@@ -12,6 +12,7 @@ use std::fmt;
 
 use alloy_primitives::{Address, U256};
 
+use super::refusal::{Moved, PlanRefusal, Short, Tokens};
 use super::{BatchCheck, BatchItem, BatchOp};
 use crate::Error;
 use crate::flows::{
@@ -135,92 +136,6 @@ impl fmt::Display for Cap {
             Cap::Fee(wei) => write!(f, "fee at most {wei} wei"),
             Cap::SpendingLimit(token) => write!(f, "spending limit on {token} (from the policy)"),
         }
-    }
-}
-
-/// Why a plan is refused before anything runs, beside what the run's checks would refuse
-/// ([`super::BatchCheck::verdict`]).
-#[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
-pub enum PlanRefusal {
-    /// Tokens go to addresses outside the policy's allowlist.
-    #[error("the batch sends to addresses outside allowed-destinations: {}", join(.0))]
-    NotAllowed(Vec<Moved>),
-    /// A token's total is above the most the caller allowed.
-    #[error("the batch moves {total} in all, above its maximum total {max}")]
-    AboveMaxTotal {
-        /// What the batch moves.
-        total: Tokens,
-        /// The most allowed.
-        max: Tokens,
-    },
-    /// Senders hold less than their items move.
-    #[error("the batch cannot be covered: {}", join(.0))]
-    NotCovered(Vec<Short>),
-}
-
-fn join<T: fmt::Display>(parts: &[T]) -> String {
-    parts
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
-/// An amount of a token, with what it takes to write it for people.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tokens {
-    /// In base units.
-    pub amount: U256,
-    /// The token's symbol.
-    pub symbol: String,
-    /// The token's decimals.
-    pub decimals: u8,
-}
-
-impl fmt::Display for Tokens {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let units = bridgectl_tx::amount::format_units(self.amount, self.decimals)
-            .unwrap_or_else(|_| self.amount.to_string());
-        write!(f, "{units} {}", bridgectl_tx::text::printable(&self.symbol))
-    }
-}
-
-/// What goes to one recipient outside the allowlist.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Moved {
-    /// The recipient.
-    pub to: Address,
-    /// How much.
-    pub tokens: Tokens,
-    /// In how many items.
-    pub items: usize,
-}
-
-impl fmt::Display for Moved {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({} in {} items)", self.to, self.tokens, self.items)
-    }
-}
-
-/// A sender that holds less than its items move.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Short {
-    /// The sender.
-    pub from: Address,
-    /// What its items move.
-    pub needs: Tokens,
-    /// What it holds.
-    pub holds: Tokens,
-}
-
-impl fmt::Display for Short {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} needs {} and holds {}",
-            self.from, self.needs, self.holds
-        )
     }
 }
 

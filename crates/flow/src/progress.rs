@@ -1,4 +1,4 @@
-//! Long waits report that they are still going: a redemption the relayer has not
+//! Progress of a long flow, reported to the caller, who renders it. Long waits report that they are still going: a redemption the relayer has not
 //! finished, a receipt, a swap's ST credit. Every [`WAIT_REPORT`] of a wait, the caller's
 //! [`Progress::waiting`] hears what is waited for, how long it has been and the deadline,
 //! also while one slow answer is awaited (a platform that holds a poll for 20 s is a
@@ -10,7 +10,26 @@ use std::time::Duration;
 // Tokio's clock: the runtime's time, which a test can pause and advance.
 use tokio::time::Instant;
 
-use super::Progress;
+/// Progress of a long flow, for the caller to show.
+pub trait Progress: Send {
+    /// One line of progress.
+    fn step(&mut self, message: &str);
+
+    /// A wait for `what` (`the relayer`, `the receipt of 0x..`) is still going,
+    /// `elapsed` of at most `deadline`: called every [`WAIT_REPORT`] while it lasts, so
+    /// a person can tell a slow platform from a hung one. Reports nothing by default.
+    fn waiting(&mut self, what: &str, elapsed: Duration, deadline: Duration) {
+        let _ = (what, elapsed, deadline);
+    }
+}
+
+/// Progress that goes nowhere.
+#[derive(Debug, Default)]
+pub struct Quiet;
+
+impl Progress for Quiet {
+    fn step(&mut self, _message: &str) {}
+}
 
 /// How often a wait reports that it is still going.
 pub const WAIT_REPORT: Duration = Duration::from_secs(5);

@@ -1,0 +1,133 @@
+//! What a batch is refused for before anything runs: the plan's refusals and the items
+//! and senders the run's checks would refuse. Plain data, so the crate's error can carry
+//! it without reaching back into the batch's logic.
+
+use std::fmt;
+
+use alloy_primitives::{Address, U256};
+
+/// An item the run would refuse.
+#[derive(Debug, Clone)]
+pub struct RefusedItem {
+    /// Its position in the batch (0-based).
+    pub index: usize,
+    /// Its id.
+    pub id: String,
+    /// Its sender.
+    pub from: Address,
+    /// The verifier's refusal (a report line, like [`super::ItemResult::error`]).
+    pub reason: String,
+}
+
+/// The native gas one sender's items need on one chain.
+#[derive(Debug, Clone)]
+pub struct GasNeed {
+    /// The sender.
+    pub from: Address,
+    /// The chain.
+    pub chain_id: u64,
+    /// How many of its items run on this chain.
+    pub items: usize,
+    /// Their gas limits, summed.
+    pub gas: u64,
+    /// The node's gas price quote, in wei.
+    pub gas_price: u128,
+    /// `gas` at `gas_price`, in wei: the most the items burn.
+    pub needed: U256,
+    /// The sender's native balance, in wei; `None` when the chain has no node to ask
+    /// (then nothing is checked).
+    pub balance: Option<U256>,
+}
+
+impl GasNeed {
+    /// Whether the balance is known and below what the items need.
+    pub fn short(&self) -> bool {
+        self.balance.is_some_and(|b| b < self.needed)
+    }
+}
+
+/// Why a plan is refused before anything runs, beside what the run's checks would refuse
+/// ([`super::BatchCheck::verdict`]).
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlanRefusal {
+    /// Tokens go to addresses outside the policy's allowlist.
+    #[error("the batch sends to addresses outside allowed-destinations: {}", join(.0))]
+    NotAllowed(Vec<Moved>),
+    /// A token's total is above the most the caller allowed.
+    #[error("the batch moves {total} in all, above its maximum total {max}")]
+    AboveMaxTotal {
+        /// What the batch moves.
+        total: Tokens,
+        /// The most allowed.
+        max: Tokens,
+    },
+    /// Senders hold less than their items move.
+    #[error("the batch cannot be covered: {}", join(.0))]
+    NotCovered(Vec<Short>),
+}
+
+fn join<T: fmt::Display>(parts: &[T]) -> String {
+    parts
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// An amount of a token, with what it takes to write it for people.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tokens {
+    /// In base units.
+    pub amount: U256,
+    /// The token's symbol.
+    pub symbol: String,
+    /// The token's decimals.
+    pub decimals: u8,
+}
+
+impl fmt::Display for Tokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let units = bridgectl_tx::amount::format_units(self.amount, self.decimals)
+            .unwrap_or_else(|_| self.amount.to_string());
+        write!(f, "{units} {}", bridgectl_tx::text::printable(&self.symbol))
+    }
+}
+
+/// What goes to one recipient outside the allowlist.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Moved {
+    /// The recipient.
+    pub to: Address,
+    /// How much.
+    pub tokens: Tokens,
+    /// In how many items.
+    pub items: usize,
+}
+
+impl fmt::Display for Moved {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({} in {} items)", self.to, self.tokens, self.items)
+    }
+}
+
+/// A sender that holds less than its items move.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Short {
+    /// The sender.
+    pub from: Address,
+    /// What its items move.
+    pub needs: Tokens,
+    /// What it holds.
+    pub holds: Tokens,
+}
+
+impl fmt::Display for Short {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} needs {} and holds {}",
+            self.from, self.needs, self.holds
+        )
+    }
+}

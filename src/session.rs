@@ -180,7 +180,7 @@ impl Session {
             return;
         }
         let total = STARTED.get().map_or(Duration::ZERO, |t| t.elapsed());
-        let t = bridgectl_flow::timing::snapshot();
+        let t = self.journal.timing().snapshot();
         let total_us = total.as_micros() as u64;
         let unlock_us = approver.unlock_time.as_micros() as u64;
         let client_us = total_us.saturating_sub(t.http_us + t.sleep_us + unlock_us + t.journal_us);

@@ -201,6 +201,7 @@ pub struct PlatformClient {
     base: reqwest::Url,
     token: AccessToken,
     options: ClientOptions,
+    timing: crate::timing::Timing,
 }
 
 fn build_http(base: &reqwest::Url, options: &ClientOptions) -> Result<reqwest::Client, Error> {
@@ -229,7 +230,15 @@ impl PlatformClient {
             base,
             token,
             options,
+            timing: crate::timing::Timing::default(),
         })
+    }
+
+    /// Counts this client's HTTP waits and retry sleeps in `timing` (the flows built
+    /// over it pass their journal's).
+    pub(crate) fn counted_in(mut self, timing: &crate::timing::Timing) -> Self {
+        self.timing = timing.clone();
+        self
     }
 
     /// Exchanges an access key and secret key for a bearer token
@@ -574,7 +583,7 @@ impl PlatformClient {
         let mut last: Option<Error> = None;
         for attempt in 0..attempts {
             if attempt > 0 {
-                crate::timing::sleep(backoff).await;
+                self.timing.sleep(backoff).await;
                 backoff = backoff.saturating_mul(2);
             }
             let mut req = self.http.request(method.clone(), url.clone());
@@ -592,7 +601,7 @@ impl PlatformClient {
                 Ok(resp) => Ok(read_envelope(&method, &url, resp).await),
                 Err(source) => Err(source),
             };
-            crate::timing::http_done(started);
+            self.timing.http_done(started);
             match answer {
                 Ok(read) => match read {
                     Ok(data) => return Ok(data),

@@ -284,6 +284,8 @@ pub struct Journal {
     path: PathBuf,
     /// How long an unsigned reservation holds, in seconds.
     lease_secs: i64,
+    /// Where the time of the flows over this journal goes (its writes counted here).
+    timing: crate::timing::Timing,
 }
 
 const SCHEMA: bridgectl_sqlite::Schema = bridgectl_sqlite::Schema {
@@ -473,7 +475,14 @@ impl Journal {
             conn: Mutex::new(conn),
             path,
             lease_secs: RESERVATION_LEASE_SECS,
+            timing: crate::timing::Timing::default(),
         }
+    }
+
+    /// The counters of the flows over this journal (its own writes, and the HTTP and
+    /// polls of the flows built on it).
+    pub fn timing(&self) -> &crate::timing::Timing {
+        &self.timing
     }
 
     /// Keeps the journal's write-ahead log small: copies it into the database once it
@@ -587,7 +596,7 @@ impl Journal {
         let started = std::time::Instant::now();
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let result = f(&mut conn);
-        crate::timing::journal_done(started);
+        self.timing.journal_done(started);
         result.map_err(|source| Error::Journal {
             path: self.path.display().to_string(),
             source,

@@ -21,6 +21,7 @@ use bridgectl_tx::TransactionSigner;
 pub struct NodeClient {
     http: reqwest::Client,
     url: reqwest::Url,
+    timing: crate::timing::Timing,
 }
 
 /// The parts of a receipt the flows look at.
@@ -57,6 +58,12 @@ fn to_u64(v: U256, what: &str) -> Result<u64, Error> {
 }
 
 impl NodeClient {
+    /// This client, counting its HTTP waits and polls in `timing`.
+    pub(crate) fn counted_in(mut self, timing: &crate::timing::Timing) -> Self {
+        self.timing = timing.clone();
+        self
+    }
+
     /// A client for the node at `url`.
     pub fn new(url: &str) -> Result<Self, Error> {
         Self::with_timeout(url, Duration::from_secs(30))
@@ -74,7 +81,11 @@ impl NodeClient {
                 what: "building the HTTP client".into(),
                 source: e.without_url(),
             })?;
-        Ok(Self { http, url })
+        Ok(Self {
+            http,
+            url,
+            timing: crate::timing::Timing::default(),
+        })
     }
 
     /// One JSON-RPC call; a JSON-RPC error becomes [`Error::Platform`] with code
@@ -119,7 +130,7 @@ impl NodeClient {
             Ok::<_, Error>((status, v))
         }
         .await;
-        crate::timing::http_done(started);
+        self.timing.http_done(started);
         let (status, v) = answer?;
         if let Some(err) = v.get("error") {
             return Err(Error::Platform {
@@ -278,7 +289,7 @@ impl NodeClient {
                     flow: None,
                 });
             }
-            clock.during(crate::timing::sleep(interval), progress).await;
+            clock.during(self.timing.sleep(interval), progress).await;
         }
     }
 

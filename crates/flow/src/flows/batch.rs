@@ -822,7 +822,9 @@ impl Flows {
     async fn resend_transient(&self, tx_id: &str) -> Result<Submitted, Error> {
         let mut last = None;
         for attempt in 1..=3u32 {
-            crate::timing::sleep(Duration::from_millis(250) * attempt).await;
+            self.timing
+                .sleep(Duration::from_millis(250) * attempt)
+                .await;
             match self.resend_signed(tx_id, &mut Quiet).await {
                 Ok(s) => return Ok(s),
                 Err(e) if e.is_transient() => last = Some(e),

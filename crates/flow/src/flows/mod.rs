@@ -229,6 +229,8 @@ pub struct Flows {
     nodes: std::sync::Mutex<std::collections::HashMap<String, NodeClient>>,
     /// The chains whose block 0 was checked against the journal's in this process.
     chains_checked: std::sync::Mutex<std::collections::HashSet<u64>>,
+    /// The journal's counters, which the platform client and every node client count in.
+    timing: crate::timing::Timing,
 }
 
 /// Builds [`Flows`]. The parts every flow needs are arguments of [`Flows::builder`];
@@ -251,6 +253,8 @@ impl Flows {
         journal: Arc<Journal>,
         signing_log: Arc<dyn SigningLog>,
     ) -> FlowsBuilder<NoGasPriceCap> {
+        let timing = journal.timing().clone();
+        let client = client.counted_in(&timing);
         FlowsBuilder {
             flows: Flows {
                 client,
@@ -262,6 +266,7 @@ impl Flows {
                 wait: WaitOptions::default(),
                 nodes: Default::default(),
                 chains_checked: Default::default(),
+                timing,
             },
             gas_price: NoGasPriceCap,
         }
@@ -284,7 +289,10 @@ impl<G> FlowsBuilder<G> {
 
     /// Where signed transactions go [default: the platform].
     pub fn submitter(mut self, submitter: Submitter) -> Self {
-        self.flows.submitter = submitter;
+        self.flows.submitter = match submitter {
+            Submitter::Node(node) => Submitter::Node(node.counted_in(&self.flows.timing)),
+            platform => platform,
+        };
         self
     }
 
@@ -352,6 +360,12 @@ impl Flows {
         &self.client
     }
 
+    /// Where the time of these flows went so far: HTTP waits, poll sleeps, journal
+    /// writes (the journal's counters, shared by its clients).
+    pub fn timing(&self) -> crate::timing::Timings {
+        self.timing.snapshot()
+    }
+
     /// The journal (read it for history; the flows write it).
     pub fn journal(&self) -> &Journal {
         &self.journal
@@ -393,7 +407,7 @@ impl Flows {
         if let Some(node) = nodes.get(url) {
             return Ok(node.clone());
         }
-        let node = NodeClient::new(url)?;
+        let node = NodeClient::new(url)?.counted_in(&self.timing);
         nodes.insert(url.to_owned(), node.clone());
         Ok(node)
     }

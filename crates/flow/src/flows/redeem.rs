@@ -169,7 +169,7 @@ impl Flows {
             if clock.elapsed() >= self.wait.timeout {
                 return Err(timed_out(&last_status, &last_error));
             }
-            clock.during(crate::timing::sleep(interval), progress).await;
+            clock.during(self.timing.sleep(interval), progress).await;
         }
     }
 }

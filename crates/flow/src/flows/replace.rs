@@ -313,7 +313,7 @@ impl Flows {
                     flow: Some(tx_id.to_owned()),
                 });
             }
-            crate::timing::sleep(self.wait.interval).await;
+            self.timing.sleep(self.wait.interval).await;
         };
         let mined = receipt.transaction_hash;
         self.journal.note(

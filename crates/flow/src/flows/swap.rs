@@ -195,7 +195,8 @@ impl Flows {
             }
             clock
                 .during(
-                    crate::timing::sleep(self.wait.interval.min(Duration::from_secs(2))),
+                    self.timing
+                        .sleep(self.wait.interval.min(Duration::from_secs(2))),
                     progress,
                 )
                 .await;

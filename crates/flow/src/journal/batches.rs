@@ -1,0 +1,204 @@
+//! Batches: one record with its items, each bound to the txId of the flow that carries it
+//! out, so that a batch interrupted anywhere can be finished from the journal alone.
+
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use rusqlite::{TransactionBehavior, params};
+use serde_json::Value;
+
+use super::records::{BatchItemRecord, BatchRecord, COLUMNS, row_to_batch, row_to_record_at};
+use super::{Journal, create_private_dir, now};
+use crate::Error;
+
+/// The run lock of one batch (see [`Journal::lock_batch`]): released when dropped, or
+/// when the process ends however it ends.
+#[derive(Debug)]
+pub struct BatchLock {
+    _file: Option<std::fs::File>,
+}
+
+impl Journal {
+    /// Takes the run lock of batch `batch_id`: held while the returned guard lives, by
+    /// one process at a time (an OS file lock, so a process that dies releases it). A
+    /// second run or resume of a batch that is running is refused, so it cannot take
+    /// over the live flows of the first.
+    pub fn lock_batch(&self, batch_id: &str) -> Result<BatchLock, Error> {
+        if self.path == Path::new(":memory:") {
+            return Ok(BatchLock { _file: None });
+        }
+        let dir = self.path.with_extension("batch-locks");
+        create_private_dir(&dir).map_err(|source| Error::JournalDir {
+            path: dir.display().to_string(),
+            source,
+        })?;
+        let path = dir.join(format!("{batch_id}.lock"));
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|source| Error::JournalDir {
+                path: path.display().to_string(),
+                source,
+            })?;
+        match file.try_lock() {
+            Ok(()) => Ok(BatchLock { _file: Some(file) }),
+            Err(std::fs::TryLockError::WouldBlock) => Err(Error::BatchRunning {
+                batch_id: batch_id.to_owned(),
+                lock: path.display().to_string(),
+            }),
+            Err(std::fs::TryLockError::Error(source)) => Err(Error::JournalDir {
+                path: path.display().to_string(),
+                source,
+            }),
+        }
+    }
+
+    /// Records batch `batch_id` with its items `(item id, operation, txId)` in one
+    /// transaction: either the whole batch is known or none of it. Durable when this
+    /// returns (one fsync per batch), so a batch id once printed is never lost.
+    pub fn create_batch(
+        &self,
+        batch_id: &str,
+        source: &str,
+        items: &[(String, Value, String)],
+    ) -> Result<(), Error> {
+        let at = now();
+        self.with_durable(|c| {
+            let t = c.transaction()?;
+            t.execute(
+                "INSERT INTO batches (batch_id, source, created_at) VALUES (?1, ?2, ?3)",
+                params![batch_id, source, at],
+            )?;
+            {
+                let mut insert = t.prepare(
+                    "INSERT INTO batch_items (batch_id, idx, item_id, op, tx_id)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                )?;
+                for (idx, (item_id, op, tx_id)) in items.iter().enumerate() {
+                    insert.execute(params![
+                        batch_id,
+                        idx as i64,
+                        item_id,
+                        op.to_string(),
+                        tx_id
+                    ])?;
+                }
+            }
+            t.commit()
+        })
+    }
+
+    /// The batch whose id is `prefix` or starts with it.
+    pub fn find_batch(&self, prefix: &str) -> Result<BatchRecord, Error> {
+        if prefix.is_empty() || !prefix.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            return Err(Error::NoSuchBatch(prefix.to_owned()));
+        }
+        let found: Vec<BatchRecord> = self.with(|c| {
+            let mut stmt = c.prepare(
+                "SELECT b.batch_id, b.source, b.created_at,
+                        (SELECT COUNT(*) FROM batch_items i WHERE i.batch_id = b.batch_id)
+                   FROM batches b WHERE b.batch_id LIKE ?1 || '%' ORDER BY b.created_at LIMIT 3",
+            )?;
+            stmt.query_map(params![prefix], row_to_batch)?.collect()
+        })?;
+        if let Some(exact) = found.iter().find(|b| b.batch_id == prefix) {
+            return Ok(exact.clone());
+        }
+        match found.len() {
+            0 => Err(Error::NoSuchBatch(prefix.to_owned())),
+            1 => Ok(found.into_iter().next().expect("one")),
+            _ => Err(Error::AmbiguousTxId {
+                prefix: prefix.to_owned(),
+                matches: found.into_iter().map(|b| b.batch_id).collect(),
+            }),
+        }
+    }
+
+    /// The most recent batches, newest first.
+    pub fn list_batches(&self, limit: usize) -> Result<Vec<BatchRecord>, Error> {
+        self.with(|c| {
+            let mut stmt = c.prepare(
+                "SELECT b.batch_id, b.source, b.created_at,
+                        (SELECT COUNT(*) FROM batch_items i WHERE i.batch_id = b.batch_id)
+                   FROM batches b ORDER BY b.created_at DESC, b.rowid DESC LIMIT ?1",
+            )?;
+            stmt.query_map(params![limit as i64], row_to_batch)?
+                .collect()
+        })
+    }
+
+    /// The items of batch `batch_id` in input order, each with its current flow.
+    pub fn batch_items(&self, batch_id: &str) -> Result<Vec<BatchItemRecord>, Error> {
+        let columns = COLUMNS
+            .split(", ")
+            .map(|c| format!("f.{}", c.trim()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        self.with(|c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT i.idx, i.item_id, i.op, i.tx_id, i.attempt, f.tx_id IS NOT NULL, {columns}
+                   FROM batch_items i LEFT JOIN flows f ON f.tx_id = i.tx_id
+                  WHERE i.batch_id = ?1 ORDER BY i.idx"
+            ))?;
+            stmt.query_map(params![batch_id], |r| {
+                let op: String = r.get(2)?;
+                let has_flow: bool = r.get(5)?;
+                Ok(BatchItemRecord {
+                    index: r.get::<_, i64>(0)? as usize,
+                    item_id: r.get(1)?,
+                    op: serde_json::from_str(&op).unwrap_or(Value::String(op)),
+                    tx_id: r.get(3)?,
+                    attempt: r.get::<_, i64>(4)? as u32,
+                    flow: if has_flow {
+                        Some(row_to_record_at(r, 6)?)
+                    } else {
+                        None
+                    },
+                })
+            })?
+            .collect()
+        })
+    }
+
+    /// Binds item `index` of batch `batch_id` to a new flow `tx_id` (its next attempt).
+    /// The flow it had before must have ended without signing: marked failed here (in
+    /// the same transaction) if it had not, which also frees its nonce reservation.
+    pub fn retry_batch_item(
+        &self,
+        batch_id: &str,
+        index: usize,
+        old_tx_id: &str,
+        tx_id: &str,
+    ) -> Result<(), Error> {
+        let at = now();
+        self.with(|c| {
+            let t = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let abandoned = t.execute(
+                "UPDATE flows SET state = 'failed', updated_at = ?2
+                  WHERE tx_id = ?1 AND signed_tx IS NULL AND state NOT IN ('failed', 'completed')",
+                params![old_tx_id, at],
+            )?;
+            if abandoned > 0 {
+                t.execute(
+                    "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, 'abandoned', ?3)",
+                    params![
+                        old_tx_id,
+                        at,
+                        serde_json::json!({"reason": "the batch was interrupted before this \
+                            flow signed; its item runs again", "next": tx_id})
+                        .to_string()
+                    ],
+                )?;
+            }
+            t.execute(
+                "UPDATE batch_items SET tx_id = ?3, attempt = attempt + 1
+                  WHERE batch_id = ?1 AND idx = ?2",
+                params![batch_id, index as i64, tx_id],
+            )?;
+            t.commit()
+        })
+    }
+}

@@ -1,0 +1,406 @@
+//! Flows and their steps: each step committed before the next runs; the signed bytes
+//! committed durably (fsync'd) before they are sent.
+
+use rusqlite::{OptionalExtension, params};
+use serde_json::Value;
+
+use super::records::{
+    COLUMNS, FlowKind, FlowRecord, FlowState, Purpose, SignatureRecord, StepRecord, blob,
+    row_to_record,
+};
+use super::{Journal, now};
+use crate::Error;
+
+/// Inserts flow `tx_id` with its first step.
+pub(super) fn insert_flow(
+    t: &rusqlite::Transaction<'_>,
+    tx_id: &str,
+    kind: FlowKind,
+    from: Option<&str>,
+    intent: &Value,
+) -> rusqlite::Result<()> {
+    let at = now();
+    t.execute(
+        "INSERT INTO flows (tx_id, kind, state, from_addr, intent, created_at, updated_at)
+         VALUES (?1, ?2, 'started', ?3, ?4, ?5, ?5)",
+        params![tx_id, kind.as_str(), from, intent.to_string(), at],
+    )?;
+    t.execute(
+        "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, 'started', ?3)",
+        params![tx_id, at, intent.to_string()],
+    )?;
+    Ok(())
+}
+
+/// Records flow `tx_id`'s raw transaction and moves it to `executed`.
+pub(super) fn set_raw_tx(
+    t: &rusqlite::Transaction<'_>,
+    tx_id: &str,
+    raw_tx: &Value,
+) -> rusqlite::Result<()> {
+    let at = now();
+    t.execute(
+        "UPDATE flows SET raw_tx = ?2, state = 'executed', updated_at = ?3 WHERE tx_id = ?1",
+        params![tx_id, raw_tx.to_string(), at],
+    )?;
+    t.execute(
+        "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, 'executed', ?3)",
+        params![tx_id, at, raw_tx.to_string()],
+    )?;
+    Ok(())
+}
+
+impl Journal {
+    /// Records a new flow and its first step.
+    pub fn begin(
+        &self,
+        tx_id: &str,
+        kind: FlowKind,
+        from: Option<&str>,
+        intent: &Value,
+    ) -> Result<(), Error> {
+        self.with(|c| {
+            let t = c.transaction()?;
+            insert_flow(&t, tx_id, kind, from, intent)?;
+            t.commit()
+        })
+    }
+
+    /// [`Journal::begin`], [`Journal::record_raw_tx`] and [`Journal::reserve_nonce`] of
+    /// `raw_tx`'s nonce in one commit, for a flow whose transaction is known and
+    /// verified when it begins (the offline signer's): one write instead of three.
+    pub fn begin_reserved(
+        &self,
+        tx_id: &str,
+        kind: FlowKind,
+        intent: &Value,
+        raw_tx: &bridgectl_tx::RawTx,
+    ) -> Result<(), Error> {
+        let from = raw_tx.from.to_string();
+        let raw = serde_json::to_value(raw_tx).unwrap_or_default();
+        self.reserve_after(tx_id, raw_tx.from, raw_tx.chain_id, raw_tx.nonce, |t| {
+            insert_flow(t, tx_id, kind, Some(&from), intent)?;
+            set_raw_tx(t, tx_id, &raw)
+        })
+    }
+
+    /// Records a step and moves the flow to `state`.
+    pub fn step(
+        &self,
+        tx_id: &str,
+        state: FlowState,
+        step: &str,
+        detail: &Value,
+    ) -> Result<(), Error> {
+        let at = now();
+        self.with(|c| {
+            let t = c.transaction()?;
+            let n = t.execute(
+                "UPDATE flows SET state = ?2, updated_at = ?3 WHERE tx_id = ?1",
+                params![tx_id, state.as_str(), at],
+            )?;
+            if n == 0 {
+                return Err(rusqlite::Error::QueryReturnedNoRows);
+            }
+            t.execute(
+                "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, ?3, ?4)",
+                params![tx_id, at, step, blob(detail)],
+            )?;
+            t.commit()
+        })
+    }
+
+    /// Records a step without changing the state (progress, retries, errors on the way).
+    pub fn note(&self, tx_id: &str, step: &str, detail: &Value) -> Result<(), Error> {
+        let at = now();
+        self.with(|c| {
+            c.execute(
+                "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, ?3, ?4)",
+                params![tx_id, at, step, blob(detail)],
+            )
+            .map(|_| ())
+        })
+    }
+
+    /// Records the raw transaction as received from the platform.
+    pub fn record_raw_tx(&self, tx_id: &str, raw_tx: &Value) -> Result<(), Error> {
+        self.with(|c| {
+            let t = c.transaction()?;
+            set_raw_tx(&t, tx_id, raw_tx)?;
+            t.commit()
+        })
+    }
+
+    /// Records a result seen on the way (e.g. a redemption record whose status changed)
+    /// with a step, in one commit; `state` moves the flow when given.
+    pub fn observe(
+        &self,
+        tx_id: &str,
+        state: Option<FlowState>,
+        step: &str,
+        result: &Value,
+    ) -> Result<(), Error> {
+        let at = now();
+        self.with(|c| {
+            let t = c.transaction()?;
+            let n = match state {
+                Some(s) => t.execute(
+                    "UPDATE flows SET result = ?2, state = ?3, updated_at = ?4 WHERE tx_id = ?1",
+                    params![tx_id, blob(result), s.as_str(), at],
+                )?,
+                None => t.execute(
+                    "UPDATE flows SET result = ?2, updated_at = ?3 WHERE tx_id = ?1",
+                    params![tx_id, blob(result), at],
+                )?,
+            };
+            if n == 0 {
+                return Err(rusqlite::Error::QueryReturnedNoRows);
+            }
+            t.execute(
+                "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, ?3, ?4)",
+                params![tx_id, at, step, blob(result)],
+            )?;
+            t.commit()
+        })
+    }
+
+    /// Records the signed transaction. Durable when this returns (the one fsync of the
+    /// journal on a signing path): only then may it be submitted.
+    pub fn record_signed(&self, tx_id: &str, signed: &bridgectl_tx::SignedTx) -> Result<(), Error> {
+        let at = now();
+        let hex = format!("0x{}", hex::encode(&signed.raw));
+        let hash = signed.hash.to_string();
+        self.with_durable(|c| {
+            let t = c.transaction()?;
+            t.execute(
+                "UPDATE flows SET signed_tx = ?2, tx_hash = ?3, chain_id = ?4, nonce = ?5,
+                        state = 'signed', updated_at = ?6 WHERE tx_id = ?1",
+                params![
+                    tx_id,
+                    hex,
+                    hash,
+                    signed.chain_id as i64,
+                    signed.nonce.to_string(),
+                    at
+                ],
+            )?;
+            t.execute(
+                "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, 'signed', ?3)",
+                params![
+                    tx_id,
+                    at,
+                    serde_json::json!({"txHash": hash, "chainId": signed.chain_id,
+                                       "nonce": signed.nonce})
+                    .to_string()
+                ],
+            )?;
+            t.commit()
+        })
+    }
+
+    /// Records a deliberate replacement of flow `tx_id`'s signed transaction at the same
+    /// nonce (`purpose`: a re-priced call or a cancel). Both stay known: the earlier
+    /// signatures move to the flow's [`Journal::signatures`], the new bytes become the
+    /// ones `resume` sends. Durable when this returns, like [`Journal::record_signed`].
+    pub fn record_replacement(
+        &self,
+        tx_id: &str,
+        signed: &bridgectl_tx::SignedTx,
+        purpose: Purpose,
+    ) -> Result<(), Error> {
+        let at = now();
+        let hex = format!("0x{}", hex::encode(&signed.raw));
+        let hash = signed.hash.to_string();
+        self.with_durable(|c| {
+            let t = c.transaction()?;
+            let (replaced, old_tx): (Option<String>, Option<String>) = t.query_row(
+                "SELECT tx_hash, signed_tx FROM flows WHERE tx_id = ?1",
+                params![tx_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            let (Some(replaced), Some(old_tx)) = (replaced, old_tx) else {
+                return Err(rusqlite::Error::QueryReturnedNoRows);
+            };
+            // The first replacement keeps the original too.
+            t.execute(
+                "INSERT OR IGNORE INTO signatures (tx_hash, tx_id, purpose, signed_tx, at)
+                 VALUES (?1, ?2, 'original', ?3, ?4)",
+                params![replaced, tx_id, old_tx, at],
+            )?;
+            t.execute(
+                "INSERT OR IGNORE INTO signatures (tx_hash, tx_id, purpose, signed_tx, at)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![hash, tx_id, purpose.as_str(), hex, at],
+            )?;
+            t.execute(
+                "UPDATE flows SET signed_tx = ?2, tx_hash = ?3, state = 'signed', updated_at = ?4
+                  WHERE tx_id = ?1",
+                params![tx_id, hex, hash, at],
+            )?;
+            t.execute(
+                "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, ?3, ?4)",
+                params![
+                    tx_id,
+                    at,
+                    format!("{}-signed", purpose.as_str()),
+                    serde_json::json!({"txHash": hash, "replaces": replaced,
+                                       "nonce": signed.nonce})
+                    .to_string()
+                ],
+            )?;
+            t.commit()
+        })
+    }
+
+    /// Every signature of flow `tx_id` that may be mined, oldest first: the original and
+    /// each replacement when it was replaced, else its one signed transaction (none
+    /// before it signed).
+    pub fn signatures(&self, tx_id: &str) -> Result<Vec<SignatureRecord>, Error> {
+        let rows: Vec<SignatureRecord> = self.with(|c| {
+            let mut stmt = c.prepare(
+                "SELECT tx_hash, purpose, signed_tx FROM signatures WHERE tx_id = ?1 ORDER BY rowid",
+            )?;
+            stmt.query_map(params![tx_id], |r| {
+                Ok(SignatureRecord {
+                    tx_hash: r.get(0)?,
+                    purpose: Purpose::parse(&r.get::<_, String>(1)?),
+                    signed_tx: r.get(2)?,
+                })
+            })?
+            .collect()
+        })?;
+        if !rows.is_empty() {
+            return Ok(rows);
+        }
+        let flow = self.get(tx_id)?;
+        Ok(match (flow.tx_hash, flow.signed_tx) {
+            (Some(tx_hash), Some(signed_tx)) => vec![SignatureRecord {
+                tx_hash,
+                purpose: Purpose::Original,
+                signed_tx,
+            }],
+            _ => Vec::new(),
+        })
+    }
+
+    /// Records the last result seen (e.g. a redemption record).
+    pub fn record_result(&self, tx_id: &str, result: &Value) -> Result<(), Error> {
+        self.with(|c| {
+            c.execute(
+                "UPDATE flows SET result = ?2, updated_at = ?3 WHERE tx_id = ?1",
+                params![tx_id, blob(result), now()],
+            )
+            .map(|_| ())
+        })
+    }
+
+    /// One flow.
+    pub fn get(&self, tx_id: &str) -> Result<FlowRecord, Error> {
+        self.with(|c| {
+            c.query_row(
+                &format!("SELECT {COLUMNS} FROM flows WHERE tx_id = ?1"),
+                params![tx_id],
+                row_to_record,
+            )
+            .optional()
+        })?
+        .ok_or_else(|| Error::NotInJournal(tx_id.to_owned()))
+    }
+
+    /// The flow that holds the signed bytes whose hash is `tx_hash`, if one does.
+    pub fn signed_with_hash(
+        &self,
+        tx_hash: alloy_primitives::B256,
+    ) -> Result<Option<FlowRecord>, Error> {
+        self.with(|c| {
+            c.query_row(
+                &format!(
+                    "SELECT {COLUMNS} FROM flows WHERE tx_hash = ?1 AND signed_tx IS NOT NULL \
+                     ORDER BY created_at LIMIT 1"
+                ),
+                params![tx_hash.to_string()],
+                row_to_record,
+            )
+            .optional()
+        })
+    }
+
+    /// The flow `query` names: its txId, the hash of a transaction it signed (`0x` and
+    /// 64 hex digits), or a start of its txId that names one flow only
+    /// ([`Error::AmbiguousTxId`] otherwise). The one way a flow is named, so that every
+    /// command that takes one takes all three.
+    pub fn find(&self, query: &str) -> Result<FlowRecord, Error> {
+        if let Ok(rec) = self.get(query) {
+            return Ok(rec);
+        }
+        if let Some(hash) = query
+            .strip_prefix("0x")
+            .filter(|h| h.len() == 64)
+            .and_then(|_| query.parse::<alloy_primitives::B256>().ok())
+        {
+            if let Some(rec) = self.signed_with_hash(hash)? {
+                return Ok(rec);
+            }
+            // A replaced flow's earlier signatures name it too.
+            let tx_id: Option<String> = self.with(|c| {
+                c.query_row(
+                    "SELECT tx_id FROM signatures WHERE tx_hash = ?1",
+                    params![hash.to_string()],
+                    |r| r.get(0),
+                )
+                .optional()
+            })?;
+            return match tx_id {
+                Some(tx_id) => self.get(&tx_id),
+                None => Err(Error::NotInJournal(query.to_owned())),
+            };
+        }
+        let prefix = query;
+        // Only hex digits and dashes can be part of a txId: nothing else reaches LIKE.
+        if prefix.is_empty() || !prefix.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            return Err(Error::NotInJournal(prefix.to_owned()));
+        }
+        let found: Vec<FlowRecord> = self.with(|c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT {COLUMNS} FROM flows WHERE tx_id LIKE ?1 || '%' ORDER BY created_at LIMIT 3"
+            ))?;
+            stmt.query_map(params![prefix], row_to_record)?.collect()
+        })?;
+        match found.len() {
+            0 => Err(Error::NotInJournal(prefix.to_owned())),
+            1 => Ok(found.into_iter().next().expect("one")),
+            _ => Err(Error::AmbiguousTxId {
+                prefix: prefix.to_owned(),
+                matches: found.into_iter().map(|f| f.tx_id).collect(),
+            }),
+        }
+    }
+
+    /// The most recent flows, newest first.
+    pub fn list(&self, limit: usize) -> Result<Vec<FlowRecord>, Error> {
+        self.with(|c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT {COLUMNS} FROM flows ORDER BY created_at DESC, rowid DESC LIMIT ?1"
+            ))?;
+            let rows = stmt.query_map(params![limit as i64], row_to_record)?;
+            rows.collect()
+        })
+    }
+
+    /// The steps of one flow, oldest first.
+    pub fn steps(&self, tx_id: &str) -> Result<Vec<StepRecord>, Error> {
+        self.with(|c| {
+            let mut stmt =
+                c.prepare("SELECT at, step, detail FROM steps WHERE tx_id = ?1 ORDER BY id")?;
+            let rows = stmt.query_map(params![tx_id], |r| {
+                let detail: String = r.get(2)?;
+                Ok(StepRecord {
+                    at: r.get(0)?,
+                    step: r.get(1)?,
+                    detail: serde_json::from_str(&detail).unwrap_or(Value::String(detail)),
+                })
+            })?;
+            rows.collect()
+        })
+    }
+}

@@ -1,0 +1,260 @@
+//! The journal: every flow and each of its steps, in SQLite before the next step runs.
+//!
+//! The rule that matters most: a signed transaction is committed here (fsync'd, so it
+//! survives a power cut) **before** it is submitted. That is the journal's one fsync on a
+//! signing path; the steps before it commit without one and reach the disk with it. If the
+//! process dies or the answer to the submission is lost, `resume` finds the same signed
+//! bytes and sends them again; nothing ever signs a second transaction with a new nonce
+//! on its own.
+
+mod batches;
+mod chains;
+mod flows;
+mod nonces;
+mod records;
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use rusqlite::Connection;
+
+use crate::Error;
+
+pub use batches::BatchLock;
+pub use records::{
+    BatchItemRecord, BatchRecord, FlowKind, FlowRecord, FlowState, MAX_BLOB_BYTES, Purpose,
+    SignatureRecord, StepRecord, blob,
+};
+
+/// The journal database. Thread-safe; every write is its own transaction, and the writes
+/// that a promise rests on are fsync'd before they return.
+#[derive(Debug)]
+pub struct Journal {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+    /// How long an unsigned reservation holds, in seconds.
+    lease_secs: i64,
+    /// Where the time of the flows over this journal goes (its writes counted here).
+    timing: crate::timing::Timing,
+}
+
+const SCHEMA: bridgectl_sqlite::Schema = bridgectl_sqlite::Schema {
+    version: 3,
+    sql: SCHEMA_SQL,
+};
+
+const SCHEMA_SQL: &str = "
+CREATE TABLE IF NOT EXISTS flows (
+    tx_id      TEXT PRIMARY KEY,
+    kind       TEXT NOT NULL,
+    state      TEXT NOT NULL,
+    from_addr  TEXT,
+    intent     TEXT NOT NULL,
+    raw_tx     TEXT,
+    signed_tx  TEXT,
+    tx_hash    TEXT,
+    chain_id   INTEGER,
+    nonce      TEXT,
+    result     TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS steps (
+    id     INTEGER PRIMARY KEY AUTOINCREMENT,
+    tx_id  TEXT NOT NULL REFERENCES flows(tx_id),
+    at     TEXT NOT NULL,
+    step   TEXT NOT NULL,
+    detail TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS steps_by_flow ON steps(tx_id, id);
+CREATE TABLE IF NOT EXISTS nonces (
+    address     TEXT NOT NULL,
+    chain_id    INTEGER NOT NULL,
+    nonce       INTEGER NOT NULL,
+    tx_id       TEXT NOT NULL REFERENCES flows(tx_id),
+    reserved_at INTEGER NOT NULL,
+    PRIMARY KEY (address, chain_id, nonce)
+);
+CREATE INDEX IF NOT EXISTS flows_by_hash ON flows(tx_hash);
+-- next_nonce reads the highest signed nonce of one sender on one chain before every
+-- signature: ordered by nonce, that is one index probe. (Version 2's index on sender and
+-- chain only still read every flow of the sender: 1 ms per signature at 350 flows.)
+DROP INDEX IF EXISTS flows_by_sender;
+CREATE INDEX IF NOT EXISTS flows_by_sender_nonce
+    ON flows(from_addr COLLATE NOCASE, chain_id, CAST(nonce AS INTEGER));
+CREATE TABLE IF NOT EXISTS batches (
+    batch_id   TEXT PRIMARY KEY,
+    source     TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS batch_items (
+    batch_id TEXT NOT NULL REFERENCES batches(batch_id),
+    idx      INTEGER NOT NULL,
+    item_id  TEXT NOT NULL,
+    op       TEXT NOT NULL,
+    tx_id    TEXT NOT NULL,
+    attempt  INTEGER NOT NULL DEFAULT 1,
+    PRIMARY KEY (batch_id, idx)
+);
+CREATE INDEX IF NOT EXISTS batch_items_by_tx ON batch_items(tx_id);
+-- Every signature of a flow that was replaced at its nonce (re-priced or cancelled),
+-- the original included: any of them may be the one mined, so each is kept until the
+-- chain decides. A flow never replaced has no rows here (its one signature is in flows).
+CREATE TABLE IF NOT EXISTS signatures (
+    tx_hash   TEXT PRIMARY KEY,
+    tx_id     TEXT NOT NULL REFERENCES flows(tx_id),
+    purpose   TEXT NOT NULL,
+    signed_tx TEXT NOT NULL,
+    at        TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS signatures_by_flow ON signatures(tx_id);
+-- The chain the flows of each chain id were journaled on, by its block 0's hash: a node
+-- whose block 0 differs is another chain (a reset testnet, a restarted sandbox), on which
+-- the journal's nonces mean nothing.
+CREATE TABLE IF NOT EXISTS chains (
+    chain_id    INTEGER PRIMARY KEY,
+    genesis     TEXT NOT NULL,
+    recorded_at TEXT NOT NULL
+);
+";
+
+/// How long a reservation of a flow that has not signed holds: long enough for a person
+/// to read the summary and type a passphrase, short enough that a flow interrupted at
+/// its prompt does not block the address for long. A flow that signed holds its nonce
+/// for good.
+pub const RESERVATION_LEASE_SECS: i64 = 15 * 60;
+
+impl Journal {
+    /// Opens (creating if needed) the journal at `path`: directory 0700, file 0600,
+    /// WAL. Steps commit without an fsync (they survive a crash of the process; a power
+    /// cut can lose only the last of them, together with everything after); the record
+    /// of a signature ([`Journal::record_signed`]) and of a batch are fsync'd before
+    /// they return, and carry every earlier step to disk with them (see
+    /// `bridgectl_sqlite`).
+    pub fn open(path: impl AsRef<Path>) -> Result<Journal, Error> {
+        let path = path.as_ref().to_path_buf();
+        if let Some(dir) = path.parent() {
+            create_private_dir(dir).map_err(|source| Error::JournalDir {
+                path: dir.display().to_string(),
+                source,
+            })?;
+        }
+        let conn = bridgectl_sqlite::open(&path, &SCHEMA).map_err(|source| Error::Journal {
+            path: path.display().to_string(),
+            source,
+        })?;
+        restrict_file(&path);
+        Ok(Journal::new(conn, path))
+    }
+
+    /// A journal that lives as long as the value: for tests, and for embedders that
+    /// keep their own records (nothing survives a crash, so `resume` has nothing to
+    /// find).
+    pub fn in_memory() -> Result<Journal, Error> {
+        let conn = bridgectl_sqlite::open_in_memory(&SCHEMA).map_err(|source| Error::Journal {
+            path: ":memory:".into(),
+            source,
+        })?;
+        Ok(Journal::new(conn, PathBuf::from(":memory:")))
+    }
+
+    fn new(conn: Connection, path: PathBuf) -> Journal {
+        Journal {
+            conn: Mutex::new(conn),
+            path,
+            lease_secs: RESERVATION_LEASE_SECS,
+            timing: crate::timing::Timing::default(),
+        }
+    }
+
+    /// The counters of the flows over this journal (its own writes, and the HTTP and
+    /// polls of the flows built on it).
+    pub fn timing(&self) -> &crate::timing::Timing {
+        &self.timing
+    }
+
+    /// Keeps the journal's write-ahead log small: copies it into the database once it
+    /// has grown past its bound (best effort; see `bridgectl_sqlite::tidy`). Runs when
+    /// the journal is dropped; a long run (a batch) calls it between items, never
+    /// between a signature's record and its submission.
+    pub fn tidy(&self) {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = bridgectl_sqlite::tidy(&conn);
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// How long a reservation of a flow that has not signed holds
+    /// [default: [`RESERVATION_LEASE_SECS`]]. Shorter frees an address sooner after a
+    /// flow was abandoned at its prompt; a flow that outlives its lease at the prompt is
+    /// refused when it is approved, never signed on an expired reservation.
+    pub fn with_reservation_lease(mut self, lease: std::time::Duration) -> Journal {
+        self.lease_secs = i64::try_from(lease.as_secs()).unwrap_or(i64::MAX).max(1);
+        self
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>) -> Result<T, Error> {
+        let started = std::time::Instant::now();
+        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let result = f(&mut conn);
+        self.timing.journal_done(started);
+        result.map_err(|source| Error::Journal {
+            path: self.path.display().to_string(),
+            source,
+        })
+    }
+
+    /// [`Journal::with`] for a write that a promise rests on: on disk, with every step
+    /// before it, when this returns.
+    fn with_durable<T>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, Error> {
+        self.with(|c| bridgectl_sqlite::durable(c, |e| e, f))
+    }
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Now, as the journal writes times (RFC 3339, UTC).
+pub(crate) fn now() -> String {
+    // Whole seconds: a journal is read by people; nanoseconds only make it wider.
+    let now = time::OffsetDateTime::now_utc();
+    now.replace_nanosecond(0)
+        .unwrap_or(now)
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+impl Drop for Journal {
+    fn drop(&mut self) {
+        self.tidy();
+    }
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+fn restrict_file(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    // Best effort: the journal holds signed transactions (public once sent) and intents,
+    // no secrets; 0600 keeps other users from reading what you did.
+    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+}

@@ -1,0 +1,246 @@
+//! Nonces: a flow reserves its nonce before it signs, and the journal's floor (the
+//! highest nonce that holds, per sender and chain) is what the verifier checks the next
+//! one against. One nonce, one flow: a second reservation of a held nonce is refused.
+
+use alloy_primitives::Address;
+use rusqlite::{OptionalExtension, TransactionBehavior, params};
+
+use super::records::{COLUMNS, FlowRecord, row_to_record};
+use super::{Journal, unix_now};
+use crate::Error;
+
+/// The highest nonce that holds for sender `?1` on chain `?2`, flow `?3` aside (lease
+/// cut-off `?4`): a reservation that holds, or a signed flow. Each side walks its index
+/// down from the highest nonce and stops at the first that counts (almost always the
+/// first it meets), so a signature costs the same in a journal of ten flows or ten
+/// thousand.
+pub(super) fn next_nonce_sql() -> String {
+    format!(
+        "SELECT MAX(n) FROM (
+         SELECT (SELECT r.nonce FROM nonces r JOIN flows f ON f.tx_id = r.tx_id
+                  WHERE r.address = ?1 AND r.chain_id = ?2 AND r.tx_id != ?3 AND {}
+                  ORDER BY r.nonce DESC LIMIT 1) AS n
+         UNION ALL
+         SELECT (SELECT CAST(nonce AS INTEGER) FROM flows
+                  WHERE from_addr = ?1 COLLATE NOCASE AND chain_id = ?2
+                    AND signed_tx IS NOT NULL AND state != 'retired' AND tx_id != ?3
+                  ORDER BY CAST(nonce AS INTEGER) DESC LIMIT 1))",
+        holds("?4")
+    )
+}
+
+/// The SQL condition (over `nonces r JOIN flows f`, with the lease cut-off bound as
+/// parameter `cutoff`, e.g. `?4`) under which a reservation holds.
+pub(super) fn holds(cutoff: &str) -> String {
+    format!(
+        "(f.state != 'retired' AND (f.signed_tx IS NOT NULL \
+          OR (f.state != 'failed' AND r.reserved_at > {cutoff})))"
+    )
+}
+
+impl Journal {
+    /// Checks, right before flow `tx_id` signs, that it still holds its reservation of
+    /// `nonce`: no other flow took it over, and its lease has a tenth of its length
+    /// left (so it cannot run out while the signature is made and journaled). A flow
+    /// that waited at its prompt past its lease is refused here, whether or not another
+    /// flow has signed the nonce meanwhile: its nonce must be checked again.
+    pub fn hold_reservation(
+        &self,
+        tx_id: &str,
+        address: Address,
+        chain_id: u64,
+        nonce: u64,
+    ) -> Result<(), Error> {
+        let row: Option<(String, i64)> = self.with(|c| {
+            c.query_row(
+                "SELECT tx_id, reserved_at FROM nonces
+                  WHERE address = ?1 AND chain_id = ?2 AND nonce = ?3",
+                params![address.to_string(), chain_id as i64, nonce as i64],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+        })?;
+        match row {
+            Some((holder, reserved_at)) if holder == tx_id => {
+                let left = reserved_at + self.lease_secs - unix_now();
+                if left <= self.lease_secs / 10 {
+                    return Err(Error::LeaseExpired {
+                        tx_id: tx_id.to_owned(),
+                        nonce,
+                        lease_secs: self.lease_secs.unsigned_abs(),
+                    });
+                }
+                Ok(())
+            }
+            Some((by, _)) => Err(Error::NonceReserved {
+                address,
+                chain_id,
+                nonce,
+                by,
+            }),
+            None => Err(Error::LeaseExpired {
+                tx_id: tx_id.to_owned(),
+                nonce,
+                lease_secs: self.lease_secs.unsigned_abs(),
+            }),
+        }
+    }
+
+    /// The flow that holds `nonce` of `address` on `chain_id`: the one that signed it, or
+    /// the one whose reservation of it still holds. What a refusal of that nonce names,
+    /// so the person knows which flow to resume, replace or cancel.
+    pub fn nonce_holder(
+        &self,
+        address: Address,
+        chain_id: u64,
+        nonce: u64,
+    ) -> Result<Option<FlowRecord>, Error> {
+        self.with(|c| {
+            c.query_row(
+                &format!(
+                    "SELECT {COLUMNS} FROM flows WHERE tx_id IN (
+                     SELECT tx_id FROM flows
+                      WHERE from_addr = ?1 COLLATE NOCASE AND chain_id = ?2
+                        AND signed_tx IS NOT NULL AND state != 'retired'
+                        AND CAST(nonce AS INTEGER) = ?3
+                     UNION ALL
+                     SELECT r.tx_id FROM nonces r JOIN flows f ON f.tx_id = r.tx_id
+                      WHERE r.address = ?1 AND r.chain_id = ?2 AND r.nonce = ?3 AND {})
+                     ORDER BY created_at LIMIT 1",
+                    holds("?4")
+                ),
+                params![
+                    address.to_string(),
+                    chain_id as i64,
+                    nonce as i64,
+                    unix_now() - self.lease_secs
+                ],
+                row_to_record,
+            )
+            .optional()
+        })
+    }
+
+    /// One past the highest nonce of `address` on `chain_id` that a flow here holds: the
+    /// floor under every nonce signed next. `None` when there is none.
+    ///
+    /// A flow that **signed** holds its nonce for good, whatever became of it later (a
+    /// platform that reports a redemption "failed" must not free the nonce of a
+    /// transaction that can still be mined: the next flow would sign a second one). A
+    /// flow that reserved and has not signed holds it while it is alive: not failed, and
+    /// reserved less than [`RESERVATION_LEASE_SECS`](super::RESERVATION_LEASE_SECS) ago (a flow interrupted at its
+    /// prompt must not block the address forever). Flows signed before reservations
+    /// existed count too. The flow `except` (the one about to sign) does not count
+    /// against itself.
+    pub fn next_nonce(
+        &self,
+        address: Address,
+        chain_id: u64,
+        except: Option<&str>,
+    ) -> Result<Option<u64>, Error> {
+        let addr = address.to_string();
+        let except = except.unwrap_or("");
+        let highest: Option<i64> = self.with(|c| {
+            c.prepare_cached(&next_nonce_sql())?.query_row(
+                params![addr, chain_id as i64, except, unix_now() - self.lease_secs],
+                |r| r.get(0),
+            )
+        })?;
+        Ok(highest.map(|n| n as u64 + 1))
+    }
+
+    /// Reserves `nonce` of `address` on `chain_id` for flow `tx_id`, so that no other
+    /// flow (in this process or another) signs the same nonce. A reservation that no
+    /// longer holds (see [`Journal::next_nonce`]: its flow failed before signing, or
+    /// never signed within the lease) is taken over; one that holds is a refusal naming
+    /// its flow.
+    pub fn reserve_nonce(
+        &self,
+        tx_id: &str,
+        address: Address,
+        chain_id: u64,
+        nonce: u64,
+    ) -> Result<(), Error> {
+        self.reserve_after(tx_id, address, chain_id, nonce, |_| Ok(()))
+    }
+
+    /// One `IMMEDIATE` transaction that runs `first`, then reserves the nonce, and
+    /// commits both only if the reservation was granted; otherwise a refusal naming the
+    /// flow that holds the nonce, and nothing written.
+    pub(super) fn reserve_after(
+        &self,
+        tx_id: &str,
+        address: Address,
+        chain_id: u64,
+        nonce: u64,
+        first: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>,
+    ) -> Result<(), Error> {
+        let holder = self.with(|c| {
+            let t = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            first(&t)?;
+            let holder = self.reserve_in(&t, tx_id, address, chain_id, nonce)?;
+            if holder.is_none() {
+                t.commit()?;
+            }
+            Ok(holder)
+        })?;
+        match holder {
+            None => Ok(()),
+            Some(by) => Err(Error::NonceReserved {
+                address,
+                chain_id,
+                nonce,
+                by,
+            }),
+        }
+    }
+
+    /// The reservation inside `t` (which must be `IMMEDIATE`): the flow that holds
+    /// the nonce, if another does; otherwise the nonce is reserved for `tx_id`.
+    pub(super) fn reserve_in(
+        &self,
+        t: &rusqlite::Transaction<'_>,
+        tx_id: &str,
+        address: Address,
+        chain_id: u64,
+        nonce: u64,
+    ) -> rusqlite::Result<Option<String>> {
+        let addr = address.to_string();
+        let now = unix_now();
+        let holder: Option<String> = t
+            .query_row(
+                &format!(
+                    "SELECT r.tx_id FROM nonces r JOIN flows f ON f.tx_id = r.tx_id
+                      WHERE r.address = ?1 AND r.chain_id = ?2 AND r.nonce = ?3
+                        AND r.tx_id != ?4 AND {}",
+                    holds("?5")
+                ),
+                params![
+                    addr,
+                    chain_id as i64,
+                    nonce as i64,
+                    tx_id,
+                    now - self.lease_secs
+                ],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if holder.is_some() {
+            return Ok(holder);
+        }
+        t.execute(
+            "INSERT OR REPLACE INTO nonces (address, chain_id, nonce, tx_id, reserved_at)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![addr, chain_id as i64, nonce as i64, tx_id, now],
+        )?;
+        t.execute(
+            "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, 'nonce-reserved', ?3)",
+            params![
+                tx_id,
+                super::now(),
+                serde_json::json!({"nonce": nonce, "chainId": chain_id}).to_string()
+            ],
+        )?;
+        Ok(None)
+    }
+}

@@ -1,0 +1,451 @@
+//! The journal's tests: what each promise of the module docs rests on.
+
+use alloy_primitives::Address;
+use rusqlite::params;
+use serde_json::json;
+
+use super::nonces::next_nonce_sql;
+use super::*;
+
+fn signed_for_test(chain_id: u64, nonce: u64) -> bridgectl_tx::SignedTx {
+    bridgectl_tx::SignedTx {
+        raw: vec![0xf8, 0x01].into(),
+        hash: alloy_primitives::B256::repeat_byte(0xab),
+        from: Address::ZERO,
+        chain_id,
+        nonce,
+    }
+}
+
+#[test]
+fn a_flow_round_trips_with_its_steps() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("j/journal.sqlite3");
+    let j = Journal::open(&path).expect("open");
+    j.begin(
+        "id-1",
+        FlowKind::Redeem,
+        Some("0xabc"),
+        &json!({"amount": "1"}),
+    )
+    .expect("begin");
+    j.record_raw_tx("id-1", &json!({"nonce": "0x1"}))
+        .expect("raw");
+    j.step("id-1", FlowState::Verified, "verified", &json!({}))
+        .expect("verify");
+    j.record_signed("id-1", &signed_for_test(31337, u64::MAX))
+        .expect("signed");
+    drop(j);
+
+    // A new process sees everything that was committed.
+    let j = Journal::open(&path).expect("reopen");
+    let rec = j.get("id-1").expect("get");
+    assert_eq!(rec.state, FlowState::Signed);
+    assert_eq!(rec.signed_tx.as_deref(), Some("0xf801"));
+    assert_eq!(rec.nonce, Some(u64::MAX));
+    assert_eq!(rec.chain_id, Some(31337));
+    assert_eq!(rec.raw_tx, Some(json!({"nonce": "0x1"})));
+    let steps: Vec<_> = j
+        .steps("id-1")
+        .expect("steps")
+        .into_iter()
+        .map(|s| s.step)
+        .collect();
+    assert_eq!(steps, ["started", "executed", "verified", "signed"]);
+    assert_eq!(j.list(10).expect("list").len(), 1);
+
+    // The one flow resolver: txId, a unique start of it, the hash of its signed
+    // bytes; a start two flows share names neither.
+    for id in ["9a64c6aa-1", "9a64c6bb-2"] {
+        j.begin(id, FlowKind::Redeem, None, &json!({}))
+            .expect("begin");
+    }
+    let hash = alloy_primitives::B256::repeat_byte(0xab).to_string();
+    for (query, tx_id) in [
+        ("id-1", "id-1"),
+        (hash.as_str(), "id-1"),
+        ("9a64c6aa", "9a64c6aa-1"),
+        ("9a64c6bb-2", "9a64c6bb-2"),
+    ] {
+        assert_eq!(j.find(query).expect(query).tx_id, tx_id, "{query}");
+    }
+    assert!(matches!(j.find("9a64c6"), Err(Error::AmbiguousTxId { .. })));
+    // Replaced: the earlier hash still names the flow.
+    let mut again = signed_for_test(31337, u64::MAX);
+    again.hash = alloy_primitives::B256::repeat_byte(0xef);
+    j.record_replacement("id-1", &again, Purpose::Cancel)
+        .expect("replace");
+    assert_eq!(j.find(&hash).expect("replaced hash").tx_id, "id-1");
+    let unknown = alloy_primitives::B256::repeat_byte(0xcd).to_string();
+    assert!(matches!(j.find(&unknown), Err(Error::NotInJournal(_))));
+
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&path).expect("meta").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+}
+
+/// `hold_reservation` before signing: the flow's own reservation with lease to spare
+/// holds; another flow's is refused; its own whose lease ran out is refused (the
+/// reservation is dated back past the lease in the file, so no sleep is needed), and
+/// so is its own with less than a tenth of the lease left.
+#[test]
+fn a_reservation_holds_only_for_its_flow_within_its_lease() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("j.sqlite3");
+    let addr = Address::repeat_byte(0x22);
+    let j = Journal::open(&path).expect("open");
+    for id in ["mine", "other"] {
+        j.begin(id, FlowKind::Redeem, Some(&addr.to_string()), &json!({}))
+            .expect("begin");
+    }
+    j.reserve_nonce("mine", addr, 7, 3).expect("reserve");
+    j.hold_reservation("mine", addr, 7, 3)
+        .expect("its own, fresh");
+    let e = j
+        .hold_reservation("other", addr, 7, 3)
+        .expect_err("another flow's");
+    assert!(matches!(e, Error::NonceReserved { .. }), "{e}");
+    let date_back = |secs: i64| {
+        rusqlite::Connection::open(&path)
+            .expect("raw")
+            .execute(
+                "UPDATE nonces SET reserved_at = ?1 WHERE nonce = 3",
+                rusqlite::params![unix_now() - secs],
+            )
+            .expect("date back");
+    };
+    // 100 s of a 900 s lease left: more than a tenth, it holds.
+    date_back(RESERVATION_LEASE_SECS - 100);
+    j.hold_reservation("mine", addr, 7, 3)
+        .expect("a ninth left");
+    // 80 s left: less than a tenth, refused.
+    date_back(RESERVATION_LEASE_SECS - 80);
+    let e = j
+        .hold_reservation("mine", addr, 7, 3)
+        .expect_err("under a tenth left");
+    assert!(matches!(e, Error::LeaseExpired { nonce: 3, .. }), "{e}");
+    date_back(RESERVATION_LEASE_SECS + 60);
+    let e = j
+        .hold_reservation("mine", addr, 7, 3)
+        .expect_err("the lease ran out");
+    assert!(matches!(e, Error::LeaseExpired { nonce: 3, .. }), "{e}");
+}
+
+#[test]
+fn two_processes_cannot_reserve_one_nonce() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("j.sqlite3");
+    let addr = Address::repeat_byte(0x11);
+    // Two journals on one file, as two bridgectl processes would have, racing for
+    // the same nonce from eight threads each.
+    let journals = [
+        Journal::open(&path).expect("open"),
+        Journal::open(&path).expect("open"),
+    ];
+    for i in 0..16 {
+        journals[i % 2]
+            .begin(
+                &format!("flow-{i}"),
+                FlowKind::Redeem,
+                Some(&addr.to_string()),
+                &json!({}),
+            )
+            .expect("begin");
+    }
+    let won: Vec<String> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..16)
+            .map(|i| {
+                let j = &journals[i % 2];
+                scope.spawn(move || {
+                    let id = format!("flow-{i}");
+                    j.reserve_nonce(&id, addr, 7, 5).map(|()| id)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|h| h.join().expect("thread").ok())
+            .collect()
+    });
+    assert_eq!(won.len(), 1, "exactly one flow holds nonce 5: {won:?}");
+    let holder = &won[0];
+    let loser = if holder == "flow-0" {
+        "flow-1"
+    } else {
+        "flow-0"
+    };
+    match journals[0].reserve_nonce(loser, addr, 7, 5) {
+        Err(Error::NonceReserved { nonce: 5, by, .. }) => assert_eq!(&by, holder),
+        other => panic!("expected NonceReserved, got {other:?}"),
+    }
+    assert_eq!(
+        journals[0].next_nonce(addr, 7, None).expect("next"),
+        Some(6)
+    );
+    assert_eq!(
+        journals[0].next_nonce(addr, 7, Some(holder)).expect("next"),
+        None,
+        "a flow's own reservation is not a floor under itself"
+    );
+    assert_eq!(journals[0].next_nonce(addr, 8, None).expect("next"), None);
+
+    // A flow that failed before signing gives its nonce back.
+    journals[1]
+        .step(holder, FlowState::Failed, "not-approved", &json!({}))
+        .expect("fail");
+    assert_eq!(journals[0].next_nonce(addr, 7, None).expect("next"), None);
+    journals[0]
+        .reserve_nonce(loser, addr, 7, 5)
+        .expect("taken over from a failed flow");
+    assert_eq!(
+        journals[0].next_nonce(addr, 7, None).expect("next"),
+        Some(6)
+    );
+
+    // A flow that signed holds its nonce for good, even once marked failed (a
+    // platform reporting "failed" must not free a nonce that can still be mined).
+    journals[0]
+        .record_signed(loser, &signed_for_test(7, 5))
+        .expect("signed");
+    journals[0]
+        .step(loser, FlowState::Failed, "redemption-failed", &json!({}))
+        .expect("failed");
+    assert_eq!(
+        journals[0].next_nonce(addr, 7, None).expect("next"),
+        Some(6)
+    );
+    // A bystander: neither the race's winner (marked failed above) nor the loser.
+    let other = (0..16)
+        .map(|i| format!("flow-{i}"))
+        .find(|id| id != holder && id != loser)
+        .expect("a third flow");
+    let other = other.as_str();
+    assert!(matches!(
+        journals[1].reserve_nonce(other, addr, 7, 5),
+        Err(Error::NonceReserved { .. })
+    ));
+
+    // An unsigned reservation holds only for its lease: a flow interrupted at its
+    // prompt does not block the address for ever.
+    journals[1]
+        .reserve_nonce(other, addr, 7, 6)
+        .expect("next nonce");
+    assert_eq!(
+        journals[0].next_nonce(addr, 7, None).expect("next"),
+        Some(7)
+    );
+    journals[0]
+        .with(|c| c.execute("UPDATE nonces SET reserved_at = 0 WHERE nonce = 6", []))
+        .expect("age the lease");
+    assert_eq!(
+        journals[0].next_nonce(addr, 7, None).expect("next"),
+        Some(6)
+    );
+    journals[0]
+        .reserve_nonce("flow-4", addr, 7, 6)
+        .expect("an expired lease is taken over");
+}
+
+/// The nonce floor is read before every signature: its cost must not grow with the
+/// journal. Counted in SQLite's virtual-machine steps (not time), with 10 and with
+/// 2,000 signed flows of the sender.
+#[test]
+fn the_nonce_floor_reads_the_same_rows_whatever_the_journal_size() {
+    let addr = Address::repeat_byte(0x11);
+    let steps = |flows: u64| {
+        let dir = tempfile::tempdir().expect("tmp");
+        let j = Journal::open(dir.path().join("journal.sqlite3")).expect("open");
+        j.with(|c| {
+            let t = c.unchecked_transaction()?;
+            for n in 0..flows {
+                let id = format!("flow-{n}");
+                t.execute(
+                    "INSERT INTO flows (tx_id, kind, state, from_addr, intent, signed_tx,
+                                        chain_id, nonce, created_at, updated_at)
+                     VALUES (?1, 'redeem', 'completed', ?2, '{}', '0xf8', 7, ?3, '', '')",
+                    params![id, addr.to_string(), n.to_string()],
+                )?;
+                t.execute(
+                    "INSERT INTO nonces (address, chain_id, nonce, tx_id, reserved_at)
+                     VALUES (?1, 7, ?2, ?3, 0)",
+                    params![addr.to_string(), n as i64, id],
+                )?;
+            }
+            t.commit()
+        })
+        .expect("fill");
+        assert_eq!(j.next_nonce(addr, 7, None).expect("next"), Some(flows));
+        j.with(|c| {
+            let mut stmt = c.prepare(&next_nonce_sql())?;
+            stmt.query_row(params![addr.to_string(), 7, "", 0], |_| Ok(()))?;
+            Ok(stmt.get_status(rusqlite::StatementStatus::VmStep))
+        })
+        .expect("steps")
+    };
+    let (small, large) = (steps(10), steps(2_000));
+    assert!(
+        large <= small + 10,
+        "the nonce floor took {large} steps at 2,000 flows and {small} at 10"
+    );
+}
+
+#[test]
+fn oversized_blobs_are_stored_as_a_marker() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let j = Journal::open(dir.path().join("j.sqlite3")).expect("open");
+    j.begin("t1", FlowKind::Redeem, None, &json!({}))
+        .expect("begin");
+    let huge = json!({"status": "PENDING", "raw": "x".repeat(5 * MAX_BLOB_BYTES)});
+    j.observe("t1", None, "status", &huge).expect("observe");
+    j.record_result("t1", &huge).expect("result");
+    let small = json!({"status": "DONE"});
+    j.note("t1", "done", &small).expect("note");
+    let steps = j.steps("t1").expect("steps");
+    let marker = &steps[steps.len() - 2].detail;
+    assert_eq!(marker["truncated"], true, "{marker}");
+    assert!(marker["bytes"].as_u64().expect("bytes") > 5 * MAX_BLOB_BYTES as u64);
+    assert!(
+        marker["head"]
+            .as_str()
+            .expect("head")
+            .starts_with("{\"raw\":\"xxx")
+    );
+    assert_eq!(steps[steps.len() - 1].detail, small);
+    let flow = j.get("t1").expect("get");
+    assert_eq!(flow.result.expect("result")["truncated"], true);
+}
+
+#[test]
+fn unknown_flows_are_reported() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let j = Journal::open(dir.path().join("j.sqlite3")).expect("open");
+    assert!(matches!(j.get("nope"), Err(Error::NotInJournal(_))));
+    // A step of an unknown flow updates no row; a reused txId breaks the flows'
+    // primary key: both are refused, never silently merged.
+    assert!(matches!(
+        j.step("nope", FlowState::Failed, "x", &json!({})),
+        Err(Error::Journal {
+            source: rusqlite::Error::QueryReturnedNoRows,
+            ..
+        })
+    ));
+    let constraint = |r: Result<(), Error>| match r {
+        Err(Error::Journal {
+            source: rusqlite::Error::SqliteFailure(e, _),
+            ..
+        }) => e.code == rusqlite::ErrorCode::ConstraintViolation,
+        _ => false,
+    };
+    j.begin("a", FlowKind::Swap, None, &json!({}))
+        .expect("begin");
+    assert!(
+        constraint(j.begin("a", FlowKind::Swap, None, &json!({}))),
+        "txId reused"
+    );
+}
+
+#[test]
+fn steps_commit_without_fsync_and_signatures_with_one() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let j = Journal::open(dir.path().join("j.sqlite3")).expect("open");
+    let sync = |c: &mut Connection| c.query_row("PRAGMA synchronous", [], |r| r.get(0));
+    let mode: String = j
+        .with(|c| c.query_row("PRAGMA journal_mode", [], |r| r.get(0)))
+        .expect("mode");
+    assert_eq!(mode, "wal");
+    let step: i64 = j.with(sync).expect("pragma");
+    assert_eq!(
+        step, 1,
+        "synchronous = NORMAL: a step survives a crash, not a power cut"
+    );
+    let durable: i64 = j.with_durable(sync).expect("pragma");
+    assert_eq!(
+        durable, 2,
+        "synchronous = FULL: a signature survives a power cut"
+    );
+}
+
+#[test]
+fn a_batch_item_run_again_abandons_its_unsigned_flow_and_frees_its_nonce() {
+    let j = Journal::in_memory().expect("journal");
+    let from = Address::repeat_byte(7);
+    let items = vec![
+        ("a".to_owned(), json!({"op": "redeem"}), "flow-a".to_owned()),
+        ("b".to_owned(), json!({"op": "redeem"}), "flow-b".to_owned()),
+    ];
+    j.create_batch("ba7c-0001", "payouts.jsonl", &items)
+        .expect("create");
+    // Item a began, reserved nonce 5 and was interrupted before signing; item b
+    // signed nonce 6.
+    j.begin(
+        "flow-a",
+        FlowKind::Redeem,
+        Some(&from.to_string()),
+        &json!({}),
+    )
+    .expect("begin a");
+    j.reserve_nonce("flow-a", from, 1, 5).expect("reserve a");
+    j.begin(
+        "flow-b",
+        FlowKind::Redeem,
+        Some(&from.to_string()),
+        &json!({}),
+    )
+    .expect("begin b");
+    j.reserve_nonce("flow-b", from, 1, 6).expect("reserve b");
+    j.record_signed("flow-b", &signed_for_test(1, 6))
+        .expect("signed b");
+    let found = j.batch_items("ba7c-0001").expect("items");
+    assert_eq!(found.len(), 2);
+    assert_eq!(
+        found[0].flow.as_ref().map(|f| f.state),
+        Some(FlowState::Started)
+    );
+    assert!(
+        found[1]
+            .flow
+            .as_ref()
+            .is_some_and(|f| f.signed_tx.is_some())
+    );
+
+    j.retry_batch_item("ba7c-0001", 0, "flow-a", "flow-a2")
+        .expect("retry");
+    let a = j.get("flow-a").expect("old flow");
+    assert_eq!(
+        a.state,
+        FlowState::Failed,
+        "the interrupted flow is abandoned"
+    );
+    assert!(
+        j.steps("flow-a")
+            .expect("steps")
+            .iter()
+            .any(|s| s.step == "abandoned")
+    );
+    let found = j.batch_items("ba7c-0001").expect("items");
+    assert_eq!(found[0].tx_id, "flow-a2");
+    assert_eq!(found[0].attempt, 2);
+    assert!(found[0].flow.is_none(), "the new flow has not begun");
+    // Nonce 5 is free again for the new attempt; 6 stays taken (it was signed).
+    j.begin(
+        "flow-a2",
+        FlowKind::Redeem,
+        Some(&from.to_string()),
+        &json!({}),
+    )
+    .expect("begin a2");
+    j.reserve_nonce("flow-a2", from, 1, 5)
+        .expect("nonce 5 is free again");
+    assert!(matches!(
+        j.reserve_nonce("flow-a2", from, 1, 6),
+        Err(Error::NonceReserved { nonce: 6, .. })
+    ));
+    // A signed flow is never abandoned.
+    j.retry_batch_item("ba7c-0001", 1, "flow-b", "flow-b2")
+        .expect("retry b");
+    assert_ne!(j.get("flow-b").expect("b").state, FlowState::Failed);
+
+    assert_eq!(j.find_batch("ba7c").expect("prefix").items, 2);
+    assert!(matches!(j.find_batch("zz"), Err(Error::NoSuchBatch(_))));
+    assert_eq!(j.list_batches(5).expect("list").len(), 1);
+}

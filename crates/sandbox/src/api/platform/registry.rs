@@ -1,0 +1,100 @@
+//! Sandbox-only routes: registering accounts, funding them, managed accounts, and the
+//! hostile switches tests turn on.
+
+use alloy_primitives::{Address, U256};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::api::envelope::{ApiError, JsonBody, ok};
+use crate::state::{AppState, lock};
+
+use super::common::{ApiResult, parse_address};
+
+pub(crate) async fn register(
+    State(state): State<AppState>,
+    Path(address): Path<String>,
+) -> ApiResult {
+    let address = parse_address("path address", &address)?;
+    state
+        .register_fee_delegation(address)
+        .await
+        .map_err(ApiError::node)?;
+    Ok(ok(json!({"address": address, "registered": true})))
+}
+
+/// Body of `POST /sandbox/v1/fund/{address}`: base units, decimal strings.
+#[derive(Deserialize)]
+pub(crate) struct FundRequest {
+    #[serde(default)]
+    mt: Option<String>,
+    #[serde(default)]
+    st: Option<String>,
+}
+
+pub(crate) async fn fund(
+    State(state): State<AppState>,
+    Path(address): Path<String>,
+    JsonBody(req): JsonBody<FundRequest>,
+) -> ApiResult {
+    let address = parse_address("path address", &address)?;
+    let amount = |field: &str, v: &Option<String>| {
+        v.as_deref().map_or(Ok(U256::ZERO), |t| {
+            U256::from_str_radix(t, 10).map_err(|_| {
+                ApiError::bad("INVALID_AMOUNT", format!("{field}: not a decimal integer"))
+            })
+        })
+    };
+    let (mt, st) = (amount("mt", &req.mt)?, amount("st", &req.st)?);
+    state
+        .fund(address, mt, st)
+        .await
+        .map_err(|e| ApiError::new(StatusCode::BAD_GATEWAY, "NODE_ERROR", e.to_string()))?;
+    Ok(ok(
+        json!({"address": address, "mt": mt.to_string(), "st": st.to_string()}),
+    ))
+}
+
+/// Body of `POST /sandbox/v1/hostile`: hostile mode on (`kind`, optionally only for
+/// actions with an input of value `input`) or off (`kind` null).
+#[derive(Deserialize)]
+pub(crate) struct HostileRequest {
+    kind: Option<crate::config::Hostile>,
+    #[serde(default)]
+    input: Option<String>,
+}
+
+pub(crate) async fn hostile(
+    State(state): State<AppState>,
+    JsonBody(req): JsonBody<HostileRequest>,
+) -> ApiResult {
+    match (req.kind, &req.input) {
+        (Some(kind), Some(input)) => state.set_hostile_for_input(kind, input),
+        (kind, _) => state.set_hostile(kind),
+    }
+    Ok(ok(json!({"kind": req.kind, "input": req.input})))
+}
+
+pub(crate) async fn registration(
+    State(state): State<AppState>,
+    Path(address): Path<String>,
+) -> ApiResult {
+    let address = parse_address("path address", &address)?;
+    Ok(ok(
+        json!({"address": address, "registered": state.is_registered(address)}),
+    ))
+}
+
+pub(crate) async fn create_managed(State(state): State<AppState>) -> ApiResult {
+    let signer = crate::chain::random_signer()
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", e))?;
+    let address = state.add_managed(signer).await.map_err(ApiError::node)?;
+    Ok(ok(json!({"address": address})))
+}
+
+pub(crate) async fn list_managed(State(state): State<AppState>) -> ApiResult {
+    let mut items: Vec<Address> = lock(&state.0.managed).keys().copied().collect();
+    items.sort();
+    Ok(ok(json!({"total": items.len(), "items": items})))
+}

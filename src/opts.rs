@@ -68,6 +68,50 @@ pub struct FlowOpts {
     pub signer: Option<String>,
 }
 
+// Where the web3 API is and how to authenticate (`webhook` commands).
+#[derive(Debug, Args, Clone, Default)]
+pub struct Web3Api {
+    /// Web3 API URL [default: the profile's web3_url].
+    #[arg(
+        long,
+        env = "BRIDGECTL_WEB3_URL",
+        value_name = "URL",
+        help_heading = "Web3 API"
+    )]
+    pub web3_url: Option<String>,
+
+    /// Read the web3 token from the first line of FILE (keep it 0600).
+    #[arg(
+        long,
+        env = "BRIDGECTL_WEB3_TOKEN_FILE",
+        value_name = "FILE",
+        help_heading = "Web3 API"
+    )]
+    pub web3_token_file: Option<PathBuf>,
+}
+
+// Where the web3 API is, which chain/network, and the webhook signing keys (`webhook`
+// commands that manage webhooks).
+#[derive(Debug, Args, Clone)]
+pub struct Web3Opts {
+    /// The web3 API.
+    #[command(flatten)]
+    pub api: Web3Api,
+
+    /// Chain path segment, e.g. ethereum, polygon [default: the profile's web3_chain].
+    #[arg(long, env = "BRIDGECTL_WEB3_CHAIN", help_heading = "Web3 API")]
+    pub chain: Option<String>,
+
+    /// Network path segment, e.g. mainnet, sepolia [default: the profile's
+    /// web3_network].
+    #[arg(long, env = "BRIDGECTL_WEB3_NETWORK", help_heading = "Web3 API")]
+    pub network: Option<String>,
+
+    /// Signing-key file [default: $XDG_STATE_HOME/bridgectl/webhook-keys.json].
+    #[arg(long, env = "BRIDGECTL_WEBHOOK_KEYS", value_name = "FILE")]
+    pub keys: Option<PathBuf>,
+}
+
 /// Where nonces come from.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum NonceFrom {

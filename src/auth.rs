@@ -1,7 +1,8 @@
 //! The platform access token and the secret files behind it: `BRIDGECTL_ACCESS_TOKEN`,
-//! a token file, or the access-key exchange (cached with its expiry, 0600). Secrets are
-//! read into zeroizing buffers and files that group or others can read are refused, as
-//! key files are.
+//! a token file, or the access-key exchange (cached with its expiry, 0600); and the web3
+//! API's token, found the same way from its own flag, profile setting and variables.
+//! Secrets are read into zeroizing buffers and files that group or others can read are
+//! refused, as key files are.
 
 use anyhow::{Context, Result, bail};
 use bridgectl_flow::client::{AccessToken, ClientOptions, PlatformClient};
@@ -10,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
 use crate::config::Profile;
-use crate::opts::PlatformOpts;
+use crate::opts::{PlatformOpts, Web3Api};
 
 /// A cached exchanged token.
 #[derive(Serialize, Deserialize)]
@@ -115,6 +116,40 @@ pub async fn resolve_token(
         let _ = crate::files::write_replace(path, text.as_bytes());
     }
     Ok(issued.token)
+}
+
+/// The web3 API's token, in this order: `--web3-token-file` (or the profile's
+/// `web3_token_file`), `BRIDGECTL_WEB3_TOKEN`, then a key exchange at `url` with
+/// `BRIDGECTL_WEB3_NODE_ID`, `BRIDGECTL_WEB3_KEY_ID` and `BRIDGECTL_WEB3_KEY_SECRET`.
+pub async fn web3_token(
+    url: &str,
+    web3: &Web3Api,
+    profile_file: Option<&std::path::Path>,
+) -> Result<Secret> {
+    if let Some(path) = web3.web3_token_file.as_deref().or(profile_file) {
+        return read_secret_file(path, "web3 token");
+    }
+    if let Some(token) = env_nonempty("BRIDGECTL_WEB3_TOKEN") {
+        return Ok(Secret::new(token));
+    }
+    let node = env_nonempty("BRIDGECTL_WEB3_NODE_ID");
+    let key_id = env_nonempty("BRIDGECTL_WEB3_KEY_ID");
+    let secret = env_nonempty("BRIDGECTL_WEB3_KEY_SECRET").map(Secret::new);
+    match (node, key_id, secret) {
+        (Some(node), Some(key_id), Some(secret)) => {
+            bridgectl_webhook::client::exchange_token(url, &node, &key_id, &secret)
+                .await
+                .context("web3 token exchange failed")
+        }
+        _ => Err(crate::exit::coded(
+            crate::exit::Code::Usage,
+            "no web3 token: set --web3-token-file, BRIDGECTL_WEB3_TOKEN, or BRIDGECTL_WEB3_NODE_ID + BRIDGECTL_WEB3_KEY_ID + BRIDGECTL_WEB3_KEY_SECRET",
+        )),
+    }
+}
+
+fn env_nonempty(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
 fn still_valid(expiry_at: &str) -> bool {

@@ -273,6 +273,9 @@ pub fn code_for(err: &anyhow::Error) -> Code {
         if let Some(tx) = cause.downcast_ref::<bridgectl_tx::Error>() {
             return tx_code(tx);
         }
+        if let Some(webhook) = cause.downcast_ref::<bridgectl_webhook::Error>() {
+            return webhook_code(webhook);
+        }
     }
     Code::Failure
 }
@@ -309,6 +312,26 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
         F::Http { .. } | F::Platform { .. } | F::UnexpectedShape { .. } | F::Body { .. } => {
             Code::Remote
         }
+        _ => Code::Failure,
+    }
+}
+
+/// Exit code for a webhook error (the web3 API, the key file, the listener and its
+/// store).
+fn webhook_code(err: &bridgectl_webhook::Error) -> Code {
+    use bridgectl_webhook::Error as W;
+    match err {
+        W::NotFound { .. } | W::Api { status: 404, .. } => Code::NotFound,
+        // The web3 API answered with an error, or could not be reached: remote, as for
+        // the platform.
+        W::Http { .. } | W::Body { .. } | W::Api { .. } => Code::Remote,
+        W::Network(_)
+        | W::EventType(_)
+        | W::Invalid { .. }
+        | W::Url { .. }
+        | W::ListenerConfig { .. }
+        | W::Unsupported { .. } => Code::Usage,
+        W::InsecureUrl { .. } => Code::Refused,
         _ => Code::Failure,
     }
 }
@@ -372,6 +395,39 @@ mod tests {
             .map(|&c| (c as u8, c.name().to_owned()))
             .collect();
         assert_eq!(rows, codes);
+    }
+
+    /// A webhook error maps to its code from anywhere in the chain, as the flows' do.
+    #[test]
+    fn a_webhook_error_maps_to_its_code() {
+        use bridgectl_webhook::Error as W;
+        let cases = [
+            (
+                W::InsecureUrl {
+                    host: "example.com".into(),
+                },
+                Code::Refused,
+            ),
+            (
+                W::NotFound {
+                    id: "7".into(),
+                    chain: "ethereum".into(),
+                    network: "mainnet".into(),
+                },
+                Code::NotFound,
+            ),
+            (
+                W::Url {
+                    url: "ftp://x".into(),
+                    reason: "unsupported scheme".into(),
+                },
+                Code::Usage,
+            ),
+        ];
+        for (error, code) in cases {
+            let err = anyhow::Error::new(error).context("webhook get");
+            assert_eq!(code_for(&err), code, "{err:#}");
+        }
     }
 
     #[test]

@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 
 use alloy_primitives::U256;
-use anyhow::Result;
-use bridgectl_flow::{GasSource, NonceSource};
+use anyhow::{Context as _, Result};
+use bridgectl_flow::{GasSource, NonceSource, Repricing};
 use clap::{Args, ValueEnum};
 
 use crate::exit::{Code, WithCode, coded};
@@ -74,6 +74,50 @@ pub struct FlowOpts {
         hide_env_values = true
     )]
     pub signer: Option<String>,
+}
+
+// Where the web3 API is and how to authenticate (`webhook` commands).
+#[derive(Debug, Args, Clone, Default)]
+pub struct Web3Api {
+    /// Web3 API URL [default: the profile's web3_url].
+    #[arg(
+        long,
+        env = "BRIDGECTL_WEB3_URL",
+        value_name = "URL",
+        help_heading = "Web3 API"
+    )]
+    pub web3_url: Option<String>,
+
+    /// Read the web3 token from the first line of FILE (keep it 0600).
+    #[arg(
+        long,
+        env = "BRIDGECTL_WEB3_TOKEN_FILE",
+        value_name = "FILE",
+        help_heading = "Web3 API"
+    )]
+    pub web3_token_file: Option<PathBuf>,
+}
+
+// Where the web3 API is, which chain/network, and the webhook signing keys (`webhook`
+// commands that manage webhooks).
+#[derive(Debug, Args, Clone)]
+pub struct Web3Opts {
+    /// The web3 API.
+    #[command(flatten)]
+    pub api: Web3Api,
+
+    /// Chain path segment, e.g. ethereum, polygon [default: the profile's web3_chain].
+    #[arg(long, env = "BRIDGECTL_WEB3_CHAIN", help_heading = "Web3 API")]
+    pub chain: Option<String>,
+
+    /// Network path segment, e.g. mainnet, sepolia [default: the profile's
+    /// web3_network].
+    #[arg(long, env = "BRIDGECTL_WEB3_NETWORK", help_heading = "Web3 API")]
+    pub network: Option<String>,
+
+    /// Signing-key file [default: $XDG_STATE_HOME/bridgectl/webhook-keys.json].
+    #[arg(long, env = "BRIDGECTL_WEBHOOK_KEYS", value_name = "FILE")]
+    pub keys: Option<PathBuf>,
 }
 
 /// Where nonces come from.
@@ -159,4 +203,89 @@ pub fn parse_amount(text: &str, decimals: u8, flag: &str) -> Result<U256> {
         ));
     }
     Ok(amount)
+}
+
+// How a new transaction is priced (`replace`, `cancel`, `batch resume --replace-stuck`).
+#[derive(Debug, Args)]
+#[group(multiple = false)]
+pub struct PriceOpts {
+    /// The new gas price: wei, or with a unit (`30gwei`). It must be more than the
+    /// replaced transaction's.
+    #[arg(long, value_name = "PRICE")]
+    pub gas_price: Option<String>,
+    /// Raise the replaced transaction's gas price by this much (`12.5%`, the default),
+    /// or to the node's going price if that is higher.
+    #[arg(long, value_name = "PERCENT")]
+    pub bump: Option<String>,
+}
+
+impl PriceOpts {
+    /// The repricing the flags ask for: an exact price, a raise in percent (up to two
+    /// decimals), or the default raise.
+    pub fn repricing(&self) -> Result<Repricing> {
+        if let Some(text) = &self.gas_price {
+            let wei = bridgectl_tx::amount::parse_native(text)
+                .context("--gas-price")
+                .code(Code::Usage)?;
+            let wei = u128::try_from(wei)
+                .map_err(|_| coded(Code::Usage, format!("--gas-price {text:?} is above 2^128")))?;
+            return Ok(Repricing::GasPrice(wei));
+        }
+        let Some(text) = &self.bump else {
+            return Ok(Repricing::default());
+        };
+        parse_percent(text)
+            .map(|basis_points| Repricing::Bump { basis_points })
+            .ok_or_else(|| {
+                coded(
+                    Code::Usage,
+                    format!(
+                        "--bump {text:?}: expected a percentage above 0 with at most two \
+                         decimals, like 12.5% or 20"
+                    ),
+                )
+            })
+    }
+}
+
+/// `12.5%` (or `12.5`) as basis points (1250); `None` for anything else, 0 and over
+/// 1000% included.
+fn parse_percent(text: &str) -> Option<u32> {
+    let number = text.trim().strip_suffix('%').unwrap_or(text.trim());
+    let (whole, fraction) = match number.split_once('.') {
+        Some((_, "")) => return None,
+        Some(parts) => parts,
+        None => (number, ""),
+    };
+    if whole.is_empty()
+        || fraction.len() > 2
+        || !whole.bytes().all(|b| b.is_ascii_digit())
+        || !fraction.bytes().all(|b| b.is_ascii_digit())
+        || whole.len() > 4
+    {
+        return None;
+    }
+    let whole: u32 = whole.parse().ok()?;
+    let fraction: u32 = format!("{fraction:0<2}").parse().ok()?;
+    let bp = whole * 100 + fraction;
+    (bp > 0 && bp <= 100_000).then_some(bp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_percent;
+
+    #[test]
+    fn percentages_read_exactly() {
+        assert_eq!(parse_percent("12.5%"), Some(1_250));
+        assert_eq!(parse_percent("12.5"), Some(1_250));
+        assert_eq!(parse_percent("20%"), Some(2_000));
+        assert_eq!(parse_percent("0.01%"), Some(1));
+        assert_eq!(parse_percent("1000%"), Some(100_000));
+        for bad in [
+            "", "%", "0", "0%", "-5%", "1e2", "12.555%", "1001%", ".5", "5.", "x", "10000",
+        ] {
+            assert_eq!(parse_percent(bad), None, "{bad:?}");
+        }
+    }
 }

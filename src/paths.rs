@@ -55,3 +55,21 @@ pub fn state_file(explicit: Option<&Path>, name: &str) -> Result<PathBuf> {
         None => Ok(state_dir()?.join(name)),
     }
 }
+
+/// The signing-key file: `explicit`, or the state directory's.
+pub fn webhook_keys(explicit: &Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    state_file(explicit.as_deref(), "webhook-keys.json")
+}
+
+/// The event store: `explicit`, or the SQLite file in the state directory.
+pub fn webhook_store(
+    explicit: &Option<String>,
+) -> anyhow::Result<bridgectl_webhook::store::StoreSpec> {
+    match explicit {
+        Some(text) => Ok(bridgectl_webhook::store::StoreSpec::parse(text)),
+        None => Ok(bridgectl_webhook::store::StoreSpec::Sqlite(state_file(
+            None,
+            "webhook-events.sqlite",
+        )?)),
+    }
+}

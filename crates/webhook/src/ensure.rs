@@ -12,8 +12,15 @@
 //! Either way a [`Gap`] is stored: from the last delivery stored for the old subscription
 //! (or its creation) to now. Deliveries in that window are lost for good on the platform's
 //! side, and `webhook events` shows the gap so an operator knows what to fetch another way.
+//!
+//! A listener repeats the check while it runs: a [`Healer`] checks at once and then every
+//! interval on a task of its own, and hands each check's [`Report`] (or why the check
+//! failed) to the embedder's callback; it stops when dropped. Like everything here it
+//! prints nothing: what a report means to a person is the embedder's to say.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
 
 use crate::Error;
 use crate::client::{Client, EventType, NewWebhook, Webhook, WebhookUpdate};
@@ -89,6 +96,41 @@ pub async fn check(
     Ok(report)
 }
 
+/// [`check`] repeated for as long as it lives: once at start, then every interval after
+/// the previous check ended. Dropping it stops it at once, a check in progress too.
+#[derive(Debug)]
+pub struct Healer {
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Healer {
+    /// Starts checking the key file's entries whose `webhookUrl` is `webhook_url` (as
+    /// [`check`] does), recording gaps in `store`, every `interval`; `on_check` gets each
+    /// check's outcome. Runs on the current Tokio runtime.
+    pub fn start(
+        client: Client,
+        keys: KeyFile,
+        store: Arc<dyn EventStore>,
+        webhook_url: String,
+        interval: Duration,
+        mut on_check: impl FnMut(Result<Report, Error>) + Send + 'static,
+    ) -> Healer {
+        let task = tokio::spawn(async move {
+            loop {
+                on_check(check(&client, &keys, store.as_ref(), Some(&webhook_url)).await);
+                tokio::time::sleep(interval).await;
+            }
+        });
+        Healer { task }
+    }
+}
+
+impl Drop for Healer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 /// Restores one subscription if it needs it: the subscription that delivers now and why
 /// it was needed, or `None` when it was healthy.
 async fn restore(
@@ -162,4 +204,53 @@ fn parse_time(text: &str) -> Option<i64> {
     let t =
         time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
     i64::try_from(t.unix_timestamp_nanos() / 1_000_000).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Secret;
+    use crate::store::StoreSpec;
+
+    /// The healer checks at once, again after each interval, and not after it is
+    /// dropped; each check's report reaches the callback.
+    #[tokio::test]
+    async fn the_healer_reports_every_check_until_dropped() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store: Arc<dyn EventStore> = StoreSpec::Sqlite(dir.path().join("events.sqlite"))
+            .open(Default::default())
+            .await
+            .expect("store")
+            .into();
+        // No key file: nothing to compare, so no request is made.
+        let keys = KeyFile::new(dir.path().join("keys.json"));
+        let client = Client::new("http://127.0.0.1:9", Secret::new("t")).expect("client");
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let healer = Healer::start(
+            client,
+            keys,
+            store,
+            "http://127.0.0.1:9/hooks/x".into(),
+            Duration::from_millis(20),
+            move |report| {
+                let _ = tx.send(report.map(|r| (r.checked, r.gaps.len(), r.failed.len())));
+            },
+        );
+        for _ in 0..3 {
+            let report = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+                .await
+                .expect("a check within the interval")
+                .expect("the healer runs");
+            assert_eq!(report.expect("a check"), (0, 0, 0));
+        }
+        drop(healer);
+        // The callback (and its sender) goes with the task: the channel closes.
+        loop {
+            match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {
+                Ok(Some(_)) => {} // a check that ended before the drop
+                Ok(None) => break,
+                Err(_) => panic!("the healer still runs after it was dropped"),
+            }
+        }
+    }
 }

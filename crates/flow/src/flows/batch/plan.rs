@@ -147,6 +147,17 @@ impl Bridge {
             Which::St => &self.side,
         }
     }
+
+    /// The token `name` names, in any case: its symbol (`ST`), or `mt` / `st`.
+    pub fn token_named(&self, name: &str) -> Option<Which> {
+        [Which::Mt, Which::St].into_iter().find(|w| {
+            let short = match w {
+                Which::Mt => "mt",
+                Which::St => "st",
+            };
+            name.eq_ignore_ascii_case(&self.side(*w).symbol) || name.eq_ignore_ascii_case(short)
+        })
+    }
 }
 
 impl ChainSide {
@@ -388,6 +399,26 @@ mod tests {
                 side: side("ST", 6),
                 redeem_action: "redeem".into(),
             },
+        }
+    }
+
+    /// A token is named by its symbol or by `mt` / `st`, in any case; nothing else.
+    #[test]
+    fn a_token_is_named_by_its_symbol_or_its_side() {
+        let bridge = Bridge {
+            main: side("ETHX", 18),
+            side: side("UsdS", 6),
+            redeem_action: "redeem".into(),
+        };
+        for (name, which) in [
+            ("ethx", Some(Which::Mt)),
+            ("MT", Some(Which::Mt)),
+            ("USDS", Some(Which::St)),
+            ("st", Some(Which::St)),
+            ("usd", None),
+            ("", None),
+        ] {
+            assert_eq!(bridge.token_named(name), which, "{name:?}");
         }
     }
 

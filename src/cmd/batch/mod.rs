@@ -1,0 +1,52 @@
+//! `bridgectl batch plan|run|resume|status`: many redeems, transfers and swaps from one
+//! file (JSONL or CSV), with one plan and one confirmation for the whole batch, each key
+//! unlocked once, the items pipelined across addresses, and the batch finished from the
+//! journal after a crash (`batch resume ID`). The flows library does the work
+//! (`Flows::batch` in `bridgectl-flow`); this module reads the file, shows the plan, asks,
+//! unlocks and renders the results.
+//!
+//! One module per job: `plan` reads the file and renders the library's plan (`batch
+//! plan`, and the plan `batch run` confirms), `run` runs a batch or finishes one and
+//! reports each item, `status` reads the journal.
+
+mod plan;
+mod run;
+mod status;
+
+use anyhow::Result;
+use clap::Subcommand;
+
+use crate::global::GlobalOpts;
+
+/// `bridgectl batch ...`
+#[derive(Debug, Subcommand)]
+#[command(defer = true)]
+pub enum BatchCommand {
+    /// Show what a batch file would do: counts and totals per token and per address
+    /// beside each address's token and gas balances, the keys to unlock and the caps.
+    /// Refuses (exit 3) what the run would refuse: an address that cannot cover its
+    /// items or their gas, an item over a spending limit (counted from the signing log
+    /// plus the batch's earlier items) or outside allowed-destinations, a total above a
+    /// --max-total. Signs nothing, reads no passphrase.
+    Plan(plan::PlanArgs),
+    /// Plan (refusing as `batch plan` does, before any passphrase is read), confirm once,
+    /// unlock each key once, then run every item: pipelined across addresses, in order
+    /// within one. Exit 0 only if every item completed (9 if not).
+    Run(run::RunArgs),
+    /// Finish an interrupted batch: signed items are sent again with the same bytes,
+    /// the rest run; nothing runs twice. Keys are asked for only if an item still signs.
+    Resume(run::ResumeArgs),
+    /// Where each item of a batch stands (from the journal alone); without ID, the
+    /// recent batches.
+    Status(status::StatusArgs),
+}
+
+/// Runs `bridgectl batch ...`.
+pub fn run(global: &GlobalOpts, cmd: BatchCommand) -> Result<()> {
+    match cmd {
+        BatchCommand::Plan(args) => plan::run(global, &args),
+        BatchCommand::Run(args) => run::run(global, &args),
+        BatchCommand::Resume(args) => run::resume(global, &args),
+        BatchCommand::Status(args) => status::run(global, &args),
+    }
+}

@@ -1,0 +1,399 @@
+//! `bridgectl batch run` and `bridgectl batch resume`: the plan confirmed once (a run),
+//! each key unlocked once, then the library's batch driven to its end with a line (or a
+//! progress bar) per item and a summary; exit 9 unless every item completed.
+
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use alloy_primitives::Address;
+use anyhow::Result;
+use bridgectl_flow::{
+    BatchOptions, Flows, ItemResult, ItemState, ItemStatus, PrivateKeySigner, Submitter,
+};
+use clap::Args;
+use futures_util::StreamExt;
+use serde_json::json;
+
+use super::plan::{InputOpts, Plan};
+use crate::exit::{Code, coded};
+use crate::global::GlobalOpts;
+use crate::opts::{FlowOpts, PriceOpts};
+use crate::output::untrusted;
+use crate::passphrase::KeyPassphrases;
+use crate::session::Session;
+
+// How the batch runs.
+#[derive(Debug, Args, Clone)]
+pub struct RunOpts {
+    /// How many addresses sign and submit at once (items of one address always run in
+    /// order).
+    #[arg(long, default_value_t = BatchOptions::default().jobs, value_name = "N")]
+    pub jobs: usize,
+    /// Read the passphrase of key KEY (its label or address) from the first line of
+    /// FILE (keep it 0600); repeat for keys with passphrases of their own. Each file is
+    /// read once. Keys not named use --passphrase-file, BRIDGECTL_PASSPHRASE_FILE,
+    /// BRIDGECTL_PASSPHRASE or a prompt per key.
+    #[arg(
+        long = "passphrase-file-for",
+        value_name = "KEY=FILE",
+        help_heading = "Passphrase"
+    )]
+    pub passphrase_file_for: Vec<String>,
+    /// Shared options.
+    #[command(flatten)]
+    pub flow: FlowOpts,
+}
+
+// Arguments of `bridgectl batch run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The input.
+    #[command(flatten)]
+    pub input: InputOpts,
+    /// How it runs.
+    #[command(flatten)]
+    pub run: RunOpts,
+}
+
+// Arguments of `bridgectl batch resume`.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The batch id, or the start of it.
+    pub id: String,
+    /// Re-price each item signed in an earlier run whose transaction is still not mined
+    /// (under-priced, dropped from the node's pool): signed again at its nonce at a
+    /// higher gas price, as `bridgectl replace` does, instead of sending the same bytes;
+    /// the keys of their senders are unlocked for it.
+    #[arg(long)]
+    pub replace_stuck: bool,
+    /// The re-pricing (with --replace-stuck).
+    #[command(flatten)]
+    pub price: PriceOpts,
+    /// How it runs.
+    #[command(flatten)]
+    pub run: RunOpts,
+}
+
+/// Unlocks each of `accounts` once, each from its `--passphrase-file-for` file or else
+/// from the command's passphrase source.
+fn unlock(
+    session: &Session,
+    passphrases: &mut KeyPassphrases,
+    accounts: &[Address],
+) -> Result<Vec<PrivateKeySigner>> {
+    let mut keys = Vec::with_capacity(accounts.len());
+    let started = Instant::now();
+    for (i, address) in accounts.iter().enumerate() {
+        crate::output::note(format_args!(
+            "» unlocking {address} ({} of {})",
+            i + 1,
+            accounts.len()
+        ));
+        keys.push(passphrases.unlock(&session.keystore, *address)?);
+    }
+    crate::output::note(format_args!(
+        "» {} keys unlocked in {:.1} s",
+        keys.len(),
+        started.elapsed().as_secs_f64()
+    ));
+    Ok(keys)
+}
+
+/// The passphrase sources of a run: `--passphrase-file-for` per key, the command's own
+/// for the rest.
+fn passphrases(session: &Session, run: &RunOpts) -> Result<KeyPassphrases> {
+    KeyPassphrases::new(
+        &run.flow.passphrase,
+        &run.passphrase_file_for,
+        &session.keystore,
+    )
+}
+
+/// Asks once for the whole batch, unless --yes; no terminal and no --yes is a refusal.
+fn confirm(opts: &FlowOpts, question: &str) -> Result<()> {
+    crate::review::confirm(opts.yes, question)
+}
+
+/// Runs `bridgectl batch run`.
+pub fn run(global: &GlobalOpts, args: &RunArgs) -> Result<()> {
+    if global.json {
+        crate::output::json_stream();
+    }
+    let (input, run) = (&args.input, &args.run);
+    let session = Session::new(global, &run.flow)?;
+    let flows = session.flows(Submitter::Platform, |_| {})?;
+    let plan = Plan::make(&session, &flows, input)?;
+    plan.show(false)?;
+    plan.check()?;
+    let keyless = plan.keyless();
+    if !keyless.is_empty() {
+        return Err(coded(
+            Code::NotFound,
+            format!(
+                "no key in the keystore for {}: every sender of a batch signs here",
+                keyless
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+    let accounts: Vec<Address> = plan.plan.accounts.iter().map(|a| a.address).collect();
+    let mut passphrases = passphrases(&session, run)?;
+    passphrases.ensure_available(&accounts)?;
+    confirm(
+        &run.flow,
+        &format!("run this batch of {} items?", plan.items.len()),
+    )?;
+    let keys = unlock(&session, &mut passphrases, &accounts)?;
+    let batch = flows.create_batch(&plan.source, &plan.items)?;
+    crate::output::note(format_args!(
+        "» batch {} recorded: `bridgectl batch resume {}` finishes it if this run is interrupted",
+        batch.batch_id, batch.batch_id
+    ));
+    drive(global, &session, &flows, &batch.batch_id, keys, run, None)
+}
+
+/// Runs `bridgectl batch resume`.
+pub fn resume(global: &GlobalOpts, args: &ResumeArgs) -> Result<()> {
+    if global.json {
+        crate::output::json_stream();
+    }
+    let (id, run) = (&args.id, &args.run);
+    let price_given = args.price.gas_price.is_some() || args.price.bump.is_some();
+    if price_given && !args.replace_stuck {
+        return Err(coded(
+            Code::Usage,
+            "--gas-price and --bump re-price stuck items: give them with --replace-stuck",
+        ));
+    }
+    let replace_stuck = args
+        .replace_stuck
+        .then(|| args.price.repricing())
+        .transpose()?;
+    let session = Session::new(global, &run.flow)?;
+    let flows = session.flows(Submitter::Platform, |_| {})?;
+    let status = flows.batch_status(id)?;
+    // A batch running in another process is refused before any key is unlocked (the
+    // run takes the lock again for itself).
+    drop(flows.journal().lock_batch(&status.batch.batch_id)?);
+    let needed = status.signers_for(replace_stuck.is_some());
+    let mut to_sign = status.count(ItemState::NotStarted) + status.count(ItemState::Unsigned);
+    let to_send = status.count(ItemState::Signed) + status.count(ItemState::Submitted);
+    if replace_stuck.is_some() {
+        to_sign += to_send;
+    }
+    crate::output::note(format_args!(
+        "batch {}: {} items, {} completed, {} failed, {to_send} signed ({}), {to_sign} to sign",
+        status.batch.batch_id,
+        status.items.len(),
+        status.count(ItemState::Completed),
+        status.count(ItemState::Failed),
+        if replace_stuck.is_some() {
+            "re-priced at their nonces unless mined"
+        } else {
+            "sent again with the same bytes"
+        },
+    ));
+    // Signed items need no key: a resume that only resends reads no passphrase.
+    let keys = if needed.is_empty() {
+        Vec::new()
+    } else {
+        for a in &needed {
+            session.keystore.find(&a.to_string())?;
+        }
+        let mut passphrases = passphrases(&session, run)?;
+        passphrases.ensure_available(&needed)?;
+        confirm(
+            &run.flow,
+            &format!(
+                "sign the {to_sign} items still to sign ({} keys)?",
+                needed.len()
+            ),
+        )?;
+        unlock(&session, &mut passphrases, &needed)?
+    };
+    drive(
+        global,
+        &session,
+        &flows,
+        &status.batch.batch_id,
+        keys,
+        run,
+        replace_stuck,
+    )
+}
+
+/// Counts of the results so far.
+#[derive(Default)]
+struct Tally {
+    completed: usize,
+    failed: usize,
+    unsigned: usize,
+    pending: usize,
+    /// Items worked on in this run (not only reported as an earlier run left them).
+    ran: usize,
+    latencies: Vec<Duration>,
+}
+
+fn drive(
+    global: &GlobalOpts,
+    session: &Session,
+    flows: &Flows,
+    batch_id: &str,
+    keys: Vec<PrivateKeySigner>,
+    run: &RunOpts,
+    replace_stuck: Option<bridgectl_flow::Repricing>,
+) -> Result<()> {
+    let total = flows.batch_status(batch_id)?.items.len();
+    let options = BatchOptions {
+        jobs: run.jobs.max(1),
+        replace_stuck,
+        ..BatchOptions::default()
+    };
+    let bar = (!global.json && std::io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::new(total as u64);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} {msg} {per_sec} {elapsed} ETA {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        // The elapsed time moves while nothing finishes.
+        bar.enable_steady_tick(Duration::from_secs(1));
+        bar
+    });
+    let started = Instant::now();
+    let mut tally = Tally::default();
+    // Without a progress bar (a log, a CI job), a batch whose last items wait on a slow
+    // relayer says every few seconds that it is still going, as a single flow does.
+    let say_waiting = !global.json && bar.is_none();
+    let deadline = run.flow.platform.timeout;
+    session.runtime.block_on(async {
+        let mut results = flows.batch(batch_id, keys, options)?;
+        let mut last = Instant::now();
+        loop {
+            let r = match tokio::time::timeout(bridgectl_flow::WAIT_REPORT, results.next()).await {
+                Ok(Some(r)) => r,
+                Ok(None) => break,
+                Err(_) => {
+                    if say_waiting {
+                        let done = tally.completed + tally.failed + tally.unsigned + tally.pending;
+                        crate::output::note(format_args!(
+                            "» waiting for {} of {total} items: {} s since the last result \
+                             (each waits up to {deadline} s)",
+                            total.saturating_sub(done),
+                            last.elapsed().as_secs()
+                        ));
+                    }
+                    continue;
+                }
+            };
+            last = Instant::now();
+            tally.latencies.push(started.elapsed());
+            match r.status {
+                ItemStatus::Completed => tally.completed += 1,
+                ItemStatus::Failed => tally.failed += 1,
+                ItemStatus::Unsigned => tally.unsigned += 1,
+                ItemStatus::Pending => tally.pending += 1,
+            }
+            tally.ran += usize::from(!r.earlier);
+            report(global, bar.as_ref(), &r)?;
+            if let Some(bar) = &bar {
+                bar.set_message(format!(
+                    "done {} failed {} unsigned {} pending {}",
+                    tally.completed, tally.failed, tally.unsigned, tally.pending
+                ));
+                bar.inc(1);
+            }
+        }
+        Ok::<_, anyhow::Error>(())
+    })?;
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    // A rate of the items this run worked on: a resume of a finished batch ran none,
+    // and has no rate (not thousands of items a second).
+    let rate = (tally.ran > 0).then(|| tally.ran as f64 / seconds.max(1e-9));
+    if global.json {
+        let summary = json!({"summary": {
+            "batchId": batch_id,
+            "items": total,
+            "ran": tally.ran,
+            "completed": tally.completed,
+            "failed": tally.failed,
+            "unsigned": tally.unsigned,
+            "pending": tally.pending,
+            "seconds": (seconds * 1000.0).round() / 1000.0,
+            "itemsPerSecond": rate.map(|r| (r * 10.0).round() / 10.0),
+        }});
+        crate::output::json_line(&summary)?;
+    } else {
+        crate::output::line(format_args!(
+            "batch {batch_id}: {} completed, {} failed, {} unsigned, {} pending of {total} in \
+             {seconds:.1} s{}",
+            tally.completed,
+            tally.failed,
+            tally.unsigned,
+            tally.pending,
+            rate.map_or_else(
+                || " (none ran: every item had finished before)".to_owned(),
+                |r| format!(" ({r:.1} items/s over the {} that ran)", tally.ran)
+            )
+        ))?;
+    }
+    if tally.completed == total {
+        return Ok(());
+    }
+    Err(coded(
+        Code::Incomplete,
+        format!(
+            "batch {batch_id}: {} of {total} items did not complete; `bridgectl batch status \
+             {batch_id}` shows which, `bridgectl batch resume {batch_id}` runs what can still run",
+            total - tally.completed
+        ),
+    ))
+}
+
+/// One item's result: a JSON line, a line above the bar (failures only), or a plain
+/// line when there is no terminal.
+fn report(global: &GlobalOpts, bar: Option<&indicatif::ProgressBar>, r: &ItemResult) -> Result<()> {
+    if global.json {
+        return crate::output::json_line(&json!({
+            "index": r.index,
+            "id": r.id,
+            "txId": r.tx_id,
+            "txHash": r.tx_hash,
+            "status": r.status,
+            "error": r.error,
+            "resent": r.resent,
+            "earlier": r.earlier,
+            "latencyMs": r.latency_ms,
+        }));
+    }
+    let line = format!(
+        "{:<9} {} {}{}",
+        match r.status {
+            ItemStatus::Completed => "completed",
+            ItemStatus::Failed => "FAILED",
+            ItemStatus::Unsigned => "UNSIGNED",
+            ItemStatus::Pending => "pending",
+        },
+        untrusted(&r.id),
+        r.tx_hash.map_or_else(|| r.tx_id.clone(), |h| h.to_string()),
+        r.error
+            .as_ref()
+            .map(|e| format!(": {}", untrusted(&e.to_string())))
+            .unwrap_or_default()
+    );
+    match bar {
+        Some(bar) if r.status != ItemStatus::Completed => {
+            bar.println(bridgectl_tx::text::printable_lines(&line));
+            Ok(())
+        }
+        Some(_) => Ok(()),
+        None => crate::output::line(line),
+    }
+}

@@ -1,0 +1,112 @@
+//! `bridgectl batch status`: where each item of a batch stands, from the journal alone;
+//! without an id, the recent batches.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use bridgectl_flow::BatchStatus;
+use clap::Args;
+use serde_json::{Value, json};
+
+use crate::global::GlobalOpts;
+use crate::output::untrusted;
+
+// Arguments of `bridgectl batch status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The batch id, or the start of it [default: list the recent batches].
+    pub id: Option<String>,
+    /// Journal database [default: $XDG_STATE_HOME/bridgectl/journal.sqlite3].
+    #[arg(long, env = "BRIDGECTL_JOURNAL", value_name = "FILE")]
+    pub journal: Option<PathBuf>,
+}
+
+/// Runs `bridgectl batch status`.
+pub fn run(global: &GlobalOpts, args: &StatusArgs) -> Result<()> {
+    let journal = crate::session::open_journal(args.journal.as_deref())?;
+    let Some(id) = &args.id else {
+        let batches = journal
+            .list_batches(20)?
+            .iter()
+            .map(|b| BatchStatus::read(&journal, &b.batch_id))
+            .collect::<Result<Vec<_>, _>>()?;
+        if global.json {
+            let list: Vec<Value> = batches.iter().map(counted).collect();
+            return crate::output::json(&list);
+        }
+        if batches.is_empty() {
+            crate::output::note("no batches in the journal");
+        }
+        for s in batches {
+            let (b, n) = (&s.batch, s.counts());
+            crate::output::line(format_args!(
+                "{}  {}  {:>5} items  {} completed, {} failed, {} open  {}",
+                b.batch_id,
+                b.created_at,
+                b.items,
+                n.completed,
+                n.failed,
+                n.open,
+                untrusted(&b.source)
+            ))?;
+        }
+        return Ok(());
+    };
+    let s = BatchStatus::read(&journal, id)?;
+    if global.json {
+        let mut one = counted(&s);
+        one["items"] = serde_json::to_value(&s.items)?;
+        return crate::output::json(&one);
+    }
+    crate::output::line(format_args!(
+        "batch {} ({}, {}): {} items",
+        s.batch.batch_id,
+        untrusted(&s.batch.source),
+        s.batch.created_at,
+        s.items.len()
+    ))?;
+    for i in &s.items {
+        let state = serde_json::to_value(i.state)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        crate::output::line(format_args!(
+            "{:>5} {:<16} {:<9} {:<12} {}{}",
+            i.index,
+            untrusted(&i.id),
+            i.op.name(),
+            state,
+            i.tx_hash.as_deref().unwrap_or(&i.tx_id),
+            i.error
+                .as_deref()
+                .map(|e| format!(": {}", untrusted(e)))
+                .unwrap_or_default()
+        ))?;
+    }
+    let n = s.counts();
+    crate::output::line(format_args!(
+        "{} completed, {} failed, {} open{}",
+        n.completed,
+        n.failed,
+        n.open,
+        if n.open > 0 {
+            format!(
+                ": `bridgectl batch resume {}` finishes them",
+                s.batch.batch_id
+            )
+        } else {
+            String::new()
+        }
+    ))
+}
+
+/// A batch as `batch status --json` lists it: its record (`batchId, source, createdAt,
+/// itemCount`) and its counts (`completed, failed, open`).
+fn counted(s: &BatchStatus) -> Value {
+    let mut v = json!(s.batch);
+    let n = s.counts();
+    v["completed"] = json!(n.completed);
+    v["failed"] = json!(n.failed);
+    v["open"] = json!(n.open);
+    v
+}

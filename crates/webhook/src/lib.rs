@@ -19,7 +19,4 @@ pub mod store;
 pub use bridgectl_secret::Secret;
 pub use bridgectl_web3::{EventType, networks, signature};
 
-#[cfg(test)]
-mod tests;
-
 pub use error::Error;

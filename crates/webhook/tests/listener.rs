@@ -1,4 +1,5 @@
-//! In-process tests of the listener: hostile input, idempotence, hand-off and restart.
+//! In-process tests of the listener, through the crate's public interface only: hostile
+//! input, idempotence, hand-off and restart.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -7,12 +8,12 @@ use std::time::Duration;
 use bridgectl_secret::Secret;
 use tokio::sync::oneshot;
 
-use super::handoff::{HandoffOptions, Sinks};
-use super::keys::{KeyEntry, KeyFile, SigningKey};
-use super::listener::{Listener, ListenerConfig, Stats, Timeouts};
-use super::load::block_period_delivery;
-use super::signature::sign;
-use super::store::{
+use bridgectl_webhook::handoff::{HandoffOptions, Sinks};
+use bridgectl_webhook::keys::{KeyEntry, KeyFile, SigningKey};
+use bridgectl_webhook::listener::{Listener, ListenerConfig, Stats, Timeouts};
+use bridgectl_webhook::load::block_period_delivery;
+use bridgectl_webhook::signature::sign;
+use bridgectl_webhook::store::{
     EventStore, Limits, Retention, SINK_EXEC, SINK_FORWARD, STRANGER_FIELD_MAX, SqliteStore,
     StoreSpec,
 };
@@ -26,7 +27,7 @@ struct Running {
     addr: SocketAddr,
     store: std::sync::Arc<dyn EventStore>,
     stop: Option<oneshot::Sender<()>>,
-    done: tokio::task::JoinHandle<Result<Stats, super::Error>>,
+    done: tokio::task::JoinHandle<Result<Stats, bridgectl_webhook::Error>>,
 }
 
 impl Running {
@@ -430,7 +431,11 @@ async fn pending_hand_offs_survive_a_restart_and_forward_carries_the_signature()
     assert_eq!(seqs, want);
     for (body, sig) in &got {
         let sig = sig.as_deref().expect("x-signature forwarded");
-        assert!(super::signature::verify(KEY.as_bytes(), body, sig));
+        assert!(bridgectl_webhook::signature::verify(
+            KEY.as_bytes(),
+            body,
+            sig
+        ));
     }
 }
 
@@ -440,8 +445,8 @@ async fn a_burst_is_stored_completely_with_few_commits() {
     let run = start(dir.path(), 64 * 1024, Sinks::default()).await;
     let addr = run.addr;
     let report = tokio::task::spawn_blocking(move || {
-        super::load::run(
-            &super::load::LoadSpec {
+        bridgectl_webhook::load::run(
+            &bridgectl_webhook::load::LoadSpec {
                 addr,
                 path: "/hooks/s3cret".into(),
                 requests: 2000,
@@ -476,7 +481,7 @@ async fn a_burst_is_stored_completely_with_few_commits() {
 
 #[test]
 fn load_generator_refuses_non_loopback_and_unbounded_runs() {
-    let spec = |addr: &str, requests, connections| super::load::LoadSpec {
+    let spec = |addr: &str, requests, connections| bridgectl_webhook::load::LoadSpec {
         addr: addr.parse().expect("addr"),
         path: "/".into(),
         requests,
@@ -484,9 +489,9 @@ fn load_generator_refuses_non_loopback_and_unbounded_runs() {
         timeout: Duration::from_secs(1),
     };
     let body = |_| (Vec::new(), None);
-    assert!(super::load::run(&spec("10.0.0.1:80", 1, 1), &body, None).is_err());
-    assert!(super::load::run(&spec("127.0.0.1:9", 2_000_000, 1), &body, None).is_err());
-    assert!(super::load::run(&spec("127.0.0.1:9", 1, 0), &body, None).is_err());
+    assert!(bridgectl_webhook::load::run(&spec("10.0.0.1:80", 1, 1), &body, None).is_err());
+    assert!(bridgectl_webhook::load::run(&spec("127.0.0.1:9", 2_000_000, 1), &body, None).is_err());
+    assert!(bridgectl_webhook::load::run(&spec("127.0.0.1:9", 1, 0), &body, None).is_err());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -575,25 +580,26 @@ async fn slow_headers_are_cut_off_and_cannot_take_every_slot() {
     run.stop().await;
 }
 
-/// `posts` unsigned posts of `size` bytes from a stranger ([`super::load::stranger_post`])
+/// `posts` unsigned posts of `size` bytes from a stranger ([`bridgectl_webhook::load::stranger_post`])
 /// over 16 keep-alive connections: fewer than 64 so that a debug build on two cores (the
 /// load generator shares them) still shows what a test wants; bench/ measures release.
 fn stranger_flood(
     addr: SocketAddr,
     posts: usize,
     size: usize,
-    progress: Option<std::sync::Arc<super::load::Progress>>,
-) -> tokio::task::JoinHandle<Result<super::load::LoadReport, super::Error>> {
+    progress: Option<std::sync::Arc<bridgectl_webhook::load::Progress>>,
+) -> tokio::task::JoinHandle<Result<bridgectl_webhook::load::LoadReport, bridgectl_webhook::Error>>
+{
     tokio::task::spawn_blocking(move || {
-        super::load::run(
-            &super::load::LoadSpec {
+        bridgectl_webhook::load::run(
+            &bridgectl_webhook::load::LoadSpec {
                 addr,
                 path: "/hooks/s3cret".into(),
                 requests: posts,
                 connections: 16,
                 timeout: Duration::from_secs(60),
             },
-            &|i| (super::load::stranger_post(i, size), None),
+            &|i| (bridgectl_webhook::load::stranger_post(i, size), None),
             progress.as_deref(),
         )
     })
@@ -611,7 +617,7 @@ async fn busy_keep_alive_connections_beyond_the_slots_do_not_hold_a_genuine_deli
     // posts back to back. Kept alive, the four served ones would hold their slots until the
     // flood runs dry, and a genuine delivery would wait in the backlog until then.
     const POSTS: usize = 20_000;
-    let progress = std::sync::Arc::new(super::load::Progress::default());
+    let progress = std::sync::Arc::new(bridgectl_webhook::load::Progress::default());
     let flood = stranger_flood(addr, POSTS, 64, Some(progress.clone()));
     let started = || progress.done.load(std::sync::atomic::Ordering::Relaxed);
     wait_until("the flood has begun", || started() >= 100).await;
@@ -1017,7 +1023,7 @@ async fn forward_follows_no_redirect_and_keeps_the_url_credentials_out_of_the_st
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claims_give_each_subscription_to_one_claimant_in_order_and_renewed_leases_hold() {
-    use super::store::{Claim, Incoming, IncomingKind, SINK_EXEC, Verification};
+    use bridgectl_webhook::store::{Claim, Incoming, IncomingKind, SINK_EXEC, Verification};
     let dir = tempfile::tempdir().expect("tempdir");
     let store =
         SqliteStore::open(dir.path().join("events.sqlite"), Limits::default()).expect("store");
@@ -1037,7 +1043,7 @@ async fn claims_give_each_subscription_to_one_claimant_in_order_and_renewed_leas
         };
         store.insert(incoming).await.expect("insert");
     }
-    let now = super::store::now_ms();
+    let now = bridgectl_webhook::store::now_ms();
     let claim = |owner: &str, now_ms| Claim {
         owner: owner.into(),
         sinks: SINK_EXEC,
@@ -1047,7 +1053,7 @@ async fn claims_give_each_subscription_to_one_claimant_in_order_and_renewed_leas
         per_subscription: 10,
         busy: Vec::new(),
     };
-    let heads = |events: Vec<super::store::StoredEvent>| -> Vec<(String, String)> {
+    let heads = |events: Vec<bridgectl_webhook::store::StoredEvent>| -> Vec<(String, String)> {
         events
             .into_iter()
             .map(|e| (e.subscription_id, e.sequence_number))
@@ -1162,10 +1168,10 @@ async fn exec_jobs_run_subscriptions_side_by_side_and_each_in_order() {
 fn a_delivery_with_a_key_twice_is_not_a_delivery() {
     // Which sequenceNumber dedupes it would depend on the parser: refused, quarantined.
     let twice = br#"{"subscriptionId": "7", "sequenceNumber": "1", "sequenceNumber": "2"}"#;
-    let err = crate::listener::parse_delivery(twice).expect_err("duplicate key");
+    let err = bridgectl_webhook::listener::parse_delivery(twice).expect_err("duplicate key");
     assert!(err.contains("duplicate key \"sequenceNumber\""), "{err}");
     let once = br#"{"subscriptionId": "7", "sequenceNumber": 2, "eventType": "BLOCK_PERIOD"}"#;
-    let (sub, seq, kind) = crate::listener::parse_delivery(once).expect("a delivery");
+    let (sub, seq, kind) = bridgectl_webhook::listener::parse_delivery(once).expect("a delivery");
     assert_eq!((sub.as_str(), seq.as_str()), ("7", "2"));
     assert_eq!(kind.as_deref(), Some("BLOCK_PERIOD"));
 }

@@ -163,7 +163,7 @@ async fn run_flows(
     // key's first signature: "entry 1 is signed by ..., which is not a key of this
     // keystore").
     keystore.add_external_signer(info.dev.address)?;
-    let signing_log = keystore.signing_log()?;
+    let signing_log = crate::session::open_signing_log(&keystore)?;
     let flows = Flows::builder(client, Arc::new(journal), Arc::new(signing_log))
         .bridge(bridge)
         .wait(WaitOptions {

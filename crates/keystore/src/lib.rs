@@ -9,7 +9,6 @@ pub mod fuzzing;
 mod kdf;
 mod secret;
 mod secret_storage;
-mod signing_log;
 mod store;
 
 use std::path::Path;
@@ -21,7 +20,6 @@ pub use format::{CURRENT_VERSION, FORMAT_NAME, READABLE_VERSIONS};
 pub use kdf::{KdfCost, KdfParams, MAX_M_KIB, MAX_P, MAX_T, MIN_M_KIB, MIN_T};
 pub use secret::{Passphrase, PassphraseProvider, PassphraseRequest, Purpose, Secret, SecretText};
 pub use secret_storage::{MAX_PBKDF2_C, MAX_SCRYPT_BYTES, MAX_SCRYPT_P, Web3Params};
-pub use signing_log::{Columns, SIGNING_LOG_FILE, ShowFilter, SigningLogDb};
 pub use store::{
     DEFAULT_DERIVATION_PATH, EXTERNAL_SIGNERS_FILE, KEY_EXTENSION, KdfSummary, KeyInfo, Keystore,
     check_private_file, signer_from_mnemonic, unlock_file,

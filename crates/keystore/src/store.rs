@@ -2,12 +2,13 @@
 //! writes under a lock file.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use alloy_primitives::Address;
 use alloy_signer_local::PrivateKeySigner;
+use bridgectl_files::TEMP_PREFIX;
 use serde::Serialize;
 
 use crate::format::{self, Meta, ParsedV1};
@@ -21,7 +22,6 @@ pub(crate) const MAX_FILE_BYTES: u64 = 64 * 1024;
 /// Extension of key files in the keystore directory.
 pub const KEY_EXTENSION: &str = "key";
 const LOCK_FILE: &str = ".lock";
-const TEMP_PREFIX: &str = ".tmp-";
 /// BIP-44 path of the first Ethereum account, used when none is given.
 pub const DEFAULT_DERIVATION_PATH: &str = "m/44'/60'/0'/0/0";
 
@@ -126,42 +126,15 @@ fn check_mode(path: &Path, meta: &fs::Metadata, want: u32) -> Result<(), Error> 
     Ok(())
 }
 
-/// Reads a file of at most [`MAX_FILE_BYTES`] that must be a regular file (symlinks are
-/// refused: a key file is never followed elsewhere).
-/// Replaces the small file `path` with `bytes`: a temp file beside it (0600, a name
-/// that is never a key), then a rename, so a reader sees the old or the new content.
-/// Not synced: for state that is safe to find stale after a crash (the signing log's
-/// kept checkpoint, which the log always still reaches).
-pub(crate) fn write_replace(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let tmp = write_temp(path.parent().unwrap_or(Path::new(".")), bytes, false)?;
-    fs::rename(&tmp, path).map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        Error::io("cannot write", path)(e)
-    })
-}
-
 /// Writes `bytes` to a new temp file in `dir` (0600, exclusive, a name that is never a
 /// key), synced when `sync`; returns its path. Nothing is left behind on failure.
 fn write_temp(dir: &Path, bytes: &[u8], sync: bool) -> Result<PathBuf, Error> {
-    let tmp = dir.join(format!("{TEMP_PREFIX}{}", uuid::Uuid::new_v4().simple()));
-    let write = || -> std::io::Result<()> {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        if sync { f.sync_all() } else { Ok(()) }
-    };
-    match write() {
-        Ok(()) => Ok(tmp),
-        Err(e) => {
-            let _ = fs::remove_file(&tmp);
-            Err(Error::io("cannot write", &tmp)(e))
-        }
-    }
+    bridgectl_files::write_temp(dir, bytes, sync)
+        .map_err(|e| Error::io("cannot write", e.path)(e.source))
 }
 
+/// Reads a file of at most [`MAX_FILE_BYTES`] that must be a regular file (symlinks are
+/// refused: a key file is never followed elsewhere).
 pub(crate) fn read_small(path: &Path, check_perms: bool) -> Result<Vec<u8>, Error> {
     let meta = fs::symlink_metadata(path).map_err(Error::io("cannot read", path))?;
     if !meta.file_type().is_file() {
@@ -306,16 +279,15 @@ impl Keystore {
         &self.dir
     }
 
-    /// The signing log of this keystore ([`crate::SIGNING_LOG_FILE`] in its
-    /// directory): every signature made with its keys is recorded there, and an entry
-    /// signed by any other key refuses signing until a person acknowledges it.
-    pub fn signing_log(&self) -> Result<crate::SigningLogDb, Error> {
+    /// The keys whose signatures are this keystore's own: its key files' addresses
+    /// (files that do not parse are skipped: they cannot sign) and its external signers
+    /// ([`Keystore::external_signers`]). The signing log beside the keys
+    /// (`bridgectl_signing_log::SigningLogDb::open_in`) refuses an entry signed by any
+    /// other key until a person acknowledges it.
+    pub fn signers(&self) -> Result<Vec<Address>, Error> {
         let mut known = self.addresses()?;
         known.extend(self.external_signers()?);
-        Ok(
-            crate::SigningLogDb::open(self.dir.join(crate::SIGNING_LOG_FILE))?
-                .with_known_keys(known),
-        )
+        Ok(known)
     }
 
     /// The accounts that sign through a signer outside this keystore (a hardware wallet
@@ -638,7 +610,7 @@ impl Keystore {
         let _lock = self.lock()?;
         self.check_unique(&meta, &path)?;
         let tmp = self.write_checked_temp(&bytes, &pass, address)?;
-        bridgectl_sqlite::failpoint::hit("key-temp-written");
+        bridgectl_files::failpoint::hit("key-temp-written");
         // Never overwrite: link() fails if the name exists, then the temp name goes.
         if let Err(e) = fs::hard_link(&tmp, &path) {
             let _ = fs::remove_file(&tmp);
@@ -650,9 +622,9 @@ impl Keystore {
             }
             return Err(Error::io("cannot create", &path)(e));
         }
-        bridgectl_sqlite::failpoint::hit("key-linked-temp-left");
+        bridgectl_files::failpoint::hit("key-linked-temp-left");
         fs::remove_file(&tmp).map_err(Error::io("cannot remove", &tmp))?;
-        bridgectl_sqlite::failpoint::hit("key-not-dir-synced");
+        bridgectl_files::failpoint::hit("key-not-dir-synced");
         self.sync_dir()?;
         Ok(preview)
     }
@@ -732,12 +704,12 @@ impl Keystore {
             ));
         }
         let tmp = self.write_checked_temp(&new_bytes, &new, info.address)?;
-        bridgectl_sqlite::failpoint::hit("key-temp-written");
+        bridgectl_files::failpoint::hit("key-temp-written");
         if let Err(e) = fs::rename(&tmp, &info.path) {
             let _ = fs::remove_file(&tmp);
             return Err(Error::io("cannot replace", &info.path)(e));
         }
-        bridgectl_sqlite::failpoint::hit("key-not-dir-synced");
+        bridgectl_files::failpoint::hit("key-not-dir-synced");
         self.sync_dir()?;
         info.kdf = KdfSummary {
             algorithm: "argon2id".into(),

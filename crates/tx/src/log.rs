@@ -1,7 +1,7 @@
 //! The signing log's format: what one entry says, how entries are chained and signed,
 //! how a chain of them is checked, and what a store of them answers ([`SigningLog`],
 //! with the windows of the spending limits). The storage is behind that trait, so this
-//! crate stays free of SQLite (`bridgectl-keystore` keeps the log beside the keys).
+//! crate stays free of SQLite (`bridgectl-signing-log` keeps the log beside the keys).
 //! Signing a transaction into a log, the one way the flows and `bridgectl sign` sign,
 //! is [`crate::sign::sign_and_log`].
 //!
@@ -317,7 +317,7 @@ impl ChainCheck {
     }
 }
 
-/// Where a log is kept. The library's own store is `bridgectl_keystore::SigningLogDb`
+/// Where a log is kept. The library's own store is `bridgectl_signing_log::SigningLogDb`
 /// (SQLite beside the keys); a wallet may bring another.
 ///
 /// What a store promises, because spending limits rest on it:

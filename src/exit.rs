@@ -289,7 +289,9 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
     use bridgectl_flow::Error as F;
     match err {
         F::Tx(e) => tx_code(e),
-        F::Keystore(e) => keystore_code(e),
+        F::Unlock(e) => e
+            .downcast_ref::<bridgectl_keystore::Error>()
+            .map_or(Code::Failure, keystore_code),
         F::Declined(_) => Code::Declined,
         F::StoppedAtApproval { source, .. } => flow_code(source),
         F::Approval(inner) => inner

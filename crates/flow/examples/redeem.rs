@@ -27,9 +27,9 @@ impl Approver for Unlock {
             tx.nonce, tx.to, tx.chain_id
         );
         let mut passphrase = Passphrase::new(self.passphrase.expose_secret().to_owned());
-        Ok(self
-            .keystore
-            .unlock(&tx.from.to_string(), &mut passphrase)?)
+        self.keystore
+            .unlock(&tx.from.to_string(), &mut passphrase)
+            .map_err(Error::unlock)
     }
 }
 

@@ -31,9 +31,9 @@ impl Approver for Asks<'_> {
             return Err(Error::Declined("wrong passphrase, three times".into()));
         }
         let mut passphrase = Passphrase::new(PASSPHRASE.to_owned());
-        Ok(self
-            .keystore
-            .unlock(&review.raw_tx().from.to_string(), &mut passphrase)?)
+        self.keystore
+            .unlock(&review.raw_tx().from.to_string(), &mut passphrase)
+            .map_err(Error::unlock)
     }
 }
 

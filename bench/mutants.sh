@@ -9,7 +9,7 @@
 #   bench/mutants.sh                        (the core: every file listed below)
 #   bench/mutants.sh --file crates/tx/src/policy.rs   (narrow it; extra args go to cargo mutants)
 #   MUTANTS_SET=guard bench/mutants.sh      (the one-nonce guard and the limits: the functions
-#                                            of tx log/limits and the keystore's signing log
+#                                            of tx log/limits/sign and bridgectl-signing-log
 #                                            that decide what is signed or refused, against
 #                                            the tests of both crates)
 #   MUTANTS_SET=state bench/mutants.sh      (the deciding functions of journal, resume, key
@@ -42,10 +42,12 @@ core)
     )
     ;;
 guard)
-    files=(crates/tx/src/log.rs crates/tx/src/limits.rs crates/keystore/src/signing_log.rs)
-    # The guard's tests are the keystore's (tests/signing_log.rs), whichever crate the
+    files=(crates/tx/src/log.rs crates/tx/src/limits.rs crates/tx/src/sign.rs
+        crates/signing-log/src/store.rs)
+    # The guard's tests are the signing log's (tests/signing_log.rs), whichever crate the
     # mutant is in; only the deciding functions, not the plumbing.
-    packages+=(--test-package bridgectl-tx --test-package bridgectl-keystore
+    packages=(--package bridgectl-tx --package bridgectl-signing-log
+        --test-package bridgectl-tx --test-package bridgectl-signing-log
         --re 'nonce_free|same_signature|signed_at_nonce|read_spent|::append|WindowLimit|window_total|window_in|make_entry|sign_and_log')
     ;;
 state)

@@ -137,7 +137,9 @@ impl Approver for CliApprover<'_> {
         if let Some(spec) = &self.external {
             let url = rpc_signer_url(spec).map_err(approval_error)?;
             // Its signatures go into this keystore's log as its own.
-            self.keystore.add_external_signer(from)?;
+            self.keystore
+                .add_external_signer(from)
+                .map_err(Error::unlock)?;
             return Ok(CliSigner::Rpc(RpcSigner::new(url, from)?));
         }
         self.passphrases
@@ -146,7 +148,7 @@ impl Approver for CliApprover<'_> {
         let started = std::time::Instant::now();
         let signer = self.passphrases.unlock(self.keystore, &selector);
         self.unlock_time += started.elapsed();
-        Ok(CliSigner::Local(signer?))
+        Ok(CliSigner::Local(signer.map_err(Error::unlock)?))
     }
 }
 

@@ -201,9 +201,9 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
             ));
         }
         if let Some(
-            bridgectl_keystore::Error::SigningLogRolledBack { .. }
-            | bridgectl_keystore::Error::SigningLogForeign { .. },
-        ) = cause.downcast_ref::<bridgectl_keystore::Error>()
+            bridgectl_signing_log::Error::RolledBack { .. }
+            | bridgectl_signing_log::Error::Foreign { .. },
+        ) = cause.downcast_ref::<bridgectl_signing_log::Error>()
         {
             return Some(
                 "`bridgectl log verify` checks the log; once you know why, `bridgectl log \
@@ -267,6 +267,14 @@ pub fn code_for(err: &anyhow::Error) -> Code {
         if let Some(ks) = cause.downcast_ref::<bridgectl_keystore::Error>() {
             return keystore_code(ks);
         }
+        if cause
+            .downcast_ref::<bridgectl_signing_log::Error>()
+            .is_some()
+        {
+            // A log that cannot be read or trusted, met outside a signature (a
+            // signature's refusal comes as a tx error and is Refused).
+            return Code::Failure;
+        }
         if let Some(flow) = cause.downcast_ref::<bridgectl_flow::Error>() {
             return flow_code(flow);
         }
@@ -284,7 +292,9 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
     use bridgectl_flow::Error as F;
     match err {
         F::Tx(e) => tx_code(e),
-        F::Keystore(e) => keystore_code(e),
+        F::Unlock(e) => e
+            .downcast_ref::<bridgectl_keystore::Error>()
+            .map_or(Code::Failure, keystore_code),
         F::Declined(_) => Code::Declined,
         F::StoppedAtApproval { source, .. } => flow_code(source),
         F::Approval(inner) => inner

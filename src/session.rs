@@ -10,6 +10,7 @@ use anyhow::{Context, Result, anyhow};
 use bridgectl_flow::client::PlatformClient;
 use bridgectl_flow::{Bridge, ChainSide, Flows, GasPriceCap, Journal, Submitter, WaitOptions};
 use bridgectl_keystore::Keystore;
+use bridgectl_signing_log::SigningLogDb;
 
 use crate::approver::CliApprover;
 use crate::config::Profile;
@@ -30,7 +31,7 @@ pub struct Session {
     pub runtime: tokio::runtime::Runtime,
     client: PlatformClient,
     journal: Arc<Journal>,
-    signing_log: Arc<bridgectl_keystore::SigningLogDb>,
+    signing_log: Arc<SigningLogDb>,
     bridge: Option<Bridge>,
     opts: FlowOpts,
 }
@@ -40,6 +41,13 @@ pub fn open_keystore(global: &GlobalOpts) -> Result<Keystore> {
     Ok(Keystore::open(crate::paths::keystore(
         global.keystore.as_deref(),
     )?)?)
+}
+
+/// Opens the signing log beside `keystore`'s keys: an entry signed by a key that is not
+/// the keystore's (nor one of its external signers) refuses signing until a person
+/// acknowledges the log.
+pub fn open_signing_log(keystore: &Keystore) -> Result<SigningLogDb> {
+    Ok(SigningLogDb::open_in(keystore.dir(), keystore.signers()?)?)
 }
 
 /// Opens the journal named by `--journal` or the default path.
@@ -88,7 +96,7 @@ impl Session {
         let client = PlatformClient::new(&base_url, token, crate::auth::client_options()?)?;
         let journal = open_journal(opts.platform.journal.as_deref())?;
         let keystore = open_keystore(global)?;
-        let signing_log = keystore.signing_log()?;
+        let signing_log = open_signing_log(&keystore)?;
         let bridge = bridge_from(&profile).ok();
         Ok(Session {
             profile,

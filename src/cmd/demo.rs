@@ -15,8 +15,8 @@ use alloy_signer_local::PrivateKeySigner;
 use anyhow::{Context, Result};
 use bridgectl_flow::client::{AccessToken, ClientOptions, PlatformClient};
 use bridgectl_flow::{
-    Approver, Bridge, Flows, GasPriceCap, GasSource, Journal, NonceSource, Review, SwapSpec,
-    TransferSpec, WaitOptions, Which,
+    Approver, Bridge, ChainSide, Flows, GasPriceCap, GasSource, Journal, NonceSource, Review,
+    SwapSpec, TransferSpec, WaitOptions, Which,
 };
 use bridgectl_keystore::{KdfParams, Keystore, Passphrase};
 use bridgectl_sandbox::{Sandbox, SandboxConfig};
@@ -66,7 +66,20 @@ impl Approver for DemoApprover<'_> {
             .keystore
             .ok_or_else(|| bridgectl_flow::Error::Declined("no key".into()))?;
         let mut provider = Passphrase::new(pass.expose_secret().to_owned());
-        Ok(ks.unlock(&review.raw_tx().from.to_string(), &mut provider)?)
+        ks.unlock(&review.raw_tx().from.to_string(), &mut provider)
+            .map_err(bridgectl_flow::Error::unlock)
+    }
+}
+
+/// A sandbox chain as the flows describe it (its node URL included).
+fn chain_side(info: &bridgectl_sandbox::ChainInfo) -> ChainSide {
+    ChainSide {
+        environment_id: info.environment_id.clone(),
+        symbol: info.symbol.clone(),
+        decimals: info.decimals,
+        token: info.token_address,
+        chain_id: info.chain_id,
+        rpc_url: Some(info.rpc_url.clone()),
     }
 }
 
@@ -147,8 +160,8 @@ async fn run_flows(
         .map_err(|e| anyhow::anyhow!("registering {user} for fee delegation: {e}"))?;
 
     let bridge = Bridge {
-        main: (&info.main).into(),
-        side: (&info.side).into(),
+        main: chain_side(&info.main),
+        side: chain_side(&info.side),
         redeem_action: "redeem".into(),
     };
     let client = PlatformClient::new(
@@ -163,7 +176,7 @@ async fn run_flows(
     // key's first signature: "entry 1 is signed by ..., which is not a key of this
     // keystore").
     keystore.add_external_signer(info.dev.address)?;
-    let signing_log = keystore.signing_log()?;
+    let signing_log = crate::session::open_signing_log(&keystore)?;
     let flows = Flows::builder(client, Arc::new(journal), Arc::new(signing_log))
         .bridge(bridge)
         .wait(WaitOptions {

@@ -95,7 +95,7 @@ fn reset_chain(global: &GlobalOpts, args: ResetChainArgs) -> anyhow::Result<()> 
     }
     let flows = journal.flows_on_chain(chain_id)?;
     let keystore = crate::session::open_keystore(global)?;
-    let log = keystore.signing_log()?;
+    let log = crate::session::open_signing_log(&keystore)?;
     let ours: Vec<Address> = keystore.list()?.iter().map(|k| k.address).collect();
     let mut keys: Vec<Address> = log.keys_on_chain(chain_id)?;
     keys.extend(

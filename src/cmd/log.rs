@@ -9,7 +9,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use bridgectl_keystore::{ShowFilter, SigningLogDb};
+use bridgectl_signing_log::{ShowFilter, SigningLogDb};
 use bridgectl_tx::Checkpoint;
 use clap::{Args, Subcommand};
 use serde_json::json;
@@ -82,7 +82,7 @@ pub struct ExportArgs {
 
 fn open(global: &GlobalOpts) -> anyhow::Result<SigningLogDb> {
     let store = crate::session::open_keystore(global)?;
-    Ok(store.signing_log()?)
+    crate::session::open_signing_log(&store)
 }
 
 /// Runs `bridgectl log`.
@@ -140,7 +140,7 @@ pub fn run(global: &GlobalOpts, cmd: LogCommand) -> anyhow::Result<()> {
             };
             let mut outcome = match log.verify(kept) {
                 Ok(head) => Ok(head),
-                Err(bridgectl_keystore::Error::SigningLogBroken { bad, .. }) => Err(bad),
+                Err(bridgectl_signing_log::Error::Broken { bad, .. }) => Err(bad),
                 Err(e) => return Err(e.into()),
             };
             if outcome.is_ok() && !args.any_key {

@@ -102,7 +102,7 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
     // floor and the signing log's totals for the limits; then the summary, the question
     // and only then the passphrase (in the approver).
     let journal = crate::session::open_journal(args.journal.as_deref())?;
-    let signing_log = store.signing_log()?;
+    let signing_log = crate::session::open_signing_log(&store)?;
     let mut approver = CliApprover {
         keystore: &store,
         passphrases: CliPassphrases::new(&args.passphrase),

@@ -11,6 +11,7 @@ use bridgectl_flow::rpc::RpcSigner;
 use bridgectl_flow::{BatchItem, BatchOp, BatchOptions, Bridge, Flows, GasPriceCap, ItemStatus};
 use bridgectl_flow::{Journal, journal::FlowKind};
 use bridgectl_keystore::Keystore;
+use bridgectl_signing_log::SigningLogDb;
 use futures_util::StreamExt;
 
 #[tokio::main(flavor = "current_thread")]
@@ -23,10 +24,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let token = AccessToken::new(env("PLATFORM_TOKEN")?);
     let client = PlatformClient::new(&env("PLATFORM_URL")?, token, ClientOptions::default())?;
     let journal = Arc::new(Journal::open(env("JOURNAL")?)?);
-    let flows = Flows::builder(client, journal, Arc::new(keystore.signing_log()?))
-        .bridge(bridge)
-        .gas_price(GasPriceCap::NodeQuote)
-        .build();
+    let flows = Flows::builder(
+        client,
+        journal,
+        Arc::new(SigningLogDb::open_in(keystore.dir(), keystore.signers()?)?),
+    )
+    .bridge(bridge)
+    .gas_price(GasPriceCap::NodeQuote)
+    .build();
     let amount = bridgectl_tx::amount::parse_units(&env("AMOUNT")?, flows.bridge()?.side.decimals)?;
     let items: Vec<BatchItem> = (0..env("COUNT")?.parse::<usize>()?)
         .map(|i| BatchItem {

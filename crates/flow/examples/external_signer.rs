@@ -10,6 +10,7 @@ use bridgectl_flow::client::{AccessToken, ClientOptions, PlatformClient};
 use bridgectl_flow::rpc::RpcSigner;
 use bridgectl_flow::{Approver, Bridge, Error, Flows, GasPriceCap, Journal, Quiet, Review};
 use bridgectl_keystore::Keystore;
+use bridgectl_signing_log::SigningLogDb;
 
 /// Shows what is about to be signed (checked against the intent and the policy already),
 /// then hands it to the endpoint, whose device asks its person again.
@@ -39,10 +40,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let token = AccessToken::new(env("PLATFORM_TOKEN")?);
     let client = PlatformClient::new(&env("PLATFORM_URL")?, token, ClientOptions::default())?;
     let journal = Arc::new(Journal::open(env("JOURNAL")?)?);
-    let flows = Flows::builder(client, journal, Arc::new(keystore.signing_log()?))
-        .bridge(bridge)
-        .gas_price(GasPriceCap::NodeQuote)
-        .build();
+    let flows = Flows::builder(
+        client,
+        journal,
+        Arc::new(SigningLogDb::open_in(keystore.dir(), keystore.signers()?)?),
+    )
+    .bridge(bridge)
+    .gas_price(GasPriceCap::NodeQuote)
+    .build();
     let amount = bridgectl_tx::amount::parse_units(&env("AMOUNT")?, flows.bridge()?.side.decimals)?;
     let mut approver = Endpoint(RpcSigner::new(&env("SIGNER_URL")?, from)?);
     let outcome = flows

@@ -8,6 +8,7 @@ use bridgectl_flow::PrivateKeySigner;
 use bridgectl_flow::client::{AccessToken, ClientOptions, PlatformClient};
 use bridgectl_flow::{Approver, Bridge, Error, Flows, GasPriceCap, Journal, Quiet, Review};
 use bridgectl_keystore::{Keystore, Passphrase};
+use bridgectl_signing_log::SigningLogDb;
 
 /// Shows what is about to be signed (everything in it has been checked against the
 /// intent and the policy already), then unlocks the sender's key.
@@ -26,9 +27,9 @@ impl Approver for Unlock {
             tx.nonce, tx.to, tx.chain_id
         );
         let mut passphrase = Passphrase::new(self.passphrase.expose_secret().to_owned());
-        Ok(self
-            .keystore
-            .unlock(&tx.from.to_string(), &mut passphrase)?)
+        self.keystore
+            .unlock(&tx.from.to_string(), &mut passphrase)
+            .map_err(Error::unlock)
     }
 }
 
@@ -41,7 +42,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let token = AccessToken::new(env("PLATFORM_TOKEN")?);
     let client = PlatformClient::new(&env("PLATFORM_URL")?, token, ClientOptions::default())?;
     let journal = Arc::new(Journal::open(env("JOURNAL")?)?);
-    let flows = Flows::builder(client, journal, Arc::new(keystore.signing_log()?))
+    let log = SigningLogDb::open_in(keystore.dir(), keystore.signers()?)?;
+    let flows = Flows::builder(client, journal, Arc::new(log))
         .bridge(bridge)
         .gas_price(GasPriceCap::NodeQuote)
         .build();

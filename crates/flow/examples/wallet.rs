@@ -11,6 +11,7 @@ use bridgectl_flow::tx::{self, Context, Nonce, NonceFacts, RawTx, request::Inten
 use bridgectl_flow::{Address, Approver, Bridge, Error, Flows, GasPriceCap, GasSource, Journal};
 use bridgectl_flow::{NonceSource, PrivateKeySigner, Quiet, Review, SwapSpec, U256};
 use bridgectl_keystore::{Keystore, Passphrase};
+use bridgectl_signing_log::SigningLogDb;
 
 /// Shows what passed the checks, then unlocks the sender's key off the runtime's threads.
 struct Wallet {
@@ -33,7 +34,7 @@ impl Approver for Wallet {
     async fn approve(&mut self, review: &Review<'_>) -> Result<PrivateKeySigner, Error> {
         let what = review.intent.description.as_deref().unwrap_or("a call");
         eprintln!("approve: {what}, nonce {}", review.raw_tx().nonce);
-        Ok(self.key(review.raw_tx().from).await?)
+        self.key(review.raw_tx().from).await.map_err(Error::unlock)
     }
 }
 
@@ -43,7 +44,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let bridge: Bridge = serde_json::from_str(&std::fs::read_to_string(env("BRIDGE_FILE")?)?)?;
     let keystore = Keystore::open(env("KEYSTORE")?)?;
     let from = keystore.find(&env("FROM")?)?.address;
-    let log = Arc::new(keystore.signing_log()?);
+    let log = Arc::new(SigningLogDb::open_in(keystore.dir(), keystore.signers()?)?);
     let token = AccessToken::new(env("PLATFORM_TOKEN")?);
     let client = PlatformClient::new(&env("PLATFORM_URL")?, token, ClientOptions::default())?;
     let flows = Flows::builder(

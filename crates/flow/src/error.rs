@@ -176,9 +176,11 @@ pub enum Error {
     #[error(transparent)]
     Tx(#[from] bridgectl_tx::Error),
 
-    /// Unlocking the key failed.
+    /// The approver could not hand over a signer: unlocking the key failed (a wrong
+    /// passphrase, none given, a key file refused). The approver's own error, kept
+    /// whole: a caller downcasts it to its keystore's type (see [`Error::unlock`]).
     #[error(transparent)]
-    Keystore(#[from] bridgectl_keystore::Error),
+    Unlock(Box<dyn std::error::Error + Send + Sync>),
 
     /// The journal database failed.
     #[error("journal {path}")]
@@ -459,6 +461,12 @@ fn batch_refusal(refused: &[crate::flows::RefusedItem], short: &[crate::flows::G
 }
 
 impl Error {
+    /// An approver's failure to unlock its key ([`Error::Unlock`]), e.g.
+    /// `keystore.unlock(..).map_err(Error::unlock)?`.
+    pub fn unlock(err: impl std::error::Error + Send + Sync + 'static) -> Error {
+        Error::Unlock(Box::new(err))
+    }
+
     /// 5xx from the platform: the request may be retried if it is retry-safe.
     pub fn is_server_error(&self) -> bool {
         matches!(self, Error::Platform { error, .. } if error.status >= 500)

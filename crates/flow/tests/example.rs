@@ -125,7 +125,11 @@ async fn the_wallet_example_redeems_swaps_and_signs_offline_on_the_sandbox() {
     );
     let keystore =
         bridgectl_keystore::Keystore::open(run.dir.path().join("keystore")).expect("dir");
-    let log = keystore.signing_log().expect("log");
+    let log = bridgectl_signing_log::SigningLogDb::open_in(
+        keystore.dir(),
+        keystore.signers().expect("keys"),
+    )
+    .expect("log");
     assert_eq!(
         log.verify(None).expect("intact").count,
         3,
@@ -181,7 +185,11 @@ async fn run_with_external_signer(name: &str, extra: &[(&str, &str)]) -> (String
         keystore.list().expect("list").is_empty(),
         "no key was kept here"
     );
-    let log = keystore.signing_log().expect("log");
+    let log = bridgectl_signing_log::SigningLogDb::open_in(
+        keystore.dir(),
+        keystore.signers().expect("keys"),
+    )
+    .expect("log");
     let head = log.verify(None).expect("intact");
     (stdout, stderr, head.count)
 }

@@ -147,7 +147,7 @@ async fn the_signed_bytes_are_committed_before_the_node_sees_them() {
     .expect("client");
     let journal = Arc::new(Journal::open(&journal_path).expect("journal"));
     let log = Arc::new(
-        bridgectl_keystore::SigningLogDb::open(dir.path().join("log.sqlite3")).expect("log"),
+        bridgectl_signing_log::SigningLogDb::open(dir.path().join("log.sqlite3")).expect("log"),
     );
     let flows = Flows::builder(client, journal, log)
         .bridge(Bridge {

@@ -31,9 +31,9 @@ impl Approver for Asks<'_> {
             return Err(Error::Declined("wrong passphrase, three times".into()));
         }
         let mut passphrase = Passphrase::new(PASSPHRASE.to_owned());
-        Ok(self
-            .keystore
-            .unlock(&review.raw_tx().from.to_string(), &mut passphrase)?)
+        self.keystore
+            .unlock(&review.raw_tx().from.to_string(), &mut passphrase)
+            .map_err(Error::unlock)
     }
 }
 
@@ -48,7 +48,13 @@ async fn a_redeem_stopped_at_its_approval_is_resumed_or_refused_as_stale() {
     let (flows, journal) = common::flows(
         &info,
         dir.path(),
-        Arc::new(keystore.signing_log().expect("log")),
+        Arc::new(
+            bridgectl_signing_log::SigningLogDb::open_in(
+                keystore.dir(),
+                keystore.signers().expect("keys"),
+            )
+            .expect("log"),
+        ),
     );
     let from = info.dev.address;
     let amount = U256::from(10).pow(U256::from(info.side.decimals));

@@ -1,9 +1,11 @@
-//! Signs a platform rawTx offline with bridgectl-keystore and bridgectl-tx only:
+//! Signs a platform rawTx offline with bridgectl-keystore, bridgectl-tx and the signing
+//! log beside the keys (bridgectl-signing-log) only:
 //! `offline_sign KEYSTORE CHAIN_ID CONTRACT NONCE < envelope.json`, passphrase in
 //! $PASSPHRASE_FILE. Chain, contract and nonce are this machine's own knowledge; the
 //! signature is in the keystore's signing log before its bytes are printed.
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a program owns its terminal
 use bridgectl_keystore::{Keystore, Passphrase};
+use bridgectl_signing_log::SigningLogDb;
 use bridgectl_tx::{Context, Nonce, NonceFacts, Policy, SignInput};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -20,7 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .trusted
         .contract(contract.parse()?, chain_id.parse()?, None);
     let keystore = Keystore::open(dir)?;
-    let log = keystore.signing_log()?;
+    let log = SigningLogDb::open_in(keystore.dir(), keystore.signers()?)?;
     let now = bridgectl_tx::log::unix_now();
     let context = Context {
         signer: input.raw_tx.from,

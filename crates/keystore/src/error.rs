@@ -190,75 +190,6 @@ pub enum Error {
         source: std::io::Error,
     },
 
-    /// The signing log file could not be opened, read or written.
-    #[error("signing log {}", path.display())]
-    SigningLog {
-        /// The log file.
-        path: std::path::PathBuf,
-        /// What SQLite said.
-        #[source]
-        source: rusqlite::Error,
-    },
-
-    /// The signing log does not hold (an entry altered, removed, reordered or forged),
-    /// so its totals cannot be trusted for a spending limit: what
-    /// [`crate::SigningLogDb::verify`] returns for a log that does not hold, and why a
-    /// signature that would count against its totals is refused.
-    #[error("signing log {} does not hold: {bad}; its totals cannot be trusted", path.display())]
-    SigningLogBroken {
-        /// The log file.
-        path: std::path::PathBuf,
-        /// The first entry that does not hold.
-        bad: bridgectl_tx::log::BadEntry,
-    },
-
-    /// The signing log does not reach the checkpoint kept beside it: it was deleted,
-    /// truncated or restored from an older copy, so the totals of its spending limits
-    /// cannot be trusted.
-    #[error(
-        "signing log {} does not reach its checkpoint {kept} (kept in {}.checkpoint): it has \
-         {found} entries; it was deleted, truncated or restored from an older copy, so the \
-         spending limits it holds cannot be trusted; acknowledge the log as it stands once \
-         you know why",
-        path.display(),
-        path.display()
-    )]
-    SigningLogRolledBack {
-        /// The log file (its checkpoint is kept beside it, with `.checkpoint` added).
-        path: PathBuf,
-        /// The checkpoint kept beside it.
-        kept: bridgectl_tx::Checkpoint,
-        /// How many entries the log has.
-        found: u64,
-    },
-
-    /// An entry of the signing log was signed by a key that is not in the keystore:
-    /// appended by someone else, or made by a key removed since. Limits are not read
-    /// past it until a person acknowledges the log.
-    #[error(
-        "signing log {}: entry {seq} is signed by {key}, which is not a key of this \
-         keystore (appended by someone else, or a key removed since); refusing to sign \
-         against the log until it is acknowledged",
-        path.display()
-    )]
-    SigningLogForeign {
-        /// The log file.
-        path: PathBuf,
-        /// The entry.
-        seq: u64,
-        /// Its key.
-        key: alloy_primitives::Address,
-    },
-
-    /// The signing log's kept checkpoint file cannot be read.
-    #[error("signing log checkpoint {}: {reason}", path.display())]
-    SigningLogCheckpoint {
-        /// The checkpoint file.
-        path: PathBuf,
-        /// What is wrong with it.
-        reason: String,
-    },
-
     /// A KDF or cipher failed for a reason other than the passphrase (out of memory,
     /// invalid parameters that passed our checks).
     #[error("{} : key derivation failed: {reason}", path.display())]
@@ -311,11 +242,6 @@ impl Error {
             Error::Mnemonic { .. } => "mnemonic",
             Error::WriteCheck { .. } => "write_check",
             Error::Io { .. } => "io",
-            Error::SigningLog { .. } => "signing_log",
-            Error::SigningLogBroken { .. } => "signing_log_broken",
-            Error::SigningLogRolledBack { .. } => "signing_log_rolled_back",
-            Error::SigningLogForeign { .. } => "signing_log_foreign",
-            Error::SigningLogCheckpoint { .. } => "signing_log_checkpoint",
             Error::Crypto { .. } => "crypto",
         }
     }

@@ -1,10 +1,11 @@
 //! Small private files: the mode check every secret-holding file passes, a bounded
 //! read that never follows a symlink, and replacement through a temp file and a rename,
-//! so a reader sees the old content or the new, never part of either.
+//! so a reader sees the old content or the new, never part of either (the temp file
+//! itself is `bridgectl_files`').
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::fs::{self, File};
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::Error;
@@ -12,7 +13,7 @@ use crate::Error;
 /// Key files are small; anything bigger is not one of ours and is not read whole.
 pub(crate) const MAX_FILE_BYTES: u64 = 64 * 1024;
 /// Names of temp files start with this: never a key file's name.
-pub(crate) const TEMP_PREFIX: &str = ".tmp-";
+pub(crate) use bridgectl_files::TEMP_PREFIX;
 
 /// Refuses a secret-holding file (key, token, passphrase) that group or others can read
 /// or write, as ssh does, naming the `chmod` that fixes it. FIFOs and other non-regular
@@ -60,36 +61,9 @@ pub(crate) fn read_small(path: &Path, check_perms: bool) -> Result<Vec<u8>, Erro
     Ok(bytes)
 }
 
-/// Replaces the small file `path` with `bytes`: a temp file beside it (0600, a name
-/// that is never a key), then a rename, so a reader sees the old or the new content.
-/// Not synced: for state that is safe to find stale after a crash (the signing log's
-/// kept checkpoint, which the log always still reaches).
-pub(crate) fn write_replace(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let tmp = write_temp(path.parent().unwrap_or(Path::new(".")), bytes, false)?;
-    fs::rename(&tmp, path).map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        Error::io("cannot write", path)(e)
-    })
-}
-
 /// Writes `bytes` to a new temp file in `dir` (0600, exclusive, a name that is never a
 /// key), synced when `sync`; returns its path. Nothing is left behind on failure.
 pub(crate) fn write_temp(dir: &Path, bytes: &[u8], sync: bool) -> Result<PathBuf, Error> {
-    let tmp = dir.join(format!("{TEMP_PREFIX}{}", uuid::Uuid::new_v4().simple()));
-    let write = || -> std::io::Result<()> {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        if sync { f.sync_all() } else { Ok(()) }
-    };
-    match write() {
-        Ok(()) => Ok(tmp),
-        Err(e) => {
-            let _ = fs::remove_file(&tmp);
-            Err(Error::io("cannot write", &tmp)(e))
-        }
-    }
+    bridgectl_files::write_temp(dir, bytes, sync)
+        .map_err(|e| Error::io("cannot write", &e.path)(e.source))
 }

@@ -11,7 +11,6 @@ mod kdf;
 mod key_info;
 mod secret;
 mod secret_storage;
-mod signing_log;
 mod store;
 
 use std::path::Path;
@@ -25,7 +24,6 @@ pub use kdf::{KdfCost, KdfParams, MAX_M_KIB, MAX_P, MAX_T, MIN_M_KIB, MIN_T};
 pub use key_info::{KdfSummary, KeyInfo};
 pub use secret::{Passphrase, PassphraseProvider, PassphraseRequest, Purpose, Secret, SecretText};
 pub use secret_storage::{MAX_PBKDF2_C, MAX_SCRYPT_BYTES, MAX_SCRYPT_P, Web3Params};
-pub use signing_log::{Columns, SIGNING_LOG_FILE, ShowFilter, SigningLogDb};
 pub use store::{
     DEFAULT_DERIVATION_PATH, EXTERNAL_SIGNERS_FILE, KEY_EXTENSION, Keystore, signer_from_mnemonic,
     unlock_file,

@@ -16,9 +16,6 @@ use crate::secret::{Passphrase, PassphraseProvider, PassphraseRequest, Purpose, 
 use crate::secret_storage::{self, Web3Params};
 use crate::{Error, signer_from_secret};
 
-// The signing log still imports this from here; it lives in files.rs.
-pub(crate) use crate::files::write_replace;
-
 /// Extension of key files in the keystore directory.
 pub const KEY_EXTENSION: &str = "key";
 const LOCK_FILE: &str = ".lock";
@@ -172,16 +169,15 @@ impl Keystore {
         &self.dir
     }
 
-    /// The signing log of this keystore ([`crate::SIGNING_LOG_FILE`] in its
-    /// directory): every signature made with its keys is recorded there, and an entry
-    /// signed by any other key refuses signing until a person acknowledges it.
-    pub fn signing_log(&self) -> Result<crate::SigningLogDb, Error> {
+    /// The keys whose signatures are this keystore's own: its key files' addresses
+    /// (files that do not parse are skipped: they cannot sign) and its external signers
+    /// ([`Keystore::external_signers`]). The signing log beside the keys
+    /// (`bridgectl_signing_log::SigningLogDb::open_in`) refuses an entry signed by any
+    /// other key until a person acknowledges it.
+    pub fn signers(&self) -> Result<Vec<Address>, Error> {
         let mut known = self.addresses()?;
         known.extend(self.external_signers()?);
-        Ok(
-            crate::SigningLogDb::open(self.dir.join(crate::SIGNING_LOG_FILE))?
-                .with_known_keys(known),
-        )
+        Ok(known)
     }
 
     /// The accounts that sign through a signer outside this keystore (a hardware wallet
@@ -504,7 +500,7 @@ impl Keystore {
         let _lock = self.lock()?;
         self.check_unique(&meta, &path)?;
         let tmp = self.write_checked_temp(&bytes, &pass, address)?;
-        bridgectl_sqlite::failpoint::hit("key-temp-written");
+        bridgectl_files::failpoint::hit("key-temp-written");
         // Never overwrite: link() fails if the name exists, then the temp name goes.
         if let Err(e) = fs::hard_link(&tmp, &path) {
             let _ = fs::remove_file(&tmp);
@@ -516,9 +512,9 @@ impl Keystore {
             }
             return Err(Error::io("cannot create", &path)(e));
         }
-        bridgectl_sqlite::failpoint::hit("key-linked-temp-left");
+        bridgectl_files::failpoint::hit("key-linked-temp-left");
         fs::remove_file(&tmp).map_err(Error::io("cannot remove", &tmp))?;
-        bridgectl_sqlite::failpoint::hit("key-not-dir-synced");
+        bridgectl_files::failpoint::hit("key-not-dir-synced");
         self.sync_dir()?;
         Ok(preview)
     }
@@ -598,12 +594,12 @@ impl Keystore {
             ));
         }
         let tmp = self.write_checked_temp(&new_bytes, &new, info.address)?;
-        bridgectl_sqlite::failpoint::hit("key-temp-written");
+        bridgectl_files::failpoint::hit("key-temp-written");
         if let Err(e) = fs::rename(&tmp, &info.path) {
             let _ = fs::remove_file(&tmp);
             return Err(Error::io("cannot replace", &info.path)(e));
         }
-        bridgectl_sqlite::failpoint::hit("key-not-dir-synced");
+        bridgectl_files::failpoint::hit("key-not-dir-synced");
         self.sync_dir()?;
         info.kdf = KdfSummary {
             algorithm: "argon2id".into(),

@@ -1,4 +1,4 @@
-//! `examples/offline_sign.rs` (keystore + tx only) signs a platform rawTx that passes
+//! `examples/offline_sign.rs` (keystore, tx and signing log only) signs a platform rawTx that passes
 //! its checks, and refuses one to a contract it does not trust before the passphrase
 //! file is read.
 
@@ -73,7 +73,11 @@ fn the_offline_example_signs_what_it_trusts_and_nothing_else() {
     assert_eq!(decoded.chain_id, Some(31337));
     assert_eq!(decoded.nonce, 7);
     // The signature is in the keystore's signing log, as every signature is.
-    let log = keystore.signing_log().expect("log");
+    let log = bridgectl_signing_log::SigningLogDb::open_in(
+        keystore.dir(),
+        keystore.signers().expect("keys"),
+    )
+    .expect("log");
     let head = log.verify(None).expect("intact");
     assert_eq!(head.count, 1, "signed through the log");
 

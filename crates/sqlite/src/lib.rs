@@ -1,9 +1,10 @@
 //! Local state in SQLite at its true price: one fsync per promise.
 //!
-//! bridgectl's journal and the keystore's signing log each promise one thing that needs
-//! the disk: a signature is recorded **before** its bytes leave. In WAL mode that is one
-//! fsync of the WAL, made by a commit with `synchronous = FULL`. Opened with SQLite's
-//! defaults, one offline signature paid thirteen:
+//! bridgectl's journal and the signing log beside the keys (`bridgectl-signing-log`)
+//! each promise one thing that needs the disk: a signature is recorded **before** its
+//! bytes leave. In WAL mode that is one fsync of the WAL, made by a commit with
+//! `synchronous = FULL`. Opened with SQLite's defaults, one offline signature paid
+//! thirteen:
 //!
 //! | fsyncs per run | why | here |
 //! |---|---|---|
@@ -20,7 +21,9 @@
 //! signature can be lost to a power cut only together with the signature's own record,
 //! which is never lost once [`durable`] returned.
 
-pub mod failpoint;
+/// The crash windows of the local state's writes, made reachable on purpose (the
+/// failpoints live in `bridgectl-files`, which the keystore shares without SQLite).
+pub use bridgectl_files::failpoint;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -291,7 +291,7 @@ impl Field {
     }
 }
 
-/// A value written as text that does not read ([`crate::limits::Window`],
+/// A value written as text that does not read ([`crate::policy::Window`],
 /// [`crate::Checkpoint`]): what it was, the text, and the form expected.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{what} {input:?}: expected {expected}")]

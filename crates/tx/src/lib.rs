@@ -21,10 +21,10 @@ pub mod text;
 pub mod verify;
 
 pub use error::{CheckedBy, Error, Field, ParseError};
-pub use log::{Checkpoint, SigningLog, sign_and_log};
+pub use log::{Checkpoint, SigningLog};
 pub use policy::{Policy, Trusted};
 pub use rawtx::RawTx;
 pub use request::{SignInput, SignRequest};
-pub use sign::{SignedBundle, SignedTx, sign_legacy};
+pub use sign::{SignedBundle, SignedTx, sign_and_log, sign_legacy};
 pub use signer::{AlloySigner, TransactionSigner, sign_and_log_with};
 pub use verify::{Context, Nonce, NonceFacts, Verified, verify};

@@ -12,144 +12,19 @@
 //! same two steps guard the nonce: [`read_spent`] refuses a nonce the key signed
 //! already before anything is unlocked, and the append refuses it again.
 
-use std::fmt;
-use std::str::FromStr;
-
 use alloy_primitives::{B256, U256};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::Error;
-use crate::amount::{format_units, parse_units};
+use crate::amount::parse_units;
 use crate::effects::Effects;
-use crate::log::WindowQuery;
+use crate::log::{SigningLog, WindowQuery, nonce_free};
 use crate::policy::Policy;
-use crate::rawtx::RawTx;
+use crate::rawtx::{RawTx, signing_hash};
 use crate::request::Token;
 
-/// One token's limits, in token units (`"10000"`, `"2.5"`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub struct Limit {
-    /// The rolling window `max` applies to (`24h`, `7d`, `30m`, `3600s`).
-    #[serde(default)]
-    pub per: Option<Window>,
-    /// The most one key may sign for this token within one window.
-    #[serde(default)]
-    pub max: Option<String>,
-    /// The most one transaction may move.
-    #[serde(default)]
-    pub max_per_tx: Option<String>,
-}
-
-/// A rolling window's length, in seconds; written `24h`, `7d`, `30m` or `3600s`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Window(pub u64);
-
-impl FromStr for Window {
-    type Err = crate::ParseError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bad = || crate::ParseError {
-            what: "window",
-            input: s.to_owned(),
-            expected: "a number and s, m, h or d (`24h`)",
-        };
-        let (n, unit) = s.split_at(s.len().saturating_sub(1));
-        let n: u64 = n.parse().map_err(|_| bad())?;
-        let mult = match unit {
-            "s" => 1,
-            "m" => 60,
-            "h" => 3600,
-            "d" => 86_400,
-            _ => return Err(bad()),
-        };
-        match n.checked_mul(mult) {
-            Some(secs) if secs > 0 => Ok(Window(secs)),
-            _ => Err(bad()),
-        }
-    }
-}
-
-impl fmt::Display for Window {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s = self.0;
-        match s {
-            _ if s.is_multiple_of(86_400) && s > 86_400 => write!(f, "{}d", s / 86_400),
-            _ if s.is_multiple_of(3600) => write!(f, "{}h", s / 3600),
-            _ if s.is_multiple_of(60) => write!(f, "{}m", s / 60),
-            _ => write!(f, "{s}s"),
-        }
-    }
-}
-
-impl Serialize for Window {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for Window {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d)?
-            .parse()
-            .map_err(serde::de::Error::custom)
-    }
-}
-
-/// What the signing log says about a windowed limit: the query that was totalled, its
-/// total, and the window's start as the log fixed it (never earlier than its newest
-/// trusted entry allows: time does not go backwards for a window).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Spent {
-    /// What was added up.
-    pub query: WindowQuery,
-    /// The total, in base units.
-    pub total: U256,
-    /// The window's start, in Unix seconds.
-    pub since: u64,
-}
-
-/// A windowed limit a signature must stay within: checked by the verifier against the
-/// total read before approval, and again by [`crate::log::SigningLog::append`] inside
-/// the transaction that appends the entry, so concurrent signers cannot pass it
-/// together.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WindowLimit {
-    /// Which entries count (its `now` is set to the entry's time when appending).
-    pub query: WindowQuery,
-    /// The most the window may hold, in base units.
-    pub max: U256,
-    /// What this signature adds, in base units.
-    pub amount: U256,
-    /// The token, for messages.
-    pub token: Token,
-}
-
-impl WindowLimit {
-    /// The same limit with its window ending at `now`.
-    pub fn at(&self, now: u64) -> WindowLimit {
-        let mut limit = self.clone();
-        limit.query.now = now;
-        limit
-    }
-
-    /// Refuses when `total` (what the window already holds) plus this signature's
-    /// amount would cross the limit.
-    pub fn check(&self, total: U256) -> Result<(), Error> {
-        if total.saturating_add(self.amount) > self.max {
-            return Err(Error::Limit {
-                limit: format!(
-                    "{} per {}",
-                    units(self.max, &self.token),
-                    Window(self.query.per)
-                ),
-                total: units(total, &self.token),
-                attempted: units(self.amount, &self.token),
-            });
-        }
-        Ok(())
-    }
-}
+// The policy's limit table and the log's window types, where they were first published.
+pub use crate::log::{Spent, WindowLimit};
+pub use crate::policy::{Limit, Window};
 
 /// The limit for `token`, if the policy sets one (symbols match case-insensitively).
 fn limit_for<'a>(policy: &'a Policy, token: &Token) -> Option<(&'a str, &'a Limit)> {
@@ -278,29 +153,22 @@ pub fn read_spent(
     policy: &Policy,
     raw: &RawTx,
     replaces: Option<B256>,
-    log: &dyn crate::log::SigningLog,
+    log: &dyn SigningLog,
     now: u64,
 ) -> Result<Option<Spent>, Error> {
     log.check(raw.from)?;
     let prior = log.signed_at_nonce(raw.from, raw.chain_id, raw.nonce)?;
-    crate::log::nonce_free(
+    nonce_free(
         &prior,
         raw.from,
         raw.chain_id,
         raw.nonce,
-        crate::sign::signing_hash(raw),
+        signing_hash(raw),
         replaces,
     )?;
     window_query(policy, raw, now)
         .map(|query| log.window_total(&query))
         .transpose()
-}
-
-fn units(v: U256, t: &Token) -> String {
-    match format_units(v, t.decimals) {
-        Ok(s) => format!("{s} {}", t.symbol),
-        Err(_) => format!("{v} base units"),
-    }
 }
 
 /// What [`check`] found: the lines that say where the key stands (for the summary),
@@ -386,9 +254,9 @@ pub(crate) fn check(
         let max = parse_limit(name, "max-per-tx", text, token)?;
         if amount > max {
             return Err(Error::Limit {
-                limit: format!("{} per transaction", units(max, token)),
+                limit: format!("{} per transaction", token.units(max)),
                 total: "-".into(),
-                attempted: units(amount, token),
+                attempted: token.units(amount),
             });
         }
     }
@@ -405,7 +273,7 @@ pub(crate) fn check(
                 return Err(Error::Refused(format!(
                     "policy limit {name} ({} per {per}) needs this key's total from the \
                      signing log, and none was read",
-                    units(max, token)
+                    token.units(max)
                 )));
             };
             let window = WindowLimit {
@@ -417,9 +285,9 @@ pub(crate) fn check(
             window.check(spent.total)?;
             checked.lines.push(format!(
                 "last {per}: {} of {} signed by this key; this adds {}",
-                units(spent.total, token),
-                units(max, token),
-                units(amount, token)
+                token.units(spent.total),
+                token.units(max),
+                token.units(amount)
             ));
             checked.window = Some(window);
         }
@@ -452,46 +320,4 @@ fn auto_approval(
                 && parse_units(&rule.max, token.decimals).is_ok_and(|max| total <= max)
         })
         .map(|i| i + 1)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn windows_parse_and_print() {
-        for (text, secs, shown) in [
-            ("24h", 86_400, "24h"),
-            ("1d", 86_400, "24h"),
-            ("7d", 604_800, "7d"),
-            ("30m", 1800, "30m"),
-            ("90s", 90, "90s"),
-        ] {
-            let w: Window = text.parse().expect(text);
-            assert_eq!(w.0, secs, "{text}");
-            assert_eq!(w.to_string(), shown, "{text}");
-        }
-        for bad in ["", "h", "0h", "24", "1w", "-1h", "1.5h"] {
-            assert!(bad.parse::<Window>().is_err(), "{bad:?} accepted");
-        }
-    }
-
-    #[test]
-    fn a_limit_table_reads_from_the_profile() {
-        let p: Policy = toml_like(
-            r#"{"limits": {"st": {"per": "24h", "max": "10000", "max-per-tx": "2500"}},
-                "allowed-destinations": ["0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1"]}"#,
-        );
-        let st = &p.limits["st"];
-        assert_eq!(st.per, Some(Window(86_400)));
-        assert_eq!(st.max.as_deref(), Some("10000"));
-        assert_eq!(st.max_per_tx.as_deref(), Some("2500"));
-        assert_eq!(p.allowed_destinations.len(), 1);
-        let unknown = serde_json::from_str::<Policy>(r#"{"limits": {"st": {"maximum": "1"}}}"#);
-        assert!(unknown.is_err(), "an unknown limit field is refused");
-    }
-
-    fn toml_like(json: &str) -> Policy {
-        serde_json::from_str(json).expect("policy")
-    }
 }

@@ -1,7 +1,9 @@
 //! The signing log's format: what one entry says, how entries are chained and signed,
-//! how a chain of them is checked, and [`sign_and_log`], the one way the flows and
-//! `bridgectl sign` sign. The storage is behind the [`SigningLog`] trait, so this crate
-//! stays free of SQLite (`bridgectl-keystore` keeps the log beside the keys).
+//! how a chain of them is checked, and what a store of them answers ([`SigningLog`],
+//! with the windows of the spending limits). The storage is behind that trait, so this
+//! crate stays free of SQLite (`bridgectl-signing-log` keeps the log beside the keys).
+//! Signing a transaction into a log, the one way the flows and `bridgectl sign` sign,
+//! is [`crate::sign::sign_and_log`].
 //!
 //! The guarantee: every signature made through [`sign_and_log`] is in the log before
 //! the signed bytes are returned. An entry is
@@ -31,9 +33,14 @@ use serde::{Deserialize, Serialize};
 use crate::Error;
 use crate::calldata::{self, Decoded};
 use crate::effects::Effects;
-use crate::limits::{Spent, WindowLimit};
-use crate::sign::{SignedTx, sign_legacy};
-use crate::verify::Verified;
+use crate::policy::Window;
+use crate::rawtx::{RawTx, signing_hash};
+use crate::request::Token;
+
+// Public paths of the functions that sign a `Verified` into a log, kept for the wallets
+// written against them: they live in `crate::sign`, and nothing here uses them.
+#[doc(no_inline)]
+pub use crate::sign::{make_entry, sign_and_log, unsigned_entry};
 
 /// The `v` of every entry this version writes.
 pub const ENTRY_VERSION: u64 = 1;
@@ -310,7 +317,7 @@ impl ChainCheck {
     }
 }
 
-/// Where a log is kept. The library's own store is `bridgectl_keystore::SigningLogDb`
+/// Where a log is kept. The library's own store is `bridgectl_signing_log::SigningLogDb`
 /// (SQLite beside the keys); a wallet may bring another.
 ///
 /// What a store promises, because spending limits rest on it:
@@ -425,6 +432,61 @@ impl WindowQuery {
     }
 }
 
+/// What the signing log says about a windowed limit: the query that was totalled, its
+/// total, and the window's start as the log fixed it (never earlier than its newest
+/// trusted entry allows: time does not go backwards for a window).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spent {
+    /// What was added up.
+    pub query: WindowQuery,
+    /// The total, in base units.
+    pub total: U256,
+    /// The window's start, in Unix seconds.
+    pub since: u64,
+}
+
+/// A windowed limit a signature must stay within: checked by the verifier against the
+/// total read before approval, and again by [`SigningLog::append`] inside
+/// the transaction that appends the entry, so concurrent signers cannot pass it
+/// together.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WindowLimit {
+    /// Which entries count (its `now` is set to the entry's time when appending).
+    pub query: WindowQuery,
+    /// The most the window may hold, in base units.
+    pub max: U256,
+    /// What this signature adds, in base units.
+    pub amount: U256,
+    /// The token, for messages.
+    pub token: Token,
+}
+
+impl WindowLimit {
+    /// The same limit with its window ending at `now`.
+    pub fn at(&self, now: u64) -> WindowLimit {
+        let mut limit = self.clone();
+        limit.query.now = now;
+        limit
+    }
+
+    /// Refuses when `total` (what the window already holds) plus this signature's
+    /// amount would cross the limit.
+    pub fn check(&self, total: U256) -> Result<(), Error> {
+        if total.saturating_add(self.amount) > self.max {
+            return Err(Error::Limit {
+                limit: format!(
+                    "{} per {}",
+                    self.token.units(self.max),
+                    Window(self.query.per)
+                ),
+                total: self.token.units(total),
+                attempted: self.token.units(self.amount),
+            });
+        }
+        Ok(())
+    }
+}
+
 /// An entry's hash: keccak256 of its body's bytes.
 pub fn entry_hash(body: &str) -> B256 {
     keccak256(body.as_bytes())
@@ -466,57 +528,8 @@ pub(crate) fn call_facts(data: &[u8]) -> CallFacts {
     }
 }
 
-/// Builds and signs the entry for `signed` after `head`, at `time` (or the head's time,
-/// if later: entries never go back in time).
-pub fn make_entry(
-    head: Head,
-    verified: &Verified,
-    signed: &SignedTx,
-    time: u64,
-    signer: &PrivateKeySigner,
-) -> Result<Entry, Error> {
-    seal(&entry_body(head, verified, signed, time), signer)
-}
-
-/// The entry for `signed` after `head`, at `time` (or the head's time, if later), with
-/// its body and hash and no signature yet: what a signer that is not a local key is
-/// asked to sign ([`crate::signer::sign_and_log_with`]).
-pub fn unsigned_entry(
-    head: Head,
-    verified: &Verified,
-    signed: &SignedTx,
-    time: u64,
-) -> Result<Entry, Error> {
-    unsigned(&entry_body(head, verified, signed, time))
-}
-
-/// The body of the entry for `signed` after `head`.
-fn entry_body(head: Head, verified: &Verified, signed: &SignedTx, time: u64) -> EntryBody {
-    let tx = verified.raw_tx();
-    let facts = call_facts(&tx.data);
-    EntryBody {
-        v: ENTRY_VERSION,
-        seq: head.checkpoint.count + 1,
-        prev: head.checkpoint.head,
-        time: time.max(head.time),
-        key: signed.from,
-        chain_id: signed.chain_id,
-        nonce: signed.nonce,
-        to: tx.to,
-        function: facts.function,
-        args: facts.args,
-        token: verified.token().map(|t| t.symbol.clone()),
-        amount: facts.amount.filter(|a| !a.is_zero()),
-        value: tx.value,
-        tx_hash: signed.hash,
-        signing_hash: Some(crate::sign::signing_hash(tx)),
-        replaces: verified.replaces(),
-        chain_reset: None,
-    }
-}
-
 /// The entry of `body`: its text and hash, not signed yet.
-fn unsigned(body: &EntryBody) -> Result<Entry, Error> {
+pub(crate) fn unsigned(body: &EntryBody) -> Result<Entry, Error> {
     let text = serde_json::to_string(body).map_err(|e| Error::Refused(e.to_string()))?;
     Ok(Entry {
         seq: body.seq,
@@ -527,32 +540,13 @@ fn unsigned(body: &EntryBody) -> Result<Entry, Error> {
 }
 
 /// The entry for `body`: its text, hash, and `signer`'s signature over the hash.
-fn seal(body: &EntryBody, signer: &PrivateKeySigner) -> Result<Entry, Error> {
+pub(crate) fn seal(body: &EntryBody, signer: &PrivateKeySigner) -> Result<Entry, Error> {
     let mut entry = unsigned(body)?;
     let sig = signer
         .sign_message_sync(entry.hash.as_slice())
         .map_err(Error::Signer)?;
     entry.sig = sig.as_bytes().to_vec().into();
     Ok(entry)
-}
-
-/// Signs `verified` with `signer` and appends the entry to `log` before the signed bytes
-/// are returned: if the log cannot be written, or the windowed limit the verifier
-/// checked no longer holds once the append has the log to itself (another signer got
-/// there first), nothing signed leaves this function. `time` is the entry's time (Unix
-/// seconds, usually [`unix_now`]).
-pub fn sign_and_log(
-    verified: &Verified,
-    signer: &PrivateKeySigner,
-    log: &dyn SigningLog,
-    time: u64,
-) -> Result<SignedTx, Error> {
-    let signed = sign_legacy(verified, signer)?;
-    let limit = verified.window_limit().map(|l| l.at(time));
-    log.append(signed.from, limit.as_ref(), &mut |head| {
-        make_entry(head, verified, &signed, time, signer)
-    })?;
-    Ok(signed)
 }
 
 /// Records in `log`, signed by `signer`, that chain `chain_id` was reset and its block
@@ -636,11 +630,8 @@ pub fn nonce_free(
 /// The entry of `log` that recorded `tx` itself (its signing hash at its key, chain and
 /// nonce), if `tx` was signed into it: signing it again yields the same bytes. What a flow
 /// that stopped after its signature looks for to take it up without a second one.
-pub fn logged_signature(
-    log: &dyn SigningLog,
-    tx: &crate::RawTx,
-) -> Result<Option<EntryBody>, Error> {
-    let hash = crate::sign::signing_hash(tx);
+pub fn logged_signature(log: &dyn SigningLog, tx: &RawTx) -> Result<Option<EntryBody>, Error> {
+    let hash = signing_hash(tx);
     Ok(log
         .signed_at_nonce(tx.from, tx.chain_id, tx.nonce)?
         .into_iter()

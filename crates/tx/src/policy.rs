@@ -4,9 +4,11 @@
 //! [`crate::verify()`].
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
 
 use alloy_primitives::{Address, U256};
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::request::{Intent, Token};
 
@@ -63,7 +65,7 @@ pub struct Policy {
     /// Spending limits per token symbol (`st = { per = "24h", max = "10000" }`),
     /// enforced from the signing log; see [`crate::limits`].
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub limits: BTreeMap<String, crate::limits::Limit>,
+    pub limits: BTreeMap<String, Limit>,
     /// Where tokens may go: when set, a call with any destination that is not listed
     /// (a `_to`, a `_spender`, a `transferWithFee`'s `_feeCollector`: every address of
     /// [`crate::effects`]) is refused.
@@ -235,6 +237,76 @@ impl From<&Intent> for Policy {
     }
 }
 
+/// One token's limits, in token units (`"10000"`, `"2.5"`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Limit {
+    /// The rolling window `max` applies to (`24h`, `7d`, `30m`, `3600s`).
+    #[serde(default)]
+    pub per: Option<Window>,
+    /// The most one key may sign for this token within one window.
+    #[serde(default)]
+    pub max: Option<String>,
+    /// The most one transaction may move.
+    #[serde(default)]
+    pub max_per_tx: Option<String>,
+}
+
+/// A rolling window's length, in seconds; written `24h`, `7d`, `30m` or `3600s`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window(pub u64);
+
+impl FromStr for Window {
+    type Err = crate::ParseError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || crate::ParseError {
+            what: "window",
+            input: s.to_owned(),
+            expected: "a number and s, m, h or d (`24h`)",
+        };
+        let (n, unit) = s.split_at(s.len().saturating_sub(1));
+        let n: u64 = n.parse().map_err(|_| bad())?;
+        let mult = match unit {
+            "s" => 1,
+            "m" => 60,
+            "h" => 3600,
+            "d" => 86_400,
+            _ => return Err(bad()),
+        };
+        match n.checked_mul(mult) {
+            Some(secs) if secs > 0 => Ok(Window(secs)),
+            _ => Err(bad()),
+        }
+    }
+}
+
+impl fmt::Display for Window {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.0;
+        match s {
+            _ if s.is_multiple_of(86_400) && s > 86_400 => write!(f, "{}d", s / 86_400),
+            _ if s.is_multiple_of(3600) => write!(f, "{}h", s / 3600),
+            _ if s.is_multiple_of(60) => write!(f, "{}m", s / 60),
+            _ => write!(f, "{s}s"),
+        }
+    }
+}
+
+impl Serialize for Window {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Window {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -284,5 +356,42 @@ mod tests {
         assert_eq!(p.max_value, Some(U256::ZERO));
         assert_eq!(p.expect_chain_id, Some(3));
         assert!(!Policy::default().pins_call());
+    }
+
+    #[test]
+    fn windows_parse_and_print() {
+        for (text, secs, shown) in [
+            ("24h", 86_400, "24h"),
+            ("1d", 86_400, "24h"),
+            ("7d", 604_800, "7d"),
+            ("30m", 1800, "30m"),
+            ("90s", 90, "90s"),
+        ] {
+            let w: Window = text.parse().expect(text);
+            assert_eq!(w.0, secs, "{text}");
+            assert_eq!(w.to_string(), shown, "{text}");
+        }
+        for bad in ["", "h", "0h", "24", "1w", "-1h", "1.5h"] {
+            assert!(bad.parse::<Window>().is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn a_limit_table_reads_from_the_profile() {
+        let p: Policy = toml_like(
+            r#"{"limits": {"st": {"per": "24h", "max": "10000", "max-per-tx": "2500"}},
+                "allowed-destinations": ["0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1"]}"#,
+        );
+        let st = &p.limits["st"];
+        assert_eq!(st.per, Some(Window(86_400)));
+        assert_eq!(st.max.as_deref(), Some("10000"));
+        assert_eq!(st.max_per_tx.as_deref(), Some("2500"));
+        assert_eq!(p.allowed_destinations.len(), 1);
+        let unknown = serde_json::from_str::<Policy>(r#"{"limits": {"st": {"maximum": "1"}}}"#);
+        assert!(unknown.is_err(), "an unknown limit field is refused");
+    }
+
+    fn toml_like(json: &str) -> Policy {
+        serde_json::from_str(json).expect("policy")
     }
 }

@@ -15,7 +15,8 @@
 //! - `data` is `0x` + an even number of hex digits (`"0x"` for none).
 //! - Any other field is refused, naming it.
 
-use alloy_primitives::{Address, Bytes, U256};
+use alloy_consensus::{SignableTransaction, TxLegacy};
+use alloy_primitives::{Address, B256, Bytes, TxKind, U256};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -294,6 +295,24 @@ fn chain_id_field(v: &Value) -> Result<u64, Error> {
         return Err(Error::ZeroChainId);
     }
     Ok(id)
+}
+
+/// The alloy transaction for `tx`, with its chain id set (EIP-155).
+pub fn to_legacy(tx: &RawTx) -> TxLegacy {
+    TxLegacy {
+        chain_id: Some(tx.chain_id),
+        nonce: tx.nonce,
+        gas_price: tx.gas_price,
+        gas_limit: tx.gas_limit,
+        to: TxKind::Call(tx.to),
+        value: tx.value,
+        input: tx.data.clone(),
+    }
+}
+
+/// The EIP-155 signing hash of `tx`: what the key signs.
+pub fn signing_hash(tx: &RawTx) -> B256 {
+    to_legacy(tx).signature_hash()
 }
 
 #[cfg(test)]

@@ -127,6 +127,17 @@ pub struct Token {
     pub decimals: u8,
 }
 
+impl Token {
+    /// `v` base units of this token as a person reads them (`2.5 ST`); `v base units`
+    /// when its decimals cannot place them.
+    pub(crate) fn units(&self, v: U256) -> String {
+        match crate::amount::format_units(v, self.decimals) {
+            Ok(s) => format!("{s} {}", self.symbol),
+            Err(_) => format!("{v} base units"),
+        }
+    }
+}
+
 /// Where a sign request came from; recorded for the person and for `submit`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -3,16 +3,21 @@
 //! The preimage and the signed encoding both come from alloy-consensus `TxLegacy`
 //! (no hand-written RLP); the signature from a synchronous local signer.
 
+use alloy_consensus::transaction::RlpEcdsaEncodableTx;
 use alloy_consensus::{SignableTransaction, TxLegacy};
-use alloy_primitives::{Address, B256, Bytes, TxKind, keccak256};
+use alloy_primitives::{Address, B256, Bytes, Signature, keccak256};
 use alloy_signer::SignerSync;
 use alloy_signer_local::PrivateKeySigner;
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
-use crate::rawtx::RawTx;
+use crate::log::{ENTRY_VERSION, Entry, EntryBody, Head, SigningLog, call_facts, seal, unsigned};
 use crate::request::SignInput;
 use crate::verify::Verified;
+
+// Published here first.
+#[doc(no_inline)]
+pub use crate::rawtx::{signing_hash, to_legacy};
 
 /// The `format` value of a signed bundle.
 pub const BUNDLE_FORMAT: &str = "bridgectl-signed-bundle";
@@ -34,24 +39,6 @@ pub struct SignedTx {
     pub nonce: u64,
 }
 
-/// The alloy transaction for `tx`, with its chain id set (EIP-155).
-pub fn to_legacy(tx: &RawTx) -> TxLegacy {
-    TxLegacy {
-        chain_id: Some(tx.chain_id),
-        nonce: tx.nonce,
-        gas_price: tx.gas_price,
-        gas_limit: tx.gas_limit,
-        to: TxKind::Call(tx.to),
-        value: tx.value,
-        input: tx.data.clone(),
-    }
-}
-
-/// The EIP-155 signing hash of `tx`: what the key signs.
-pub fn signing_hash(tx: &RawTx) -> B256 {
-    to_legacy(tx).signature_hash()
-}
-
 /// Signs a [`Verified`] transaction with `signer` as a legacy EIP-155 transaction,
 /// without recording it. The flows and `bridgectl sign` sign through
 /// [`crate::sign_and_log`], which calls this and appends the signing-log entry before
@@ -61,8 +48,8 @@ pub fn signing_hash(tx: &RawTx) -> B256 {
 /// Only a [`Verified`] can be signed: a type, not a habit. Refuses when the key is not
 /// the transaction's `from`, and when the transaction was verified as bytes signed
 /// before (its nonce was not checked as the next one). The chain id is non-zero by
-/// construction of [`RawTx`], and checked again here because a pre-EIP-155 signature
-/// must never be made.
+/// construction of [`RawTx`](crate::RawTx), and checked again here because a
+/// pre-EIP-155 signature must never be made.
 pub fn sign_legacy(verified: &Verified, signer: &PrivateKeySigner) -> Result<SignedTx, Error> {
     let tx = verified.raw_tx();
     let key = signer.address();
@@ -71,7 +58,7 @@ pub fn sign_legacy(verified: &Verified, signer: &PrivateKeySigner) -> Result<Sig
     let sig = signer
         .sign_hash_sync(&legacy.signature_hash())
         .map_err(Error::Signer)?;
-    let raw = crate::signer::encode_signed(&legacy, &sig);
+    let raw = encode_signed(&legacy, &sig);
     let hash = keccak256(&raw);
     Ok(SignedTx {
         raw,
@@ -80,6 +67,13 @@ pub fn sign_legacy(verified: &Verified, signer: &PrivateKeySigner) -> Result<Sig
         chain_id: tx.chain_id,
         nonce: tx.nonce,
     })
+}
+
+/// The signed RLP encoding of `tx` with `sig`.
+pub fn encode_signed(tx: &TxLegacy, sig: &Signature) -> Bytes {
+    let mut raw = Vec::with_capacity(tx.rlp_encoded_length_with_signature(sig));
+    tx.rlp_encode_signed(sig, &mut raw);
+    raw.into()
 }
 
 /// Whether `verified` may be signed by `key`: verified for signing (its nonce checked as
@@ -104,6 +98,74 @@ pub(crate) fn check_signable(verified: &Verified, key: Address) -> Result<(), Er
         });
     }
     Ok(())
+}
+
+/// Signs `verified` with `signer` and appends the entry to `log` before the signed bytes
+/// are returned: if the log cannot be written, or the windowed limit the verifier
+/// checked no longer holds once the append has the log to itself (another signer got
+/// there first), nothing signed leaves this function. `time` is the entry's time (Unix
+/// seconds, usually [`unix_now`](crate::log::unix_now)).
+pub fn sign_and_log(
+    verified: &Verified,
+    signer: &PrivateKeySigner,
+    log: &dyn SigningLog,
+    time: u64,
+) -> Result<SignedTx, Error> {
+    let signed = sign_legacy(verified, signer)?;
+    let limit = verified.window_limit().map(|l| l.at(time));
+    log.append(signed.from, limit.as_ref(), &mut |head| {
+        make_entry(head, verified, &signed, time, signer)
+    })?;
+    Ok(signed)
+}
+
+/// Builds and signs the entry for `signed` after `head`, at `time` (or the head's time,
+/// if later: entries never go back in time).
+pub fn make_entry(
+    head: Head,
+    verified: &Verified,
+    signed: &SignedTx,
+    time: u64,
+    signer: &PrivateKeySigner,
+) -> Result<Entry, Error> {
+    seal(&entry_body(head, verified, signed, time), signer)
+}
+
+/// The entry for `signed` after `head`, at `time` (or the head's time, if later), with
+/// its body and hash and no signature yet: what a signer that is not a local key is
+/// asked to sign ([`crate::signer::sign_and_log_with`]).
+pub fn unsigned_entry(
+    head: Head,
+    verified: &Verified,
+    signed: &SignedTx,
+    time: u64,
+) -> Result<Entry, Error> {
+    unsigned(&entry_body(head, verified, signed, time))
+}
+
+/// The body of the entry for `signed` after `head`.
+fn entry_body(head: Head, verified: &Verified, signed: &SignedTx, time: u64) -> EntryBody {
+    let tx = verified.raw_tx();
+    let facts = call_facts(&tx.data);
+    EntryBody {
+        v: ENTRY_VERSION,
+        seq: head.checkpoint.count + 1,
+        prev: head.checkpoint.head,
+        time: time.max(head.time),
+        key: signed.from,
+        chain_id: signed.chain_id,
+        nonce: signed.nonce,
+        to: tx.to,
+        function: facts.function,
+        args: facts.args,
+        token: verified.token().map(|t| t.symbol.clone()),
+        amount: facts.amount.filter(|a| !a.is_zero()),
+        value: tx.value,
+        tx_hash: signed.hash,
+        signing_hash: Some(signing_hash(tx)),
+        replaces: verified.replaces(),
+        chain_reset: None,
+    }
 }
 
 /// The output of `bridgectl sign`: the signed transaction plus what it was made from.
@@ -164,6 +226,8 @@ impl SignedBundle {
 mod tests {
     use super::*;
     use alloy_primitives::U256;
+
+    use crate::rawtx::RawTx;
 
     fn signer(hex_key: &str) -> PrivateKeySigner {
         hex_key.parse().expect("key")

@@ -15,10 +15,10 @@
 
 use std::future::Future;
 
+use alloy_consensus::SignableTransaction;
 /// The transaction a [`TransactionSigner`] is asked to sign (alloy's, re-exported so an
 /// implementation needs no alloy dependency of its own).
 pub use alloy_consensus::TxLegacy;
-use alloy_consensus::{SignableTransaction, transaction::RlpEcdsaEncodableTx};
 use alloy_primitives::{Address, B256, Bytes, Signature, keccak256};
 use alloy_signer::SignerSync;
 use alloy_signer_local::PrivateKeySigner;
@@ -26,9 +26,13 @@ use alloy_signer_local::PrivateKeySigner;
 use crate::Error;
 use crate::decode::DecodedTx;
 use crate::log::{Head, SigningLog};
-use crate::rawtx::RawTx;
-use crate::sign::{SignedTx, to_legacy};
+use crate::rawtx::{RawTx, to_legacy};
+use crate::sign::SignedTx;
 use crate::verify::Verified;
+
+// Published here first.
+#[doc(no_inline)]
+pub use crate::sign::encode_signed;
 
 /// A signer for one address (see the module doc).
 pub trait TransactionSigner: Send + Sync {
@@ -110,13 +114,6 @@ where
     }
 }
 
-/// The signed RLP encoding of `tx` with `sig`.
-pub fn encode_signed(tx: &TxLegacy, sig: &Signature) -> Bytes {
-    let mut raw = Vec::with_capacity(tx.rlp_encoded_length_with_signature(sig));
-    tx.rlp_encode_signed(sig, &mut raw);
-    raw.into()
-}
-
 /// How often a log entry is signed again when another signer appended first while the
 /// signer signed it (each time is one more question on a hardware signer).
 const LOG_ATTEMPTS: usize = 3;
@@ -144,7 +141,7 @@ pub async fn sign_and_log_with<S: TransactionSigner>(
     let limit = verified.window_limit().map(|l| l.at(time));
     for _ in 0..LOG_ATTEMPTS {
         let head = log.head(signed.from)?;
-        let mut entry = crate::log::unsigned_entry(head, verified, &signed, time)?;
+        let mut entry = crate::sign::unsigned_entry(head, verified, &signed, time)?;
         let sig = signer.sign_hash_message(entry.hash).await?;
         if sig.recover_address_from_msg(entry.hash.as_slice()).ok() != Some(signed.from) {
             return Err(Error::SignerMismatch(format!(

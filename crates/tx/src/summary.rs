@@ -197,10 +197,7 @@ fn moves(
     warnings: &mut Vec<String>,
 ) -> Vec<String> {
     let amount = |v: U256| match &ctx.token {
-        Some(t) => match format_units(v, t.decimals) {
-            Ok(s) => format!("{s} {}", t.symbol),
-            Err(_) => format!("{v} base units"),
-        },
+        Some(t) => t.units(v),
         None => format!("{v} base units"),
     };
     let effects = Effects::of_calldata(&tx.data);

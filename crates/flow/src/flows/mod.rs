@@ -85,21 +85,6 @@ impl ChainSide {
     }
 }
 
-#[cfg(feature = "sandbox")]
-impl From<&bridgectl_sandbox::ChainInfo> for ChainSide {
-    /// A sandbox chain as the flows describe it (its node URL included).
-    fn from(info: &bridgectl_sandbox::ChainInfo) -> Self {
-        ChainSide {
-            environment_id: info.environment_id.clone(),
-            symbol: info.symbol.clone(),
-            decimals: info.decimals,
-            token: info.token_address,
-            chain_id: info.chain_id,
-            rpc_url: Some(info.rpc_url.clone()),
-        }
-    }
-}
-
 /// Both sides of the bridge and the action names, as a profile describes them.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bridgectl_flow::client::{AccessToken, ClientOptions, PlatformClient};
 use bridgectl_flow::{Bridge, ChainSide, Flows, GasPriceCap, Journal, WaitOptions};
 use bridgectl_keystore::{KdfParams, Keystore, Passphrase, SecretText};
-use bridgectl_sandbox::SandboxInfo;
+use bridgectl_sandbox::{ChainInfo, SandboxInfo};
 
 /// A keystore in `dir/keystore` with the sandbox's development key, labelled `wallet`,
 /// under `passphrase` (the test KDF cost).
@@ -26,9 +26,21 @@ pub fn dev_keystore(dir: &std::path::Path, info: &SandboxInfo, passphrase: &str)
 /// Both sandbox chains, and its redeem action.
 pub fn bridge(info: &SandboxInfo) -> Bridge {
     Bridge {
-        main: ChainSide::from(&info.main),
-        side: ChainSide::from(&info.side),
+        main: side(&info.main),
+        side: side(&info.side),
         redeem_action: "redeem".into(),
+    }
+}
+
+/// A sandbox chain as the flows describe it (its node URL included).
+fn side(info: &ChainInfo) -> ChainSide {
+    ChainSide {
+        environment_id: info.environment_id.clone(),
+        symbol: info.symbol.clone(),
+        decimals: info.decimals,
+        token: info.token_address,
+        chain_id: info.chain_id,
+        rpc_url: Some(info.rpc_url.clone()),
     }
 }
 

@@ -89,10 +89,19 @@ impl Drop for SigningLogDb {
 }
 
 impl SigningLogDb {
+    /// Opens (creating if needed) the log of the keystore in `dir`
+    /// ([`SIGNING_LOG_FILE`] there), whose keys are `keys`: every signature made with
+    /// them is recorded in it, and an entry signed by any other key refuses signing
+    /// until a person acknowledges it ([`SigningLogDb::with_known_keys`]). The keystore
+    /// lists its keys (`bridgectl_keystore::Keystore::signers`).
+    pub fn open_in(dir: impl AsRef<Path>, keys: Vec<Address>) -> Result<SigningLogDb, Error> {
+        Ok(SigningLogDb::open(dir.as_ref().join(SIGNING_LOG_FILE))?.with_known_keys(keys))
+    }
+
     /// Opens (creating if needed) the log at `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<SigningLogDb, Error> {
         let path = path.as_ref().to_path_buf();
-        let sql = |e| Error::SigningLog {
+        let sql = |e| Error::Sql {
             path: path.clone(),
             source: e,
         };
@@ -100,7 +109,7 @@ impl SigningLogDb {
         // What was signed with which key is the keys' business: readable by their owner
         // only, like the key files (SQLite gives its -wal and -shm files the same mode).
         std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
-            .map_err(crate::error::Error::io("cannot set the mode of", &path))?;
+            .map_err(Error::io("cannot set the mode of", &path))?;
         Ok(SigningLogDb {
             path,
             conn: Mutex::new(conn),
@@ -129,7 +138,7 @@ impl SigningLogDb {
     }
 
     fn sql(&self) -> impl Fn(rusqlite::Error) -> Error + '_ {
-        |e| Error::SigningLog {
+        |e| Error::Sql {
             path: self.path.clone(),
             source: e,
         }
@@ -157,7 +166,7 @@ impl SigningLogDb {
     }
 
     /// Checks the whole chain, and against `kept` when given, and returns the verified
-    /// head. A log that does not hold is [`Error::SigningLogBroken`], naming the first
+    /// head. A log that does not hold is [`Error::Broken`], naming the first
     /// entry that does not; any other error is one of reading the log.
     pub fn verify(&self, kept: Option<Checkpoint>) -> Result<Checkpoint, Error> {
         let mut check = ChainCheck::new();
@@ -182,7 +191,7 @@ impl SigningLogDb {
                 Err(e) => bad = Some(e),
             }
         })?;
-        let broken = |bad| Error::SigningLogBroken {
+        let broken = |bad| Error::Broken {
             path: self.path.clone(),
             bad,
         };
@@ -349,7 +358,7 @@ impl SigningLogDb {
         };
         serde_json::from_str(&text)
             .map(Some)
-            .map_err(|e| Error::SigningLogCheckpoint {
+            .map_err(|e| Error::Checkpoint {
                 path,
                 reason: e.to_string(),
             })
@@ -358,7 +367,7 @@ impl SigningLogDb {
     fn write_kept(&self, kept: &KeptCheckpoint) -> Result<(), Error> {
         let path = self.checkpoint_path();
         let text = serde_json::to_string(kept).unwrap_or_default();
-        crate::store::write_replace(&path, text.as_bytes())
+        Ok(bridgectl_files::write_replace(&path, text.as_bytes())?)
     }
 
     /// Accepts the log as it stands: after `verify` found it whole (links, hashes,
@@ -394,7 +403,7 @@ impl SigningLogDb {
             .optional()
             .map_err(self.sql())?;
         if at.as_deref() != Some(kept.head.as_slice()) {
-            return Err(Error::SigningLogRolledBack {
+            return Err(Error::RolledBack {
                 path: self.path.clone(),
                 kept: kept.checkpoint(),
                 found: head(c).map_err(self.sql())?.count,
@@ -415,7 +424,7 @@ impl SigningLogDb {
         window: Option<&WindowQuery>,
         acknowledged: u64,
     ) -> Result<Walked, Error> {
-        let broken = |bad: BadEntry| Error::SigningLogBroken {
+        let broken = |bad: BadEntry| Error::Broken {
             path: self.path.clone(),
             bad,
         };
@@ -452,7 +461,7 @@ impl SigningLogDb {
                 && !known.contains(&body.key)
                 && entry.seq > acknowledged
             {
-                return Err(Error::SigningLogForeign {
+                return Err(Error::Foreign {
                     path: self.path.clone(),
                     seq: entry.seq,
                     key: body.key,
@@ -576,13 +585,12 @@ impl SigningLogDb {
         Ok(found)
     }
 
-    /// [`Self::checked_body`], a bad entry as the refusal [`Error::SigningLogBroken`].
+    /// [`Self::checked_body`], a bad entry as the refusal [`Error::Broken`].
     fn checked_or_broken(&self, entry: &Entry) -> Result<EntryBody, Error> {
-        self.checked_body(entry)
-            .map_err(|bad| Error::SigningLogBroken {
-                path: self.path.clone(),
-                bad,
-            })
+        self.checked_body(entry).map_err(|bad| Error::Broken {
+            path: self.path.clone(),
+            bad,
+        })
     }
 
     /// The seq of `key`'s newest chain-reset entry for `chain_id` (checked like any
@@ -628,10 +636,10 @@ impl SigningLogDb {
 /// stranger's entry) is a refusal to sign; anything else is a failure to read it.
 fn as_tx(e: Error) -> bridgectl_tx::Error {
     match e {
-        Error::SigningLogBroken { .. }
-        | Error::SigningLogRolledBack { .. }
-        | Error::SigningLogForeign { .. }
-        | Error::SigningLogCheckpoint { .. } => refused(e),
+        Error::Broken { .. }
+        | Error::RolledBack { .. }
+        | Error::Foreign { .. }
+        | Error::Checkpoint { .. } => refused(e),
         other => boxed(other),
     }
 }

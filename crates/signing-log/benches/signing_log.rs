@@ -8,7 +8,7 @@
 //! - `verify/10000 entries`: `log verify` of an intact log of 10,000 entries (a keccak
 //!   and an ecrecover each).
 //!
-//! `cargo bench -p bridgectl-keystore --bench signing_log` prints the medians; the
+//! `cargo bench -p bridgectl-signing-log --bench signing_log` prints the medians; the
 //! numbers are reported, never asserted.
 
 #![allow(missing_docs)]
@@ -17,8 +17,9 @@ use std::collections::BTreeMap;
 
 use alloy_primitives::{Address, Bytes, U256};
 use alloy_signer_local::PrivateKeySigner;
-use bridgectl_keystore::SigningLogDb;
-use bridgectl_tx::log::{Checkpoint, EntryBody, Head, make_entry};
+use bridgectl_signing_log::SigningLogDb;
+use bridgectl_tx::log::{Checkpoint, EntryBody, Head};
+use bridgectl_tx::sign::make_entry;
 use bridgectl_tx::{RawTx, Verified, sign_and_log, sign_legacy, verify};
 use criterion::{Criterion, criterion_group, criterion_main};
 

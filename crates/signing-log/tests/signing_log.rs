@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 
 use alloy_primitives::{Address, Bytes, U256};
 use alloy_signer_local::PrivateKeySigner;
-use bridgectl_keystore::SigningLogDb;
-use bridgectl_tx::log::{Checkpoint, EntryBody, Head, SigningLog, make_entry};
+use bridgectl_signing_log::SigningLogDb;
+use bridgectl_tx::log::{Checkpoint, EntryBody, Head, SigningLog};
 use bridgectl_tx::request::Token;
+use bridgectl_tx::sign::make_entry;
 use bridgectl_tx::{Error, Policy, RawTx, limits, sign_and_log, verify};
 
 const ST: Address = Address::repeat_byte(0x57);
@@ -105,7 +106,7 @@ fn sql(log: &SigningLogDb, statement: &str) {
 fn first_bad(log: &SigningLogDb, kept: Option<Checkpoint>) -> (u64, String) {
     // One flat Result: a log that does not hold is an error a wallet matches.
     match log.verify(kept) {
-        Err(bridgectl_keystore::Error::SigningLogBroken { bad, .. }) => (bad.seq, bad.reason),
+        Err(bridgectl_signing_log::Error::Broken { bad, .. }) => (bad.seq, bad.reason),
         other => panic!("tampering must be detected as a broken log: {other:?}"),
     }
 }
@@ -414,7 +415,7 @@ fn a_strangers_entry_dated_long_ago_does_not_reset_the_window() {
     let stranger = append_stranger(&log, 1);
     let e = refusal(&log, 1, T0 + 60);
     assert!(e.contains("8 ST signed already in the window"), "{e}");
-    // With the key list (what `Keystore::signing_log` opens), it refuses outright,
+    // With the key list (what `SigningLogDb::open_in` opens), it refuses outright,
     // naming the entry and its key, until acknowledged.
     let log = SigningLogDb::open(log.path())
         .expect("open")

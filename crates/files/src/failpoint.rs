@@ -13,8 +13,9 @@
 //! | `key-linked-temp-left` | a new key file has its name, its temp name is not removed yet |
 //! | `key-not-dir-synced` | a key file is in place, its directory entry is not synced yet |
 //!
-//! They live here, beside the durable writes of the local state, because every crate that
-//! writes such state (keystore, flow) depends on this one.
+//! They live here, beside the private writes of the local state, because every crate
+//! that writes such state (keystore, signing log, flow) depends on this one; SQLite's
+//! crate re-exports them as `bridgectl_sqlite::failpoint`.
 
 /// Aborts the process when `BRIDGECTL_FAILPOINT` names `name` (debug builds only).
 #[inline]

@@ -1,0 +1,8 @@
+#![doc = include_str!("../README.md")]
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
+
+mod error;
+mod store;
+
+pub use error::Error;
+pub use store::{Columns, KeptCheckpoint, SIGNING_LOG_FILE, ShowFilter, SigningLogDb};

@@ -47,11 +47,17 @@ doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
 	./scripts/doc-links.sh
 
-# A wallet that embeds bridgectl-flow for redeem compiles no web server and no listener.
+# Arrows point one way. A wallet that embeds bridgectl-flow for redeem compiles no web
+# server, no listener, no keystore and no sandbox (it brings its own signer); one that
+# only keeps keys (bridgectl-keystore) compiles neither the transaction model nor SQLite
+# (the signing log is bridgectl-signing-log's).
 deps:
-	@if $(CARGO) tree -p bridgectl-flow -e normal --prefix none | grep -E '^(axum|axum-core|bridgectl-webhook) '; then \
-		echo "bridgectl-flow depends on the above: the listener belongs to bridgectl-webhook" >&2; exit 1; \
-	else echo "bridgectl-flow: no axum, no listener"; fi
+	@if $(CARGO) tree -p bridgectl-flow -e normal --prefix none | grep -E '^(axum|axum-core|bridgectl-webhook|bridgectl-keystore|bridgectl-sandbox) '; then \
+		echo "bridgectl-flow depends on the above: the listener is bridgectl-webhook's, keys and the sandbox are its caller's" >&2; exit 1; \
+	else echo "bridgectl-flow: no axum, no listener, no keystore, no sandbox"; fi
+	@if $(CARGO) tree -p bridgectl-keystore -e normal --prefix none | grep -E '^(bridgectl-tx|bridgectl-sqlite|rusqlite|libsqlite3-sys) '; then \
+		echo "bridgectl-keystore depends on the above: the signing log is bridgectl-signing-log's" >&2; exit 1; \
+	else echo "bridgectl-keystore: no transaction model, no SQLite"; fi
 
 # No module imports itself through others in its crate (crates/*/src and src/): each crate
 # reads as layers. Prints every circle with the line behind each step.

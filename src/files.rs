@@ -3,7 +3,7 @@
 //! or a rename (replaces), then fsync of the directory. A crash leaves the old file or
 //! the new one, never half of one.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -17,74 +17,34 @@ fn parent(path: &Path) -> PathBuf {
     }
 }
 
-/// Writes `bytes` to a fresh 0600 temp file beside `path` and fsyncs it.
-fn write_temp(path: &Path, bytes: &[u8]) -> anyhow::Result<PathBuf> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out".into());
-    let tmp = parent(path).join(format!(".{name}.tmp-{}", std::process::id()));
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .with_context(|| format!("cannot create {}", tmp.display()))?;
-    let written = f.write_all(bytes).and_then(|()| f.sync_all());
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e).with_context(|| format!("cannot write {}", tmp.display()));
-    }
-    Ok(tmp)
-}
-
-fn sync_dir(path: &Path) {
-    if let Ok(d) = std::fs::File::open(parent(path)) {
-        let _ = d.sync_all();
-    }
-}
-
-/// Creates `path` with `bytes`, atomically; refuses ([`Code::Exists`]) if it exists.
+/// Creates `path` with `bytes`, atomically and durably; refuses ([`Code::Exists`]) if it
+/// exists, even if it appeared while this was writing.
 pub fn write_new(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    if path.exists() {
-        return Err(coded(
+    let exists = || {
+        coded(
             Code::Exists,
             format!("{} already exists: not overwriting it", path.display()),
-        ));
-    }
-    let tmp = write_temp(path, bytes)?;
-    // Created meanwhile by someone else: exists all the same.
-    let linked = match std::fs::hard_link(&tmp, path) {
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(coded(
-            Code::Exists,
-            format!("{} already exists: not overwriting it", path.display()),
-        )),
-        other => other.with_context(|| format!("cannot create {}", path.display())),
+        )
     };
-    let _ = std::fs::remove_file(&tmp);
-    linked?;
-    sync_dir(path);
-    Ok(())
+    if path.exists() {
+        return Err(exists());
+    }
+    bridgectl_files::write_new(path, bytes).map_err(|e| {
+        if e.source.kind() == std::io::ErrorKind::AlreadyExists {
+            exists()
+        } else {
+            anyhow::Error::new(e)
+        }
+    })
 }
 
-/// Writes `path` with `bytes`, atomically replacing what was there (caches only).
+/// Writes `path` with `bytes`, atomically and durably replacing what was there (caches
+/// only), making its directory (0700) first if needed.
 pub fn write_replace(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
     let dir = parent(path);
-    if !dir.exists() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)
-            .with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    let tmp = write_temp(path, bytes)?;
-    if let Err(e) = std::fs::rename(&tmp, path) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e).with_context(|| format!("cannot write {}", path.display()));
-    }
-    sync_dir(path);
+    bridgectl_files::create_private_dir(&dir)
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+    bridgectl_files::write_replace_synced(path, bytes)?;
     Ok(())
 }
 

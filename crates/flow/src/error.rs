@@ -158,10 +158,6 @@ pub enum Error {
         tx_id: String,
     },
 
-    /// A signature did not decode back to the transaction that was verified.
-    #[error("self-check of the signature failed: {0}")]
-    SelfCheck(String),
-
     /// The approver could not produce a signer (no passphrase source, a failed prompt).
     /// [`Error::Declined`] is a "no"; this is a failure of the caller's own.
     #[error(transparent)]

@@ -143,10 +143,7 @@ impl Keystore {
         match fs::symlink_metadata(&dir) {
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(&dir)
+                bridgectl_files::create_private_dir(&dir)
                     .map_err(Error::io("cannot create the keystore directory", &dir))?;
             }
             Err(e) => return Err(Error::io("cannot read", &dir)(e)),
@@ -206,21 +203,9 @@ impl Keystore {
         }
         known.push(address);
         let path = self.dir.join(EXTERNAL_SIGNERS_FILE);
-        let tmp = self.dir.join(format!(".{EXTERNAL_SIGNERS_FILE}.tmp"));
         let text = serde_json::to_vec_pretty(&known).unwrap_or_default();
-        (|| {
-            let mut f = OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&tmp)?;
-            std::io::Write::write_all(&mut f, &text)?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, &path)
-        })()
-        .map_err(Error::io("cannot write", &path))?;
-        self.sync_dir()
+        bridgectl_files::write_replace_synced(&path, &text)
+            .map_err(|e| Error::io("cannot write", &path)(e.source))
     }
 
     /// The addresses of the keys in the directory (files that do not parse are skipped:
@@ -621,12 +606,7 @@ impl Keystore {
 
     fn lock(&self) -> Result<LockGuard, Error> {
         let path = self.dir.join(LOCK_FILE);
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&path)
+        let file = bridgectl_files::open_lock_file(&path)
             .map_err(Error::io("cannot open the lock file", &path))?;
         file.lock().map_err(Error::io("cannot lock", &path))?;
         let guard = LockGuard(file);

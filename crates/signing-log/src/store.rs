@@ -108,8 +108,7 @@ impl SigningLogDb {
         let conn = bridgectl_sqlite::open(&path, &SCHEMA).map_err(sql)?;
         // What was signed with which key is the keys' business: readable by their owner
         // only, like the key files (SQLite gives its -wal and -shm files the same mode).
-        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
-            .map_err(Error::io("cannot set the mode of", &path))?;
+        bridgectl_files::restrict(&path).map_err(Error::io("cannot set the mode of", &path))?;
         Ok(SigningLogDb {
             path,
             conn: Mutex::new(conn),

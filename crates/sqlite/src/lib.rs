@@ -176,16 +176,10 @@ pub fn prepare_files(path: &Path) -> rusqlite::Result<()> {
 
 /// [`prepare_files`] without the directory sync: returns whether it made a file.
 fn make_files(path: &Path) -> rusqlite::Result<bool> {
-    use std::os::unix::fs::OpenOptionsExt;
     let wal = PathBuf::from(format!("{}-wal", path.display()));
     let mut made = false;
     for file in [path, wal.as_path()] {
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(file)
-        {
+        match bridgectl_files::create_new_private(file) {
             Ok(_) => made = true,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(io_failure(file, e)),

@@ -9,7 +9,7 @@ use alloy_primitives::{Address, B256, Bytes, U256, keccak256, uint};
 use serde::Serialize;
 
 use crate::Error;
-use crate::rawtx::RawTx;
+use crate::rawtx::{RawTx, SignedTx};
 
 /// The largest contract creation code a transaction may carry (EIP-3860, Shanghai).
 pub const MAX_INITCODE_SIZE: usize = 49_152;
@@ -546,6 +546,107 @@ pub fn intrinsic_gas(input: &[u8], create: bool) -> u64 {
         gas += 32_000 + 2 * (input.len() as u64).div_ceil(32);
     }
     gas
+}
+
+/// The signed transaction in `raw` if it is exactly `tx`: legacy, EIP-155 with `tx`'s
+/// chain id, recovered to `tx.from`, every field equal.
+pub fn check_signed_by(raw: &[u8], tx: &RawTx) -> Result<SignedTx, Error> {
+    let mismatch = |what: String| Error::SignerMismatch(what);
+    let decoded = decode_signed(raw)
+        .map_err(|e| mismatch(format!("what it returned is not a signed transaction: {e}")))?;
+    if let Some(d) = first_difference(&decoded, tx) {
+        return Err(mismatch(format!(
+            "{}: asked {}, signed {}",
+            d.field,
+            crate::error::shorten(&d.expected),
+            crate::error::shorten(&d.found)
+        )));
+    }
+    Ok(SignedTx {
+        raw: raw.to_vec().into(),
+        hash: keccak256(raw),
+        from: tx.from,
+        chain_id: tx.chain_id,
+        nonce: tx.nonce,
+    })
+}
+
+/// A field in which signed bytes are not the transaction they were meant to sign.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Difference {
+    /// The field (`chainId`, `from (recovered signer)`, `data`, ...).
+    pub field: &'static str,
+    /// What the transaction has.
+    pub expected: String,
+    /// What the signed bytes have.
+    pub found: String,
+}
+
+/// The first field in which `decoded` is not exactly `tx` signed by `tx.from` (legacy,
+/// EIP-155 with `tx`'s chain id, every field equal); `None` when it is. The one
+/// comparison behind a signer's answer, a bundle from the air gap and a managed
+/// signature.
+pub fn first_difference(decoded: &DecodedTx, tx: &RawTx) -> Option<Difference> {
+    let field = |field: &'static str, expected: String, found: String| {
+        Some(Difference {
+            field,
+            expected,
+            found,
+        })
+    };
+    if decoded.kind != "legacy" {
+        return field("type", "legacy".into(), decoded.kind.into());
+    }
+    if decoded.chain_id != Some(tx.chain_id) {
+        return field(
+            "chainId",
+            tx.chain_id.to_string(),
+            decoded.chain_id.map_or(
+                "none (a pre-EIP-155 signature, valid on every chain)".into(),
+                |c| c.to_string(),
+            ),
+        );
+    }
+    if decoded.sender != tx.from {
+        return field(
+            "from (recovered signer)",
+            tx.from.to_string(),
+            decoded.sender.to_string(),
+        );
+    }
+    if decoded.to != Some(tx.to) {
+        return field(
+            "to",
+            tx.to.to_string(),
+            decoded
+                .to
+                .map_or("contract creation".into(), |t| t.to_string()),
+        );
+    }
+    if decoded.nonce != tx.nonce {
+        return field("nonce", tx.nonce.to_string(), decoded.nonce.to_string());
+    }
+    if decoded.gas_limit != tx.gas_limit {
+        return field(
+            "gasLimit",
+            tx.gas_limit.to_string(),
+            decoded.gas_limit.to_string(),
+        );
+    }
+    if decoded.gas_price != Some(alloy_primitives::U256::from(tx.gas_price)) {
+        return field(
+            "gasPrice",
+            tx.gas_price.to_string(),
+            decoded.gas_price.map_or("none".into(), |p| p.to_string()),
+        );
+    }
+    if decoded.value != tx.value {
+        return field("value", tx.value.to_string(), decoded.value.to_string());
+    }
+    if decoded.input != tx.data {
+        return field("data", tx.data.to_string(), decoded.input.to_string());
+    }
+    None
 }
 
 #[cfg(test)]

@@ -315,6 +315,21 @@ pub fn signing_hash(tx: &RawTx) -> B256 {
     to_legacy(tx).signature_hash()
 }
 
+/// A signed transaction, ready to submit as `{"signedTx": raw}`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignedTx {
+    /// The signed RLP bytes.
+    pub raw: Bytes,
+    /// `keccak256(raw)`, the transaction hash.
+    pub hash: B256,
+    /// The signer.
+    pub from: Address,
+    /// The EIP-155 chain id signed for.
+    pub chain_id: u64,
+    /// The nonce.
+    pub nonce: u64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

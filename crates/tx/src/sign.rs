@@ -24,20 +24,7 @@ pub const BUNDLE_FORMAT: &str = "bridgectl-signed-bundle";
 /// The signed-bundle version this crate writes.
 pub const BUNDLE_VERSION: u64 = 1;
 
-/// A signed transaction, ready to submit as `{"signedTx": raw}`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SignedTx {
-    /// The signed RLP bytes.
-    pub raw: Bytes,
-    /// `keccak256(raw)`, the transaction hash.
-    pub hash: B256,
-    /// The signer.
-    pub from: Address,
-    /// The EIP-155 chain id signed for.
-    pub chain_id: u64,
-    /// The nonce.
-    pub nonce: u64,
-}
+pub use crate::rawtx::SignedTx;
 
 /// Signs a [`Verified`] transaction with `signer` as a legacy EIP-155 transaction,
 /// without recording it. The flows and `bridgectl sign` sign through
@@ -112,6 +99,10 @@ pub fn sign_and_log(
     time: u64,
 ) -> Result<SignedTx, Error> {
     let signed = sign_legacy(verified, signer)?;
+    // The decode self-check every signer's answer passes, a local key's too: the bytes
+    // decode to exactly the verified transaction, from its sender, before the log
+    // records them.
+    crate::decode::check_signed_by(&signed.raw, verified.raw_tx())?;
     let limit = verified.window_limit().map(|l| l.at(time));
     log.append(signed.from, limit.as_ref(), &mut |head| {
         make_entry(head, verified, &signed, time, signer)

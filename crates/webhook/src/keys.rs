@@ -275,48 +275,22 @@ impl KeyFile {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        if !dir.exists() {
-            fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(&dir)
-                .map_err(|e| self.io(e))?;
-        }
+        bridgectl_files::create_private_dir(&dir).map_err(|e| self.io(e))?;
         let lock_path = with_suffix(&self.path, ".lock");
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&lock_path)
-            .map_err(|e| self.io(e))?;
+        let lock = bridgectl_files::open_lock_file(&lock_path).map_err(|e| self.io(e))?;
         lock.lock().map_err(|e| self.io(e))?;
 
         let mut disk = self.read_disk()?;
         change(&mut disk);
-        let text = Zeroizing::new(serde_json::to_string_pretty(&disk).map_err(|e| {
+        let mut text = Zeroizing::new(serde_json::to_string_pretty(&disk).map_err(|e| {
             Error::KeyFileFormat {
                 path: self.path.clone(),
                 reason: format!("could not encode: {e}"),
             }
         })?);
-        let tmp = with_suffix(&self.path, &format!(".tmp{}", std::process::id()));
-        let result = (|| {
-            let mut f = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&tmp)?;
-            f.write_all(text.as_bytes())?;
-            f.write_all(b"\n")?;
-            f.sync_all()?;
-            fs::rename(&tmp, &self.path)?;
-            File::open(&dir)?.sync_all()
-        })();
-        if result.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        result.map_err(|e| self.io(e))
+        text.push('\n');
+        bridgectl_files::write_replace_synced(&self.path, text.as_bytes())
+            .map_err(|e| self.io(e.source))
     }
 }
 

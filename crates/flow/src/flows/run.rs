@@ -431,8 +431,8 @@ impl Run<'_> {
     }
 }
 
-/// Asks the approver for the key, signs (recorded in the signing log before the bytes
-/// leave), re-decodes the result as a self-check, and commits the signed bytes to the
+/// Asks the approver for the key, signs (the bytes decoded as a self-check and recorded
+/// in the signing log before they leave `bridgectl-tx`), and commits the signed bytes to the
 /// journal (a replacement of the flow's signed transaction, for a `purpose` other than
 /// its original signature). The only function of the crate that reaches a key; online
 /// flows (through [`Run::sign`]), the offline signer and replace/cancel all come
@@ -482,9 +482,7 @@ pub(super) async fn sign_verified(
     .await
     .map_err(Error::from);
     drop(signer);
-    let signed = signed
-        .and_then(|s| self_check(&s, verified.raw_tx()).map(|()| s))
-        .inspect_err(|e| fail("not-signed", e))?;
+    let signed = signed.inspect_err(|e| fail("not-signed", e))?;
     bridgectl_sqlite::failpoint::hit("signed-not-journaled");
     match purpose {
         Purpose::Original => journal.record_signed(tx_id, &signed)?,
@@ -492,17 +490,4 @@ pub(super) async fn sign_verified(
     }
     bridgectl_sqlite::failpoint::hit("journaled-not-sent");
     Ok(signed)
-}
-
-/// The signed bytes decode to the transaction that was verified, from its sender.
-fn self_check(signed: &SignedTx, raw: &RawTx) -> Result<(), Error> {
-    let decoded = bridgectl_tx::decode::decode_signed(&signed.raw)?;
-    crate::airgap::check_signed_matches(&decoded, raw)?;
-    if decoded.hash != signed.hash {
-        return Err(Error::SelfCheck(format!(
-            "the signature's hash {} is not its bytes' hash {}",
-            signed.hash, decoded.hash
-        )));
-    }
-    Ok(())
 }

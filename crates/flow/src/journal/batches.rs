@@ -8,7 +8,7 @@ use rusqlite::{TransactionBehavior, params};
 use serde_json::Value;
 
 use super::records::{BatchItemRecord, BatchRecord, COLUMNS, row_to_batch, row_to_record_at};
-use super::{Journal, create_private_dir, now};
+use super::{Journal, now};
 use crate::Error;
 
 /// The run lock of one batch (see [`Journal::lock_batch`]): released when dropped, or
@@ -28,18 +28,12 @@ impl Journal {
             return Ok(BatchLock { _file: None });
         }
         let dir = self.path.with_extension("batch-locks");
-        create_private_dir(&dir).map_err(|source| Error::JournalDir {
+        bridgectl_files::create_private_dir(&dir).map_err(|source| Error::JournalDir {
             path: dir.display().to_string(),
             source,
         })?;
         let path = dir.join(format!("{batch_id}.lock"));
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|source| Error::JournalDir {
+        let file = bridgectl_files::open_lock_file(&path).map_err(|source| Error::JournalDir {
                 path: path.display().to_string(),
                 source,
             })?;

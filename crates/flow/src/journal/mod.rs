@@ -136,7 +136,7 @@ impl Journal {
     pub fn open(path: impl AsRef<Path>) -> Result<Journal, Error> {
         let path = path.as_ref().to_path_buf();
         if let Some(dir) = path.parent() {
-            create_private_dir(dir).map_err(|source| Error::JournalDir {
+            bridgectl_files::create_private_dir(dir).map_err(|source| Error::JournalDir {
                 path: dir.display().to_string(),
                 source,
             })?;
@@ -145,7 +145,9 @@ impl Journal {
             path: path.display().to_string(),
             source,
         })?;
-        restrict_file(&path);
+        // Best effort: the journal holds signed transactions (public once sent) and
+        // intents, no secrets; 0600 keeps other users from reading what you did.
+        let _ = bridgectl_files::restrict(&path);
         Ok(Journal::new(conn, path))
     }
 
@@ -241,20 +243,3 @@ impl Drop for Journal {
     }
 }
 
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    if dir.is_dir() {
-        return Ok(());
-    }
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-}
-
-fn restrict_file(path: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    // Best effort: the journal holds signed transactions (public once sent) and intents,
-    // no secrets; 0600 keeps other users from reading what you did.
-    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
-}

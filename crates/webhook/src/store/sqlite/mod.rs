@@ -468,15 +468,8 @@ impl Files {
     }
 
     fn create(&self) -> Result<(), Error> {
-        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            use std::os::unix::fs::DirBuilderExt;
-            if !dir.exists() {
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(dir)
-                    .map_err(|e| self.io(e))?;
-            }
+        if let Some(dir) = self.path.parent() {
+            bridgectl_files::create_private_dir(dir).map_err(|e| self.io(e))?;
         }
         // The file and its WAL private, their directory entry durable (SQLite is built
         // without its own directory fsync: see `bridgectl_sqlite::prepare_files`).

@@ -41,7 +41,10 @@ pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     if dir.as_os_str().is_empty() || dir.is_dir() {
         return Ok(());
     }
-    fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
 }
 
 /// Creates `path`, 0600, for writing; fails with `AlreadyExists` if anything is there
@@ -179,7 +182,11 @@ mod tests {
         assert_eq!(fs::read(&path).expect("read"), b"first");
         let mode = fs::metadata(&path).expect("meta").permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
-        assert_eq!(fs::read_dir(dir.path()).expect("list").count(), 1, "no temp left");
+        assert_eq!(
+            fs::read_dir(dir.path()).expect("list").count(),
+            1,
+            "no temp left"
+        );
     }
 
     #[test]

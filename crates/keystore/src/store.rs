@@ -1,8 +1,7 @@
 //! The keystore directory: listing, finding, and atomic, checked, never-overwriting
 //! writes under a lock file.
 
-use std::fs::{self, File, OpenOptions};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
 use alloy_primitives::Address;

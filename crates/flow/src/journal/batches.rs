@@ -1,7 +1,6 @@
 //! Batches: one record with its items, each bound to the txId of the flow that carries it
 //! out, so that a batch interrupted anywhere can be finished from the journal alone.
 
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use rusqlite::{TransactionBehavior, params};
@@ -34,9 +33,9 @@ impl Journal {
         })?;
         let path = dir.join(format!("{batch_id}.lock"));
         let file = bridgectl_files::open_lock_file(&path).map_err(|source| Error::JournalDir {
-                path: path.display().to_string(),
-                source,
-            })?;
+            path: path.display().to_string(),
+            source,
+        })?;
         match file.try_lock() {
             Ok(()) => Ok(BatchLock { _file: Some(file) }),
             Err(std::fs::TryLockError::WouldBlock) => Err(Error::BatchRunning {

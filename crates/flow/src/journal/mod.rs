@@ -242,4 +242,3 @@ impl Drop for Journal {
         self.tidy();
     }
 }
-

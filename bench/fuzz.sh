@@ -7,10 +7,13 @@
 #   FUZZ_RUNS=10000000 bench/fuzz.sh 1800               (stop a target at N execs too)
 #
 # Seeds: fuzz/seed.py (key fixtures, ethereum/tests vectors, hand-written inputs) plus the
-# committed regression corpus fuzz/regressions/<target>/. A crash is left in
-# fuzz/artifacts/<target>/; once fixed, copy it into fuzz/regressions/<target>/ so that
-# `cargo test -p bridgectl-fuzzing` replays it on stable. Stats lines are appended to
-# fuzz/runs.log (not committed).
+# committed regression corpus fuzz/regressions/<target>/; the campaign's corpus grows in
+# fuzz/corpus/<target>/ (not committed). A crash is left in fuzz/artifacts/<target>/;
+# once fixed, copy it into fuzz/regressions/<target>/ (keep its crash-<sha1> name) so that
+# `cargo test -p bridgectl-fuzzing` replays it on stable. Then bench/fuzz-cmin.sh merges
+# fuzz/corpus/ back into fuzz/regressions/ by coverage (cargo fuzz cmin), keeping every
+# crash-* file, so the committed folder stays small; never copy fuzz/corpus/ in whole.
+# Stats lines are appended to fuzz/runs.log (not committed).
 #
 # Built with `-s none`: the crates deny unsafe code, so AddressSanitizer finds nothing
 # the Rust checks do not, and without it the targets run about twice as fast.

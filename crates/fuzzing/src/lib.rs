@@ -3,7 +3,10 @@
 //!
 //! Two drivers call these: the cargo-fuzz targets in `fuzz/` (nightly, coverage-guided)
 //! and the `regressions` test of this crate, which replays every committed input under
-//! `fuzz/regressions/<target>/` on stable, so CI keeps every crash found fixed.
+//! `fuzz/regressions/<target>/` on stable, so CI keeps every crash found fixed. That
+//! folder holds each crash reproducer (`crash-*`) and a coverage-minimised seed set
+//! (`cargo fuzz cmin` of the campaigns' corpora); `bench/fuzz.sh` runs a campaign and
+//! `bench/fuzz-cmin.sh` merges its corpus back into the folder, keeping it small.
 //!
 //! Inputs are plain bytes with a small convention per target (documented on each
 //! function), so the corpora stay readable and seeds can be written by hand.

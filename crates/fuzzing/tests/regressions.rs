@@ -1,6 +1,9 @@
-//! Replays every committed fuzz input on stable: `fuzz/regressions/<target>/*` holds the
-//! minimised corpus of each target's campaign and every crash it found (`crash-*`), so
-//! a fixed crash stays fixed without nightly or cargo-fuzz.
+//! Replays every committed fuzz input on stable, so a fixed crash stays fixed without
+//! nightly or cargo-fuzz. `fuzz/regressions/<target>/*` holds every crash the target's
+//! campaigns found (`crash-<sha1>`, kept unconditionally) and a coverage-minimised seed
+//! set: the campaigns' corpora merged by `cargo fuzz cmin` (libFuzzer `-merge=1`, which
+//! keeps a subset that reaches every edge and hit-count bucket of the whole), named by
+//! SHA-1. `bench/fuzz-cmin.sh` re-minimises it after a campaign (`bench/fuzz.sh`).
 
 use std::path::Path;
 

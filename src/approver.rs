@@ -108,7 +108,6 @@ impl Approver for CliApprover<'_> {
     async fn approve(&mut self, review: &Review<'_>) -> Result<CliSigner, Error> {
         let mut ctx = crate::review::context(self.profile, review.verified);
         let from = review.raw_tx().from;
-        let mut selector = from.to_string();
         let mut question = "sign and submit this transaction?";
         if let Some(offline) = &self.offline {
             if self.yes && !review.verified.pins_call() {
@@ -123,12 +122,11 @@ impl Approver for CliApprover<'_> {
                 .into());
             }
             crate::output::note(&offline.what);
-            if offline.key.label != selector {
+            if offline.key.label != from.to_string() {
                 ctx.labels
                     .entry(offline.key.address)
                     .or_insert_with(|| format!("key {}", offline.key.label));
             }
-            selector = offline.key.id.to_string();
             question = "sign this transaction?";
         }
         crate::review::show(review.raw_tx(), &ctx);
@@ -146,7 +144,12 @@ impl Approver for CliApprover<'_> {
             .ensure_available()
             .map_err(approval_error)?;
         let started = std::time::Instant::now();
-        let signer = self.passphrases.unlock(self.keystore, &selector);
+        // The offline signer's key was found before anything was verified: unlocked as
+        // found, without listing the keystore again.
+        let signer = match &self.offline {
+            Some(offline) => self.passphrases.unlock_key(self.keystore, offline.key),
+            None => self.passphrases.unlock(self.keystore, &from.to_string()),
+        };
         self.unlock_time += started.elapsed();
         Ok(CliSigner::Local(signer.map_err(Error::unlock)?))
     }

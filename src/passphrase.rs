@@ -234,13 +234,34 @@ impl CliPassphrases {
         store: &bridgectl_keystore::Keystore,
         selector: &str,
     ) -> Result<alloy_signer_local::PrivateKeySigner, bridgectl_keystore::Error> {
+        self.attempts(|p| store.unlock(selector, p))
+    }
+
+    /// [`CliPassphrases::unlock`] of a key found already (`Keystore::unlock_key`).
+    pub fn unlock_key(
+        &mut self,
+        store: &bridgectl_keystore::Keystore,
+        key: &bridgectl_keystore::KeyInfo,
+    ) -> Result<alloy_signer_local::PrivateKeySigner, bridgectl_keystore::Error> {
+        self.attempts(|p| store.unlock_key(key, p))
+    }
+
+    fn attempts(
+        &mut self,
+        mut unlock: impl FnMut(
+            &mut Self,
+        ) -> Result<
+            alloy_signer_local::PrivateKeySigner,
+            bridgectl_keystore::Error,
+        >,
+    ) -> Result<alloy_signer_local::PrivateKeySigner, bridgectl_keystore::Error> {
         let attempts = match self.source {
             Source::Prompt => PROMPT_ATTEMPTS,
             Source::File(_) | Source::Env => 1,
         };
         let mut attempt = 1;
         loop {
-            match store.unlock(selector, self) {
+            match unlock(self) {
                 Err(bridgectl_keystore::Error::WrongPassphrase { .. }) if attempt < attempts => {
                     attempt += 1;
                     crate::output::note(format_args!(

@@ -23,6 +23,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use bridgectl_flow::{OfflineSigner, OfflineSigning};
+use bridgectl_signing_log::SigningLogDb;
 use bridgectl_tx::{SignInput, SignedBundle};
 use clap::Args;
 
@@ -89,9 +90,12 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
     let policy = crate::trust::trust_root(&profile, args.policy.to_policy()?);
 
     // 2. The key: found without any passphrase.
+    // The keys are listed once: the key is found among them, and they are the signing
+    // log's own signers.
     let store = crate::session::open_keystore(global)?;
+    let keys = store.list()?;
     let selector = args.key.clone().unwrap_or_else(|| tx.from.to_string());
-    let info = store.find(&selector).with_context(|| {
+    let info = store.find_in(&keys, &selector).with_context(|| {
         format!(
             "no usable key for {selector} (the transaction is from {})",
             tx.from
@@ -102,7 +106,7 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
     // floor and the signing log's totals for the limits; then the summary, the question
     // and only then the passphrase (in the approver).
     let journal = crate::session::open_journal(args.journal.as_deref())?;
-    let signing_log = crate::session::open_signing_log(&store)?;
+    let signing_log = SigningLogDb::open_in(store.dir(), store.signers_among(&keys)?)?;
     let mut approver = CliApprover {
         keystore: &store,
         passphrases: CliPassphrases::new(&args.passphrase),

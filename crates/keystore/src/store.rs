@@ -176,6 +176,14 @@ impl Keystore {
         Ok(known)
     }
 
+    /// [`Keystore::signers`] for keys already listed ([`Keystore::list`]): a command that
+    /// lists the keys to find one reads each key file once, not once per question.
+    pub fn signers_among(&self, keys: &[KeyInfo]) -> Result<Vec<Address>, Error> {
+        let mut known: Vec<Address> = keys.iter().map(|k| k.address).collect();
+        known.extend(self.external_signers()?);
+        Ok(known)
+    }
+
     /// The accounts that sign through a signer outside this keystore (a hardware wallet
     /// behind a JSON-RPC endpoint) and record their signatures in its signing log:
     /// their entries are this keystore's own, not a stranger's. Kept in
@@ -258,12 +266,17 @@ impl Keystore {
     /// The one key matching `selector`: an address (any case, with or without `0x`),
     /// a label, or an id.
     pub fn find(&self, selector: &str) -> Result<KeyInfo, Error> {
+        self.find_in(&self.list()?, selector)
+    }
+
+    /// [`Keystore::find`] among keys already listed ([`Keystore::list`]).
+    pub fn find_in(&self, keys: &[KeyInfo], selector: &str) -> Result<KeyInfo, Error> {
         let address = parse_address_selector(selector);
         let id = uuid::Uuid::parse_str(selector).ok();
-        let mut found: Vec<KeyInfo> = self
-            .list()?
-            .into_iter()
+        let mut found: Vec<KeyInfo> = keys
+            .iter()
             .filter(|k| Some(k.address) == address || k.label == selector || Some(k.id) == id)
+            .cloned()
             .collect();
         match found.len() {
             0 => Err(Error::NotFound {
@@ -294,9 +307,38 @@ impl Keystore {
         passphrases: &mut dyn PassphraseProvider,
     ) -> Result<PrivateKeySigner, Error> {
         let (info, parsed, _) = self.load(selector)?;
+        Self::decrypt_asking(&info, &parsed, passphrases)
+    }
+
+    /// Decrypts the key `info` names (found without a passphrase, by [`Keystore::find`]
+    /// or [`Keystore::find_in`]): its file is read again, and refused if it is no longer
+    /// that key (same address and id); the directory is not listed again.
+    pub fn unlock_key(
+        &self,
+        info: &KeyInfo,
+        passphrases: &mut dyn PassphraseProvider,
+    ) -> Result<PrivateKeySigner, Error> {
+        let (now, parsed, _) = self.read_key(&info.path)?;
+        if now.address != info.address || now.id != info.id {
+            return Err(Error::malformed(
+                &info.path,
+                format!(
+                    "no longer key {} ({}): the file changed since it was found",
+                    info.id, info.address
+                ),
+            ));
+        }
+        Self::decrypt_asking(&now, &parsed, passphrases)
+    }
+
+    fn decrypt_asking(
+        info: &KeyInfo,
+        parsed: &ParsedV1,
+        passphrases: &mut dyn PassphraseProvider,
+    ) -> Result<PrivateKeySigner, Error> {
         let pass = passphrases.passphrase(&PassphraseRequest {
             purpose: Purpose::Unlock,
-            key: Some(&info),
+            key: Some(info),
         })?;
         parsed.decrypt(&info.path, &pass)
     }

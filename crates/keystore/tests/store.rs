@@ -568,3 +568,49 @@ fn labels_are_1_to_64_characters_and_a_refused_one_is_quoted_only_when_safe() {
     // 64 characters is allowed.
     assert_eq!(import_4646(&store, &"k".repeat(64)).label, "k".repeat(64));
 }
+
+/// A command that lists the keys once finds its key among them and unlocks it as found,
+/// reading its file again but not the directory; a file that is no longer that key (moved
+/// over by another key) is refused, naming it, before any passphrase is asked.
+#[test]
+fn a_key_found_in_a_listing_unlocks_as_found_and_only_as_found() {
+    let (_d, store) = store();
+    let first = import_4646(&store, "first");
+    let keys = store.list().expect("list");
+    let found = store.find_in(&keys, "first").expect("find_in");
+    assert_eq!(found.path, first.path);
+    assert_eq!(
+        store.signers_among(&keys).expect("signers"),
+        store.signers().expect("signers")
+    );
+    let signer = store
+        .unlock_key(&found, &mut pass("pw"))
+        .expect("unlock_key");
+    assert_eq!(signer.address().to_string(), ADDR_4646);
+
+    // Another key's file put in its place since the listing.
+    let other = store
+        .import_raw(
+            &SecretText::new(format!("0x{}\n", "47".repeat(32))),
+            Some("other"),
+            &mut pass("pw"),
+            &test_kdf(),
+        )
+        .expect("import other");
+    std::fs::rename(&other.path, &found.path).expect("move over");
+    let mut asked = Scripted {
+        asked: Vec::new(),
+        unlock: "pw",
+        create: "pw",
+    };
+    let err = store
+        .unlock_key(&found, &mut asked)
+        .expect_err("no longer the key found")
+        .to_string();
+    assert!(err.contains("the file changed since it was found"), "{err}");
+    assert!(
+        asked.asked.is_empty(),
+        "no passphrase asked: {:?}",
+        asked.asked
+    );
+}

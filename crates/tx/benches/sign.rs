@@ -6,6 +6,10 @@
 //!   RLP encoding, keccak of it).
 //!
 //! Target: the full path at >= 0.9x the bare signature rate.
+//!
+//! A second group, `recover`, prices who-signed-this: alloy's recovery (k256's, which
+//! verifies what it recovered: two multiplications) against `bridgectl_tx::recover`
+//! (one), on the same signature.
 
 use std::hint::black_box;
 
@@ -42,6 +46,24 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("sign_legacy_tx", |b| {
         b.iter(|| sign_legacy(black_box(&verified), &signer).expect("sign"))
+    });
+    g.finish();
+
+    let (sig, recid) = sk.sign_prehash_recoverable(hash.as_slice()).expect("sign");
+    let sig = alloy_primitives::Signature::from_signature_and_parity(sig, recid.is_y_odd());
+    let mut g = c.benchmark_group("recover");
+    g.bench_function("alloy_recover_address_from_prehash", |b| {
+        b.iter(|| {
+            black_box(&sig)
+                .recover_address_from_prehash(black_box(&hash))
+                .expect("recovers")
+        })
+    });
+    g.bench_function("bridgectl_signer_of_prehash", |b| {
+        b.iter(|| {
+            bridgectl_tx::recover::signer_of_prehash(black_box(&sig), black_box(&hash))
+                .expect("recovers")
+        })
     });
     g.finish();
 }

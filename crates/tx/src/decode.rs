@@ -5,18 +5,15 @@
 use alloy_consensus::transaction::{RlpEcdsaDecodableTx, to_eip155_value};
 use alloy_consensus::{Transaction, TxEnvelope, TxLegacy};
 use alloy_eips::eip2718::Decodable2718;
-use alloy_primitives::{Address, B256, Bytes, U256, keccak256, uint};
+use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
 use serde::Serialize;
 
 use crate::Error;
 use crate::rawtx::{RawTx, SignedTx};
+use crate::recover::SECP256K1N;
 
 /// The largest contract creation code a transaction may carry (EIP-3860, Shanghai).
 pub const MAX_INITCODE_SIZE: usize = 49_152;
-
-/// The order of the secp256k1 group.
-const SECP256K1N: U256 =
-    uint!(0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141_U256);
 
 /// Amounts in JSON are decimal strings in base units (as the README promises for all JSON
 /// output): exact, and readable without knowing the field is hex.
@@ -262,9 +259,7 @@ pub fn decode_signed(bytes: &[u8]) -> Result<DecodedTx, Error> {
         TxEnvelope::Eip7702(_) => ("eip7702", u128::from(sig.v())),
     };
     let signing_hash = env.signature_hash();
-    let sender = sig
-        .recover_address_from_prehash(&signing_hash)
-        .map_err(|e| Error::InvalidSignature(format!("no public key can be recovered: {e}")))?;
+    let sender = crate::recover::signer_of_prehash(&sig, &signing_hash).ok_or_else(no_key)?;
     let is_legacy = kind == "legacy";
     let input = env.input().clone();
     let create = env.to().is_none();
@@ -301,6 +296,12 @@ pub fn decode_signed(bytes: &[u8]) -> Result<DecodedTx, Error> {
 }
 
 /// `r` and `s` in range, `s` in the lower half (EIP-2).
+/// No public key recovers from a signature whose scalars are in range: its `r` is not
+/// the x of a point on the curve (or the key would be the point at infinity).
+fn no_key() -> Error {
+    Error::InvalidSignature("no public key can be recovered from r, s and v".into())
+}
+
 fn check_rs(r: U256, s: U256) -> Result<(), Error> {
     if r.is_zero() || r >= SECP256K1N {
         return Err(Error::InvalidSignature(format!("r {r:#x} is out of range")));
@@ -335,7 +336,7 @@ mod wide {
     use alloy_primitives::{Address, B256, Bytes, Signature, U256, keccak256};
     use alloy_rlp::{Decodable, Encodable, Header};
 
-    use super::{DecodedTx, check_rs, intrinsic_gas};
+    use super::{DecodedTx, check_rs, intrinsic_gas, no_key};
     use crate::Error;
 
     /// What only an EIP-1559 transaction has.
@@ -472,11 +473,9 @@ mod wide {
             );
             check_rs(r, s)?;
             let signing_hash = self.signing_hash(chain_id);
-            let sender = Signature::new(r, s, parity)
-                .recover_address_from_prehash(&signing_hash)
-                .map_err(|e| {
-                    Error::InvalidSignature(format!("no public key can be recovered: {e}"))
-                })?;
+            let sender =
+                crate::recover::signer_of_prehash(&Signature::new(r, s, parity), &signing_hash)
+                    .ok_or_else(no_key)?;
             let to = (!self.to.is_empty()).then(|| Address::from_slice(&self.to));
             let access_list_gas = self.eip1559.as_ref().map_or(0, |t| {
                 t.access_list

@@ -1,9 +1,6 @@
 #![doc = include_str!("../README.md")]
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
-// Named in Cargo.toml only to switch on k256's precomputed tables (faster signing).
-use k256 as _;
-
 pub mod amount;
 pub mod calldata;
 pub mod decode;
@@ -13,6 +10,7 @@ pub mod limits;
 pub mod log;
 pub mod policy;
 pub mod rawtx;
+pub mod recover;
 pub mod request;
 pub mod sign;
 pub mod signer;

@@ -253,7 +253,7 @@ impl ChainCheck {
         }
         let signer = Signature::from_raw(&entry.sig)
             .ok()
-            .and_then(|sig| sig.recover_address_from_msg(hash.as_slice()).ok());
+            .and_then(|sig| crate::recover::signer_of_message(&sig, hash.as_slice()));
         if signer != Some(body.key) {
             return Err(bad(format!(
                 "not signed by its key {} ({}): the entry was forged",

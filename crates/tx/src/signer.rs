@@ -143,7 +143,7 @@ pub async fn sign_and_log_with<S: TransactionSigner>(
         let head = log.head(signed.from)?;
         let mut entry = crate::sign::unsigned_entry(head, verified, &signed, time)?;
         let sig = signer.sign_hash_message(entry.hash).await?;
-        if sig.recover_address_from_msg(entry.hash.as_slice()).ok() != Some(signed.from) {
+        if crate::recover::signer_of_message(&sig, entry.hash.as_slice()) != Some(signed.from) {
             return Err(Error::SignerMismatch(format!(
                 "the signing-log entry's signature does not recover to {}",
                 signed.from

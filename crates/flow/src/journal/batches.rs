@@ -7,7 +7,7 @@ use rusqlite::{TransactionBehavior, params};
 use serde_json::Value;
 
 use super::records::{BatchItemRecord, BatchRecord, COLUMNS, row_to_batch, row_to_record_at};
-use super::{Journal, now};
+use super::{Journal, insert_step, now};
 use crate::Error;
 
 /// The run lock of one batch (see [`Journal::lock_batch`]): released when dropped, or
@@ -175,16 +175,9 @@ impl Journal {
                 params![old_tx_id, at],
             )?;
             if abandoned > 0 {
-                t.execute(
-                    "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, 'abandoned', ?3)",
-                    params![
-                        old_tx_id,
-                        at,
-                        serde_json::json!({"reason": "the batch was interrupted before this \
-                            flow signed; its item runs again", "next": tx_id})
-                        .to_string()
-                    ],
-                )?;
+                let detail = serde_json::json!({"reason": "the batch was interrupted before \
+                    this flow signed; its item runs again", "next": tx_id});
+                insert_step(&t, old_tx_id, &at, "abandoned", &detail.to_string())?;
             }
             t.execute(
                 "UPDATE batch_items SET tx_id = ?3, attempt = attempt + 1

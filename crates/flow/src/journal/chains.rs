@@ -4,7 +4,7 @@
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::records::{COLUMNS, FlowRecord, row_to_record};
-use super::{Journal, now};
+use super::{Journal, insert_step, now};
 use crate::Error;
 
 /// The block 0 hash journaled for `chain_id`, read inside `c`.
@@ -95,10 +95,7 @@ impl Journal {
                     "UPDATE flows SET state = 'retired', updated_at = ?2 WHERE tx_id = ?1",
                     params![id, at],
                 )?;
-                t.execute(
-                    "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, 'chain-reset', ?3)",
-                    params![id, at, detail],
-                )?;
+                insert_step(&t, id, &at, "chain-reset", &detail)?;
             }
             t.execute("DELETE FROM nonces WHERE chain_id = ?1", params![chain_id as i64])?;
             t.execute(

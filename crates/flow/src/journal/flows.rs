@@ -8,7 +8,7 @@ use super::records::{
     COLUMNS, FlowKind, FlowRecord, FlowState, Purpose, SignatureRecord, StepRecord, blob,
     row_to_record,
 };
-use super::{Journal, now};
+use super::{Journal, insert_step, now};
 use crate::Error;
 
 /// Inserts flow `tx_id` with its first step.
@@ -25,11 +25,7 @@ pub(super) fn insert_flow(
          VALUES (?1, ?2, 'started', ?3, ?4, ?5, ?5)",
         params![tx_id, kind.as_str(), from, intent.to_string(), at],
     )?;
-    t.execute(
-        "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, 'started', ?3)",
-        params![tx_id, at, intent.to_string()],
-    )?;
-    Ok(())
+    insert_step(t, tx_id, &at, "started", &intent.to_string())
 }
 
 /// Records flow `tx_id`'s raw transaction and moves it to `executed`.
@@ -43,11 +39,7 @@ pub(super) fn set_raw_tx(
         "UPDATE flows SET raw_tx = ?2, state = 'executed', updated_at = ?3 WHERE tx_id = ?1",
         params![tx_id, raw_tx.to_string(), at],
     )?;
-    t.execute(
-        "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, 'executed', ?3)",
-        params![tx_id, at, raw_tx.to_string()],
-    )?;
-    Ok(())
+    insert_step(t, tx_id, &at, "executed", &raw_tx.to_string())
 }
 
 impl Journal {
@@ -102,10 +94,7 @@ impl Journal {
             if n == 0 {
                 return Err(rusqlite::Error::QueryReturnedNoRows);
             }
-            t.execute(
-                "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, ?3, ?4)",
-                params![tx_id, at, step, blob(detail)],
-            )?;
+            insert_step(&t, tx_id, &at, step, &blob(detail))?;
             t.commit()
         })
     }
@@ -113,13 +102,7 @@ impl Journal {
     /// Records a step without changing the state (progress, retries, errors on the way).
     pub fn note(&self, tx_id: &str, step: &str, detail: &Value) -> Result<(), Error> {
         let at = now();
-        self.with(|c| {
-            c.execute(
-                "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, ?3, ?4)",
-                params![tx_id, at, step, blob(detail)],
-            )
-            .map(|_| ())
-        })
+        self.with(|c| insert_step(c, tx_id, &at, step, &blob(detail)))
     }
 
     /// Records the raw transaction as received from the platform.
@@ -156,10 +139,7 @@ impl Journal {
             if n == 0 {
                 return Err(rusqlite::Error::QueryReturnedNoRows);
             }
-            t.execute(
-                "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, ?3, ?4)",
-                params![tx_id, at, step, blob(result)],
-            )?;
+            insert_step(&t, tx_id, &at, step, &blob(result))?;
             t.commit()
         })
     }
@@ -184,16 +164,9 @@ impl Journal {
                     at
                 ],
             )?;
-            t.execute(
-                "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, 'signed', ?3)",
-                params![
-                    tx_id,
-                    at,
-                    serde_json::json!({"txHash": hash, "chainId": signed.chain_id,
-                                       "nonce": signed.nonce})
-                    .to_string()
-                ],
-            )?;
+            let detail = serde_json::json!({"txHash": hash, "chainId": signed.chain_id,
+                                            "nonce": signed.nonce});
+            insert_step(&t, tx_id, &at, "signed", &detail.to_string())?;
             t.commit()
         })
     }
@@ -237,17 +210,10 @@ impl Journal {
                   WHERE tx_id = ?1",
                 params![tx_id, hex, hash, at],
             )?;
-            t.execute(
-                "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, ?3, ?4)",
-                params![
-                    tx_id,
-                    at,
-                    format!("{}-signed", purpose.as_str()),
-                    serde_json::json!({"txHash": hash, "replaces": replaced,
-                                       "nonce": signed.nonce})
-                    .to_string()
-                ],
-            )?;
+            let detail = serde_json::json!({"txHash": hash, "replaces": replaced,
+                                            "nonce": signed.nonce});
+            let step = format!("{}-signed", purpose.as_str());
+            insert_step(&t, tx_id, &at, &step, &detail.to_string())?;
             t.commit()
         })
     }

@@ -227,6 +227,21 @@ fn unix_now() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
+/// Appends a step to flow `tx_id`'s history. Every step goes through this one statement
+/// (the step's name a parameter, not a literal): SQLite compiles it once per process and
+/// connection, not once per name.
+pub(super) fn insert_step(
+    c: &rusqlite::Connection,
+    tx_id: &str,
+    at: &str,
+    step: &str,
+    detail: &str,
+) -> rusqlite::Result<()> {
+    c.prepare_cached("INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(rusqlite::params![tx_id, at, step, detail])
+        .map(|_| ())
+}
+
 /// Now, as the journal writes times (RFC 3339, UTC).
 pub(crate) fn now() -> String {
     // Whole seconds: a journal is read by people; nanoseconds only make it wider.

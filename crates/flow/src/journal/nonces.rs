@@ -6,7 +6,7 @@ use alloy_primitives::Address;
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
 use super::records::{COLUMNS, FlowRecord, row_to_record};
-use super::{Journal, unix_now};
+use super::{Journal, insert_step, unix_now};
 use crate::Error;
 
 /// The highest nonce that holds for sender `?1` on chain `?2`, flow `?3` aside (lease
@@ -233,13 +233,13 @@ impl Journal {
              VALUES (?1, ?2, ?3, ?4, ?5)",
             params![addr, chain_id as i64, nonce as i64, tx_id, now],
         )?;
-        t.execute(
-            "INSERT INTO steps (tx_id, at, step, detail) VALUES (?1, ?2, 'nonce-reserved', ?3)",
-            params![
-                tx_id,
-                super::now(),
-                serde_json::json!({"nonce": nonce, "chainId": chain_id}).to_string()
-            ],
+        let detail = serde_json::json!({"nonce": nonce, "chainId": chain_id});
+        insert_step(
+            t,
+            tx_id,
+            &super::now(),
+            "nonce-reserved",
+            &detail.to_string(),
         )?;
         Ok(None)
     }

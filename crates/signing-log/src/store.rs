@@ -281,11 +281,8 @@ fn columns_agree(body: &EntryBody, c: &Columns) -> Result<(), String> {
 
 fn head(c: &Connection) -> rusqlite::Result<Checkpoint> {
     let row: Option<(i64, Vec<u8>)> = c
-        .query_row(
-            "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
+        .prepare_cached("SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1")?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
     Ok(match row {
         Some((seq, hash)) => Checkpoint {
@@ -393,13 +390,16 @@ impl SigningLogDb {
         if kept.count == 0 {
             return Ok(kept.acknowledged);
         }
+        // Cached: a signature checks the log twice (before it is made, and again under
+        // the append's lock), and a batch once per item.
         let at: Option<Vec<u8>> = c
-            .query_row(
-                "SELECT hash FROM entries WHERE seq = ?1",
-                [i64::try_from(kept.count).unwrap_or(i64::MAX)],
-                |r| r.get(0),
-            )
-            .optional()
+            .prepare_cached("SELECT hash FROM entries WHERE seq = ?1")
+            .and_then(|mut stmt| {
+                stmt.query_row([i64::try_from(kept.count).unwrap_or(i64::MAX)], |r| {
+                    r.get(0)
+                })
+                .optional()
+            })
             .map_err(self.sql())?;
         if at.as_deref() != Some(kept.head.as_slice()) {
             return Err(Error::RolledBack {
@@ -428,7 +428,7 @@ impl SigningLogDb {
             bad,
         };
         let mut stmt = c
-            .prepare("SELECT seq, body, hash, sig FROM entries ORDER BY seq DESC")
+            .prepare_cached("SELECT seq, body, hash, sig FROM entries ORDER BY seq DESC")
             .map_err(self.sql())?;
         let mut rows = stmt.query([]).map_err(self.sql())?;
         let mut walked = Walked {

@@ -11,8 +11,9 @@
 //! Every private file and directory of bridgectl is made here, so a grep for `0o600`
 //! finds one place: directories 0700 ([`create_private_dir`]), files 0600 created
 //! exclusively ([`create_new_private`]), lock files ([`open_lock_file`]), whole files
-//! replaced ([`write_replace`], [`write_replace_synced`]) or created once and never
-//! overwritten ([`write_new`]).
+//! replaced ([`write_replace`], [`write_replace_synced`]), created once and never
+//! overwritten ([`write_new`]), or written in place where their layout allows it
+//! ([`overwrite_at`]).
 
 pub mod failpoint;
 
@@ -133,6 +134,24 @@ fn replace_with(path: &Path, bytes: &[u8], sync: bool) -> Result<(), WriteError>
         sync_parent(path).map_err(failed)?;
     }
     Ok(())
+}
+
+/// Writes `bytes` at `offset` of the existing file `path`, in place: no temp file, no
+/// rename, never a new file (`NotFound` if it is missing: its mode was set when it was
+/// made).
+/// Not synced, and a reader may see the write half done: for a file laid out so that
+/// half a write is detected and another part still holds what it held (the signing
+/// log's kept checkpoint, two slots with a check each).
+pub fn overwrite_at(path: &Path, offset: u64, bytes: &[u8]) -> Result<(), WriteError> {
+    use std::os::unix::fs::FileExt;
+    OpenOptions::new()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.write_all_at(bytes, offset))
+        .map_err(|source| WriteError {
+            path: path.to_owned(),
+            source,
+        })
 }
 
 /// Creates `path` with `bytes`, durable when it returns, never over anything: a synced

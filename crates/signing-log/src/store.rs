@@ -7,7 +7,7 @@
 //! | an entry is on disk before the signed bytes leave `sign_and_log` | one transaction per append, committed with `synchronous=FULL`: the log's one fsync per signature (see `bridgectl_sqlite`) |
 //! | two signers never fork the chain | the head is read and the entry inserted inside one `BEGIN IMMEDIATE` |
 //! | limits are not fooled by an edited index column | totals add up the bodies of checked entries, never the columns |
-//! | limits are not reset by rolling the log back | a checkpoint kept beside it (`<log>.checkpoint`, written after each append): a log that does not reach it (deleted, truncated, an older copy) refuses to sign until [`SigningLogDb::acknowledge`] |
+//! | limits are not reset by rolling the log back | a checkpoint kept beside it (`<log>.checkpoint`, written in place after each append, two slots: [`SLOT_BYTES`]): a log that does not reach it (deleted, truncated, an older copy) refuses to sign until [`SigningLogDb::acknowledge`] |
 //! | limits are not reset by a stranger's entry | every entry walked is checked (hash, link, signature); one by a key that is not the keystore's refuses; only the signing key's own entries start and end a window |
 //! | limits are not reset by a clock stepped back | a key's new entry is never older than its newest one, which is also a floor under `now` |
 //! | two signers cannot pass a limit together | the window is totalled again inside the append's `BEGIN IMMEDIATE` |
@@ -325,6 +325,86 @@ impl KeptCheckpoint {
     }
 }
 
+/// The kept checkpoint's file is two slots of this many bytes, written in place in
+/// turn: checkpoint `count` goes to slot `count % 2`, so the other slot always holds the
+/// one before it. Each slot is one line, a JSON object with a check of its own
+/// ([`slot_check`]), padded with spaces.
+///
+/// Why not a temp file and a rename, as for the other private files: this one is
+/// rewritten after every signature, and a rename over it costs a directory update and,
+/// on ext4, a forced write-back of the file it replaces, every time. Written in place it
+/// costs one `pwrite`. A write cut short (a crash, or a reader in another process at
+/// that moment) spoils at most the slot being written, whose check then fails: the
+/// reader takes the other slot, a checkpoint one signature older, which is safe (the
+/// log still reaches it: it only ever grows past it). Both slots spoiled is refused like
+/// any unreadable checkpoint, until a person acknowledges the log.
+pub const SLOT_BYTES: usize = 256;
+
+/// One slot of the kept checkpoint's file.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Slot {
+    count: u64,
+    head: B256,
+    acknowledged: u64,
+    /// [`slot_check`] of the three above.
+    check: String,
+}
+
+/// The first 8 bytes of the keccak-256 of a slot's fields (count and acknowledged as
+/// 8 bytes big-endian, the head's 32): a slot half overwritten does not match it.
+fn slot_check(kept: &KeptCheckpoint) -> String {
+    let mut bytes = [0u8; 48];
+    bytes[..8].copy_from_slice(&kept.count.to_be_bytes());
+    bytes[8..40].copy_from_slice(kept.head.as_slice());
+    bytes[40..].copy_from_slice(&kept.acknowledged.to_be_bytes());
+    alloy_primitives::hex::encode(&alloy_primitives::keccak256(bytes)[..8])
+}
+
+fn encode_slot(kept: &KeptCheckpoint) -> [u8; SLOT_BYTES] {
+    let slot = Slot {
+        count: kept.count,
+        head: kept.head,
+        acknowledged: kept.acknowledged,
+        check: slot_check(kept),
+    };
+    let json = serde_json::to_vec(&slot).unwrap_or_default();
+    let mut out = [b' '; SLOT_BYTES];
+    // At most 20 + 66 + 20 + 16 digits and 50 bytes of names and punctuation: it fits.
+    let len = json.len().min(SLOT_BYTES - 1);
+    out[..len].copy_from_slice(&json[..len]);
+    out[SLOT_BYTES - 1] = b'\n';
+    out
+}
+
+fn decode_slot(bytes: &[u8]) -> Option<KeptCheckpoint> {
+    let slot: Slot = serde_json::from_slice(bytes).ok()?;
+    let kept = KeptCheckpoint {
+        count: slot.count,
+        head: slot.head,
+        acknowledged: slot.acknowledged,
+    };
+    (slot.check == slot_check(&kept)).then_some(kept)
+}
+
+/// The checkpoint a kept checkpoint's file holds: the newer valid slot, or, for a file
+/// an older version wrote (one JSON object, shorter than two slots), that object.
+fn read_kept(bytes: &[u8]) -> Result<KeptCheckpoint, String> {
+    if bytes.len() != 2 * SLOT_BYTES {
+        return serde_json::from_slice(bytes).map_err(|e| e.to_string());
+    }
+    let (a, b) = bytes.split_at(SLOT_BYTES);
+    match (decode_slot(a), decode_slot(b)) {
+        (Some(a), Some(b)) => Ok(if (b.count, b.acknowledged) > (a.count, a.acknowledged) {
+            b
+        } else {
+            a
+        }),
+        (Some(one), None) | (None, Some(one)) => Ok(one),
+        (None, None) => Err("neither of its two slots holds a checkpoint".into()),
+    }
+}
+
 /// What a walk back from the head found.
 struct Walked {
     /// The window's total for the query.
@@ -344,26 +424,46 @@ impl SigningLogDb {
         PathBuf::from(s)
     }
 
-    /// The checkpoint kept beside the log, if any.
+    /// The checkpoint kept beside the log, if any: the newer of its two slots that
+    /// holds one (see [`SLOT_BYTES`]), or the whole file as an older version wrote it.
     pub fn kept(&self) -> Result<Option<KeptCheckpoint>, Error> {
         let path = self.checkpoint_path();
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Error::io("cannot read", &path)(e)),
         };
-        serde_json::from_str(&text)
+        read_kept(&bytes)
             .map(Some)
-            .map_err(|e| Error::Checkpoint {
-                path,
-                reason: e.to_string(),
-            })
+            .map_err(|reason| Error::Checkpoint { path, reason })
     }
 
+    /// Moves the kept checkpoint to `kept` after an append: in place, into its slot
+    /// (`kept.count % 2`), when the file has two slots; the whole file otherwise (missing,
+    /// or written by an older version).
+    fn advance_kept(&self, kept: &KeptCheckpoint) -> Result<(), Error> {
+        let path = self.checkpoint_path();
+        let slotted = std::fs::metadata(&path).is_ok_and(|m| m.len() == 2 * SLOT_BYTES as u64);
+        if !slotted {
+            return self.write_kept(kept);
+        }
+        let offset = (kept.count % 2) * SLOT_BYTES as u64;
+        Ok(bridgectl_files::overwrite_at(
+            &path,
+            offset,
+            &encode_slot(kept),
+        )?)
+    }
+
+    /// Replaces the kept checkpoint with `kept` in both slots (a new file, or a person's
+    /// acknowledgement, which may move it back).
     fn write_kept(&self, kept: &KeptCheckpoint) -> Result<(), Error> {
         let path = self.checkpoint_path();
-        let text = serde_json::to_string(kept).unwrap_or_default();
-        Ok(bridgectl_files::write_replace(&path, text.as_bytes())?)
+        let slot = encode_slot(kept);
+        Ok(bridgectl_files::write_replace(
+            &path,
+            &[slot, slot].concat(),
+        )?)
     }
 
     /// Accepts the log as it stands: after `verify` found it whole (links, hashes,
@@ -719,7 +819,7 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
         // a later one); a stale one is safe, the log still reaches it.
         let kept = self.kept().ok().flatten();
         if kept.is_none_or(|k| k.count < new.count) {
-            self.write_kept(&KeptCheckpoint {
+            self.advance_kept(&KeptCheckpoint {
                 count: new.count,
                 head: new.head,
                 acknowledged: kept.map_or(0, |k| k.acknowledged),
@@ -791,5 +891,95 @@ impl SigningLogDb {
             }
         })?;
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kept(count: u64, acknowledged: u64) -> KeptCheckpoint {
+        KeptCheckpoint {
+            count,
+            head: B256::repeat_byte(u8::try_from(count % 251).expect("small")),
+            acknowledged,
+        }
+    }
+
+    fn file(a: &KeptCheckpoint, b: &KeptCheckpoint) -> Vec<u8> {
+        [encode_slot(a), encode_slot(b)].concat()
+    }
+
+    #[test]
+    fn a_slot_is_one_line_and_reads_back() {
+        let big = KeptCheckpoint {
+            count: u64::MAX,
+            head: B256::repeat_byte(0xff),
+            acknowledged: u64::MAX,
+        };
+        let slot = encode_slot(&big);
+        assert_eq!(slot[SLOT_BYTES - 1], b'\n');
+        assert!(!slot[..SLOT_BYTES - 1].contains(&b'\n'));
+        assert_eq!(decode_slot(&slot), Some(big), "the largest values fit");
+        assert_eq!(read_kept(&file(&kept(7, 3), &kept(8, 3))), Ok(kept(8, 3)));
+        assert_eq!(read_kept(&file(&kept(9, 3), &kept(8, 3))), Ok(kept(9, 3)));
+        assert_eq!(read_kept(&file(&kept(8, 2), &kept(8, 5))), Ok(kept(8, 5)));
+    }
+
+    #[test]
+    fn a_spoiled_slot_leaves_the_other() {
+        let (older, newer) = (kept(10, 0), kept(11, 0));
+        // A write cut short: the new slot half written over the old one.
+        let mut torn = file(&older, &older);
+        torn[SLOT_BYTES..SLOT_BYTES + 40].copy_from_slice(&encode_slot(&newer)[..40]);
+        assert_eq!(read_kept(&torn), Ok(older));
+        // Parses, but a digit changed: the check refuses it.
+        let mut edited = file(&older, &newer);
+        let text = String::from_utf8(edited[SLOT_BYTES..].to_vec()).expect("text");
+        let changed = text.replacen("\"count\":11", "\"count\":12", 1);
+        assert_ne!(changed, text);
+        edited[SLOT_BYTES..].copy_from_slice(changed.as_bytes());
+        assert_eq!(read_kept(&edited), Ok(older));
+        // Zeroes (a block lost in a power cut) in one slot, then in both.
+        let mut zeroed = file(&older, &newer);
+        zeroed[..SLOT_BYTES].fill(0);
+        assert_eq!(read_kept(&zeroed), Ok(newer));
+        zeroed.fill(0);
+        assert!(read_kept(&zeroed).is_err());
+    }
+
+    #[test]
+    fn a_file_of_the_older_version_reads_as_it_did() {
+        let old = serde_json::to_vec(&kept(4, 2)).expect("json");
+        assert_eq!(read_kept(&old), Ok(kept(4, 2)));
+        assert!(read_kept(b"{\"count\":").is_err());
+    }
+
+    #[test]
+    fn appends_write_their_slot_in_place_and_an_acknowledgement_both() {
+        let dir = tempfile::tempdir().expect("dir");
+        let log = SigningLogDb::open(dir.path().join("log.sqlite3")).expect("log");
+        let path = log.checkpoint_path();
+        log.write_kept(&kept(1, 0)).expect("made whole");
+        let inode =
+            |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).expect("meta"));
+        let made = inode(&path);
+        log.advance_kept(&kept(2, 0)).expect("in place");
+        log.advance_kept(&kept(3, 0)).expect("in place");
+        assert_eq!(inode(&path), made, "written in place, not replaced");
+        assert_eq!(log.kept().expect("reads"), Some(kept(3, 0)));
+        let bytes = std::fs::read(&path).expect("read");
+        assert_eq!(decode_slot(&bytes[..SLOT_BYTES]), Some(kept(2, 0)));
+        // A person's acknowledgement may move it back: both slots, or the newer one would win.
+        log.write_kept(&kept(1, 1)).expect("replaced");
+        assert_eq!(log.kept().expect("reads"), Some(kept(1, 1)));
+        // A file of the older version is replaced whole by the next append.
+        std::fs::write(&path, serde_json::to_vec(&kept(5, 0)).expect("json")).expect("old");
+        log.advance_kept(&kept(6, 0)).expect("upgraded");
+        assert_eq!(
+            std::fs::metadata(&path).expect("meta").len(),
+            2 * SLOT_BYTES as u64
+        );
+        assert_eq!(log.kept().expect("reads"), Some(kept(6, 0)));
     }
 }

@@ -5,4 +5,6 @@ mod error;
 mod store;
 
 pub use error::Error;
-pub use store::{Columns, KeptCheckpoint, SIGNING_LOG_FILE, ShowFilter, SigningLogDb};
+pub use store::{
+    CHECKPOINT_SLOT_BYTES, Columns, KeptCheckpoint, SIGNING_LOG_FILE, ShowFilter, SigningLogDb,
+};

@@ -7,7 +7,7 @@
 //! | an entry is on disk before the signed bytes leave `sign_and_log` | one transaction per append, committed with `synchronous=FULL`: the log's one fsync per signature (see `bridgectl_sqlite`) |
 //! | two signers never fork the chain | the head is read and the entry inserted inside one `BEGIN IMMEDIATE` |
 //! | limits are not fooled by an edited index column | totals add up the bodies of checked entries, never the columns |
-//! | limits are not reset by rolling the log back | a checkpoint kept beside it (`<log>.checkpoint`, written in place after each append, two slots: [`SLOT_BYTES`]): a log that does not reach it (deleted, truncated, an older copy) refuses to sign until [`SigningLogDb::acknowledge`] |
+//! | limits are not reset by rolling the log back | a checkpoint kept beside it (`<log>.checkpoint`, written in place after each append, two slots: [`CHECKPOINT_SLOT_BYTES`]): a log that does not reach it (deleted, truncated, an older copy) refuses to sign until [`SigningLogDb::acknowledge`] |
 //! | limits are not reset by a stranger's entry | every entry walked is checked (hash, link, signature); one by a key that is not the keystore's refuses; only the signing key's own entries start and end a window |
 //! | limits are not reset by a clock stepped back | a key's new entry is never older than its newest one, which is also a floor under `now` |
 //! | two signers cannot pass a limit together | the window is totalled again inside the append's `BEGIN IMMEDIATE` |
@@ -328,7 +328,8 @@ impl KeptCheckpoint {
 /// The kept checkpoint's file is two slots of this many bytes, written in place in
 /// turn: checkpoint `count` goes to slot `count % 2`, so the other slot always holds the
 /// one before it. Each slot is one line, a JSON object with a check of its own
-/// ([`slot_check`]), padded with spaces.
+/// (the first 8 bytes of the keccak-256 of its count, head and acknowledged count),
+/// padded with spaces.
 ///
 /// Why not a temp file and a rename, as for the other private files: this one is
 /// rewritten after every signature, and a rename over it costs a directory update and,
@@ -338,7 +339,7 @@ impl KeptCheckpoint {
 /// reader takes the other slot, a checkpoint one signature older, which is safe (the
 /// log still reaches it: it only ever grows past it). Both slots spoiled is refused like
 /// any unreadable checkpoint, until a person acknowledges the log.
-pub const SLOT_BYTES: usize = 256;
+pub const CHECKPOINT_SLOT_BYTES: usize = 256;
 
 /// One slot of the kept checkpoint's file.
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -361,7 +362,7 @@ fn slot_check(kept: &KeptCheckpoint) -> String {
     alloy_primitives::hex::encode(&alloy_primitives::keccak256(bytes)[..8])
 }
 
-fn encode_slot(kept: &KeptCheckpoint) -> [u8; SLOT_BYTES] {
+fn encode_slot(kept: &KeptCheckpoint) -> [u8; CHECKPOINT_SLOT_BYTES] {
     let slot = Slot {
         count: kept.count,
         head: kept.head,
@@ -369,11 +370,11 @@ fn encode_slot(kept: &KeptCheckpoint) -> [u8; SLOT_BYTES] {
         check: slot_check(kept),
     };
     let json = serde_json::to_vec(&slot).unwrap_or_default();
-    let mut out = [b' '; SLOT_BYTES];
+    let mut out = [b' '; CHECKPOINT_SLOT_BYTES];
     // At most 20 + 66 + 20 + 16 digits and 50 bytes of names and punctuation: it fits.
-    let len = json.len().min(SLOT_BYTES - 1);
+    let len = json.len().min(CHECKPOINT_SLOT_BYTES - 1);
     out[..len].copy_from_slice(&json[..len]);
-    out[SLOT_BYTES - 1] = b'\n';
+    out[CHECKPOINT_SLOT_BYTES - 1] = b'\n';
     out
 }
 
@@ -390,10 +391,10 @@ fn decode_slot(bytes: &[u8]) -> Option<KeptCheckpoint> {
 /// The checkpoint a kept checkpoint's file holds: the newer valid slot, or, for a file
 /// an older version wrote (one JSON object, shorter than two slots), that object.
 fn read_kept(bytes: &[u8]) -> Result<KeptCheckpoint, String> {
-    if bytes.len() != 2 * SLOT_BYTES {
+    if bytes.len() != 2 * CHECKPOINT_SLOT_BYTES {
         return serde_json::from_slice(bytes).map_err(|e| e.to_string());
     }
-    let (a, b) = bytes.split_at(SLOT_BYTES);
+    let (a, b) = bytes.split_at(CHECKPOINT_SLOT_BYTES);
     match (decode_slot(a), decode_slot(b)) {
         (Some(a), Some(b)) => Ok(if (b.count, b.acknowledged) > (a.count, a.acknowledged) {
             b
@@ -425,7 +426,7 @@ impl SigningLogDb {
     }
 
     /// The checkpoint kept beside the log, if any: the newer of its two slots that
-    /// holds one (see [`SLOT_BYTES`]), or the whole file as an older version wrote it.
+    /// holds one (see [`CHECKPOINT_SLOT_BYTES`]), or the whole file as an older version wrote it.
     pub fn kept(&self) -> Result<Option<KeptCheckpoint>, Error> {
         let path = self.checkpoint_path();
         let bytes = match std::fs::read(&path) {
@@ -443,11 +444,12 @@ impl SigningLogDb {
     /// or written by an older version).
     fn advance_kept(&self, kept: &KeptCheckpoint) -> Result<(), Error> {
         let path = self.checkpoint_path();
-        let slotted = std::fs::metadata(&path).is_ok_and(|m| m.len() == 2 * SLOT_BYTES as u64);
+        let slotted =
+            std::fs::metadata(&path).is_ok_and(|m| m.len() == 2 * CHECKPOINT_SLOT_BYTES as u64);
         if !slotted {
             return self.write_kept(kept);
         }
-        let offset = (kept.count % 2) * SLOT_BYTES as u64;
+        let offset = (kept.count % 2) * CHECKPOINT_SLOT_BYTES as u64;
         Ok(bridgectl_files::overwrite_at(
             &path,
             offset,
@@ -918,8 +920,8 @@ mod tests {
             acknowledged: u64::MAX,
         };
         let slot = encode_slot(&big);
-        assert_eq!(slot[SLOT_BYTES - 1], b'\n');
-        assert!(!slot[..SLOT_BYTES - 1].contains(&b'\n'));
+        assert_eq!(slot[CHECKPOINT_SLOT_BYTES - 1], b'\n');
+        assert!(!slot[..CHECKPOINT_SLOT_BYTES - 1].contains(&b'\n'));
         assert_eq!(decode_slot(&slot), Some(big), "the largest values fit");
         assert_eq!(read_kept(&file(&kept(7, 3), &kept(8, 3))), Ok(kept(8, 3)));
         assert_eq!(read_kept(&file(&kept(9, 3), &kept(8, 3))), Ok(kept(9, 3)));
@@ -931,18 +933,19 @@ mod tests {
         let (older, newer) = (kept(10, 0), kept(11, 0));
         // A write cut short: the new slot half written over the old one.
         let mut torn = file(&older, &older);
-        torn[SLOT_BYTES..SLOT_BYTES + 40].copy_from_slice(&encode_slot(&newer)[..40]);
+        torn[CHECKPOINT_SLOT_BYTES..CHECKPOINT_SLOT_BYTES + 40]
+            .copy_from_slice(&encode_slot(&newer)[..40]);
         assert_eq!(read_kept(&torn), Ok(older));
         // Parses, but a digit changed: the check refuses it.
         let mut edited = file(&older, &newer);
-        let text = String::from_utf8(edited[SLOT_BYTES..].to_vec()).expect("text");
+        let text = String::from_utf8(edited[CHECKPOINT_SLOT_BYTES..].to_vec()).expect("text");
         let changed = text.replacen("\"count\":11", "\"count\":12", 1);
         assert_ne!(changed, text);
-        edited[SLOT_BYTES..].copy_from_slice(changed.as_bytes());
+        edited[CHECKPOINT_SLOT_BYTES..].copy_from_slice(changed.as_bytes());
         assert_eq!(read_kept(&edited), Ok(older));
         // Zeroes (a block lost in a power cut) in one slot, then in both.
         let mut zeroed = file(&older, &newer);
-        zeroed[..SLOT_BYTES].fill(0);
+        zeroed[..CHECKPOINT_SLOT_BYTES].fill(0);
         assert_eq!(read_kept(&zeroed), Ok(newer));
         zeroed.fill(0);
         assert!(read_kept(&zeroed).is_err());
@@ -969,7 +972,10 @@ mod tests {
         assert_eq!(inode(&path), made, "written in place, not replaced");
         assert_eq!(log.kept().expect("reads"), Some(kept(3, 0)));
         let bytes = std::fs::read(&path).expect("read");
-        assert_eq!(decode_slot(&bytes[..SLOT_BYTES]), Some(kept(2, 0)));
+        assert_eq!(
+            decode_slot(&bytes[..CHECKPOINT_SLOT_BYTES]),
+            Some(kept(2, 0))
+        );
         // A person's acknowledgement may move it back: both slots, or the newer one would win.
         log.write_kept(&kept(1, 1)).expect("replaced");
         assert_eq!(log.kept().expect("reads"), Some(kept(1, 1)));
@@ -978,7 +984,7 @@ mod tests {
         log.advance_kept(&kept(6, 0)).expect("upgraded");
         assert_eq!(
             std::fs::metadata(&path).expect("meta").len(),
-            2 * SLOT_BYTES as u64
+            2 * CHECKPOINT_SLOT_BYTES as u64
         );
         assert_eq!(log.kept().expect("reads"), Some(kept(6, 0)));
     }

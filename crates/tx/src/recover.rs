@@ -173,4 +173,20 @@ mod tests {
             Some(signer.address())
         );
     }
+
+    proptest::proptest! {
+        /// Whatever the values (in range or not, on the curve or not, low or high `s`):
+        /// the same answer as alloy's recovery.
+        #[test]
+        fn agrees_with_alloy_on_any_input(
+            r in proptest::prelude::any::<[u8; 32]>(),
+            s in proptest::prelude::any::<[u8; 32]>(),
+            parity in proptest::prelude::any::<bool>(),
+            prehash in proptest::prelude::any::<[u8; 32]>(),
+        ) {
+            let sig = Signature::new(U256::from_be_bytes(r), U256::from_be_bytes(s), parity);
+            let prehash = B256::from(prehash);
+            proptest::prop_assert_eq!(signer_of_prehash(&sig, &prehash), alloy_signer(&sig, &prehash));
+        }
+    }
 }

@@ -16,6 +16,7 @@
 #
 # Reports items/s, p50/p99 per-item latency (its work started -> its result) and where the
 # time goes. Usage: bench/batch.sh [ITEMS=1000] [KEYS=20] [JOBS=8] [LOOP_N=30] [KILLS=20]
+# BIN=/path/to/another/bridgectl runs the same batches with another build (a before/after).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ITEMS="${1:-1000}"
@@ -27,7 +28,7 @@ make -s tools
 cargo build --release -q
 cargo build --release -q -p bridgectl-flow --example redeem_flood
 TARGET="${CARGO_TARGET_DIR:-target}/release"
-BIN="$TARGET/bridgectl"
+BIN="${BIN:-$TARGET/bridgectl}"
 work="$(mktemp -d "${BENCH_DIR:-/var/tmp}/bridgectl-batch.XXXXXX")"
 cleanup() { [ -n "${sb_pid:-}" ] && kill "$sb_pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
@@ -194,7 +195,8 @@ def lines(path):
     for l in open(path):
         v = json.loads(l)
         if "summary" in v: summary = v["summary"]
-        else: items.append(v)
+        # (the run's closing error line, when it exits non-zero, is neither)
+        elif "status" in v: items.append(v)
     return items, summary
 items, s = lines(f"{work}/run1.jsonl")
 failed = [i for i in items if i["status"] != "completed"]

@@ -8,8 +8,8 @@
 //! `u1·G + u2·Q = (z·G + s·R − z·G)/s = R`, whose x is `r` because `R` was made from
 //! `r`. So it is left out here, and every recovery on the signing side (the decoder's
 //! sender, the self-check of each signature, the signing log's entries) costs one
-//! multiplication instead of two: 70.6 µs instead of 131.2 µs on this machine (criterion,
-//! `cargo bench -p bridgectl-tx --bench sign -- recover`).
+//! multiplication instead of two: 70.6 µs instead of 131.2 µs on this machine (the
+//! `recover` group of this crate's `sign` benchmark).
 //!
 //! What the libraries refuse is still refused: `r` and `s` must be non-zero scalars
 //! below the group order, `R` must be on the curve, and the recovered key must not be

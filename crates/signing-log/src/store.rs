@@ -341,6 +341,9 @@ impl KeptCheckpoint {
 /// any unreadable checkpoint, until a person acknowledges the log.
 pub const CHECKPOINT_SLOT_BYTES: usize = 256;
 
+/// The largest kept checkpoint's file read: its two slots.
+const MAX_CHECKPOINT_FILE_BYTES: u64 = 2 * CHECKPOINT_SLOT_BYTES as u64;
+
 /// One slot of the kept checkpoint's file.
 #[derive(serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -429,11 +432,28 @@ impl SigningLogDb {
     /// holds one (see [`CHECKPOINT_SLOT_BYTES`]), or the whole file as an older version wrote it.
     pub fn kept(&self) -> Result<Option<KeptCheckpoint>, Error> {
         let path = self.checkpoint_path();
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
+        let mut bytes = Vec::new();
+        let read = std::fs::File::open(&path).and_then(|f| {
+            // Never more than a checkpoint can be (two slots; a file of the older
+            // version is shorter): one byte over says the file is something else.
+            std::io::Read::read_to_end(
+                &mut std::io::Read::take(f, MAX_CHECKPOINT_FILE_BYTES + 1),
+                &mut bytes,
+            )
+        });
+        match read {
+            Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Error::io("cannot read", &path)(e)),
-        };
+        }
+        if bytes.len() as u64 > MAX_CHECKPOINT_FILE_BYTES {
+            return Err(Error::Checkpoint {
+                path,
+                reason: format!(
+                    "it is larger than any checkpoint ({MAX_CHECKPOINT_FILE_BYTES} bytes)"
+                ),
+            });
+        }
         read_kept(&bytes)
             .map(Some)
             .map_err(|reason| Error::Checkpoint { path, reason })
@@ -952,6 +972,34 @@ mod tests {
     }
 
     #[test]
+    fn any_bytes_read_as_a_checkpoint_or_a_refusal_never_a_panic() {
+        let good = file(&kept(3, 1), &kept(4, 1));
+        for i in 0u64..2000 {
+            let noise = alloy_primitives::keccak256(i.to_be_bytes());
+            let mut bytes = good.clone();
+            // Overwrite a stretch of a valid file, or take a prefix of it, or pure noise.
+            let at = usize::from(noise[0]) * 2;
+            let len = usize::from(noise[1] % 40);
+            for (k, b) in bytes.iter_mut().skip(at).take(len).enumerate() {
+                *b = noise[k % 32];
+            }
+            let cut = match i % 3 {
+                0 => bytes.len(),
+                1 => usize::from(noise[2]) * 2,
+                _ => 0,
+            };
+            let input = if i % 3 == 2 {
+                noise.to_vec()
+            } else {
+                bytes[..cut].to_vec()
+            };
+            if let Ok(k) = read_kept(&input) {
+                assert!(k == kept(3, 1) || k == kept(4, 1) || input.len() != good.len());
+            }
+        }
+    }
+
+    #[test]
     fn a_file_of_the_older_version_reads_as_it_did() {
         let old = serde_json::to_vec(&kept(4, 2)).expect("json");
         assert_eq!(read_kept(&old), Ok(kept(4, 2)));
@@ -987,5 +1035,12 @@ mod tests {
             2 * CHECKPOINT_SLOT_BYTES as u64
         );
         assert_eq!(log.kept().expect("reads"), Some(kept(6, 0)));
+        // A file larger than two slots is no checkpoint, and is not read whole.
+        std::fs::write(&path, vec![b' '; 1 << 20]).expect("big");
+        let err = log.kept().expect_err("refused");
+        assert!(
+            err.to_string().contains("larger than any checkpoint"),
+            "{err}"
+        );
     }
 }

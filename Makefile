@@ -67,10 +67,11 @@ circles:
 # The binary to deploy, above all on the air-gapped signer: release profile, and on Linux
 # with glibc a static PIE. It needs no shared library on the machine it runs on, it is
 # still position independent (the kernel places it at a random address, as any PIE), and
-# each start skips the dynamic loader: 0.3 to 0.45 ms of a 4.5 ms offline signature here
-# (BASELINE= bench/sign-vs-cast.sh), 0.6 to 0.7 ms back to back. Cargo applies crt-static to the target only when --target is
-# given (proc macros must stay dynamic), so the binary is under <target dir>/<host>/release.
-# The last line printed is its path.
+# each start skips the dynamic loader: 0.3 to 0.45 ms of the 4.5 ms an offline signature
+# takes here (BASELINE= bench/sign-vs-cast.sh), 0.6 to 0.7 ms in back-to-back runs.
+# Cargo applies crt-static to the target only when --target is given (proc macros must
+# stay dynamic), so the binary is under <target dir>/<host>/release. The last line
+# printed is its path.
 HOST := $(shell rustc -vV | sed -n 's/^host: //p')
 RELEASE_BIN := $(or $(CARGO_TARGET_DIR),target)/$(HOST)/release/bridgectl
 STATIC_FLAGS := $(if $(filter %-linux-gnu,$(HOST)),-C target-feature=+crt-static)

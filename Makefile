@@ -42,10 +42,14 @@ unit:
 
 # The docs build with every warning an error, then a check for links of ours that
 # rustdoc leaves as text without a warning (where a doc is shown outside its crate).
+# DOC_TARGET_DIR builds them in a target dir of their own: a warm target dir keeps pages
+# that a fresh machine renders otherwise (how a failure every new user met once landed),
+# so CI gives a fresh one each run (.ci/run).
+DOC_ENV := $(if $(DOC_TARGET_DIR),CARGO_TARGET_DIR=$(DOC_TARGET_DIR))
 doc:
-	RUSTDOCFLAGS="-D warnings" ./scripts/doc-dirs.sh
-	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
-	./scripts/doc-links.sh
+	$(DOC_ENV) RUSTDOCFLAGS="-D warnings" ./scripts/doc-dirs.sh
+	$(DOC_ENV) RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
+	$(DOC_ENV) ./scripts/doc-links.sh
 
 # Arrows point one way. A wallet that embeds bridgectl-flow for redeem compiles no web
 # server, no listener, no keystore and no sandbox (it brings its own signer); one that

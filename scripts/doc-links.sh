@@ -7,7 +7,11 @@
 # text in the pages of our own crates after `cargo doc`: a path of ours
 # (`crate::`, `self::`, `super::`, `Self::`, `bridgectl_*::`) or a function (`verify()`).
 # Write such links as paths that hold wherever the doc is shown, or keep the first
-# paragraph (what implementors' pages show) free of links.
+# paragraph (what implementors' pages show) free of links. A link through a re-exported
+# crate (`crate::http::X` for `pub use bridgectl_http as http`) resolves or not by the
+# order cargo documents the crates in: name the crate itself (`bridgectl_http::X`).
+# That order differs between a fresh target dir and a warm one, so CI runs this on docs
+# built in a fresh dir (DOC_TARGET_DIR in .ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 doc="${1:-$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')/doc}"

@@ -688,7 +688,7 @@ fn die_with_listener(command: &mut tokio::process::Command) {
 fn die_with_listener(_command: &mut tokio::process::Command) {}
 
 /// The forward client, under the rules of every client of the project
-/// ([`crate::http::client_builder`]): redirects are not followed (a redirect would
+/// ([`bridgectl_http::client_builder`]): redirects are not followed (a redirect would
 /// send the event, signature included, wherever the target points), and no proxy from
 /// the environment sees a plain-http request. The error, if it cannot be built, is each
 /// attempt's.

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 /// The largest step detail or result stored as is: 64 KiB of JSON text. The platform's
 /// raw `data` is journaled on every status change, and a server could make each one as
-/// large as a response may be ([`crate::http::MAX_BODY_BYTES`]); a larger one is stored
+/// large as a response may be ([`bridgectl_http::MAX_BODY_BYTES`]); a larger one is stored
 /// as a marker with its size and the start of its text (see [`blob`]).
 pub const MAX_BLOB_BYTES: usize = 64 * 1024;
 

@@ -404,7 +404,7 @@ pub enum Error {
     BundleMismatch(String),
 
     /// Waiting ran out of time; the flow can be finished later with `resume`.
-    #[error("gave up waiting after {seconds}s for {what}")]
+    #[error("gave up waiting after {seconds}s for {what}{}", not_mined_text(not_mined.as_ref()))]
     Timeout {
         /// What was awaited.
         what: String,
@@ -412,11 +412,38 @@ pub enum Error {
         seconds: u64,
         /// The flow that can be resumed, when the wait belonged to one.
         flow: Option<String>,
+        /// The flow's transaction, when what held the wait up is that it is not mined:
+        /// then the way on may be a replacement at a higher gas price, or a cancel, rather
+        /// than more waiting.
+        not_mined: Option<NotMined>,
     },
 
     /// The user (through the approval callback) declined.
     #[error("declined: {0}")]
     Declined(String),
+}
+
+/// A transaction that was not mined when a wait for it ran out, and where the node has it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NotMined {
+    /// The transaction.
+    pub tx_hash: alloy_primitives::B256,
+    /// Where the chain's node has it (`None` when the node could not be asked).
+    pub presence: Option<crate::rpc::TxPresence>,
+}
+
+fn not_mined_text(not_mined: Option<&NotMined>) -> String {
+    match not_mined {
+        None => String::new(),
+        Some(n) => format!(
+            ": transaction {} is not mined{}",
+            n.tx_hash,
+            n.presence
+                .map(|p| format!(" ({})", p.describe()))
+                .unwrap_or_default()
+        ),
+    }
 }
 
 impl From<crate::flows::PlanRefusal> for Error {
@@ -581,6 +608,7 @@ mod refusal_tests {
             what: "x".into(),
             seconds: 1,
             flow: None,
+            not_mined: None,
         };
         assert!(timeout.refusal().is_none() && !timeout.is_refusal());
     }

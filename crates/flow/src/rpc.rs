@@ -38,6 +38,93 @@ pub struct Receipt {
     pub gas_used: u64,
 }
 
+/// The widest block range asked of `eth_getLogs` at once: public nodes refuse wider
+/// ranges (many cap them at 1,000 to 10,000 blocks), and a narrow range keeps each answer
+/// small.
+pub const MAX_LOG_RANGE: u64 = 1_000;
+
+/// Where a node has a transaction ([`NodeClient::presence`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum TxPresence {
+    /// In a block.
+    Mined,
+    /// In the node's pool, not in a block yet.
+    Pending,
+    /// The node does not know it: never received, or dropped from its pool.
+    Unknown,
+}
+
+impl TxPresence {
+    /// How a person reads it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            TxPresence::Mined => "mined",
+            TxPresence::Pending => "pending in the node's pool",
+            TxPresence::Unknown => "unknown to the node (never received, or dropped from its pool)",
+        }
+    }
+}
+
+/// One log of `eth_getLogs`, the parts the flows read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Log {
+    /// The contract that emitted it.
+    pub address: Address,
+    /// The block it is in.
+    pub block_number: u64,
+    /// The transaction that emitted it.
+    pub transaction_hash: B256,
+    /// Its index in the block.
+    pub log_index: u64,
+    /// Its topics.
+    pub topics: Vec<B256>,
+    /// Its data.
+    pub data: Vec<u8>,
+    /// Set by the node when a reorganisation took the log's block away.
+    pub removed: bool,
+}
+
+impl Log {
+    fn parse(v: &Value) -> Result<Log, Error> {
+        let bad = |expected: &str| Error::UnexpectedShape {
+            what: "a log of eth_getLogs".into(),
+            expected: expected.into(),
+            data: v.clone(),
+        };
+        let hash = |field: &str| -> Result<B256, Error> {
+            v[field]
+                .as_str()
+                .and_then(|h| h.parse().ok())
+                .ok_or_else(|| bad(&format!("{field}: a 32-byte hash")))
+        };
+        let topics = v["topics"]
+            .as_array()
+            .ok_or_else(|| bad("topics: an array"))?
+            .iter()
+            .map(|t| t.as_str().and_then(|h| h.parse().ok()))
+            .collect::<Option<Vec<B256>>>()
+            .ok_or_else(|| bad("topics: 32-byte hashes"))?;
+        let data = v["data"]
+            .as_str()
+            .and_then(|d| d.strip_prefix("0x"))
+            .and_then(|d| hex::decode(d).ok())
+            .ok_or_else(|| bad("data: 0x-hex bytes"))?;
+        Ok(Log {
+            address: v["address"]
+                .as_str()
+                .and_then(|a| a.parse().ok())
+                .ok_or_else(|| bad("address: a 20-byte address"))?,
+            block_number: to_u64(parse_quantity(&v["blockNumber"], "log block")?, "log block")?,
+            transaction_hash: hash("transactionHash")?,
+            log_index: to_u64(parse_quantity(&v["logIndex"], "log index")?, "log index")?,
+            topics,
+            data,
+            removed: v["removed"].as_bool().unwrap_or(false),
+        })
+    }
+}
+
 fn parse_quantity(v: &Value, what: &str) -> Result<U256, Error> {
     v.as_str()
         .and_then(|s| s.strip_prefix("0x"))
@@ -277,7 +364,8 @@ impl NodeClient {
         timeout: Duration,
         progress: &mut dyn crate::progress::Progress,
     ) -> Result<Receipt, Error> {
-        let mut clock = crate::progress::WaitClock::new(format!("the receipt of {hash}"), timeout);
+        let mut clock =
+            crate::progress::WaitClock::new(format!("transaction {hash} to be mined"), timeout);
         loop {
             if let Some(r) = clock.during(self.receipt(hash), progress).await? {
                 return Ok(r);
@@ -287,10 +375,75 @@ impl NodeClient {
                     what: format!("the receipt of {hash}"),
                     seconds: timeout.as_secs(),
                     flow: None,
+                    not_mined: Some(crate::error::NotMined {
+                        tx_hash: hash,
+                        presence: self.presence(hash).await.ok(),
+                    }),
                 });
             }
             clock.during(self.timing.sleep(interval), progress).await;
         }
+    }
+
+    /// `eth_blockNumber`: the newest block.
+    pub async fn block_number(&self) -> Result<u64, Error> {
+        let v = self.call("eth_blockNumber", json!([])).await?;
+        to_u64(parse_quantity(&v, "block number")?, "block number")
+    }
+
+    /// The timestamp (seconds) of block `number`; `None` when the node has no such block.
+    pub async fn block_timestamp(&self, number: u64) -> Result<Option<u64>, Error> {
+        let block = self
+            .call(
+                "eth_getBlockByNumber",
+                json!([format!("0x{number:x}"), false]),
+            )
+            .await?;
+        if block.is_null() {
+            return Ok(None);
+        }
+        let t = parse_quantity(&block["timestamp"], "block timestamp")?;
+        Ok(Some(to_u64(t, "block timestamp")?))
+    }
+
+    /// Where the node has transaction `hash`: mined, waiting in its pool, or nowhere
+    /// (never received, or dropped from the pool).
+    pub async fn presence(&self, hash: B256) -> Result<TxPresence, Error> {
+        let v = self.call("eth_getTransactionByHash", json!([hash])).await?;
+        Ok(match v.get("blockNumber") {
+            _ if v.is_null() => TxPresence::Unknown,
+            None | Some(Value::Null) => TxPresence::Pending,
+            Some(_) => TxPresence::Mined,
+        })
+    }
+
+    /// `eth_getLogs` of `address` for `topics` (each `None` matches anything) over blocks
+    /// `from..=to`. The caller bounds the range (see [`MAX_LOG_RANGE`]): a node answers a
+    /// wide range slowly, or not at all, and the answer's size is bounded.
+    pub async fn logs(
+        &self,
+        address: Address,
+        topics: &[Option<B256>],
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<Log>, Error> {
+        let v = self
+            .call(
+                "eth_getLogs",
+                json!([{
+                    "address": address,
+                    "topics": topics,
+                    "fromBlock": format!("0x{from:x}"),
+                    "toBlock": format!("0x{to:x}"),
+                }]),
+            )
+            .await?;
+        let items = v.as_array().ok_or_else(|| Error::UnexpectedShape {
+            what: "eth_getLogs result".into(),
+            expected: "an array of logs".into(),
+            data: v.clone(),
+        })?;
+        items.iter().map(Log::parse).collect()
     }
 
     /// ERC-20 `balanceOf(owner)` on `token` (`eth_call` at `latest`).

@@ -69,8 +69,9 @@ impl Journal {
 
     /// After chain `chain_id` was reset (its block 0 is now `genesis`): retires its flows
     /// (each keeps its record and gets a `chain-reset` step; none holds a nonce or is sent
-    /// again), drops their nonce reservations, and records the new block 0, in one
-    /// durable transaction. Returns the retired flows' txIds.
+    /// again), drops their nonce reservations and the swap credits claimed on it, and
+    /// records the new block 0, in one durable transaction. Returns the retired flows'
+    /// txIds.
     pub fn reset_chain(
         &self,
         chain_id: u64,
@@ -98,6 +99,11 @@ impl Journal {
                 insert_step(&t, id, &at, "chain-reset", &detail)?;
             }
             t.execute("DELETE FROM nonces WHERE chain_id = ?1", params![chain_id as i64])?;
+            // Credits are named by the chain's transaction hashes, which a new chain can
+            // repeat (the same account sending the same call from the same nonce): the old
+            // chain's claims must not hide the new chain's credits. Each swap's
+            // `credited` step keeps what completed it.
+            t.execute("DELETE FROM credits WHERE chain_id = ?1", params![chain_id as i64])?;
             t.execute(
                 "INSERT OR REPLACE INTO chains (chain_id, genesis, recorded_at) VALUES (?1, ?2, ?3)",
                 params![chain_id as i64, genesis.to_string(), at],

@@ -9,6 +9,7 @@
 
 mod batches;
 mod chains;
+mod credits;
 mod flows;
 mod nonces;
 mod records;
@@ -23,6 +24,7 @@ use rusqlite::Connection;
 use crate::Error;
 
 pub use batches::BatchLock;
+pub use credits::Credit;
 pub use records::{
     BatchItemRecord, BatchRecord, FlowKind, FlowRecord, FlowState, MAX_BLOB_BYTES, Purpose,
     SignatureRecord, StepRecord, blob,
@@ -41,7 +43,7 @@ pub struct Journal {
 }
 
 const SCHEMA: bridgectl_sqlite::Schema = bridgectl_sqlite::Schema {
-    version: 3,
+    version: 4,
     sql: SCHEMA_SQL,
 };
 
@@ -118,6 +120,19 @@ CREATE TABLE IF NOT EXISTS chains (
     genesis     TEXT NOT NULL,
     recorded_at TEXT NOT NULL
 );
+-- The ST credit that completed each swap, by the side chain's names for it: a credit
+-- completes one swap only (its key), and a swap holds one credit (its index).
+CREATE TABLE IF NOT EXISTS credits (
+    chain_id  INTEGER NOT NULL,
+    tx_hash   TEXT NOT NULL,
+    log_index INTEGER NOT NULL,
+    block     INTEGER NOT NULL,
+    amount    TEXT NOT NULL,
+    tx_id     TEXT NOT NULL REFERENCES flows(tx_id),
+    at        TEXT NOT NULL,
+    PRIMARY KEY (chain_id, tx_hash, log_index)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS credits_by_flow ON credits(tx_id);
 ";
 
 /// How long a reservation of a flow that has not signed holds: long enough for a person

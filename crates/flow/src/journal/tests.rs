@@ -449,3 +449,47 @@ fn a_batch_item_run_again_abandons_its_unsigned_flow_and_frees_its_nonce() {
     assert!(matches!(j.find_batch("zz"), Err(Error::NoSuchBatch(_))));
     assert_eq!(j.list_batches(5).expect("list").len(), 1);
 }
+
+/// A credit completes one swap, once, and a reset chain's credits no longer count (a new
+/// chain can repeat the old one's transaction hashes).
+#[test]
+fn a_credit_is_claimed_once_until_its_chain_is_reset() {
+    let j = Journal::in_memory().expect("journal");
+    for id in ["swap-a", "swap-b"] {
+        j.begin(id, FlowKind::Swap, Some("0xabc"), &json!({"amount": "1"}))
+            .expect("begin");
+    }
+    let credit = Credit {
+        chain_id: 31338,
+        tx_hash: format!("0x{}", "cd".repeat(32)),
+        log_index: 3,
+        block: 9,
+        amount: "7".into(),
+    };
+    let claim = |id: &str, c: &Credit| {
+        j.complete_with_credit(id, c, &json!({"txHash": "0x01"}))
+            .expect("claim")
+    };
+    assert!(claim("swap-a", &credit));
+    assert!(!claim("swap-b", &credit), "claimed by another swap");
+    assert_eq!(j.get("swap-b").expect("b").state, FlowState::Started);
+    let mut other = credit.clone();
+    other.log_index = 4;
+    assert!(!claim("swap-a", &other), "a swap holds one credit");
+    assert_eq!(j.credit_of("swap-a").expect("of"), Some(credit.clone()));
+    assert_eq!(j.get("swap-a").expect("a").state, FlowState::Completed);
+    assert_eq!(
+        j.credit_claimed_by(31338, &credit.tx_hash, 3).expect("by"),
+        Some("swap-a".into())
+    );
+    j.reset_chain(31338, alloy_primitives::B256::repeat_byte(7))
+        .expect("reset");
+    assert_eq!(
+        j.credit_claimed_by(31338, &credit.tx_hash, 3).expect("by"),
+        None
+    );
+    assert!(
+        claim("swap-b", &credit),
+        "the new chain's credit of the same name"
+    );
+}

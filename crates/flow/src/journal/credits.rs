@@ -1,0 +1,107 @@
+//! Swap credits: the ST credit that completed each swap, by the side chain's own names
+//! for it (its transaction hash and log index). A credit completes one swap, once: the
+//! claim and the swap's completion are one commit, and the credit's key refuses a second
+//! claim, from this process or another one on the same journal.
+
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+
+use super::{Journal, insert_step, now};
+use crate::Error;
+
+/// An ST credit on the side chain, as claimed by a swap.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Credit {
+    /// The side chain.
+    pub chain_id: u64,
+    /// The transaction that credited the ST.
+    pub tx_hash: String,
+    /// The `Transfer` log's index in its block.
+    pub log_index: u64,
+    /// Its block.
+    pub block: u64,
+    /// ST base units credited (decimal).
+    pub amount: String,
+}
+
+impl Journal {
+    /// Claims `credit` for swap `tx_id` and completes the swap with `result`, in one
+    /// commit. `false` (nothing written) when another flow claimed that credit first; a
+    /// swap that holds a credit already is not given a second one.
+    pub(crate) fn complete_with_credit(
+        &self,
+        tx_id: &str,
+        credit: &Credit,
+        result: &serde_json::Value,
+    ) -> Result<bool, Error> {
+        let at = now();
+        let detail = serde_json::to_string(credit).unwrap_or_default();
+        let result = super::blob(result);
+        self.with(|c| {
+            let t = c.transaction()?;
+            let inserted = t.execute(
+                "INSERT OR IGNORE INTO credits (chain_id, tx_hash, log_index, block, amount, tx_id, at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    credit.chain_id as i64,
+                    credit.tx_hash,
+                    credit.log_index as i64,
+                    credit.block as i64,
+                    credit.amount,
+                    tx_id,
+                    at
+                ],
+            )?;
+            if inserted == 0 {
+                return Ok(false);
+            }
+            t.execute(
+                "UPDATE flows SET result = ?2, state = 'completed', updated_at = ?3 \
+                 WHERE tx_id = ?1",
+                params![tx_id, result, at],
+            )?;
+            insert_step(&t, tx_id, &at, "credited", &detail)?;
+            insert_step(&t, tx_id, &at, "completed", &result)?;
+            t.commit()?;
+            Ok(true)
+        })
+    }
+
+    /// The credit swap `tx_id` claimed, if it did.
+    pub fn credit_of(&self, tx_id: &str) -> Result<Option<Credit>, Error> {
+        self.with(|c| {
+            c.prepare_cached(
+                "SELECT chain_id, tx_hash, log_index, block, amount FROM credits WHERE tx_id = ?1",
+            )?
+            .query_row(params![tx_id], |r| {
+                Ok(Credit {
+                    chain_id: r.get::<_, i64>(0)? as u64,
+                    tx_hash: r.get(1)?,
+                    log_index: r.get::<_, i64>(2)? as u64,
+                    block: r.get::<_, i64>(3)? as u64,
+                    amount: r.get(4)?,
+                })
+            })
+            .optional()
+        })
+    }
+
+    /// The flow that claimed the credit at (`chain_id`, `tx_hash`, `log_index`), if one did.
+    pub fn credit_claimed_by(
+        &self,
+        chain_id: u64,
+        tx_hash: &str,
+        log_index: u64,
+    ) -> Result<Option<String>, Error> {
+        self.with(|c| {
+            c.prepare_cached(
+                "SELECT tx_id FROM credits WHERE chain_id = ?1 AND tx_hash = ?2 AND log_index = ?3",
+            )?
+            .query_row(params![chain_id as i64, tx_hash, log_index as i64], |r| {
+                r.get(0)
+            })
+            .optional()
+        })
+    }
+}

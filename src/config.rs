@@ -18,6 +18,8 @@
 //! main_rpc_url = "https://main-node.example"   # optional
 //! side_rpc_url = "https://side-node.example"   # optional
 //! redeem_action = "redeem"
+//! peg_ratio = "1:1"                            # MT:ST; a swap's credit is checked by it
+//! credit_source = "0x0000000000000000000000000000000000000000"   # a mint (the default)
 //! token_file = "/path/to/token"                 # optional, see `bridgectl --help`
 //!
 //! [profiles.default.policy]                     # checked before every signature
@@ -94,6 +96,11 @@ pub struct Profile {
     pub side_rpc_url: Option<String>,
     /// Name of the transaction action mapped to ST `redeem`.
     pub redeem_action: Option<String>,
+    /// The peg, `"MT:ST"` in whole tokens (`"1:2"`: 1 MT is worth 2 ST): with it, a swap
+    /// is completed only by a credit of exactly the ST its MT is worth.
+    pub peg_ratio: Option<bridgectl_flow::PegRatio>,
+    /// Whom a swap's ST comes from [default: the zero address, a mint].
+    pub credit_source: Option<Address>,
     /// File holding the platform access token.
     pub token_file: Option<PathBuf>,
     /// Access key for the token exchange (the secret key comes from
@@ -219,6 +226,8 @@ fn apply_env(p: &mut Profile) -> Result<()> {
         st_contract => "ST_CONTRACT",
         main_chain_id => "MAIN_CHAIN_ID",
         side_chain_id => "SIDE_CHAIN_ID",
+        peg_ratio => "PEG_RATIO",
+        credit_source => "CREDIT_SOURCE",
     );
     Ok(())
 }

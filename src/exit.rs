@@ -119,12 +119,23 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
             return hint(&coded.error);
         }
         if let Some(bridgectl_flow::Error::Timeout {
-            flow: Some(tx_id), ..
+            flow: Some(tx_id),
+            not_mined,
+            ..
         }) = cause.downcast_ref::<bridgectl_flow::Error>()
         {
-            return Some(format!(
-                "the flow is journaled: `bridgectl resume {tx_id}` continues waiting"
-            ));
+            return Some(match not_mined {
+                // Not mined: more waiting may never end it. Dropped from the node's pool,
+                // resume sends the same bytes again; priced out, only a replacement helps.
+                Some(_) => format!(
+                    "the transaction is not mined: `bridgectl replace {tx_id}` signs it again \
+                     at a higher gas price, `bridgectl cancel {tx_id}` ends the flow; \
+                     `bridgectl resume {tx_id}` sends the same bytes again and waits"
+                ),
+                None => {
+                    format!("the flow is journaled: `bridgectl resume {tx_id}` continues waiting")
+                }
+            });
         }
         if let Some(bridgectl_flow::Error::StoppedAtApproval { tx_id, .. }) =
             cause.downcast_ref::<bridgectl_flow::Error>()

@@ -269,5 +269,9 @@ pub fn bridge_from(p: &Profile) -> Result<Bridge> {
             rpc_url: p.side_rpc_url.clone(),
         },
         redeem_action: p.redeem_action.clone().unwrap_or_else(|| "redeem".into()),
+        swap_credit: bridgectl_flow::SwapCredit {
+            ratio: p.peg_ratio,
+            source: p.credit_source.unwrap_or_default(),
+        },
     })
 }

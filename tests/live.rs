@@ -62,6 +62,29 @@ impl LiveSandbox {
             .unwrap_or_else(|e| panic!("funding a new account: {e}"))
     }
 
+    /// Stops (`false`) or starts (`true`) mining on the side chain (`side`) or the main
+    /// chain: stopped, transactions wait in the node's pool (the main chain's block a
+    /// second stops too). Starting does not mine what waited: [`LiveSandbox::mine`] does.
+    pub fn set_mining(&self, side: bool, on: bool) {
+        let node = self.node(side);
+        block_on(node.call("evm_setIntervalMining", serde_json::json!([0])))
+            .expect("evm_setIntervalMining");
+        block_on(node.call("evm_setAutomine", serde_json::json!([on]))).expect("evm_setAutomine");
+    }
+
+    /// Mines one block on the side chain (`side`) or the main chain.
+    pub fn mine(&self, side: bool) {
+        block_on(self.node(side).call("evm_mine", serde_json::json!([]))).expect("evm_mine");
+    }
+
+    /// Mints `st` ST base units to `to` from the sandbox's bridge account: a credit from
+    /// the zero address that no swap paid for.
+    pub fn mint_st(&self, to: Address, st: U256) {
+        let state = self.state.clone();
+        self.run(async move { state.fund(to, U256::ZERO, st).await })
+            .unwrap_or_else(|e| panic!("minting ST: {e}"))
+    }
+
     /// Starts a sandbox with `config`.
     pub fn start(config: SandboxConfig) -> LiveSandbox {
         let (info_tx, info_rx) = mpsc::channel();
@@ -622,6 +645,20 @@ impl Live {
         let out = self.run_ok(c);
         let text = String::from_utf8_lossy(&out.stdout);
         crate::util::strict_json(&text)
+    }
+
+    /// Waits for a command started with `spawn_with_stdin`, checks secrets, asserts
+    /// success, parses stdout as JSON.
+    pub fn finished_ok(&self, child: crate::util::KillOnDrop) -> serde_json::Value {
+        let out = child.wait_with_output();
+        self.check_secrets(&out);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        crate::util::strict_json(&stdout)
     }
 
     /// Runs `args`, checks secrets, asserts exit `code`, returns stderr.

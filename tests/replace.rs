@@ -13,7 +13,7 @@ use crate::live::{Live, SUBMIT, block_on, signed_tx_of};
 /// Stops (`false`) or restarts (`true`) the side chain mining each transaction as it
 /// arrives: with it stopped, a submitted transaction waits in the node's pool.
 fn automine(live: &Live, on: bool) {
-    block_on(live.sb.node(true).call("evm_setAutomine", json!([on]))).expect("evm_setAutomine");
+    live.sb.set_mining(true, on);
 }
 
 /// A redeem of `amount` ST from dev whose wait for the redemption runs out (its
@@ -115,7 +115,7 @@ fn a_stuck_redeem_is_replaced_mined_once_and_both_signatures_count_against_the_l
         !in_pool(&live, &original),
         "the node kept both transactions at one nonce"
     );
-    block_on(live.sb.node(true).call("evm_mine", json!([]))).expect("evm_mine");
+    live.sb.mine(true);
     automine(&live, true);
     let out = child.wait_with_output();
     live.check_secrets(&out);

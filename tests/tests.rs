@@ -9,6 +9,7 @@ mod util;
 
 mod batch;
 mod durability;
+mod ends;
 mod errors;
 mod flow;
 mod follow;

@@ -15,8 +15,8 @@ use alloy_signer_local::PrivateKeySigner;
 use anyhow::{Context, Result};
 use bridgectl_flow::client::{AccessToken, ClientOptions, PlatformClient};
 use bridgectl_flow::{
-    Approver, Bridge, ChainSide, Flows, GasPriceCap, GasSource, Journal, NonceSource, Review,
-    SwapSpec, TransferSpec, WaitOptions, Which,
+    Approver, Bridge, ChainSide, Flows, GasPriceCap, GasSource, Journal, NonceSource, PegRatio,
+    Review, SwapCredit, SwapSpec, TransferSpec, WaitOptions, Which,
 };
 use bridgectl_keystore::{KdfParams, Keystore, Passphrase};
 use bridgectl_sandbox::{Sandbox, SandboxConfig};
@@ -163,6 +163,13 @@ async fn run_flows(
         main: chain_side(&info.main),
         side: chain_side(&info.side),
         redeem_action: "redeem".into(),
+        swap_credit: SwapCredit {
+            ratio: Some(PegRatio {
+                mt: info.ratio.mt,
+                st: info.ratio.st,
+            }),
+            source: Address::ZERO,
+        },
     };
     let client = PlatformClient::new(
         &info.base_url,
@@ -249,10 +256,13 @@ async fn run_flows(
             &mut progress,
         )
         .await?;
-    let credited = swapped
-        .st_after
-        .unwrap_or_default()
-        .saturating_sub(swapped.st_before.unwrap_or_default());
+    // The swap's own credit, not a balance difference.
+    let credited: U256 = swapped
+        .credit
+        .as_ref()
+        .context("the swap completed without a credit")?
+        .amount
+        .parse()?;
     let mid = balances(&flows, user).await?;
 
     say(format!(

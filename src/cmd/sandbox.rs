@@ -255,6 +255,11 @@ fn write_profile(path: &std::path::Path, info: &SandboxInfo) -> anyhow::Result<(
         main_rpc_url: Some(info.main.rpc_url.clone()),
         side_rpc_url: Some(info.side.rpc_url.clone()),
         redeem_action: Some("redeem".into()),
+        peg_ratio: Some(bridgectl_flow::PegRatio {
+            mt: info.ratio.mt,
+            st: info.ratio.st,
+        }),
+        credit_source: Some(alloy_primitives::Address::ZERO),
         token_file: Some(token_path.clone()),
         // The sandbox's web3 API takes the platform token and answers for any supported
         // chain and network: with these, `webhook` commands need no flags.

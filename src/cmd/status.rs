@@ -1,13 +1,13 @@
 //! `bridgectl status TXID|HASH`: what became of a flow, asked of the chain and the
 //! platform now. The flow is found in the journal by its txId, a unique start of it, or
 //! the hash of its signed transaction; the node is asked for the receipt, and for a
-//! redeem the platform for its redemption (operation 5), for a swap the ST balance.
+//! redeem the platform for its redemption (operation 5), for a swap its own ST credit.
 //! An end observed is journaled (`completed`, `failed`; a flow that is over is never
 //! changed). A flow still pending is not an error. A hash the journal does not know is
 //! still asked of both nodes and the platform: exit 0 if either knows it, else 6.
 
-use alloy_primitives::U256;
-use bridgectl_flow::{FlowStatus, Submitter};
+use bridgectl_flow::rpc::TxPresence;
+use bridgectl_flow::{FlowState, FlowStatus, Submitter};
 use clap::Args;
 
 use crate::exit::{Code, coded};
@@ -63,6 +63,10 @@ fn describe(s: &FlowStatus) -> Vec<String> {
             state.as_str(),
             was.as_str()
         )),
+        (Some(id), Some(FlowState::Retired), _) => lines.push(format!(
+            "flow {id} {}: retired (chain reset)",
+            s.kind.map_or("-", |k| k.as_str()),
+        )),
         (Some(id), Some(state), _) => lines.push(format!(
             "flow {id} {}: {}",
             s.kind.map_or("-", |k| k.as_str()),
@@ -76,7 +80,15 @@ fn describe(s: &FlowStatus) -> Vec<String> {
             r.block_number,
             if r.success { "" } else { ", reverted" }
         )),
-        None if s.tx_hash.is_some() => lines.push(format!("tx {hash}: not mined (yet)")),
+        None if s.state == Some(FlowState::Retired) => {}
+        None if s.tx_hash.is_some() => lines.push(match s.tx_presence {
+            Some(TxPresence::Unknown) => format!(
+                "tx {hash}: not mined, dropped by the node (it does not know it): \
+                 `bridgectl resume` sends it again, `replace` or `cancel` use its nonce"
+            ),
+            Some(p) => format!("tx {hash}: not mined: {}", p.describe()),
+            None => format!("tx {hash}: not mined (yet)"),
+        }),
         None => {}
     }
     if let Some(r) = &s.redemption {
@@ -87,16 +99,21 @@ fn describe(s: &FlowStatus) -> Vec<String> {
     } else if s.ended_by == Some(bridgectl_flow::EndedBy::Redemption) || s.tx_id.is_none() {
         lines.push("redemption: the platform has no record (yet)".into());
     }
-    if let (Some(before), Some(now)) = (&s.st_before, &s.st_now) {
-        let credited = before.parse::<U256>().ok() < now.parse::<U256>().ok();
-        lines.push(format!(
-            "ST balance {now} base units, {before} before the swap: {}",
-            if credited {
-                "credited"
-            } else {
-                "not credited yet"
+    if s.ended_by == Some(bridgectl_flow::EndedBy::StCredit) {
+        let expected = s
+            .expected_credit
+            .as_deref()
+            .map_or_else(String::new, |e| format!(" of {e} base units"));
+        lines.push(match &s.credit {
+            Some(c) => format!(
+                "ST credit{expected}: {} base units by {} (log {}, block {})",
+                c.amount, c.tx_hash, c.log_index, c.block
+            ),
+            None if s.receipt.is_some() => {
+                format!("ST credit{expected}: not on the side chain yet")
             }
-        ));
+            None => format!("ST credit{expected}: awaits the MT transfer's receipt"),
+        });
     }
     for what in &s.unobserved {
         lines.push(format!("not observed: {what}"));

@@ -1,6 +1,6 @@
 //! `bridgectl swap`: MT into ST. Issues the swap address, builds the MT transfer to it
 //! locally (calldata never comes from outside), signs, submits, and with `--wait`
-//! waits for the ST credit, the one thing that completes a swap.
+//! waits for its own ST credit, which with its transfer's receipt completes a swap.
 
 use bridgectl_flow::{Submitter, SwapSpec};
 use clap::Args;
@@ -20,8 +20,9 @@ pub struct SwapArgs {
     /// How much MT, in token units.
     #[arg(long, allow_hyphen_values = true)]
     pub amount: String,
-    /// Wait until the ST balance moves: the flow is completed only then (without it, it
-    /// stays `submitted`; `bridgectl status TXID` or `resume` sees the credit later).
+    /// Wait until the MT transfer is mined and the swap's own ST credit is on the side
+    /// chain: the flow is completed only then (without it, it stays `submitted`;
+    /// `bridgectl status TXID` or `resume` sees the credit later).
     #[arg(long)]
     pub wait: bool,
     /// Nonce and gas.
@@ -62,6 +63,8 @@ pub fn run(global: &GlobalOpts, args: SwapArgs) -> anyhow::Result<()> {
             "amountTokens": bridgectl_tx::amount::format_units(amount, bridge.main.decimals)?,
             "stBefore": out.st_before.map(|v| v.to_string()),
             "stAfter": out.st_after.map(|v| v.to_string()),
+            "credit": out.credit,
+            "expectedCredit": out.expected_credit.map(|v| v.to_string()),
             "state": out.state,
         }))?;
     } else {
@@ -73,6 +76,18 @@ pub fn run(global: &GlobalOpts, args: SwapArgs) -> anyhow::Result<()> {
             out.submitted.tx_hash,
             out.submitted.tx_id
         ))?;
+        if let Some(c) = &out.credit {
+            let amount: alloy_primitives::U256 = c.amount.parse()?;
+            crate::output::line(format_args!(
+                "credited {} {} by {} (log {} in block {} of chain {})",
+                bridgectl_tx::amount::format_units(amount, bridge.side.decimals)?,
+                bridge.side.symbol,
+                c.tx_hash,
+                c.log_index,
+                c.block,
+                c.chain_id
+            ))?;
+        }
         if let (Some(b), Some(a)) = (out.st_before, out.st_after) {
             crate::output::line(format_args!(
                 "{} balance {} -> {}",

@@ -154,6 +154,7 @@ async fn the_signed_bytes_are_committed_before_the_node_sees_them() {
             main,
             side,
             redeem_action: "redeem".into(),
+            swap_credit: Default::default(),
         })
         .submitter(Submitter::Node(NodeClient::new(&node_url).expect("node")))
         .gas_price(GasPriceCap::Max(2_000_000_000))

@@ -466,6 +466,22 @@ impl AppState {
         lock(&self.0.redemptions).get(&hash).cloned()
     }
 
+    /// A platform that claims what the chain does not show: the redemption of `hash`
+    /// says `status` (with `reason`) whatever its transaction's fate, until the relayer
+    /// sees that transaction mined and moves it on. `false` when no redemption of `hash`
+    /// was requested.
+    pub fn claim_redemption_status(&self, hash: B256, status: &str, reason: &str) -> bool {
+        match lock(&self.0.redemptions).get_mut(&hash) {
+            Some(r) => {
+                r.status = status.to_owned();
+                r.reason = Some(reason.to_owned());
+                r.updated_at = now();
+                true
+            }
+            None => false,
+        }
+    }
+
     /// What the deliverer of webhook `id` has done, if one was ever started.
     pub fn deliverer(&self, id: u64) -> Option<DelivererState> {
         lock(&self.0.deliverers).get(&id).copied()

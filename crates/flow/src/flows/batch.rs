@@ -255,6 +255,10 @@ pub enum ItemError {
     /// Recorded in the journal by an earlier run: only its text is kept.
     #[error("{0}")]
     Earlier(String),
+    /// Its end cannot be observed here (why, in the flow's words): it stays pending,
+    /// never completed on a guess.
+    #[error("its end cannot be observed here: {0}")]
+    Unobserved(String),
 }
 
 fn ended_text(state: FlowState, replaced_by: Option<&(Purpose, B256)>) -> String {
@@ -971,8 +975,8 @@ impl Flows {
                 .await_inclusion(token, &a.submitted, &mut Quiet)
                 .await
                 .map(|()| None),
-            // Ended by its ST credit, where that can be observed (`follow.rs`); else, as
-            // before, by its MT transfer's receipt.
+            // Ended by its own ST credit (`credit.rs`), as a single swap is; where that
+            // cannot be observed it stays pending.
             BatchOp::Swap { .. } => match self.follow(&tx_id, &mut Quiet).await {
                 Ok(s) => match s.state {
                     Some(FlowState::Completed) => Ok(None),
@@ -982,16 +986,14 @@ impl Flows {
                             replaced_by: None,
                         }))
                     }
-                    _ => self
-                        .await_inclusion(Which::Mt, &a.submitted, &mut Quiet)
-                        .await
-                        .map(|()| None),
+                    _ => Ok(Some(ItemError::Unobserved(s.unobserved.join("; ")))),
                 },
                 Err(e) => Err(e),
             },
         };
         let (status, error) = match outcome {
             Ok(None) => (ItemStatus::Completed, None),
+            Ok(Some(open @ ItemError::Unobserved(_))) => (ItemStatus::Pending, Some(open)),
             Ok(Some(failed)) => (ItemStatus::Failed, Some(failed)),
             Err(e @ Error::Reverted { .. }) => (ItemStatus::Failed, Some(e.into())),
             // Submitted and not known to have failed: resuming the batch waits again.

@@ -4,13 +4,13 @@
 //!
 //! | flow | ended by | observed through |
 //! |---|---|---|
-//! | swap | the ST credit | the ST balance above the one journaled (`st-before`) before its MT transfer was signed |
-//! | redeem, and an action or bundle whose transaction calls `redeem` on the bridge's ST contract | the redemption record | operation 5: by txId when the platform built the transaction, else by hash |
+//! | swap | its own ST credit | its MT transfer's receipt, then an ST `Transfer` log that is this swap's alone (see `credit.rs`), claimed by it in the journal; never the balance |
+//! | redeem, and an action or bundle whose transaction calls `redeem` on the bridge's ST contract | the redemption record | operation 5: by txId when the platform built the transaction, else by hash; an end the platform reports is taken once the chain's node has the transaction mined (a `failed` for a transaction the chain has not mined is a claim, looked at again) |
 //! | any other transaction (transfer, action, bundle) | its receipt | the chain's node: mined, and not reverted |
 //! | a flow replaced at its nonce (`replace`, `cancel`) | whichever of its transactions is mined | the chain's node (see `replace.rs`), then as above |
 //!
-//! What cannot be observed (no node for the chain, a swap without a journaled balance)
-//! leaves the flow where it is, and [`FlowStatus::unobserved`] says why: a flow is never
+//! What cannot be observed (no node for the chain, a swap journaled without its side-chain
+//! block) leaves the flow where it is, and [`FlowStatus::unobserved`] says why: a flow is never
 //! called completed on a guess. States only move forward: a flow that is completed,
 //! failed or cancelled is never changed here.
 //!
@@ -21,14 +21,15 @@ use alloy_primitives::{Address, B256, U256};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::credit::SwapFacts;
 use super::{Flows, Progress, Which};
 use crate::Error;
 use crate::client::Redemption;
-use crate::journal::{FlowKind, FlowRecord, FlowState, Purpose};
-use crate::rpc::Receipt;
+use crate::journal::{Credit, FlowKind, FlowRecord, FlowState, Purpose};
+use crate::rpc::{NodeClient, Receipt, TxPresence};
 
 /// The step a swap journals with the ST balance read before its MT transfer is signed:
-/// the baseline its credit is measured against, by the swap itself or a later resume.
+/// shown beside the swap, never what decides it (its own credit does, see `credit.rs`).
 const ST_BEFORE: &str = "st-before";
 
 /// What ends a flow (see the module doc).
@@ -66,10 +67,18 @@ pub struct FlowStatus {
     pub receipt: Option<Receipt>,
     /// The platform's redemption record, for a redeem (or any hash it knows).
     pub redemption: Option<Redemption>,
-    /// A swap's ST balance before its transfer (decimal base units).
+    /// A swap's ST balance before its transfer (decimal base units); shown, never what
+    /// decides (see [`FlowStatus::credit`]).
     pub st_before: Option<String>,
-    /// A swap's ST balance now, when read.
+    /// A swap's ST balance now, when read; shown, never what decides.
     pub st_now: Option<String>,
+    /// A swap's own ST credit, once claimed: what completed it.
+    pub credit: Option<Credit>,
+    /// The ST a swap is credited by the peg ratio (decimal base units), when known.
+    pub expected_credit: Option<String>,
+    /// Where the chain's node has the transaction looked at, when it is not known to be
+    /// mined (`pending`, or `unknown`: dropped from the node's pool or never received).
+    pub tx_presence: Option<TxPresence>,
     /// What could not be asked, and why (the flow's state is left as it was).
     pub unobserved: Vec<String>,
     /// For a flow replaced at its nonce: which of its transactions was mined, and how the
@@ -93,6 +102,9 @@ impl FlowStatus {
             redemption: None,
             st_before: None,
             st_now: None,
+            credit: None,
+            expected_credit: None,
+            tx_presence: None,
             unobserved: Vec::new(),
             ended: None,
         }
@@ -135,10 +147,7 @@ pub(super) enum End {
     Redemption {
         by_tx_id: bool,
     },
-    StCredit {
-        owner: Address,
-        before: U256,
-    },
+    StCredit(SwapFacts),
     /// It cannot be observed here, for this reason.
     Unobservable(String),
 }
@@ -148,7 +157,7 @@ impl End {
         match self {
             End::Receipt => Some(EndedBy::Receipt),
             End::Redemption { .. } => Some(EndedBy::Redemption),
-            End::StCredit { .. } => Some(EndedBy::StCredit),
+            End::StCredit(_) => Some(EndedBy::StCredit),
             End::Unobservable(_) => None,
         }
     }
@@ -172,21 +181,18 @@ pub struct Ended {
 
 impl Flows {
     /// What became of the flow `query` names (its txId, a unique txId prefix, or the
-    /// hash of its signed transaction), looked up once: the node's receipt, and for a
-    /// redeem the platform's redemption record (for a swap, the ST balance). A flow whose
+    /// hash of any transaction it signed), looked up once: the node's receipt, and for a
+    /// redeem the platform's redemption record (for a swap, its own ST credit). A flow whose
     /// end is observed is journaled `completed` or `failed`; one that is over is never
     /// changed. A hash no flow here holds is still asked of both chains' nodes and of
     /// operation 5 ([`FlowStatus::found`] says whether anything knew it).
     pub async fn status(&self, query: &str) -> Result<FlowStatus, Error> {
-        let hash = parse_hash(query);
-        let rec = match hash {
-            Some(h) => self.journal.signed_with_hash(h)?,
-            None => Some(self.journal.find(query)?),
-        };
-        match (rec, hash) {
-            (Some(rec), _) => self.look(&rec).await,
-            (None, Some(h)) => self.look_up_hash(h).await,
-            (None, None) => Err(Error::NotInJournal(query.to_owned())),
+        // The one resolver: a txId, a unique start of one, or any hash the flow signed
+        // (a replaced flow's earlier ones too).
+        match (self.journal.find(query), parse_hash(query)) {
+            (Ok(rec), _) => self.look(&rec).await,
+            (Err(Error::NotInJournal(_)), Some(h)) => self.look_up_hash(h).await,
+            (Err(e), _) => Err(e),
         }
     }
 
@@ -228,15 +234,13 @@ impl Flows {
                     .await?;
                 status.redemption = Some(r);
             }
-            End::StCredit { owner, before } => {
-                status.st_before = Some(before.to_string());
-                let now = self.wait_st_credit(tx_id, owner, before, progress).await?;
-                status.st_now = Some(now.to_string());
-                self.complete(
-                    tx_id,
-                    &json!({"stBefore": before.to_string(), "stAfter": now.to_string()}),
-                    true,
-                )?;
+            End::StCredit(facts) => {
+                status.st_before = self.journaled_st_before(tx_id)?.map(|b| b.to_string());
+                status.expected_credit = facts.expected.map(|e| e.to_string());
+                let credit = self
+                    .wait_swap_credit(tx_id, hash, &facts, None, progress)
+                    .await?;
+                status.credit = Some(credit);
             }
             End::Receipt => {
                 let chain_id = rec.chain_id.unwrap_or_default();
@@ -271,32 +275,46 @@ impl Flows {
             .wait_receipt(hash, self.wait.interval, self.wait.timeout, progress)
             .await
             .map_err(|e| match e {
-                Error::Timeout { what, seconds, .. } => Error::Timeout {
+                Error::Timeout {
+                    what,
+                    seconds,
+                    not_mined,
+                    ..
+                } => Error::Timeout {
                     what,
                     seconds,
                     flow: Some(tx_id.to_owned()),
+                    not_mined,
                 },
                 other => other,
             })?;
+        self.record_mined(tx_id, &receipt)?;
+        Ok(Some(receipt))
+    }
+
+    /// Journals that flow `tx_id`'s transaction was mined as `receipt` says; a revert
+    /// ends the flow `failed` ([`Error::Reverted`]).
+    pub(super) fn record_mined(&self, tx_id: &str, receipt: &Receipt) -> Result<(), Error> {
+        let hash = receipt.transaction_hash;
         self.journal.note(
             tx_id,
             "mined",
             &json!({"txHash": hash.to_string(), "block": receipt.block_number,
                     "success": receipt.success}),
         )?;
-        if !receipt.success {
-            self.journal.observe(
-                tx_id,
-                Some(FlowState::Failed),
-                "reverted",
-                &serde_json::to_value(&receipt).unwrap_or_default(),
-            )?;
-            return Err(Error::Reverted {
-                tx_hash: hash,
-                block: receipt.block_number,
-            });
+        if receipt.success {
+            return Ok(());
         }
-        Ok(Some(receipt))
+        self.journal.observe(
+            tx_id,
+            Some(FlowState::Failed),
+            "reverted",
+            &serde_json::to_value(receipt).unwrap_or_default(),
+        )?;
+        Err(Error::Reverted {
+            tx_hash: hash,
+            block: receipt.block_number,
+        })
     }
 
     /// One look at flow `rec` (see [`Flows::status`]).
@@ -309,6 +327,14 @@ impl Flows {
             return Ok(status);
         };
         let tx_id = rec.tx_id.as_str();
+        if rec.state == FlowState::Retired {
+            status.unobserved.push(
+                "retired: its chain was reset after it was journaled (`journal reset-chain`); \
+                 its transaction belongs to a chain that no longer exists"
+                    .into(),
+            );
+            return Ok(status);
+        }
         // A flow replaced at its nonce is decided by whichever of its transactions was
         // mined; the platform knows a replacement by its hash only.
         let mut purpose = Purpose::Original;
@@ -335,6 +361,9 @@ impl Flows {
         };
         status.tx_hash = Some(hash);
         status.receipt = receipt.clone();
+        if let (Some(node), None) = (&node, &receipt) {
+            status.tx_presence = Some(self.presence_of(node, rec, hash).await?);
+        }
         let end = if purpose == Purpose::Cancel {
             End::Receipt
         } else {
@@ -366,25 +395,36 @@ impl Flows {
                 };
                 let found = self.redemption_of(&asked, hash).await?;
                 status.redemption.clone_from(&found);
-                found.filter(Redemption::is_terminal).map(|r| {
-                    if r.is_success() {
-                        (FlowState::Completed, "completed", r.raw)
-                    } else {
-                        (FlowState::Failed, "failed", r.raw)
-                    }
-                })
+                match found.filter(Redemption::is_terminal) {
+                    Some(r) => match redemption_end(&r, receipt.as_ref(), node.is_some()) {
+                        Ok(end) => Some(end),
+                        Err(why) => {
+                            status.unobserved.push(why);
+                            None
+                        }
+                    },
+                    None => None,
+                }
             }
-            (_, End::StCredit { owner, before }) => {
-                let now = self.token_balance(Which::St, owner).await?;
-                status.st_before = Some(before.to_string());
-                status.st_now = Some(now.to_string());
-                (now > before).then(|| {
-                    (
-                        FlowState::Completed,
-                        "completed",
-                        json!({"stBefore": before.to_string(), "stAfter": now.to_string()}),
-                    )
-                })
+            (_, End::StCredit(facts)) => {
+                status.st_before = self.journaled_st_before(tx_id)?.map(|b| b.to_string());
+                status.expected_credit = facts.expected.map(|e| e.to_string());
+                if let Some(owner) = rec.from.as_deref().and_then(|f| f.parse().ok()) {
+                    status.st_now = Some(self.token_balance(Which::St, owner).await?.to_string());
+                }
+                if let (Some(r), Some(node)) = (&receipt, &node) {
+                    let mined_at = mined_at(node, r).await?;
+                    let result = json!({"txHash": hash.to_string(), "block": r.block_number});
+                    status.credit = self
+                        .claim_own_credit(tx_id, &facts, mined_at, &result)
+                        .await?;
+                    if status.credit.is_some() {
+                        status.state = Some(FlowState::Completed);
+                    }
+                }
+                // A swap that was over before this look keeps the credit it was
+                // completed by; one completed now was journaled with its claim.
+                None
             }
             (_, End::Unobservable(why)) => {
                 status.unobserved.push(why);
@@ -399,6 +439,30 @@ impl Flows {
             status.state = Some(state);
         }
         Ok(status)
+    }
+
+    /// Where `node` has flow `rec`'s transaction `hash` (not mined). A transaction the
+    /// node no longer knows is journaled once as `dropped`: it will not be mined unless
+    /// it is sent again (`resume` does) or replaced.
+    async fn presence_of(
+        &self,
+        node: &NodeClient,
+        rec: &FlowRecord,
+        hash: B256,
+    ) -> Result<TxPresence, Error> {
+        let presence = node.presence(hash).await?;
+        if presence == TxPresence::Unknown && !is_over(rec.state) {
+            let noted = self
+                .journal
+                .steps(&rec.tx_id)?
+                .iter()
+                .any(|s| s.step == "dropped" && s.detail["txHash"] == hash.to_string());
+            if !noted {
+                self.journal
+                    .note(&rec.tx_id, "dropped", &json!({"txHash": hash.to_string()}))?;
+            }
+        }
+        Ok(presence)
     }
 
     /// A hash no flow here holds: asked of both chains' nodes and of operation 5.
@@ -448,12 +512,25 @@ impl Flows {
         Ok(match rec.kind {
             FlowKind::Swap => {
                 let owner = rec.from.as_deref().and_then(|f| f.parse::<Address>().ok());
-                match (owner, self.journaled_st_before(&rec.tx_id)?) {
-                    (Some(owner), Some(before)) => End::StCredit { owner, before },
-                    _ => End::Unobservable(
-                        "the ST credit: the swap's ST balance before its transfer was not \
-                         journaled (a swap begun by an older bridgectl), so its credit cannot \
-                         be told apart; check the ST balance"
+                let bridge = self.bridge()?;
+                let nodes = self.node_of_chain(bridge.main.chain_id).is_some()
+                    && self.node_of_chain(bridge.side.chain_id).is_some();
+                let facts = match owner {
+                    Some(owner) => self.swap_facts(&rec.tx_id, owner, &rec.intent)?,
+                    None => None,
+                };
+                match facts {
+                    Some(facts) if nodes => End::StCredit(facts),
+                    Some(_) => End::Unobservable(
+                        "the ST credit: a swap is ended by its MT transfer's receipt and its \
+                         own ST credit, read from both chains' nodes (main and side rpc_url)"
+                            .into(),
+                    ),
+                    None => End::Unobservable(
+                        "the ST credit: the side chain's block was not journaled when the swap \
+                         began (a swap begun by an older bridgectl, or without the side \
+                         chain's node), so its own credit cannot be told apart from others; \
+                         check the side chain's ST transfers to its sender"
                             .into(),
                     ),
                 }
@@ -494,7 +571,8 @@ impl Flows {
             })
     }
 
-    /// Journals `before`, swap `tx_id`'s ST balance read before its transfer is signed.
+    /// Journals `before`, swap `tx_id`'s ST balance read before its transfer is signed
+    /// (shown beside the swap; its credit decides).
     pub(crate) fn journal_st_before(&self, tx_id: &str, before: U256) -> Result<(), Error> {
         self.journal
             .note(tx_id, ST_BEFORE, &json!({"stBefore": before.to_string()}))
@@ -510,6 +588,51 @@ impl Flows {
             .find(|s| s.step == ST_BEFORE)
             .and_then(|s| s.detail.get("stBefore")?.as_str()?.parse().ok()))
     }
+}
+
+/// The end the platform reports for a redemption, `r` (terminal), as the journal takes
+/// it: once the chain's node has the transaction mined (`receipt`). A `failed` for a
+/// transaction the chain has not mined is the platform's claim, not an end: the flow
+/// stays open and is looked at again (`Err` says why). Without a node for the chain a
+/// reported success is taken as it is; a reported failure is not.
+pub(super) fn redemption_end(
+    r: &Redemption,
+    receipt: Option<&Receipt>,
+    node_known: bool,
+) -> Result<(FlowState, &'static str, Value), String> {
+    let (state, step) = if r.is_success() {
+        (FlowState::Completed, "completed")
+    } else {
+        (FlowState::Failed, "failed")
+    };
+    match receipt {
+        Some(_) => Ok((state, step, r.raw.clone())),
+        None if r.is_success() && !node_known => Ok((state, step, r.raw.clone())),
+        None if node_known => Err(format!(
+            "the redemption: the platform says {}, but the chain's node has not mined its \
+             transaction: a claim the chain does not show yet, looked at again",
+            bridgectl_tx::text::printable(&r.status)
+        )),
+        None => Err(format!(
+            "the redemption: the platform says {}, and without the chain's node (its \
+             rpc_url) nothing here can see whether its transaction was mined",
+            bridgectl_tx::text::printable(&r.status)
+        )),
+    }
+}
+
+/// The timestamp of the block receipt `r` is in (its transaction was mined no later).
+pub(super) async fn mined_at(node: &NodeClient, r: &Receipt) -> Result<u64, Error> {
+    node.block_timestamp(r.block_number)
+        .await?
+        .ok_or_else(|| Error::UnexpectedShape {
+            what: format!(
+                "block {} of the receipt of {}",
+                r.block_number, r.transaction_hash
+            ),
+            expected: "the block the node has the receipt in".into(),
+            data: Value::Null,
+        })
 }
 
 /// `text` as a transaction hash (`0x` and 64 hex digits), else `None` (a txId).

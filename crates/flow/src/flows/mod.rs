@@ -16,6 +16,7 @@
 mod action;
 mod batch;
 mod bundle;
+mod credit;
 mod follow;
 mod managed;
 mod offline;
@@ -50,6 +51,7 @@ pub use batch::{
     Moved, PlanRefusal, Recipient, RecipientTotal, RefusedItem, Short, TokenTotal, Tokens,
 };
 pub use bundle::{BundleCheck, PreparedBundle};
+pub use credit::{PegRatio, SwapCredit};
 pub use follow::{Ended, EndedBy, FlowStatus};
 pub use offline::{OfflineSigner, OfflineSigning};
 pub use redeem::RedeemOutcome;
@@ -95,6 +97,9 @@ pub struct Bridge {
     pub side: ChainSide,
     /// The transaction action mapped to the ST `redeem` function.
     pub redeem_action: String,
+    /// How a swap's own ST credit is told apart (the peg ratio, the credit source).
+    #[serde(default)]
+    pub swap_credit: SwapCredit,
 }
 
 /// What the approver is shown: everything has passed the checks already.

@@ -10,7 +10,9 @@ use serde::Serialize;
 use super::{ActionCall, Approver, Flows, Progress, Submitted};
 use crate::Error;
 use crate::client::Redemption;
+use crate::error::NotMined;
 use crate::journal::FlowKind;
+use crate::rpc::{NodeClient, Receipt, TxPresence};
 
 /// The outcome of a redeem, as far as it got.
 #[derive(Debug, Clone, Serialize)]
@@ -88,10 +90,19 @@ impl Flows {
         })
     }
 
-    /// Polls the redemption record of flow `tx_id` every `interval` until it is
-    /// terminal: by txId, then by hash; by the hash only, without `by_tx_id`: a flow
-    /// replaced at its nonce ended by another transaction than the one the platform
-    /// built for its txId, and the platform may still answer for that one.
+    /// Polls the redemption record of flow `tx_id` every `interval` until it ends: by
+    /// txId, then by hash; by the hash only, without `by_tx_id`: a flow replaced at its
+    /// nonce ended by another transaction than the one the platform built for its txId,
+    /// and the platform may still answer for that one.
+    ///
+    /// The platform's word is checked against the chain's node (when the bridge names
+    /// one): an end it reports is taken once the node has the transaction mined, and while
+    /// the record says nothing final the transaction is looked at every
+    /// [`WAIT_REPORT`](super::WAIT_REPORT). One the node has not mined after
+    /// [`NOT_MINED_AFTER`] is reported (pending in its pool, or unknown to it), and a
+    /// wait that runs out names it ([`Error::Timeout`] with `not_mined`): a relayer
+    /// cannot redeem what the chain has not mined, and such a transaction is replaced or
+    /// cancelled, not waited for.
     pub(crate) async fn wait_redemption(
         &self,
         tx_id: &str,
@@ -107,9 +118,12 @@ impl Flows {
         };
         let mut clock = super::WaitClock::new("the relayer", self.wait.timeout);
         let mut last_status = String::new();
-        let side_env = self.bridge()?.side.environment_id.clone();
+        let side = &self.bridge()?.side;
+        let side_env = side.environment_id.clone();
+        let node = self.node_of_chain(side.chain_id).transpose()?;
+        let mut chain = ChainWatch::default();
         let mut last_error: Option<String> = None;
-        let timed_out = |last: &str, error: &Option<String>| Error::Timeout {
+        let timed_out = |last: &str, error: &Option<String>, chain: &ChainWatch| Error::Timeout {
             what: format!(
                 "redemption {tx_id} (last status {}{})",
                 if last.is_empty() { "none" } else { last },
@@ -120,13 +134,17 @@ impl Flows {
             ),
             seconds: self.wait.timeout.as_secs(),
             flow: Some(tx_id.to_owned()),
+            not_mined: (node.is_some() && chain.receipt.is_none()).then_some(NotMined {
+                tx_hash,
+                presence: chain.presence,
+            }),
         };
         loop {
             // The whole wait is bounded, a slow answer included.
             let remaining = self.wait.timeout.saturating_sub(clock.elapsed());
             let poll = tokio::time::timeout(remaining, self.client.redemption(&asked, &side_env));
             let Ok(answer) = clock.during(poll, progress).await else {
-                return Err(timed_out(&last_status, &last_error));
+                return Err(timed_out(&last_status, &last_error, &chain));
             };
             let found = match answer {
                 Ok(r) => Some(r),
@@ -148,6 +166,22 @@ impl Flows {
                 }
                 Err(e) => return Err(e),
             };
+            let terminal = found.as_ref().is_some_and(Redemption::is_terminal);
+            if let Some(node) = &node
+                && chain.receipt.is_none()
+                && (terminal || chain.due(clock.elapsed()))
+            {
+                let elapsed = clock.elapsed();
+                if let Some(report) = clock
+                    .during(chain.look(node, tx_hash, elapsed), progress)
+                    .await?
+                {
+                    progress.step(&report);
+                }
+                if let Some(r) = &chain.receipt {
+                    self.record_mined(tx_id, r)?;
+                }
+            }
             if let Some(r) = found {
                 let changed = r.status != last_status;
                 if changed {
@@ -157,19 +191,78 @@ impl Flows {
                     ));
                     last_status.clone_from(&r.status);
                 }
-                if r.is_terminal() {
-                    self.complete(tx_id, &r.raw, r.is_success())?;
-                    return Ok(r);
-                }
-                if changed {
+                if terminal {
+                    match super::follow::redemption_end(&r, chain.receipt.as_ref(), node.is_some())
+                    {
+                        Ok((state, step, result)) => {
+                            self.journal.observe(tx_id, Some(state), step, &result)?;
+                            return Ok(r);
+                        }
+                        Err(why) if changed => {
+                            progress.step(&why);
+                            self.journal
+                                .observe(tx_id, None, "redemption-claimed", &r.raw)?;
+                        }
+                        Err(_) => {}
+                    }
+                } else if changed {
                     // One commit per change of status, not per poll.
                     self.journal.observe(tx_id, None, "redemption", &r.raw)?;
                 }
             }
             if clock.elapsed() >= self.wait.timeout {
-                return Err(timed_out(&last_status, &last_error));
+                return Err(timed_out(&last_status, &last_error, &chain));
             }
             clock.during(self.timing.sleep(interval), progress).await;
         }
+    }
+}
+
+/// How long a redeem's transaction may stay unmined before the wait says so.
+pub const NOT_MINED_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// What the chain's node said of a redeem's transaction during its wait.
+#[derive(Default)]
+struct ChainWatch {
+    receipt: Option<Receipt>,
+    presence: Option<TxPresence>,
+    /// When the node was last asked (time into the wait).
+    asked: Option<std::time::Duration>,
+    /// Whether "not mined" was reported for `presence` already.
+    reported: Option<TxPresence>,
+}
+
+impl ChainWatch {
+    /// Whether the node is due to be asked again.
+    fn due(&self, elapsed: std::time::Duration) -> bool {
+        self.asked
+            .is_none_or(|at| elapsed.saturating_sub(at) >= super::WAIT_REPORT)
+    }
+
+    /// Asks `node` for `hash`'s receipt, and where it has it if not mined; the report of
+    /// a transaction not mined after [`NOT_MINED_AFTER`], once per change of where it is.
+    async fn look(
+        &mut self,
+        node: &NodeClient,
+        hash: B256,
+        elapsed: std::time::Duration,
+    ) -> Result<Option<String>, Error> {
+        self.asked = Some(elapsed);
+        self.receipt = node.receipt(hash).await?;
+        if self.receipt.is_some() {
+            return Ok(None);
+        }
+        let presence = node.presence(hash).await?;
+        self.presence = Some(presence);
+        if elapsed >= NOT_MINED_AFTER && self.reported != Some(presence) {
+            self.reported = Some(presence);
+            return Ok(Some(format!(
+                "transaction {hash} not mined after {} s: {}; the relayer cannot redeem it \
+                 until it is (it can be replaced at a higher gas price, or cancelled)",
+                elapsed.as_secs(),
+                presence.describe()
+            )));
+        }
+        Ok(None)
     }
 }

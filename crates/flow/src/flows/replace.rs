@@ -17,8 +17,6 @@
 //! as if both could be mined. The journal keeps every signature of the flow; whichever
 //! the chain mines decides how the flow ends ([`Flows::follow_replaced`]).
 
-use std::time::Instant;
-
 use alloy_primitives::{B256, Bytes, U256};
 use bridgectl_tx::request::Intent;
 use bridgectl_tx::{Context, Nonce, Policy, RawTx};
@@ -26,7 +24,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::follow::{End, Ended};
-use super::{Approver, Flows, Progress, Submitted};
+use super::{Approver, Flows, Progress, Submitted, WaitClock};
 use crate::Error;
 use crate::journal::{FlowRecord, FlowState, Purpose};
 use crate::rpc::Receipt;
@@ -300,20 +298,33 @@ impl Flows {
                  only the node can say which of its transactions was mined",
             ));
         }
-        progress.step("waiting until one of its transactions is mined");
-        let start = Instant::now();
+        let signed = self.journal.signatures(tx_id)?.len();
+        let mut clock = WaitClock::new(
+            format!("one of flow {tx_id}'s {signed} transactions to be mined"),
+            self.wait.timeout,
+        );
+        progress.step(&format!("waiting for {}", clock.what()));
         let (sig, receipt) = loop {
-            if let Some(found) = self.mined_signature(rec).await? {
+            if let Some(found) = clock.during(self.mined_signature(rec), progress).await? {
                 break found;
             }
-            if start.elapsed() >= self.wait.timeout {
+            if clock.elapsed() >= self.wait.timeout {
+                // The newest signature is the one to replace or cancel again.
+                let newest = rec.tx_hash.as_deref().and_then(|h| h.parse().ok());
+                let presence = match (newest, rec.chain_id.and_then(|c| self.node_of_chain(c))) {
+                    (Some(h), Some(Ok(node))) => node.presence(h).await.ok(),
+                    _ => None,
+                };
                 return Err(Error::Timeout {
-                    what: format!("one of flow {tx_id}'s transactions to be mined"),
+                    what: clock.what().to_owned(),
                     seconds: self.wait.timeout.as_secs(),
                     flow: Some(tx_id.to_owned()),
+                    not_mined: newest.map(|tx_hash| crate::error::NotMined { tx_hash, presence }),
                 });
             }
-            self.timing.sleep(self.wait.interval).await;
+            clock
+                .during(self.timing.sleep(self.wait.interval), progress)
+                .await;
         };
         let mined = receipt.transaction_hash;
         self.journal.note(
@@ -365,14 +376,9 @@ impl Flows {
                 };
                 Ok(ended(state, Some(r)))
             }
-            End::StCredit { owner, before } => {
-                let now = self.wait_st_credit(tx_id, owner, before, progress).await?;
-                self.complete(
-                    tx_id,
-                    &json!({"txHash": mined.to_string(), "stBefore": before.to_string(),
-                            "stAfter": now.to_string()}),
-                    true,
-                )?;
+            End::StCredit(facts) => {
+                self.wait_swap_credit(tx_id, mined, &facts, Some(receipt.clone()), progress)
+                    .await?;
                 Ok(ended(FlowState::Completed, None))
             }
             // Its receipt was the end (or nothing more can be observed here).

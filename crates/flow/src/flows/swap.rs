@@ -1,11 +1,14 @@
 //! Swap: MT into ST. The platform issues a swap address; MT is sent there by a transfer
-//! built and signed here; with `wait`, the ST balance is polled until it moves.
+//! built and signed here; with `wait`, the swap is followed until its own ST credit is on
+//! the side chain.
 //!
-//! A swap is completed only when its ST credit is seen. The ST balance is read and
-//! journaled (`st-before`) before the MT transfer is signed, so that whoever follows the
-//! flow later (`resume`, `status`) measures the credit against the same baseline as
-//! a swap that waits. Without `wait` the MT transfer's inclusion is awaited and the flow
-//! stays `submitted`: its credit was not observed.
+//! A swap is completed only by its own credit (`credit.rs`): its MT transfer mined, then
+//! an ST transfer from the credit source to its user, after that, of the amount the peg
+//! gives, claimed by no other flow. The side chain's newest block is journaled
+//! (`side-from`) before the MT transfer is signed, so that whoever follows the flow later
+//! (`resume`, `status`, a batch) looks for its credit from the same block on. Without
+//! `wait` the MT transfer's inclusion is awaited and the flow stays `submitted`: its credit
+//! was not observed.
 
 use std::time::Duration;
 
@@ -13,13 +16,17 @@ use alloy_primitives::{Address, U256};
 use serde::Serialize;
 use serde_json::json;
 
+use super::credit::{SIDE_FROM, SwapFacts};
+use super::follow::mined_at;
 use super::{
     Approver, ChainSide, Flows, GasSource, NonceSource, Progress, Submitted, TransferSpec,
     WaitClock, Which, transfer_intent,
 };
 use crate::Error;
 use crate::client::{SwapAddress, SwapAddressRequest};
-use crate::journal::{FlowKind, FlowState};
+use crate::error::NotMined;
+use crate::journal::{Credit, FlowKind, FlowState};
+use crate::rpc::Receipt;
 
 /// A swap to run.
 #[derive(Debug, Clone, Copy)]
@@ -32,7 +39,7 @@ pub struct SwapSpec {
     pub nonce: NonceSource,
     /// Gas of the MT transfer.
     pub gas: GasSource,
-    /// Wait for the ST credit (else for the MT transfer's inclusion only).
+    /// Wait for its own ST credit (else for the MT transfer's inclusion only).
     pub wait: bool,
 }
 
@@ -46,11 +53,16 @@ pub struct SwapOutcome {
     pub swap_address_raw: serde_json::Value,
     /// The MT transfer.
     pub submitted: Submitted,
-    /// ST balance before the MT transfer, when it could be read (always with `wait`).
+    /// ST balance before the MT transfer, when it could be read: shown, never what
+    /// decides (the credit does).
     pub st_before: Option<U256>,
-    /// ST balance after the credit, when waited for.
+    /// ST balance once the credit was claimed, when waited for: shown, never what decides.
     pub st_after: Option<U256>,
-    /// The flow's state at the end: `completed` once the credit was seen, `submitted`
+    /// The swap's own ST credit, when waited for.
+    pub credit: Option<Credit>,
+    /// The ST the peg ratio gives for the MT sent, when the bridge description has it.
+    pub expected_credit: Option<U256>,
+    /// The flow's state at the end: `completed` once its credit was claimed, `submitted`
     /// when it was not awaited.
     pub state: FlowState,
 }
@@ -65,29 +77,44 @@ impl Flows {
     ) -> Result<SwapOutcome, Error> {
         let (swap, st_before, submitted) = self.submit_swap(spec, None, approver, progress).await?;
         let tx_id = &submitted.tx_id;
-        let (st_after, state) = if spec.wait {
+        let (credit, st_after, state) = if spec.wait {
             let followed = self.follow(tx_id, progress).await?;
-            let after = followed.st_now.as_deref().and_then(|a| a.parse().ok());
-            (after, followed.state.unwrap_or(FlowState::Submitted))
+            let after = match followed.credit {
+                Some(_) => self.token_balance(Which::St, spec.from).await.ok(),
+                None => None,
+            };
+            (
+                followed.credit,
+                after,
+                followed.state.unwrap_or(FlowState::Submitted),
+            )
         } else {
             // Mined is not credited: the flow stays `submitted` until its credit is seen.
             self.await_mined(tx_id, submitted.chain_id, submitted.tx_hash, progress)
                 .await?;
-            (None, FlowState::Submitted)
+            (None, None, FlowState::Submitted)
         };
+        let bridge = self.bridge()?;
+        let expected_credit = bridge
+            .swap_credit
+            .ratio
+            .and_then(|r| r.credit_for(spec.amount, bridge.main.decimals, bridge.side.decimals));
         Ok(SwapOutcome {
             swap_address: swap.address,
             swap_address_raw: swap.raw,
             submitted,
             st_before,
             st_after,
+            credit,
+            expected_credit,
             state,
         })
     }
 
     /// The swap of `spec` up to the submission of its MT transfer, as flow `tx_id` (else
-    /// a fresh one): the swap address, the ST balance before (journaled; a failure to
-    /// read it stops the swap only when `spec.wait` needs it), the submission.
+    /// a fresh one): the swap address, the side chain's newest block (journaled: its
+    /// credit is looked for from there; a failure to read it stops the swap only when
+    /// `spec.wait` needs it), the ST balance before (shown only), the submission.
     pub(crate) async fn submit_swap(
         &self,
         spec: &SwapSpec,
@@ -131,16 +158,34 @@ impl Flows {
             &json!({"address": swap.address, "raw": swap.raw}),
         )?;
         progress.step(&format!("swap address {}", swap.address));
+        let side_head = match self.node_of_chain(side.chain_id) {
+            Some(node) => async { node?.block_number().await }.await.map(Some),
+            None => Ok(None),
+        };
+        match side_head {
+            Ok(Some(block)) => self
+                .journal
+                .note(tx_id, SIDE_FROM, &json!({"block": block}))?,
+            Ok(None) if wait => {
+                let e = Error::Config(
+                    "waiting for a swap's ST credit needs the side chain's node (its rpc_url): \
+                     the credit is read from its logs",
+                );
+                run.fail("side-chain-unknown", &e);
+                return Err(e);
+            }
+            Err(e) if wait => {
+                run.fail("side-chain-failed", &e);
+                return Err(e);
+            }
+            // Its credit cannot be told apart later: the flow stays `submitted`.
+            Ok(None) | Err(_) => {}
+        }
         let st_before = match self.token_balance(Which::St, from).await {
             Ok(before) => {
                 self.journal_st_before(tx_id, before)?;
                 Some(before)
             }
-            Err(e) if wait => {
-                run.fail("balance-failed", &e);
-                return Err(e);
-            }
-            // Only a later `resume` or `status` would have measured the credit by it.
             Err(_) => None,
         };
         let raw = self
@@ -163,34 +208,85 @@ impl Flows {
         Ok((swap, st_before, submitted))
     }
 
-    /// Polls `owner`'s ST balance until it is above `before` (the credit of swap
-    /// `tx_id`), journaled as `credited`; [`Error::Timeout`] after the flows' wait.
-    pub(crate) async fn wait_st_credit(
+    /// Waits until swap `tx_id`'s MT transfer `hash` is mined (unless its `mined` receipt
+    /// is given: a replaced swap's winner), then until its own ST credit is on the side
+    /// chain, which is claimed for it and completes it ([`Flows::claim_own_credit`]). A
+    /// reverted transfer ends the flow `failed` ([`Error::Reverted`]); the flows' wait
+    /// running out is [`Error::Timeout`], naming the transfer when it was not mined.
+    pub(crate) async fn wait_swap_credit(
         &self,
         tx_id: &str,
-        owner: Address,
-        before: U256,
+        hash: alloy_primitives::B256,
+        facts: &SwapFacts,
+        mined: Option<Receipt>,
         progress: &mut dyn Progress,
-    ) -> Result<U256, Error> {
-        progress.step("waiting for the ST credit");
-        let mut clock = WaitClock::new("the ST credit", self.wait.timeout);
+    ) -> Result<Credit, Error> {
+        let bridge = self.bridge()?;
+        let main = self
+            .node_of_chain(bridge.main.chain_id)
+            .ok_or(Error::Config(
+                "a swap's MT transfer is followed on the main chain's node (its rpc_url)",
+            ))??;
+        let credit_text = match facts.expected {
+            Some(amount) => format!(
+                "its ST credit ({amount} base units from {} to {})",
+                bridge.swap_credit.source, facts.owner
+            ),
+            None => format!(
+                "its ST credit (from {} to {})",
+                bridge.swap_credit.source, facts.owner
+            ),
+        };
+        let mut clock = match &mined {
+            Some(_) => WaitClock::new(credit_text.clone(), self.wait.timeout),
+            None => WaitClock::new(
+                format!("the MT transfer {hash} to be mined"),
+                self.wait.timeout,
+            ),
+        };
+        progress.step(&format!("waiting for swap {tx_id}: {}", clock.what()));
+        let mut mined = match mined {
+            Some(r) => Some((mined_at(&main, &r).await?, r)),
+            None => None,
+        };
         loop {
-            let now = clock
-                .during(self.token_balance(Which::St, owner), progress)
-                .await?;
-            if now > before {
-                self.journal.note(
-                    tx_id,
-                    "credited",
-                    &json!({"before": before.to_string(), "after": now.to_string()}),
-                )?;
-                return Ok(now);
+            if mined.is_none()
+                && let Some(r) = clock.during(main.receipt(hash), progress).await?
+            {
+                self.record_mined(tx_id, &r)?;
+                progress.step(&format!(
+                    "MT transfer mined in block {}; waiting for {credit_text}",
+                    r.block_number
+                ));
+                clock.waiting_for(credit_text.clone());
+                mined = Some((mined_at(&main, &r).await?, r));
+            }
+            if let Some((at, r)) = &mined {
+                let result = json!({"txHash": hash.to_string(), "block": r.block_number});
+                let claimed = clock
+                    .during(self.claim_own_credit(tx_id, facts, *at, &result), progress)
+                    .await?;
+                if let Some(credit) = claimed {
+                    progress.step(&format!(
+                        "credited {} ST base units by {} (log {}, block {})",
+                        credit.amount, credit.tx_hash, credit.log_index, credit.block
+                    ));
+                    return Ok(credit);
+                }
             }
             if clock.elapsed() >= self.wait.timeout {
+                let not_mined = match mined {
+                    Some(_) => None,
+                    None => Some(NotMined {
+                        tx_hash: hash,
+                        presence: main.presence(hash).await.ok(),
+                    }),
+                };
                 return Err(Error::Timeout {
-                    what: format!("the ST credit of swap {tx_id}"),
+                    what: format!("swap {tx_id}: {}", clock.what()),
                     seconds: self.wait.timeout.as_secs(),
                     flow: Some(tx_id.to_owned()),
+                    not_mined,
                 });
             }
             clock

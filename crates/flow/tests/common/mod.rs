@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use bridgectl_flow::client::{AccessToken, ClientOptions, PlatformClient};
-use bridgectl_flow::{Bridge, ChainSide, Flows, GasPriceCap, Journal, WaitOptions};
+use bridgectl_flow::{
+    Address, Bridge, ChainSide, Flows, GasPriceCap, Journal, PegRatio, SwapCredit, WaitOptions,
+};
 use bridgectl_keystore::{KdfParams, Keystore, Passphrase, SecretText};
 use bridgectl_sandbox::{ChainInfo, SandboxInfo};
 
@@ -29,6 +31,13 @@ pub fn bridge(info: &SandboxInfo) -> Bridge {
         main: side(&info.main),
         side: side(&info.side),
         redeem_action: "redeem".into(),
+        swap_credit: SwapCredit {
+            ratio: Some(PegRatio {
+                mt: info.ratio.mt,
+                st: info.ratio.st,
+            }),
+            source: Address::ZERO,
+        },
     }
 }
 

@@ -398,6 +398,7 @@ mod tests {
                 main: side("MT", 18),
                 side: side("ST", 6),
                 redeem_action: "redeem".into(),
+                swap_credit: Default::default(),
             },
         }
     }
@@ -409,6 +410,7 @@ mod tests {
             main: side("ETHX", 18),
             side: side("UsdS", 6),
             redeem_action: "redeem".into(),
+            swap_credit: Default::default(),
         };
         for (name, which) in [
             ("ethx", Some(Which::Mt)),

@@ -109,18 +109,27 @@ impl Approver for CliApprover<'_> {
         let mut ctx = crate::review::context(self.profile, review.verified);
         let from = review.raw_tx().from;
         let mut question = "sign and submit this transaction?";
+        // One rule online and offline: without a question, only what the operator pinned
+        // is signed (see `Verified::pins_call`), before any passphrase is asked for.
+        if self.yes && !review.verified.pins_call() {
+            let pins = if self.offline.is_some() {
+                "--expect-function with every argument as --expect-arg, --expect-data, or \
+                 an auto-approve rule of the profile's policy that covers it; a sign \
+                 request's intent does not count (it comes from the same machine as the \
+                 transaction)"
+            } else {
+                "the function and every argument on the command line (`action exec \
+                 --function F --input ...`; redeem, swap and transfer pin their own call), \
+                 or an auto-approve rule of the profile's policy that covers it; a function \
+                 the platform's action list chose does not count"
+            };
+            return Err(bridgectl_tx::Error::Refused(format!(
+                "signing blind: --yes needs the call pinned by you: {pins}; without --yes \
+                 the summary is shown and you are asked"
+            ))
+            .into());
+        }
         if let Some(offline) = &self.offline {
-            if self.yes && !review.verified.pins_call() {
-                return Err(bridgectl_tx::Error::Refused(
-                    "signing blind: --yes needs the call pinned by you: --expect-function \
-                     with every argument as --expect-arg, --expect-data, or an auto-approve \
-                     rule of the profile's policy that covers it; a sign request's intent \
-                     does not count (it comes from the same machine as the transaction); \
-                     without --yes the summary is shown and you are asked"
-                        .into(),
-                )
-                .into());
-            }
             crate::output::note(&offline.what);
             if offline.key.label != from.to_string() {
                 ctx.labels

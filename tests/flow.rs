@@ -1562,12 +1562,36 @@ fn action_list_defaults_the_function_and_views_need_no_key() {
     assert_eq!(view["value"], st.as_str(), "{view:#}");
     assert_eq!(keyless["value"], st.as_str(), "{keyless:#}");
 
-    // A sending action without --function: checked against the listed function.
+    // A sending action without --function is checked against the function the platform
+    // lists, but that is the platform's choice, not a pin: --yes is refused before the
+    // passphrase is read (a platform mapping `redeem` to `stake` signs nothing unasked).
     let amount = units(1, live.sb.info.side.decimals).to_string();
     let input = format!("_amount={amount}");
     let dev = live.dev.to_string();
-    let eoa = live.ok(&[
+    let counted = crate::util::CountingPassphrase::new(&live.dir, &live.passphrase);
+    let mut c = live.cmd();
+    c.env("BRIDGECTL_PASSPHRASE_FILE", &counted.path).args([
         "action", "exec", "stake", "--from", &dev, "--input", &input, "--yes",
+    ]);
+    let err = c.fails_with(3);
+    assert!(
+        err.contains("signing blind: --yes needs the call pinned by you")
+            && err.contains("a function the platform's action list chose does not count"),
+        "{err}"
+    );
+    assert_eq!(counted.finish(), 0, "the passphrase was read");
+    // The operator's --function with every argument pins it.
+    let eoa = live.ok(&[
+        "action",
+        "exec",
+        "stake",
+        "--function",
+        "stake",
+        "--from",
+        &dev,
+        "--input",
+        &input,
+        "--yes",
     ]);
     assert_eq!(eoa["kind"], "eoa", "{eoa:#}");
 }

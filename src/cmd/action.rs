@@ -154,6 +154,8 @@ fn exec(global: &GlobalOpts, mut args: ExecArgs) -> anyhow::Result<()> {
         .block_on(session.client().list_actions())
         .ok()
         .and_then(|all| all.into_iter().find(|a| a.name == args.name));
+    // Only a function the operator named pins the call; the platform's list does not.
+    let function_pinned = args.function.is_some();
     if args.function.is_none() {
         args.function = listed.as_ref().map(|a| a.function.clone());
     }
@@ -195,6 +197,7 @@ fn exec(global: &GlobalOpts, mut args: ExecArgs) -> anyhow::Result<()> {
             chain_id: args.expect_chain_id.or(p.side_chain_id),
             token: None,
             description: Some(format!("action {}", args.name)),
+            caller_pinned: function_pinned,
         },
     };
     if local_key {

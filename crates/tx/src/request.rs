@@ -52,6 +52,14 @@ pub struct Intent {
     /// A line for people (`redeem 1.5 ST`); shown, never checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// Set ([`Intent::pinned_by_caller`]) by code that built this intent from its own
+    /// caller's arguments (a redeem's amount, a transfer's recipient and amount, an
+    /// action's function and inputs as the operator gave them): the operator's pin of the
+    /// call, as a policy's expectations are ([`crate::Verified::pins_call`]). Never read
+    /// from or written to a document: a sign request's intent comes from the machine that
+    /// made its transaction, so its agreeing with it proves nothing.
+    #[serde(skip)]
+    pub caller_pinned: bool,
 }
 
 impl Intent {
@@ -100,6 +108,16 @@ impl Intent {
         }
     }
 
+    /// The same, as the operator's own pin of the call (see [`Intent::caller_pinned`]):
+    /// for an intent built from its caller's arguments, never for one read from a
+    /// request or chosen by the platform (an action's function from its list).
+    pub fn pinned_by_caller(self) -> Intent {
+        Intent {
+            caller_pinned: true,
+            ..self
+        }
+    }
+
     fn call<const N: usize>(
         to: Address,
         chain_id: u64,
@@ -113,6 +131,7 @@ impl Intent {
             chain_id: Some(chain_id),
             token: None,
             description: None,
+            caller_pinned: false,
         }
     }
 }

@@ -128,12 +128,16 @@ impl Verified {
 
     /// Whether the operator pinned what the call does in advance, rather than only
     /// bounding it by caps: the policy's expectations (the exact calldata, or a function
-    /// with every argument), or one of its standing approvals
-    /// ([`Policy::auto_approve`]). Signing without a person's confirmation needs this.
+    /// with every argument), one of its standing approvals ([`Policy::auto_approve`]),
+    /// or an intent built from the caller's own arguments
+    /// ([`Intent::pinned_by_caller`]: a redeem's amount, an action's function and
+    /// inputs as the operator typed them). Signing without a person's confirmation
+    /// needs this, online as offline.
     ///
     /// A request's intent never counts here: it comes from the same (possibly
     /// compromised) place as the transaction, so their agreeing proves nothing. It
-    /// narrows what is signed, it does not approve it.
+    /// narrows what is signed, it does not approve it. Nor does a function the platform
+    /// chose (an action's function from the platform's list).
     pub fn pins_call(&self) -> bool {
         self.pins_call
     }
@@ -435,8 +439,11 @@ pub fn verify(
         }
     };
 
-    // Only the operator pins a call for signing without a question (see `pins_call`).
-    let pins_call = policy.pins_call() || checked.auto_approved.is_some();
+    // Only the operator pins a call for signing without a question (see `pins_call`):
+    // the policy's expectations, a standing approval, or an intent built from its
+    // caller's own arguments (a whole call: a function, every argument checked).
+    let caller_pinned = intent.is_some_and(|i| i.caller_pinned && i.function.is_some());
+    let pins_call = policy.pins_call() || checked.auto_approved.is_some() || caller_pinned;
     Ok(Verified {
         raw: raw.clone(),
         token,

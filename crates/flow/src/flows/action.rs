@@ -100,6 +100,7 @@ impl ActionCall {
             "action": self.action,
             "inputs": self.inputs,
             "intent": self.intent,
+            "callerPinned": self.intent.caller_pinned,
         })
     }
 }

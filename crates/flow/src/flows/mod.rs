@@ -492,10 +492,13 @@ fn fail(journal: &Journal, tx_id: &str, step: &str, err: &Error) {
 }
 
 /// The intent of a token transfer call (`transfer(_to, _value)`).
+/// Built here from the caller's own recipient and amount (a swap's recipient is the
+/// address the platform issued for it), so the operator's pin of the call.
 fn transfer_intent(side: &ChainSide, to: Address, amount: U256, what: &str) -> Intent {
     Intent::transfer(side.token, side.chain_id, to, amount)
         .with_token(&side.symbol, side.decimals)
         .described(what)
+        .pinned_by_caller()
 }
 
 #[cfg(test)]

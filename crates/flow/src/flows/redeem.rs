@@ -86,7 +86,9 @@ impl Flows {
                     side.tokens(amount),
                     side.symbol,
                     bridge.main.symbol
-                )),
+                ))
+                // Built from the caller's own amount: the operator's pin of the call.
+                .pinned_by_caller(),
         })
     }
 

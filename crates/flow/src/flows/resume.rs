@@ -63,10 +63,15 @@ enum Stage {
 
 /// What an action flow journaled when it began (see `execute`).
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct JournaledCall {
     action: String,
     inputs: BTreeMap<String, String>,
     intent: Intent,
+    /// Whether the operator gave the call's function ([`Intent::caller_pinned`], which a
+    /// document never carries): the journal is this machine's own record of it.
+    #[serde(default)]
+    caller_pinned: bool,
 }
 
 impl Flows {
@@ -153,7 +158,10 @@ impl Flows {
                 action: call.action,
                 from,
                 inputs: call.inputs,
-                intent: call.intent,
+                intent: Intent {
+                    caller_pinned: call.caller_pinned,
+                    ..call.intent
+                },
             }
             .full_intent(),
         };

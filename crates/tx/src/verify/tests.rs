@@ -82,6 +82,7 @@ fn the_intent_constructors_are_the_calls_the_verifier_checks() {
             chain_id: Some(SIDE),
             token: Some(st()),
             description: Some("redeem 1.5 ST".into()),
+            caller_pinned: false,
         }
     );
     let ctx = context(next(1));

@@ -412,6 +412,9 @@ pub enum Error {
         seconds: u64,
         /// The flow that can be resumed, when the wait belonged to one.
         flow: Option<String>,
+        /// The transaction awaited, when the wait was for one (a receipt, a
+        /// redemption): what a script looks up on the chain meanwhile.
+        tx_hash: Option<alloy_primitives::B256>,
     },
 
     /// The user (through the approval callback) declined.
@@ -581,6 +584,7 @@ mod refusal_tests {
             what: "x".into(),
             seconds: 1,
             flow: None,
+            tx_hash: None,
         };
         assert!(timeout.refusal().is_none() && !timeout.is_refusal());
     }

@@ -287,6 +287,7 @@ impl NodeClient {
                     what: format!("the receipt of {hash}"),
                     seconds: timeout.as_secs(),
                     flow: None,
+                    tx_hash: Some(hash),
                 });
             }
             clock.during(self.timing.sleep(interval), progress).await;

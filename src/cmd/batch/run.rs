@@ -347,14 +347,12 @@ fn drive(
     if tally.completed == total {
         return Ok(());
     }
-    Err(coded(
-        Code::Incomplete,
-        format!(
-            "batch {batch_id}: {} of {total} items did not complete; `bridgectl batch status \
-             {batch_id}` shows which, `bridgectl batch resume {batch_id}` runs what can still run",
-            total - tally.completed
-        ),
-    ))
+    Err(crate::exit::BatchIncomplete {
+        batch_id: batch_id.to_owned(),
+        not_completed: total - tally.completed,
+        total,
+    }
+    .into())
 }
 
 /// One item's result: a JSON line, a line above the bar (failures only), or a plain

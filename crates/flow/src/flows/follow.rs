@@ -271,10 +271,16 @@ impl Flows {
             .wait_receipt(hash, self.wait.interval, self.wait.timeout, progress)
             .await
             .map_err(|e| match e {
-                Error::Timeout { what, seconds, .. } => Error::Timeout {
+                Error::Timeout {
+                    what,
+                    seconds,
+                    tx_hash,
+                    ..
+                } => Error::Timeout {
                     what,
                     seconds,
                     flow: Some(tx_id.to_owned()),
+                    tx_hash,
                 },
                 other => other,
             })?;

@@ -120,6 +120,7 @@ impl Flows {
             ),
             seconds: self.wait.timeout.as_secs(),
             flow: Some(tx_id.to_owned()),
+            tx_hash: Some(tx_hash),
         };
         loop {
             // The whole wait is bounded, a slow answer included.

@@ -311,6 +311,7 @@ impl Flows {
                     what: format!("one of flow {tx_id}'s transactions to be mined"),
                     seconds: self.wait.timeout.as_secs(),
                     flow: Some(tx_id.to_owned()),
+                    tx_hash: None,
                 });
             }
             self.timing.sleep(self.wait.interval).await;

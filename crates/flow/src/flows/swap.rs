@@ -191,6 +191,7 @@ impl Flows {
                     what: format!("the ST credit of swap {tx_id}"),
                     seconds: self.wait.timeout.as_secs(),
                     flow: Some(tx_id.to_owned()),
+                    tx_hash: None,
                 });
             }
             clock

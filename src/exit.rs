@@ -428,6 +428,7 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
         | F::BatchRunning { .. }
         | F::BatchRefused { .. }
         | F::PlanRefused(_)
+        | F::BalanceTooLow(_)
         | F::JournalCorrupt { .. }
         | F::ChangedSinceVerified { .. }
         | F::Stale { .. }

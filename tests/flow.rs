@@ -1589,3 +1589,60 @@ fn a_slow_relayer_is_reported_while_waited_for() {
         "{err}"
     );
 }
+
+/// More than the sender holds is refused before anything reaches the platform: a redeem
+/// (no action executed), a swap (no swap address issued), an ST and an MT transfer
+/// (nothing built or sent), each exit 3 naming the balance, with no passphrase read and
+/// no flow journaled.
+#[test]
+fn an_amount_above_the_balance_is_refused_before_anything_is_executed() {
+    let live = Live::shared("over_balance");
+    live.node_only();
+    let dev = live.dev.to_string();
+    let account = format!("{:x}", live.dev);
+    let nonces = (live.nonce(false, live.dev), live.nonce(true, live.dev));
+    let cases: [(&[&str], &str); 4] = [
+        (&["redeem", "--from", "dev", "--amount", "100000"], "ST"),
+        (&["swap", "--from", "dev", "--amount", "100000"], "MT"),
+        (
+            &["transfer", "--token", "st", "--from", "dev", "--to", "dev"],
+            "ST",
+        ),
+        (
+            &["transfer", "--token", "mt", "--from", "dev", "--to", "dev"],
+            "MT",
+        ),
+    ];
+    for (args, symbol) in cases {
+        let mut args = args.to_vec();
+        if args[0] == "transfer" {
+            args.extend(["--amount", "100000"]);
+        }
+        args.extend(["--yes", "--json"]);
+        let (out, reads) = counted(&live, &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "{dev} holds 100 {symbol}, less than the 100000 {symbol} asked for"
+            )),
+            "{args:?}: {err}"
+        );
+        let v = crate::util::strict_json(&String::from_utf8_lossy(&out.stdout));
+        assert_eq!(v["error"]["code"], "refused", "{v}");
+        assert_eq!(reads, 0, "{args:?}: the passphrase was read");
+    }
+    let asked: Vec<String> = live
+        .sb
+        .state
+        .request_log()
+        .into_iter()
+        .filter(|l| l.to_lowercase().contains(&account))
+        .collect();
+    assert!(asked.is_empty(), "the platform was asked: {asked:#?}");
+    assert_eq!(
+        (live.nonce(false, live.dev), live.nonce(true, live.dev)),
+        nonces
+    );
+    assert!(live.journal_rows().is_empty(), "{:?}", live.journal_rows());
+}

@@ -50,8 +50,10 @@ fn a_redeem_with_a_wrong_passphrase_is_resumed_with_the_right_one() {
     assert_eq!(out.status.code(), Some(4), "{err}");
     let flow = flows(&live)[0].clone();
     let tx_id = flow["txId"].as_str().expect("txId").to_owned();
-    assert_eq!(flow["state"], "failed");
+    // Not over: it stays where it stopped (verified), for `resume`.
+    assert_eq!(flow["state"], "verified", "{flow:#}");
     assert!(flow["signedTx"].is_null(), "{flow:#}");
+    assert_eq!(executes(&live), 1);
     assert!(
         err.contains(&format!(
             "flow {tx_id} stopped before signing, nothing was sent"
@@ -65,8 +67,13 @@ fn a_redeem_with_a_wrong_passphrase_is_resumed_with_the_right_one() {
         )),
         "{err}"
     );
-    // It can be resumed, so `history` shows it.
-    assert!(history_text(&live, &[]).0.contains(&tx_id));
+    // It can be resumed, so `history` shows it, not as failed.
+    let (shown, _) = history_text(&live, &[]);
+    let row = shown.lines().find(|l| l.contains(&tx_id)).expect("listed");
+    assert!(
+        row.contains(" verified ") && !row.contains("failed"),
+        "{row}"
+    );
 
     // Resumed with the wrong passphrase again: the same stop, still resumable.
     let mut c = live.cmd();
@@ -104,6 +111,22 @@ fn a_redeem_with_a_wrong_passphrase_is_resumed_with_the_right_one() {
     // Resuming it again sends nothing.
     let again = live.ok(&["resume", &tx_id]);
     assert_eq!(again["resent"], false, "{again:#}");
+    // The action the first run executed was the one signed: the platform executed one.
+    assert_eq!(executes(&live), 1, "a resume executed the action again");
+}
+
+/// How many times the platform executed a transaction action for the test's account
+/// (its request log: `POST /tx/v2.0/transactions/{action}` naming the account).
+fn executes(live: &Live) -> usize {
+    let account = format!("{:x}", live.dev);
+    live.sb
+        .state
+        .request_log()
+        .iter()
+        .filter(|l| {
+            l.starts_with("POST /tx/v2.0/transactions/") && l.to_lowercase().contains(&account)
+        })
+        .count()
 }
 
 #[test]

@@ -390,6 +390,14 @@ pub enum Error {
     #[error(transparent)]
     PlanRefused(Box<crate::flows::PlanRefusal>),
 
+    /// The sender holds less of the token than the flow would move: refused before
+    /// anything was executed, built or signed (the chain would revert it).
+    #[error(
+        "{} holds {}, less than the {} asked for: nothing was executed or signed",
+        .0.from, .0.holds, .0.needs
+    )]
+    BalanceTooLow(crate::flows::Short),
+
     /// No batch with this id (or id prefix) in the journal.
     #[error("no batch {0} in the journal")]
     NoSuchBatch(String),
@@ -508,6 +516,7 @@ impl Error {
                     | Error::BundleMismatch(_)
                     | Error::BatchRefused { .. }
                     | Error::CannotReplace { .. }
+                    | Error::BalanceTooLow(_)
             )
     }
 

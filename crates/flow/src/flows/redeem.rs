@@ -23,7 +23,8 @@ pub struct RedeemOutcome {
 }
 
 impl Flows {
-    /// Redeems `amount` ST (base units) of `from` into MT: the redeem action (its rawTx
+    /// Redeems `amount` ST (base units) of `from` into MT: refused at once when `from`
+    /// holds less ST ([`Error::BalanceTooLow`]); else the redeem action (its rawTx
     /// checked against `redeem(amount)` on the ST contract before `approver` is asked),
     /// then the redemption result polled until terminal or the wait times out.
     pub async fn redeem(
@@ -33,6 +34,8 @@ impl Flows {
         approver: &mut impl Approver,
         progress: &mut dyn Progress,
     ) -> Result<RedeemOutcome, Error> {
+        self.refuse_over_balance(super::Which::St, from, amount, progress)
+            .await?;
         let submitted = self
             .submit_redeem(from, amount, None, approver, progress)
             .await?;

@@ -63,6 +63,9 @@ impl Flows {
         approver: &mut impl Approver,
         progress: &mut dyn Progress,
     ) -> Result<SwapOutcome, Error> {
+        // Nothing asked of the platform for MT the sender does not hold.
+        self.refuse_over_balance(Which::Mt, spec.from, spec.amount, progress)
+            .await?;
         let (swap, st_before, submitted) = self.submit_swap(spec, None, approver, progress).await?;
         let tx_id = &submitted.tx_id;
         let (st_after, state) = if spec.wait {

@@ -1205,6 +1205,71 @@ bctest!(
 );
 
 bctest!(
+    a_missing_setting_names_the_file_looked_for_and_how_to_name_another,
+    |dir: crate::util::Dir, mut cmd: crate::util::TestCommand| {
+        // No config file at all: the file looked for, and the ways to name another.
+        cmd.args(["balance", "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"]);
+        let err = cmd.fails_with(2);
+        let looked = dir.join("xdg/config/bridgectl/config.toml");
+        assert!(
+            err.contains(&format!(
+                "profile setting `base_url` is missing: there is no config file at {}",
+                looked.display()
+            )),
+            "{err}"
+        );
+        for named in [
+            "--config",
+            "BRIDGECTL_CONFIG",
+            "--profile",
+            "BRIDGECTL_PROFILE",
+        ] {
+            assert!(err.contains(named), "{named}: {err}");
+        }
+        assert!(err.contains("BRIDGECTL_BASE_URL"), "{err}");
+        // A file whose profile lacks it: that file and that profile.
+        let cfg = dir.write(
+            "mine.toml",
+            "[profiles.work]\nweb3_url = \"http://127.0.0.1:1\"\n",
+        );
+        let err = dir
+            .command()
+            .args(["--config"])
+            .args([&cfg])
+            .args([
+                "--profile",
+                "work",
+                "balance",
+                "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+            ])
+            .fails_with(2);
+        assert!(
+            err.contains(&format!(
+                "profile setting `base_url` is missing: profile \"work\" of {} does not set it",
+                cfg.display()
+            )) && err.contains("[profiles.work] base_url = ..."),
+            "{err}"
+        );
+        // A file that does not parse: one line naming the spot.
+        let bad = dir.write("bad.toml", "[profiles.work]\nbase_url = 7\n");
+        let err = dir
+            .command()
+            .args(["--config"])
+            .args([&bad])
+            .args(["balance"])
+            .fails_with(2);
+        assert!(
+            err.starts_with(&format!(
+                "error: config file {} is not valid: line 2, column 12: invalid type",
+                bad.display()
+            )),
+            "{err}"
+        );
+        assert!(!err.contains("\\n"), "a literal \\n: {err}");
+    }
+);
+
+bctest!(
     a_closed_reader_ends_the_process_quietly,
     |dir: crate::util::Dir, _cmd: crate::util::TestCommand| {
         for args in [&["completions", "bash"][..], &["--json", "history"][..]] {

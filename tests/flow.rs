@@ -901,51 +901,6 @@ fn redeem_through_the_node_directly() {
 }
 
 bctest!(
-    every_subcommand_help_opens_with_its_description,
-    |dir: crate::util::Dir, _cmd: crate::util::TestCommand| {
-        // Subcommands are built late (clap's `defer`): a doc comment on an argument struct
-        // would then replace the description the parent lists. Each `--help` must open
-        // with what its parent says of it, through every level.
-        let help = |path: &[String]| {
-            let mut c = dir.command();
-            c.args(path).args(["--help"]);
-            c.stdout()
-        };
-        let mut todo = vec![Vec::<String>::new()];
-        let mut seen = 0;
-        while let Some(path) = todo.pop() {
-            let text = help(&path);
-            let Some((_, list)) = text.split_once("Commands:\n") else {
-                continue;
-            };
-            for line in list.lines().take_while(|l| !l.is_empty()) {
-                // "  name   description" (wrapped descriptions continue further in).
-                let Some(entry) = line.strip_prefix("  ").filter(|l| !l.starts_with(' ')) else {
-                    continue;
-                };
-                let (name, said) = entry.split_once(' ').unwrap_or((entry, ""));
-                if name == "help" {
-                    continue;
-                }
-                let mut sub = path.clone();
-                sub.push(name.to_owned());
-                let own = help(&sub);
-                let first = own.lines().next().unwrap_or_default();
-                assert!(
-                    !said.trim().is_empty() && first.starts_with(said.trim()),
-                    "`{}` is listed as {:?} but its help opens with {first:?}",
-                    sub.join(" "),
-                    said.trim()
-                );
-                seen += 1;
-                todo.push(sub);
-            }
-        }
-        assert!(seen > 30, "only {seen} subcommands met");
-    }
-);
-
-bctest!(
     completions_cover_the_commands_and_offer_key_labels,
     |dir: crate::util::Dir, mut cmd: crate::util::TestCommand| {
         // The script calls back into bridgectl for every completion.

@@ -296,3 +296,40 @@ fn a_redeem_stopped_in_either_crash_window_is_finished_by_resume_once() {
         );
     }
 }
+
+/// `history --limit N` says the journal holds more only when it holds more that the
+/// list would show: not with exactly N flows, and (in the text list) not for flows it
+/// hides anyway; `--json` lists every flow, so every flow past N counts there.
+#[test]
+fn history_says_it_holds_more_only_when_it_does() {
+    let live = Live::shared("history_limit");
+    let more = "the journal holds more";
+    let note = |args: &[&str]| {
+        let mut c = live.cmd();
+        c.args(["history"]).args(args);
+        String::from_utf8_lossy(&live.run_ok(c).stderr).into_owned()
+    };
+    live.ok(&["redeem", "--from", "dev", "--amount", "1", "--yes"]);
+    for args in [&["--limit", "1"][..], &["--limit", "1", "--json"][..]] {
+        assert!(!note(args).contains(more), "one flow, {args:?}");
+    }
+    // A refused flow, newer: hidden from the text list, so not "more" there.
+    let mut c = redeem_one(&live);
+    assert_eq!(
+        c.args(["--max-gas-price", "1"]).output().status.code(),
+        Some(3)
+    );
+    let text = note(&["--limit", "1"]);
+    assert!(!text.contains(more) && text.contains("is hidden"), "{text}");
+    let json = note(&["--limit", "1", "--json"]);
+    assert!(
+        json.contains("the newest flow is listed; the journal holds more"),
+        "{json}"
+    );
+    assert!(!note(&["--limit", "2", "--json"]).contains(more));
+    // A second shown flow: more, in both.
+    live.ok(&["redeem", "--from", "dev", "--amount", "1", "--yes"]);
+    assert!(note(&["--limit", "1"]).contains(more));
+    assert!(!note(&["--limit", "2"]).contains(more));
+    live.fails(&["history", "--limit", "0"], 2);
+}

@@ -12,6 +12,7 @@ mod durability;
 mod errors;
 mod flow;
 mod follow;
+mod help;
 mod http;
 mod json;
 mod key;

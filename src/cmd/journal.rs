@@ -33,10 +33,15 @@ pub struct ResetChainArgs {
     /// block 0).
     pub chain_id: u64,
     /// Do not ask for confirmation.
-    #[arg(long)]
+    #[arg(long, short = 'y')]
     pub yes: bool,
     /// Journal database [default: $XDG_STATE_HOME/bridgectl/journal.sqlite3].
-    #[arg(long, env = "BRIDGECTL_JOURNAL", value_name = "FILE")]
+    #[arg(
+        long,
+        env = "BRIDGECTL_JOURNAL",
+        hide_env_values = true,
+        value_name = "FILE"
+    )]
     pub journal: Option<std::path::PathBuf>,
     /// The passphrase of each key that records the reset.
     #[command(flatten)]

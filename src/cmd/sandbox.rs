@@ -20,7 +20,12 @@ pub struct SandboxArgs {
     /// Sandbox settings in TOML (actions, ratio, decimals, faults, block time...): every
     /// key is optional, and a key not given keeps its default (a section given in part
     /// too). See crates/sandbox/README.md.
-    #[arg(long, env = "BRIDGECTL_SANDBOX_CONFIG", value_name = "FILE")]
+    #[arg(
+        long,
+        env = "BRIDGECTL_SANDBOX_CONFIG",
+        hide_env_values = true,
+        value_name = "FILE"
+    )]
     pub sandbox_config: Option<PathBuf>,
 
     /// Write a ready CLI profile `[profiles.sandbox]` for this sandbox to FILE (mode

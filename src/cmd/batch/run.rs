@@ -22,8 +22,12 @@ use crate::output::untrusted;
 use crate::passphrase::KeyPassphrases;
 use crate::session::Session;
 
-// How the batch runs.
+// How the batch runs. Its items are waited for one by one: `--timeout` says so.
 #[derive(Debug, Args, Clone)]
+#[command(mut_arg("timeout", |a| a.help(
+    "Give up waiting for an item's end after this many seconds: the item is reported \
+     pending, and `bridgectl batch resume ID` waits again"
+)))]
 pub struct RunOpts {
     /// How many addresses sign and submit at once (items of one address always run in
     /// order).
@@ -269,7 +273,7 @@ fn drive(
     // Without a progress bar (a log, a CI job), a batch whose last items wait on a slow
     // relayer says every few seconds that it is still going, as a single flow does.
     let say_waiting = !global.json && bar.is_none();
-    let deadline = run.flow.platform.timeout;
+    let deadline = run.flow.wait.timeout;
     session.runtime.block_on(async {
         let mut results = flows.batch(batch_id, keys, options)?;
         let mut last = Instant::now();

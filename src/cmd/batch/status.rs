@@ -17,7 +17,12 @@ pub struct StatusArgs {
     /// The batch id, or the start of it [default: list the recent batches].
     pub id: Option<String>,
     /// Journal database [default: $XDG_STATE_HOME/bridgectl/journal.sqlite3].
-    #[arg(long, env = "BRIDGECTL_JOURNAL", value_name = "FILE")]
+    #[arg(
+        long,
+        env = "BRIDGECTL_JOURNAL",
+        hide_env_values = true,
+        value_name = "FILE"
+    )]
     pub journal: Option<PathBuf>,
 }
 

@@ -36,10 +36,20 @@ pub struct ListenArgs {
     pub path: Option<String>,
     /// Event store: sqlite:FILE or FILE, or postgres://... (shared by replicas)
     /// [default: $XDG_STATE_HOME/bridgectl/webhook-events.sqlite].
-    #[arg(long, env = "BRIDGECTL_WEBHOOK_STORE", value_name = "STORE")]
+    #[arg(
+        long,
+        env = "BRIDGECTL_WEBHOOK_STORE",
+        hide_env_values = true,
+        value_name = "STORE"
+    )]
     pub store: Option<String>,
     /// Signing-key file [default: $XDG_STATE_HOME/bridgectl/webhook-keys.json].
-    #[arg(long, env = "BRIDGECTL_WEBHOOK_KEYS", value_name = "FILE")]
+    #[arg(
+        long,
+        env = "BRIDGECTL_WEBHOOK_KEYS",
+        hide_env_values = true,
+        value_name = "FILE"
+    )]
     pub keys: Option<PathBuf>,
     /// Largest accepted body in bytes; larger ones get 413.
     #[arg(long, default_value_t = DEFAULT_MAX_BODY, value_name = "BYTES")]

@@ -187,13 +187,15 @@ pub(super) async fn run(global: &GlobalOpts, args: ListenArgs) -> anyhow::Result
     let path = listener.path().to_owned();
     let url = format!("http://{addr}{path}");
     if global.json {
-        let line = serde_json::to_string(&json!({
-            "listening": url,
+        // Every line of the stream is one object under one key: `listening`, then a
+        // `delivery` each, then `stopped`.
+        let line = serde_json::to_string(&json!({"listening": {
+            "url": url,
             "addr": addr.to_string(),
             "path": path,
             "pathGenerated": listener.generated_path(),
             "store": store.display(),
-        }))?;
+        }}))?;
         output::line(line)?;
     } else {
         if listener.generated_path() {
@@ -230,7 +232,9 @@ pub(super) async fn run(global: &GlobalOpts, args: ListenArgs) -> anyhow::Result
     let not_printed = printer.map_or(0, |p| p.finish(STOP_PRINTING));
     let stats = stats?;
     if global.json {
-        let line = serde_json::to_string(&json!({ "stopped": stats, "notPrinted": not_printed }))?;
+        let mut stopped = serde_json::to_value(&stats)?;
+        stopped["notPrinted"] = not_printed.into();
+        let line = serde_json::to_string(&json!({ "stopped": stopped }))?;
         crate::deliveries::line_within(line, STOP_PRINTING);
         Ok(())
     } else {

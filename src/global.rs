@@ -22,7 +22,8 @@ pub struct GlobalOpts {
         hide_env_values = true,
         default_value = "default",
         help_heading = HEADING,
-        display_order = 1000
+        display_order = 1000,
+        add = crate::completers::profiles()
     )]
     pub profile: String,
 

@@ -10,6 +10,7 @@ mod approver;
 mod auth;
 mod cli;
 mod cmd;
+mod completers;
 mod config;
 mod deliveries;
 mod exit;

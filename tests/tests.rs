@@ -8,6 +8,7 @@ mod secrets;
 mod util;
 
 mod batch;
+mod completions;
 mod durability;
 mod errors;
 mod flow;

@@ -18,6 +18,7 @@ use crate::global::GlobalOpts;
 pub struct HistoryArgs {
     /// Show this flow with every step: its txId, the start of it (`9a64c6`), or the
     /// hash of a transaction it signed.
+    #[arg(value_name = "TXID|HASH", add = crate::completers::flow_ids())]
     pub tx_id: Option<String>,
     /// How many flows to list, newest first (at least 1); when the journal holds more
     /// that the list would show, a line on stderr says so (`--json` too: stdout stays

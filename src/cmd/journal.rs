@@ -31,6 +31,7 @@ pub enum JournalCommand {
 pub struct ResetChainArgs {
     /// The chain id (the profile's main or side chain, whose rpc_url is asked for its
     /// block 0).
+    #[arg(add = crate::completers::chain_ids())]
     pub chain_id: u64,
     /// Do not ask for confirmation.
     #[arg(long, short = 'y')]

@@ -63,6 +63,7 @@ pub struct RunArgs {
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
     /// The batch id, or the start of it.
+    #[arg(add = crate::completers::batch_ids())]
     pub id: String,
     /// Re-price each item signed in an earlier run whose transaction is still not mined
     /// (under-priced, dropped from the node's pool): signed again at its nonce at a

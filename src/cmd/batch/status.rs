@@ -15,6 +15,7 @@ use crate::output::untrusted;
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// The batch id, or the start of it [default: list the recent batches].
+    #[arg(add = crate::completers::batch_ids())]
     pub id: Option<String>,
     /// Journal database [default: $XDG_STATE_HOME/bridgectl/journal.sqlite3].
     #[arg(

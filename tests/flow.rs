@@ -648,7 +648,7 @@ fn history_lists_flows_and_unknown_flows_are_not_found() {
         ],
         7,
     );
-    let more = "the 1 newest flows are listed; the journal holds more";
+    let more = "the newest flow is listed; the journal holds more";
     for (args, cut) in [
         (&["--json", "history", "--limit", "1"][..], true),
         (&["--json", "history", "--limit", "2"][..], false),

@@ -559,6 +559,51 @@ mod tests {
         }
     }
 
+    /// The handles come from the errors' fields, through context and a coded wrapper:
+    /// the flow holding a nonce with its transaction (none when it has not signed), and
+    /// nothing for an error that names no flow.
+    #[test]
+    fn the_handles_are_read_from_typed_fields() {
+        use bridgectl_flow::Error as F;
+        let hash = format!("0x{}", "ab".repeat(32));
+        let held = |tx_hash: &str| {
+            anyhow::Error::new(F::NonceHeld {
+                address: alloy_primitives::Address::ZERO,
+                chain_id: 1,
+                nonce: 0,
+                by: "flow-1".into(),
+                state: "submitted",
+                tx_hash: tx_hash.into(),
+            })
+            .context("redeem")
+        };
+        assert_eq!(
+            handles(&held(&hash)),
+            Handles {
+                tx_id: Some("flow-1".into()),
+                batch_id: None,
+                hash: Some(hash.clone()),
+            }
+        );
+        assert_eq!(handles(&held("not signed yet")).hash, None);
+        let coded = held(&hash).context("wrapped");
+        let coded = anyhow::Error::new(Coded {
+            code: Code::Refused,
+            error: coded,
+        });
+        assert_eq!(handles(&coded).tx_id.as_deref(), Some("flow-1"));
+        let batch = anyhow::Error::new(BatchIncomplete {
+            batch_id: "b-1".into(),
+            not_completed: 1,
+            total: 2,
+        });
+        assert_eq!(handles(&batch).batch_id.as_deref(), Some("b-1"));
+        assert_eq!(code_for(&batch), Code::Incomplete);
+        assert!(hint(&batch).is_some_and(|h| h.contains("bridgectl batch resume b-1")));
+        let none = anyhow::Error::new(F::NotInJournal("x".into()));
+        assert_eq!(handles(&none), Handles::default());
+    }
+
     #[test]
     fn a_coded_error_prints_its_chain_once() {
         let err = anyhow::Error::new(std::io::Error::new(

@@ -122,12 +122,12 @@ fn flows_batches_profiles_and_chain_ids_are_completed_from_the_journal_and_the_c
         &["history"],
     ] {
         let line = [command, &[start]].concat();
-        assert_eq!(offered(&live, &line), [tx_id.clone()], "{line:?}");
+        assert_eq!(offered(&live, &line), [tx_id.as_str()], "{line:?}");
     }
-    assert_eq!(offered(&live, &["status", &hash[..10]]), [hash.clone()]);
+    assert_eq!(offered(&live, &["status", &hash[..10]]), [hash.as_str()]);
     for command in [&["batch", "resume"][..], &["batch", "status"]] {
         let line = [command, &[&batch_id[..6]]].concat();
-        assert_eq!(offered(&live, &line), [batch_id.clone()], "{line:?}");
+        assert_eq!(offered(&live, &line), [batch_id.as_str()], "{line:?}");
     }
     // Profiles: the test's file has `default`; another one is offered once it is there.
     assert_eq!(offered(&live, &["history", "--profile", ""]), ["default"]);
@@ -146,7 +146,7 @@ fn flows_batches_profiles_and_chain_ids_are_completed_from_the_journal_and_the_c
     assert_eq!(offered(&live, &["journal", "reset-chain", ""]), chains);
     assert_eq!(
         offered(&live, &["tx", "decode", "0x00", "--expect-chain-id", &side]),
-        [side.clone()]
+        [side.as_str()]
     );
     // No journal where the environment points: nothing is offered, and none is made.
     let mut c = live.cmd();

@@ -396,7 +396,7 @@ pub enum Error {
         "{} holds {}, less than the {} asked for: nothing was executed or signed",
         .0.from, .0.holds, .0.needs
     )]
-    BalanceTooLow(crate::flows::Short),
+    BalanceTooLow(Box<crate::flows::Short>),
 
     /// No batch with this id (or id prefix) in the journal.
     #[error("no batch {0} in the journal")]

@@ -232,7 +232,7 @@ pub(super) async fn run(global: &GlobalOpts, args: ListenArgs) -> anyhow::Result
     let not_printed = printer.map_or(0, |p| p.finish(STOP_PRINTING));
     let stats = stats?;
     if global.json {
-        let mut stopped = serde_json::to_value(&stats)?;
+        let mut stopped = serde_json::to_value(stats)?;
         stopped["notPrinted"] = not_printed.into();
         let line = serde_json::to_string(&json!({ "stopped": stopped }))?;
         crate::deliveries::line_within(line, STOP_PRINTING);

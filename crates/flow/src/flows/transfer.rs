@@ -261,11 +261,11 @@ impl Flows {
             decimals: side.decimals,
         };
         match self.token_balance(which, from).await {
-            Ok(holds) if holds < amount => Err(Error::BalanceTooLow(super::Short {
+            Ok(holds) if holds < amount => Err(Error::BalanceTooLow(Box::new(super::Short {
                 from,
                 needs: tokens(amount),
                 holds: tokens(holds),
-            })),
+            }))),
             Ok(_) => Ok(()),
             Err(e) => {
                 progress.step(&format!(

@@ -115,6 +115,22 @@ pub struct Profile {
     /// Address -> label, for summaries.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
+    /// Where this profile was looked for (not a setting: never read from or written to
+    /// the file), so that a missing setting names the file and the profile.
+    #[serde(skip)]
+    pub origin: Origin,
+}
+
+/// Where a profile was looked for: the error of a missing setting says where to put it.
+#[derive(Debug, Default, Clone)]
+pub struct Origin {
+    /// The profile's name (`--profile`, `BRIDGECTL_PROFILE`).
+    pub name: String,
+    /// The config file looked at (`--config`, `BRIDGECTL_CONFIG`, else the default
+    /// path); `None` when there is no config directory to look in.
+    pub file: Option<PathBuf>,
+    /// Whether that file exists and was read.
+    pub found: bool,
 }
 
 /// Reads the config file named by `--config`/`BRIDGECTL_CONFIG` or the default path.
@@ -129,9 +145,16 @@ pub fn load_file(global: &GlobalOpts) -> Result<(ConfigFile, Option<PathBuf>)> {
     };
     match std::fs::read_to_string(&path) {
         Ok(text) => {
-            let file: ConfigFile = toml::from_str(&text)
-                .with_context(|| format!("config file {} is not valid", path.display()))
-                .code(Code::Usage)?;
+            let file: ConfigFile = toml::from_str(&text).map_err(|e| {
+                coded(
+                    Code::Usage,
+                    format!(
+                        "config file {} is not valid: {}",
+                        path.display(),
+                        toml_error(&e, &text)
+                    ),
+                )
+            })?;
             Ok((file, Some(path)))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {
@@ -148,6 +171,23 @@ pub fn load_file(global: &GlobalOpts) -> Result<(ConfigFile, Option<PathBuf>)> {
                 .code(code)
         }
     }
+}
+
+/// A TOML parser's error on one line, `line L, column C: what`: its own text draws a
+/// caret under the spot over several lines, which an error line would print with
+/// literal `\n`s.
+fn toml_error(e: &toml::de::Error, text: &str) -> String {
+    let at = e.span().map(|span| {
+        let before = &text[..span.start.min(text.len())];
+        let line = before.matches('\n').count() + 1;
+        let column = before.chars().rev().take_while(|&c| c != '\n').count() + 1;
+        format!("line {line}, column {column}: ")
+    });
+    format!(
+        "{}{}",
+        at.unwrap_or_default(),
+        e.message().trim().replace('\n', "; ")
+    )
 }
 
 /// The selected profile with environment overrides applied. An unknown profile name is
@@ -173,6 +213,11 @@ pub fn load_profile(global: &GlobalOpts) -> Result<Profile> {
         }
     };
     apply_env(&mut profile)?;
+    profile.origin = Origin {
+        name: global.profile.clone(),
+        found: path.is_some(),
+        file: path.or_else(|| global.config.clone().or_else(crate::paths::config_file)),
+    };
     Ok(profile)
 }
 
@@ -238,17 +283,30 @@ impl Profile {
         self.chains.get(&chain_id.to_string()).map(String::as_str)
     }
 
-    /// A required field, or an error saying how to set it.
+    /// A required field, or an error saying where it was looked for and how to set it:
+    /// the file (or that there is none, and how to name one) and the profile.
     pub fn need<'a, T>(&self, value: &'a Option<T>, field: &str) -> Result<&'a T> {
         value.as_ref().ok_or_else(|| {
-            coded(
-                Code::Usage,
-                format!(
-                    "profile setting `{field}` is missing: set it in the config file \
-                     ([profiles.<name>] {field} = ...) or as BRIDGECTL_{}",
-                    field.to_ascii_uppercase()
+            let Origin { name, file, found } = &self.origin;
+            let env = format!("BRIDGECTL_{}", field.to_ascii_uppercase());
+            let message = match (file, found) {
+                (Some(file), true) => format!(
+                    "profile setting `{field}` is missing: profile {name:?} of {} does not \
+                     set it; set it there ([profiles.{name}] {field} = ...) or as {env} \
+                     (--profile or BRIDGECTL_PROFILE selects another profile)",
+                    file.display()
                 ),
-            )
+                (file, _) => format!(
+                    "profile setting `{field}` is missing: there is no config file{} \
+                     (--config or BRIDGECTL_CONFIG names one, --profile or \
+                     BRIDGECTL_PROFILE the profile in it, here {name:?}); set it there \
+                     ([profiles.{name}] {field} = ...) or as {env}",
+                    file.as_ref()
+                        .map(|f| format!(" at {}", f.display()))
+                        .unwrap_or_default()
+                ),
+            };
+            coded(Code::Usage, message)
         })
     }
 }

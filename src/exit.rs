@@ -111,12 +111,127 @@ pub fn coded(code: Code, msg: impl std::fmt::Display) -> anyhow::Error {
     })
 }
 
+/// A batch that ran to its end with items not completed: exit 9, and the batch is
+/// named as typed data ([`handles`]) so that a script can resume it.
+#[derive(Debug, thiserror::Error)]
+#[error("batch {batch_id}: {not_completed} of {total} items did not complete")]
+pub struct BatchIncomplete {
+    /// The batch.
+    pub batch_id: String,
+    /// How many of its items did not complete.
+    pub not_completed: usize,
+    /// How many items it has.
+    pub total: usize,
+}
+
+/// What a script acts on after a failure, read from the errors' typed fields (never
+/// from their messages): the flow the hint's commands take (`resume`, `replace`,
+/// `cancel`, `history`), the batch, the transaction. `--json` errors carry them as
+/// `txId`, `batchId` and `hash`.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Handles {
+    /// The flow's txId.
+    pub tx_id: Option<String>,
+    /// The batch's id.
+    pub batch_id: Option<String>,
+    /// The transaction's hash (0x and 64 hex digits).
+    pub hash: Option<String>,
+}
+
+impl Handles {
+    /// Takes what `other` knows and `self` does not: the first error of a chain that
+    /// names a handle names it.
+    fn or(mut self, other: Handles) -> Handles {
+        self.tx_id = self.tx_id.or(other.tx_id);
+        self.batch_id = self.batch_id.or(other.batch_id);
+        self.hash = self.hash.or(other.hash);
+        self
+    }
+}
+
+/// The handles of `err` (see [`Handles`]).
+pub fn handles(err: &anyhow::Error) -> Handles {
+    err.chain().fold(Handles::default(), |found, cause| {
+        // A coded error reports no source of its own: look inside.
+        if let Some(coded) = cause.downcast_ref::<Coded>() {
+            return found.or(handles(&coded.error));
+        }
+        if let Some(b) = cause.downcast_ref::<BatchIncomplete>() {
+            return found.or(Handles {
+                batch_id: Some(b.batch_id.clone()),
+                ..Handles::default()
+            });
+        }
+        match cause.downcast_ref::<bridgectl_flow::Error>() {
+            Some(flow) => found.or(flow_handles(flow)),
+            None => found,
+        }
+    })
+}
+
+/// The handles a flow error carries.
+fn flow_handles(err: &bridgectl_flow::Error) -> Handles {
+    use bridgectl_flow::Error as F;
+    let flow = |tx_id: &str| Some(tx_id.to_owned());
+    // A hash field that may say "not signed yet" instead.
+    let hash = |text: &str| {
+        text.parse::<alloy_primitives::B256>()
+            .ok()
+            .map(|h| h.to_string())
+    };
+    let (tx_id, hash) = match err {
+        F::Timeout {
+            flow: f, tx_hash, ..
+        } => (f.clone(), tx_hash.map(|h| h.to_string())),
+        F::StoppedAtApproval { tx_id, source } => {
+            return Handles {
+                tx_id: flow(tx_id),
+                ..Handles::default()
+            }
+            .or(flow_handles(source));
+        }
+        F::AlreadyCompleted { tx_id, tx_hash, .. } => {
+            (flow(tx_id), tx_hash.as_deref().and_then(hash))
+        }
+        F::NonceHeld { by, tx_hash, .. } => (flow(by), hash(tx_hash)),
+        F::NonceReserved { by, .. } => (flow(by), None),
+        F::NeedsApproval { tx_id }
+        | F::LeaseExpired { tx_id, .. }
+        | F::Stale { tx_id, .. }
+        | F::JournalCorrupt { tx_id, .. }
+        | F::ChangedSinceVerified { tx_id }
+        | F::CannotReplace { tx_id, .. }
+        | F::NothingToResume { tx_id, .. }
+        | F::AlreadySigned { tx_id, .. } => (flow(tx_id), None),
+        F::Reverted { tx_hash, .. } => (None, Some(tx_hash.to_string())),
+        F::BatchRunning { batch_id, .. } => {
+            return Handles {
+                batch_id: Some(batch_id.clone()),
+                ..Handles::default()
+            };
+        }
+        _ => (None, None),
+    };
+    Handles {
+        tx_id,
+        batch_id: None,
+        hash,
+    }
+}
+
 /// What to do next, for errors whose remedy is a command: printed under the error.
 pub fn hint(err: &anyhow::Error) -> Option<String> {
     err.chain().find_map(|cause| {
         // A coded error reports no source of its own: look inside.
         if let Some(coded) = cause.downcast_ref::<Coded>() {
             return hint(&coded.error);
+        }
+        if let Some(b) = cause.downcast_ref::<BatchIncomplete>() {
+            return Some(format!(
+                "`bridgectl batch status {0}` shows which, `bridgectl batch resume {0}` runs \
+                 what can still run",
+                b.batch_id
+            ));
         }
         if let Some(bridgectl_flow::Error::Timeout {
             flow: Some(tx_id),
@@ -275,6 +390,9 @@ pub fn code_for(err: &anyhow::Error) -> Code {
         if let Some(coded) = cause.downcast_ref::<Coded>() {
             return coded.code;
         }
+        if cause.downcast_ref::<BatchIncomplete>().is_some() {
+            return Code::Incomplete;
+        }
         if let Some(ks) = cause.downcast_ref::<bridgectl_keystore::Error>() {
             return keystore_code(ks);
         }
@@ -321,6 +439,7 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
         | F::BatchRunning { .. }
         | F::BatchRefused { .. }
         | F::PlanRefused(_)
+        | F::BalanceTooLow(_)
         | F::JournalCorrupt { .. }
         | F::ChangedSinceVerified { .. }
         | F::Stale { .. }
@@ -449,6 +568,51 @@ mod tests {
             let err = anyhow::Error::new(error).context("webhook get");
             assert_eq!(code_for(&err), code, "{err:#}");
         }
+    }
+
+    /// The handles come from the errors' fields, through context and a coded wrapper:
+    /// the flow holding a nonce with its transaction (none when it has not signed), and
+    /// nothing for an error that names no flow.
+    #[test]
+    fn the_handles_are_read_from_typed_fields() {
+        use bridgectl_flow::Error as F;
+        let hash = format!("0x{}", "ab".repeat(32));
+        let held = |tx_hash: &str| {
+            anyhow::Error::new(F::NonceHeld {
+                address: alloy_primitives::Address::ZERO,
+                chain_id: 1,
+                nonce: 0,
+                by: "flow-1".into(),
+                state: "submitted",
+                tx_hash: tx_hash.into(),
+            })
+            .context("redeem")
+        };
+        assert_eq!(
+            handles(&held(&hash)),
+            Handles {
+                tx_id: Some("flow-1".into()),
+                batch_id: None,
+                hash: Some(hash.clone()),
+            }
+        );
+        assert_eq!(handles(&held("not signed yet")).hash, None);
+        let coded = held(&hash).context("wrapped");
+        let coded = anyhow::Error::new(Coded {
+            code: Code::Refused,
+            error: coded,
+        });
+        assert_eq!(handles(&coded).tx_id.as_deref(), Some("flow-1"));
+        let batch = anyhow::Error::new(BatchIncomplete {
+            batch_id: "b-1".into(),
+            not_completed: 1,
+            total: 2,
+        });
+        assert_eq!(handles(&batch).batch_id.as_deref(), Some("b-1"));
+        assert_eq!(code_for(&batch), Code::Incomplete);
+        assert!(hint(&batch).is_some_and(|h| h.contains("bridgectl batch resume b-1")));
+        let none = anyhow::Error::new(F::NotInJournal("x".into()));
+        assert_eq!(handles(&none), Handles::default());
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod approver;
 mod auth;
 mod cli;
 mod cmd;
+mod completers;
 mod config;
 mod deliveries;
 mod exit;
@@ -47,14 +48,15 @@ fn main() -> ExitCode {
         Err(err) => {
             let code = exit::code_for(&err);
             let message = format!("{err:#}");
+            let hint = exit::hint(&err);
             if json {
-                output::json_error(code, &message);
+                output::json_error(code, &message, &exit::handles(&err), hint.as_deref());
             }
             #[allow(clippy::print_stderr)]
             {
                 // Errors carry platform messages and request text: escaped on the way out.
                 eprintln!("error: {}", bridgectl_tx::text::printable(&message));
-                if let Some(hint) = exit::hint(&err) {
+                if let Some(hint) = &hint {
                     eprintln!("hint: {hint}");
                 }
             }
@@ -80,6 +82,8 @@ fn usage_error(e: &clap::Error) -> ExitCode {
         output::json_error(
             exit::Code::Usage,
             message.strip_prefix("error: ").unwrap_or(&message),
+            &exit::Handles::default(),
+            None,
         );
     }
     let _ = e.print();

@@ -24,23 +24,48 @@ pub struct PassphraseOpts {
 // signs).
 #[derive(Debug, Args, Clone, Default)]
 pub struct PlatformOpts {
-    /// File holding the platform access token [env: BRIDGECTL_TOKEN_FILE, or profile
-    /// token_file; BRIDGECTL_ACCESS_TOKEN takes precedence].
+    /// File holding the platform access token [default: the profile's token_file;
+    /// BRIDGECTL_ACCESS_TOKEN, when set, is used instead of either].
     #[arg(
         long,
         env = "BRIDGECTL_TOKEN_FILE",
+        hide_env_values = true,
         value_name = "FILE",
         help_heading = "Platform"
     )]
     pub token_file: Option<PathBuf>,
 
-    /// Give up waiting for results after this many seconds (resume later).
-    #[arg(long, default_value_t = 120, value_name = "SECS")]
-    pub timeout: u64,
-
     /// Journal database [default: $XDG_STATE_HOME/bridgectl/journal.sqlite3].
-    #[arg(long, env = "BRIDGECTL_JOURNAL", value_name = "FILE")]
+    #[arg(
+        long,
+        env = "BRIDGECTL_JOURNAL",
+        hide_env_values = true,
+        value_name = "FILE"
+    )]
     pub journal: Option<PathBuf>,
+}
+
+// How long a command that follows a flow to its end waits for it (the commands that
+// only ask once, `balance`, `status`, `action list`, `batch plan`, have no such option).
+#[derive(Debug, Args, Clone)]
+pub struct WaitOpts {
+    /// Give up waiting for the flow's end after this many seconds: exit 8, the flow stays
+    /// journaled, and `bridgectl resume TXID` waits again.
+    #[arg(long, default_value_t = WaitOpts::DEFAULT_SECS, value_name = "SECS")]
+    pub timeout: u64,
+}
+
+impl WaitOpts {
+    /// The default wait, in seconds.
+    pub const DEFAULT_SECS: u64 = 120;
+}
+
+impl Default for WaitOpts {
+    fn default() -> Self {
+        WaitOpts {
+            timeout: WaitOpts::DEFAULT_SECS,
+        }
+    }
 }
 
 // Options of the commands that talk to the platform and sign.
@@ -49,6 +74,10 @@ pub struct FlowOpts {
     /// The platform.
     #[command(flatten)]
     pub platform: PlatformOpts,
+
+    /// How long to wait for the flow's end.
+    #[command(flatten)]
+    pub wait: WaitOpts,
 
     /// Sign without asking for confirmation (the summary is still shown).
     #[arg(long, short = 'y')]
@@ -64,9 +93,9 @@ pub struct FlowOpts {
 
     /// Sign through an external signer instead of a key of the keystore: rpc:URL, a
     /// JSON-RPC signing endpoint (Frame, which fronts Ledger, Trezor, Lattice and
-    /// Keystone; a node with unlocked accounts), loopback or https. `--from` is then the
-    /// endpoint's account. A URL that carries a token belongs in BRIDGECTL_SIGNER, not
-    /// on the command line.
+    /// Keystone; a node with unlocked accounts), loopback or https. The transaction's
+    /// sender must be an account of the endpoint. A URL that carries a token belongs in
+    /// BRIDGECTL_SIGNER, not on the command line.
     #[arg(
         long,
         env = "BRIDGECTL_SIGNER",
@@ -83,6 +112,7 @@ pub struct Web3Api {
     #[arg(
         long,
         env = "BRIDGECTL_WEB3_URL",
+        hide_env_values = true,
         value_name = "URL",
         help_heading = "Web3 API"
     )]
@@ -92,6 +122,7 @@ pub struct Web3Api {
     #[arg(
         long,
         env = "BRIDGECTL_WEB3_TOKEN_FILE",
+        hide_env_values = true,
         value_name = "FILE",
         help_heading = "Web3 API"
     )]
@@ -107,16 +138,31 @@ pub struct Web3Opts {
     pub api: Web3Api,
 
     /// Chain path segment, e.g. ethereum, polygon [default: the profile's web3_chain].
-    #[arg(long, env = "BRIDGECTL_WEB3_CHAIN", help_heading = "Web3 API")]
+    #[arg(
+        long,
+        env = "BRIDGECTL_WEB3_CHAIN",
+        hide_env_values = true,
+        help_heading = "Web3 API"
+    )]
     pub chain: Option<String>,
 
     /// Network path segment, e.g. mainnet, sepolia [default: the profile's
     /// web3_network].
-    #[arg(long, env = "BRIDGECTL_WEB3_NETWORK", help_heading = "Web3 API")]
+    #[arg(
+        long,
+        env = "BRIDGECTL_WEB3_NETWORK",
+        hide_env_values = true,
+        help_heading = "Web3 API"
+    )]
     pub network: Option<String>,
 
     /// Signing-key file [default: $XDG_STATE_HOME/bridgectl/webhook-keys.json].
-    #[arg(long, env = "BRIDGECTL_WEBHOOK_KEYS", value_name = "FILE")]
+    #[arg(
+        long,
+        env = "BRIDGECTL_WEBHOOK_KEYS",
+        hide_env_values = true,
+        value_name = "FILE"
+    )]
     pub keys: Option<PathBuf>,
 }
 

@@ -63,16 +63,32 @@ pub fn json_stream() {
     JSON_WRITTEN.store(LINES, Ordering::Relaxed);
 }
 
-/// Prints a failure for a script on stdout, `{"error": {"code", "message", "exit"}}`:
+/// Prints a failure for a script on stdout, `{"error": {"code", "message", "exit", ...}}`:
 /// `code` the exit code's kind ([`crate::exit::Code::name`]), `message` what stderr
-/// says after `error: `, `exit` the process's exit code. A stream (`batch run --json`)
-/// gets it as its last line. A command that already printed its one result document
-/// (`log verify` of a log that does not hold) said there what failed, and stdout keeps
-/// that one document.
-pub fn json_error(code: crate::exit::Code, message: &str) {
-    let value = serde_json::json!({
-        "error": {"code": code.name(), "message": message, "exit": code as u8}
-    });
+/// says after `error: `, `exit` the process's exit code; and where the failure names
+/// them, `txId`, `batchId` and `hash` (see [`crate::exit::Handles`]) and `hint`, the
+/// text of stderr's `hint:` line. A stream (`batch run --json`) gets it as its last
+/// line. A command that already printed its one result document (`log verify` of a
+/// log that does not hold) said there what failed, and stdout keeps that one document.
+pub fn json_error(
+    code: crate::exit::Code,
+    message: &str,
+    handles: &crate::exit::Handles,
+    hint: Option<&str>,
+) {
+    let mut error =
+        serde_json::json!({"code": code.name(), "message": message, "exit": code as u8});
+    for (name, value) in [
+        ("txId", handles.tx_id.as_deref()),
+        ("batchId", handles.batch_id.as_deref()),
+        ("hash", handles.hash.as_deref()),
+        ("hint", hint),
+    ] {
+        if let Some(value) = value {
+            error[name] = value.into();
+        }
+    }
+    let value = serde_json::json!({ "error": error });
     // The process is failing already: a closed stdout changes nothing.
     let _ = match JSON_WRITTEN.load(Ordering::Relaxed) {
         0 => json(&value),

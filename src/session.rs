@@ -15,7 +15,7 @@ use bridgectl_signing_log::SigningLogDb;
 use crate::approver::CliApprover;
 use crate::config::Profile;
 use crate::global::GlobalOpts;
-use crate::opts::{FlowOpts, PlatformOpts};
+use crate::opts::{FlowOpts, PlatformOpts, WaitOpts};
 use crate::passphrase::CliPassphrases;
 
 /// When the process started (set first thing in `main`), for `BRIDGECTL_TIMINGS`.
@@ -69,12 +69,23 @@ pub fn open_journal(explicit: Option<&std::path::Path>) -> Result<Journal> {
 }
 
 impl Session {
-    /// The session of a command that sends but never signs (`submit`, `resume`).
+    /// The session of a command that never signs (`balance`, `status`, `action list`).
     pub fn for_sending(global: &GlobalOpts, platform: &PlatformOpts) -> Result<Session> {
+        Session::for_waiting(global, platform, &WaitOpts::default())
+    }
+
+    /// The session of a command that never signs and may follow a flow to its end
+    /// (`submit --wait`), within `wait`.
+    pub fn for_waiting(
+        global: &GlobalOpts,
+        platform: &PlatformOpts,
+        wait: &WaitOpts,
+    ) -> Result<Session> {
         Session::new(
             global,
             &FlowOpts {
                 platform: platform.clone(),
+                wait: wait.clone(),
                 ..FlowOpts::default()
             },
         )
@@ -145,7 +156,7 @@ impl Session {
         .submitter(submitter)
         .wait(WaitOptions {
             interval: Duration::from_millis(300),
-            timeout: Duration::from_secs(self.opts.platform.timeout),
+            timeout: Duration::from_secs(self.opts.wait.timeout),
         });
         if let Some(bridge) = &self.bridge {
             builder = builder.bridge(bridge.clone());

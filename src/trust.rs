@@ -38,7 +38,12 @@ pub struct CapOpts {
 #[derive(Debug, Args, Default, Clone)]
 pub struct ExpectOpts {
     /// Refuse unless the chain id is this [default: one the profile names].
-    #[arg(long, value_name = "ID", help_heading = "Policy")]
+    #[arg(
+        long,
+        value_name = "ID",
+        help_heading = "Policy",
+        add = crate::completers::chain_ids()
+    )]
     pub expect_chain_id: Option<u64>,
     /// Refuse unless the transaction goes to this address [default: a contract the
     /// profile names].

@@ -499,6 +499,26 @@ fn the_plan_lists_every_recipient_against_the_allowlist_and_a_running_batch_refu
     let out = c.output();
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(text.contains("NOT ALLOWED"), "{text}");
+    // Gas in ETH, as the signing summary shows a fee, the wei beside it.
+    let gas = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("gas on chain"))
+        .unwrap_or_else(|| panic!("no gas line: {text}"));
+    let eth_then_wei = |s: &str| {
+        let (eth, rest) = s.split_once(" ETH (").unwrap_or_default();
+        !eth.is_empty()
+            && eth
+                .rsplit(' ')
+                .next()
+                .is_some_and(|n| n.contains('.') || n.parse::<u64>().is_ok())
+            && rest
+                .split(' ')
+                .next()
+                .is_some_and(|w| w.parse::<u128>().is_ok())
+    };
+    let (need, held) = gas.split_once(" of ").expect("need of held");
+    assert!(eth_then_wei(need) && need.contains(" gas at "), "{gas}");
+    assert!(eth_then_wei(held) && held.ends_with(" wei) held"), "{gas}");
     // The run refuses the batch before any key is unlocked.
     refused_unread(&live, &["run", "payouts.csv", "--yes"]);
 

@@ -1,6 +1,7 @@
 //! How a command fails, for a script: with `--json`, one JSON object on stdout,
-//! `{"error": {"code", "message", "exit"}}`, beside the text on stderr; and the exit
-//! code the README's table gives its kind.
+//! `{"error": {"code", "message", "exit"}}` (with `txId`, `batchId`, `hash` and `hint`
+//! where the failure names them), beside the text on stderr; and the exit code the
+//! README's table gives its kind.
 
 use std::process::Output;
 
@@ -9,21 +10,51 @@ use serde_json::json;
 use crate::util::{Dir, TestCommand, strict_json};
 
 /// Runs `cmd`, asserts exit `exit`, and that stdout is exactly the error object of kind
-/// `code` whose message is what stderr says after `error: `. Returns that message.
+/// `code` whose message is what stderr says after `error: ` and whose `hint` is what
+/// stderr's `hint:` line says (both or neither), with no handle (`txId`, `batchId`,
+/// `hash`: these cases name none). Returns that message.
 fn json_error(cmd: &mut TestCommand, code: &str, exit: i32) -> String {
+    let (message, handles) = json_error_with_handles(cmd, code, exit);
+    assert_eq!(handles, json!({}), "{code}: no handle expected");
+    message
+}
+
+/// [`json_error`] of a failure that may name handles: returns the message and the
+/// handles the object carries (`txId`, `batchId`, `hash`, as an object of those keys).
+fn json_error_with_handles(
+    cmd: &mut TestCommand,
+    code: &str,
+    exit: i32,
+) -> (String, serde_json::Value) {
     let out: Output = cmd.output();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(exit), "{code}: {stderr}");
     let v = strict_json(&String::from_utf8_lossy(&out.stdout));
+    crate::json::assert_schema("error", &v);
     let message = v["error"]["message"].as_str().expect("message").to_owned();
-    assert_eq!(
-        v,
-        json!({"error": {"code": code, "message": message, "exit": exit}}),
-        "{code}"
-    );
-    let first = stderr.lines().next().expect("a line on stderr");
-    assert_eq!(first, format!("error: {message}"), "{code}");
-    message
+    let hint = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("hint: "))
+        .map(str::to_owned);
+    let mut expected = json!({"code": code, "message": message, "exit": exit});
+    if let Some(hint) = &hint {
+        expected["hint"] = hint.as_str().into();
+    }
+    let mut handles = json!({});
+    for key in ["txId", "batchId", "hash"] {
+        if let Some(h) = v["error"].get(key) {
+            expected[key] = h.clone();
+            handles[key] = h.clone();
+        }
+    }
+    assert_eq!(v, json!({ "error": expected }), "{code}");
+    // Progress lines may come first; the error's own line is the one the JSON quotes.
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .expect("an error line on stderr");
+    assert_eq!(line, format!("error: {message}"), "{code}");
+    (message, handles)
 }
 
 /// `c` running an action for `from` on a platform where nothing listens.
@@ -137,4 +168,58 @@ fn each_documented_exit_code_has_a_real_case() {
     live.dir.write("taken.jsonl", "");
     let err = run(&["log", "export", "--out", "taken.jsonl"], 10);
     assert!(err.contains("already exists: not overwriting it"), "{err}");
+}
+
+/// A failure that names a flow or a batch carries it as a field a script uses as it is
+/// (no cutting it out of the message), and the hint as the `hint:` line says it: a
+/// redeem that timed out (its txId and transaction hash), one stopped by a wrong
+/// passphrase (its txId), a batch with items left (its id). Each handle works: the
+/// flow's `history` and the batch's `batch status` find them.
+#[test]
+fn json_errors_carry_the_handles_a_script_acts_on() {
+    let live = crate::live::Live::shared("error_handles");
+    let run = |args: &[&str]| {
+        let mut c = live.cmd();
+        c.args(["--json"]).args(args);
+        c
+    };
+    // A timeout: the flow, and the transaction it waits for.
+    let redeem = ["redeem", "--from", "dev", "--amount", "1", "--yes"];
+    let mut c = run(&redeem);
+    c.args(["--timeout", "0"]);
+    let (message, handles) = json_error_with_handles(&mut c, "timeout", 8);
+    let tx_id = handles["txId"].as_str().expect("a txId").to_owned();
+    assert!(message.contains(&tx_id), "{message}");
+    let flow = live.ok(&["history", &tx_id]);
+    assert_eq!(handles["hash"], flow["flow"]["txHash"], "{handles}");
+    assert!(handles.get("batchId").is_none(), "{handles}");
+    // A wrong passphrase: the flow that stopped before signing.
+    let wrong = live.dir.write("wrong-passphrase", "not it\n");
+    let mut c = run(&redeem);
+    c.env("BRIDGECTL_PASSPHRASE_FILE", &wrong);
+    let (_, handles) = json_error_with_handles(&mut c, "passphrase", 4);
+    let stopped = handles["txId"].as_str().expect("a txId");
+    assert_ne!(stopped, tx_id);
+    assert_eq!(live.ok(&["history", stopped])["flow"]["txId"], stopped);
+    assert!(
+        handles.get("hash").is_none(),
+        "nothing was signed: {handles}"
+    );
+    // A batch with an item left pending: the batch.
+    live.dir.write("one.csv", "op,from,amount\nredeem,dev,1\n");
+    let mut c = run(&["batch", "run", "one.csv", "--yes", "--timeout", "0"]);
+    let out = c.output();
+    assert_eq!(out.status.code(), Some(9));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = strict_json(stdout.lines().last().expect("a last line"));
+    crate::json::assert_schema("error", &last);
+    let batch_id = last["error"]["batchId"].as_str().expect("a batchId");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let hint = stderr.lines().find_map(|l| l.strip_prefix("hint: "));
+    assert_eq!(last["error"]["hint"].as_str(), hint, "{stderr}");
+    assert!(
+        hint.is_some_and(|h| h.contains(&format!("bridgectl batch resume {batch_id}"))),
+        "{stderr}"
+    );
+    assert_eq!(live.ok(&["batch", "status", batch_id])["batchId"], batch_id);
 }

@@ -648,7 +648,7 @@ fn history_lists_flows_and_unknown_flows_are_not_found() {
         ],
         7,
     );
-    let more = "the 1 newest flows are listed; the journal holds more";
+    let more = "the newest flow is listed; the journal holds more";
     for (args, cut) in [
         (&["--json", "history", "--limit", "1"][..], true),
         (&["--json", "history", "--limit", "2"][..], false),
@@ -900,127 +900,6 @@ fn redeem_through_the_node_directly() {
     );
 }
 
-bctest!(
-    every_subcommand_help_opens_with_its_description,
-    |dir: crate::util::Dir, _cmd: crate::util::TestCommand| {
-        // Subcommands are built late (clap's `defer`): a doc comment on an argument struct
-        // would then replace the description the parent lists. Each `--help` must open
-        // with what its parent says of it, through every level.
-        let help = |path: &[String]| {
-            let mut c = dir.command();
-            c.args(path).args(["--help"]);
-            c.stdout()
-        };
-        let mut todo = vec![Vec::<String>::new()];
-        let mut seen = 0;
-        while let Some(path) = todo.pop() {
-            let text = help(&path);
-            let Some((_, list)) = text.split_once("Commands:\n") else {
-                continue;
-            };
-            for line in list.lines().take_while(|l| !l.is_empty()) {
-                // "  name   description" (wrapped descriptions continue further in).
-                let Some(entry) = line.strip_prefix("  ").filter(|l| !l.starts_with(' ')) else {
-                    continue;
-                };
-                let (name, said) = entry.split_once(' ').unwrap_or((entry, ""));
-                if name == "help" {
-                    continue;
-                }
-                let mut sub = path.clone();
-                sub.push(name.to_owned());
-                let own = help(&sub);
-                let first = own.lines().next().unwrap_or_default();
-                assert!(
-                    !said.trim().is_empty() && first.starts_with(said.trim()),
-                    "`{}` is listed as {:?} but its help opens with {first:?}",
-                    sub.join(" "),
-                    said.trim()
-                );
-                seen += 1;
-                todo.push(sub);
-            }
-        }
-        assert!(seen > 30, "only {seen} subcommands met");
-    }
-);
-
-bctest!(
-    completions_cover_the_commands_and_offer_key_labels,
-    |dir: crate::util::Dir, mut cmd: crate::util::TestCommand| {
-        // The script calls back into bridgectl for every completion.
-        let script = cmd.args(["completions", "bash"]).stdout();
-        assert!(
-            script.contains("COMPLETE=\"bash\"") && script.contains("bridgectl"),
-            "{script}"
-        );
-        // What the shell is offered (fish's protocol: one candidate a line, help after
-        // a tab): the commands, and for an account option the keystore's labels.
-        let offered = |line: &[&str]| -> Vec<String> {
-            let mut c = dir.command();
-            c.env("COMPLETE", "fish")
-                .args(["--", "bridgectl"])
-                .args(line);
-            c.stdout()
-                .lines()
-                .map(|l| l.split('\t').next().unwrap_or_default().to_owned())
-                .collect()
-        };
-        let commands = offered(&[""]);
-        for word in [
-            "redeem", "swap", "transfer", "resume", "history", "sign", "key",
-        ] {
-            assert!(
-                commands.iter().any(|c| c == word),
-                "no {word} in {commands:?}"
-            );
-        }
-        // Subcommands' arguments are built only when needed (clap's `defer`): they are
-        // still offered, nested ones too.
-        for (line, flag) in [
-            (&["sign", "-", "--expect-ch"][..], "--expect-chain-id"),
-            (&["sign", "-", "--passphrase-f"][..], "--passphrase-file"),
-            (
-                &["batch", "resume", "x", "--replace-st"][..],
-                "--replace-stuck",
-            ),
-        ] {
-            assert_eq!(offered(line), [flag], "{line:?}");
-        }
-        for (label, key) in [
-            (
-                "dev",
-                "4646464646464646464646464646464646464646464646464646464646464646",
-            ),
-            (
-                "deploy",
-                "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318",
-            ),
-            (
-                "alice",
-                "0123456789012345678901234567890123456789012345678901234567890123",
-            ),
-        ] {
-            let out = dir
-                .command()
-                .args(["key", "import", label, "--raw", "--unsafe-test-kdf"])
-                .env("BRIDGECTL_PASSPHRASE", "pw")
-                .output_with_stdin(key.as_bytes());
-            crate::util::assert_success(&std::process::Command::new("key import"), &out);
-        }
-        for line in [
-            &["redeem", "--from", "de"][..],
-            &["transfer", "--to", "de"][..],
-            &["action", "exec", "stake", "--from", "de"][..],
-            &["sign", "-", "--key", "de"][..],
-            &["log", "show", "--key", "de"][..],
-        ] {
-            assert_eq!(offered(line), ["deploy", "dev"], "{line:?}");
-        }
-        assert_eq!(offered(&["swap", "--from", ""]), ["alice", "deploy", "dev"]);
-    }
-);
-
 #[test]
 fn two_concurrent_redeems_of_one_address_never_sign_one_nonce_twice() {
     let live = Live::new("concurrent_nonce");
@@ -1201,6 +1080,71 @@ bctest!(
             err.contains("no profile \"default\" in") && err.contains("(profiles: sandbox)"),
             "{err}"
         );
+    }
+);
+
+bctest!(
+    a_missing_setting_names_the_file_looked_for_and_how_to_name_another,
+    |dir: crate::util::Dir, mut cmd: crate::util::TestCommand| {
+        // No config file at all: the file looked for, and the ways to name another.
+        cmd.args(["balance", "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"]);
+        let err = cmd.fails_with(2);
+        let looked = dir.join("xdg/config/bridgectl/config.toml");
+        assert!(
+            err.contains(&format!(
+                "profile setting `base_url` is missing: there is no config file at {}",
+                looked.display()
+            )),
+            "{err}"
+        );
+        for named in [
+            "--config",
+            "BRIDGECTL_CONFIG",
+            "--profile",
+            "BRIDGECTL_PROFILE",
+        ] {
+            assert!(err.contains(named), "{named}: {err}");
+        }
+        assert!(err.contains("BRIDGECTL_BASE_URL"), "{err}");
+        // A file whose profile lacks it: that file and that profile.
+        let cfg = dir.write(
+            "mine.toml",
+            "[profiles.work]\nweb3_url = \"http://127.0.0.1:1\"\n",
+        );
+        let err = dir
+            .command()
+            .args(["--config"])
+            .args([&cfg])
+            .args([
+                "--profile",
+                "work",
+                "balance",
+                "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+            ])
+            .fails_with(2);
+        assert!(
+            err.contains(&format!(
+                "profile setting `base_url` is missing: profile \"work\" of {} does not set it",
+                cfg.display()
+            )) && err.contains("[profiles.work] base_url = ..."),
+            "{err}"
+        );
+        // A file that does not parse: one line naming the spot.
+        let bad = dir.write("bad.toml", "[profiles.work]\nbase_url = 7\n");
+        let err = dir
+            .command()
+            .args(["--config"])
+            .args([&bad])
+            .args(["balance"])
+            .fails_with(2);
+        assert!(
+            err.starts_with(&format!(
+                "error: config file {} is not valid: line 2, column 12: invalid type",
+                bad.display()
+            )),
+            "{err}"
+        );
+        assert!(!err.contains("\\n"), "a literal \\n: {err}");
     }
 );
 
@@ -1612,4 +1556,61 @@ fn a_slow_relayer_is_reported_while_waited_for() {
         err.contains("» waiting for the relayer: 5 s of 60 s"),
         "{err}"
     );
+}
+
+/// More than the sender holds is refused before anything reaches the platform: a redeem
+/// (no action executed), a swap (no swap address issued), an ST and an MT transfer
+/// (nothing built or sent), each exit 3 naming the balance, with no passphrase read and
+/// no flow journaled.
+#[test]
+fn an_amount_above_the_balance_is_refused_before_anything_is_executed() {
+    let live = Live::shared("over_balance");
+    live.node_only();
+    let dev = live.dev.to_string();
+    let account = format!("{:x}", live.dev);
+    let nonces = (live.nonce(false, live.dev), live.nonce(true, live.dev));
+    let cases: [(&[&str], &str); 4] = [
+        (&["redeem", "--from", "dev", "--amount", "100000"], "ST"),
+        (&["swap", "--from", "dev", "--amount", "100000"], "MT"),
+        (
+            &["transfer", "--token", "st", "--from", "dev", "--to", "dev"],
+            "ST",
+        ),
+        (
+            &["transfer", "--token", "mt", "--from", "dev", "--to", "dev"],
+            "MT",
+        ),
+    ];
+    for (args, symbol) in cases {
+        let mut args = args.to_vec();
+        if args[0] == "transfer" {
+            args.extend(["--amount", "100000"]);
+        }
+        args.extend(["--yes", "--json"]);
+        let (out, reads) = counted(&live, &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "{dev} holds 100 {symbol}, less than the 100000 {symbol} asked for"
+            )),
+            "{args:?}: {err}"
+        );
+        let v = crate::util::strict_json(&String::from_utf8_lossy(&out.stdout));
+        assert_eq!(v["error"]["code"], "refused", "{v}");
+        assert_eq!(reads, 0, "{args:?}: the passphrase was read");
+    }
+    let asked: Vec<String> = live
+        .sb
+        .state
+        .request_log()
+        .into_iter()
+        .filter(|l| l.to_lowercase().contains(&account))
+        .collect();
+    assert!(asked.is_empty(), "the platform was asked: {asked:#?}");
+    assert_eq!(
+        (live.nonce(false, live.dev), live.nonce(true, live.dev)),
+        nonces
+    );
+    assert!(live.journal_rows().is_empty(), "{:?}", live.journal_rows());
 }

@@ -732,7 +732,13 @@ fn a_drifted_output_is_refused() {
     // The schemas are strict: a field renamed, an amount as a number, a field of more.
     let good = serde_json::json!({"error": {"code": "not-found", "message": "m", "exit": 6}});
     assert_eq!(schema_errors("error", &good), None);
+    let handles = serde_json::json!({"error": {"code": "timeout", "message": "m", "exit": 8,
+        "txId": "0f5c6e2a-1b3d-4c5e-8f70-112233445566", "hash": format!("0x{}", "ab".repeat(32)),
+        "batchId": "b", "hint": "h"}});
+    assert_eq!(schema_errors("error", &handles), None);
     for bad in [
+        serde_json::json!({"error": {"code": "timeout", "message": "m", "exit": 8, "txId": 7}}),
+        serde_json::json!({"error": {"code": "timeout", "message": "m", "exit": 8, "hash": "0x1"}}),
         serde_json::json!({"error": {"code": "not-found", "message": "m", "exitCode": 6}}),
         serde_json::json!({"error": {"code": "lost", "message": "m", "exit": 6}}),
         serde_json::json!({"error": {"code": "not-found", "message": "m", "exit": 6}, "x": 1}),

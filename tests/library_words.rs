@@ -21,7 +21,7 @@ const ALLOWED: &[(&str, &str)] = &[
     // The sandbox config's module doc describes the CLI command that loads it.
     (
         "crates/sandbox/src/config.rs",
-        "(`bridgectl sandbox --config FILE`)",
+        "(`bridgectl sandbox --sandbox-config FILE`)",
     ),
 ];
 

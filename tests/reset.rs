@@ -99,4 +99,13 @@ fn a_restarted_sandbox_is_named_a_reset_and_reset_chain_lets_the_walkthrough_run
         .count();
     assert_eq!(resets, 2, "{entries:#}");
     assert_eq!(live.ok(&["log", "verify"])["ok"], true);
+    // The text names each reset as one (not as a call bridgectl does not know).
+    let mut c = live.cmd();
+    c.args(["log", "show"]);
+    let text = String::from_utf8_lossy(&live.run_ok(c).stdout).into_owned();
+    assert!(!text.contains("(unknown call)"), "{text}");
+    for chain in [live.sb.info.main.chain_id, live.sb.info.side.chain_id] {
+        let said = format!("chain {chain} reset: its block 0 is now 0x");
+        assert_eq!(text.matches(&said).count(), 1, "{said}: {text}");
+    }
 }

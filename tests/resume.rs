@@ -50,8 +50,10 @@ fn a_redeem_with_a_wrong_passphrase_is_resumed_with_the_right_one() {
     assert_eq!(out.status.code(), Some(4), "{err}");
     let flow = flows(&live)[0].clone();
     let tx_id = flow["txId"].as_str().expect("txId").to_owned();
-    assert_eq!(flow["state"], "failed");
+    // Not over: it stays where it stopped (verified), for `resume`.
+    assert_eq!(flow["state"], "verified", "{flow:#}");
     assert!(flow["signedTx"].is_null(), "{flow:#}");
+    assert_eq!(executes(&live), 1);
     assert!(
         err.contains(&format!(
             "flow {tx_id} stopped before signing, nothing was sent"
@@ -65,8 +67,13 @@ fn a_redeem_with_a_wrong_passphrase_is_resumed_with_the_right_one() {
         )),
         "{err}"
     );
-    // It can be resumed, so `history` shows it.
-    assert!(history_text(&live, &[]).0.contains(&tx_id));
+    // It can be resumed, so `history` shows it, not as failed.
+    let (shown, _) = history_text(&live, &[]);
+    let row = shown.lines().find(|l| l.contains(&tx_id)).expect("listed");
+    assert!(
+        row.contains(" verified ") && !row.contains("failed"),
+        "{row}"
+    );
 
     // Resumed with the wrong passphrase again: the same stop, still resumable.
     let mut c = live.cmd();
@@ -104,6 +111,22 @@ fn a_redeem_with_a_wrong_passphrase_is_resumed_with_the_right_one() {
     // Resuming it again sends nothing.
     let again = live.ok(&["resume", &tx_id]);
     assert_eq!(again["resent"], false, "{again:#}");
+    // The action the first run executed was the one signed: the platform executed one.
+    assert_eq!(executes(&live), 1, "a resume executed the action again");
+}
+
+/// How many times the platform executed a transaction action for the test's account
+/// (its request log: `POST /tx/v2.0/transactions/{action}` naming the account).
+fn executes(live: &Live) -> usize {
+    let account = format!("{:x}", live.dev);
+    live.sb
+        .state
+        .request_log()
+        .iter()
+        .filter(|l| {
+            l.starts_with("POST /tx/v2.0/transactions/") && l.to_lowercase().contains(&account)
+        })
+        .count()
 }
 
 #[test]
@@ -272,4 +295,41 @@ fn a_redeem_stopped_in_either_crash_window_is_finished_by_resume_once() {
             "{window}: {resumed:#}"
         );
     }
+}
+
+/// `history --limit N` says the journal holds more only when it holds more that the
+/// list would show: not with exactly N flows, and (in the text list) not for flows it
+/// hides anyway; `--json` lists every flow, so every flow past N counts there.
+#[test]
+fn history_says_it_holds_more_only_when_it_does() {
+    let live = Live::shared("history_limit");
+    let more = "the journal holds more";
+    let note = |args: &[&str]| {
+        let mut c = live.cmd();
+        c.args(["history"]).args(args);
+        String::from_utf8_lossy(&live.run_ok(c).stderr).into_owned()
+    };
+    live.ok(&["redeem", "--from", "dev", "--amount", "1", "--yes"]);
+    for args in [&["--limit", "1"][..], &["--limit", "1", "--json"][..]] {
+        assert!(!note(args).contains(more), "one flow, {args:?}");
+    }
+    // A refused flow, newer: hidden from the text list, so not "more" there.
+    let mut c = redeem_one(&live);
+    assert_eq!(
+        c.args(["--max-gas-price", "1"]).output().status.code(),
+        Some(3)
+    );
+    let text = note(&["--limit", "1"]);
+    assert!(!text.contains(more) && text.contains("is hidden"), "{text}");
+    let json = note(&["--limit", "1", "--json"]);
+    assert!(
+        json.contains("the newest flow is listed; the journal holds more"),
+        "{json}"
+    );
+    assert!(!note(&["--limit", "2", "--json"]).contains(more));
+    // A second shown flow: more, in both.
+    live.ok(&["redeem", "--from", "dev", "--amount", "1", "--yes"]);
+    assert!(note(&["--limit", "1"]).contains(more));
+    assert!(!note(&["--limit", "2"]).contains(more));
+    live.fails(&["history", "--limit", "0"], 2);
 }

@@ -12,8 +12,32 @@ bctest!(
     |dir: Dir, mut cmd: TestCommand| {
         let cfg = dir.write("sb.toml", "[[actions]]\nname = \"r\"\nfunction = \"redeem\"\n[[actions]]\nname = \"r\"\nfunction = \"stake\"\n");
         cmd.args(["sandbox", "--sandbox-config"]).args([&cfg]);
-        let err = cmd.fails_with(1);
+        let err = cmd.fails_with(2);
         assert!(err.contains("duplicate action name \"r\""), "{err}");
+        // A file that does not parse: one line, naming the file, the spot and the key.
+        let cfg = dir.write("typo.toml", "[main]\nchain_id = \"41337\"\n");
+        let err = dir
+            .command()
+            .args(["sandbox", "--sandbox-config"])
+            .args([&cfg])
+            .fails_with(2);
+        let first = err.lines().next().unwrap_or_default();
+        assert!(
+            first.starts_with(&format!(
+                "error: invalid sandbox config {}: line 2, column 12: invalid type",
+                cfg.display()
+            )),
+            "{err}"
+        );
+        assert!(!err.contains("\\n"), "a literal \\n: {err}");
+        let err = dir
+            .command()
+            .args(["sandbox", "--sandbox-config", "missing.toml"])
+            .fails_with(6);
+        assert!(
+            err.contains("cannot read sandbox config missing.toml"),
+            "{err}"
+        );
     }
 );
 
@@ -30,10 +54,16 @@ fn gone(pid: u64) -> bool {
 /// `bridgectl --json sandbox --write-profile profile.toml` started in `dir`: the child,
 /// once it printed its info, and the info.
 fn start(dir: &Dir) -> (crate::util::KillOnDrop, serde_json::Value) {
+    start_with(dir, &[])
+}
+
+/// [`start`] with `extra` arguments.
+fn start_with(dir: &Dir, extra: &[&str]) -> (crate::util::KillOnDrop, serde_json::Value) {
     let mut cmd = dir.command();
     cmd.env("BRIDGECTL_ANVIL", crate::util::pinned_tool("anvil"));
     cmd.args(["--json", "sandbox", "--write-profile"])
-        .args([dir.join("profile.toml")]);
+        .args([dir.join("profile.toml")])
+        .args(extra);
     let mut child =
         crate::util::KillOnDrop::spawn(cmd.cmd.stdout(Stdio::piped()).stderr(Stdio::null()));
     // A killing timeout, not a duration assertion: a sandbox that never gets ready is
@@ -181,5 +211,20 @@ bctest!(
             balance("beforeSwap", "mt"),
             "{out}"
         );
+    }
+);
+
+bctest!(
+    a_sandbox_config_of_one_key_keeps_every_other_default,
+    |dir: Dir, _cmd: TestCommand| {
+        // The file: `[main]` with only its chain id.
+        let cfg = dir.write("main-only.toml", "[main]\nchain_id = 41337\n");
+        let (child, info) = start_with(&dir, &["--sandbox-config", cfg.to_str().expect("utf8")]);
+        assert_eq!(info["main"]["chainId"], 41337, "{info}");
+        assert_eq!(info["main"]["environmentId"], "sandbox-main", "{info}");
+        assert_eq!(info["main"]["symbol"], "MT", "{info}");
+        assert_eq!(info["side"]["chainId"], 31338, "{info}");
+        assert_eq!(info["side"]["environmentId"], "sandbox-side", "{info}");
+        stop(child);
     }
 );

@@ -8,11 +8,13 @@ mod secrets;
 mod util;
 
 mod batch;
+mod completions;
 mod durability;
 mod ends;
 mod errors;
 mod flow;
 mod follow;
+mod help;
 mod http;
 mod json;
 mod key;

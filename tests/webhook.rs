@@ -99,7 +99,8 @@ impl Listening {
         stdout.read_line(&mut line).expect("first line");
         let v = crate::util::strict_json(&line);
         crate::json::assert_schema("webhook-listen", &v);
-        let addr = v["addr"]
+        assert_eq!(one_key(&v), "listening", "{v}");
+        let addr = v["listening"]["addr"]
             .as_str()
             .expect("addr")
             .parse()
@@ -158,9 +159,10 @@ impl Listening {
             );
             let v = crate::util::strict_json(&line);
             crate::json::assert_schema("webhook-listen", &v);
-            if v.get("stopped").is_some() {
+            if one_key(&v) == "stopped" {
                 break;
             }
+            assert_eq!(one_key(&v), "delivery", "{v}");
             before.push(v);
         }
         let exit = self.child.wait().expect("wait");
@@ -392,7 +394,7 @@ bctest!(
         let report = load::run(&one, &|i| posts[i].clone(), None).expect("load");
         assert_eq!(report.ok(), posts.len());
         let (summary, lines) = listener.stop_with_lines();
-        assert_eq!(summary["notPrinted"], 0, "{summary}");
+        assert_eq!(summary["stopped"]["notPrinted"], 0, "{summary}");
         let shown: Vec<&Value> = lines.iter().map(|l| &l["delivery"]).collect();
         assert_eq!(shown.len(), 4, "{lines:?}");
         for d in &shown {
@@ -443,7 +445,10 @@ fn stops_within_seconds_whatever_stdout_does(dir: &Dir, signal: &str) {
     // Whatever reached the pipe is whole lines; a summary, if it got through, counts the
     // lines dropped.
     if let Some(summary) = lines.iter().find(|l| l.get("stopped").is_some()) {
-        assert!(summary["notPrinted"].as_u64() > Some(0), "{summary}");
+        assert!(
+            summary["stopped"]["notPrinted"].as_u64() > Some(0),
+            "{summary}"
+        );
     }
     let acked: Vec<usize> = (0..report.requests).filter(|&i| report.acked[i]).collect();
     assert!(acked.len() >= 4_000, "only {} acked", acked.len());
@@ -1734,3 +1739,12 @@ bctest!(
         });
     }
 );
+
+/// The one key a line of `webhook listen --json` is wrapped in (`listening`, `delivery`,
+/// `stopped`): every line reads the same way, one object under one key.
+fn one_key(line: &Value) -> &str {
+    match line.as_object() {
+        Some(o) if o.len() == 1 => o.keys().next().map_or("", String::as_str),
+        _ => panic!("not one object under one key: {line}"),
+    }
+}

@@ -64,7 +64,7 @@ pub struct ExecArgs {
     #[arg(long)]
     pub expect_to: Option<Address>,
     /// The chain the transaction must be for [default: the profile's side_chain_id].
-    #[arg(long)]
+    #[arg(long, add = crate::completers::chain_ids())]
     pub expect_chain_id: Option<u64>,
     /// Do not sign here: write a sign request for `bridgectl sign` on an offline machine.
     #[arg(long, value_name = "FILE")]

@@ -2,7 +2,12 @@
 //!
 //! The script calls back into `bridgectl` (with `COMPLETE=SHELL` set) for every
 //! completion, so what is offered is read when it is asked for: the subcommands and
-//! flags, and for `--from`, `--to` and `--key` the labels of the keystore's keys.
+//! flags; for `--from`, `--to` and `--key` the labels of the keystore's keys; for a
+//! flow (`resume`, `status`, `replace`, `cancel`, `history`) the journal's txIds, or the
+//! hashes its flows signed once `0x` is typed; for a batch (`batch resume`, `batch
+//! status`) its ids; for `--profile` the config's profiles; for a chain id (`journal
+//! reset-chain`, `--expect-chain-id`) the config's and the journal's chains
+//! (`crate::completers`).
 
 use clap::Args;
 use clap_complete::Shell;

@@ -18,10 +18,12 @@ use crate::global::GlobalOpts;
 pub struct HistoryArgs {
     /// Show this flow with every step: its txId, the start of it (`9a64c6`), or the
     /// hash of a transaction it signed.
+    #[arg(value_name = "TXID|HASH", add = crate::completers::flow_ids())]
     pub tx_id: Option<String>,
-    /// How many flows to list, newest first; when the journal holds more, a line on
-    /// stderr says so (`--json` too: stdout stays one document).
-    #[arg(long, default_value_t = 20)]
+    /// How many flows to list, newest first (at least 1); when the journal holds more
+    /// that the list would show, a line on stderr says so (`--json` too: stdout stays
+    /// one document).
+    #[arg(long, default_value_t = 20, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub limit: usize,
     /// Also list the flows that failed before anything was signed (refused, the action
     /// failed, the platform unreachable); `--json` always lists them.
@@ -31,7 +33,12 @@ pub struct HistoryArgs {
     #[arg(long)]
     pub base_units: bool,
     /// Journal database [default: $XDG_STATE_HOME/bridgectl/journal.sqlite3].
-    #[arg(long, env = "BRIDGECTL_JOURNAL", value_name = "FILE")]
+    #[arg(
+        long,
+        env = "BRIDGECTL_JOURNAL",
+        hide_env_values = true,
+        value_name = "FILE"
+    )]
     pub journal: Option<PathBuf>,
 }
 
@@ -198,8 +205,13 @@ fn newest(journal: &Journal, limit: usize) -> anyhow::Result<(Vec<FlowRecord>, b
 /// Says that the list stopped at `limit` with more flows in the journal: a script that
 /// reads 20 records must not take them for all there are.
 fn more_note(limit: usize) {
+    let listed = if limit == 1 {
+        "the newest flow is listed".to_owned()
+    } else {
+        format!("the {limit} newest flows are listed")
+    };
     crate::output::note(format_args!(
-        "the {limit} newest flows are listed; the journal holds more: `--limit N` lists N"
+        "{listed}; the journal holds more: `--limit N` lists N"
     ));
 }
 

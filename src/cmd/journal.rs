@@ -31,12 +31,18 @@ pub enum JournalCommand {
 pub struct ResetChainArgs {
     /// The chain id (the profile's main or side chain, whose rpc_url is asked for its
     /// block 0).
+    #[arg(add = crate::completers::chain_ids())]
     pub chain_id: u64,
     /// Do not ask for confirmation.
-    #[arg(long)]
+    #[arg(long, short = 'y')]
     pub yes: bool,
     /// Journal database [default: $XDG_STATE_HOME/bridgectl/journal.sqlite3].
-    #[arg(long, env = "BRIDGECTL_JOURNAL", value_name = "FILE")]
+    #[arg(
+        long,
+        env = "BRIDGECTL_JOURNAL",
+        hide_env_values = true,
+        value_name = "FILE"
+    )]
     pub journal: Option<std::path::PathBuf>,
     /// The passphrase of each key that records the reset.
     #[command(flatten)]

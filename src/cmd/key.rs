@@ -166,7 +166,7 @@ pub struct RmArgs {
     /// The key: address, label or id.
     pub key: String,
     /// Remove without asking.
-    #[arg(long)]
+    #[arg(long, short = 'y')]
     pub yes: bool,
 }
 

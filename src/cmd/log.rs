@@ -221,8 +221,17 @@ pub fn run(global: &GlobalOpts, cmd: LogCommand) -> anyhow::Result<()> {
             }
             for (e, body) in entries {
                 match body {
+                    // A reset is the key's record, not a signature: no call, no nonce.
+                    Some(b) if b.chain_reset.is_some() => crate::output::line(format_args!(
+                        "{:>6}  {}  {}  chain {} reset: its block 0 is now {}",
+                        e.seq,
+                        format_time(b.time),
+                        b.key,
+                        b.chain_id,
+                        b.chain_reset.unwrap_or_default()
+                    ))?,
                     Some(b) => crate::output::line(format_args!(
-                        "{:>6}  {}  {}  chain {} nonce {}  {} {}  {}",
+                        "{:>6}  {}  {}  chain {} nonce {}  {} {}  {}{}",
                         e.seq,
                         format_time(b.time),
                         b.key,
@@ -234,7 +243,10 @@ pub fn run(global: &GlobalOpts, cmd: LogCommand) -> anyhow::Result<()> {
                             (Some(a), None) => format!("{a} base units"),
                             _ => String::new(),
                         },
-                        b.tx_hash
+                        b.tx_hash,
+                        b.replaces
+                            .map(|r| format!(" (replaces {r})"))
+                            .unwrap_or_default()
                     ))?,
                     None => crate::output::line(format_args!(
                         "{:>6}  (unreadable entry: run `bridgectl log verify`)",

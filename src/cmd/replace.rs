@@ -17,7 +17,9 @@ use crate::session::Session;
 // Arguments of `bridgectl replace`.
 #[derive(Debug, Args)]
 pub struct ReplaceArgs {
-    /// The stuck flow's txId or a unique prefix (see `bridgectl history`).
+    /// The stuck flow: its txId, a unique start of it, or the hash of a transaction it
+    /// signed (see `bridgectl history`).
+    #[arg(value_name = "TXID|HASH", add = crate::completers::flow_ids())]
     pub tx_id: String,
     /// The new price.
     #[command(flatten)]

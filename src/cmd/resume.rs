@@ -22,7 +22,7 @@ use crate::session::Session;
 pub struct ResumeArgs {
     /// The flow: its txId, a unique start of it, or the hash of a transaction it signed
     /// (see `bridgectl history`).
-    #[arg(value_name = "TXID|HASH")]
+    #[arg(value_name = "TXID|HASH", add = crate::completers::flow_ids())]
     pub tx_id: String,
     /// The platform, and (for a flow that stopped at its approval) how to ask: the
     /// same options as the command that started it.

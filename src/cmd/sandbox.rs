@@ -17,13 +17,21 @@ use crate::output;
 // Arguments of `bridgectl sandbox`.
 #[derive(Debug, Args)]
 pub struct SandboxArgs {
-    /// Sandbox settings in TOML (actions, ratio, decimals, faults, block time...);
-    /// defaults work out of the box. See crates/sandbox/README.md.
-    #[arg(long, env = "BRIDGECTL_SANDBOX_CONFIG", value_name = "FILE")]
+    /// Sandbox settings in TOML (actions, ratio, decimals, faults, block time...): every
+    /// key is optional, and a key not given keeps its default (a section given in part
+    /// too). See crates/sandbox/README.md.
+    #[arg(
+        long,
+        env = "BRIDGECTL_SANDBOX_CONFIG",
+        hide_env_values = true,
+        value_name = "FILE"
+    )]
     pub sandbox_config: Option<PathBuf>,
 
-    /// Write a ready CLI profile `[profiles.sandbox]` for this sandbox to FILE (created,
-    /// never overwritten; mode 0600; the token goes to FILE.token, named by `token_file`).
+    /// Write a ready CLI profile `[profiles.sandbox]` for this sandbox to FILE (mode
+    /// 0600; the token goes to FILE.token, named by `token_file`). A file an earlier
+    /// `--write-profile` wrote is updated with this sandbox's settings, keeping what you
+    /// added (limits, caps, comments, other profiles); any other file is never touched.
     #[arg(long, value_name = "FILE")]
     pub write_profile: Option<PathBuf>,
 
@@ -123,7 +131,24 @@ pub fn run(global: &GlobalOpts, args: SandboxArgs) -> anyhow::Result<()> {
         return show(global);
     }
     let config = match &args.sandbox_config {
-        Some(path) => SandboxConfig::from_file(path)?,
+        // As for the CLI's own config: a file that is not there is not found, one that
+        // does not parse or holds a value refused is a usage error.
+        Some(path) => SandboxConfig::from_file(path).map_err(|e| {
+            let code = match &e {
+                bridgectl_sandbox::Error::ReadConfig { source, .. }
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    crate::exit::Code::NotFound
+                }
+                bridgectl_sandbox::Error::ParseConfig { .. }
+                | bridgectl_sandbox::Error::Config(_) => crate::exit::Code::Usage,
+                _ => crate::exit::Code::Failure,
+            };
+            anyhow::Error::new(crate::exit::Coded {
+                code,
+                error: e.into(),
+            })
+        })?,
         None => SandboxConfig::default(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

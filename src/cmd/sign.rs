@@ -46,9 +46,9 @@ pub struct SignArgs {
     #[arg(long, value_name = "SELECTOR", add = crate::accounts::key_labels())]
     pub key: Option<String>,
 
-    /// Sign without asking for confirmation. Refused unless the call is pinned: by a
-    /// sign request's intent naming the function, or by --expect-function,
-    /// --expect-arg or --expect-data.
+    /// Sign without asking for confirmation. Refused unless you pinned the call:
+    /// --expect-function with every argument as --expect-arg, --expect-data, or an
+    /// auto-approve rule of the profile that covers it (a request's intent never counts).
     #[arg(long, short = 'y')]
     pub yes: bool,
 
@@ -67,7 +67,12 @@ pub struct SignArgs {
 
     /// This machine's journal of signatures (nonces signed here are never signed again)
     /// [default: $XDG_STATE_HOME/bridgectl/journal.sqlite3].
-    #[arg(long, env = "BRIDGECTL_JOURNAL", value_name = "FILE")]
+    #[arg(
+        long,
+        env = "BRIDGECTL_JOURNAL",
+        hide_env_values = true,
+        value_name = "FILE"
+    )]
     pub journal: Option<PathBuf>,
 
     /// Policy checks, run before the key is unlocked.

@@ -20,7 +20,7 @@ use crate::session::Session;
 pub struct StatusArgs {
     /// The flow's txId (or a unique start of it), or a transaction hash (`0x` and 64
     /// hex digits).
-    #[arg(value_name = "TXID|HASH")]
+    #[arg(value_name = "TXID|HASH", add = crate::completers::flow_ids())]
     pub id: String,
     /// The platform.
     #[command(flatten)]

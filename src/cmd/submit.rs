@@ -16,7 +16,7 @@ use serde_json::json;
 use crate::approver::StderrProgress;
 use crate::exit::{Code, WithCode, coded};
 use crate::global::GlobalOpts;
-use crate::opts::PlatformOpts;
+use crate::opts::{PlatformOpts, WaitOpts};
 use crate::session::Session;
 
 // Arguments of `bridgectl submit`.
@@ -45,6 +45,9 @@ pub struct SubmitArgs {
     /// The platform.
     #[command(flatten)]
     pub platform: PlatformOpts,
+    /// How long `--wait` waits.
+    #[command(flatten)]
+    pub waiting: WaitOpts,
 }
 
 /// Reads a bundle or request file, bounded like every input of `sign` (a file that
@@ -64,7 +67,7 @@ pub fn run(global: &GlobalOpts, args: SubmitArgs) -> anyhow::Result<()> {
         .transpose()?;
     let checked = bridgectl_flow::airgap::check_bundle(&bundle_bytes, request_bytes.as_deref())
         .code(Code::Refused)?;
-    let session = Session::for_sending(global, &args.platform)?;
+    let session = Session::for_waiting(global, &args.platform, &args.waiting)?;
     let submitter = if args.direct {
         session.node_submitter(checked.bundle.chain_id, "--direct")?
     } else {

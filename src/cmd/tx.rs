@@ -27,7 +27,7 @@ pub struct DecodeArgs {
     pub input: String,
     /// Decide as a node on this chain does: a transaction signed for another chain is
     /// invalid (exit 3). Without it the chain id is shown, not judged.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", add = crate::completers::chain_ids())]
     pub expect_chain_id: Option<u64>,
 }
 

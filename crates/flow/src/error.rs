@@ -390,6 +390,14 @@ pub enum Error {
     #[error(transparent)]
     PlanRefused(Box<crate::flows::PlanRefusal>),
 
+    /// The sender holds less of the token than the flow would move: refused before
+    /// anything was executed, built or signed (the chain would revert it).
+    #[error(
+        "{} holds {}, less than the {} asked for: nothing was executed or signed",
+        .0.from, .0.holds, .0.needs
+    )]
+    BalanceTooLow(Box<crate::flows::Short>),
+
     /// No batch with this id (or id prefix) in the journal.
     #[error("no batch {0} in the journal")]
     NoSuchBatch(String),
@@ -404,7 +412,7 @@ pub enum Error {
     BundleMismatch(String),
 
     /// Waiting ran out of time; the flow can be finished later with `resume`.
-    #[error("gave up waiting after {seconds}s for {what}{}", not_mined_text(not_mined.as_ref()))]
+    #[error("gave up waiting after {seconds}s for {what}{}", not_mined_text(*tx_hash, *not_mined))]
     Timeout {
         /// What was awaited.
         what: String,
@@ -412,10 +420,13 @@ pub enum Error {
         seconds: u64,
         /// The flow that can be resumed, when the wait belonged to one.
         flow: Option<String>,
-        /// The flow's transaction, when what held the wait up is that it is not mined:
-        /// then the way on may be a replacement at a higher gas price, or a cancel, rather
-        /// than more waiting.
-        not_mined: Option<NotMined>,
+        /// Where the chain's node has `tx_hash` when what held the wait up is that it is
+        /// not mined: then the way on may be a replacement at a higher gas price, or a
+        /// cancel, rather than more waiting.
+        not_mined: Option<crate::rpc::TxPresence>,
+        /// The transaction awaited, when the wait was for one (a receipt, a
+        /// redemption): what a script looks up on the chain meanwhile.
+        tx_hash: Option<alloy_primitives::B256>,
     },
 
     /// The user (through the approval callback) declined.
@@ -423,26 +434,16 @@ pub enum Error {
     Declined(String),
 }
 
-/// A transaction that was not mined when a wait for it ran out, and where the node has it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NotMined {
-    /// The transaction.
-    pub tx_hash: alloy_primitives::B256,
-    /// Where the chain's node has it (`None` when the node could not be asked).
-    pub presence: Option<crate::rpc::TxPresence>,
-}
-
-fn not_mined_text(not_mined: Option<&NotMined>) -> String {
-    match not_mined {
-        None => String::new(),
-        Some(n) => format!(
-            ": transaction {} is not mined{}",
-            n.tx_hash,
-            n.presence
-                .map(|p| format!(" ({})", p.describe()))
-                .unwrap_or_default()
+fn not_mined_text(
+    tx_hash: Option<alloy_primitives::B256>,
+    not_mined: Option<crate::rpc::TxPresence>,
+) -> String {
+    match (tx_hash, not_mined) {
+        (Some(hash), Some(presence)) => format!(
+            ": transaction {hash} is not mined ({})",
+            presence.describe()
         ),
+        _ => String::new(),
     }
 }
 
@@ -532,6 +533,7 @@ impl Error {
                     | Error::BundleMismatch(_)
                     | Error::BatchRefused { .. }
                     | Error::CannotReplace { .. }
+                    | Error::BalanceTooLow(_)
             )
     }
 
@@ -609,6 +611,7 @@ mod refusal_tests {
             seconds: 1,
             flow: None,
             not_mined: None,
+            tx_hash: None,
         };
         assert!(timeout.refusal().is_none() && !timeout.is_refusal());
     }

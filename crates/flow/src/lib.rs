@@ -27,7 +27,7 @@ pub use bridgectl_secret::Secret;
 /// errors carry its refusals): one dependency for an embedder, the same version.
 pub use bridgectl_tx as tx;
 pub use bridgectl_tx::{Policy, SignedTx, Verified};
-pub use error::{Error, NotMined, chain};
+pub use error::{Error, chain};
 pub use flows::{
     AccountPlan, AccountSpend, ActionCall, ActionOutcome, ActionResult, Approver, BatchCheck,
     BatchCounts, BatchItem, BatchOp, BatchOptions, BatchPlan, BatchStatus, Bridge, BundleCheck,

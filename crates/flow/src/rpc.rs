@@ -375,10 +375,8 @@ impl NodeClient {
                     what: format!("the receipt of {hash}"),
                     seconds: timeout.as_secs(),
                     flow: None,
-                    not_mined: Some(crate::error::NotMined {
-                        tx_hash: hash,
-                        presence: self.presence(hash).await.ok(),
-                    }),
+                    not_mined: self.presence(hash).await.ok(),
+                    tx_hash: Some(hash),
                 });
             }
             clock.during(self.timing.sleep(interval), progress).await;

@@ -1,7 +1,8 @@
 //! A redeem that stopped at its approval (the approver said no, as after every
 //! passphrase attempt failed) is taken up again by `resume_with_approval` on the sandbox:
-//! its journaled rawTx is checked again and signed, and the redemption completes. One
-//! whose nonce was taken meanwhile is refused as stale, and never signed.
+//! its journaled rawTx is checked again and signed, and the redemption completes. It
+//! stays open (verified) until then, without holding its nonce: one whose nonce a new
+//! redeem took meanwhile is refused as stale, and never signed.
 
 use std::sync::Arc;
 
@@ -79,7 +80,8 @@ async fn a_redeem_stopped_at_its_approval_is_resumed_or_refused_as_stale() {
     };
     let tx_id = stopped(flows.redeem(from, amount, &mut no, &mut Quiet).await);
     let rec = journal.get(&tx_id).expect("flow");
-    assert_eq!(rec.state, FlowState::Failed);
+    // Not over: it stays verified, its transaction journaled for the resume.
+    assert_eq!(rec.state, FlowState::Verified);
     assert!(rec.signed_tx.is_none() && rec.raw_tx.is_some(), "{rec:?}");
     assert!(bridgectl_flow::can_resume(&journal, &rec));
 

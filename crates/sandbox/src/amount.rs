@@ -7,14 +7,21 @@
 use alloy_primitives::{U256, U512};
 use serde::Deserialize;
 
-/// `mt` whole MT are worth `st` whole ST (both positive integers).
+/// `mt` whole MT are worth `st` whole ST (both positive integers). Default: 1 and 1,
+/// each side too (`[ratio]` with only `st = 2` is 1 MT = 2 ST).
 #[derive(Debug, Clone, Copy, Deserialize, serde::Serialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Ratio {
     /// Whole MT side of the ratio.
     pub mt: u64,
     /// Whole ST side of the ratio.
     pub st: u64,
+}
+
+impl Default for Ratio {
+    fn default() -> Self {
+        Ratio { mt: 1, st: 1 }
+    }
 }
 
 /// `value` whole tokens (a decimal integer string) in base units of `decimals`.

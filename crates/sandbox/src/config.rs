@@ -1,5 +1,9 @@
 //! [`SandboxConfig`]: everything a sandbox can be told, with defaults that work out of the
-//! box, loadable from TOML (`bridgectl sandbox --config FILE`).
+//! box, loadable from TOML (`bridgectl sandbox --sandbox-config FILE`).
+//!
+//! Every key is optional: a missing one takes its default (each field below says it),
+//! and a section given in part (`[main]` with only `chain_id`) keeps the defaults of the
+//! keys it does not name. Only an action needs its `name` and `function`.
 //!
 //! ```toml
 //! token = "sandbox-token"
@@ -69,10 +73,14 @@ pub struct SandboxConfig {
     /// The secret key that goes with `access_key`. Default: `sandbox-secret-key`.
     pub secret_key: Secret,
     /// The main chain (MT). Default: chain id 31337, environment `sandbox-main`, `MT`
-    /// ("Main Token", 18 decimals), a block every second.
+    /// ("Main Token", 18 decimals), a block every second; a key a `[main]` section does
+    /// not name keeps its default.
+    #[serde(deserialize_with = "main_chain")]
     pub main: ChainConfig,
     /// The side chain (ST). Default: chain id 31338, environment `sandbox-side`, `ST`
-    /// ("Side Token", 18 decimals), a block for every transaction.
+    /// ("Side Token", 18 decimals), a block for every transaction; a key a `[side]`
+    /// section does not name keeps its default.
+    #[serde(deserialize_with = "side_chain")]
     pub side: ChainConfig,
     /// The conversion ratio fixed when the tokens were pegged. Default: 1 MT = 1 ST.
     pub ratio: Ratio,
@@ -165,23 +173,9 @@ impl Default for SandboxConfig {
             token: Secret::new("sandbox-token"),
             access_key: "sandbox-access-key".into(),
             secret_key: Secret::new("sandbox-secret-key"),
-            main: ChainConfig {
-                chain_id: 31337,
-                environment_id: "sandbox-main".into(),
-                symbol: "MT".into(),
-                name: "Main Token".into(),
-                decimals: 18,
-                block_time_ms: 1000,
-            },
-            side: ChainConfig {
-                chain_id: 31338,
-                environment_id: "sandbox-side".into(),
-                symbol: "ST".into(),
-                name: "Side Token".into(),
-                decimals: 18,
-                block_time_ms: 0,
-            },
-            ratio: Ratio { mt: 1, st: 1 },
+            main: ChainConfig::default_main(),
+            side: ChainConfig::default_side(),
+            ratio: Ratio::default(),
             reserve: "1000000".into(),
             dev_mt: "1000".into(),
             dev_st: "100".into(),
@@ -197,8 +191,7 @@ impl Default for SandboxConfig {
 }
 
 /// One chain of the sandbox.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone)]
 pub struct ChainConfig {
     /// EIP-155 chain id (main and side must differ).
     pub chain_id: u64,
@@ -212,6 +205,69 @@ pub struct ChainConfig {
     pub decimals: u8,
     /// Interval mining in milliseconds; 0 mines a block for every transaction.
     pub block_time_ms: u64,
+}
+
+impl ChainConfig {
+    /// The main chain by default: chain id 31337, environment `sandbox-main`, `MT`
+    /// ("Main Token", 18 decimals), a block every second.
+    pub fn default_main() -> ChainConfig {
+        ChainConfig {
+            chain_id: 31337,
+            environment_id: "sandbox-main".into(),
+            symbol: "MT".into(),
+            name: "Main Token".into(),
+            decimals: 18,
+            block_time_ms: 1000,
+        }
+    }
+
+    /// The side chain by default: chain id 31338, environment `sandbox-side`, `ST`
+    /// ("Side Token", 18 decimals), a block for every transaction.
+    pub fn default_side() -> ChainConfig {
+        ChainConfig {
+            chain_id: 31338,
+            environment_id: "sandbox-side".into(),
+            symbol: "ST".into(),
+            name: "Side Token".into(),
+            decimals: 18,
+            block_time_ms: 0,
+        }
+    }
+}
+
+/// A `[main]` or `[side]` section as written: any of [`ChainConfig`]'s keys, each
+/// optional, laid over that chain's defaults (the two chains' defaults differ, so
+/// serde's field defaults alone cannot say it).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChainSection {
+    chain_id: Option<u64>,
+    environment_id: Option<String>,
+    symbol: Option<String>,
+    name: Option<String>,
+    decimals: Option<u8>,
+    block_time_ms: Option<u64>,
+}
+
+impl ChainSection {
+    fn over(self, base: ChainConfig) -> ChainConfig {
+        ChainConfig {
+            chain_id: self.chain_id.unwrap_or(base.chain_id),
+            environment_id: self.environment_id.unwrap_or(base.environment_id),
+            symbol: self.symbol.unwrap_or(base.symbol),
+            name: self.name.unwrap_or(base.name),
+            decimals: self.decimals.unwrap_or(base.decimals),
+            block_time_ms: self.block_time_ms.unwrap_or(base.block_time_ms),
+        }
+    }
+}
+
+fn main_chain<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ChainConfig, D::Error> {
+    Ok(ChainSection::deserialize(d)?.over(ChainConfig::default_main()))
+}
+
+fn side_chain<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ChainConfig, D::Error> {
+    Ok(ChainSection::deserialize(d)?.over(ChainConfig::default_side()))
 }
 
 /// A transaction action: a contract function mapped to `POST /tx/v2.0/transactions/{name}`.
@@ -308,9 +364,20 @@ impl SandboxConfig {
 
     /// Parses and validates TOML text; `origin` names it in errors.
     pub fn from_toml(text: &str, origin: &Path) -> Result<SandboxConfig, Error> {
-        let config: SandboxConfig = toml::from_str(text).map_err(|source| Error::ParseConfig {
-            path: origin.to_owned(),
-            source,
+        let config: SandboxConfig = toml::from_str(text).map_err(|e| {
+            // The parser's own text is several lines (a caret under the spot): the error
+            // says where on one line, so that it prints as one.
+            let at = e.span().map(|span| {
+                let before = &text[..span.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let column = before.chars().rev().take_while(|&c| c != '\n').count() + 1;
+                (line, column)
+            });
+            Error::ParseConfig {
+                path: origin.to_owned(),
+                at,
+                message: e.message().trim().replace('\n', "; "),
+            }
         })?;
         config.validate()?;
         Ok(config)
@@ -479,6 +546,56 @@ mod tests {
             cur = c.source();
         }
         s
+    }
+
+    /// The docs say every key is optional: a section given in part keeps the defaults
+    /// of the keys it does not name, each chain its own.
+    #[test]
+    fn a_partial_config_is_laid_over_the_defaults() {
+        let c = load("[main]\nchain_id = 41337\n[side]\ndecimals = 6\n[ratio]\nst = 2\n")
+            .expect("valid");
+        let (main, side) = (ChainConfig::default_main(), ChainConfig::default_side());
+        assert_eq!(c.main.chain_id, 41337);
+        assert_eq!(c.main.environment_id, main.environment_id);
+        assert_eq!(c.main.symbol, "MT");
+        assert_eq!(c.main.name, main.name);
+        assert_eq!(c.main.decimals, 18);
+        assert_eq!(c.main.block_time_ms, main.block_time_ms);
+        assert_eq!(c.side.chain_id, side.chain_id);
+        assert_eq!(c.side.environment_id, side.environment_id);
+        assert_eq!(c.side.symbol, "ST");
+        assert_eq!(c.side.decimals, 6);
+        assert_eq!(c.side.block_time_ms, side.block_time_ms);
+        assert_eq!(c.ratio, Ratio { mt: 1, st: 2 });
+        let c = load("[faults.submit]\nlatency_ms = 5\n[webhooks]\ntimeout_ms = 9\n[relayer]\n")
+            .expect("valid");
+        assert_eq!(c.faults["submit"].latency_ms, 5);
+        assert_eq!(c.webhooks.timeout_ms, 9);
+        assert_eq!(
+            c.webhooks.retry_max_ms,
+            WebhookConfig::default().retry_max_ms
+        );
+        assert_eq!(c.relayer.poll_ms, RelayerConfig::default().poll_ms);
+        // Unknown keys are still refused, in a section as at the top.
+        let err = load("[main]\nchainid = 1\n").expect_err("unknown key");
+        assert!(err.to_string().contains("chainid"), "{err}");
+    }
+
+    /// An error of the file prints as one line, naming the file, where, and what.
+    #[test]
+    fn a_parse_error_is_one_line_with_its_place() {
+        let err = load("token = \"t\"\n[main]\nchain_id = \"x\"\n").expect_err("bad type");
+        let text = anyhow_like(&err);
+        assert!(!text.contains('\n'), "{text:?}");
+        assert!(
+            text.starts_with("invalid sandbox config <test>: line 3, column 12: "),
+            "{text}"
+        );
+        assert!(text.contains("invalid type"), "{text}");
+        let err = load("[[actions]]\nname = \"r\"\n").expect_err("no function");
+        let text = anyhow_like(&err);
+        assert!(!text.contains('\n'), "{text:?}");
+        assert!(text.contains("missing field `function`"), "{text}");
     }
 
     #[test]

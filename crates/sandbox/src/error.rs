@@ -18,14 +18,20 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// The config file is not valid TOML for [`crate::SandboxConfig`].
-    #[error("invalid sandbox config {}", path.display())]
+    /// The config file is not valid TOML for [`crate::SandboxConfig`]. One line: where,
+    /// and what the TOML parser said (its own text draws a caret over several lines).
+    #[error(
+        "invalid sandbox config {}: {}{message}",
+        path.display(),
+        at.map(|(line, column)| format!("line {line}, column {column}: ")).unwrap_or_default()
+    )]
     ParseConfig {
         /// The file (or `<string>`).
         path: PathBuf,
-        /// What the TOML parser said, with the line and the field.
-        #[source]
-        source: toml::de::Error,
+        /// Line and column (from 1) of the spot, when the parser names one.
+        at: Option<(usize, usize)>,
+        /// What the TOML parser said: the field and what is wrong with it.
+        message: String,
     },
     /// The config parsed but a value is not acceptable.
     #[error("invalid sandbox config: {0}")]

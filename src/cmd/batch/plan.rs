@@ -320,16 +320,23 @@ impl Plan {
                 a.items,
                 tokens.join(", ")
             ));
+            // In ETH, as the signing summary shows a fee, with the wei beside it.
+            let eth = |wei: U256| {
+                let units =
+                    bridgectl_tx::amount::format_units(wei, 18).unwrap_or_else(|_| wei.to_string());
+                format!("{units} ETH")
+            };
             for g in p.check.gas.iter().filter(|g| g.from == a.address) {
                 out.push(format!(
-                    "      gas on chain {}: up to {} wei ({} gas at {} wei) of {}{}",
+                    "      gas on chain {}: up to {} ({} wei: {} gas at {} wei) of {}{}",
                     g.chain_id,
+                    eth(g.needed),
                     g.needed,
                     g.gas,
                     g.gas_price,
                     g.balance.map_or_else(
                         || "an unknown balance (no node)".into(),
-                        |b| format!("{b} wei held")
+                        |b| format!("{} ({b} wei) held", eth(b))
                     ),
                     if g.short() { "  SHORT" } else { "" }
                 ));

@@ -22,8 +22,12 @@ use crate::output::untrusted;
 use crate::passphrase::KeyPassphrases;
 use crate::session::Session;
 
-// How the batch runs.
+// How the batch runs. Its items are waited for one by one: `--timeout` says so.
 #[derive(Debug, Args, Clone)]
+#[command(mut_arg("timeout", |a| a.help(
+    "Give up waiting for an item's end after this many seconds: the item is reported \
+     pending, and `bridgectl batch resume ID` waits again"
+)))]
 pub struct RunOpts {
     /// How many addresses sign and submit at once (items of one address always run in
     /// order).
@@ -59,6 +63,7 @@ pub struct RunArgs {
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
     /// The batch id, or the start of it.
+    #[arg(add = crate::completers::batch_ids())]
     pub id: String,
     /// Re-price each item signed in an earlier run whose transaction is still not mined
     /// (under-priced, dropped from the node's pool): signed again at its nonce at a
@@ -269,7 +274,7 @@ fn drive(
     // Without a progress bar (a log, a CI job), a batch whose last items wait on a slow
     // relayer says every few seconds that it is still going, as a single flow does.
     let say_waiting = !global.json && bar.is_none();
-    let deadline = run.flow.platform.timeout;
+    let deadline = run.flow.wait.timeout;
     session.runtime.block_on(async {
         let mut results = flows.batch(batch_id, keys, options)?;
         let mut last = Instant::now();
@@ -347,14 +352,12 @@ fn drive(
     if tally.completed == total {
         return Ok(());
     }
-    Err(coded(
-        Code::Incomplete,
-        format!(
-            "batch {batch_id}: {} of {total} items did not complete; `bridgectl batch status \
-             {batch_id}` shows which, `bridgectl batch resume {batch_id}` runs what can still run",
-            total - tally.completed
-        ),
-    ))
+    Err(crate::exit::BatchIncomplete {
+        batch_id: batch_id.to_owned(),
+        not_completed: total - tally.completed,
+        total,
+    }
+    .into())
 }
 
 /// One item's result: a JSON line, a line above the bar (failures only), or a plain

@@ -15,9 +15,15 @@ use crate::output::untrusted;
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// The batch id, or the start of it [default: list the recent batches].
+    #[arg(add = crate::completers::batch_ids())]
     pub id: Option<String>,
     /// Journal database [default: $XDG_STATE_HOME/bridgectl/journal.sqlite3].
-    #[arg(long, env = "BRIDGECTL_JOURNAL", value_name = "FILE")]
+    #[arg(
+        long,
+        env = "BRIDGECTL_JOURNAL",
+        hide_env_values = true,
+        value_name = "FILE"
+    )]
     pub journal: Option<PathBuf>,
 }
 

@@ -23,10 +23,20 @@ pub struct EnsureArgs {
     #[arg(long, value_name = "URL")]
     pub url: Option<String>,
     /// Event store the gaps are recorded in (as for `listen`).
-    #[arg(long, env = "BRIDGECTL_WEBHOOK_STORE", value_name = "STORE")]
+    #[arg(
+        long,
+        env = "BRIDGECTL_WEBHOOK_STORE",
+        hide_env_values = true,
+        value_name = "STORE"
+    )]
     pub store: Option<String>,
     /// Signing-key file [default: $XDG_STATE_HOME/bridgectl/webhook-keys.json].
-    #[arg(long, env = "BRIDGECTL_WEBHOOK_KEYS", value_name = "FILE")]
+    #[arg(
+        long,
+        env = "BRIDGECTL_WEBHOOK_KEYS",
+        hide_env_values = true,
+        value_name = "FILE"
+    )]
     pub keys: Option<PathBuf>,
     /// The web3 API.
     #[command(flatten)]

@@ -17,7 +17,12 @@ use crate::output;
 pub struct EventsArgs {
     /// Event store: sqlite:FILE or FILE, or postgres://...
     /// [default: $XDG_STATE_HOME/bridgectl/webhook-events.sqlite].
-    #[arg(long, env = "BRIDGECTL_WEBHOOK_STORE", value_name = "STORE")]
+    #[arg(
+        long,
+        env = "BRIDGECTL_WEBHOOK_STORE",
+        hide_env_values = true,
+        value_name = "STORE"
+    )]
     pub store: Option<String>,
     /// Keep printing new events as they arrive (JSON lines with --json), until Ctrl-C.
     #[arg(long, short = 'f')]

@@ -36,10 +36,20 @@ pub struct ListenArgs {
     pub path: Option<String>,
     /// Event store: sqlite:FILE or FILE, or postgres://... (shared by replicas)
     /// [default: $XDG_STATE_HOME/bridgectl/webhook-events.sqlite].
-    #[arg(long, env = "BRIDGECTL_WEBHOOK_STORE", value_name = "STORE")]
+    #[arg(
+        long,
+        env = "BRIDGECTL_WEBHOOK_STORE",
+        hide_env_values = true,
+        value_name = "STORE"
+    )]
     pub store: Option<String>,
     /// Signing-key file [default: $XDG_STATE_HOME/bridgectl/webhook-keys.json].
-    #[arg(long, env = "BRIDGECTL_WEBHOOK_KEYS", value_name = "FILE")]
+    #[arg(
+        long,
+        env = "BRIDGECTL_WEBHOOK_KEYS",
+        hide_env_values = true,
+        value_name = "FILE"
+    )]
     pub keys: Option<PathBuf>,
     /// Largest accepted body in bytes; larger ones get 413.
     #[arg(long, default_value_t = DEFAULT_MAX_BODY, value_name = "BYTES")]
@@ -177,13 +187,15 @@ pub(super) async fn run(global: &GlobalOpts, args: ListenArgs) -> anyhow::Result
     let path = listener.path().to_owned();
     let url = format!("http://{addr}{path}");
     if global.json {
-        let line = serde_json::to_string(&json!({
-            "listening": url,
+        // Every line of the stream is one object under one key: `listening`, then a
+        // `delivery` each, then `stopped`.
+        let line = serde_json::to_string(&json!({"listening": {
+            "url": url,
             "addr": addr.to_string(),
             "path": path,
             "pathGenerated": listener.generated_path(),
             "store": store.display(),
-        }))?;
+        }}))?;
         output::line(line)?;
     } else {
         if listener.generated_path() {
@@ -220,7 +232,9 @@ pub(super) async fn run(global: &GlobalOpts, args: ListenArgs) -> anyhow::Result
     let not_printed = printer.map_or(0, |p| p.finish(STOP_PRINTING));
     let stats = stats?;
     if global.json {
-        let line = serde_json::to_string(&json!({ "stopped": stats, "notPrinted": not_printed }))?;
+        let mut stopped = serde_json::to_value(stats)?;
+        stopped["notPrinted"] = not_printed.into();
+        let line = serde_json::to_string(&json!({ "stopped": stopped }))?;
         crate::deliveries::line_within(line, STOP_PRINTING);
         Ok(())
     } else {

@@ -279,12 +279,14 @@ impl Flows {
                     what,
                     seconds,
                     not_mined,
+                    tx_hash,
                     ..
                 } => Error::Timeout {
                     what,
                     seconds,
                     flow: Some(tx_id.to_owned()),
                     not_mined,
+                    tx_hash,
                 },
                 other => other,
             })?;

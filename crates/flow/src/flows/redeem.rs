@@ -10,7 +10,6 @@ use serde::Serialize;
 use super::{ActionCall, Approver, Flows, Progress, Submitted};
 use crate::Error;
 use crate::client::Redemption;
-use crate::error::NotMined;
 use crate::journal::FlowKind;
 use crate::rpc::{NodeClient, Receipt, TxPresence};
 
@@ -25,7 +24,8 @@ pub struct RedeemOutcome {
 }
 
 impl Flows {
-    /// Redeems `amount` ST (base units) of `from` into MT: the redeem action (its rawTx
+    /// Redeems `amount` ST (base units) of `from` into MT: refused at once when `from`
+    /// holds less ST ([`Error::BalanceTooLow`]); else the redeem action (its rawTx
     /// checked against `redeem(amount)` on the ST contract before `approver` is asked),
     /// then the redemption result polled until terminal or the wait times out.
     pub async fn redeem(
@@ -35,6 +35,8 @@ impl Flows {
         approver: &mut impl Approver,
         progress: &mut dyn Progress,
     ) -> Result<RedeemOutcome, Error> {
+        self.refuse_over_balance(super::Which::St, from, amount, progress)
+            .await?;
         let submitted = self
             .submit_redeem(from, amount, None, approver, progress)
             .await?;
@@ -136,10 +138,8 @@ impl Flows {
             ),
             seconds: self.wait.timeout.as_secs(),
             flow: Some(tx_id.to_owned()),
-            not_mined: (node.is_some() && chain.receipt.is_none()).then_some(NotMined {
-                tx_hash,
-                presence: chain.presence,
-            }),
+            not_mined: chain.receipt.is_none().then_some(chain.presence).flatten(),
+            tx_hash: Some(tx_hash),
         };
         loop {
             // The whole wait is bounded, a slow answer included.

@@ -319,7 +319,8 @@ impl Flows {
                     what: clock.what().to_owned(),
                     seconds: self.wait.timeout.as_secs(),
                     flow: Some(tx_id.to_owned()),
-                    not_mined: newest.map(|tx_hash| crate::error::NotMined { tx_hash, presence }),
+                    not_mined: presence,
+                    tx_hash: newest,
                 });
             }
             clock

@@ -51,7 +51,7 @@ pub struct Resumed {
 }
 
 /// The step a flow that stopped at its approval ends at (see `sign_verified`).
-const NOT_APPROVED: &str = "not-approved";
+pub(super) const NOT_APPROVED: &str = "not-approved";
 
 /// Where a journaled flow can be taken up.
 enum Stage {
@@ -356,7 +356,7 @@ fn stage(journal: &Journal, rec: &FlowRecord) -> Result<Stage, Error> {
                 .into(),
         ));
     };
-    if !matches!(rec.kind, FlowKind::Redeem | FlowKind::Action) {
+    if !rec.kind.resumes_at_approval() {
         return Err(not(format!(
             "its transaction was built here for a {} and never signed; nothing was \
              sent: run the command again (it builds one with a fresh nonce and gas price)",
@@ -373,8 +373,8 @@ fn stage(journal: &Journal, rec: &FlowRecord) -> Result<Stage, Error> {
     }
     let last = steps.last().map_or("none", |s| s.step.as_str());
     match rec.state {
-        // Stopped at the prompt: declined, every attempt wrong, or (still
-        // executed/verified) the process ended there.
+        // Stopped at the prompt (declined, every attempt wrong: the flow stays verified;
+        // a journal of an earlier version marked it failed), or the process ended there.
         FlowState::Failed if last == NOT_APPROVED => Ok(Stage::AtApproval(raw_tx.clone())),
         FlowState::Executed | FlowState::Verified => Ok(Stage::AtApproval(raw_tx.clone())),
         _ => Err(not(format!(

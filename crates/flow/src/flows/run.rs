@@ -17,6 +17,7 @@ use bridgectl_tx::{Context, Nonce, NonceFacts, RawTx, SignedTx, SigningLog, Veri
 use serde_json::{Value, json};
 
 use super::action::{ActionCall, ActionOutcome};
+use super::resume::NOT_APPROVED;
 use super::{Approver, Flows, Progress, Review, Submitted, Submitter};
 use super::{fail, is_already_known, is_nonce_too_low, new_tx_id};
 use crate::Error;
@@ -463,10 +464,18 @@ pub(super) async fn sign_verified(
             );
         }
     };
+    // An original signature that stops here leaves a flow that resumes at its approval
+    // open (see `Journal::stop_at_approval`).
     let signer = approver
         .approve(&review)
         .await
-        .inspect_err(|e| fail("not-approved", e))?;
+        .inspect_err(|e| match purpose {
+            Purpose::Original => {
+                let detail = json!({"error": e.to_string()});
+                let _ = journal.stop_at_approval(tx_id, NOT_APPROVED, &detail);
+            }
+            _ => fail(NOT_APPROVED, e),
+        })?;
     // The approval may have taken long: the nonce must still be this flow's, with lease
     // to spare, or another flow may have signed it meanwhile.
     let tx = verified.raw_tx();

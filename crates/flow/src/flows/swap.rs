@@ -24,7 +24,6 @@ use super::{
 };
 use crate::Error;
 use crate::client::{SwapAddress, SwapAddressRequest};
-use crate::error::NotMined;
 use crate::journal::{Credit, FlowKind, FlowState};
 use crate::rpc::Receipt;
 
@@ -75,6 +74,9 @@ impl Flows {
         approver: &mut impl Approver,
         progress: &mut dyn Progress,
     ) -> Result<SwapOutcome, Error> {
+        // Nothing asked of the platform for MT the sender does not hold.
+        self.refuse_over_balance(Which::Mt, spec.from, spec.amount, progress)
+            .await?;
         let (swap, st_before, submitted) = self.submit_swap(spec, None, approver, progress).await?;
         let tx_id = &submitted.tx_id;
         let (credit, st_after, state) = if spec.wait {
@@ -277,16 +279,14 @@ impl Flows {
             if clock.elapsed() >= self.wait.timeout {
                 let not_mined = match mined {
                     Some(_) => None,
-                    None => Some(NotMined {
-                        tx_hash: hash,
-                        presence: main.presence(hash).await.ok(),
-                    }),
+                    None => main.presence(hash).await.ok(),
                 };
                 return Err(Error::Timeout {
                     what: format!("swap {tx_id}: {}", clock.what()),
                     seconds: self.wait.timeout.as_secs(),
                     flow: Some(tx_id.to_owned()),
                     not_mined,
+                    tx_hash: Some(hash),
                 });
             }
             clock

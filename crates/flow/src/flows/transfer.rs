@@ -168,6 +168,8 @@ impl Flows {
         approver: &mut impl Approver,
         progress: &mut dyn Progress,
     ) -> Result<Submitted, Error> {
+        self.refuse_over_balance(spec.which, spec.from, spec.amount, progress)
+            .await?;
         let submitted = self.submit_transfer(spec, None, approver, progress).await?;
         self.await_inclusion(spec.which, &submitted, progress)
             .await?;
@@ -237,6 +239,43 @@ impl Flows {
             return Ok(None);
         }
         Ok(Some(self.node(which)?.balance(owner).await?))
+    }
+
+    /// Refuses a flow that would move `amount` of `which` from `from` while `from`
+    /// holds less ([`Error::BalanceTooLow`], naming the balance): asked before anything
+    /// is executed, built or signed, so that nothing reaches the platform that the chain
+    /// would revert. A balance that cannot be read (no node, the platform's balance
+    /// operation failing) refuses nothing: the checks after it still stand, and the
+    /// progress says so.
+    pub(crate) async fn refuse_over_balance(
+        &self,
+        which: Which,
+        from: Address,
+        amount: U256,
+        progress: &mut dyn Progress,
+    ) -> Result<(), Error> {
+        let side = self.side(which)?;
+        let tokens = |amount| super::Tokens {
+            amount,
+            symbol: side.symbol.clone(),
+            decimals: side.decimals,
+        };
+        match self.token_balance(which, from).await {
+            Ok(holds) if holds < amount => Err(Error::BalanceTooLow(Box::new(super::Short {
+                from,
+                needs: tokens(amount),
+                holds: tokens(holds),
+            }))),
+            Ok(_) => Ok(()),
+            Err(e) => {
+                progress.step(&format!(
+                    "the {} balance of {from} could not be read ({}); going on",
+                    side.symbol,
+                    crate::error::chain(&e)
+                ));
+                Ok(())
+            }
+        }
     }
 
     /// A token balance: from the node if configured, else the platform's balance

@@ -5,8 +5,10 @@
 use alloy_primitives::Address;
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
-use super::records::{COLUMNS, FlowRecord, row_to_record};
-use super::{Journal, insert_step, unix_now};
+use serde_json::Value;
+
+use super::records::{COLUMNS, FlowKind, FlowRecord, FlowState, blob, row_to_record};
+use super::{Journal, insert_step, now, unix_now};
 use crate::Error;
 
 /// The highest nonce that holds for sender `?1` on chain `?2`, flow `?3` aside (lease
@@ -84,6 +86,43 @@ impl Journal {
                 lease_secs: self.lease_secs.unsigned_abs(),
             }),
         }
+    }
+
+    /// Records that flow `tx_id` stopped at its approval (`step`, `detail`) before it
+    /// signed. A flow that resumes there ([`FlowKind::resumes_at_approval`]) stays
+    /// open, in the state it reached (verified): it is not over, and resuming it checks
+    /// its transaction again. Its nonce reservation is given back all the same (the
+    /// lease ends now), so that the address is not held by a transaction nobody
+    /// approved; resuming reserves the nonce again, if it is still free and next. A flow
+    /// of another kind is over: failed.
+    ///
+    /// [`FlowKind::resumes_at_approval`]: super::FlowKind::resumes_at_approval
+    pub fn stop_at_approval(&self, tx_id: &str, step: &str, detail: &Value) -> Result<(), Error> {
+        let at = now();
+        self.with(|c| {
+            let t = c.transaction()?;
+            let kind: String =
+                t.query_row("SELECT kind FROM flows WHERE tx_id = ?1", [tx_id], |r| {
+                    r.get(0)
+                })?;
+            if FlowKind::parse(&kind).is_some_and(FlowKind::resumes_at_approval) {
+                t.execute(
+                    "UPDATE flows SET updated_at = ?2 WHERE tx_id = ?1",
+                    params![tx_id, at],
+                )?;
+                t.execute(
+                    "UPDATE nonces SET reserved_at = 0 WHERE tx_id = ?1",
+                    params![tx_id],
+                )?;
+            } else {
+                t.execute(
+                    "UPDATE flows SET state = ?2, updated_at = ?3 WHERE tx_id = ?1",
+                    params![tx_id, FlowState::Failed.as_str(), at],
+                )?;
+            }
+            insert_step(&t, tx_id, &at, step, &blob(detail))?;
+            t.commit()
+        })
     }
 
     /// The flow that holds `nonce` of `address` on `chain_id`: the one that signed it, or

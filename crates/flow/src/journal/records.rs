@@ -152,6 +152,15 @@ pub enum FlowKind {
 }
 
 impl FlowKind {
+    /// Whether a flow of this kind that stopped at its approval (declined, a wrong
+    /// passphrase, none to be had) is taken up there, its journaled transaction checked
+    /// again as it is: the platform built it (a redeem, an action). A transaction built
+    /// here (a swap, a transfer) is built anew, with a fresh nonce and gas price, by
+    /// running the command again.
+    pub fn resumes_at_approval(self) -> bool {
+        matches!(self, FlowKind::Redeem | FlowKind::Action)
+    }
+
     /// The stored spelling.
     pub fn as_str(self) -> &'static str {
         match self {

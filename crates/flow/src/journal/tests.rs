@@ -493,3 +493,48 @@ fn a_credit_is_claimed_once_until_its_chain_is_reset() {
         "the new chain's credit of the same name"
     );
 }
+
+/// A redeem stopped at its approval is not over: it stays verified (resumable) and
+/// gives its nonce back, so a new flow of the address is not held up by it; resuming
+/// reserves the nonce again. A swap stopped there is over (its transaction is built
+/// anew by running it again).
+#[test]
+fn a_flow_stopped_at_its_approval_stays_open_and_gives_its_nonce_back() {
+    let j = Journal::in_memory().expect("journal");
+    let addr = Address::repeat_byte(7);
+    let from = addr.to_string();
+    for (id, kind) in [("redeem-1", FlowKind::Redeem), ("swap-1", FlowKind::Swap)] {
+        j.begin(id, kind, Some(&from), &json!({})).expect("begin");
+        j.step(id, FlowState::Verified, "verified", &json!({}))
+            .expect("verified");
+    }
+    j.reserve_nonce("redeem-1", addr, 7, 5).expect("reserve");
+    j.reserve_nonce("swap-1", addr, 8, 5).expect("reserve");
+    assert_eq!(j.next_nonce(addr, 7, None).expect("next"), Some(6));
+    for id in ["redeem-1", "swap-1"] {
+        j.stop_at_approval(id, "not-approved", &json!({"error": "wrong passphrase"}))
+            .expect("stop");
+    }
+    let redeem = j.get("redeem-1").expect("get");
+    assert_eq!(redeem.state, FlowState::Verified);
+    assert_eq!(
+        j.steps("redeem-1")
+            .expect("steps")
+            .last()
+            .map(|s| s.step.clone()),
+        Some("not-approved".into())
+    );
+    assert_eq!(j.get("swap-1").expect("get").state, FlowState::Failed);
+    assert_eq!(
+        j.next_nonce(addr, 7, None).expect("next"),
+        None,
+        "given back"
+    );
+    assert_eq!(
+        j.nonce_holder(addr, 7, 5).expect("holder").map(|r| r.tx_id),
+        None
+    );
+    j.reserve_nonce("redeem-1", addr, 7, 5)
+        .expect("reserved again by its resume");
+    assert_eq!(j.next_nonce(addr, 7, None).expect("next"), Some(6));
+}

@@ -189,5 +189,6 @@ fn kind_name(input: &SignInput) -> &'static str {
         bridgectl_tx::request::InputKind::RawTx => "bare rawTx",
         bridgectl_tx::request::InputKind::Envelope => "action envelope",
         bridgectl_tx::request::InputKind::SignRequest => "sign request",
+        bridgectl_tx::request::InputKind::EthSignRequest => "eth-sign-request",
     }
 }

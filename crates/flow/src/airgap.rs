@@ -6,7 +6,13 @@
 //! verifies the request's rawTx against its intent; this side verifies that the signed
 //! bytes are exactly that rawTx, signed by its `from`, and that the bundle names the
 //! request file it was made from (SHA-256 of its bytes).
+//!
+//! An EIP-4527 `eth-signature` (from QR codes) carries no transaction, only `r`, `s`,
+//! `v` and the id of the request it answers: [`check_signature`] rebuilds the signed
+//! transaction from the request file this side kept, and what comes out is checked as a
+//! bundle would be.
 
+use alloy_primitives::U256;
 use bridgectl_tx::decode::DecodedTx;
 use bridgectl_tx::request::{SignInput, request_hash};
 use bridgectl_tx::{RawTx, SignedBundle};
@@ -112,5 +118,37 @@ pub fn check_bundle(
         bundle,
         decoded,
         request,
+    })
+}
+
+/// Checks an EIP-4527 signature against the sign request file it answers (`request_bytes`,
+/// kept on this side): `request_id` must be the request's txId, and the request's rawTx
+/// with `r`, `s`, `v` must be a valid EIP-155 transaction recovering to its `from`. The
+/// result is the bundle `bridgectl sign` would have written for that request, checked
+/// like one.
+pub fn check_signature(
+    request_bytes: &[u8],
+    request_id: &str,
+    r: U256,
+    s: U256,
+    v: u128,
+) -> Result<CheckedBundle, Error> {
+    let input = SignInput::parse(request_bytes)?;
+    match input.tx_id.as_deref() {
+        Some(id) if id.eq_ignore_ascii_case(request_id) => {}
+        other => {
+            return Err(Error::BundleMismatch(format!(
+                "requestId: the signature answers request {request_id}, this request file is {}",
+                other.unwrap_or("without a txId")
+            )));
+        }
+    }
+    let signed = bridgectl_tx::preimage::with_signature(&input.raw_tx, r, s, v)?;
+    let decoded = bridgectl_tx::decode::decode_signed(&signed.raw)?;
+    check_signed_matches(&decoded, &input.raw_tx)?;
+    Ok(CheckedBundle {
+        bundle: SignedBundle::new(&signed, &input),
+        decoded,
+        request: Some(input),
     })
 }

@@ -32,7 +32,7 @@ const MAX_FRAME_FILES: usize = 10_000;
 pub struct QrOutOpts {
     /// Also show it as an animated QR code (a multi-part BC-UR, 5 frames a second) on
     /// this terminal, for the other machine's camera to read; Enter stops it. Needs a
-    /// terminal of about 65 columns and 35 lines.
+    /// terminal of at least 61 columns and 32 lines.
     #[arg(long, help_heading = "QR codes")]
     pub qr: bool,
 

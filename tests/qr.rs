@@ -458,11 +458,26 @@ fn the_whole_air_gap_by_qr_images_only() {
                 &nonce,
             ])
             .args(["--qr-png", &format!("{kind}-answer")]);
+        sign.args(["--json"]);
         let o = sign.output();
         live.check_secrets(&o);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert!(stderr.contains(&format!("({answer},")), "{stderr}");
+        // stdout: the bundle, or (an eth-signature being no JSON) what was signed.
+        let printed = crate::util::strict_json(&String::from_utf8_lossy(&o.stdout));
+        if answer == "eth-signature" {
+            crate::json::assert_schema("sign-out", &printed);
+            assert_eq!(printed["out"], "-", "{printed:#}");
+            assert!(
+                printed["ethSignature"]
+                    .as_str()
+                    .expect("ur")
+                    .starts_with("ur:eth-signature/")
+            );
+        } else {
+            crate::json::assert_schema("sign", &printed);
+        }
         // Online again: the answer from its frames, shuffled; checked against the
         // request kept here and the flow that wrote it; submitted; completed.
         let answer_frames = offline.join(format!("{kind}-answer"));

@@ -1,4 +1,4 @@
-//! The QR frames' UR decoder (`bridgectl-qr`): what `--from-qr` reads from images or
+//! The QR frames' UR decoder (`bridgectl-qr`): what the CLI's QR reader takes from images or
 //! text, from the other side of the air gap.
 
 use bridgectl_qr::{Assembler, Payload};

@@ -20,9 +20,9 @@ use crate::parts::{Ur, UrType};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum DocKind {
-    /// A sign request (`bridgectl-sign-request`), written by `action exec --out`.
+    /// A sign request (`bridgectl-sign-request`), written by the online half.
     SignRequest,
-    /// A signed bundle (`bridgectl-signed-bundle`), written by `sign`.
+    /// A signed bundle (`bridgectl-signed-bundle`), written by the offline signer.
     SignedBundle,
 }
 

@@ -506,3 +506,64 @@ fn the_whole_air_gap_by_qr_images_only() {
     let err = live.fails(&["submit", "--from-qr", &path("eth-sign-request-back")], 2);
     assert!(err.contains("give --request FILE"), "{err}");
 }
+
+bctest!(
+    a_request_read_from_qr_codes_meets_the_refusals_of_a_file,
+    |dir: Dir, _cmd: TestCommand| {
+        // Every hostile-offline scenario that QR codes can carry: a sign request as a
+        // bridgectl-doc (byte for byte), a bare rawTx as an eth-sign-request. Each must
+        // end as it ends from a file (crate::offline): refused with the same words
+        // before the passphrase, or signed reading it once.
+        use bridgectl_tx::request::{InputKind, SignInput};
+        crate::offline::import_key(&dir);
+        let (mut via_doc, mut via_eth) = (0, 0);
+        for (i, (name, case)) in crate::offline::cases().into_iter().enumerate() {
+            let bytes = crate::offline::input_bytes(&case);
+            let parsed = SignInput::parse(&bytes);
+            let ur = match &parsed {
+                Ok(input) if input.kind == InputKind::RawTx => {
+                    via_eth += 1;
+                    EthSignRequest::legacy(&input.raw_tx, [i as u8 + 1; 16], None).to_ur()
+                }
+                Ok(input) if input.kind != InputKind::SignRequest => continue,
+                Err(_) if !String::from_utf8_lossy(&bytes).contains("\"format\"") => continue,
+                _ => {
+                    via_doc += 1;
+                    Doc {
+                        kind: DocKind::SignRequest,
+                        bytes: bytes.clone(),
+                    }
+                    .to_ur()
+                }
+            };
+            let frames = bridgectl_qr::frames(&ur).expect("frames");
+            dir.write(format!("{name}.ur"), frames.join("\n"));
+            let fifo = CountingPassphrase::new(&dir, PASS);
+            let mut cmd = dir.command();
+            cmd.args(["sign", "--from-qr", &format!("{name}.ur"), "--config"])
+                .args([crate::offline::config(&dir, &name, &case["profile"])])
+                .args(["--journal", &format!("{name}.sqlite3")])
+                .env("BRIDGECTL_PASSPHRASE_FILE", &fifo.path);
+            if case["yes"] == true {
+                cmd.args(["--yes"]);
+            }
+            if let Some(n) = case["nonce"].as_u64() {
+                cmd.args(["--nonce", &n.to_string()]);
+            }
+            let out = cmd.output();
+            let reads = fifo.finish();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if name.starts_with("ok_") {
+                crate::util::assert_success(&cmd.cmd, &out);
+                assert_eq!(reads, 1, "{name}: one passphrase read");
+                continue;
+            }
+            let want = case["refused"].as_str().expect("refused");
+            assert_eq!(out.status.code(), Some(3), "{name}: {stderr}");
+            assert!(stderr.contains(want), "{name}: {want:?} not in {stderr}");
+            assert!(out.stdout.is_empty(), "{name}: printed {:?}", out.stdout);
+            assert_eq!(reads, 0, "{name}: the passphrase was read");
+        }
+        assert!(via_doc >= 5 && via_eth >= 8, "doc {via_doc}, eth {via_eth}");
+    }
+);

@@ -5,7 +5,7 @@ use bridgectl_qr::{Assembler, Payload};
 
 /// Input: UR texts, one a line, as a reader sees frames (any order, duplicates, frames
 /// of other messages, damage). Properties: no line panics the assembler, whatever it
-/// accepts is bounded; a completed message is within [`bridgectl_qr::MAX_MESSAGE`],
+/// accepts is bounded; a completed message is within `bridgectl_qr::MAX_MESSAGE`,
 /// its payload (when it reads) writes back to CBOR that reads to the same payload, and
 /// its own frames rebuild it; an `eth-sign-request` that gives a transaction gives the
 /// one its sign data encodes; an `eth-signature`'s r, s, v are its bytes.

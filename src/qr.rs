@@ -27,7 +27,8 @@ const MAX_FRAME_FILE: u64 = 32 * 1024 * 1024;
 /// The most files read from the `--from-qr` arguments (a directory's entries included).
 const MAX_FRAME_FILES: usize = 10_000;
 
-/// How a command shows what crosses the gap, besides writing it.
+// How a command shows what crosses the gap, besides writing it (a plain comment: a doc
+// comment on a flattened struct would replace the command's own description).
 #[derive(Debug, Args, Clone, Default)]
 pub struct QrOutOpts {
     /// Also show it as an animated QR code (a multi-part BC-UR, 5 frames a second) on

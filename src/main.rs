@@ -20,6 +20,7 @@ mod opts;
 mod output;
 mod passphrase;
 mod paths;
+mod qr;
 mod review;
 mod session;
 mod shutdown;

@@ -13,7 +13,7 @@ use crate::util::{CountingPassphrase, Dir, TestCommand};
 const PASS: &str = "correct horse";
 const KEY: &str = "4646464646464646464646464646464646464646464646464646464646464646";
 
-fn cases() -> Vec<(String, Value)> {
+pub fn cases() -> Vec<(String, Value)> {
     let dir = crate::util::repo_root().join("crates/tx/tests/hostile-offline");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("cases")
@@ -83,7 +83,7 @@ fn sign(dir: &Dir, name: &str, case: &Value, fifo: &CountingPassphrase) -> TestC
     cmd
 }
 
-fn input_bytes(case: &Value) -> Vec<u8> {
+pub fn input_bytes(case: &Value) -> Vec<u8> {
     match case.get("inputText") {
         Some(t) => t.as_str().expect("text").as_bytes().to_vec(),
         None => serde_json::to_vec(&case["input"]).expect("input"),

@@ -22,6 +22,7 @@ mod library_words;
 mod log;
 mod names;
 mod offline;
+mod qr;
 mod readme;
 mod replace;
 mod reset;

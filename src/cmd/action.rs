@@ -20,7 +20,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use crate::approver::{CliApprover, StderrProgress};
-use crate::exit::{Code, coded};
+use crate::exit::{Code, WithCode, coded};
 use crate::global::GlobalOpts;
 use crate::opts::{FlowOpts, PlatformOpts};
 use crate::session::Session;
@@ -69,6 +69,20 @@ pub struct ExecArgs {
     /// Do not sign here: write a sign request for `bridgectl sign` on an offline machine.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// With --out, show the request as QR frames too (`--qr`, `--qr-png DIR`).
+    #[command(flatten)]
+    pub qr: crate::qr::QrOutOpts,
+    /// The UR type the QR frames carry: `eth-sign-request` (EIP-4527, for any EIP-4527
+    /// signer; answered with an eth-signature) or `bridgectl-doc` (the request file byte
+    /// for byte, its intent included; answered with a signed bundle).
+    #[arg(
+        long,
+        value_enum,
+        default_value_t,
+        value_name = "TYPE",
+        help_heading = "QR codes"
+    )]
+    pub qr_type: crate::qr::QrType,
     /// Wait for the flow's end, for a transaction signed here: for a redeem action, its
     /// redemption (operation 5); for any other, its receipt. `--timeout` bounds the wait
     /// (exit 8; `bridgectl resume TXID` waits again). Without it the flow stays
@@ -145,6 +159,14 @@ fn parse_inputs(inputs: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
 }
 
 fn exec(global: &GlobalOpts, mut args: ExecArgs) -> anyhow::Result<()> {
+    if args.qr.any() && args.out.is_none() {
+        return Err(coded(
+            Code::Usage,
+            "--qr and --qr-png show a sign request: give --out FILE too (the request this \
+             side keeps, for `submit --request`)",
+        ));
+    }
+    args.qr.check()?;
     let session = Session::new(global, &args.flow)?;
     // What the platform says the action is: its function (the default of --function)
     // and whether it only reads. A platform that does not list actions leaves both to
@@ -226,8 +248,26 @@ fn exec(global: &GlobalOpts, mut args: ExecArgs) -> anyhow::Result<()> {
         }
         other => other?,
     };
-    if let (ActionResult::SignRequest { request, .. }, Some(out)) = (&result, &args.out) {
-        crate::files::write_new(out, &serde_json::to_vec_pretty(request)?)?;
+    if let (ActionResult::SignRequest { request, tx_id }, Some(out)) = (&result, &args.out) {
+        let bytes = serde_json::to_vec_pretty(request)?;
+        crate::files::write_new(out, &bytes)?;
+        if args.qr.any() {
+            let ur = match args.qr_type {
+                crate::qr::QrType::EthSignRequest => bridgectl_qr::EthSignRequest::legacy(
+                    &request.raw_tx,
+                    bridgectl_qr::uuid_bytes(tx_id).code(Code::Failure)?,
+                    Some("bridgectl".into()),
+                )
+                .to_ur(),
+                crate::qr::QrType::BridgectlDoc => bridgectl_qr::Doc {
+                    kind: bridgectl_qr::DocKind::SignRequest,
+                    bytes,
+                }
+                .to_ur(),
+            };
+            args.qr
+                .show(&ur, &format!("the sign request {}", out.display()))?;
+        }
     }
     // Only a transaction signed here has an end to wait for: a managed account's and a
     // view's flow is over when the platform answers.

@@ -17,17 +17,26 @@
 //! 5. read the passphrase, unlock, sign (recorded in the keystore's signing log before
 //!    the bytes leave the signing step), re-decode the result as a self-check, journal;
 //! 6. write the signed bundle to stdout or `--out` (atomically, never overwriting).
+//!
+//! With `--from-qr` the input comes from QR frames instead (`crate::qr`): a
+//! `bridgectl-doc` sign request is the very file, byte for byte; an EIP-4527
+//! `eth-sign-request` is its transaction, with no intent, answered with an
+//! `eth-signature` (a UR, as text or as frames) instead of a bundle. Both go through
+//! steps 2-5 unchanged: the same trust root, the same verifier, the same refusals.
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
 use bridgectl_flow::{OfflineSigner, OfflineSigning};
+use bridgectl_qr::{Doc, DocKind, EthSignature, Payload};
 use bridgectl_signing_log::SigningLogDb;
+use bridgectl_tx::request::InputKind;
 use bridgectl_tx::{SignInput, SignedBundle};
 use clap::Args;
 
 use crate::approver::{CliApprover, OfflineInput};
+use crate::exit::{Code, WithCode, coded};
 use crate::global::GlobalOpts;
 use crate::opts::PassphraseOpts;
 use crate::passphrase::CliPassphrases;
@@ -38,8 +47,20 @@ use crate::trust::ExpectOpts;
 pub struct SignArgs {
     /// The input: a rawTx JSON, an action envelope or a sign-request file; `-` (the
     /// default) reads stdin.
-    #[arg(value_name = "FILE|-", default_value = "-")]
+    #[arg(value_name = "FILE|-", default_value = "-", conflicts_with = "from_qr")]
     pub input: String,
+
+    /// Read the input from QR frames instead: image files (PNG, JPEG), UR text files
+    /// (one frame a line), directories of them, or `-` for UR text lines on stdin (as
+    /// `zbarcam --raw` prints them). Any order, duplicates allowed, until complete. A
+    /// `bridgectl-doc` sign request is answered with a signed bundle, an EIP-4527
+    /// `eth-sign-request` with an `eth-signature`.
+    #[arg(long = "from-qr", value_name = "FILE|DIR|-", num_args = 1.., help_heading = "QR codes")]
+    pub from_qr: Vec<PathBuf>,
+
+    /// Show the answer as QR frames too.
+    #[command(flatten)]
+    pub qr: crate::qr::QrOutOpts,
 
     /// The key to sign with (address, label or id) [default: the key of rawTx.from].
     /// Its address must equal rawTx.from.
@@ -58,7 +79,7 @@ pub struct SignArgs {
     pub nonce: Option<u64>,
 
     /// Print only the signed transaction as 0x hex instead of the bundle JSON.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["qr", "qr_png"])]
     pub raw: bool,
 
     /// Write the output to FILE (atomically; an existing file is never overwritten).
@@ -87,9 +108,8 @@ pub struct SignArgs {
 /// Runs `bridgectl sign`.
 pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
     // 1. Input, parsed strictly; flags and profile, before anything else.
-    let bytes = crate::files::read_input(&args.input)?;
-    let name = crate::files::input_name(&args.input);
-    let input = SignInput::parse(&bytes).with_context(|| format!("refusing input {name}"))?;
+    args.qr.check()?;
+    let (input, name, answer) = read(&args)?;
     let tx = &input.raw_tx;
     let profile = crate::config::load_profile(global)?;
     let policy = crate::trust::trust_root(&profile, args.policy.to_policy()?);
@@ -156,37 +176,134 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
         None => runtime.block_on(signer.sign(&job, &mut approver))?,
     };
 
-    // 6. Output.
-    let bundle = SignedBundle::new(&signed, &input);
+    // 6. Output: the bundle, or the eth-signature an eth-sign-request asked for.
+    let (text, ur) = match answer {
+        Answer::Bundle => {
+            let bundle = SignedBundle::new(&signed, &input);
+            // A document people and scripts read: addresses spelled as in every other one.
+            let bundle = crate::output::checksummed(serde_json::to_value(&bundle)?);
+            let text = format!("{}\n", serde_json::to_string_pretty(&bundle)?);
+            let doc = Doc {
+                kind: DocKind::SignedBundle,
+                bytes: text.clone().into_bytes(),
+            };
+            (text, doc.to_ur())
+        }
+        Answer::EthSignature(request_id) => {
+            let sig = EthSignature::for_signed(request_id, &signed.raw, Some("bridgectl".into()))
+                .code(Code::Failure)?;
+            let ur = sig.to_ur();
+            (format!("{}\n", ur.single_part()), ur)
+        }
+    };
+    let eth_signature = matches!(answer, Answer::EthSignature(_)).then(|| text.trim().to_owned());
     let text = if args.raw {
         format!("{}\n", signed.raw)
     } else {
-        // A document people and scripts read: addresses spelled as in every other one.
-        let bundle = crate::output::checksummed(serde_json::to_value(&bundle)?);
-        format!("{}\n", serde_json::to_string_pretty(&bundle)?)
+        text
     };
     match &args.out {
         Some(path) => {
             crate::files::write_new(path, text.as_bytes())?;
             crate::output::note(format_args!("signed {} -> {}", signed.hash, path.display()));
-            if global.json {
-                // The output is in the file; a script still learns what was signed.
-                crate::output::json(&serde_json::json!({
-                    "txHash": signed.hash,
-                    "from": signed.from,
-                    "chainId": signed.chain_id,
-                    "nonce": signed.nonce,
-                    "out": path,
-                }))?;
-            }
         }
+        None if global.json && eth_signature.is_some() => {}
         None => {
             let mut out = std::io::stdout().lock();
             out.write_all(text.as_bytes())?;
             out.flush()?;
         }
     }
+    if global.json && (args.out.is_some() || eth_signature.is_some()) {
+        // The output is in the file (or is a UR, not JSON); a script still learns what
+        // was signed.
+        let mut doc = serde_json::json!({
+            "txHash": signed.hash,
+            "from": signed.from,
+            "chainId": signed.chain_id,
+            "nonce": signed.nonce,
+            "out": args.out.as_ref().map_or_else(|| "-".to_owned(), |p| p.display().to_string()),
+        });
+        if let Some(ur) = &eth_signature {
+            doc["ethSignature"] = serde_json::json!(ur);
+        }
+        crate::output::json(&doc)?;
+    }
+    args.qr.show(&ur, &format!("the answer to {name}"))?;
     Ok(())
+}
+
+/// What `sign` answers with.
+enum Answer {
+    /// A signed bundle (for a rawTx, an envelope or a sign request).
+    Bundle,
+    /// An EIP-4527 `eth-signature` for the request with this id.
+    EthSignature([u8; 16]),
+}
+
+/// The input, from a file, stdin or QR frames, parsed strictly; its name; and what
+/// answers it.
+fn read(args: &SignArgs) -> anyhow::Result<(SignInput, String, Answer)> {
+    if args.from_qr.is_empty() {
+        let bytes = crate::files::read_input(&args.input)?;
+        let name = crate::files::input_name(&args.input);
+        let input = SignInput::parse(&bytes).with_context(|| format!("refusing input {name}"))?;
+        return Ok((input, name, Answer::Bundle));
+    }
+    let frames = crate::qr::read_frames(&args.from_qr)?;
+    let name = frames.name;
+    let payload = Payload::from_ur(&frames.ur)
+        .with_context(|| format!("refusing input {name}"))
+        .code(Code::Refused)?;
+    match payload {
+        Payload::Doc(Doc {
+            kind: DocKind::SignRequest,
+            bytes,
+        }) => {
+            let input =
+                SignInput::parse(&bytes).with_context(|| format!("refusing input {name}"))?;
+            if input.kind != InputKind::SignRequest {
+                return Err(coded(
+                    Code::Refused,
+                    format!(
+                        "refusing input {name}: a bridgectl-doc sign-request that is not a sign request file"
+                    ),
+                ));
+            }
+            Ok((input, name, Answer::Bundle))
+        }
+        Payload::EthSignRequest(request) => {
+            let Some(id) = request.request_id else {
+                return Err(coded(
+                    Code::Refused,
+                    format!(
+                        "refusing input {name}: an eth-sign-request without a request-id: its \
+                         answer, an eth-signature, must name the request it answers"
+                    ),
+                ));
+            };
+            let input = request
+                .sign_input(&frames.ur.cbor)
+                .with_context(|| format!("refusing input {name}"))
+                .code(Code::Refused)?;
+            let name = match &request.origin {
+                Some(origin) => format!(
+                    "{name} (from {:?}, as it claims)",
+                    crate::output::untrusted(origin)
+                ),
+                None => name,
+            };
+            Ok((input, name, Answer::EthSignature(id)))
+        }
+        other => Err(coded(
+            Code::Refused,
+            format!(
+                "refusing input {name}: it holds {}, and `sign` reads a sign request (a \
+                 bridgectl-doc sign-request or an eth-sign-request)",
+                other.describe()
+            ),
+        )),
+    }
 }
 
 fn kind_name(input: &SignInput) -> &'static str {
@@ -194,5 +311,6 @@ fn kind_name(input: &SignInput) -> &'static str {
         bridgectl_tx::request::InputKind::RawTx => "bare rawTx",
         bridgectl_tx::request::InputKind::Envelope => "action envelope",
         bridgectl_tx::request::InputKind::SignRequest => "sign request",
+        bridgectl_tx::request::InputKind::EthSignRequest => "eth-sign-request",
     }
 }

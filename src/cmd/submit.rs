@@ -5,6 +5,12 @@
 //! before it is submitted. With `--wait` the flow is followed to its observed end (a
 //! redeem's redemption, any other transaction's receipt); without, it stays
 //! `submitted`: acceptance is not an outcome.
+//!
+//! The answer may come as QR frames (`--from-qr`) or as a UR text file: a
+//! `bridgectl-doc` signed bundle is the bundle itself; an EIP-4527 `eth-signature`
+//! carries only `r`, `s`, `v` and the request id, so the request file this side kept
+//! (`--request`) is what the signed transaction is rebuilt from, and the result is
+//! checked exactly as a bundle is.
 
 use std::path::{Path, PathBuf};
 
@@ -22,8 +28,15 @@ use crate::session::Session;
 // Arguments of `bridgectl submit`.
 #[derive(Debug, Args)]
 pub struct SubmitArgs {
-    /// The signed bundle written by `bridgectl sign`.
-    pub bundle: PathBuf,
+    /// The signed bundle written by `bridgectl sign` (or the `eth-signature` UR text
+    /// it wrote for an eth-sign-request).
+    #[arg(required_unless_present = "from_qr", conflicts_with = "from_qr")]
+    pub bundle: Option<PathBuf>,
+    /// Read the answer from QR frames instead: image files (PNG, JPEG), UR text files,
+    /// directories of them, or `-` for UR text lines on stdin. Any order, duplicates
+    /// allowed, until complete. An `eth-signature` needs `--request`.
+    #[arg(long = "from-qr", value_name = "FILE|DIR|-", num_args = 1.., help_heading = "QR codes")]
+    pub from_qr: Vec<PathBuf>,
     /// The sign request the bundle answers (written by `action exec --out`): checked
     /// field by field against the signed transaction.
     #[arg(long, value_name = "FILE")]
@@ -59,14 +72,31 @@ fn read(path: &Path, what: &str) -> anyhow::Result<Vec<u8>> {
 
 /// Runs `bridgectl submit`.
 pub fn run(global: &GlobalOpts, args: SubmitArgs) -> anyhow::Result<()> {
-    let bundle_bytes = read(&args.bundle, "signed bundle")?;
+    let (answer, origin) = read_answer(&args)?;
     let request_bytes = args
         .request
         .as_ref()
         .map(|p| read(p, "sign request"))
         .transpose()?;
-    let checked = bridgectl_flow::airgap::check_bundle(&bundle_bytes, request_bytes.as_deref())
-        .code(Code::Refused)?;
+    let checked = match answer {
+        Answer::Bundle(bytes) => {
+            bridgectl_flow::airgap::check_bundle(&bytes, request_bytes.as_deref())
+        }
+        Answer::Signature(sig) => {
+            let Some(request) = request_bytes.as_deref() else {
+                return Err(coded(
+                    Code::Usage,
+                    format!(
+                        "{origin} is an eth-signature: r, s and v only; give --request FILE, \
+                         the sign request it answers, to rebuild the transaction from"
+                    ),
+                ));
+            };
+            let (r, s, v) = sig.rsv();
+            bridgectl_flow::airgap::check_signature(request, &sig.request_id_text(), r, s, v)
+        }
+    }
+    .code(Code::Refused)?;
     let session = Session::for_waiting(global, &args.platform, &args.waiting)?;
     let submitter = if args.direct {
         session.node_submitter(checked.bundle.chain_id, "--direct")?
@@ -74,7 +104,6 @@ pub fn run(global: &GlobalOpts, args: SubmitArgs) -> anyhow::Result<()> {
         Submitter::Platform
     };
     let flows = session.flows(submitter, |_| {})?;
-    let origin = args.bundle.display().to_string();
     let prepared =
         match session
             .runtime
@@ -146,4 +175,48 @@ pub fn run(global: &GlobalOpts, args: SubmitArgs) -> anyhow::Result<()> {
         ));
     }
     Ok(())
+}
+
+/// What came back across the gap.
+enum Answer {
+    /// A signed bundle's bytes.
+    Bundle(Vec<u8>),
+    /// An EIP-4527 signature.
+    Signature(bridgectl_qr::EthSignature),
+}
+
+/// The answer, from the bundle file (JSON, or UR text) or QR frames, and its name.
+fn read_answer(args: &SubmitArgs) -> anyhow::Result<(Answer, String)> {
+    let (ur, name) = match &args.bundle {
+        Some(path) => {
+            let bytes = read(path, "signed bundle")?;
+            let name = path.display().to_string();
+            if !crate::qr::is_ur_text(&bytes) {
+                return Ok((Answer::Bundle(bytes), name));
+            }
+            (crate::qr::read_text(&bytes, &name)?, name)
+        }
+        None => {
+            let frames = crate::qr::read_frames(&args.from_qr)?;
+            (frames.ur, frames.name)
+        }
+    };
+    let payload = bridgectl_qr::Payload::from_ur(&ur)
+        .with_context(|| format!("refusing {name}"))
+        .code(Code::Refused)?;
+    match payload {
+        bridgectl_qr::Payload::Doc(bridgectl_qr::Doc {
+            kind: bridgectl_qr::DocKind::SignedBundle,
+            bytes,
+        }) => Ok((Answer::Bundle(bytes), name)),
+        bridgectl_qr::Payload::EthSignature(sig) => Ok((Answer::Signature(sig), name)),
+        other => Err(coded(
+            Code::Refused,
+            format!(
+                "refusing {name}: it holds {}, and `submit` reads an answer (a signed bundle \
+                 or an eth-signature)",
+                other.describe()
+            ),
+        )),
+    }
 }

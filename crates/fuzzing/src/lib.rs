@@ -20,6 +20,7 @@ mod input;
 mod json;
 mod key_file;
 mod tx;
+mod ur;
 mod webhook;
 
 pub use amount::amount;
@@ -29,6 +30,7 @@ pub use envelope::envelope;
 pub use json::json;
 pub use key_file::key_file;
 pub use tx::{rawtx_json, sign_input, signed_bundle, tx_decode};
+pub use ur::ur_frames;
 pub use webhook::webhook_delivery;
 
 /// A target: checks its properties on one input, panicking when one breaks.
@@ -46,5 +48,6 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("sign_input", sign_input),
     ("signed_bundle", signed_bundle),
     ("tx_decode", tx_decode),
+    ("ur_frames", ur_frames),
     ("webhook_delivery", webhook_delivery),
 ];

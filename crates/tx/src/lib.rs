@@ -9,6 +9,7 @@ mod error;
 pub mod limits;
 pub mod log;
 pub mod policy;
+pub mod preimage;
 pub mod rawtx;
 pub mod recover;
 pub mod request;

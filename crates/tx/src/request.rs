@@ -27,6 +27,9 @@ pub enum InputKind {
     Envelope,
     /// A `bridgectl-sign-request` file.
     SignRequest,
+    /// An EIP-4527 `eth-sign-request` (read from QR codes): the unsigned legacy
+    /// transaction's EIP-155 signing preimage with its sender, no intent.
+    EthSignRequest,
 }
 
 /// What the user asked for, written by the online half into a sign request. Every

@@ -1,0 +1,55 @@
+//! Any message, any fragment size: its frames, read in any order with losses a fountain
+//! code makes up for, rebuild it exactly; and each frame's QR code reads back.
+
+use bridgectl_qr::{Assembler, Ur, UrType};
+use proptest::prelude::*;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn frames_rebuild_the_message(
+        cbor in proptest::collection::vec(any::<u8>(), 1..3000),
+        fragment in 10usize..300,
+        skip in 0usize..4,
+        rotate in 0usize..50,
+    ) {
+        let ur = Ur { ur_type: UrType::BridgectlDoc, cbor };
+        let mut frames = ur.frames(fragment).expect("frames");
+        let count = frames.part_count();
+        // Every `skip + 2`-th frame lost, the rest read from a rotated start, for as
+        // long as a reader would look (ten times the part count).
+        let mut texts: Vec<String> = (0..10 * count + 10).map(|_| frames.next_frame()).collect();
+        let len = texts.len();
+        texts.rotate_left(rotate % len);
+        let mut a = Assembler::new();
+        for (i, t) in texts.iter().enumerate() {
+            if count > 1 && i % (skip + 2) == 0 {
+                continue;
+            }
+            a.receive(t).expect("a frame of the message");
+            if a.is_complete() {
+                break;
+            }
+        }
+        prop_assert_eq!(a.finish().expect("complete"), ur);
+    }
+}
+
+#[test]
+fn every_frame_of_an_animation_reads_back_from_its_png() {
+    let ur = Ur {
+        ur_type: UrType::EthSignRequest,
+        cbor: (0..700u32).map(|i| (i * 13) as u8).collect(),
+    };
+    let texts = bridgectl_qr::frames(&ur).expect("frames");
+    let codes = bridgectl_qr::draw(&texts).expect("draw");
+    let mut a = Assembler::new();
+    for code in &codes {
+        assert!(code.version() <= 10, "version {}", code.version());
+        for text in bridgectl_qr::read(&code.png().expect("png")).expect("read") {
+            a.receive(&text).expect("frame");
+        }
+    }
+    assert_eq!(a.finish().expect("complete"), ur);
+}

@@ -1,0 +1,564 @@
+//! The air gap by QR codes (`--qr`, `--qr-png`, `--from-qr`; `crates/qr`, `docs/qr.md`):
+//!
+//! - interop with an independent implementation (`tests/interop/ur.mjs` over the npm
+//!   packages `@ngraveio/bc-ur`, `@keystonehq/bc-ur-registry-eth`, `@ethereumjs/tx` and
+//!   `jsqr`, pinned in `tools/`): an `eth-sign-request` built there, multi-part, is signed
+//!   by `bridgectl sign --from-qr` and its `eth-signature` recovers there to the key; a
+//!   multi-part `bridgectl-doc` written by `--qr-png` decodes there byte for byte;
+//! - frames read back in any order, duplicated, with some lost; a frame of another
+//!   request, a truncated UR, a request over the size bound, an incomplete set and the
+//!   wrong kind of message refused cleanly, before any passphrase is read;
+//! - `--qr` animating on a terminal until Enter;
+//! - the whole air gap on the sandbox by QR images only, both UR kinds.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use bridgectl_qr::{Doc, DocKind, EthSignRequest};
+use serde_json::{Value, json};
+
+use crate::flow::units;
+use crate::live::Live;
+use crate::util::{CountingPassphrase, Dir, TestCommand};
+
+const PASS: &str = "correct horse";
+const EIP155_FROM: &str = "0x9d8A62f656a8d1615C1294fd71e9CFb3E4855A4F";
+const EIP155_SIGNED: &str = "0xf86c098504a817c800825208943535353535353535353535353535353535353535880de0b6b3a76400008025a028ef61340bd939bc2195fe537567866003e1a15d3c71ff63e1590620aa636276a067cbe9d8997f761aecb703304b3800ccf555c9f3dc64214b297fb1966a3b6d83";
+const UUID: &str = "9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d";
+
+/// The EIP-155 example transaction, for the npm side.
+fn eip155_tx() -> String {
+    json!({"nonce": "0x9", "gasPrice": "0x4a817c800", "gasLimit": "0x5208",
+        "to": "0x3535353535353535353535353535353535353535", "value": "0xde0b6b3a7640000",
+        "data": "0x", "chainId": 1, "from": EIP155_FROM})
+    .to_string()
+}
+
+/// The flags that pin every field of the EIP-155 example (as in `tests/sign.rs`).
+const EIP155_PINNED: &[&str] = &[
+    "--yes",
+    "--expect-chain-id",
+    "1",
+    "--expect-to",
+    "0x3535353535353535353535353535353535353535",
+    "--expect-data",
+    "0x",
+    "--allow-value",
+    "1ether",
+    "--max-gas-price",
+    "20gwei",
+    "--nonce",
+    "9",
+];
+
+/// `node tests/interop/ur.mjs ARGS`: its stdout. Panics with the fix when the pinned
+/// npm packages are missing.
+fn node(args: &[&str]) -> String {
+    let root = crate::util::repo_root();
+    assert!(
+        root.join("tools/node_modules/@ngraveio/bc-ur").exists()
+            && root.join("tools/node_modules/jsqr").exists(),
+        "the interop packages are missing: run `make tools` (installs tools/package.json)"
+    );
+    let out = Command::new("node")
+        .arg(root.join("tests/interop/ur.mjs"))
+        .args(args)
+        .output()
+        .expect("run node (Node.js is needed, as for `make tools`)");
+    assert!(
+        out.status.success(),
+        "node ur.mjs {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf8")
+}
+
+/// The files of `dir`, sorted.
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut f: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    f.sort();
+    f
+}
+
+/// Copies the frames of `src` into `dst` in another order (their names permuted), with
+/// the frames at `lost` left out and the one at `dup` twice.
+fn shuffled(src: &Path, dst: &Path, lost: &[usize], dup: usize) -> usize {
+    std::fs::create_dir_all(dst).expect("mkdir");
+    let frames = files(src);
+    let mut copied = 0;
+    for (i, f) in frames.iter().enumerate() {
+        if lost.contains(&i) {
+            continue;
+        }
+        let name = format!("{:04}.png", (i * 37 + 11) % 1009);
+        std::fs::copy(f, dst.join(name)).expect("copy");
+        copied += 1;
+    }
+    std::fs::copy(&frames[dup], dst.join("0000-again.png")).expect("copy");
+    copied + 1
+}
+
+/// Writes `texts` (frames of one message) as PNG files in `dir`, as `--qr-png` does.
+fn write_pngs(dir: &Path, texts: &[String]) {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    for (i, code) in bridgectl_qr::draw(texts).expect("draw").iter().enumerate() {
+        std::fs::write(dir.join(format!("f{i:03}.png")), code.png().expect("png")).expect("png");
+    }
+}
+
+bctest!(
+    an_eth_sign_request_from_the_npm_stack_is_signed_from_qr_and_recovers_there,
+    |dir: Dir, _cmd: TestCommand| {
+        crate::offline::import_key(&dir);
+        // Built there: the EIP-155 example, 4 parts of 40 bytes, 8 frames; read here
+        // in reverse, the first fragment lost (frames 5 and 8 carry it again, this
+        // message's fountain parts being single fragments), one twice.
+        let parts: Vec<String> = node(&["request", &eip155_tx(), UUID, "40"])
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(parts.len(), 8, "{parts:?}");
+        assert!(
+            parts[0].starts_with("ur:eth-sign-request/1-4/"),
+            "{}",
+            parts[0]
+        );
+        let mut lines: Vec<&str> = parts.iter().rev().map(String::as_str).collect();
+        lines.remove(7);
+        lines.push(&parts[7]);
+        dir.write("request.ur", lines.join("\n"));
+        let fifo = CountingPassphrase::new(&dir, PASS);
+        let mut sign = dir.command();
+        sign.args(["sign", "--from-qr", "request.ur", "--out", "answer.ur"])
+            .args(["--qr-png", "answer"])
+            .args(EIP155_PINNED)
+            .env("BRIDGECTL_PASSPHRASE_FILE", &fifo.path);
+        let out = sign.output();
+        let reads = fifo.finish();
+        crate::util::assert_success(&sign.cmd, &out);
+        assert_eq!(reads, 1);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("» 4 of 4 parts"), "{stderr}");
+        assert!(
+            stderr.contains("(from \"interop test\", as it claims) (eth-sign-request input"),
+            "{stderr}"
+        );
+        // The answer, read there from the PNG frame (jsQR, bc-ur, the EIP-4527 registry)
+        // and from the UR text file: the request's id, and r || s || v of the published
+        // EIP-155 signature.
+        let text = std::fs::read_to_string(dir.join("answer.ur")).expect("answer");
+        assert!(text.starts_with("ur:eth-signature/"), "{text}");
+        let pngs: Vec<String> = files(&dir.join("answer"))
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        assert_eq!(pngs.len(), 1, "an eth-signature fits one frame");
+        for source in [pngs[0].clone(), dir.join("answer.ur").display().to_string()] {
+            let read: Value = serde_json::from_str(&node(&["decode", &source])).expect("json");
+            assert_eq!(read["type"], "eth-signature", "{read}");
+            assert_eq!(read["requestId"], UUID, "{read}");
+            assert_eq!(read["origin"], "bridgectl", "{read}");
+            let sig = read["signature"].as_str().expect("sig");
+            assert_eq!(sig.len(), 130, "65 bytes on chain 1");
+            assert_eq!(
+                &sig[..64],
+                &EIP155_SIGNED[EIP155_SIGNED.len() - 130..][..64]
+            );
+            assert!(sig.ends_with("25"), "v = 37 (EIP-155, chain 1): {sig}");
+            let recovered: Value =
+                serde_json::from_str(&node(&["recover", &eip155_tx(), sig])).expect("json");
+            assert_eq!(
+                recovered["sender"].as_str().expect("sender").to_lowercase(),
+                EIP155_FROM.to_lowercase()
+            );
+            assert_eq!(recovered["valid"], true);
+            assert_eq!(recovered["raw"], EIP155_SIGNED);
+        }
+    }
+);
+
+/// The hostile-offline cases' good redeem request (its exact bytes) and its config.
+fn redeem_request(dir: &Dir) -> (Vec<u8>, PathBuf) {
+    let path =
+        crate::util::repo_root().join("crates/tx/tests/hostile-offline/ok_redeem_request.json");
+    let case: Value = serde_json::from_slice(&std::fs::read(path).expect("case")).expect("json");
+    let config = crate::offline::config(dir, "offline", &case["profile"]);
+    let bytes = serde_json::to_vec_pretty(&case["input"]).expect("input");
+    (bytes, config)
+}
+
+fn sign_cmd(dir: &Dir, config: &Path, fifo: &CountingPassphrase) -> TestCommand {
+    let mut cmd = dir.command();
+    cmd.args([
+        "sign",
+        "--yes",
+        "--nonce",
+        "4",
+        "--journal",
+        "offline.sqlite3",
+        "--config",
+    ])
+    .args([config])
+    .env("BRIDGECTL_PASSPHRASE_FILE", &fifo.path);
+    cmd
+}
+
+bctest!(
+    a_multi_part_bundle_written_by_qr_png_decodes_there_byte_for_byte,
+    |dir: Dir, _cmd: TestCommand| {
+        crate::offline::import_key(&dir);
+        let (request, config) = redeem_request(&dir);
+        dir.write("request.json", &request);
+        let fifo = CountingPassphrase::new(&dir, PASS);
+        let mut sign = sign_cmd(&dir, &config, &fifo);
+        sign.args(["request.json", "--out", "bundle.json", "--qr-png", "frames"]);
+        sign.stdout();
+        fifo.finish();
+        let frames: Vec<String> = files(&dir.join("frames"))
+            .iter()
+            .rev()
+            .map(|p| p.display().to_string())
+            .collect();
+        assert!(
+            frames.len() >= 6,
+            "a multi-part UR: {} frames",
+            frames.len()
+        );
+        let args: Vec<&str> = std::iter::once("decode")
+            .chain(frames.iter().map(String::as_str))
+            .collect();
+        let read: Value = serde_json::from_str(&node(&args)).expect("json");
+        assert_eq!(read["type"], "bridgectl-doc", "{read}");
+        assert_eq!(read["kind"], "signed-bundle", "{read}");
+        let bundle = std::fs::read_to_string(dir.join("bundle.json")).expect("bundle");
+        assert_eq!(read["document"], bundle.as_str());
+    }
+);
+
+bctest!(
+    request_frames_read_in_any_order_sign_the_very_file_and_strangers_are_refused,
+    |dir: Dir, _cmd: TestCommand| {
+        crate::offline::import_key(&dir);
+        let (request, config) = redeem_request(&dir);
+        let doc = Doc {
+            kind: DocKind::SignRequest,
+            bytes: request.clone(),
+        };
+        let texts = bridgectl_qr::frames(&doc.to_ur()).expect("frames");
+        let parts = texts.len() / 2;
+        assert!(parts >= 3, "{parts} parts");
+        write_pngs(&dir.join("request"), &texts);
+        // Shuffled, one twice, two fragments lost: the fountain parts make up for them.
+        let n = shuffled(&dir.join("request"), &dir.join("shuffled"), &[1, 3], 5);
+        assert_eq!(n, texts.len() - 1);
+        let fifo = CountingPassphrase::new(&dir, PASS);
+        let bundle = sign_cmd(&dir, &config, &fifo)
+            .args(["--from-qr", "shuffled"])
+            .json();
+        assert_eq!(fifo.finish(), 1);
+        // The very file: its SHA-256 is the bundle's request hash.
+        assert_eq!(
+            bundle["requestHash"],
+            format!("{}", bridgectl_tx::request::request_hash(&request))
+        );
+        assert_eq!(bundle["requestKind"], "sign-request");
+
+        // Refused before any passphrase is read, naming why (exit 3, nothing on stdout).
+        let other = Doc {
+            kind: DocKind::SignRequest,
+            bytes: [&request[..], b" "].concat(),
+        };
+        let stranger = bridgectl_qr::frames(&other.to_ur()).expect("frames");
+        write_pngs(&dir.join("mixed"), &texts[..2]);
+        write_pngs(&dir.join("mixed/z"), &stranger[2..3]);
+        let truncated = &texts[2][..texts[2].len() - 7];
+        dir.write(
+            "truncated.ur",
+            format!("{}\n{}\n{truncated}\n", texts[0], texts[1]),
+        );
+        dir.write("incomplete.ur", format!("{}\n{}\n", texts[0], texts[1]));
+        let huge = vec![b'x'; bridgectl_qr::MAX_MESSAGE + 1];
+        let mut over = ur::Encoder::new(&huge, 120, "bridgectl-doc").expect("encoder");
+        dir.write("over.ur", over.next_part().expect("part"));
+        dir.write(
+            "over-single.ur",
+            ur::ur::encode(&huge, &ur::Type::Custom("bridgectl-doc")),
+        );
+        let signature = bridgectl_qr::EthSignature {
+            request_id: [7; 16],
+            signature: vec![1; 65],
+            origin: None,
+        };
+        dir.write("signature.ur", signature.to_ur().single_part());
+        let mut message = EthSignRequest::from_cbor(
+            &EthSignRequest::legacy(
+                &bridgectl_tx::RawTx::from_value(
+                    &serde_json::from_slice::<Value>(&request).expect("json")["rawTx"],
+                )
+                .expect("rawTx"),
+                [1; 16],
+                None,
+            )
+            .to_cbor(),
+        )
+        .expect("round trip");
+        message.data_type = 3;
+        dir.write("message.ur", message.to_ur().single_part());
+        dir.write("noise.png", b"\x89PNG\r\n\x1a\n not really");
+        let cases: &[(&[&str], &str)] = &[
+            (
+                &["mixed", "mixed/z"],
+                "a frame of another message: checksum",
+            ),
+            (&["truncated.ur"], "malformed UR: bytewords"),
+            (
+                &["incomplete.ur"],
+                &format!("incomplete: 2 of {parts} parts"),
+            ),
+            (
+                &["over.ur"],
+                "the announced message length is 65537, over the limit of 65536",
+            ),
+            (
+                &["over-single.ur"],
+                "the message is 65537, over the limit of 65536",
+            ),
+            (
+                &["signature.ur"],
+                "it holds an eth-signature, and `sign` reads a sign request",
+            ),
+            (&["message.ur"], "data-type 3 (a personal message)"),
+            (&["noise.png"], "not a readable PNG or JPEG image"),
+        ];
+        for (inputs, want) in cases {
+            let fifo = CountingPassphrase::new(&dir, PASS);
+            let mut cmd = sign_cmd(&dir, &config, &fifo);
+            cmd.args(["--from-qr"]).args(*inputs);
+            let err = cmd.fails_with(3);
+            assert_eq!(fifo.finish(), 0, "{inputs:?}: the passphrase was read");
+            assert!(err.contains(want), "{inputs:?}: {want:?} not in {err}");
+        }
+    }
+);
+
+bctest!(
+    qr_animates_on_the_terminal_until_enter,
+    |dir: Dir, _cmd: TestCommand| {
+        crate::offline::import_key(&dir);
+        let (request, config) = redeem_request(&dir);
+        let input = dir.write("request.json", &request);
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_bridgectl"));
+        cmd.arg("sign")
+            .arg(&input)
+            .args([
+                "--yes",
+                "--nonce",
+                "4",
+                "--journal",
+                "tty.sqlite3",
+                "--qr",
+                "--out",
+            ])
+            .arg(dir.join("bundle.json"))
+            .arg("--config")
+            .arg(&config);
+        dir.confine(&mut cmd);
+        cmd.env("BRIDGECTL_PASSPHRASE", PASS);
+        let mut p = rexpect::session::spawn_command(cmd, Some(30_000)).expect("spawn on a pty");
+        p.exp_string("point the other machine's camera at it")
+            .expect("the animation starts");
+        // Black on white half blocks, then the cursor back up for the next frame.
+        p.exp_string("\x1b[30;107m").expect("a frame");
+        p.exp_string("\x1b[").expect("another frame");
+        p.send_line("").expect("Enter");
+        p.exp_string("stopped showing the answer to")
+            .expect("stops");
+        p.exp_eof().expect("exits");
+        assert!(dir.join("bundle.json").exists());
+        // Without a terminal, --qr is refused before anything is done.
+        let mut plain = dir.command();
+        plain
+            .args(["sign", input.to_str().expect("utf8"), "--qr", "--config"])
+            .args([&config]);
+        let err = plain.fails_with(2);
+        assert!(err.contains("--qr draws on the terminal"), "{err}");
+    }
+);
+
+/// `action exec redeem --out FILE` for 1 ST with QR flags `qr`: (txId, request path).
+fn request_by_qr(live: &Live, name: &str, qr: &[&str]) -> (String, String) {
+    let amount = units(1, live.sb.info.side.decimals).to_string();
+    let req = live.dir.join(format!("{name}.json"));
+    let req = req.to_str().expect("utf8").to_owned();
+    let dev = live.dev.to_string();
+    let input = format!("_amount={amount}");
+    let mut args = vec![
+        "action",
+        "exec",
+        "redeem",
+        "--from",
+        &dev,
+        "--input",
+        &input,
+        "--function",
+        "redeem",
+        "--out",
+        &req,
+    ];
+    args.extend_from_slice(qr);
+    let out = live.ok(&args);
+    assert_eq!(out["kind"], "sign-request", "{out:#}");
+    (out["txId"].as_str().expect("txId").to_owned(), req)
+}
+
+#[test]
+fn the_whole_air_gap_by_qr_images_only() {
+    let live = Live::shared("qr_airgap");
+    let offline = crate::flow::offline_signer(&live, "qr_offline");
+    let path = |p: &str| live.dir.join(p).to_str().expect("utf8").to_owned();
+
+    for (kind, answer) in [
+        ("eth-sign-request", "eth-signature"),
+        ("bridgectl-doc", "bridgectl-doc"),
+    ] {
+        // Online: the request as frames (the file stays here, for submit).
+        let (tx_id, req) = request_by_qr(
+            &live,
+            kind,
+            &["--qr-type", kind, "--qr-png", &path(&format!("{kind}-out"))],
+        );
+        let frames = files(&live.dir.join(format!("{kind}-out")));
+        assert!(!frames.is_empty());
+        // Offline: signed from the frames alone, read in another order, one twice and
+        // (when there are enough) two lost; the answer as frames.
+        let lost: &[usize] = if frames.len() >= 8 { &[1, 3] } else { &[] };
+        shuffled(
+            &live.dir.join(format!("{kind}-out")),
+            &offline.join(format!("{kind}-in")),
+            lost,
+            0,
+        );
+        let nonce = live.nonce(true, live.dev).to_string();
+        let mut sign = offline.command();
+        sign.env("BRIDGECTL_PASSPHRASE_FILE", offline.join("pass"))
+            .args([
+                "sign",
+                "--from-qr",
+                &format!("{kind}-in"),
+                "--yes",
+                "--nonce",
+                &nonce,
+            ])
+            .args(["--qr-png", &format!("{kind}-answer")]);
+        sign.args(["--json"]);
+        let o = sign.output();
+        live.check_secrets(&o);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(stderr.contains(&format!("({answer},")), "{stderr}");
+        // stdout: the bundle, or (an eth-signature being no JSON) what was signed.
+        let printed = crate::util::strict_json(&String::from_utf8_lossy(&o.stdout));
+        if answer == "eth-signature" {
+            crate::json::assert_schema("sign-out", &printed);
+            assert_eq!(printed["out"], "-", "{printed:#}");
+            assert!(
+                printed["ethSignature"]
+                    .as_str()
+                    .expect("ur")
+                    .starts_with("ur:eth-signature/")
+            );
+        } else {
+            crate::json::assert_schema("sign", &printed);
+        }
+        // Online again: the answer from its frames, shuffled; checked against the
+        // request kept here and the flow that wrote it; submitted; completed.
+        let answer_frames = offline.join(format!("{kind}-answer"));
+        let back = live.dir.join(format!("{kind}-back"));
+        let lost: &[usize] = if files(&answer_frames).len() >= 8 {
+            &[2]
+        } else {
+            &[]
+        };
+        shuffled(&answer_frames, &back, lost, 0);
+        let sub = live.ok(&[
+            "submit",
+            "--from-qr",
+            back.to_str().expect("utf8"),
+            "--request",
+            &req,
+            "--wait",
+        ]);
+        assert_eq!(sub["txId"], tx_id.as_str(), "{sub:#}");
+        assert_eq!(sub["checkedAgainstRequest"], true, "{sub:#}");
+        assert_eq!(sub["state"], "completed", "{sub:#}");
+        assert!(live.mined(true, sub["txHash"].as_str().expect("hash")));
+    }
+
+    // An eth-signature without the request it answers says what to give.
+    let err = live.fails(&["submit", "--from-qr", &path("eth-sign-request-back")], 2);
+    assert!(err.contains("give --request FILE"), "{err}");
+}
+
+bctest!(
+    a_request_read_from_qr_codes_meets_the_refusals_of_a_file,
+    |dir: Dir, _cmd: TestCommand| {
+        // Every hostile-offline scenario that QR codes can carry: a sign request as a
+        // bridgectl-doc (byte for byte), a bare rawTx as an eth-sign-request. Each must
+        // end as it ends from a file (crate::offline): refused with the same words
+        // before the passphrase, or signed reading it once.
+        use bridgectl_tx::request::{InputKind, SignInput};
+        crate::offline::import_key(&dir);
+        let (mut via_doc, mut via_eth) = (0, 0);
+        for (i, (name, case)) in crate::offline::cases().into_iter().enumerate() {
+            let bytes = crate::offline::input_bytes(&case);
+            let parsed = SignInput::parse(&bytes);
+            let ur = match &parsed {
+                Ok(input) if input.kind == InputKind::RawTx => {
+                    via_eth += 1;
+                    EthSignRequest::legacy(&input.raw_tx, [i as u8 + 1; 16], None).to_ur()
+                }
+                Ok(input) if input.kind != InputKind::SignRequest => continue,
+                Err(_) if !String::from_utf8_lossy(&bytes).contains("\"format\"") => continue,
+                _ => {
+                    via_doc += 1;
+                    Doc {
+                        kind: DocKind::SignRequest,
+                        bytes: bytes.clone(),
+                    }
+                    .to_ur()
+                }
+            };
+            let frames = bridgectl_qr::frames(&ur).expect("frames");
+            dir.write(format!("{name}.ur"), frames.join("\n"));
+            let fifo = CountingPassphrase::new(&dir, PASS);
+            let mut cmd = dir.command();
+            cmd.args(["sign", "--from-qr", &format!("{name}.ur"), "--config"])
+                .args([crate::offline::config(&dir, &name, &case["profile"])])
+                .args(["--journal", &format!("{name}.sqlite3")])
+                .env("BRIDGECTL_PASSPHRASE_FILE", &fifo.path);
+            if case["yes"] == true {
+                cmd.args(["--yes"]);
+            }
+            if let Some(n) = case["nonce"].as_u64() {
+                cmd.args(["--nonce", &n.to_string()]);
+            }
+            let out = cmd.output();
+            let reads = fifo.finish();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if name.starts_with("ok_") {
+                crate::util::assert_success(&cmd.cmd, &out);
+                assert_eq!(reads, 1, "{name}: one passphrase read");
+                continue;
+            }
+            let want = case["refused"].as_str().expect("refused");
+            assert_eq!(out.status.code(), Some(3), "{name}: {stderr}");
+            assert!(stderr.contains(want), "{name}: {want:?} not in {stderr}");
+            assert!(out.stdout.is_empty(), "{name}: printed {:?}", out.stdout);
+            assert_eq!(reads, 0, "{name}: the passphrase was read");
+        }
+        assert!(via_doc >= 5 && via_eth >= 8, "doc {via_doc}, eth {via_eth}");
+    }
+);

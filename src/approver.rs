@@ -37,6 +37,8 @@ pub struct CliApprover<'a> {
     pub offline: Option<OfflineInput<'a>>,
     /// `--signer rpc:URL`: sign through that endpoint instead of a key of the keystore.
     pub external: Option<String>,
+    /// How long the endpoint may take to answer (a person confirms on a device).
+    pub external_timeout: Duration,
 }
 
 /// What signs for the CLI: a key of the keystore, or an external JSON-RPC signer.
@@ -83,14 +85,18 @@ impl TransactionSigner for CliSigner {
     }
 }
 
-/// The URL of a `--signer` value: `rpc:URL` is the one kind there is.
+/// The URL of a `--signer` value: `rpc:URL` is the one kind there is, and the URL must
+/// be one a signing endpoint may have (https, or http on loopback): checked before
+/// anything is asked of the platform.
 pub fn rpc_signer_url(spec: &str) -> anyhow::Result<&str> {
-    spec.strip_prefix("rpc:").ok_or_else(|| {
+    let url = spec.strip_prefix("rpc:").ok_or_else(|| {
         crate::exit::coded(
             crate::exit::Code::Usage,
             "--signer: expected rpc:URL (a JSON-RPC signing endpoint, loopback or https)",
         )
-    })
+    })?;
+    RpcSigner::check_url(url)?;
+    Ok(url)
 }
 
 /// What the offline signer adds: the key chosen before anything was verified, a line
@@ -147,7 +153,11 @@ impl Approver for CliApprover<'_> {
             self.keystore
                 .add_external_signer(from)
                 .map_err(Error::unlock)?;
-            return Ok(CliSigner::Rpc(RpcSigner::new(url, from)?));
+            return Ok(CliSigner::Rpc(RpcSigner::with_timeout(
+                url,
+                from,
+                self.external_timeout,
+            )?));
         }
         self.passphrases
             .ensure_available()

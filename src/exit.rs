@@ -447,7 +447,7 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
         | F::PlaintextRefused { .. } => Code::Refused,
         F::NotInJournal(_) | F::NoSuchBatch(_) => Code::NotFound,
         F::InvalidBatch(_) => Code::Refused,
-        F::AmbiguousTxId { .. } => Code::Usage,
+        F::AmbiguousTxId { .. } | F::SignerUrl { .. } => Code::Usage,
         F::Timeout { .. } => Code::Timeout,
         F::Http { .. } | F::Platform { .. } | F::UnexpectedShape { .. } | F::Body { .. } => {
             Code::Remote
@@ -479,10 +479,16 @@ fn webhook_code(err: &bridgectl_webhook::Error) -> Code {
 /// Exit code for a tx error: every refusal of the input is [`Code::Refused`].
 fn tx_code(err: &bridgectl_tx::Error) -> Code {
     if err.is_refusal() {
-        Code::Refused
-    } else {
-        Code::Failure
+        return Code::Refused;
     }
+    // A signing endpoint that did not answer, answered with an error or too much: a
+    // remote failure like a node's (the endpoint's error is kept inside).
+    if let bridgectl_tx::Error::Signer(alloy_signer::Error::Other(inner)) = err
+        && let Some(endpoint) = inner.downcast_ref::<bridgectl_flow::Error>()
+    {
+        return flow_code(endpoint);
+    }
+    Code::Failure
 }
 
 /// Exit code for a keystore error.

@@ -103,6 +103,16 @@ pub struct FlowOpts {
         hide_env_values = true
     )]
     pub signer: Option<String>,
+
+    /// How long the signing endpoint of --signer may take to answer each request (a
+    /// person confirms on a device), in seconds.
+    #[arg(
+        long,
+        env = "BRIDGECTL_SIGNER_TIMEOUT",
+        value_name = "SECS",
+        default_value_t = 300
+    )]
+    pub signer_timeout: u64,
 }
 
 // Where the web3 API is and how to authenticate (`webhook` commands).

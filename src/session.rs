@@ -188,6 +188,7 @@ impl Session {
             unlock_time: Duration::ZERO,
             offline: None,
             external: self.opts.signer.clone(),
+            external_timeout: std::time::Duration::from_secs(self.opts.signer_timeout),
         }
     }
 

@@ -3,6 +3,8 @@
 //! passphrase is read, the redemption completes, and the signing log records the
 //! signature, signed by the same account, verifiable as any other entry.
 
+use std::io::{Read, Write};
+
 use crate::live::Live;
 use crate::util::CountingPassphrase;
 
@@ -44,5 +46,105 @@ fn a_redeem_signed_by_an_external_rpc_signer_reads_no_passphrase_and_is_logged()
         Some(2),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A signing endpoint on 127.0.0.1 that reads each request and then answers with
+/// `answer` (raw HTTP), or never answers when it is `None`; returns its `rpc:` URL.
+fn endpoint(answer: Option<Vec<u8>>) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("rpc:http://{}", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = conn.read(&mut buf);
+            match &answer {
+                Some(bytes) => {
+                    let _ = conn.write_all(bytes);
+                }
+                // Held open, never answered.
+                None => held.push(conn),
+            }
+        }
+    });
+    url
+}
+
+/// An external signer's account is the keystore's own everywhere: a keystore with no key
+/// file at all, whose every signature came through the endpoint, verifies. What the
+/// endpoint does wrong is named as the endpoint's, with the exit code of a remote
+/// failure; a URL it may not have is refused before anything is asked of the platform.
+#[test]
+fn an_external_signers_log_verifies_and_its_failures_are_named_as_the_endpoints() {
+    let live = Live::shared("external_signer_only");
+    let keystore = live.dir.join("endpoint-keystore");
+    let dev = live.dev.to_string();
+    // The main chain's anvil signs for its unlocked accounts, among them the sandbox's
+    // development account (the test's own fresh account is not one of them).
+    let signer_account = live.sb.info.dev.address.to_string();
+    let signer = format!("rpc:{}", live.sb.info.main.rpc_url);
+    for _ in 0..2 {
+        let mut c = live.cmd();
+        c.env("BRIDGECTL_KEYSTORE", &keystore)
+            .env("BRIDGECTL_SIGNER", &signer)
+            .args([
+                "--json",
+                "transfer",
+                "--token",
+                "mt",
+                "--from",
+                &signer_account,
+                "--to",
+                &dev,
+                "--amount",
+                "0.01",
+                "--yes",
+                "--direct",
+            ]);
+        live.ok_cmd(c);
+    }
+    let mut c = live.cmd();
+    c.env("BRIDGECTL_KEYSTORE", &keystore)
+        .args(["--json", "log", "verify"]);
+    let verified = live.ok_cmd(c);
+    assert_eq!(verified["ok"], true, "{verified:#}");
+
+    let redeem = |url: &str, extra: &[(&str, &str)]| {
+        let mut c = live.cmd();
+        c.env("BRIDGECTL_SIGNER", url);
+        for (k, v) in extra {
+            c.env(k, v);
+        }
+        c.args(["redeem", "--from", &dev, "--amount", "0.01", "--yes"]);
+        c
+    };
+    // Plain http to another host: refused before the platform is asked (nothing
+    // journaled), in a signing endpoint's words.
+    let before = live.journal_rows().len();
+    let err = redeem("rpc:http://10.1.2.3:8545", &[]).fails_with(2);
+    assert!(
+        err.contains("signing endpoint http://10.1.2.3:8545") && !err.contains("access token"),
+        "{err}"
+    );
+    assert_eq!(live.journal_rows().len(), before, "a flow was journaled");
+    // No answer within its timeout, and an answer too large: the endpoint's failures,
+    // exit 7 like a node's.
+    let silent = endpoint(None);
+    let err = redeem(&silent, &[("BRIDGECTL_SIGNER_TIMEOUT", "2")]).fails_with(7);
+    assert!(
+        err.contains("signing endpoint eth_signTransaction"),
+        "{err}"
+    );
+    let mut huge =
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 5242880\r\n\r\n"
+            .to_vec();
+    huge.extend(std::iter::repeat_n(b' ', 5 << 20));
+    let flood = endpoint(Some(huge));
+    let err = redeem(&flood, &[]).fails_with(7);
+    assert!(
+        err.contains("reading the signing endpoint's answer to eth_signTransaction"),
+        "{err}"
     );
 }

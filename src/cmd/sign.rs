@@ -147,6 +147,7 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
             ),
         }),
         external: None,
+        external_timeout: bridgectl_flow::rpc::RPC_SIGNER_TIMEOUT,
     };
     let signer = OfflineSigner {
         journal: &journal,

@@ -42,6 +42,16 @@ pub enum Error {
         url: String,
     },
 
+    /// A `--signer`-style signing endpoint's URL that cannot be used: checked before
+    /// anything is asked of the platform or the endpoint.
+    #[error("signing endpoint {url}: {reason}")]
+    SignerUrl {
+        /// The URL, without its path and query.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
     /// The request did not get an answer (connection refused, timeout, reset).
     #[error("{what}")]
     Http {

@@ -22,6 +22,9 @@ pub struct NodeClient {
     http: reqwest::Client,
     url: reqwest::Url,
     timing: crate::timing::Timing,
+    /// What it is called in messages: `node`, or `signing endpoint` for an
+    /// [`RpcSigner`]'s (the same protocol, another role).
+    role: &'static str,
 }
 
 /// The parts of a receipt the flows look at.
@@ -172,6 +175,7 @@ impl NodeClient {
             http,
             url,
             timing: crate::timing::Timing::default(),
+            role: "node",
         })
     }
 
@@ -188,7 +192,7 @@ impl NodeClient {
                 .send()
                 .await
                 .map_err(|source| Error::Http {
-                    what: format!("node {method}"),
+                    what: format!("{} {method}", self.role),
                     // reqwest's text quotes the URL, and node URLs carry API keys.
                     source: source.without_url(),
                 })?;
@@ -196,7 +200,7 @@ impl NodeClient {
             let bytes = crate::http::read_body(resp)
                 .await
                 .map_err(|source| Error::Body {
-                    what: format!("reading the node's answer to {method}"),
+                    what: format!("reading the {}'s answer to {method}", self.role),
                     source,
                 })?;
             // Duplicate keys refused (the pending nonce and the gas quote come from here);
@@ -221,7 +225,7 @@ impl NodeClient {
         let (status, v) = answer?;
         if let Some(err) = v.get("error") {
             return Err(Error::Platform {
-                operation: format!("node {method}"),
+                operation: format!("{} {method}", self.role),
                 error: crate::client::PlatformError {
                     status,
                     code: format!(
@@ -505,10 +509,27 @@ impl RpcSigner {
 
     /// [`RpcSigner::new`] with another answer timeout.
     pub fn with_timeout(url: &str, address: Address, timeout: Duration) -> Result<Self, Error> {
-        Ok(Self {
-            endpoint: NodeClient::with_timeout(url, timeout)?,
-            address,
-        })
+        Self::check_url(url)?;
+        let mut endpoint = NodeClient::with_timeout(url, timeout)?;
+        endpoint.role = "signing endpoint";
+        Ok(Self { endpoint, address })
+    }
+
+    /// Whether `url` may be a signing endpoint's, checked before anything is asked of
+    /// anyone: https, or plain http on this machine (loopback). Its answers are what is
+    /// signed and logged, and its URL may carry a token ([`Error::SignerUrl`]).
+    pub fn check_url(url: &str) -> Result<(), Error> {
+        match check_url_safe_for_secrets(url) {
+            Ok(_) => Ok(()),
+            Err(Error::PlaintextRefused { url }) => Err(Error::SignerUrl {
+                url,
+                reason: "plain http to a host that is not this machine: a signing endpoint \
+                         is https, or http on loopback"
+                    .into(),
+            }),
+            Err(Error::BadUrl { url, reason }) => Err(Error::SignerUrl { url, reason }),
+            Err(other) => Err(other),
+        }
     }
 
     /// `eth_signTransaction` of `tx`: the signed bytes (a bare hex string, or geth's
@@ -569,9 +590,11 @@ impl RpcSigner {
     }
 }
 
-/// A failure of the signing endpoint, as the signing error it is.
+/// A failure of the signing endpoint, as the signing error it is, the endpoint's error
+/// kept whole inside (no answer, an error answer, an answer too large): a caller tells
+/// a remote failure from a refusal by it.
 fn signer_error(e: Error) -> bridgectl_tx::Error {
-    bridgectl_tx::Error::Signer(alloy_signer::Error::other(e.to_string()))
+    bridgectl_tx::Error::Signer(alloy_signer::Error::other(e))
 }
 
 impl TransactionSigner for RpcSigner {

@@ -270,7 +270,8 @@ pub struct PriceOpts {
     #[arg(long, value_name = "PRICE")]
     pub gas_price: Option<String>,
     /// Raise the replaced transaction's gas price by this much (`12.5%`, the default),
-    /// or to the node's going price if that is higher.
+    /// or to the node's going price if that is higher and within the profile's
+    /// max-gas-price (without one, the node's quote does not raise it).
     #[arg(long, value_name = "PERCENT")]
     pub bump: Option<String>,
 }

@@ -304,3 +304,55 @@ fn batch_resume_replace_stuck_reprices_the_items_that_were_never_mined() {
         assert!(!at[1]["entry"]["replaces"].is_null());
     }
 }
+
+/// A cancel bumped from the price the operator approved is allowed above today's cap
+/// (here the profile's max-gas-price, lowered after the redeem was signed): it moves
+/// nothing, and the nonce would stay stuck. A replacement of the call at that price is
+/// still refused by the cap.
+#[test]
+fn a_cancel_of_a_flow_priced_above_todays_cap_is_allowed_at_its_bump() {
+    let live = Live::new("cancel_over_cap");
+    automine(&live, false);
+    let (tx_id, hash) = stuck_redeem(&live, "1");
+    let tx = block_on(
+        live.sb
+            .node(true)
+            .call("eth_getTransactionByHash", json!([hash])),
+    )
+    .expect("tx");
+    let price = u128::from_str_radix(
+        tx["gasPrice"]
+            .as_str()
+            .expect("gasPrice")
+            .trim_start_matches("0x"),
+        16,
+    )
+    .expect("hex");
+    live.add_to_profile(&format!(
+        "\n[profiles.default.policy]\nmax-gas-price = {}\n",
+        price / 2
+    ));
+    let err = live.fails(&["replace", &tx_id, "--yes", "--timeout", "2"], 3);
+    assert!(err.contains("gas"), "{err}");
+    // Mined by hand once the cancel has taken the redeem's place in the pool.
+    let mut c = live.cmd();
+    c.args(["--json", "cancel", &tx_id, "--yes", "--timeout", "60"]);
+    let child = c.spawn_with_stdin(b"");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while in_pool(&live, &hash) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the cancel never replaced the redeem"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    live.sb.mine(true);
+    let cancelled = live.finished_ok(child);
+    assert_eq!(cancelled["ended"]["state"], "cancelled", "{cancelled:#}");
+    let paid: u128 = cancelled["gasPrice"]
+        .as_str()
+        .expect("gasPrice")
+        .parse()
+        .expect("decimal");
+    assert_eq!(paid, (price * 11_250).div_ceil(10_000), "the default bump");
+}

@@ -43,7 +43,8 @@ pub enum Repricing {
     /// Exactly this many wei per gas; more than the replaced transaction pays.
     GasPrice(u128),
     /// The replaced transaction's gas price raised by this many basis points (1250 is
-    /// 12.5%), or the node's going price when that is higher.
+    /// 12.5%); the node's going price when that is higher, but only up to the policy's
+    /// gas-price cap (without a cap the node's quote does not raise it).
     Bump {
         /// The raise, in hundredths of a percent.
         basis_points: u32,
@@ -162,11 +163,20 @@ impl Flows {
             )));
         }
         let quote = self.gas_price_quote(current.chain_id).await?;
-        let gas_price = new_gas_price(current.gas_price, repricing, quote).map_err(not)?;
+        let cap = self.trust_root().max_gas_price;
+        let gas_price = new_gas_price(current.gas_price, repricing, quote, cap).map_err(not)?;
         let (raw, intent, policy) = match purpose {
             Purpose::Cancel => {
                 let raw = cancel_tx(&current, gas_price);
-                let policy = self.cancel_policy(&raw);
+                let mut policy = self.cancel_policy(&raw);
+                // A cancel bumped from what the operator approved for this nonce is
+                // allowed at that price even above today's cap (a node's quote fell, the
+                // cap was lowered): it moves nothing, and leaving the nonce stuck is no
+                // safer. A price the operator gives is checked like any other.
+                if let Repricing::Bump { .. } = repricing {
+                    policy.max_gas_price =
+                        Some(policy.max_gas_price.map_or(gas_price, |c| c.max(gas_price)));
+                }
                 let intent = Intent {
                     to: Some(raw.to),
                     chain_id: Some(raw.chain_id),
@@ -431,17 +441,25 @@ pub(crate) fn cancel_tx(current: &RawTx, gas_price: u128) -> RawTx {
 
 /// The gas price of a transaction replacing one that pays `old`: as asked, and always
 /// more than `old` (a node keeps the first of two transactions that pay the same).
-fn new_gas_price(old: u128, repricing: Repricing, quote: Option<u128>) -> Result<u128, String> {
+///
+/// A bump is bounded by what the operator already approved: `old` raised by the bump.
+/// The node's quote (one witness, which may lie or spike) raises it further only up to
+/// the policy's own gas-price `cap`; without one it does not raise it at all (a price
+/// above the bump is the operator's to give, [`Repricing::GasPrice`]).
+fn new_gas_price(
+    old: u128,
+    repricing: Repricing,
+    quote: Option<u128>,
+    cap: Option<u128>,
+) -> Result<u128, String> {
     let price = match repricing {
         Repricing::GasPrice(p) => p,
         Repricing::Bump { basis_points } => {
-            let raised = old
-                .checked_mul(10_000 + u128::from(basis_points))
-                .map(|v| v.div_ceil(10_000))
-                .ok_or_else(|| {
-                    format!("{old} wei raised by {basis_points} basis points overflows")
-                })?;
-            raised.max(quote.unwrap_or(0))
+            let raised = bumped(old, basis_points)?;
+            match cap {
+                Some(cap) => raised.max(quote.unwrap_or(0).min(cap)),
+                None => raised,
+            }
         }
     };
     if price <= old {
@@ -451,6 +469,13 @@ fn new_gas_price(old: u128, repricing: Repricing, quote: Option<u128>) -> Result
         ));
     }
     Ok(price)
+}
+
+/// `old` raised by `basis_points`, rounded up.
+fn bumped(old: u128, basis_points: u32) -> Result<u128, String> {
+    old.checked_mul(10_000 + u128::from(basis_points))
+        .map(|v| v.div_ceil(10_000))
+        .ok_or_else(|| format!("{old} wei raised by {basis_points} basis points overflows"))
 }
 
 mod decimal_u128 {
@@ -468,20 +493,47 @@ mod tests {
     #[test]
     fn a_replacement_always_pays_more_than_what_it_replaces() {
         let bump = Repricing::default();
-        assert_eq!(new_gas_price(1_000, bump, None), Ok(1_125));
+        assert_eq!(new_gas_price(1_000, bump, None, None), Ok(1_125));
         // Rounded up: 12.5% of 7 is 0.875.
-        assert_eq!(new_gas_price(7, bump, None), Ok(8));
-        assert_eq!(new_gas_price(1_000, bump, Some(5_000)), Ok(5_000));
+        assert_eq!(new_gas_price(7, bump, None, None), Ok(8));
         assert_eq!(
-            new_gas_price(1_000, Repricing::GasPrice(2_000), Some(9_000)),
+            new_gas_price(1_000, Repricing::GasPrice(2_000), Some(9_000), None),
             Ok(2_000)
         );
-        assert!(new_gas_price(1_000, Repricing::GasPrice(1_000), None).is_err());
+        assert!(new_gas_price(1_000, Repricing::GasPrice(1_000), None, None).is_err());
         assert!(
-            new_gas_price(0, Repricing::Bump { basis_points: 0 }, None).is_err(),
+            new_gas_price(0, Repricing::Bump { basis_points: 0 }, None, None).is_err(),
             "a raise of nothing is no replacement"
         );
-        assert!(new_gas_price(u128::MAX, bump, None).is_err());
+        assert!(new_gas_price(u128::MAX, bump, None, None).is_err());
+    }
+
+    /// A node quoting 5,000 gwei (a spike, or a lie) does not price a replacement: without
+    /// a cap of the policy it pays the bump over what was approved, with one the quote
+    /// raises it only up to the cap.
+    #[test]
+    fn the_nodes_quote_raises_a_bump_only_within_the_policys_cap() {
+        let gwei = 1_000_000_000u128;
+        let bump = Repricing::default();
+        let spike = Some(5_000 * gwei);
+        assert_eq!(
+            new_gas_price(2 * gwei, bump, spike, None),
+            Ok(2_250_000_000)
+        );
+        assert_eq!(
+            new_gas_price(2 * gwei, bump, spike, Some(50 * gwei)),
+            Ok(50 * gwei)
+        );
+        assert_eq!(
+            new_gas_price(2 * gwei, bump, Some(3 * gwei), Some(50 * gwei)),
+            Ok(3 * gwei),
+            "the going price, under the cap"
+        );
+        assert_eq!(
+            new_gas_price(2 * gwei, bump, Some(gwei), Some(50 * gwei)),
+            Ok(2_250_000_000),
+            "never less than the bump"
+        );
     }
 
     #[test]

@@ -304,7 +304,10 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
                      again at a higher gas price; `bridgectl cancel {by}` uses the nonce up"
                 ));
             }
-            Some(bridgectl_flow::Error::ChainReset { chain_id, .. }) => {
+            Some(
+                bridgectl_flow::Error::ChainReset { chain_id, .. }
+                | bridgectl_flow::Error::ChainResetInLog { chain_id, .. },
+            ) => {
                 return Some(format!(
                     "`bridgectl journal reset-chain {chain_id}` retires those flows and goes on \
                      with the new chain"
@@ -435,6 +438,8 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
         | F::NonceHeld { .. }
         | F::CannotReplace { .. }
         | F::ChainReset { .. }
+        | F::ChainResetInLog { .. }
+        | F::NotReset { .. }
         | F::LeaseExpired { .. }
         | F::BatchRunning { .. }
         | F::BatchRefused { .. }

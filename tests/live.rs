@@ -319,6 +319,8 @@ pub struct NodeTap {
     /// Where bridgectl is pointed instead of the node.
     pub url: String,
     requests: Arc<std::sync::Mutex<Vec<String>>>,
+    /// When set, the hash block 0 is said to have: a node that lies about its chain.
+    lie_about_block_zero: Arc<std::sync::Mutex<Option<String>>>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -332,8 +334,10 @@ impl NodeTap {
         listener.set_nonblocking(true).expect("nonblocking");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
         let requests: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+        let lie: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let (kept, upstream) = (requests.clone(), upstream.trim_end_matches('/').to_owned());
+        let lying = lie.clone();
         let thread = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -343,6 +347,7 @@ impl NodeTap {
                 let client = reqwest::Client::new();
                 let forward = move |request: Request<Body>| {
                     let (client, kept, upstream) = (client.clone(), kept.clone(), upstream.clone());
+                    let lie = lying.lock().unwrap_or_else(|p| p.into_inner()).clone();
                     async move {
                         let target = request
                             .uri()
@@ -352,6 +357,10 @@ impl NodeTap {
                         let body = to_bytes(request.into_body(), 64 << 20)
                             .await
                             .unwrap_or_default();
+                        let asks_block_zero = {
+                            let text = String::from_utf8_lossy(&body);
+                            text.contains("eth_getBlockByNumber") && text.contains("\"0x0\"")
+                        };
                         kept.lock().unwrap_or_else(|p| p.into_inner()).push(format!(
                             "POST {target}\n{headers}\n{}",
                             String::from_utf8_lossy(&body)
@@ -366,7 +375,15 @@ impl NodeTap {
                             Ok(a) => {
                                 let status = StatusCode::from_u16(a.status().as_u16())
                                     .unwrap_or(StatusCode::BAD_GATEWAY);
-                                (status, a.bytes().await.unwrap_or_default().to_vec())
+                                let mut bytes = a.bytes().await.unwrap_or_default().to_vec();
+                                if let (Some(hash), true) = (&lie, asks_block_zero)
+                                    && let Ok(mut v) =
+                                        serde_json::from_slice::<serde_json::Value>(&bytes)
+                                {
+                                    v["result"]["hash"] = serde_json::Value::String(hash.clone());
+                                    bytes = serde_json::to_vec(&v).unwrap_or_default();
+                                }
+                                (status, bytes)
                             }
                             Err(_) => (StatusCode::BAD_GATEWAY, Vec::new()),
                         }
@@ -384,9 +401,18 @@ impl NodeTap {
         NodeTap {
             url,
             requests,
+            lie_about_block_zero: lie,
             stop: Some(stop),
             thread: Some(thread),
         }
+    }
+
+    /// From now on, says block 0's hash is `hash` (everything else is the node's own).
+    pub fn lie_about_block_zero(&self, hash: &str) {
+        *self
+            .lie_about_block_zero
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(hash.to_owned());
     }
 
     /// Every request so far: `POST /path?query`, the headers, the body.

@@ -109,3 +109,78 @@ fn a_restarted_sandbox_is_named_a_reset_and_reset_chain_lets_the_walkthrough_run
         assert_eq!(text.matches(&said).count(), 1, "{said}: {text}");
     }
 }
+
+/// A fresh journal knows nothing of a chain; the keystore's signing log does. A redeem
+/// signed and withheld (never sent): `reset-chain` from a fresh journal on the unchanged
+/// chain is refused, because the log recorded the chain's block 0 with that signature
+/// (no other witness would: the node does not know the withheld transaction, and the
+/// platform's and the node's nonce counts agree). A second redeem, from that fresh
+/// journal, at the withheld nonce is refused before the passphrase is read.
+#[test]
+fn a_fresh_journal_cannot_reset_a_chain_the_signing_log_knows() {
+    let live = Live::shared("reset_fresh_journal");
+    let side = live.sb.info.side.chain_id.to_string();
+    let mut c = live.cmd();
+    c.args(["redeem", "--from", "dev", "--amount", "1", "--yes"])
+        .env("BRIDGECTL_FAILPOINT", "journaled-not-sent");
+    crate::util::assert_aborted(&c.output(), "redeem");
+    let fresh = live.dir.join("fresh.sqlite3");
+    let fresh = fresh.to_str().expect("utf8");
+    let err = live.fails(
+        &["journal", "reset-chain", &side, "--yes", "--journal", fresh],
+        3,
+    );
+    assert!(
+        err.contains(&format!("chain {side} was not reset"))
+            && err.contains("the one the signing log recorded"),
+        "{err}"
+    );
+    let counted = crate::util::CountingPassphrase::new(&live.dir, &live.passphrase);
+    let mut c = live.cmd();
+    c.env("BRIDGECTL_PASSPHRASE_FILE", &counted.path)
+        .env("BRIDGECTL_JOURNAL", fresh)
+        .args(["redeem", "--from", "dev", "--amount", "2", "--yes"]);
+    let err = c.fails_with(3);
+    assert!(err.contains("signed") && err.contains("nonce"), "{err}");
+    assert_eq!(counted.finish(), 0, "the passphrase was read");
+}
+
+/// A node that lies about block 0 does not free nonces while a transaction signed for
+/// the chain is still in its pool: the reset is refused, naming the transaction.
+#[test]
+fn a_node_lying_about_block_zero_is_refused_while_it_holds_a_signed_transaction() {
+    let live = Live::new("reset_lying_node");
+    let side = live.sb.info.side.chain_id;
+    live.sb.set_mining(true, false);
+    let err = live.fails(
+        &[
+            "redeem",
+            "--from",
+            "dev",
+            "--amount",
+            "1",
+            "--yes",
+            "--timeout",
+            "2",
+        ],
+        8,
+    );
+    assert!(err.contains("not mined"), "{err}");
+    let hash = live.ok(&["history"])[0]["txHash"]
+        .as_str()
+        .expect("hash")
+        .to_owned();
+    live.node_taps[1].lie_about_block_zero(&format!("0x{}", "77".repeat(32)));
+    let err = live.fails(&["journal", "reset-chain", &side.to_string(), "--yes"], 3);
+    assert!(
+        err.contains(&format!("chain {side} was not reset"))
+            && err.contains(&format!("has transaction {hash}"))
+            && err.contains("pending in the node's pool"),
+        "{err}"
+    );
+    assert_eq!(
+        live.ok(&["history"])[0]["state"],
+        "submitted",
+        "nothing retired"
+    );
+}

@@ -4,18 +4,21 @@
 //! the keys' old signatures at those nonces. This retires the old flows (kept, never sent
 //! again), and has each key that signed on the chain record the reset in the signing log
 //! (signed by the key itself, so its passphrase is asked: nothing but the key can free a
-//! nonce the log holds). Explicit: it checks the node's block 0 against the journal's,
-//! shows what it will do and asks.
+//! nonce the log holds). The checks are the library's (`Flows::plan_chain_reset`): the
+//! node's block 0 against the journal's and the signing log's, the chain's transactions
+//! asked of the node (and of a second one, `--witness`), the platform's nonce counts; this
+//! shows what it will do, with every signed transaction still unmined, and asks.
 
 use alloy_primitives::Address;
-use bridgectl_flow::rpc::NodeClient;
+use bridgectl_flow::Submitter;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
 use crate::exit::{Code, coded};
 use crate::global::GlobalOpts;
-use crate::opts::PassphraseOpts;
+use crate::opts::{PassphraseOpts, PlatformOpts};
 use crate::passphrase::CliPassphrases;
+use crate::session::Session;
 
 /// `bridgectl journal ...`.
 #[derive(Debug, Subcommand)]
@@ -36,14 +39,18 @@ pub struct ResetChainArgs {
     /// Do not ask for confirmation.
     #[arg(long, short = 'y')]
     pub yes: bool,
-    /// Journal database [default: $XDG_STATE_HOME/bridgectl/journal.sqlite3].
+    /// Another node of the chain, asked as a second witness: its block 0 must be the
+    /// node's, and it must know none of the chain's signed transactions either.
     #[arg(
         long,
-        env = "BRIDGECTL_JOURNAL",
-        hide_env_values = true,
-        value_name = "FILE"
+        env = "BRIDGECTL_RESET_WITNESS",
+        value_name = "URL",
+        hide_env_values = true
     )]
-    pub journal: Option<std::path::PathBuf>,
+    pub witness: Option<String>,
+    /// The platform (its next-nonce counts are a witness) and the journal.
+    #[command(flatten)]
+    pub platform: PlatformOpts,
     /// The passphrase of each key that records the reset.
     #[command(flatten)]
     pub passphrase: PassphraseOpts,
@@ -58,126 +65,150 @@ pub fn run(global: &GlobalOpts, cmd: JournalCommand) -> anyhow::Result<()> {
 
 fn reset_chain(global: &GlobalOpts, args: ResetChainArgs) -> anyhow::Result<()> {
     let chain_id = args.chain_id;
-    let profile = crate::config::load_profile(global)?;
-    let bridge = crate::session::bridge_from(&profile)?;
-    let side = [&bridge.main, &bridge.side]
-        .into_iter()
-        .find(|s| s.chain_id == chain_id)
-        .ok_or_else(|| {
-            coded(
-                Code::Usage,
-                format!(
-                    "chain {chain_id} is neither the profile's main chain ({}) nor its side \
-                     chain ({})",
-                    bridge.main.chain_id, bridge.side.chain_id
-                ),
-            )
-        })?;
-    let url = side.rpc_url.as_deref().ok_or_else(|| {
-        coded(
+    let session = Session::for_sending(global, &args.platform)?;
+    let flows = session.flows(Submitter::Platform, |_| {})?;
+    let bridge = flows.bridge()?;
+    if ![bridge.main.chain_id, bridge.side.chain_id].contains(&chain_id) {
+        return Err(coded(
             Code::Usage,
             format!(
-                "chain {chain_id} has no rpc_url in the profile: its block 0 is what is checked"
-            ),
-        )
-    })?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let genesis = runtime.block_on(NodeClient::new(url)?.genesis_hash())?;
-    let journal = crate::session::open_journal(args.journal.as_deref())?;
-    let before = journal.chain_genesis(chain_id)?;
-    if before
-        .as_deref()
-        .is_some_and(|b| b.eq_ignore_ascii_case(&genesis.to_string()))
-    {
-        return Err(coded(
-            Code::Refused,
-            format!(
-                "chain {chain_id} was not reset: the node's block 0 is {genesis}, the one its \
-                 flows were journaled on; nothing was changed"
+                "chain {chain_id} is neither the profile's main chain ({}) nor its side \
+                 chain ({})",
+                bridge.main.chain_id, bridge.side.chain_id
             ),
         ));
     }
-    let flows = journal.flows_on_chain(chain_id)?;
-    let keystore = crate::session::open_keystore(global)?;
-    let log = crate::session::open_signing_log(&keystore)?;
-    let ours: Vec<Address> = keystore.list()?.iter().map(|k| k.address).collect();
-    let mut keys: Vec<Address> = log.keys_on_chain(chain_id)?;
-    keys.extend(
-        flows
-            .iter()
-            .filter_map(|f| f.from.as_deref().and_then(|a| a.parse::<Address>().ok())),
-    );
-    keys.sort();
-    keys.dedup();
+    let plan = session
+        .runtime
+        .block_on(flows.plan_chain_reset(chain_id, args.witness.as_deref()))?;
+    let ours = session.keystore.signers()?;
+    let local: Vec<Address> = session.keystore.list()?.iter().map(|k| k.address).collect();
     let (keys, strangers): (Vec<Address>, Vec<Address>) =
-        keys.into_iter().partition(|k| ours.contains(k));
-
-    crate::output::note(format_args!(
-        "chain {chain_id}: block 0 was {}, the node's is {genesis}\n\
-         {} flow(s) on it will be retired (kept in the journal, never sent again)\n\
-         the signing log records the reset for {} key(s) of this keystore{}",
-        before.as_deref().unwrap_or("not recorded"),
-        flows.len(),
-        keys.len(),
-        if keys.is_empty() {
-            String::new()
-        } else {
-            format!(
-                ": {} (each key's passphrase is asked)",
-                keys.iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        }
-    ));
-    if !strangers.is_empty() {
-        crate::output::note(format_args!(
-            "not in this keystore, so not reset here: {}",
-            strangers
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
+        plan.keys.iter().partition(|k| local.contains(k));
+    let external: Vec<Address> = strangers
+        .iter()
+        .filter(|k| ours.contains(k))
+        .copied()
+        .collect();
+    let strangers: Vec<Address> = strangers
+        .into_iter()
+        .filter(|k| !ours.contains(k))
+        .collect();
+    describe(&plan, &keys, &external, &strangers);
     crate::review::confirm(args.yes, &format!("Reset chain {chain_id}?"))?;
-    // The log first: a reset journal with keys still holding the old nonces would be
-    // refused at every signature; run again, this is all done again harmlessly.
     let mut passphrases = CliPassphrases::new(&args.passphrase);
     if !keys.is_empty() {
         passphrases.ensure_available()?;
     }
-    for key in &keys {
-        let signer = passphrases.unlock(&keystore, &key.to_string())?;
-        bridgectl_tx::log::log_chain_reset(
-            &log,
-            &signer,
-            chain_id,
-            genesis,
-            bridgectl_tx::log::unix_now(),
-        )?;
-    }
-    let retired = journal.reset_chain(chain_id, genesis)?;
+    let retired = flows.reset_chain(&plan, &keys, |key| {
+        passphrases
+            .unlock(&session.keystore, &key.to_string())
+            .map_err(bridgectl_flow::Error::unlock)
+    })?;
     // EIP-55, as every address bridgectl prints.
     let checksummed =
         |keys: &[Address]| -> Vec<String> { keys.iter().map(ToString::to_string).collect() };
+    let mut not_reset = strangers.clone();
+    not_reset.extend(&external);
     if global.json {
         return crate::output::json(&json!({
             "chainId": chain_id,
-            "genesis": genesis,
-            "genesisBefore": before,
+            "genesis": plan.genesis,
+            "genesisBefore": plan.journaled,
             "retired": retired,
             "keys": checksummed(&keys),
-            "notReset": checksummed(&strangers),
+            "notReset": checksummed(&not_reset),
         }));
     }
     crate::output::line(format_args!(
         "chain {chain_id} reset: {} flow(s) retired, the reset recorded for {} key(s); \
-         block 0 is now {genesis}",
+         block 0 is now {}",
         retired.len(),
-        keys.len()
+        keys.len(),
+        plan.genesis
     ))
+}
+
+/// What a reset will do, on stderr before the question: the witnesses, every flow it
+/// retires with its state and its signed transactions that no node mined, and what
+/// stays true of those bytes.
+fn describe(
+    plan: &bridgectl_flow::ChainResetPlan,
+    keys: &[Address],
+    external: &[Address],
+    strangers: &[Address],
+) {
+    let list = |a: &[Address]| {
+        a.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let chain_id = plan.chain_id;
+    crate::output::note(format_args!(
+        "chain {chain_id}: block 0 was {} (journal) / {} (signing log), the node's is {}",
+        plan.journaled.as_deref().unwrap_or("not recorded"),
+        plan.logged
+            .map_or_else(|| "not recorded".to_owned(), |g| g.to_string()),
+        plan.genesis
+    ));
+    crate::output::note(format_args!(
+        "the node knows none of the {} transaction(s) signed for the chain{}",
+        plan.checked_transactions,
+        plan.witnesses
+            .iter()
+            .map(|w| format!("; {w}"))
+            .collect::<String>()
+    ));
+    crate::output::note(format_args!(
+        "{} flow(s) on it will be retired (kept in the journal, never sent again):",
+        plan.flows.len()
+    ));
+    for f in &plan.flows {
+        let unmined = if f.unmined.is_empty() {
+            "nothing signed".to_owned()
+        } else {
+            format!(
+                "signed, not mined here: {}",
+                f.unmined
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        crate::output::note(format_args!(
+            "  {} {} ({}): {unmined}",
+            f.tx_id,
+            f.kind.as_str(),
+            f.state.as_str()
+        ));
+    }
+    if plan.flows.iter().any(|f| !f.unmined.is_empty()) {
+        crate::output::note(
+            "signed bytes stay valid on any chain with this chain id: should the old chain \
+             come back (or a copy of it run), what is listed above can still be mined there",
+        );
+    }
+    crate::output::note(format_args!(
+        "the signing log records the reset for {} key(s) of this keystore{}",
+        keys.len(),
+        if keys.is_empty() {
+            String::new()
+        } else {
+            format!(": {} (each key's passphrase is asked)", list(keys))
+        }
+    ));
+    if !external.is_empty() {
+        crate::output::note(format_args!(
+            "external signers, not reset here (their endpoints sign no reset yet): {}",
+            list(external)
+        ));
+    }
+    if !strangers.is_empty() {
+        crate::output::note(format_args!(
+            "not in this keystore, so not reset here: {}",
+            list(strangers)
+        ));
+    }
 }

@@ -256,6 +256,34 @@ pub enum Error {
         found: String,
     },
 
+    /// The keystore's signing log recorded another block 0 for this chain than the
+    /// node's (with its keys' signatures, or their record of a reset): the chain was reset
+    /// since, whatever this journal says, and the keys' nonces there belong to the old
+    /// chain until each key records the reset.
+    #[error(
+        "chain {chain_id} was reset since this keystore's keys signed on it (the signing \
+         log recorded block 0 {logged}, the node's is {found}): each key records the reset \
+         in the signing log before it signs there again"
+    )]
+    ChainResetInLog {
+        /// The chain id.
+        chain_id: u64,
+        /// Block 0 as the signing log recorded it.
+        logged: alloy_primitives::B256,
+        /// Block 0 as the node reports it.
+        found: alloy_primitives::B256,
+    },
+
+    /// A chain reset was not believed: a witness says the chain is still the one the
+    /// journal's flows and the log's signatures are for (nothing was changed).
+    #[error("chain {chain_id} was not reset: {why}; nothing was changed")]
+    NotReset {
+        /// The chain id.
+        chain_id: u64,
+        /// Which witness disagreed, and what it said.
+        why: String,
+    },
+
     /// `replace` or `cancel` of a flow that has nothing to replace (never signed,
     /// completed, its transaction mined) or at a price that cannot replace it.
     #[error("flow {tx_id} cannot be replaced or cancelled: {why}")]
@@ -540,6 +568,8 @@ impl Error {
                 Error::NonceReserved { .. }
                     | Error::NonceHeld { .. }
                     | Error::ChainReset { .. }
+                    | Error::ChainResetInLog { .. }
+                    | Error::NotReset { .. }
                     | Error::BundleMismatch(_)
                     | Error::BatchRefused { .. }
                     | Error::CannotReplace { .. }

@@ -31,12 +31,13 @@ pub use error::{Error, chain};
 pub use flows::{
     AccountPlan, AccountSpend, ActionCall, ActionOutcome, ActionResult, Approver, BatchCheck,
     BatchCounts, BatchItem, BatchOp, BatchOptions, BatchPlan, BatchStatus, Bridge, BundleCheck,
-    CANCEL_GAS_LIMIT, Cap, ChainSide, DEFAULT_BUMP_BASIS_POINTS, DEFAULT_MAX_GAS_LIMIT, Ended,
-    EndedBy, FlowStatus, Flows, FlowsBuilder, GAS_PRICE_SANITY_MULTIPLE, GasNeed, GasPriceCap,
-    GasSource, ItemError, ItemResult, ItemState, ItemStatus, ItemView, Mode, Moved, NoGasPriceCap,
-    NonceSource, OfflineSigner, OfflineSigning, PegRatio, PlanRefusal, PreparedBundle, Progress,
-    Quiet, Recipient, RecipientTotal, RedeemOutcome, RefusedItem, Replaced, Repricing, Resumed,
-    Review, Short, Submitted, Submitter, SwapCredit, SwapOutcome, SwapSpec, TokenTotal, Tokens,
+    CANCEL_GAS_LIMIT, Cap, ChainResetPlan, ChainSide, DEFAULT_BUMP_BASIS_POINTS,
+    DEFAULT_MAX_GAS_LIMIT, Ended, EndedBy, FlowStatus, Flows, FlowsBuilder,
+    GAS_PRICE_SANITY_MULTIPLE, GasNeed, GasPriceCap, GasSource, ItemError, ItemResult, ItemState,
+    ItemStatus, ItemView, Mode, Moved, NoGasPriceCap, NonceSource, OfflineSigner, OfflineSigning,
+    PegRatio, PlanRefusal, PreparedBundle, Progress, Quiet, RESET_CHECKED_PER_KEY, Recipient,
+    RecipientTotal, RedeemOutcome, RefusedItem, Replaced, Repricing, Resumed, RetiredFlow, Review,
+    Short, Submitted, Submitter, SwapCredit, SwapOutcome, SwapSpec, TokenTotal, Tokens,
     TransferSpec, WAIT_REPORT, WaitOptions, Which, can_resume,
 };
 pub use journal::{BatchLock, BatchRecord, FlowKind, FlowState, Journal, Purpose};

@@ -33,9 +33,10 @@ use crate::Error;
 pub const SIGNING_LOG_FILE: &str = "signing-log.sqlite3";
 
 /// Version 2 added `entries_nonce`, the nonce guard's index; version 3 `entries_reset`,
-/// which finds a key's chain resets without reading its other entries.
+/// which finds a key's chain resets without reading its other entries; version 4
+/// `entries_genesis`, which finds the entries that name a chain's block 0.
 const SCHEMA: bridgectl_sqlite::Schema = bridgectl_sqlite::Schema {
-    version: 3,
+    version: 4,
     sql: SCHEMA_SQL,
 };
 
@@ -52,6 +53,9 @@ CREATE TABLE IF NOT EXISTS entries (
 );
 CREATE INDEX IF NOT EXISTS entries_key_time ON entries(key, time);
 CREATE INDEX IF NOT EXISTS entries_nonce ON entries(key, chain_id, json_extract(body, '$.nonce'));
+CREATE INDEX IF NOT EXISTS entries_genesis ON entries(chain_id, seq)
+    WHERE json_extract(body, '$.genesis') IS NOT NULL
+       OR json_extract(body, '$.chainReset') IS NOT NULL;
 CREATE INDEX IF NOT EXISTS entries_reset ON entries(key, chain_id, seq)
     WHERE json_extract(body, '$.chainReset') IS NOT NULL;
 ";
@@ -742,6 +746,32 @@ impl SigningLogDb {
         Ok(0)
     }
 
+    /// The block 0 the newest entry that names one records for `chain_id` (a signature's
+    /// `genesis`, a reset's `chainReset`), its body checked like any entry's.
+    fn chain_genesis_in(&self, c: &Connection, chain_id: u64) -> Result<Option<B256>, Error> {
+        let chain = i64::try_from(chain_id).unwrap_or(i64::MAX);
+        let mut stmt = c
+            .prepare_cached(
+                "SELECT seq, body, hash, sig FROM entries WHERE chain_id = ?1 \
+                 AND (json_extract(body, '$.genesis') IS NOT NULL \
+                      OR json_extract(body, '$.chainReset') IS NOT NULL) \
+                 ORDER BY seq DESC",
+            )
+            .map_err(self.sql())?;
+        let mut rows = stmt.query(params![chain]).map_err(self.sql())?;
+        while let Some(row) = rows.next().map_err(self.sql())? {
+            let entry = row_entry(row).map_err(self.sql())?;
+            let body = self.checked_or_broken(&entry)?;
+            if body.chain_id != chain_id {
+                continue;
+            }
+            if let Some(genesis) = body.chain_reset.or(body.genesis) {
+                return Ok(Some(genesis));
+            }
+        }
+        Ok(None)
+    }
+
     fn window_in(
         &self,
         c: &Connection,
@@ -870,6 +900,50 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
         nonce: u64,
     ) -> Result<Vec<EntryBody>, bridgectl_tx::Error> {
         self.with(|c| self.signed_at_nonce_in(c, key, chain_id, nonce))
+            .map_err(as_tx)
+    }
+
+    fn signed_on_chain(
+        &self,
+        chain_id: u64,
+        per_key: usize,
+    ) -> Result<Vec<EntryBody>, bridgectl_tx::Error> {
+        let keys = self.keys_on_chain(chain_id).map_err(as_tx)?;
+        let chain = i64::try_from(chain_id).unwrap_or(i64::MAX);
+        self.with(|c| {
+            let mut found = Vec::new();
+            let mut stmt = c
+                .prepare_cached(
+                    "SELECT seq, body, hash, sig FROM entries WHERE key = ?1 AND chain_id = ?2 \
+                     ORDER BY seq DESC",
+                )
+                .map_err(self.sql())?;
+            for key in keys {
+                let mut rows = stmt
+                    .query(params![key.to_string(), chain])
+                    .map_err(self.sql())?;
+                let mut taken = 0;
+                while taken < per_key
+                    && let Some(row) = rows.next().map_err(self.sql())?
+                {
+                    let body = self.checked_or_broken(&row_entry(row).map_err(self.sql())?)?;
+                    if body.key != key || body.chain_id != chain_id {
+                        continue;
+                    }
+                    if body.chain_reset.is_some() {
+                        break;
+                    }
+                    found.push(body);
+                    taken += 1;
+                }
+            }
+            Ok(found)
+        })
+        .map_err(as_tx)
+    }
+
+    fn chain_genesis(&self, chain_id: u64) -> Result<Option<B256>, bridgectl_tx::Error> {
+        self.with(|c| self.chain_genesis_in(c, chain_id))
             .map_err(as_tx)
     }
 

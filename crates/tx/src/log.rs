@@ -102,6 +102,14 @@ pub struct EntryBody {
     /// count them. Its `nonce`, `to` and `tx_hash` are zero.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain_reset: Option<B256>,
+    /// The hash of block 0 of chain `chain_id` as the signer's node reported it when the
+    /// transaction was signed (absent offline, where there is no node, and in entries
+    /// written before it was recorded): the chain's identity, keystore-wide. A reset
+    /// chain keeps its id but never its block 0, so a reset is believed only where the
+    /// node's block 0 differs from the one the log recorded
+    /// ([`SigningLog::chain_genesis`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub genesis: Option<B256>,
 }
 
 /// One entry as stored and exported: the body's text, its hash and the key's signature.
@@ -384,6 +392,24 @@ pub trait SigningLog: Send + Sync + fmt::Debug {
         nonce: u64,
     ) -> Result<Vec<EntryBody>, Error>;
 
+    /// The block 0 this log last recorded for chain `chain_id`, from entries checked on
+    /// the way: a key's chain-reset entry names the new one, a signature made online the
+    /// one its node reported ([`EntryBody::genesis`]); the newest of them decides. `None`
+    /// when no entry recorded one. The default records nothing.
+    fn chain_genesis(&self, chain_id: u64) -> Result<Option<B256>, Error> {
+        let _ = chain_id;
+        Ok(None)
+    }
+
+    /// What each key that signed on chain `chain_id` signed there since its last record
+    /// of a reset of it: its newest `per_key` signature entries, checked, newest first
+    /// (what a reset of the chain must be consistent with: a node that knows any of them
+    /// is on the chain they were signed for). The default knows none.
+    fn signed_on_chain(&self, chain_id: u64, per_key: usize) -> Result<Vec<EntryBody>, Error> {
+        let _ = (chain_id, per_key);
+        Ok(Vec::new())
+    }
+
     /// Housekeeping that must not delay a signature (e.g. compacting the storage),
     /// called by long runs between signatures, after a signature's bytes have left. The
     /// default does nothing.
@@ -580,6 +606,7 @@ pub fn log_chain_reset(
             signing_hash: None,
             replaces: None,
             chain_reset: Some(genesis),
+            genesis: None,
         };
         seal(&body, signer)
     })

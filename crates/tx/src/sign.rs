@@ -156,6 +156,7 @@ fn entry_body(head: Head, verified: &Verified, signed: &SignedTx, time: u64) -> 
         signing_hash: Some(signing_hash(tx)),
         replaces: verified.replaces(),
         chain_reset: None,
+        genesis: verified.genesis(),
     }
 }
 

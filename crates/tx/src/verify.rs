@@ -79,6 +79,10 @@ pub struct NonceFacts {
     /// One past the highest nonce signed or reserved in the journal for this sender and
     /// chain; `None` when the journal has none.
     pub journal_next: Option<u64>,
+    /// The hash of the chain's block 0 as the node that gave `pending` reports it: the
+    /// chain's identity, recorded with the signature in the signing log (a reset chain
+    /// keeps its id, never its block 0).
+    pub genesis: Option<B256>,
 }
 
 /// A transaction that passed [`verify()`]: the only thing [`crate::sign_legacy`] signs.
@@ -97,6 +101,7 @@ pub struct Verified {
     spending: Vec<String>,
     window: Option<crate::limits::WindowLimit>,
     auto_approved: Option<usize>,
+    genesis: Option<B256>,
 }
 
 impl Verified {
@@ -109,6 +114,13 @@ impl Verified {
     /// The transaction.
     pub fn raw_tx(&self) -> &RawTx {
         &self.raw
+    }
+
+    /// The chain's block 0 as the node the nonce was read from reports it
+    /// ([`NonceFacts::genesis`]), when one was asked: recorded in the signing log with
+    /// the signature.
+    pub fn genesis(&self) -> Option<B256> {
+        self.genesis
     }
 
     /// The callee's token (symbol and decimals) as the policy names it.
@@ -457,6 +469,10 @@ pub fn verify(
         spending: checked.lines,
         window: checked.window,
         auto_approved: checked.auto_approved,
+        genesis: match &context.nonce {
+            Nonce::Next(facts) => facts.genesis,
+            _ => None,
+        },
     })
 }
 

@@ -22,6 +22,7 @@ mod managed;
 mod offline;
 mod redeem;
 mod replace;
+mod reset;
 mod resume;
 mod run;
 mod swap;
@@ -56,6 +57,7 @@ pub use follow::{Ended, EndedBy, FlowStatus};
 pub use offline::{OfflineSigner, OfflineSigning};
 pub use redeem::RedeemOutcome;
 pub use replace::{CANCEL_GAS_LIMIT, DEFAULT_BUMP_BASIS_POINTS, Replaced, Repricing};
+pub use reset::{ChainResetPlan, RESET_CHECKED_PER_KEY, RetiredFlow};
 pub use resume::{Resumed, can_resume};
 pub use swap::{SwapOutcome, SwapSpec};
 pub use transfer::{GasSource, NonceSource, TransferSpec, Which};
@@ -218,7 +220,7 @@ pub struct Flows {
     /// its TLS setup), so a batch of a thousand items does not build a thousand.
     nodes: std::sync::Mutex<std::collections::HashMap<String, NodeClient>>,
     /// The chains whose block 0 was checked against the journal's in this process.
-    chains_checked: std::sync::Mutex<std::collections::HashSet<u64>>,
+    chains_checked: std::sync::Mutex<std::collections::HashMap<u64, B256>>,
     /// The journal's counters, which the platform client and every node client count in.
     timing: crate::timing::Timing,
 }
@@ -356,7 +358,8 @@ impl Flows {
         self.timing.snapshot()
     }
 
-    /// The journal (read it for history; the flows write it).
+    /// The journal, to read (history, status, batches): only the flows write it, in
+    /// the order their promises need (its writes are not public).
     pub fn journal(&self) -> &Journal {
         &self.journal
     }

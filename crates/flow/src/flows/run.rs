@@ -11,7 +11,7 @@
 //! the nonce is reserved; the signature is in the signing log before its bytes leave the
 //! signing step, and in the journal (fsync'd) before the first byte is sent.
 
-use alloy_primitives::Address;
+use alloy_primitives::{Address, B256};
 use bridgectl_tx::request::Intent;
 use bridgectl_tx::{Context, Nonce, NonceFacts, RawTx, SignedTx, SigningLog, Verified};
 use serde_json::{Value, json};
@@ -170,13 +170,14 @@ impl Run<'_> {
         match side.and_then(|s| s.rpc_url.as_deref()) {
             Some(url) => {
                 let node = flows.node_at(url)?;
-                let (price, pending, ()) = tokio::try_join!(
+                let (price, pending, genesis) = tokio::try_join!(
                     node.gas_price(),
                     node.pending_nonce(from),
                     self.check_chain(&node, chain_id)
                 )?;
                 gas_price_quote = Some(price);
                 facts.pending = Some(pending);
+                facts.genesis = Some(genesis);
             }
             None => {
                 if let Some(s) = side {
@@ -365,27 +366,39 @@ impl Run<'_> {
         })
     }
 
-    /// The node's chain is the one the journal's flows of `chain_id` were journaled on
-    /// (its block 0, read once per process and chain): a reset chain is named as such
-    /// before its stale nonces refuse anything ([`Error::ChainReset`]).
-    async fn check_chain(&self, node: &NodeClient, chain_id: u64) -> Result<(), Error> {
+    /// The node's chain is the one the journal's flows of `chain_id` were journaled on,
+    /// and the one the keystore's signing log recorded (its block 0, read once per
+    /// process and chain): a reset chain is named as such before its stale nonces refuse
+    /// anything ([`Error::ChainReset`], [`Error::ChainResetInLog`]). Returns that block 0,
+    /// which the signature records in the log.
+    async fn check_chain(&self, node: &NodeClient, chain_id: u64) -> Result<B256, Error> {
         let checked = self
             .flows
             .chains_checked
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .contains(&chain_id);
-        if checked {
-            return Ok(());
+            .get(&chain_id)
+            .copied();
+        if let Some(genesis) = checked {
+            return Ok(genesis);
         }
         let genesis = node.genesis_hash().await?;
         self.flows.journal.check_chain(chain_id, genesis)?;
+        if let Some(logged) = self.flows.signing_log.chain_genesis(chain_id)?
+            && logged != genesis
+        {
+            return Err(Error::ChainResetInLog {
+                chain_id,
+                logged,
+                found: genesis,
+            });
+        }
         self.flows
             .chains_checked
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(chain_id);
-        Ok(())
+            .insert(chain_id, genesis);
+        Ok(genesis)
     }
 
     /// The chain's next nonce (the node's or the platform's count) is one a flow here

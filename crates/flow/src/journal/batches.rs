@@ -52,7 +52,7 @@ impl Journal {
     /// Records batch `batch_id` with its items `(item id, operation, txId)` in one
     /// transaction: either the whole batch is known or none of it. Durable when this
     /// returns (one fsync per batch), so a batch id once printed is never lost.
-    pub fn create_batch(
+    pub(crate) fn create_batch(
         &self,
         batch_id: &str,
         source: &str,
@@ -159,7 +159,7 @@ impl Journal {
     /// Binds item `index` of batch `batch_id` to a new flow `tx_id` (its next attempt).
     /// The flow it had before must have ended without signing: marked failed here (in
     /// the same transaction) if it had not, which also frees its nonce reservation.
-    pub fn retry_batch_item(
+    pub(crate) fn retry_batch_item(
         &self,
         batch_id: &str,
         index: usize,

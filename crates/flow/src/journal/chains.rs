@@ -22,7 +22,11 @@ impl Journal {
     /// journaled on; the first time a chain is seen, records it. A different block 0 is
     /// [`Error::ChainReset`]: the chain was reset (or another chain took its id), and
     /// the journal's nonces for it would refuse or misplace every transaction.
-    pub fn check_chain(&self, chain_id: u64, genesis: alloy_primitives::B256) -> Result<(), Error> {
+    pub(crate) fn check_chain(
+        &self,
+        chain_id: u64,
+        genesis: alloy_primitives::B256,
+    ) -> Result<(), Error> {
         let found = genesis.to_string();
         // Read without a lock: once recorded (every run but a chain's first), nothing is
         // written, and no other writer waits on this.
@@ -53,7 +57,8 @@ impl Journal {
         self.with(|c| genesis_in(c, chain_id))
     }
 
-    /// The flows on chain `chain_id` that [`Journal::reset_chain`] would retire: every
+    /// The flows on chain `chain_id` that a reset of it would retire
+    /// ([`Flows::reset_chain`](crate::Flows::reset_chain)): every
     /// one not retired already.
     pub fn flows_on_chain(&self, chain_id: u64) -> Result<Vec<FlowRecord>, Error> {
         self.with(|c| {
@@ -72,7 +77,7 @@ impl Journal {
     /// again), drops their nonce reservations and the swap credits claimed on it, and
     /// records the new block 0, in one durable transaction. Returns the retired flows'
     /// txIds.
-    pub fn reset_chain(
+    pub(crate) fn reset_chain(
         &self,
         chain_id: u64,
         genesis: alloy_primitives::B256,

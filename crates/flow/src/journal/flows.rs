@@ -44,7 +44,7 @@ pub(super) fn set_raw_tx(
 
 impl Journal {
     /// Records a new flow and its first step.
-    pub fn begin(
+    pub(crate) fn begin(
         &self,
         tx_id: &str,
         kind: FlowKind,
@@ -61,7 +61,7 @@ impl Journal {
     /// [`Journal::begin`], [`Journal::record_raw_tx`] and [`Journal::reserve_nonce`] of
     /// `raw_tx`'s nonce in one commit, for a flow whose transaction is known and
     /// verified when it begins (the offline signer's): one write instead of three.
-    pub fn begin_reserved(
+    pub(crate) fn begin_reserved(
         &self,
         tx_id: &str,
         kind: FlowKind,
@@ -77,7 +77,7 @@ impl Journal {
     }
 
     /// Records a step and moves the flow to `state`.
-    pub fn step(
+    pub(crate) fn step(
         &self,
         tx_id: &str,
         state: FlowState,
@@ -100,13 +100,13 @@ impl Journal {
     }
 
     /// Records a step without changing the state (progress, retries, errors on the way).
-    pub fn note(&self, tx_id: &str, step: &str, detail: &Value) -> Result<(), Error> {
+    pub(crate) fn note(&self, tx_id: &str, step: &str, detail: &Value) -> Result<(), Error> {
         let at = now();
         self.with(|c| insert_step(c, tx_id, &at, step, &blob(detail)))
     }
 
     /// Records the raw transaction as received from the platform.
-    pub fn record_raw_tx(&self, tx_id: &str, raw_tx: &Value) -> Result<(), Error> {
+    pub(crate) fn record_raw_tx(&self, tx_id: &str, raw_tx: &Value) -> Result<(), Error> {
         self.with(|c| {
             let t = c.transaction()?;
             set_raw_tx(&t, tx_id, raw_tx)?;
@@ -116,7 +116,7 @@ impl Journal {
 
     /// Records a result seen on the way (e.g. a redemption record whose status changed)
     /// with a step, in one commit; `state` moves the flow when given.
-    pub fn observe(
+    pub(crate) fn observe(
         &self,
         tx_id: &str,
         state: Option<FlowState>,
@@ -146,7 +146,11 @@ impl Journal {
 
     /// Records the signed transaction. Durable when this returns (the one fsync of the
     /// journal on a signing path): only then may it be submitted.
-    pub fn record_signed(&self, tx_id: &str, signed: &bridgectl_tx::SignedTx) -> Result<(), Error> {
+    pub(crate) fn record_signed(
+        &self,
+        tx_id: &str,
+        signed: &bridgectl_tx::SignedTx,
+    ) -> Result<(), Error> {
         let at = now();
         let hex = format!("0x{}", hex::encode(&signed.raw));
         let hash = signed.hash.to_string();
@@ -175,7 +179,7 @@ impl Journal {
     /// nonce (`purpose`: a re-priced call or a cancel). Both stay known: the earlier
     /// signatures move to the flow's [`Journal::signatures`], the new bytes become the
     /// ones `resume` sends. Durable when this returns, like [`Journal::record_signed`].
-    pub fn record_replacement(
+    pub(crate) fn record_replacement(
         &self,
         tx_id: &str,
         signed: &bridgectl_tx::SignedTx,
@@ -250,7 +254,7 @@ impl Journal {
     }
 
     /// Records the last result seen (e.g. a redemption record).
-    pub fn record_result(&self, tx_id: &str, result: &Value) -> Result<(), Error> {
+    pub(crate) fn record_result(&self, tx_id: &str, result: &Value) -> Result<(), Error> {
         self.with(|c| {
             c.execute(
                 "UPDATE flows SET result = ?2, updated_at = ?3 WHERE tx_id = ?1",

@@ -145,7 +145,7 @@ impl Journal {
     /// Opens (creating if needed) the journal at `path`: directory 0700, file 0600,
     /// WAL. Steps commit without an fsync (they survive a crash of the process; a power
     /// cut can lose only the last of them, together with everything after); the record
-    /// of a signature ([`Journal::record_signed`]) and of a batch are fsync'd before
+    /// of a signature (its signed bytes) and of a batch are fsync'd before
     /// they return, and carry every earlier step to disk with them (see
     /// `bridgectl_sqlite`).
     pub fn open(path: impl AsRef<Path>) -> Result<Journal, Error> {

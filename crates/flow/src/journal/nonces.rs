@@ -46,7 +46,7 @@ impl Journal {
     /// left (so it cannot run out while the signature is made and journaled). A flow
     /// that waited at its prompt past its lease is refused here, whether or not another
     /// flow has signed the nonce meanwhile: its nonce must be checked again.
-    pub fn hold_reservation(
+    pub(crate) fn hold_reservation(
         &self,
         tx_id: &str,
         address: Address,
@@ -97,7 +97,12 @@ impl Journal {
     /// of another kind is over: failed.
     ///
     /// [`FlowKind::resumes_at_approval`]: super::FlowKind::resumes_at_approval
-    pub fn stop_at_approval(&self, tx_id: &str, step: &str, detail: &Value) -> Result<(), Error> {
+    pub(crate) fn stop_at_approval(
+        &self,
+        tx_id: &str,
+        step: &str,
+        detail: &Value,
+    ) -> Result<(), Error> {
         let at = now();
         self.with(|c| {
             let t = c.transaction()?;
@@ -193,7 +198,7 @@ impl Journal {
     /// longer holds (see [`Journal::next_nonce`]: its flow failed before signing, or
     /// never signed within the lease) is taken over; one that holds is a refusal naming
     /// its flow.
-    pub fn reserve_nonce(
+    pub(crate) fn reserve_nonce(
         &self,
         tx_id: &str,
         address: Address,

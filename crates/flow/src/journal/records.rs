@@ -48,9 +48,9 @@ pub enum FlowState {
     /// Ended in failure; see the last step.
     Failed,
     /// Ended by its cancel: a 0-value self-transfer at its nonce was mined instead of
-    /// its call (see [`Journal::record_replacement`](super::Journal::record_replacement)).
+    /// its call (see [`Flows::replace`](crate::Flows::replace)).
     Cancelled,
-    /// Its chain was reset after it was journaled ([`Journal::reset_chain`](super::Journal::reset_chain)): whatever it
+    /// Its chain was reset after it was journaled ([`Flows::reset_chain`](crate::Flows::reset_chain)): whatever it
     /// signed belongs to a chain that no longer exists, holds no nonce, and is never sent
     /// again.
     Retired,

@@ -8,6 +8,7 @@ mod secrets;
 mod util;
 
 mod batch;
+mod clock;
 mod completions;
 mod durability;
 mod ends;

@@ -4,6 +4,7 @@
 pub mod airgap;
 pub mod batch_file;
 pub mod client;
+pub mod clock;
 mod error;
 mod flows;
 pub mod journal;

@@ -408,6 +408,16 @@ impl NodeClient {
         Ok(Some(to_u64(t, "block timestamp")?))
     }
 
+    /// The timestamp (seconds) of the node's newest block: the latest time the chain
+    /// vouches for.
+    pub async fn latest_block_time(&self) -> Result<u64, Error> {
+        let block = self
+            .call("eth_getBlockByNumber", json!(["latest", false]))
+            .await?;
+        let t = parse_quantity(&block["timestamp"], "block timestamp")?;
+        to_u64(t, "block timestamp")
+    }
+
     /// Where the node has transaction `hash`: mined, waiting in its pool, or nowhere
     /// (never received, or dropped from the pool).
     pub async fn presence(&self, hash: B256) -> Result<TxPresence, Error> {

@@ -127,9 +127,25 @@ fn parse_limit(name: &str, field: &str, text: &str, token: &Token) -> Result<U25
     })
 }
 
+/// How far past the chain's newest block time a window may end: a chain's blocks come
+/// seconds apart, so five minutes is slack for a node a little behind, and little room for
+/// a clock set ahead.
+pub const CLOCK_TOLERANCE: u64 = 5 * 60;
+
 /// Which entries of the signing log the policy's windowed limit on `raw`'s token adds
 /// up at time `now`; `None` when no windowed limit applies to it.
 pub fn window_query(policy: &Policy, raw: &RawTx, now: u64) -> Option<WindowQuery> {
+    window_query_within(policy, raw, now, None)
+}
+
+/// [`window_query`] with the window's end held at or before `ceiling` (the latest time
+/// a second witness, the chain, vouches for; see [`WindowQuery::ceiling`]).
+pub fn window_query_within(
+    policy: &Policy,
+    raw: &RawTx,
+    now: u64,
+    ceiling: Option<u64>,
+) -> Option<WindowQuery> {
     let token = policy.trusted.find(raw.to, raw.chain_id)?.token.as_ref()?;
     let (_, limit) = limit_for(policy, token)?;
     let per = limit.per?;
@@ -139,7 +155,9 @@ pub fn window_query(policy: &Policy, raw: &RawTx, now: u64) -> Option<WindowQuer
         chain_id: raw.chain_id,
         contract: raw.to,
         per: per.0,
-        now,
+        now: ceiling.map_or(now, |c| now.min(c)),
+        ceiling,
+        clock: now,
     })
 }
 
@@ -156,6 +174,21 @@ pub fn read_spent(
     log: &dyn SigningLog,
     now: u64,
 ) -> Result<Option<Spent>, Error> {
+    read_spent_within(policy, raw, replaces, log, now, None)
+}
+
+/// [`read_spent`] with the window's end held at or before `ceiling`
+/// ([`window_query_within`]): what an online signer passes, from the chain's newest
+/// block time, so a clock set ahead of the chain cannot move what was signed out of the
+/// window.
+pub fn read_spent_within(
+    policy: &Policy,
+    raw: &RawTx,
+    replaces: Option<B256>,
+    log: &dyn SigningLog,
+    now: u64,
+    ceiling: Option<u64>,
+) -> Result<Option<Spent>, Error> {
     log.check(raw.from)?;
     let prior = log.signed_at_nonce(raw.from, raw.chain_id, raw.nonce)?;
     nonce_free(
@@ -166,7 +199,7 @@ pub fn read_spent(
         signing_hash(raw),
         replaces,
     )?;
-    window_query(policy, raw, now)
+    window_query_within(policy, raw, now, ceiling)
         .map(|query| log.window_total(&query))
         .transpose()
 }

@@ -447,11 +447,34 @@ pub struct WindowQuery {
     pub contract: Address,
     /// The window's length, in seconds.
     pub per: u64,
-    /// The clock's time, in Unix seconds (the store may move it forward, never back).
+    /// The window's end, in Unix seconds (the store may move it forward, never back):
+    /// this machine's clock, but never past [`WindowQuery::ceiling`].
     pub now: u64,
+    /// The latest time a second witness vouches for, when one was asked: the chain's
+    /// newest block time plus [`crate::limits::CLOCK_TOLERANCE`]. A clock set ahead
+    /// cannot end a window past it, so it cannot push what was signed out of the
+    /// window; an idle chain's old block only makes the window reach further back.
+    pub ceiling: Option<u64>,
+    /// This machine's clock when the window was read, for messages (`now` differs from
+    /// it when the ceiling held it back).
+    pub clock: u64,
 }
 
 impl WindowQuery {
+    /// A note for a refusal when the ceiling held this machine's clock back: both times,
+    /// so a clock far ahead of the chain is named.
+    fn clock_note(&self) -> String {
+        match self.ceiling {
+            Some(ceiling) if self.clock > ceiling => format!(
+                ", the window ending at {ceiling} (the chain's newest block time and its \
+                 tolerance), not at this machine's clock, {} ({} s ahead of it)",
+                self.clock,
+                self.clock - ceiling
+            ),
+            _ => String::new(),
+        }
+    }
+
     /// Whether an entry body is one this query adds up (any time).
     pub fn counts(&self, body: &EntryBody) -> bool {
         body.key == self.key && body.chain_id == self.chain_id && body.to == self.contract
@@ -488,10 +511,12 @@ pub struct WindowLimit {
 }
 
 impl WindowLimit {
-    /// The same limit with its window ending at `now`.
+    /// The same limit with its window ending at `now` (this machine's clock), or at the
+    /// query's ceiling if that is earlier.
     pub fn at(&self, now: u64) -> WindowLimit {
         let mut limit = self.clone();
-        limit.query.now = now;
+        limit.query.clock = now;
+        limit.query.now = self.query.ceiling.map_or(now, |c| now.min(c));
         limit
     }
 
@@ -501,9 +526,10 @@ impl WindowLimit {
         if total.saturating_add(self.amount) > self.max {
             return Err(Error::Limit {
                 limit: format!(
-                    "{} per {}",
+                    "{} per {}{}",
                     self.token.units(self.max),
-                    Window(self.query.per)
+                    Window(self.query.per),
+                    self.query.clock_note()
                 ),
                 total: self.token.units(total),
                 attempted: self.token.units(self.amount),

@@ -83,6 +83,10 @@ pub struct NonceFacts {
     /// chain's identity, recorded with the signature in the signing log (a reset chain
     /// keeps its id, never its block 0).
     pub genesis: Option<B256>,
+    /// The timestamp of the chain's newest block as that node reports it: the latest
+    /// time the chain vouches for, which a spending window's end is held to
+    /// ([`crate::limits::read_spent_within`]).
+    pub chain_time: Option<u64>,
 }
 
 /// A transaction that passed [`verify()`]: the only thing [`crate::sign_legacy`] signs.

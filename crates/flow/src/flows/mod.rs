@@ -223,6 +223,8 @@ pub struct Flows {
     chains_checked: std::sync::Mutex<std::collections::HashMap<u64, B256>>,
     /// The journal's counters, which the platform client and every node client count in.
     timing: crate::timing::Timing,
+    /// What time it is (a signature's log entry, a spending window's end).
+    clock: Arc<dyn crate::clock::Clock>,
 }
 
 /// Builds [`Flows`]. The parts every flow needs are arguments of [`Flows::builder`];
@@ -259,6 +261,7 @@ impl Flows {
                 nodes: Default::default(),
                 chains_checked: Default::default(),
                 timing,
+                clock: Arc::new(crate::clock::SystemClock),
             },
             gas_price: NoGasPriceCap,
         }
@@ -285,6 +288,14 @@ impl<G> FlowsBuilder<G> {
             Submitter::Node(node) => Submitter::Node(node.counted_in(&self.flows.timing)),
             platform => platform,
         };
+        self
+    }
+
+    /// The clock signatures are logged by and spending windows end at [default: the
+    /// system's]. Online, a window still never ends past the chain's newest block time
+    /// (plus a tolerance), whatever this clock says.
+    pub fn clock(mut self, clock: Arc<dyn crate::clock::Clock>) -> Self {
+        self.flows.clock = clock;
         self
     }
 

@@ -116,6 +116,8 @@ impl OfflineSigner<'_> {
         sign_verified(
             self.journal,
             self.signing_log,
+            // Offline there is no chain to hold the clock to: see the README.
+            &crate::clock::SystemClock,
             &tx_id,
             &verified,
             &intent,

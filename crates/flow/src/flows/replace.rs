@@ -216,7 +216,7 @@ impl Flows {
                     &raw,
                     Some(replaces),
                     self.signing_log.as_ref(),
-                    bridgectl_tx::log::unix_now(),
+                    self.clock.now(),
                 )?,
             };
             let verified = bridgectl_tx::verify(&raw, Some(&intent), &policy, &context)?;

@@ -217,7 +217,7 @@ impl Flows {
                 &signer,
                 plan.chain_id,
                 plan.genesis,
-                bridgectl_tx::log::unix_now(),
+                self.clock.now(),
             )?;
         }
         self.journal.reset_chain(plan.chain_id, plan.genesis)

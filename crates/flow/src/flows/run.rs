@@ -170,14 +170,16 @@ impl Run<'_> {
         match side.and_then(|s| s.rpc_url.as_deref()) {
             Some(url) => {
                 let node = flows.node_at(url)?;
-                let (price, pending, genesis) = tokio::try_join!(
+                let (price, pending, genesis, chain_time) = tokio::try_join!(
                     node.gas_price(),
                     node.pending_nonce(from),
-                    self.check_chain(&node, chain_id)
+                    self.check_chain(&node, chain_id),
+                    node.latest_block_time()
                 )?;
                 gas_price_quote = Some(price);
                 facts.pending = Some(pending);
                 facts.genesis = Some(genesis);
+                facts.chain_time = Some(chain_time);
             }
             None => {
                 if let Some(s) = side {
@@ -212,12 +214,21 @@ impl Run<'_> {
                 _ => self.context(raw_tx.chain_id).await?,
             };
             self.refuse_held_nonce(raw_tx, &context)?;
-            context.spent = bridgectl_tx::limits::read_spent(
+            // The window ends at this machine's clock, but never past what the chain
+            // vouches for: its newest block time, plus a tolerance.
+            let ceiling = match &context.nonce {
+                Nonce::Next(facts) => facts
+                    .chain_time
+                    .map(|t| t.saturating_add(bridgectl_tx::limits::CLOCK_TOLERANCE)),
+                _ => None,
+            };
+            context.spent = bridgectl_tx::limits::read_spent_within(
                 &policy,
                 raw_tx,
                 None,
                 flows.signing_log.as_ref(),
-                bridgectl_tx::log::unix_now(),
+                flows.clock.now(),
+                ceiling,
             )?;
             let verified = bridgectl_tx::verify(raw_tx, Some(intent), &policy, &context)?;
             flows
@@ -258,6 +269,7 @@ impl Run<'_> {
         let signed = sign_verified(
             &flows.journal,
             flows.signing_log.as_ref(),
+            flows.clock.as_ref(),
             &self.tx_id,
             verified,
             intent,
@@ -454,6 +466,7 @@ impl Run<'_> {
 pub(super) async fn sign_verified(
     journal: &Journal,
     signing_log: &dyn SigningLog,
+    clock: &dyn crate::clock::Clock,
     tx_id: &str,
     verified: &Verified,
     intent: &Intent,
@@ -495,14 +508,9 @@ pub(super) async fn sign_verified(
     journal
         .hold_reservation(tx_id, tx.from, tx.chain_id, tx.nonce)
         .inspect_err(|e| fail("not-signed", e))?;
-    let signed = bridgectl_tx::sign_and_log_with(
-        verified,
-        &signer,
-        signing_log,
-        bridgectl_tx::log::unix_now(),
-    )
-    .await
-    .map_err(Error::from);
+    let signed = bridgectl_tx::sign_and_log_with(verified, &signer, signing_log, clock.now())
+        .await
+        .map_err(Error::from);
     drop(signer);
     let signed = signed.inspect_err(|e| fail("not-signed", e))?;
     bridgectl_sqlite::failpoint::hit("signed-not-journaled");

@@ -82,7 +82,7 @@ impl Flows {
             ..policy.clone()
         };
         let cap = policy.max_gas_limit.unwrap_or(DEFAULT_MAX_GAS_LIMIT);
-        let now = bridgectl_tx::log::unix_now();
+        let now = self.clock.now();
         let mut quotes: HashMap<u64, Option<u128>> = HashMap::new();
         let mut log_checked: Vec<Address> = Vec::new();
         let mut windows: HashMap<(Address, u64, Address, u64), Window> = HashMap::new();

@@ -118,9 +118,11 @@ impl OfflineSigner<'_> {
             self.signing_log,
             // Offline there is no chain to hold the clock to: see the README.
             &crate::clock::SystemClock,
-            &tx_id,
-            &verified,
-            &intent,
+            super::Review {
+                tx_id: &tx_id,
+                verified: &verified,
+                intent: &intent,
+            },
             crate::journal::Purpose::Original,
             approver,
         )

@@ -270,9 +270,11 @@ impl Run<'_> {
             &flows.journal,
             flows.signing_log.as_ref(),
             flows.clock.as_ref(),
-            &self.tx_id,
-            verified,
-            intent,
+            Review {
+                tx_id: &self.tx_id,
+                verified,
+                intent,
+            },
             purpose,
             approver,
         )
@@ -467,17 +469,11 @@ pub(super) async fn sign_verified(
     journal: &Journal,
     signing_log: &dyn SigningLog,
     clock: &dyn crate::clock::Clock,
-    tx_id: &str,
-    verified: &Verified,
-    intent: &Intent,
+    review: Review<'_>,
     purpose: Purpose,
     approver: &mut impl Approver,
 ) -> Result<SignedTx, Error> {
-    let review = Review {
-        tx_id,
-        verified,
-        intent,
-    };
+    let (tx_id, verified) = (review.tx_id, review.verified);
     // A replacement that stops leaves the flow as it was: signed, its first transaction
     // still able to be mined.
     let fail = |step: &str, e: &Error| match purpose {

@@ -524,8 +524,11 @@ fn every_json_output_matches_its_schema() {
     t.fails(&["log", "verify", "--checkpoint", "nonsense"], 2);
     t.ok("log-show", &["log", "show", "--key", "dev"]);
     t.fails(&["log", "show", "--since", "nonsense"], 2);
-    t.ok("log-acknowledge", &["log", "acknowledge", "--yes"]);
-    t.fails(&["log", "acknowledge"], 5);
+    t.ok(
+        "log-acknowledge",
+        &["log", "acknowledge", "--yes", "--key", "dev"],
+    );
+    t.fails(&["log", "acknowledge", "--key", "dev"], 5);
 
     // Batches: planned, run, shown, resumed when over.
     let items: String = (0..3)

@@ -583,9 +583,17 @@ bctest!(
             err.contains("log acknowledge"),
             "a hint names the way out: {err}"
         );
-        // Acknowledged, the stranger's entry no longer refuses, and it resets nothing.
-        let mut cmd = dir.command();
-        cmd.args(["log", "acknowledge", "--yes"]).stdout();
+        // Acknowledged (an entry signed by a key of the keystore: its passphrase is
+        // needed), the stranger's entry no longer refuses, and it resets nothing.
+        let acknowledge = |dir: &Dir| {
+            let mut cmd = dir.command();
+            cmd.args(["log", "acknowledge", "--yes"])
+                .env("BRIDGECTL_PASSPHRASE", crate::offline::PASS)
+                .stdout();
+        };
+        let mut keyless = dir.command();
+        keyless.args(["log", "acknowledge", "--yes"]).fails_with(4);
+        acknowledge(&dir);
         refused(&dir, 1, "8 ST signed already in the window, 8 ST more");
         // The log restored from the backup (one entry where the checkpoint says two).
         let wal = |p: &Path| PathBuf::from(format!("{}-wal", p.display()));
@@ -593,14 +601,16 @@ bctest!(
         let _ = std::fs::remove_file(wal(&log));
         let _ = std::fs::remove_file(shm(&log));
         std::fs::copy(&backup, &log).expect("restore");
-        refused(&dir, 1, "does not reach its checkpoint 2:");
+        // (3 entries: the signature, the stranger's, the acknowledgement.)
+        refused(&dir, 1, "does not reach its checkpoint 3:");
         // Deleted.
         std::fs::remove_file(&log).expect("delete");
         let err = refused(&dir, 1, "it has 0 entries");
         assert!(err.contains("deleted, truncated or restored"), "{err}");
-        // Acknowledged by a person who knows why, it signs again.
-        let mut cmd = dir.command();
-        cmd.args(["log", "acknowledge", "--yes"]).stdout();
+        // Acknowledged by a person who knows why, it signs again; what the deleted entry
+        // spent stays in the window (the checkpoint carried it into the log).
+        acknowledge(&dir);
+        refused(&dir, 1, "8 ST signed already in the window, 8 ST more");
         let (out, reads) = sign_redeem(&dir, &config, 1, ONE_ST);
         crate::util::assert_success(&Command::new("sign"), &out);
         assert_eq!(reads, 1);

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::util::{CountingPassphrase, Dir, TestCommand};
 
-const PASS: &str = "correct horse";
+pub const PASS: &str = "correct horse";
 const KEY: &str = "4646464646464646464646464646464646464646464646464646464646464646";
 
 pub fn cases() -> Vec<(String, Value)> {

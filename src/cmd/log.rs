@@ -43,6 +43,13 @@ pub struct AcknowledgeArgs {
     /// Do not ask for confirmation.
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// The key that signs the acknowledgement (an entry of the log, like every other):
+    /// its address, label or id [default: the keystore's one key].
+    #[arg(long, value_name = "KEY", add = crate::accounts::key_labels())]
+    pub key: Option<String>,
+    /// The key's passphrase.
+    #[command(flatten)]
+    pub passphrase: crate::opts::PassphraseOpts,
 }
 
 // Arguments of `bridgectl log verify`.
@@ -99,20 +106,46 @@ pub fn run(global: &GlobalOpts, cmd: LogCommand) -> anyhow::Result<()> {
             crate::output::line(head)
         }
         LogCommand::Acknowledge(args) => {
+            let store = crate::session::open_keystore(global)?;
+            let keys = store.list()?;
+            let key = match (&args.key, keys.as_slice()) {
+                (Some(k), _) => store.find(k)?,
+                (None, [one]) => one.clone(),
+                (None, _) => {
+                    return Err(coded(
+                        Code::Usage,
+                        format!(
+                            "an acknowledgement is signed by a key of the keystore: name it with \
+                             --key (the keystore has {} keys)",
+                            keys.len()
+                        ),
+                    ));
+                }
+            };
             let head = log.checkpoint()?;
             let kept = log.kept()?;
+            let carried = kept.as_ref().map_or(0, |k| k.carried.len());
             crate::output::note(format_args!(
-                "signing log {}: {} entries, head {head}; checkpoint kept beside it: {}",
+                "signing log {}: {} entries, head {head}; checkpoint kept beside it: {}; \
+                 recent spending it keeps: {carried} sum(s), carried over into the log if it \
+                 lost entries",
                 log.path().display(),
                 head.count,
                 kept.map_or_else(|| "none".to_owned(), |k| k.checkpoint().to_string())
             ));
             crate::review::confirm(
                 args.yes,
-                "accept the log as it stands (spending limits count from what it holds)?",
+                &format!(
+                    "accept the log as it stands, signed by {} (spending limits count from \
+                     what it holds and what the checkpoint carries)?",
+                    key.address
+                ),
             )
             .code(Code::Declined)?;
-            let head = log.acknowledge()?;
+            let mut passphrases = crate::passphrase::CliPassphrases::new(&args.passphrase);
+            passphrases.ensure_available()?;
+            let signer = passphrases.unlock_key(&store, &key)?;
+            let head = log.acknowledge(&signer, bridgectl_tx::log::unix_now())?;
             if global.json {
                 return crate::output::json(&json!({
                     "acknowledged": true, "count": head.count, "head": head.head,
@@ -231,6 +264,23 @@ pub fn run(global: &GlobalOpts, cmd: LogCommand) -> anyhow::Result<()> {
                         b.key,
                         b.chain_id,
                         b.chain_reset.unwrap_or_default()
+                    ))?,
+                    // An acknowledgement is a person's, signed by a key: what it accepted
+                    // and what spending it carried over.
+                    Some(b) if b.acknowledges.is_some() => crate::output::line(format_args!(
+                        "{:>6}  {}  {}  acknowledged the log (its kept checkpoint {}){}",
+                        e.seq,
+                        format_time(b.time),
+                        b.key,
+                        b.acknowledges.unwrap_or(Checkpoint::EMPTY),
+                        if b.carried.is_empty() {
+                            String::new()
+                        } else {
+                            format!(
+                                ", carrying {} spending sum(s) of entries it lost",
+                                b.carried.len()
+                            )
+                        }
                     ))?,
                     Some(b) => crate::output::line(format_args!(
                         "{:>6}  {}  {}  chain {} nonce {}  {} {}  {}{}",

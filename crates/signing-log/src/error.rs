@@ -81,6 +81,16 @@ pub enum Error {
         key: alloy_primitives::Address,
     },
 
+    /// An acknowledgement could not be made: its entry could not be signed, or another
+    /// signature was appended while it was made.
+    #[error("the acknowledgement of signing log {}: {reason}", path.display())]
+    Acknowledgement {
+        /// The log file.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+
     /// The signing log's kept checkpoint file cannot be read.
     #[error("signing log checkpoint {}: {reason}", path.display())]
     Checkpoint {

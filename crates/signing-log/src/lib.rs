@@ -6,5 +6,6 @@ mod store;
 
 pub use error::Error;
 pub use store::{
-    CHECKPOINT_SLOT_BYTES, Columns, KeptCheckpoint, SIGNING_LOG_FILE, ShowFilter, SigningLogDb,
+    CARRY_SECS, CHECKPOINT_SLOT_BYTES, Columns, KeptCheckpoint, MAX_CARRIED, SIGNING_LOG_FILE,
+    ShowFilter, SigningLogDb,
 };

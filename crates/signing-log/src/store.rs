@@ -22,7 +22,7 @@ use std::sync::Mutex;
 use alloy_primitives::{Address, B256, U256};
 use bridgectl_tx::limits::{Spent, WindowLimit};
 use bridgectl_tx::log::{
-    BadEntry, ChainCheck, Checkpoint, Entry, EntryBody, Head, WindowQuery, nonce_free,
+    BadEntry, Carried, ChainCheck, Checkpoint, Entry, EntryBody, Head, WindowQuery, nonce_free,
     same_signature,
 };
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -307,7 +307,7 @@ fn refused(e: Error) -> bridgectl_tx::Error {
 
 /// The checkpoint kept beside the log (`<log>.checkpoint`): the head as this store last
 /// wrote it, and how far a person acknowledged the log as it stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KeptCheckpoint {
     /// Entries in the log when it was written.
@@ -317,6 +317,78 @@ pub struct KeptCheckpoint {
     /// Entries up to this one were acknowledged by a person: a key that is not in the
     /// keystore any more (or never was) is accepted there.
     pub acknowledged: u64,
+    /// Each key's recent spending per token (the last [`CARRY_SECS`], by the hour, at
+    /// most [`MAX_CARRIED`] sums): what an acknowledgement of a log that lost entries
+    /// carries over, so that accepting it forgets nothing of the windows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub carried: Vec<Carried>,
+}
+
+/// How far back the kept checkpoint keeps each key's spending: the longest spending
+/// window it protects through an acknowledgement.
+pub const CARRY_SECS: u64 = 31 * 24 * 3600;
+
+/// The most spending sums the kept checkpoint holds: older sums of a key and token are
+/// merged (dated by the newer, so counted at least as long) to stay within it.
+pub const MAX_CARRIED: usize = 64;
+
+/// `carried` with `entry`'s amount added (its hour's sum, or a new one), sums older than
+/// [`CARRY_SECS`] before it dropped, and merged down to [`MAX_CARRIED`].
+fn carry(carried: &[Carried], entry: &EntryBody) -> Vec<Carried> {
+    let mut out: Vec<Carried> = carried
+        .iter()
+        .filter(|c| c.time.saturating_add(CARRY_SECS) >= entry.time)
+        .cloned()
+        .collect();
+    if let (Some(amount), true) = (entry.amount, entry.signs_transaction()) {
+        let same = |c: &Carried| {
+            c.key == entry.key
+                && c.chain_id == entry.chain_id
+                && c.contract == entry.to
+                && c.time / 3600 == entry.time / 3600
+        };
+        match out.iter_mut().find(|c| same(c)) {
+            Some(c) => {
+                c.amount = c.amount.saturating_add(amount);
+                c.time = c.time.max(entry.time);
+            }
+            None => out.push(Carried {
+                key: entry.key,
+                chain_id: entry.chain_id,
+                contract: entry.to,
+                time: entry.time,
+                amount,
+            }),
+        }
+    }
+    merge_down(out)
+}
+
+/// Merges the two oldest sums of one key and token until at most [`MAX_CARRIED`] are
+/// left: the merged sum is dated by the newer of the two.
+fn merge_down(out: Vec<Carried>) -> Vec<Carried> {
+    merge_down_to(out, MAX_CARRIED)
+}
+
+/// [`merge_down`] to at most `most` sums, as far as merging sums of one key and token
+/// goes (one each at least).
+fn merge_down_to(mut out: Vec<Carried>, most: usize) -> Vec<Carried> {
+    while out.len() > most {
+        out.sort_by_key(|c| (c.key, c.chain_id, c.contract, c.time));
+        let Some(i) = (1..out.len())
+            .filter(|&i| {
+                let (a, b) = (&out[i - 1], &out[i]);
+                (a.key, a.chain_id, a.contract) == (b.key, b.chain_id, b.contract)
+            })
+            .min_by_key(|&i| out[i - 1].time)
+        else {
+            break;
+        };
+        let older = out.remove(i - 1);
+        let newer = &mut out[i - 1];
+        newer.amount = newer.amount.saturating_add(older.amount);
+    }
+    out
 }
 
 impl KeptCheckpoint {
@@ -332,8 +404,8 @@ impl KeptCheckpoint {
 /// The kept checkpoint's file is two slots of this many bytes, written in place in
 /// turn: checkpoint `count` goes to slot `count % 2`, so the other slot always holds the
 /// one before it. Each slot is one line, a JSON object with a check of its own
-/// (the first 8 bytes of the keccak-256 of its count, head and acknowledged count),
-/// padded with spaces.
+/// (the first 8 bytes of the keccak-256 of its count, head, acknowledged count and
+/// carried spending), padded with spaces.
 ///
 /// Why not a temp file and a rename, as for the other private files: this one is
 /// rewritten after every signature, and a rename over it costs a directory update and,
@@ -343,7 +415,13 @@ impl KeptCheckpoint {
 /// reader takes the other slot, a checkpoint one signature older, which is safe (the
 /// log still reaches it: it only ever grows past it). Both slots spoiled is refused like
 /// any unreadable checkpoint, until a person acknowledges the log.
-pub const CHECKPOINT_SLOT_BYTES: usize = 256;
+///
+/// 32 KiB holds [`MAX_CARRIED`] spending sums of the largest values; files of the earlier
+/// 256-byte slots are read as they were and rewritten at this size.
+pub const CHECKPOINT_SLOT_BYTES: usize = 32 * 1024;
+
+/// The slot of files written before spending was carried (count, head, acknowledged).
+const LEGACY_SLOT_BYTES: usize = 256;
 
 /// The largest kept checkpoint's file read: its two slots.
 const MAX_CHECKPOINT_FILE_BYTES: u64 = 2 * CHECKPOINT_SLOT_BYTES as u64;
@@ -355,34 +433,57 @@ struct Slot {
     count: u64,
     head: B256,
     acknowledged: u64,
-    /// [`slot_check`] of the three above.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    carried: Vec<Carried>,
+    /// [`slot_check`] of the fields above.
     check: String,
 }
 
 /// The first 8 bytes of the keccak-256 of a slot's fields (count and acknowledged as
-/// 8 bytes big-endian, the head's 32): a slot half overwritten does not match it.
+/// 8 bytes big-endian, the head's 32, and when spending is carried the keccak-256 of its
+/// JSON): a slot half overwritten does not match it.
 fn slot_check(kept: &KeptCheckpoint) -> String {
-    let mut bytes = [0u8; 48];
-    bytes[..8].copy_from_slice(&kept.count.to_be_bytes());
-    bytes[8..40].copy_from_slice(kept.head.as_slice());
-    bytes[40..].copy_from_slice(&kept.acknowledged.to_be_bytes());
+    let mut bytes = Vec::with_capacity(80);
+    bytes.extend_from_slice(&kept.count.to_be_bytes());
+    bytes.extend_from_slice(kept.head.as_slice());
+    bytes.extend_from_slice(&kept.acknowledged.to_be_bytes());
+    if !kept.carried.is_empty() {
+        let json = serde_json::to_vec(&kept.carried).unwrap_or_default();
+        bytes.extend_from_slice(alloy_primitives::keccak256(json).as_slice());
+    }
     alloy_primitives::hex::encode(&alloy_primitives::keccak256(bytes)[..8])
 }
 
-fn encode_slot(kept: &KeptCheckpoint) -> [u8; CHECKPOINT_SLOT_BYTES] {
-    let slot = Slot {
-        count: kept.count,
-        head: kept.head,
-        acknowledged: kept.acknowledged,
-        check: slot_check(kept),
-    };
-    let json = serde_json::to_vec(&slot).unwrap_or_default();
-    let mut out = [b' '; CHECKPOINT_SLOT_BYTES];
-    // At most 20 + 66 + 20 + 16 digits and 50 bytes of names and punctuation: it fits.
-    let len = json.len().min(CHECKPOINT_SLOT_BYTES - 1);
-    out[..len].copy_from_slice(&json[..len]);
-    out[CHECKPOINT_SLOT_BYTES - 1] = b'\n';
-    out
+fn encode_slot(kept: &KeptCheckpoint) -> Vec<u8> {
+    let mut kept = kept.clone();
+    loop {
+        let slot = Slot {
+            count: kept.count,
+            head: kept.head,
+            acknowledged: kept.acknowledged,
+            carried: kept.carried.clone(),
+            check: slot_check(&kept),
+        };
+        let json = serde_json::to_vec(&slot).unwrap_or_default();
+        if json.len() < CHECKPOINT_SLOT_BYTES || kept.carried.is_empty() {
+            let mut out = vec![b' '; CHECKPOINT_SLOT_BYTES];
+            let len = json.len().min(CHECKPOINT_SLOT_BYTES - 1);
+            out[..len].copy_from_slice(&json[..len]);
+            out[CHECKPOINT_SLOT_BYTES - 1] = b'\n';
+            return out;
+        }
+        // More keys and tokens than the slot holds sums of: merge, and past one sum per
+        // key and token, drop the oldest.
+        let fewer = merge_down_to(kept.carried.clone(), kept.carried.len() * 3 / 4);
+        kept.carried = if fewer.len() < kept.carried.len() {
+            fewer
+        } else {
+            let mut by_age = fewer;
+            by_age.sort_by_key(|c| std::cmp::Reverse(c.time));
+            by_age.truncate(by_age.len() * 3 / 4);
+            by_age
+        };
+    }
 }
 
 fn decode_slot(bytes: &[u8]) -> Option<KeptCheckpoint> {
@@ -391,17 +492,20 @@ fn decode_slot(bytes: &[u8]) -> Option<KeptCheckpoint> {
         count: slot.count,
         head: slot.head,
         acknowledged: slot.acknowledged,
+        carried: slot.carried,
     };
     (slot.check == slot_check(&kept)).then_some(kept)
 }
 
-/// The checkpoint a kept checkpoint's file holds: the newer valid slot, or, for a file
-/// an older version wrote (one JSON object, shorter than two slots), that object.
+/// The checkpoint a kept checkpoint's file holds: the newer valid slot (of either slot
+/// size), or, for a file an older version wrote (one JSON object), that object.
 fn read_kept(bytes: &[u8]) -> Result<KeptCheckpoint, String> {
-    if bytes.len() != 2 * CHECKPOINT_SLOT_BYTES {
-        return serde_json::from_slice(bytes).map_err(|e| e.to_string());
-    }
-    let (a, b) = bytes.split_at(CHECKPOINT_SLOT_BYTES);
+    let slot = match bytes.len() {
+        n if n == 2 * CHECKPOINT_SLOT_BYTES => CHECKPOINT_SLOT_BYTES,
+        n if n == 2 * LEGACY_SLOT_BYTES => LEGACY_SLOT_BYTES,
+        _ => return serde_json::from_slice(bytes).map_err(|e| e.to_string()),
+    };
+    let (a, b) = bytes.split_at(slot);
     match (decode_slot(a), decode_slot(b)) {
         (Some(a), Some(b)) => Ok(if (b.count, b.acknowledged) > (a.count, a.acknowledged) {
             b
@@ -488,23 +592,91 @@ impl SigningLogDb {
         let slot = encode_slot(kept);
         Ok(bridgectl_files::write_replace(
             &path,
-            &[slot, slot].concat(),
+            &[slot.as_slice(), slot.as_slice()].concat(),
         )?)
     }
 
-    /// Accepts the log as it stands: after `verify` found it whole (links, hashes,
-    /// signatures, any key), its head becomes the kept checkpoint and every entry so
-    /// far counts as acknowledged (keys that are not in the keystore included). For a
-    /// person who knows why the log no longer reaches its checkpoint (restored from a
-    /// backup, moved aside) or why a stranger's key signed an entry (a key removed).
-    pub fn acknowledge(&self) -> Result<Checkpoint, Error> {
-        let head = self.verify(None)?;
-        self.write_kept(&KeptCheckpoint {
-            count: head.count,
-            head: head.head,
-            acknowledged: head.count,
+    /// Accepts the log as it stands, by `signer`, a key of the keystore, at `time`:
+    /// after `verify` found it whole (links, hashes, signatures, any key), an
+    /// acknowledgement entry signed by that key is appended
+    /// ([`bridgectl_tx::log::acknowledgement`]), its head becomes the kept checkpoint, and
+    /// every entry so far counts as acknowledged (keys that are not in the keystore
+    /// included). For a person who knows why the log no longer reaches its checkpoint
+    /// (restored from a backup, moved aside) or why a stranger's key signed an entry (a
+    /// key removed).
+    ///
+    /// What is not forgotten: when the log does not reach the kept checkpoint (entries
+    /// were lost), the entry carries the checkpoint's record of each key's recent
+    /// spending ([`KeptCheckpoint::carried`]), which the spending windows count from then
+    /// on as they counted the lost entries. (Spending still in the log is then counted
+    /// twice where its hour's sum is carried too: stricter, never looser.) A kept
+    /// checkpoint that cannot be read at all carries nothing.
+    pub fn acknowledge(
+        &self,
+        signer: &alloy_signer_local::PrivateKeySigner,
+        time: u64,
+    ) -> Result<Checkpoint, Error> {
+        let head_before = self.verify(None)?;
+        let kept = self.kept().ok().flatten();
+        let reaches = kept.as_ref().is_none_or(|k| {
+            k.count == 0
+                || self
+                    .with(|c| {
+                        c.prepare_cached("SELECT hash FROM entries WHERE seq = ?1")
+                            .and_then(|mut s| {
+                                s.query_row([i64::try_from(k.count).unwrap_or(i64::MAX)], |r| {
+                                    r.get::<_, Vec<u8>>(0)
+                                })
+                                .optional()
+                            })
+                            .map_err(self.sql())
+                    })
+                    .ok()
+                    .flatten()
+                    .as_deref()
+                    == Some(k.head.as_slice())
+        });
+        let carried = kept.as_ref().map(|k| k.carried.clone()).unwrap_or_default();
+        let body = bridgectl_tx::log::acknowledgement(
+            head_before,
+            signer.address(),
+            time,
+            kept.as_ref()
+                .map_or(Checkpoint::EMPTY, KeptCheckpoint::checkpoint),
+            if reaches { Vec::new() } else { carried.clone() },
+        );
+        let entry =
+            bridgectl_tx::log::seal_entry(&body, signer).map_err(|e| Error::Acknowledgement {
+                path: self.path.clone(),
+                reason: e.to_string(),
+            })?;
+        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let sql = self.sql();
+        bridgectl_sqlite::durable(&mut conn, &sql, |conn| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(&sql)?;
+            if head(&tx).map_err(&sql)? != head_before {
+                return Err(Error::Acknowledgement {
+                    path: self.path.clone(),
+                    reason: "another signature was appended meanwhile: acknowledge again".into(),
+                });
+            }
+            Self::insert(&tx, &entry).map_err(&sql)?;
+            tx.commit().map_err(&sql)
         })?;
-        Ok(head)
+        drop(conn);
+        let new = Checkpoint {
+            count: entry.seq,
+            head: entry.hash,
+        };
+        self.write_kept(&KeptCheckpoint {
+            count: new.count,
+            head: new.head,
+            acknowledged: new.count,
+            carried,
+        })?;
+        Ok(new)
     }
 
     /// Checks that the log reaches the kept checkpoint: entry `kept.count` is there
@@ -565,6 +737,9 @@ impl SigningLogDb {
         // The entry after the current one: its seq and the `prev` it names.
         let mut newer: Option<(u64, B256)> = None;
         let mut stopped = false;
+        // Spending acknowledgements carried over from entries the log lost: `key`'s,
+        // counted against the window once its start is known.
+        let mut carried: Vec<Carried> = Vec::new();
         while let Some(row) = rows.next().map_err(self.sql())? {
             let entry = row_entry(row).map_err(self.sql())?;
             if let Some((seq, prev)) = newer
@@ -593,6 +768,7 @@ impl SigningLogDb {
                 });
             }
             newer = Some((entry.seq, body.prev));
+            carried.extend(body.carried.iter().filter(|c| c.key == key).cloned());
             if body.key == key {
                 if walked.newest_own.is_none() {
                     walked.newest_own = Some(body.time);
@@ -612,6 +788,22 @@ impl SigningLogDb {
                 }
                 if q.counts(&body) {
                     walked.total = walked.total.saturating_add(body.amount.unwrap_or_default());
+                }
+            }
+        }
+        // What the log lost counts as the entries did: a floor under the clock too.
+        if let Some(newest) = carried.iter().map(|c| c.time).max()
+            && walked.newest_own.is_none_or(|t| t < newest)
+        {
+            walked.newest_own = Some(newest);
+            if let Some(q) = window {
+                walked.since = walked.since.max(q.now.max(newest).saturating_sub(q.per));
+            }
+        }
+        if let Some(q) = window {
+            for c in &carried {
+                if c.chain_id == q.chain_id && c.contract == q.contract && c.time >= walked.since {
+                    walked.total = walked.total.saturating_add(c.amount);
                 }
             }
         }
@@ -698,7 +890,7 @@ impl SigningLogDb {
             if body.key == key
                 && body.chain_id == chain_id
                 && body.nonce == nonce
-                && body.chain_reset.is_none()
+                && body.signs_transaction()
             {
                 found.push(body);
             }
@@ -825,19 +1017,19 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
                 let body: EntryBody = serde_json::from_str(&entry.body).map_err(|e| {
                     bridgectl_tx::Error::Refused(format!("the new log entry does not read: {e}"))
                 })?;
-                let prior = if body.chain_reset.is_some() {
-                    // A chain reset signs no transaction: no nonce to guard.
-                    Vec::new()
-                } else {
+                let prior = if body.signs_transaction() {
                     self.signed_at_nonce_in(&tx, body.key, body.chain_id, body.nonce)
                         .map_err(as_tx)?
+                } else {
+                    // A chain reset signs no transaction: no nonce to guard.
+                    Vec::new()
                 };
-                if body.chain_reset.is_none() && same_signature(&prior, &body).is_some() {
+                if body.signs_transaction() && same_signature(&prior, &body).is_some() {
                     // The very transaction again (the same bytes): recorded once, counted
                     // once.
                     return Ok(None);
                 }
-                if body.chain_reset.is_none() {
+                if body.signs_transaction() {
                     nonce_free(
                         &prior,
                         body.key,
@@ -868,13 +1060,20 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
             head: entry.hash,
         };
         // The kept checkpoint only moves forward (a concurrent signer may have written
-        // a later one); a stale one is safe, the log still reaches it.
+        // a later one); a stale one is safe, the log still reaches it. It adds this
+        // entry's spending to what it keeps of each key's.
         let kept = self.kept().ok().flatten();
-        if kept.is_none_or(|k| k.count < new.count) {
+        if kept.as_ref().is_none_or(|k| k.count < new.count) {
+            let body: Option<EntryBody> = serde_json::from_str(&entry.body).ok();
+            let before = kept
+                .as_ref()
+                .map(|k| k.carried.as_slice())
+                .unwrap_or_default();
             self.advance_kept(&KeptCheckpoint {
                 count: new.count,
                 head: new.head,
-                acknowledged: kept.map_or(0, |k| k.acknowledged),
+                acknowledged: kept.as_ref().map_or(0, |k| k.acknowledged),
+                carried: body.map_or_else(|| before.to_vec(), |b| carry(before, &b)),
             })
             .map_err(boxed)?;
         }
@@ -999,6 +1198,7 @@ mod tests {
             count,
             head: B256::repeat_byte(u8::try_from(count % 251).expect("small")),
             acknowledged,
+            carried: Vec::new(),
         }
     }
 
@@ -1012,11 +1212,26 @@ mod tests {
             count: u64::MAX,
             head: B256::repeat_byte(0xff),
             acknowledged: u64::MAX,
+            carried: Vec::new(),
         };
         let slot = encode_slot(&big);
         assert_eq!(slot[CHECKPOINT_SLOT_BYTES - 1], b'\n');
         assert!(!slot[..CHECKPOINT_SLOT_BYTES - 1].contains(&b'\n'));
         assert_eq!(decode_slot(&slot), Some(big), "the largest values fit");
+        // And as many spending sums as it keeps, the largest amounts.
+        let full = KeptCheckpoint {
+            carried: (0..MAX_CARRIED as u64)
+                .map(|i| Carried {
+                    key: Address::repeat_byte(u8::try_from(i % 250).expect("small")),
+                    chain_id: u64::MAX,
+                    contract: Address::repeat_byte(0xee),
+                    time: u64::MAX - i,
+                    amount: U256::MAX,
+                })
+                .collect(),
+            ..kept(5, 5)
+        };
+        assert_eq!(decode_slot(&encode_slot(&full)), Some(full), "the sums fit");
         assert_eq!(read_kept(&file(&kept(7, 3), &kept(8, 3))), Ok(kept(8, 3)));
         assert_eq!(read_kept(&file(&kept(9, 3), &kept(8, 3))), Ok(kept(9, 3)));
         assert_eq!(read_kept(&file(&kept(8, 2), &kept(8, 5))), Ok(kept(8, 5)));
@@ -1029,14 +1244,14 @@ mod tests {
         let mut torn = file(&older, &older);
         torn[CHECKPOINT_SLOT_BYTES..CHECKPOINT_SLOT_BYTES + 40]
             .copy_from_slice(&encode_slot(&newer)[..40]);
-        assert_eq!(read_kept(&torn), Ok(older));
+        assert_eq!(read_kept(&torn), Ok(older.clone()));
         // Parses, but a digit changed: the check refuses it.
         let mut edited = file(&older, &newer);
         let text = String::from_utf8(edited[CHECKPOINT_SLOT_BYTES..].to_vec()).expect("text");
         let changed = text.replacen("\"count\":11", "\"count\":12", 1);
         assert_ne!(changed, text);
         edited[CHECKPOINT_SLOT_BYTES..].copy_from_slice(changed.as_bytes());
-        assert_eq!(read_kept(&edited), Ok(older));
+        assert_eq!(read_kept(&edited), Ok(older.clone()));
         // Zeroes (a block lost in a power cut) in one slot, then in both.
         let mut zeroed = file(&older, &newer);
         zeroed[..CHECKPOINT_SLOT_BYTES].fill(0);
@@ -1078,6 +1293,62 @@ mod tests {
         let old = serde_json::to_vec(&kept(4, 2)).expect("json");
         assert_eq!(read_kept(&old), Ok(kept(4, 2)));
         assert!(read_kept(b"{\"count\":").is_err());
+        // Two 256-byte slots, as written before spending was carried.
+        let legacy = |k: &KeptCheckpoint| {
+            let mut out = vec![b' '; LEGACY_SLOT_BYTES];
+            let json = serde_json::to_vec(&serde_json::json!({
+                "count": k.count, "head": k.head, "acknowledged": k.acknowledged,
+                "check": slot_check(k),
+            }))
+            .expect("json");
+            out[..json.len()].copy_from_slice(&json);
+            out[LEGACY_SLOT_BYTES - 1] = b'\n';
+            out
+        };
+        let file = [legacy(&kept(6, 1)), legacy(&kept(7, 1))].concat();
+        assert_eq!(read_kept(&file), Ok(kept(7, 1)));
+    }
+
+    fn spent(key: u8, time: u64, amount: u64) -> EntryBody {
+        let body = bridgectl_tx::log::acknowledgement(
+            Checkpoint::EMPTY,
+            Address::repeat_byte(key),
+            time,
+            Checkpoint::EMPTY,
+            Vec::new(),
+        );
+        EntryBody {
+            chain_id: 7,
+            to: Address::repeat_byte(0xcc),
+            amount: Some(U256::from(amount)),
+            acknowledges: None,
+            ..body
+        }
+    }
+
+    /// Each key's spending is kept by the hour for a month, merged (dated by the newer)
+    /// past [`MAX_CARRIED`] sums: never less than was spent in any window it reaches.
+    #[test]
+    fn spending_is_carried_by_the_hour_for_a_month_and_merged_never_lost() {
+        let hour = 3600;
+        let mut carried = carry(&[], &spent(1, 10 * hour, 5));
+        carried = carry(&carried, &spent(1, 10 * hour + 60, 2));
+        assert_eq!(carried.len(), 1, "one hour, one sum");
+        assert_eq!(carried[0].amount, U256::from(7u8));
+        assert_eq!(carried[0].time, 10 * hour + 60, "dated by the newest");
+        carried = carry(&carried, &spent(2, 11 * hour, 3));
+        assert_eq!(carried.len(), 2, "another key");
+        // A month later the old sums are gone.
+        carried = carry(&carried, &spent(1, 12 * hour + CARRY_SECS, 1));
+        assert_eq!(carried.len(), 1);
+        // Past MAX_CARRIED sums, the oldest of a key merge into the next.
+        let mut many = Vec::new();
+        for h in 0..(MAX_CARRIED as u64 + 10) {
+            many = carry(&many, &spent(1, h * hour, 1));
+        }
+        assert_eq!(many.len(), MAX_CARRIED);
+        let total: U256 = many.iter().map(|c| c.amount).sum();
+        assert_eq!(total, U256::from(MAX_CARRIED as u64 + 10), "nothing lost");
     }
 
     #[test]

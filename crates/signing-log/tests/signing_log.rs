@@ -425,7 +425,9 @@ fn a_strangers_entry_dated_long_ago_does_not_reset_the_window() {
         e.contains("entry 2 is signed by") && e.contains(&stranger.address().to_string()),
         "{e}"
     );
-    log.acknowledge().expect("acknowledged");
+    // Acknowledged by a key of the keystore; the log reached its checkpoint, so nothing
+    // is carried over and the window holds what the log holds.
+    log.acknowledge(&key(), T0 + 60).expect("acknowledged");
     let e = refusal(&log, 1, T0 + 60);
     assert!(e.contains("8 ST signed already in the window"), "{e}");
 }
@@ -485,15 +487,21 @@ fn a_deleted_or_restored_log_refuses_until_acknowledged() {
         .with_known_keys(vec![key().address()]);
     let e = refusal(&log, 2, T0 + 60);
     assert!(e.contains("it has 0 entries"), "{e}");
-    // A person who knows why acknowledges it; it signs again from there.
-    log.acknowledge().expect("acknowledged");
+    // A person who knows why acknowledges it, signed by a key: it signs again from
+    // there, and what the lost entries spent is carried into the window by the
+    // acknowledgement (from the checkpoint kept beside the log), not forgotten.
+    log.acknowledge(&key(), T0 + 60).expect("acknowledged");
+    let e = refusal(&log, 2, T0 + 60);
+    assert!(e.contains("9 ST signed already in the window"), "{e}");
     sign(
         &log,
         &policy(LIMIT),
-        &redeem(key().address(), 2, 8),
+        &redeem(key().address(), 2, 1),
         T0 + 60,
     )
-    .expect("signs");
+    .expect("what the window leaves");
+    // An export of the acknowledged log still holds for an auditor.
+    log.verify(None).expect("the log holds");
 }
 
 #[test]

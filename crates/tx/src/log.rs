@@ -110,6 +110,45 @@ pub struct EntryBody {
     /// ([`SigningLog::chain_genesis`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub genesis: Option<B256>,
+    /// Set on an acknowledgement, an entry that signs no transaction (`bridgectl log
+    /// acknowledge`, signed by a key of the keystore): the checkpoint kept beside the log
+    /// when a person accepted the log as it stands. Its `nonce`, `to` and `txHash` are
+    /// zero, its chain 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acknowledges: Option<Checkpoint>,
+    /// Spending an acknowledgement carries over from entries the log no longer holds
+    /// (the kept checkpoint's record of recent spending): counted in spending windows as
+    /// the lost entries were, so accepting a log that lost entries forgets nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub carried: Vec<Carried>,
+}
+
+impl EntryBody {
+    /// Whether this entry records a signed transaction (not a chain reset or an
+    /// acknowledgement): only those hold a nonce.
+    pub fn signs_transaction(&self) -> bool {
+        self.chain_reset.is_none() && self.acknowledges.is_none()
+    }
+}
+
+/// Recent spending of one key on one token, as the kept checkpoint records it and an
+/// acknowledgement carries it ([`EntryBody::carried`]): the sum of the amounts of that
+/// key's entries of one hour, dated by the newest of them (counting it whole in any
+/// window that reaches that time is stricter, never looser).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Carried {
+    /// The signing key.
+    pub key: Address,
+    /// The chain.
+    pub chain_id: u64,
+    /// The token contract.
+    pub contract: Address,
+    /// The newest signature summed here, in Unix seconds.
+    pub time: u64,
+    /// The amount, in base units, decimal.
+    #[serde(with = "decimal")]
+    pub amount: U256,
 }
 
 /// One entry as stored and exported: the body's text, its hash and the key's signature.
@@ -130,6 +169,7 @@ pub struct Entry {
 /// The head of a log: how many entries, and the last one's hash. Printed as
 /// `COUNT:HASH` for the operator to keep elsewhere.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Checkpoint {
     /// Number of entries.
     pub count: u64,
@@ -633,9 +673,54 @@ pub fn log_chain_reset(
             replaces: None,
             chain_reset: Some(genesis),
             genesis: None,
+            acknowledges: None,
+            carried: Vec::new(),
         };
         seal(&body, signer)
     })
+}
+
+/// The body of an acknowledgement by `key` at `time`, following `head` (see
+/// [`EntryBody::acknowledges`]): the checkpoint `kept` beside the log then, and the
+/// spending it `carried` over.
+pub fn acknowledgement(
+    head: Checkpoint,
+    key: Address,
+    time: u64,
+    kept: Checkpoint,
+    carried: Vec<Carried>,
+) -> EntryBody {
+    // Never dated before what it carries: a walk back that stops before it could not
+    // reach a carried amount still inside a window.
+    let time = carried.iter().map(|c| c.time).fold(time, u64::max);
+    EntryBody {
+        v: ENTRY_VERSION,
+        seq: head.count + 1,
+        prev: head.head,
+        time,
+        key,
+        chain_id: 0,
+        nonce: 0,
+        to: Address::ZERO,
+        function: None,
+        args: BTreeMap::new(),
+        token: None,
+        amount: None,
+        value: U256::ZERO,
+        tx_hash: B256::ZERO,
+        signing_hash: None,
+        replaces: None,
+        chain_reset: None,
+        genesis: None,
+        acknowledges: Some(kept),
+        carried,
+    }
+}
+
+/// `body` signed by `signer` (EIP-191 over its hash), as every entry is: for an entry
+/// the caller made itself ([`acknowledgement`]).
+pub fn seal_entry(body: &EntryBody, signer: &PrivateKeySigner) -> Result<Entry, Error> {
+    seal(body, signer)
 }
 
 /// One nonce, one signature: refuses to sign the transaction with `signing_hash` as

@@ -157,6 +157,8 @@ fn entry_body(head: Head, verified: &Verified, signed: &SignedTx, time: u64) -> 
         replaces: verified.replaces(),
         chain_reset: None,
         genesis: verified.genesis(),
+        acknowledges: None,
+        carried: Vec::new(),
     }
 }
 

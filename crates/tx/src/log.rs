@@ -655,29 +655,43 @@ pub fn log_chain_reset(
 ) -> Result<Checkpoint, Error> {
     log.append(signer.address(), None, &mut |head| {
         let body = EntryBody {
-            v: ENTRY_VERSION,
-            seq: head.checkpoint.count + 1,
-            prev: head.checkpoint.head,
-            time: time.max(head.time),
-            key: signer.address(),
-            chain_id,
-            nonce: 0,
-            to: Address::ZERO,
-            function: None,
-            args: BTreeMap::new(),
-            token: None,
-            amount: None,
-            value: U256::ZERO,
-            tx_hash: B256::ZERO,
-            signing_hash: None,
-            replaces: None,
             chain_reset: Some(genesis),
-            genesis: None,
-            acknowledges: None,
-            carried: Vec::new(),
+            ..record(
+                head.checkpoint,
+                signer.address(),
+                time.max(head.time),
+                chain_id,
+            )
         };
         seal(&body, signer)
     })
+}
+
+/// An entry that signs no transaction (a chain reset, an acknowledgement) by `key` at
+/// `time` on `chain_id`, following `head`: no call, nonce 0, to and hashes zero.
+fn record(head: Checkpoint, key: Address, time: u64, chain_id: u64) -> EntryBody {
+    EntryBody {
+        v: ENTRY_VERSION,
+        seq: head.count + 1,
+        prev: head.head,
+        time,
+        key,
+        chain_id,
+        nonce: 0,
+        to: Address::ZERO,
+        function: None,
+        args: BTreeMap::new(),
+        token: None,
+        amount: None,
+        value: U256::ZERO,
+        tx_hash: B256::ZERO,
+        signing_hash: None,
+        replaces: None,
+        chain_reset: None,
+        genesis: None,
+        acknowledges: None,
+        carried: Vec::new(),
+    }
 }
 
 /// The body of an acknowledgement by `key` at `time`, following `head` (see
@@ -694,26 +708,9 @@ pub fn acknowledgement(
     // reach a carried amount still inside a window.
     let time = carried.iter().map(|c| c.time).fold(time, u64::max);
     EntryBody {
-        v: ENTRY_VERSION,
-        seq: head.count + 1,
-        prev: head.head,
-        time,
-        key,
-        chain_id: 0,
-        nonce: 0,
-        to: Address::ZERO,
-        function: None,
-        args: BTreeMap::new(),
-        token: None,
-        amount: None,
-        value: U256::ZERO,
-        tx_hash: B256::ZERO,
-        signing_hash: None,
-        replaces: None,
-        chain_reset: None,
-        genesis: None,
         acknowledges: Some(kept),
         carried,
+        ..record(head, key, time, 0)
     }
 }
 

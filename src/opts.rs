@@ -109,6 +109,7 @@ pub struct FlowOpts {
     #[arg(
         long,
         env = "BRIDGECTL_SIGNER_TIMEOUT",
+        hide_env_values = true,
         value_name = "SECS",
         default_value_t = 300
     )]

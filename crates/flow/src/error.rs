@@ -42,7 +42,7 @@ pub enum Error {
         url: String,
     },
 
-    /// A `--signer`-style signing endpoint's URL that cannot be used: checked before
+    /// A signing endpoint's URL ([`crate::rpc::RpcSigner`]) that cannot be used: checked before
     /// anything is asked of the platform or the endpoint.
     #[error("signing endpoint {url}: {reason}")]
     SignerUrl {

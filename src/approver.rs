@@ -152,7 +152,7 @@ impl Approver for CliApprover<'_> {
             // Its signatures go into this keystore's log as its own.
             self.keystore
                 .add_external_signer(from)
-                .map_err(Error::unlock)?;
+                .map_err(Error::unlock_failed)?;
             return Ok(CliSigner::Rpc(RpcSigner::with_timeout(
                 url,
                 from,
@@ -170,7 +170,7 @@ impl Approver for CliApprover<'_> {
             None => self.passphrases.unlock(self.keystore, &from.to_string()),
         };
         self.unlock_time += started.elapsed();
-        Ok(CliSigner::Local(signer.map_err(Error::unlock)?))
+        Ok(CliSigner::Local(signer.map_err(Error::unlock_failed)?))
     }
 }
 

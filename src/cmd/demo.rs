@@ -67,7 +67,7 @@ impl Approver for DemoApprover<'_> {
             .ok_or_else(|| bridgectl_flow::Error::Declined("no key".into()))?;
         let mut provider = Passphrase::new(pass.expose_secret().to_owned());
         ks.unlock(&review.raw_tx().from.to_string(), &mut provider)
-            .map_err(bridgectl_flow::Error::unlock)
+            .map_err(bridgectl_flow::Error::unlock_failed)
     }
 }
 

@@ -29,7 +29,7 @@ impl Approver for Unlock {
         let mut passphrase = Passphrase::new(self.passphrase.expose_secret().to_owned());
         self.keystore
             .unlock(&tx.from.to_string(), &mut passphrase)
-            .map_err(Error::unlock)
+            .map_err(Error::unlock_failed)
     }
 }
 

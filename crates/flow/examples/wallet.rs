@@ -34,7 +34,7 @@ impl Approver for Wallet {
     async fn approve(&mut self, review: &Review<'_>) -> Result<PrivateKeySigner, Error> {
         let what = review.intent.description.as_deref().unwrap_or("a call");
         eprintln!("approve: {what}, nonce {}", review.raw_tx().nonce);
-        self.key(review.raw_tx().from).await.map_err(Error::unlock)
+        self.key(review.raw_tx().from).await.map_err(Error::unlock_failed)
     }
 }
 

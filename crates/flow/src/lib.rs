@@ -23,7 +23,7 @@ pub use alloy_primitives::{Address, U256};
 pub use alloy_signer_local::PrivateKeySigner;
 /// The one secret type of every bridgectl crate: the platform's token
 /// ([`client::AccessToken`]), a keystore's passphrase, a web3 token.
-pub use bridgectl_secret::Secret;
+pub use bridgectl_secret::{Secret, WrongSecret};
 /// The transaction layer the flows' types come from ([`Review`] holds its `Verified`,
 /// errors carry its refusals): one dependency for an embedder, the same version.
 pub use bridgectl_tx as tx;

@@ -41,7 +41,7 @@ impl Approver for Unlocks<'_> {
                 Passphrase::new(PASSPHRASE.to_owned()),
             )
             .await
-            .map_err(Error::unlock)
+            .map_err(Error::unlock_failed)
     }
 }
 

@@ -34,7 +34,7 @@ impl Approver for Asks<'_> {
         let mut passphrase = Passphrase::new(PASSPHRASE.to_owned());
         self.keystore
             .unlock(&review.raw_tx().from.to_string(), &mut passphrase)
-            .map_err(Error::unlock)
+            .map_err(Error::unlock_failed)
     }
 }
 

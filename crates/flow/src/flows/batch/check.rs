@@ -179,6 +179,7 @@ impl Flows {
                         id: item.id.clone(),
                         from,
                         reason,
+                        error: std::sync::Arc::new(e),
                     });
                 }
             }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use bridgectl_flow::client::{AccessToken, ClientOptions, PlatformClient};
 use bridgectl_flow::rpc::RpcSigner;
-use bridgectl_flow::{Approver, Bridge, Error, Flows, GasPriceCap, Journal, Quiet, Review};
+use bridgectl_flow::{ApproveFuture, Approver, Bridge, Flows, GasPriceCap, Journal, Quiet, Review};
 use bridgectl_keystore::Keystore;
 use bridgectl_signing_log::SigningLogDb;
 
@@ -19,13 +19,15 @@ struct Endpoint(RpcSigner);
 impl Approver for Endpoint {
     type Signer = RpcSigner;
 
-    async fn approve(&mut self, review: &Review<'_>) -> Result<RpcSigner, Error> {
-        let tx = review.raw_tx();
-        eprintln!(
-            "signing on the device: nonce {} to {} on chain {}",
-            tx.nonce, tx.to, tx.chain_id
-        );
-        Ok(self.0.clone())
+    fn approve<'a>(&'a mut self, review: &'a Review<'_>) -> ApproveFuture<'a, RpcSigner> {
+        Box::pin(async move {
+            let tx = review.raw_tx();
+            eprintln!(
+                "signing on the device: nonce {} to {} on chain {}",
+                tx.nonce, tx.to, tx.chain_id
+            );
+            Ok(self.0.clone())
+        })
     }
 }
 

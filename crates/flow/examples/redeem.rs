@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use bridgectl_flow::PrivateKeySigner;
 use bridgectl_flow::client::{AccessToken, ClientOptions, PlatformClient};
-use bridgectl_flow::{Approver, Bridge, Error, Flows, GasPriceCap, Journal, Quiet, Review};
+use bridgectl_flow::{
+    ApproveFuture, Approver, Bridge, Error, Flows, GasPriceCap, Journal, Quiet, Review,
+};
 use bridgectl_keystore::{Keystore, Passphrase};
 use bridgectl_signing_log::SigningLogDb;
 
@@ -20,16 +22,18 @@ struct Unlock {
 impl Approver for Unlock {
     type Signer = PrivateKeySigner;
 
-    async fn approve(&mut self, review: &Review<'_>) -> Result<PrivateKeySigner, Error> {
-        let tx = review.raw_tx();
-        eprintln!(
-            "signing: nonce {} to {} on chain {}",
-            tx.nonce, tx.to, tx.chain_id
-        );
-        let mut passphrase = Passphrase::new(self.passphrase.expose_secret().to_owned());
-        self.keystore
-            .unlock(&tx.from.to_string(), &mut passphrase)
-            .map_err(Error::unlock_failed)
+    fn approve<'a>(&'a mut self, review: &'a Review<'_>) -> ApproveFuture<'a, PrivateKeySigner> {
+        Box::pin(async move {
+            let tx = review.raw_tx();
+            eprintln!(
+                "signing: nonce {} to {} on chain {}",
+                tx.nonce, tx.to, tx.chain_id
+            );
+            let mut passphrase = Passphrase::new(self.passphrase.expose_secret().to_owned());
+            self.keystore
+                .unlock(&tx.from.to_string(), &mut passphrase)
+                .map_err(Error::unlock_failed)
+        })
     }
 }
 

@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use bridgectl_flow::client::{AccessToken, ClientOptions, PlatformClient};
 use bridgectl_flow::tx::{self, Context, Nonce, NonceFacts, RawTx, request::Intent};
-use bridgectl_flow::{Address, Approver, Bridge, Error, Flows, GasPriceCap, GasSource, Journal};
+use bridgectl_flow::{
+    Address, ApproveFuture, Approver, Bridge, Error, Flows, GasPriceCap, GasSource, Journal,
+};
 use bridgectl_flow::{NonceSource, PrivateKeySigner, Quiet, Review, SwapSpec, U256};
 use bridgectl_keystore::{Keystore, Passphrase};
 use bridgectl_signing_log::SigningLogDb;
@@ -31,10 +33,14 @@ impl Wallet {
 impl Approver for Wallet {
     type Signer = PrivateKeySigner;
 
-    async fn approve(&mut self, review: &Review<'_>) -> Result<PrivateKeySigner, Error> {
-        let what = review.intent.description.as_deref().unwrap_or("a call");
-        eprintln!("approve: {what}, nonce {}", review.raw_tx().nonce);
-        self.key(review.raw_tx().from).await.map_err(Error::unlock_failed)
+    fn approve<'a>(&'a mut self, review: &'a Review<'_>) -> ApproveFuture<'a, PrivateKeySigner> {
+        Box::pin(async move {
+            let what = review.intent.description.as_deref().unwrap_or("a call");
+            eprintln!("approve: {what}, nonce {}", review.raw_tx().nonce);
+            self.key(review.raw_tx().from)
+                .await
+                .map_err(Error::unlock_failed)
+        })
     }
 }
 

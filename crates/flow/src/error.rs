@@ -776,7 +776,10 @@ mod refusal_tests {
                 Error::BundleMismatch(_) => "bundle",
                 Error::BatchRefused { refused, .. } => {
                     // The item's refusal is typed, not only text.
-                    assert!(matches!(*refused[0].error, bridgectl_tx::Error::Limit { .. }));
+                    assert!(matches!(
+                        *refused[0].error,
+                        bridgectl_tx::Error::Limit { .. }
+                    ));
                     "batch"
                 }
                 Error::CannotReplace { .. } => "replace",

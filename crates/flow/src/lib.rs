@@ -30,9 +30,9 @@ pub use bridgectl_tx as tx;
 pub use bridgectl_tx::{Policy, SignedTx, Verified};
 pub use error::{Error, chain};
 pub use flows::{
-    AccountPlan, AccountSpend, ActionCall, ActionOutcome, ActionResult, Approver, BatchCheck,
-    BatchCounts, BatchItem, BatchOp, BatchOptions, BatchPlan, BatchStatus, Bridge, BundleCheck,
-    CANCEL_GAS_LIMIT, Cap, ChainResetPlan, ChainSide, DEFAULT_BUMP_BASIS_POINTS,
+    AccountPlan, AccountSpend, ActionCall, ActionOutcome, ActionResult, ApproveFuture, Approver,
+    BatchCheck, BatchCounts, BatchItem, BatchOp, BatchOptions, BatchPlan, BatchStatus, Bridge,
+    BundleCheck, CANCEL_GAS_LIMIT, Cap, ChainResetPlan, ChainSide, DEFAULT_BUMP_BASIS_POINTS,
     DEFAULT_MAX_GAS_LIMIT, Ended, EndedBy, FlowStatus, Flows, FlowsBuilder,
     GAS_PRICE_SANITY_MULTIPLE, GasNeed, GasPriceCap, GasSource, ItemError, ItemResult, ItemState,
     ItemStatus, ItemView, Mode, Moved, NoGasPriceCap, NonceSource, OfflineSigner, OfflineSigning,

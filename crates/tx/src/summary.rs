@@ -338,7 +338,9 @@ mod tests {
         };
         let claimed = Summary::new(&tx(data.clone(), Address::ZERO), &ctx).to_string();
         assert!(
-            claimed.contains("claimed:   \"redeem 1 ST into MT\" (the request's description, not checked)"),
+            claimed.contains(
+                "claimed:   \"redeem 1 ST into MT\" (the request's description, not checked)"
+            ),
             "{claimed}"
         );
         ctx.description_by_caller = true;
@@ -396,7 +398,10 @@ mod tests {
             "{text}"
         );
         let data = calldata::erc20_transfer(Address::ZERO, U256::from(5));
-        let s = Summary::new(&tx(data, Address::repeat_byte(1)), &SummaryContext::default());
+        let s = Summary::new(
+            &tx(data, Address::repeat_byte(1)),
+            &SummaryContext::default(),
+        );
         assert!(
             s.warnings
                 .iter()

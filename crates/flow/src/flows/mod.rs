@@ -29,6 +29,7 @@ mod swap;
 mod transfer;
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -123,10 +124,37 @@ impl Review<'_> {
     }
 }
 
+/// The future an [`Approver`] returns: boxed, as `async_trait` would write it, so that
+/// an approver can be a trait object (`Box<dyn Approver<Signer = S>>`, chosen at run
+/// time: a terminal's, a GUI's, an unattended one). Write the body as
+/// `Box::pin(async move { ... })`.
+pub type ApproveFuture<'a, S> = Pin<Box<dyn Future<Output = Result<S, Error>> + Send + 'a>>;
+
 /// The caller's part in signing: show, confirm, pick the signer. The library never
 /// prompts; a CLI shows a summary and reads a passphrase, a GUI wallet opens a dialog, a
 /// hardware wallet's own screen is the question. Async, so a wallet waiting for its user
-/// does not block the flow's runtime.
+/// does not block the flow's runtime (unlock with `Keystore::unlock_async`, whose key
+/// derivation runs off the runtime's threads, not `Keystore::unlock`).
+///
+/// # What pins a call: when an approver may say yes without asking
+///
+/// One rule for the CLI and the library: [`Verified::pins_call`] on
+/// `review.verified` is true when the operator fixed the whole call in advance, and
+/// only then may an approver sign without a person's confirmation:
+/// - a flow built from its caller's own arguments pins it: [`Flows::redeem`] (the
+///   amount), [`Flows::swap`] and [`Flows::transfer`] (recipient and amount), whose
+///   intents are [`Intent::pinned_by_caller`]; so a wallet's unattended approver may
+///   approve its own redeem;
+/// - the policy's expectations pin it (`expect_data`, or `expect_function` with every
+///   argument), and so does a standing approval in [`Policy::auto_approve`] (a
+///   function, its destinations and a most it may move);
+/// - a request's or the platform's words never do: an action whose function the
+///   platform chose, a sign request's intent. Those narrow what is signed; a person (or
+///   the operator's policy) approves it.
+///
+/// Everything in the review passed the checks already; the summary
+/// (`bridgectl_tx::summary::Summary::new(review.raw_tx(), &review.verified.summary_context())`)
+/// shows a flow's own description as what is signed, a request's as a claim.
 pub trait Approver: Send {
     /// What signs for the approved transaction.
     ///
@@ -138,11 +166,18 @@ pub trait Approver: Send {
     type Signer: TransactionSigner;
 
     /// Returns the signer for `review.raw_tx().from`, or an error to stop (nothing is
-    /// signed; [`Error::Declined`] for a "no"). Called only after every check passed.
-    fn approve(
-        &mut self,
-        review: &Review<'_>,
-    ) -> impl Future<Output = Result<Self::Signer, Error>> + Send;
+    /// signed; [`Error::Declined`] for a "no", [`Error::unlock_failed`] for a key that
+    /// would not unlock). Called only after every check passed.
+    fn approve<'a>(&'a mut self, review: &'a Review<'_>) -> ApproveFuture<'a, Self::Signer>;
+}
+
+/// A boxed approver (`Box<dyn Approver<Signer = S>>`) is one.
+impl<A: Approver + ?Sized> Approver for Box<A> {
+    type Signer = A::Signer;
+
+    fn approve<'a>(&'a mut self, review: &'a Review<'_>) -> ApproveFuture<'a, Self::Signer> {
+        (**self).approve(review)
+    }
 }
 
 /// Where signed transactions go.

@@ -249,6 +249,8 @@ pub struct Flows {
     signing_log: Arc<dyn SigningLog>,
     bridge: Option<Bridge>,
     policy: Policy,
+    /// Each chain's own policy, over `policy` for a transaction on that chain.
+    chain_policies: std::collections::BTreeMap<u64, Policy>,
     submitter: Submitter,
     wait: WaitOptions,
     /// One client per node URL, made on first use: a client holds its connections (and
@@ -291,6 +293,7 @@ impl Flows {
                 signing_log,
                 bridge: None,
                 policy: Policy::default(),
+                chain_policies: Default::default(),
                 submitter: Submitter::Platform,
                 wait: WaitOptions::default(),
                 nodes: Default::default(),
@@ -314,6 +317,17 @@ impl<G> FlowsBuilder<G> {
     /// The user's own caps and expectations, checked on top of every intent.
     pub fn policy(mut self, policy: Policy) -> Self {
         self.flows.policy = policy;
+        self
+    }
+
+    /// The policy of transactions on `chain_id`, over the one of [`FlowsBuilder::policy`]
+    /// (its unset fields filled from that one, as flags over a profile): chain ids,
+    /// contracts and caps belong to the chain a flow runs on, so one [`Flows`] swaps on
+    /// the main chain (`expect_chain_id` its id, its gas caps) and redeems on the side
+    /// chain (another id, other caps). A transaction on a chain with no policy of its
+    /// own meets the general one alone.
+    pub fn chain_policy(mut self, chain_id: u64, policy: Policy) -> Self {
+        self.flows.chain_policies.insert(chain_id, policy);
         self
     }
 
@@ -354,8 +368,10 @@ impl FlowsBuilder<GasPriceCap> {
     /// The flows.
     pub fn build(mut self) -> Flows {
         if let GasPriceCap::Max(max) = self.gas_price {
-            let p = &mut self.flows.policy;
-            p.max_gas_price = Some(p.max_gas_price.map_or(max, |m| m.min(max)));
+            let flows = &mut self.flows;
+            for p in std::iter::once(&mut flows.policy).chain(flows.chain_policies.values_mut()) {
+                p.max_gas_price = Some(p.max_gas_price.map_or(max, |m| m.min(max)));
+            }
         }
         self.flows
     }
@@ -417,11 +433,35 @@ impl Flows {
         ))
     }
 
-    /// The policy in force: the user's, with the bridge's chains and contracts (and
-    /// their tokens) as trusted facts. The bridge description comes from the same place
-    /// as the policy (the embedder's configuration), never from the platform.
+    /// The policy in force for every chain: the user's, with the bridge's chains and
+    /// contracts (and their tokens) as trusted facts. The bridge description comes from
+    /// the same place as the policy (the embedder's configuration), never from the
+    /// platform. A transaction on a chain is checked against [`Flows::policy_for`].
     pub fn trust_root(&self) -> Policy {
-        let mut policy = self.policy.clone();
+        self.with_bridge(self.policy.clone())
+    }
+
+    /// The policy a transaction on `chain_id` is checked against: that chain's own
+    /// ([`FlowsBuilder::chain_policy`]) over the general one, with the bridge's chains
+    /// and contracts as trusted facts. Where a chain has a policy of its own, the
+    /// general one's `expect_chain_id` and `expect_to` do not reach it: which chain and
+    /// which contract are that chain's to say.
+    pub fn policy_for(&self, chain_id: u64) -> Policy {
+        match self.chain_policies.get(&chain_id) {
+            Some(own) => {
+                let general = Policy {
+                    expect_chain_id: None,
+                    expect_to: None,
+                    ..self.policy.clone()
+                };
+                self.with_bridge(own.clone().or(&general))
+            }
+            None => self.trust_root(),
+        }
+    }
+
+    /// `policy` with the bridge's chains and contracts (and their tokens) trusted.
+    fn with_bridge(&self, mut policy: Policy) -> Policy {
         if let Some(b) = &self.bridge {
             for side in [&b.main, &b.side] {
                 policy
@@ -509,7 +549,7 @@ impl Flows {
         // A cancel is a transfer to the sender itself, never a trusted contract's call.
         let policy = match purpose {
             Purpose::Cancel => self.cancel_policy(&unsigned),
-            _ => self.trust_root(),
+            _ => self.policy_for(unsigned.chain_id),
         };
         Ok(bridgectl_tx::verify(&unsigned, intent, &policy, &context)?)
     }
@@ -554,6 +594,68 @@ fn transfer_intent(side: &ChainSide, to: Address, amount: U256, what: &str) -> I
 mod tests {
     use super::*;
     use crate::client::PlatformError;
+
+    /// One `Flows` for both chains: the side chain's policy expects its own chain id
+    /// and caps, the main chain keeps the general policy's, and the general
+    /// `expect_chain_id` does not reach a chain with a policy of its own.
+    #[test]
+    fn each_chain_has_its_own_policy_over_the_general_one() {
+        let dir = tempfile::tempdir().expect("dir");
+        let log = bridgectl_signing_log::SigningLogDb::open_in(dir.path(), vec![]).expect("log");
+        let client = PlatformClient::new(
+            "http://127.0.0.1:1",
+            crate::client::AccessToken::new("t"),
+            crate::client::ClientOptions::default(),
+        )
+        .expect("client");
+        let general = Policy {
+            expect_chain_id: Some(31338),
+            max_fee: Some(U256::from(7)),
+            ..Policy::default()
+        };
+        let side = Policy {
+            expect_chain_id: Some(31338),
+            max_gas_price: Some(5),
+            ..Policy::default()
+        };
+        let main = Policy {
+            max_gas_price: Some(50),
+            ..Policy::default()
+        };
+        let flows = Flows::builder(
+            client,
+            Arc::new(Journal::in_memory().expect("j")),
+            Arc::new(log),
+        )
+        .policy(general)
+        .chain_policy(31338, side)
+        .chain_policy(31337, main)
+        .gas_price(GasPriceCap::Max(20))
+        .build();
+        let on_side = flows.policy_for(31338);
+        assert_eq!(on_side.expect_chain_id, Some(31338));
+        assert_eq!(
+            on_side.max_gas_price,
+            Some(5),
+            "the lower of its own and the builder's"
+        );
+        assert_eq!(
+            on_side.max_fee,
+            Some(U256::from(7)),
+            "filled from the general one"
+        );
+        let on_main = flows.policy_for(31337);
+        assert_eq!(
+            on_main.expect_chain_id, None,
+            "the general chain id is not the main chain's"
+        );
+        assert_eq!(on_main.max_gas_price, Some(20));
+        assert_eq!(
+            flows.policy_for(1).expect_chain_id,
+            Some(31338),
+            "no own policy: the general one"
+        );
+    }
 
     #[test]
     fn already_known_is_recognised_in_codes_and_messages() {

@@ -208,7 +208,7 @@ impl Run<'_> {
     ) -> Result<Verified, Error> {
         let flows = self.flows;
         let checked = async {
-            let policy = flows.trust_root();
+            let policy = flows.policy_for(raw_tx.chain_id);
             let mut context = match prefetched {
                 Some((chain_id, context)) if chain_id == raw_tx.chain_id => context,
                 _ => self.context(raw_tx.chain_id).await?,

@@ -75,13 +75,6 @@ impl Flows {
     /// find out (a node, the signing log); what the run would refuse is in the
     /// [`BatchCheck`] ([`BatchCheck::verdict`]).
     pub async fn check_batch(&self, items: &[BatchItem]) -> Result<BatchCheck, Error> {
-        let policy = self.trust_root();
-        // A swap's destination is not known yet: the run applies the allowlist to it.
-        let without_allowlist = Policy {
-            allowed_destinations: Vec::new(),
-            ..policy.clone()
-        };
-        let cap = policy.max_gas_limit.unwrap_or(DEFAULT_MAX_GAS_LIMIT);
         let now = self.clock.now();
         let mut quotes: HashMap<u64, Option<u128>> = HashMap::new();
         let mut log_checked: Vec<Address> = Vec::new();
@@ -99,6 +92,14 @@ impl Flows {
             }
             let (which, mut raw, intent) = self.item_call(&item.op)?;
             let side = self.side(which)?;
+            // The item's chain's policy (`Flows::policy_for`).
+            let policy = self.policy_for(side.chain_id);
+            // A swap's destination is not known yet: the run applies the allowlist to it.
+            let without_allowlist = Policy {
+                allowed_destinations: Vec::new(),
+                ..policy.clone()
+            };
+            let cap = policy.max_gas_limit.unwrap_or(DEFAULT_MAX_GAS_LIMIT);
             let node = side
                 .rpc_url
                 .as_deref()

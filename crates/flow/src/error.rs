@@ -62,6 +62,17 @@ pub enum Error {
         source: reqwest::Error,
     },
 
+    /// A node given to the flows ([`crate::FlowsBuilder::node`], an alloy provider)
+    /// gave no answer: its transport failed (its error kept whole).
+    #[error("{what}")]
+    Node {
+        /// The call.
+        what: String,
+        /// The transport's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+
     /// An answer's body could not be read: over the size cap, or the connection failed
     /// mid-body.
     #[error("{what}")]
@@ -101,6 +112,10 @@ pub enum Error {
     /// description, a chain's node URL): a configuration mistake, not a refusal.
     #[error("configuration: {0}")]
     Config(&'static str),
+
+    /// The profile lacks what was asked of it ([`crate::Profile::client`]).
+    #[error(transparent)]
+    Profile(Box<crate::profile::ProfileError>),
 
     /// A name that goes into a URL path has characters that could walk the path.
     #[error("invalid {what} {value:?}: only letters, digits, '-', '_' and '.' are allowed")]
@@ -580,7 +595,7 @@ impl Error {
     pub fn is_transient(&self) -> bool {
         match self {
             Error::Platform { error, .. } => error.status >= 500,
-            Error::Http { .. } => true,
+            Error::Http { .. } | Error::Node { .. } => true,
             Error::Body { source, .. } => matches!(source, crate::http::BodyError::Read(_)),
             _ => false,
         }

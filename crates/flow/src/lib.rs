@@ -8,6 +8,8 @@ pub mod clock;
 mod error;
 mod flows;
 pub mod journal;
+pub mod node;
+pub mod profile;
 mod progress;
 pub mod rpc;
 pub mod timing;
@@ -42,6 +44,7 @@ pub use flows::{
     TransferSpec, WAIT_REPORT, WaitOptions, Which, can_resume,
 };
 pub use journal::{BatchLock, BatchRecord, FlowKind, FlowState, Journal, Purpose};
+pub use profile::{Profile, ProfileError};
 
 #[cfg(test)]
 mod readme_tests {

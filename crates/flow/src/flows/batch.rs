@@ -912,7 +912,7 @@ impl Flows {
     /// Nonce and gas of a transaction built here: the chain's node when it is known, else
     /// the platform.
     fn local_sources(&self, which: Which) -> (NonceSource, GasSource) {
-        let has_node = self.side(which).is_ok_and(|s| s.rpc_url.is_some());
+        let has_node = self.side(which).is_ok_and(|s| self.has_node(s.chain_id));
         if has_node {
             (NonceSource::Node, GasSource::Node)
         } else {

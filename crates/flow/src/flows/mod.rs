@@ -42,6 +42,7 @@ use serde_json::{Value, json};
 use crate::Error;
 use crate::client::PlatformClient;
 use crate::journal::{FlowState, Journal, Purpose};
+use crate::node::{ChainNodes, Node};
 use crate::rpc::NodeClient;
 
 pub(crate) use crate::progress::WaitClock;
@@ -215,7 +216,8 @@ pub enum GasPriceCap {
     /// At most this many wei per gas.
     Max(u128),
     /// At most [`GAS_PRICE_SANITY_MULTIPLE`] times what the chain's node quotes (needs
-    /// the chain's `rpc_url`; without one, a transaction on that chain is refused).
+    /// the chain's node, [`FlowsBuilder::node`] or its `rpc_url`; without one, a
+    /// transaction on that chain is refused).
     NodeQuote,
 }
 
@@ -256,6 +258,8 @@ pub struct Flows {
     /// One client per node URL, made on first use: a client holds its connections (and
     /// its TLS setup), so a batch of a thousand items does not build a thousand.
     nodes: std::sync::Mutex<std::collections::HashMap<String, NodeClient>>,
+    /// The nodes the embedder gave, by chain ([`FlowsBuilder::node`]).
+    chain_nodes: ChainNodes,
     /// The chains whose block 0 was checked against the journal's in this process.
     chains_checked: std::sync::Mutex<std::collections::HashMap<u64, B256>>,
     /// The journal's counters, which the platform client and every node client count in.
@@ -297,6 +301,7 @@ impl Flows {
                 submitter: Submitter::Platform,
                 wait: WaitOptions::default(),
                 nodes: Default::default(),
+                chain_nodes: Default::default(),
                 chains_checked: Default::default(),
                 timing,
                 clock: Arc::new(crate::clock::SystemClock),
@@ -328,6 +333,15 @@ impl<G> FlowsBuilder<G> {
     /// own meets the general one alone.
     pub fn chain_policy(mut self, chain_id: u64, policy: Policy) -> Self {
         self.flows.chain_policies.insert(chain_id, policy);
+        self
+    }
+
+    /// The node of `chain_id`: nonces, gas prices, balances, receipts and logs on it
+    /// come from `node` rather than from a client of the bridge's `rpc_url` [default:
+    /// that client]. Any alloy `Provider<Ethereum>` is one (feature `alloy-provider`),
+    /// with its fillers, layers and transport; or a [`Node`] of your own.
+    pub fn node(mut self, chain_id: u64, node: impl Node + 'static) -> Self {
+        self.flows.chain_nodes.0.insert(chain_id, Arc::new(node));
         self
     }
 
@@ -481,45 +495,48 @@ impl Flows {
     }
 
     /// The client of the node at `url` (one per URL for the life of the flows).
-    fn node_at(&self, url: &str) -> Result<NodeClient, Error> {
+    fn node_at(&self, url: &str) -> Result<Arc<dyn Node>, Error> {
         let mut nodes = self.nodes.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(node) = nodes.get(url) {
-            return Ok(node.clone());
+            return Ok(Arc::new(node.clone()));
         }
         let node = NodeClient::new(url)?.counted_in(&self.timing);
         nodes.insert(url.to_owned(), node.clone());
-        Ok(node)
+        Ok(Arc::new(node))
     }
 
-    /// The client of `chain_id`'s node, when the bridge names one.
-    fn node_of_chain(&self, chain_id: u64) -> Option<Result<NodeClient, Error>> {
+    /// `chain_id`'s node: the one given for it ([`FlowsBuilder::node`]), else a client
+    /// of the bridge's `rpc_url` for it; `None` when there is neither.
+    pub(crate) fn node_of_chain(&self, chain_id: u64) -> Option<Result<Arc<dyn Node>, Error>> {
+        if let Some(node) = self.chain_nodes.0.get(&chain_id) {
+            return Some(Ok(node.clone()));
+        }
         self.side_of_chain(chain_id)
             .and_then(|s| s.rpc_url.as_deref())
             .map(|url| self.node_at(url))
     }
 
+    /// Whether `chain_id` has a node to ask ([`Flows::node_of_chain`]).
+    pub(crate) fn has_node(&self, chain_id: u64) -> bool {
+        self.chain_nodes.0.contains_key(&chain_id)
+            || self
+                .side_of_chain(chain_id)
+                .is_some_and(|s| s.rpc_url.is_some())
+    }
+
     /// Whether transaction `hash` on `chain_id` is mined, when the chain's node is known
     /// (unknown counts as no: the caller then reports the node's refusal).
     async fn is_mined(&self, chain_id: u64, hash: B256) -> bool {
-        let Some(url) = self
-            .side_of_chain(chain_id)
-            .and_then(|s| s.rpc_url.as_deref())
-        else {
-            return false;
-        };
-        match self.node_at(url) {
-            Ok(node) => matches!(node.receipt(hash).await, Ok(Some(_))),
-            Err(_) => false,
+        match self.node_of_chain(chain_id) {
+            Some(Ok(node)) => matches!(node.receipt(hash).await, Ok(Some(_))),
+            _ => false,
         }
     }
 
     /// The node's gas price for `chain_id`, when its node is known.
     async fn gas_price_quote(&self, chain_id: u64) -> Result<Option<u128>, Error> {
-        match self
-            .side_of_chain(chain_id)
-            .and_then(|s| s.rpc_url.as_deref())
-        {
-            Some(url) => Ok(Some(self.node_at(url)?.gas_price().await?)),
+        match self.node_of_chain(chain_id) {
+            Some(node) => Ok(Some(node?.gas_price().await?)),
             None => Ok(None),
         }
     }

@@ -248,7 +248,7 @@ impl Flows {
         };
         progress.step(&format!("waiting for swap {tx_id}: {}", clock.what()));
         let mut mined = match mined {
-            Some(r) => Some((mined_at(&main, &r).await?, r)),
+            Some(r) => Some((mined_at(&*main, &r).await?, r)),
             None => None,
         };
         loop {
@@ -261,7 +261,7 @@ impl Flows {
                     r.block_number
                 ));
                 clock.waiting_for(credit_text.clone());
-                mined = Some((mined_at(&main, &r).await?, r));
+                mined = Some((mined_at(&*main, &r).await?, r));
             }
             if let Some((at, r)) = &mined {
                 let result = json!({"txHash": hash.to_string(), "block": r.block_number});

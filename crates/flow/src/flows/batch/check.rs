@@ -100,11 +100,7 @@ impl Flows {
                 ..policy.clone()
             };
             let cap = policy.max_gas_limit.unwrap_or(DEFAULT_MAX_GAS_LIMIT);
-            let node = side
-                .rpc_url
-                .as_deref()
-                .map(|url| self.node_at(url))
-                .transpose()?;
+            let node = self.node_of_chain(side.chain_id).transpose()?;
             let quote = match quotes.get(&side.chain_id) {
                 Some(q) => *q,
                 None => {
@@ -207,11 +203,9 @@ impl Flows {
             }
         }
         for g in &mut check.gas {
-            let url = self
-                .side_of_chain(g.chain_id)
-                .and_then(|s| s.rpc_url.as_deref());
-            if let (Some(url), Some(_)) = (url, quotes.get(&g.chain_id).copied().flatten()) {
-                g.balance = Some(self.node_at(url)?.balance(g.from).await?);
+            let node = self.node_of_chain(g.chain_id);
+            if let (Some(node), Some(_)) = (node, quotes.get(&g.chain_id).copied().flatten()) {
+                g.balance = Some(node?.balance(g.from).await?);
             }
         }
         Ok(check)

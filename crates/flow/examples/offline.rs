@@ -8,6 +8,7 @@
 use bridgectl_flow::tx::request::{Intent, SignInput};
 use bridgectl_flow::{ApproveFuture, Approver, Journal, OfflineSigner, OfflineSigning};
 use bridgectl_flow::{Policy, PrivateKeySigner, Profile, Review};
+use bridgectl_keystore::Keystore;
 use bridgectl_signing_log::SigningLogDb;
 
 /// The wallet's key: offline, the person confirmed the summary before this runs.
@@ -43,7 +44,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .with_token(&side.symbol, side.decimals)
             .pinned_by_caller(),
     );
-    let log = SigningLogDb::open_in(env("LOG_DIR")?, vec![key.address()])?;
+    // The signing log in a private directory of its own, the key recorded as one that
+    // signs into it (it is not a keystore key).
+    let dir = Keystore::open(env("LOG_DIR")?)?;
+    dir.add_external_signer(key.address())?;
+    let log = SigningLogDb::open_in(dir.dir(), dir.signers()?)?;
     let journal = Journal::open(env("JOURNAL")?)?;
     let signer = OfflineSigner {
         journal: &journal,

@@ -439,6 +439,7 @@ fn profile_code(err: &bridgectl_flow::ProfileError) -> Code {
     match err {
         P::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound => Code::NotFound,
         P::Read { .. } => Code::Failure,
+        P::Client(e) => flow_code(e),
         _ => Code::Usage,
     }
 }
@@ -446,7 +447,6 @@ fn profile_code(err: &bridgectl_flow::ProfileError) -> Code {
 fn flow_code(err: &bridgectl_flow::Error) -> Code {
     use bridgectl_flow::Error as F;
     match err {
-        F::Profile(p) => profile_code(p),
         F::Tx(e) => tx_code(e),
         F::Unlock(e) => e
             .downcast_ref::<bridgectl_keystore::Error>()

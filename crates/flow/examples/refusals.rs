@@ -57,7 +57,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let log = Arc::new(SigningLogDb::open_in(keystore.dir(), keystore.signers()?)?);
     let journal = Arc::new(Journal::open(env("JOURNAL")?)?);
     let token = AccessToken::new(env("PLATFORM_TOKEN")?);
-    let flows = |side_policy: Policy| -> Result<Flows, Error> {
+    let flows = |side_policy: Policy| -> Result<Flows, bridgectl_flow::ProfileError> {
         let client = profile.client(token.clone(), ClientOptions::default())?;
         Ok(Flows::builder(client, journal.clone(), log.clone())
             .bridge(bridge.clone())

@@ -113,10 +113,6 @@ pub enum Error {
     #[error("configuration: {0}")]
     Config(&'static str),
 
-    /// The profile lacks what was asked of it ([`crate::Profile::client`]).
-    #[error(transparent)]
-    Profile(Box<crate::profile::ProfileError>),
-
     /// A name that goes into a URL path has characters that could walk the path.
     #[error("invalid {what} {value:?}: only letters, digits, '-', '_' and '.' are allowed")]
     InvalidName {
@@ -478,7 +474,7 @@ pub enum Error {
         /// Where the chain's node has `tx_hash` when what held the wait up is that it is
         /// not mined: then the way on may be a replacement at a higher gas price, or a
         /// cancel, rather than more waiting.
-        not_mined: Option<crate::rpc::TxPresence>,
+        not_mined: Option<crate::node::TxPresence>,
         /// The transaction awaited, when the wait was for one (a receipt, a
         /// redemption): what a script looks up on the chain meanwhile.
         tx_hash: Option<alloy_primitives::B256>,
@@ -491,7 +487,7 @@ pub enum Error {
 
 fn not_mined_text(
     tx_hash: Option<alloy_primitives::B256>,
-    not_mined: Option<crate::rpc::TxPresence>,
+    not_mined: Option<crate::node::TxPresence>,
 ) -> String {
     match (tx_hash, not_mined) {
         (Some(hash), Some(presence)) => format!(

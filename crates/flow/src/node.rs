@@ -22,7 +22,77 @@ use std::time::Duration;
 use alloy_primitives::{Address, B256, U256};
 
 use crate::Error;
-use crate::rpc::{Log, Receipt, TxPresence};
+
+/// The parts of a receipt the flows look at.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Receipt {
+    /// The transaction hash.
+    pub transaction_hash: B256,
+    /// Block it was mined in.
+    pub block_number: u64,
+    /// `true` when the transaction did not revert.
+    pub success: bool,
+    /// Gas used.
+    pub gas_used: u64,
+}
+
+/// Where a node has a transaction ([`NodeClient::presence`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum TxPresence {
+    /// In a block.
+    Mined,
+    /// In the node's pool, not in a block yet.
+    Pending,
+    /// The node does not know it: never received, or dropped from its pool.
+    Unknown,
+}
+
+impl TxPresence {
+    /// How a person reads it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            TxPresence::Mined => "mined",
+            TxPresence::Pending => "pending in the node's pool",
+            TxPresence::Unknown => "unknown to the node (never received, or dropped from its pool)",
+        }
+    }
+}
+
+/// One log of `eth_getLogs`, the parts the flows read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Log {
+    /// The contract that emitted it.
+    pub address: Address,
+    /// The block it is in.
+    pub block_number: u64,
+    /// The transaction that emitted it.
+    pub transaction_hash: B256,
+    /// Its index in the block.
+    pub log_index: u64,
+    /// Its topics.
+    pub topics: Vec<B256>,
+    /// Its data.
+    pub data: Vec<u8>,
+    /// Set by the node when a reorganisation took the log's block away.
+    pub removed: bool,
+}
+
+/// The calldata of ERC-20 `balanceOf(owner)`.
+pub(crate) fn balance_of_call(owner: Address) -> Vec<u8> {
+    // balanceOf(address) = 0x70a08231
+    let mut data = vec![0x70, 0xa0, 0x82, 0x31];
+    data.extend_from_slice(&[0u8; 12]);
+    data.extend_from_slice(owner.as_slice());
+    data
+}
+
+/// A node's message for a transaction it has already: a resend of the same bytes.
+pub(crate) fn is_already_known(message: &str) -> bool {
+    let message = message.to_ascii_lowercase();
+    message.contains("already known") || message.contains("already imported")
+}
 
 /// The future a [`Node`] call returns.
 pub type NodeFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, Error>> + Send + 'a>>;
@@ -129,7 +199,7 @@ impl dyn Node + '_ {
 
     /// ERC-20 `balanceOf(owner)` on `token`.
     pub async fn token_balance(&self, token: Address, owner: Address) -> Result<U256, Error> {
-        let data = crate::rpc::balance_of_call(owner);
+        let data = balance_of_call(owner);
         let answer = self.call(token, &data).await?;
         if answer.len() != 32 {
             return Err(Error::UnexpectedShape {
@@ -200,8 +270,8 @@ mod alloy {
     use alloy_rpc_types_eth::{BlockNumberOrTag, Filter, TransactionRequest};
 
     use super::{BlockFacts, Node, NodeFuture};
+    use super::{Log, Receipt, TxPresence};
     use crate::Error;
-    use crate::rpc::{Log, Receipt, TxPresence};
 
     /// A JSON-RPC error answer reads as the built-in client's ([`Error::Platform`], code
     /// `RPC_<code>`); no answer is [`Error::Node`].
@@ -305,7 +375,7 @@ mod alloy {
                     Ok(pending) => Ok(*pending.tx_hash()),
                     Err(e) => match node_error("eth_sendRawTransaction")(e) {
                         Error::Platform { error, .. }
-                            if crate::rpc::is_already_known(&error.message) =>
+                            if super::is_already_known(&error.message) =>
                         {
                             Ok(hash)
                         }

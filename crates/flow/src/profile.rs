@@ -184,6 +184,10 @@ pub enum ProfileError {
         origin: Origin,
     },
 
+    /// The platform client could not be made from `base_url` ([`Profile::client`]).
+    #[error("cannot make the platform client")]
+    Client(#[source] Box<crate::Error>),
+
     /// A `BRIDGECTL_<FIELD>` override that does not parse.
     #[error("{name}={value:?}: {reason}")]
     Env {
@@ -384,11 +388,9 @@ impl Profile {
         &self,
         token: AccessToken,
         options: ClientOptions,
-    ) -> Result<PlatformClient, crate::Error> {
-        let base_url = self
-            .need(&self.base_url, "base_url")
-            .map_err(|e| crate::Error::Profile(Box::new(e)))?;
-        PlatformClient::new(base_url, token, options)
+    ) -> Result<PlatformClient, ProfileError> {
+        let base_url = self.need(&self.base_url, "base_url")?;
+        PlatformClient::new(base_url, token, options).map_err(|e| ProfileError::Client(Box::new(e)))
     }
 
     /// The policy to sign by: `flags` (a caller's own caps and expectations for this

@@ -14,7 +14,9 @@ use serde_json::{Value, json};
 
 use crate::Error;
 use crate::client::check_url_safe_for_secrets;
-use crate::node::{BlockFacts, Node, NodeFuture};
+use crate::node::{BlockFacts, Node, NodeFuture, balance_of_call, is_already_known};
+/// What a node answers, as the flows read it (defined with [`Node`]).
+pub use crate::node::{Log, Receipt, TxPresence};
 use bridgectl_tx::TransactionSigner;
 
 /// A node's JSON-RPC endpoint.
@@ -28,105 +30,48 @@ pub struct NodeClient {
     role: &'static str,
 }
 
-/// The parts of a receipt the flows look at.
-#[derive(Debug, Clone, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Receipt {
-    /// The transaction hash.
-    pub transaction_hash: B256,
-    /// Block it was mined in.
-    pub block_number: u64,
-    /// `true` when the transaction did not revert.
-    pub success: bool,
-    /// Gas used.
-    pub gas_used: u64,
-}
-
 /// The widest block range asked of `eth_getLogs` at once: public nodes refuse wider
 /// ranges (many cap them at 1,000 to 10,000 blocks), and a narrow range keeps each answer
 /// small.
 pub const MAX_LOG_RANGE: u64 = 1_000;
 
-/// Where a node has a transaction ([`NodeClient::presence`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum TxPresence {
-    /// In a block.
-    Mined,
-    /// In the node's pool, not in a block yet.
-    Pending,
-    /// The node does not know it: never received, or dropped from its pool.
-    Unknown,
-}
-
-impl TxPresence {
-    /// How a person reads it.
-    pub fn describe(self) -> &'static str {
-        match self {
-            TxPresence::Mined => "mined",
-            TxPresence::Pending => "pending in the node's pool",
-            TxPresence::Unknown => "unknown to the node (never received, or dropped from its pool)",
-        }
-    }
-}
-
-/// One log of `eth_getLogs`, the parts the flows read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Log {
-    /// The contract that emitted it.
-    pub address: Address,
-    /// The block it is in.
-    pub block_number: u64,
-    /// The transaction that emitted it.
-    pub transaction_hash: B256,
-    /// Its index in the block.
-    pub log_index: u64,
-    /// Its topics.
-    pub topics: Vec<B256>,
-    /// Its data.
-    pub data: Vec<u8>,
-    /// Set by the node when a reorganisation took the log's block away.
-    pub removed: bool,
-}
-
-impl Log {
-    fn parse(v: &Value) -> Result<Log, Error> {
-        let bad = |expected: &str| Error::UnexpectedShape {
-            what: "a log of eth_getLogs".into(),
-            expected: expected.into(),
-            data: v.clone(),
-        };
-        let hash = |field: &str| -> Result<B256, Error> {
-            v[field]
-                .as_str()
-                .and_then(|h| h.parse().ok())
-                .ok_or_else(|| bad(&format!("{field}: a 32-byte hash")))
-        };
-        let topics = v["topics"]
-            .as_array()
-            .ok_or_else(|| bad("topics: an array"))?
-            .iter()
-            .map(|t| t.as_str().and_then(|h| h.parse().ok()))
-            .collect::<Option<Vec<B256>>>()
-            .ok_or_else(|| bad("topics: 32-byte hashes"))?;
-        let data = v["data"]
+/// One log of an `eth_getLogs` answer, read strictly.
+fn parse_log(v: &Value) -> Result<Log, Error> {
+    let bad = |expected: &str| Error::UnexpectedShape {
+        what: "a log of eth_getLogs".into(),
+        expected: expected.into(),
+        data: v.clone(),
+    };
+    let hash = |field: &str| -> Result<B256, Error> {
+        v[field]
             .as_str()
-            .and_then(|d| d.strip_prefix("0x"))
-            .and_then(|d| hex::decode(d).ok())
-            .ok_or_else(|| bad("data: 0x-hex bytes"))?;
-        Ok(Log {
-            address: v["address"]
-                .as_str()
-                .and_then(|a| a.parse().ok())
-                .ok_or_else(|| bad("address: a 20-byte address"))?,
-            block_number: to_u64(parse_quantity(&v["blockNumber"], "log block")?, "log block")?,
-            transaction_hash: hash("transactionHash")?,
-            log_index: to_u64(parse_quantity(&v["logIndex"], "log index")?, "log index")?,
-            topics,
-            data,
-            removed: v["removed"].as_bool().unwrap_or(false),
-        })
-    }
+            .and_then(|h| h.parse().ok())
+            .ok_or_else(|| bad(&format!("{field}: a 32-byte hash")))
+    };
+    let topics = v["topics"]
+        .as_array()
+        .ok_or_else(|| bad("topics: an array"))?
+        .iter()
+        .map(|t| t.as_str().and_then(|h| h.parse().ok()))
+        .collect::<Option<Vec<B256>>>()
+        .ok_or_else(|| bad("topics: 32-byte hashes"))?;
+    let data = v["data"]
+        .as_str()
+        .and_then(|d| d.strip_prefix("0x"))
+        .and_then(|d| hex::decode(d).ok())
+        .ok_or_else(|| bad("data: 0x-hex bytes"))?;
+    Ok(Log {
+        address: v["address"]
+            .as_str()
+            .and_then(|a| a.parse().ok())
+            .ok_or_else(|| bad("address: a 20-byte address"))?,
+        block_number: to_u64(parse_quantity(&v["blockNumber"], "log block")?, "log block")?,
+        transaction_hash: hash("transactionHash")?,
+        log_index: to_u64(parse_quantity(&v["logIndex"], "log index")?, "log index")?,
+        topics,
+        data,
+        removed: v["removed"].as_bool().unwrap_or(false),
+    })
 }
 
 fn parse_quantity(v: &Value, what: &str) -> Result<U256, Error> {
@@ -434,7 +379,7 @@ impl NodeClient {
             expected: "an array of logs".into(),
             data: v.clone(),
         })?;
-        items.iter().map(Log::parse).collect()
+        items.iter().map(parse_log).collect()
     }
 
     /// The facts of block `number` (`None`: the newest); `None` when the node has no
@@ -506,21 +451,6 @@ impl NodeClient {
                 })
         })
     }
-}
-
-/// The calldata of ERC-20 `balanceOf(owner)`.
-pub(crate) fn balance_of_call(owner: Address) -> Vec<u8> {
-    // balanceOf(address) = 0x70a08231
-    let mut data = vec![0x70, 0xa0, 0x82, 0x31];
-    data.extend_from_slice(&[0u8; 12]);
-    data.extend_from_slice(owner.as_slice());
-    data
-}
-
-/// A node's message for a transaction it has already: a resend of the same bytes.
-pub(crate) fn is_already_known(message: &str) -> bool {
-    let message = message.to_ascii_lowercase();
-    message.contains("already known") || message.contains("already imported")
 }
 
 /// The built-in client is the flows' default [`Node`] (one per `rpc_url`).

@@ -25,7 +25,7 @@ pub enum Error {
         /// The key file.
         path: PathBuf,
         /// The marker a caller finds by walking `source()` from any error that wraps
-        /// this one ([`bridgectl_secret::is_wrong_secret`]).
+        /// this one (`bridgectl_secret::is_wrong_secret`).
         #[source]
         source: bridgectl_secret::WrongSecret,
     },

@@ -64,7 +64,9 @@ pub use resume::{Resumed, can_resume};
 pub use swap::{SwapOutcome, SwapSpec};
 pub use transfer::{GasSource, NonceSource, TransferSpec, Which};
 
-/// One side of the bridge: a chain, its environment and its token.
+/// One side of the bridge: a chain, its environment and its token. As JSON (camelCase):
+/// `{"environmentId", "symbol", "decimals", "token", "chainId", "rpcUrl"}` (`rpcUrl`
+/// may be `null`). A profile file gives it with [`crate::Profile::bridge`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChainSide {
@@ -91,7 +93,10 @@ impl ChainSide {
     }
 }
 
-/// Both sides of the bridge and the action names, as a profile describes them.
+/// Both sides of the bridge and the action names, as a profile describes them
+/// ([`crate::Profile::bridge`] reads one from bridgectl's profile file). As JSON
+/// (camelCase): `{"main": ChainSide, "side": ChainSide, "redeemAction": "redeem",
+/// "swapCredit": {"ratio": "1:1", "source": "0x00..00"}}` (`swapCredit` optional).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Bridge {

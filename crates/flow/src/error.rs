@@ -42,7 +42,7 @@ pub enum Error {
         url: String,
     },
 
-    /// A `--signer`-style signing endpoint's URL that cannot be used: checked before
+    /// An external signer's signing endpoint URL that cannot be used: checked before
     /// anything is asked of the platform or the endpoint.
     #[error("signing endpoint {url}: {reason}")]
     SignerUrl {

@@ -37,7 +37,7 @@ pub struct Receipt {
     pub gas_used: u64,
 }
 
-/// Where a node has a transaction ([`NodeClient::presence`]).
+/// Where a node has a transaction ([`Node::presence`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum TxPresence {

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use bridgectl_flow::rpc::RpcSigner;
-use bridgectl_flow::{Approver, Error, PrivateKeySigner, Progress, Review};
+use bridgectl_flow::{ApproveFuture, Approver, Error, PrivateKeySigner, Progress, Review};
 use bridgectl_keystore::{KeyInfo, Keystore};
 use bridgectl_tx::TransactionSigner;
 
@@ -111,66 +111,68 @@ pub struct OfflineInput<'a> {
 impl Approver for CliApprover<'_> {
     type Signer = CliSigner;
 
-    async fn approve(&mut self, review: &Review<'_>) -> Result<CliSigner, Error> {
-        let mut ctx = crate::review::context(self.profile, review.verified);
-        let from = review.raw_tx().from;
-        let mut question = "sign and submit this transaction?";
-        // One rule online and offline: without a question, only what the operator pinned
-        // is signed (see `Verified::pins_call`), before any passphrase is asked for.
-        if self.yes && !review.verified.pins_call() {
-            let pins = if self.offline.is_some() {
-                "--expect-function with every argument as --expect-arg, --expect-data, or \
+    fn approve<'a>(&'a mut self, review: &'a Review<'_>) -> ApproveFuture<'a, CliSigner> {
+        Box::pin(async move {
+            let mut ctx = crate::review::context(self.profile, review.verified);
+            let from = review.raw_tx().from;
+            let mut question = "sign and submit this transaction?";
+            // One rule online and offline: without a question, only what the operator pinned
+            // is signed (see `Verified::pins_call`), before any passphrase is asked for.
+            if self.yes && !review.verified.pins_call() {
+                let pins = if self.offline.is_some() {
+                    "--expect-function with every argument as --expect-arg, --expect-data, or \
                  an auto-approve rule of the profile's policy that covers it; a sign \
                  request's intent does not count (it comes from the same machine as the \
                  transaction)"
-            } else {
-                "the function and every argument on the command line (`action exec \
+                } else {
+                    "the function and every argument on the command line (`action exec \
                  --function F --input ...`; redeem, swap and transfer pin their own call), \
                  or an auto-approve rule of the profile's policy that covers it; a function \
                  the platform's action list chose does not count"
-            };
-            return Err(bridgectl_tx::Error::Refused(format!(
-                "signing blind: --yes needs the call pinned by you: {pins}; without --yes \
+                };
+                return Err(bridgectl_tx::Error::Refused(format!(
+                    "signing blind: --yes needs the call pinned by you: {pins}; without --yes \
                  the summary is shown and you are asked"
-            ))
-            .into());
-        }
-        if let Some(offline) = &self.offline {
-            crate::output::note(&offline.what);
-            if offline.key.label != from.to_string() {
-                ctx.labels
-                    .entry(offline.key.address)
-                    .or_insert_with(|| format!("key {}", offline.key.label));
+                ))
+                .into());
             }
-            question = "sign this transaction?";
-        }
-        crate::review::show(review.raw_tx(), &ctx);
-        crate::review::confirm(self.yes, question)
-            .map_err(|e| Error::Declined(format!("{e:#}")))?;
-        if let Some(spec) = &self.external {
-            let url = rpc_signer_url(spec).map_err(approval_error)?;
-            // Its signatures go into this keystore's log as its own.
-            self.keystore
-                .add_external_signer(from)
-                .map_err(Error::unlock)?;
-            return Ok(CliSigner::Rpc(RpcSigner::with_timeout(
-                url,
-                from,
-                self.external_timeout,
-            )?));
-        }
-        self.passphrases
-            .ensure_available()
-            .map_err(approval_error)?;
-        let started = std::time::Instant::now();
-        // The offline signer's key was found before anything was verified: unlocked as
-        // found, without listing the keystore again.
-        let signer = match &self.offline {
-            Some(offline) => self.passphrases.unlock_key(self.keystore, offline.key),
-            None => self.passphrases.unlock(self.keystore, &from.to_string()),
-        };
-        self.unlock_time += started.elapsed();
-        Ok(CliSigner::Local(signer.map_err(Error::unlock)?))
+            if let Some(offline) = &self.offline {
+                crate::output::note(&offline.what);
+                if offline.key.label != from.to_string() {
+                    ctx.labels
+                        .entry(offline.key.address)
+                        .or_insert_with(|| format!("key {}", offline.key.label));
+                }
+                question = "sign this transaction?";
+            }
+            crate::review::show(review.raw_tx(), &ctx);
+            crate::review::confirm(self.yes, question)
+                .map_err(|e| Error::Declined(format!("{e:#}")))?;
+            if let Some(spec) = &self.external {
+                let url = rpc_signer_url(spec).map_err(approval_error)?;
+                // Its signatures go into this keystore's log as its own.
+                self.keystore
+                    .add_external_signer(from)
+                    .map_err(Error::unlock_failed)?;
+                return Ok(CliSigner::Rpc(RpcSigner::with_timeout(
+                    url,
+                    from,
+                    self.external_timeout,
+                )?));
+            }
+            self.passphrases
+                .ensure_available()
+                .map_err(approval_error)?;
+            let started = std::time::Instant::now();
+            // The offline signer's key was found before anything was verified: unlocked as
+            // found, without listing the keystore again.
+            let signer = match &self.offline {
+                Some(offline) => self.passphrases.unlock_key(self.keystore, offline.key),
+                None => self.passphrases.unlock(self.keystore, &from.to_string()),
+            };
+            self.unlock_time += started.elapsed();
+            Ok(CliSigner::Local(signer.map_err(Error::unlock_failed)?))
+        })
     }
 }
 

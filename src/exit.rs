@@ -226,6 +226,15 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
         if let Some(coded) = cause.downcast_ref::<Coded>() {
             return hint(&coded.error);
         }
+        if let Some(bridgectl_flow::ProfileError::Missing { .. }) =
+            cause.downcast_ref::<bridgectl_flow::ProfileError>()
+        {
+            return Some(
+                "--config or BRIDGECTL_CONFIG names another config file, --profile or \
+                 BRIDGECTL_PROFILE another profile in it"
+                    .into(),
+            );
+        }
         if let Some(b) = cause.downcast_ref::<BatchIncomplete>() {
             return Some(format!(
                 "`bridgectl batch status {0}` shows which, `bridgectl batch resume {0}` runs \
@@ -393,6 +402,9 @@ pub fn code_for(err: &anyhow::Error) -> Code {
         if let Some(coded) = cause.downcast_ref::<Coded>() {
             return coded.code;
         }
+        if let Some(profile) = cause.downcast_ref::<bridgectl_flow::ProfileError>() {
+            return profile_code(profile);
+        }
         if cause.downcast_ref::<BatchIncomplete>().is_some() {
             return Code::Incomplete;
         }
@@ -418,6 +430,18 @@ pub fn code_for(err: &anyhow::Error) -> Code {
         }
     }
     Code::Failure
+}
+
+/// A config file that cannot be found (named by `--config`) is not found; one that
+/// cannot be read otherwise is a failure; every other profile error is a usage error.
+fn profile_code(err: &bridgectl_flow::ProfileError) -> Code {
+    use bridgectl_flow::ProfileError as P;
+    match err {
+        P::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound => Code::NotFound,
+        P::Read { .. } => Code::Failure,
+        P::Client(e) => flow_code(e),
+        _ => Code::Usage,
+    }
 }
 
 fn flow_code(err: &bridgectl_flow::Error) -> Code {

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 
 use alloy_primitives::Address;
-use bridgectl_tx::summary::{Context, Summary};
+use bridgectl_tx::summary::{Summary, SummaryContext};
 use bridgectl_tx::{RawTx, Verified};
 
 use crate::config::Profile;
@@ -18,7 +18,7 @@ use crate::exit::{Code, coded};
 
 /// The summary context: the verified transaction's trusted facts (chain name, token,
 /// the callee's label) and the profile's address labels.
-pub fn context(profile: &Profile, verified: &Verified) -> Context {
+pub fn context(profile: &Profile, verified: &Verified) -> SummaryContext {
     let mut ctx = verified.summary_context();
     if ctx.chain_name.is_none() {
         ctx.chain_name = profile
@@ -36,7 +36,7 @@ pub fn context(profile: &Profile, verified: &Verified) -> Context {
 }
 
 /// Prints the summary of `tx` on stderr.
-pub fn show(tx: &RawTx, ctx: &Context) -> Summary {
+pub fn show(tx: &RawTx, ctx: &SummaryContext) -> Summary {
     let summary = Summary::new(tx, ctx);
     crate::output::note(format_args!("{summary}"));
     summary

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use alloy_primitives::Address;
 use anyhow::{Context, Result, anyhow};
 use bridgectl_flow::client::PlatformClient;
-use bridgectl_flow::{Bridge, ChainSide, Flows, GasPriceCap, Journal, Submitter, WaitOptions};
+use bridgectl_flow::{Bridge, Flows, GasPriceCap, Journal, Submitter, WaitOptions};
 use bridgectl_keystore::Keystore;
 use bridgectl_signing_log::SigningLogDb;
 
@@ -108,7 +108,7 @@ impl Session {
         let journal = open_journal(opts.platform.journal.as_deref())?;
         let keystore = open_keystore(global)?;
         let signing_log = open_signing_log(&keystore)?;
-        let bridge = bridge_from(&profile).ok();
+        let bridge = profile.bridge().ok();
         Ok(Session {
             profile,
             keystore,
@@ -125,9 +125,11 @@ impl Session {
     pub fn bridge(&self) -> Result<&Bridge> {
         match &self.bridge {
             Some(b) => Ok(b),
-            None => Err(bridge_from(&self.profile)
+            None => Err(self
+                .profile
+                .bridge()
                 .err()
-                .unwrap_or_else(|| anyhow!("profile incomplete"))),
+                .map_or_else(|| anyhow!("profile incomplete"), Into::into)),
         }
     }
 
@@ -140,7 +142,7 @@ impl Session {
         submitter: Submitter,
         adjust: impl FnOnce(&mut bridgectl_tx::Policy),
     ) -> Result<Flows> {
-        let mut policy = crate::trust::trust_root(&self.profile, self.opts.caps.to_policy()?);
+        let mut policy = self.profile.trust_root(self.opts.caps.to_policy()?);
         adjust(&mut policy);
         // The user's ceiling (profile policy or --max-gas-price), else ten times what
         // the chain's node quotes.
@@ -255,35 +257,4 @@ impl Session {
         }
         Ok(())
     }
-}
-
-/// The bridge from the profile; an error names the first missing setting.
-pub fn bridge_from(p: &Profile) -> Result<Bridge> {
-    Ok(Bridge {
-        main: ChainSide {
-            environment_id: p
-                .need(&p.main_environment_id, "main_environment_id")?
-                .clone(),
-            symbol: p.need(&p.main_symbol, "main_symbol")?.clone(),
-            decimals: *p.need(&p.main_decimals, "main_decimals")?,
-            token: *p.need(&p.mt_contract, "mt_contract")?,
-            chain_id: *p.need(&p.main_chain_id, "main_chain_id")?,
-            rpc_url: p.main_rpc_url.clone(),
-        },
-        side: ChainSide {
-            environment_id: p
-                .need(&p.side_environment_id, "side_environment_id")?
-                .clone(),
-            symbol: p.need(&p.side_symbol, "side_symbol")?.clone(),
-            decimals: *p.need(&p.side_decimals, "side_decimals")?,
-            token: *p.need(&p.st_contract, "st_contract")?,
-            chain_id: *p.need(&p.side_chain_id, "side_chain_id")?,
-            rpc_url: p.side_rpc_url.clone(),
-        },
-        redeem_action: p.redeem_action.clone().unwrap_or_else(|| "redeem".into()),
-        swap_credit: bridgectl_flow::SwapCredit {
-            ratio: p.peg_ratio,
-            source: p.credit_source.unwrap_or_default(),
-        },
-    })
 }

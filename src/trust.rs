@@ -1,16 +1,15 @@
-//! The policy flags, parsed once for every command that signs, and the profile as the
-//! trust root: the chains and contracts it names (with their tokens) become the
-//! [`bridgectl_tx::Trusted`] facts the verifier checks every transaction against. A sign request or a
-//! platform answer never adds to them.
+//! The policy flags, parsed once for every command that signs. The profile is the trust
+//! root (`bridgectl_flow::Profile::trust_root`): the chains and contracts it names (with
+//! their tokens) become the [`bridgectl_tx::Trusted`] facts the verifier checks every
+//! transaction against, the flags over its policy. A sign request or a platform answer
+//! never adds to them.
 
 use std::collections::BTreeMap;
 
 use anyhow::Context as _;
 use bridgectl_tx::Policy;
-use bridgectl_tx::request::Token;
 use clap::Args;
 
-use crate::config::Profile;
 use crate::exit::{Code, WithCode, coded};
 
 // Caps on what a signature may cost or send; every signing command has them, each also
@@ -139,41 +138,4 @@ impl ExpectOpts {
         }
         Ok(p)
     }
-}
-
-/// `flags` over the profile's policy, with the chains and contracts the profile names as
-/// the trusted facts.
-pub fn trust_root(profile: &Profile, flags: Policy) -> Policy {
-    let mut policy = flags.or(&profile.policy);
-    let name = |id: u64| profile.chain_name(id).map(str::to_owned);
-    let sides = [
-        (
-            profile.main_chain_id,
-            profile.mt_contract,
-            &profile.main_symbol,
-            profile.main_decimals,
-        ),
-        (
-            profile.side_chain_id,
-            profile.st_contract,
-            &profile.side_symbol,
-            profile.side_decimals,
-        ),
-    ];
-    for (chain, contract, symbol, decimals) in sides {
-        let Some(chain) = chain else { continue };
-        policy.trusted.chain(chain, name(chain));
-        if let Some(address) = contract {
-            let token = match (symbol, decimals) {
-                (Some(symbol), Some(decimals)) => Some(Token {
-                    symbol: symbol.clone(),
-                    decimals,
-                }),
-                _ => None,
-            };
-            policy.trusted.contract(address, chain, token);
-        }
-    }
-    // `[chains]` only names chains for summaries: it does not make them trusted.
-    policy
 }

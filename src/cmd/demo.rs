@@ -15,8 +15,8 @@ use alloy_signer_local::PrivateKeySigner;
 use anyhow::{Context, Result};
 use bridgectl_flow::client::{AccessToken, ClientOptions, PlatformClient};
 use bridgectl_flow::{
-    Approver, Bridge, ChainSide, Flows, GasPriceCap, GasSource, Journal, NonceSource, PegRatio,
-    Review, SwapCredit, SwapSpec, TransferSpec, WaitOptions, Which,
+    ApproveFuture, Approver, Bridge, ChainSide, Flows, GasPriceCap, GasSource, Journal,
+    NonceSource, PegRatio, Review, SwapCredit, SwapSpec, TransferSpec, WaitOptions, Which,
 };
 use bridgectl_keystore::{KdfParams, Keystore, Passphrase};
 use bridgectl_sandbox::{Sandbox, SandboxConfig};
@@ -52,22 +52,21 @@ struct DemoApprover<'a> {
 impl Approver for DemoApprover<'_> {
     type Signer = PrivateKeySigner;
 
-    async fn approve(
-        &mut self,
-        review: &Review<'_>,
-    ) -> Result<PrivateKeySigner, bridgectl_flow::Error> {
-        let ctx = crate::review::context(self.profile, review.verified);
-        crate::review::show(review.raw_tx(), &ctx);
-        crate::output::note("(demo: confirmed automatically)");
-        if let Some(dev) = &self.dev {
-            return Ok(dev.clone());
-        }
-        let (ks, pass) = self
-            .keystore
-            .ok_or_else(|| bridgectl_flow::Error::Declined("no key".into()))?;
-        let mut provider = Passphrase::new(pass.expose_secret().to_owned());
-        ks.unlock(&review.raw_tx().from.to_string(), &mut provider)
-            .map_err(bridgectl_flow::Error::unlock)
+    fn approve<'a>(&'a mut self, review: &'a Review<'_>) -> ApproveFuture<'a, PrivateKeySigner> {
+        Box::pin(async move {
+            let ctx = crate::review::context(self.profile, review.verified);
+            crate::review::show(review.raw_tx(), &ctx);
+            crate::output::note("(demo: confirmed automatically)");
+            if let Some(dev) = &self.dev {
+                return Ok(dev.clone());
+            }
+            let (ks, pass) = self
+                .keystore
+                .ok_or_else(|| bridgectl_flow::Error::Declined("no key".into()))?;
+            let mut provider = Passphrase::new(pass.expose_secret().to_owned());
+            ks.unlock(&review.raw_tx().from.to_string(), &mut provider)
+                .map_err(bridgectl_flow::Error::unlock_failed)
+        })
     }
 }
 

@@ -158,7 +158,7 @@ pub fn run(global: &GlobalOpts, args: HistoryArgs) -> anyhow::Result<()> {
     // amounts stay in base units.
     let bridge = crate::config::load_profile(global)
         .ok()
-        .and_then(|p| crate::session::bridge_from(&p).ok());
+        .and_then(|p| p.bridge().ok());
     let rows: Vec<Vec<String>> = flows
         .iter()
         .map(|f| {

@@ -103,7 +103,7 @@ fn reset_chain(global: &GlobalOpts, args: ResetChainArgs) -> anyhow::Result<()> 
     let retired = flows.reset_chain(&plan, &keys, |key| {
         passphrases
             .unlock(&session.keystore, &key.to_string())
-            .map_err(bridgectl_flow::Error::unlock)
+            .map_err(bridgectl_flow::Error::unlock_failed)
     })?;
     // EIP-55, as every address bridgectl prints.
     let checksummed =

@@ -112,7 +112,7 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
     let (input, name, answer) = read(&args)?;
     let tx = &input.raw_tx;
     let profile = crate::config::load_profile(global)?;
-    let policy = crate::trust::trust_root(&profile, args.policy.to_policy()?);
+    let policy = profile.trust_root(args.policy.to_policy()?);
 
     // 2. The key: found without any passphrase.
     // The keys are listed once: the key is found among them, and they are the signing

@@ -1,14 +1,14 @@
 //! A wallet paying out a batch of redeems with one approval, its key behind a JSON-RPC
 //! signing endpoint (Frame, a hardware wallet; anvil in the test): the batch is checked
 //! as the run would check it, approved once, then run, each signature by the endpoint.
-//! Settings from the environment: PLATFORM_URL, PLATFORM_TOKEN, BRIDGE_FILE, SIGNER_URL,
+//! Settings from the environment: PROFILE, PLATFORM_TOKEN, SIGNER_URL,
 //! FROM, LOG_DIR, JOURNAL, COUNT and AMOUNT (each item's).
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a program owns its terminal
 use std::sync::Arc;
 
-use bridgectl_flow::client::{AccessToken, ClientOptions, PlatformClient};
+use bridgectl_flow::client::{AccessToken, ClientOptions};
 use bridgectl_flow::rpc::RpcSigner;
-use bridgectl_flow::{BatchItem, BatchOp, BatchOptions, Bridge, Flows, GasPriceCap, ItemStatus};
+use bridgectl_flow::{BatchItem, BatchOp, BatchOptions, Flows, GasPriceCap, ItemStatus, Profile};
 use bridgectl_flow::{Journal, journal::FlowKind};
 use bridgectl_keystore::Keystore;
 use bridgectl_signing_log::SigningLogDb;
@@ -17,19 +17,19 @@ use futures_util::StreamExt;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let env = |name: &str| std::env::var(name).map_err(|_| format!("set {name}"));
-    let bridge: Bridge = serde_json::from_str(&std::fs::read_to_string(env("BRIDGE_FILE")?)?)?;
+    let profile = Profile::load(env("PROFILE")?, "default")?;
     let from = env("FROM")?.parse()?;
     let keystore = Keystore::open(env("LOG_DIR")?)?;
     keystore.add_external_signer(from)?;
     let token = AccessToken::new(env("PLATFORM_TOKEN")?);
-    let client = PlatformClient::new(&env("PLATFORM_URL")?, token, ClientOptions::default())?;
+    let client = profile.client(token, ClientOptions::default())?;
     let journal = Arc::new(Journal::open(env("JOURNAL")?)?);
     let flows = Flows::builder(
         client,
         journal,
         Arc::new(SigningLogDb::open_in(keystore.dir(), keystore.signers()?)?),
     )
-    .bridge(bridge)
+    .bridge(profile.bridge()?)
     .gas_price(GasPriceCap::NodeQuote)
     .build();
     let amount = bridgectl_tx::amount::parse_units(&env("AMOUNT")?, flows.bridge()?.side.decimals)?;

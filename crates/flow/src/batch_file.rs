@@ -63,6 +63,7 @@ impl BatchFormat {
 /// Why a batch file was refused, and where.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{}{reason}", if *.line == 0 { String::new() } else { format!("line {line}: ") })]
+#[non_exhaustive]
 pub struct BatchFileError {
     /// The line (from 1); 0 for the file as a whole.
     pub line: usize,

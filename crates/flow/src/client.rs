@@ -100,13 +100,15 @@ pub struct SwapAddressRequest {
     pub side_token_symbol: String,
 }
 
-/// The swap address issued for a user, with the raw `data` as received.
+/// The swap address issued for a user, with the raw `data` as received (the fields are
+/// named as in [`crate::SwapOutcome`], which carries them on).
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct SwapAddress {
     /// Where to send MT.
-    pub address: Address,
+    pub swap_address: Address,
     /// `data` of the envelope, unchanged.
-    pub raw: Value,
+    pub swap_address_raw: Value,
 }
 
 /// Body of operation 4.
@@ -340,7 +342,10 @@ impl PlatformClient {
                 data: data.clone(),
             }
         })?;
-        Ok(SwapAddress { address, raw: data })
+        Ok(SwapAddress {
+            swap_address: address,
+            swap_address_raw: data,
+        })
     }
 
     /// Operation 2: asks the platform to sign `raw_tx` for a managed account.

@@ -62,6 +62,17 @@ pub enum Error {
         source: reqwest::Error,
     },
 
+    /// A node given to the flows ([`crate::FlowsBuilder::node`], an alloy provider)
+    /// gave no answer: its transport failed (its error kept whole).
+    #[error("{what}")]
+    Node {
+        /// The call.
+        what: String,
+        /// The transport's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+
     /// An answer's body could not be read: over the size cap, or the connection failed
     /// mid-body.
     #[error("{what}")]
@@ -183,10 +194,12 @@ pub enum Error {
     Tx(#[from] bridgectl_tx::Error),
 
     /// The approver could not hand over a signer: unlocking the key failed (a wrong
-    /// passphrase, none given, a key file refused). The approver's own error, kept
-    /// whole: a caller downcasts it to its keystore's type (see [`Error::unlock`]).
-    #[error(transparent)]
-    Unlock(Box<dyn std::error::Error + Send + Sync>),
+    /// passphrase, none given, a key file refused). The approver's own error is the
+    /// `source()`, kept whole: a caller finds it with [`Error::unlock`] (or by walking
+    /// `source()`) and downcasts it to its keystore's type;
+    /// [`Error::is_wrong_passphrase`] needs no downcast.
+    #[error("the key could not be unlocked")]
+    Unlock(#[source] Box<dyn std::error::Error + Send + Sync>),
 
     /// The journal database failed.
     #[error("journal {path}")]
@@ -461,7 +474,7 @@ pub enum Error {
         /// Where the chain's node has `tx_hash` when what held the wait up is that it is
         /// not mined: then the way on may be a replacement at a higher gas price, or a
         /// cancel, rather than more waiting.
-        not_mined: Option<crate::rpc::TxPresence>,
+        not_mined: Option<crate::node::TxPresence>,
         /// The transaction awaited, when the wait was for one (a receipt, a
         /// redemption): what a script looks up on the chain meanwhile.
         tx_hash: Option<alloy_primitives::B256>,
@@ -474,7 +487,7 @@ pub enum Error {
 
 fn not_mined_text(
     tx_hash: Option<alloy_primitives::B256>,
-    not_mined: Option<crate::rpc::TxPresence>,
+    not_mined: Option<crate::node::TxPresence>,
 ) -> String {
     match (tx_hash, not_mined) {
         (Some(hash), Some(presence)) => format!(
@@ -524,9 +537,48 @@ fn batch_refusal(refused: &[crate::flows::RefusedItem], short: &[crate::flows::G
 
 impl Error {
     /// An approver's failure to unlock its key ([`Error::Unlock`]), e.g.
-    /// `keystore.unlock(..).map_err(Error::unlock)?`.
-    pub fn unlock(err: impl std::error::Error + Send + Sync + 'static) -> Error {
+    /// `keystore.unlock_async(..).await.map_err(Error::unlock_failed)?`.
+    pub fn unlock_failed(err: impl std::error::Error + Send + Sync + 'static) -> Error {
         Error::Unlock(Box::new(err))
+    }
+
+    /// The approver's own error when it could not unlock its key ([`Error::Unlock`]),
+    /// seeing through a flow stopped at its approval: downcast it to the keystore's
+    /// error type (`bridgectl_keystore::Error`). `None` for every other error.
+    pub fn unlock(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
+        match self {
+            Error::Unlock(e) => Some(e.as_ref()),
+            Error::StoppedAtApproval { source, .. } => source.unlock(),
+            _ => None,
+        }
+    }
+
+    /// Whether the key could not be unlocked because the passphrase was wrong (or its
+    /// file was modified): the keystore's error carries [`crate::WrongSecret`] in its
+    /// `source()` chain. Nothing was signed; asking for the passphrase again and
+    /// [`crate::Flows::resume_with_approval`] takes the flow up where it stopped.
+    pub fn is_wrong_passphrase(&self) -> bool {
+        self.unlock()
+            .is_some_and(|e| bridgectl_secret::is_wrong_secret(e))
+    }
+
+    /// What the approver said when it declined ([`Error::Declined`]), seeing through a
+    /// flow stopped at its approval. `None` for every other error.
+    pub fn declined(&self) -> Option<&str> {
+        match self {
+            Error::Declined(why) => Some(why),
+            Error::StoppedAtApproval { source, .. } => source.declined(),
+            _ => None,
+        }
+    }
+
+    /// The flow that stopped at its approval (declined, a key not unlocked), unsigned,
+    /// its transaction journaled: the txId [`crate::Flows::resume_with_approval`] takes.
+    pub fn stopped_flow(&self) -> Option<&str> {
+        match self {
+            Error::StoppedAtApproval { tx_id, .. } => Some(tx_id),
+            _ => None,
+        }
     }
 
     /// 5xx from the platform: the request may be retried if it is retry-safe.
@@ -539,7 +591,7 @@ impl Error {
     pub fn is_transient(&self) -> bool {
         match self {
             Error::Platform { error, .. } => error.status >= 500,
-            Error::Http { .. } => true,
+            Error::Http { .. } | Error::Node { .. } => true,
             Error::Body { source, .. } => matches!(source, crate::http::BodyError::Read(_)),
             _ => false,
         }
@@ -574,6 +626,7 @@ impl Error {
                     | Error::BatchRefused { .. }
                     | Error::CannotReplace { .. }
                     | Error::BalanceTooLow(_)
+                    | Error::PlanRefused(_)
             )
     }
 
@@ -654,5 +707,148 @@ mod refusal_tests {
             tx_hash: None,
         };
         assert!(timeout.refusal().is_none() && !timeout.is_refusal());
+    }
+
+    /// What a wallet matches: every refusal kind the flows return, named by a match
+    /// on the variant (a new kind makes this test name it), each a refusal and none
+    /// declined or a failed unlock.
+    #[test]
+    fn every_refusal_kind_is_matched_and_is_a_refusal() {
+        use crate::flows::{GasNeed, PlanRefusal, RefusedItem, Short, Tokens};
+        use alloy_primitives::{Address, B256, U256};
+        let limit = || bridgectl_tx::Error::Limit {
+            limit: "10 ST per 24h".into(),
+            total: "9".into(),
+            attempted: "2".into(),
+        };
+        let tokens = |n: u64| Tokens {
+            amount: U256::from(n),
+            symbol: "ST".into(),
+            decimals: 0,
+        };
+        let refusals = vec![
+            Error::Tx(limit()),
+            Error::NonceReserved {
+                address: Address::ZERO,
+                chain_id: 1,
+                nonce: 0,
+                by: "t".into(),
+            },
+            Error::NonceHeld {
+                address: Address::ZERO,
+                chain_id: 1,
+                nonce: 0,
+                by: "t".into(),
+                state: "signed",
+                tx_hash: "0x".into(),
+            },
+            Error::ChainReset {
+                chain_id: 1,
+                journaled: "a".into(),
+                found: "b".into(),
+            },
+            Error::ChainResetInLog {
+                chain_id: 1,
+                logged: B256::ZERO,
+                found: B256::ZERO,
+            },
+            Error::NotReset {
+                chain_id: 1,
+                why: "x".into(),
+            },
+            Error::BundleMismatch("x".into()),
+            Error::BatchRefused {
+                refused: vec![RefusedItem {
+                    index: 0,
+                    id: "a".into(),
+                    from: Address::ZERO,
+                    error: std::sync::Arc::new(limit()),
+                    reason: limit().to_string(),
+                }],
+                short: Vec::<GasNeed>::new(),
+            },
+            Error::CannotReplace {
+                tx_id: "t".into(),
+                why: "x".into(),
+            },
+            Error::BalanceTooLow(Box::new(Short {
+                from: Address::ZERO,
+                needs: tokens(2),
+                holds: tokens(1),
+            })),
+            PlanRefusal::NotCovered(vec![]).into(),
+        ];
+        for e in &refusals {
+            let kind = match e {
+                Error::Tx(bridgectl_tx::Error::Limit { .. }) => "limit",
+                Error::NonceReserved { .. } | Error::NonceHeld { .. } => "nonce",
+                Error::ChainReset { .. } | Error::ChainResetInLog { .. } => "reset",
+                Error::NotReset { .. } => "not reset",
+                Error::BundleMismatch(_) => "bundle",
+                Error::BatchRefused { refused, .. } => {
+                    // The item's refusal is typed, not only text.
+                    assert!(matches!(
+                        *refused[0].error,
+                        bridgectl_tx::Error::Limit { .. }
+                    ));
+                    "batch"
+                }
+                Error::CannotReplace { .. } => "replace",
+                Error::BalanceTooLow(short) => {
+                    assert!(short.holds.amount < short.needs.amount);
+                    "balance"
+                }
+                Error::PlanRefused(plan) => match **plan {
+                    PlanRefusal::NotCovered(_) => "plan",
+                    _ => "other plan",
+                },
+                other => panic!("not a refusal kind: {other:?}"),
+            };
+            assert!(e.is_refusal(), "{kind}: {e}");
+            assert!(e.declined().is_none() && e.unlock().is_none(), "{kind}");
+            assert!(!e.is_wrong_passphrase(), "{kind}");
+        }
+    }
+
+    /// A wrong passphrase is found three ways through a flow stopped at its approval:
+    /// [`Error::is_wrong_passphrase`], [`Error::unlock`] downcast to the keystore's
+    /// error, and a walk of `source()` that downcasts each cause.
+    #[test]
+    fn a_wrong_passphrase_is_found_by_walking_the_source_chain() {
+        let keystore = bridgectl_keystore::Error::WrongPassphrase {
+            path: "key.json".into(),
+            source: bridgectl_secret::WrongSecret,
+        };
+        let err = Error::StoppedAtApproval {
+            tx_id: "t".into(),
+            source: Box::new(Error::unlock_failed(keystore)),
+        };
+        assert!(err.is_wrong_passphrase());
+        assert_eq!(err.stopped_flow(), Some("t"));
+        assert!(
+            err.unlock()
+                .and_then(|e| e.downcast_ref::<bridgectl_keystore::Error>())
+                .is_some_and(bridgectl_keystore::Error::is_wrong_passphrase)
+        );
+        let mut found = None;
+        let mut next: Option<&(dyn std::error::Error + 'static)> = Some(&err);
+        while let Some(cause) = next {
+            found = found.or(cause.downcast_ref::<bridgectl_keystore::Error>());
+            next = cause.source();
+        }
+        assert!(found.is_some_and(bridgectl_keystore::Error::is_wrong_passphrase));
+        // Each cause once: the flow, the unlock, the keystore's words, the marker.
+        let text = super::chain(&err);
+        assert_eq!(text.matches("wrong passphrase").count(), 1, "{text}");
+        assert!(!err.is_refusal() && err.declined().is_none());
+
+        let declined = Error::StoppedAtApproval {
+            tx_id: "t".into(),
+            source: Box::new(Error::Declined("no".into())),
+        };
+        assert_eq!(declined.declined(), Some("no"));
+        assert!(declined.unlock().is_none() && !declined.is_wrong_passphrase());
+        let other = Error::unlock_failed(std::io::Error::other("no terminal"));
+        assert!(other.unlock().is_some() && !other.is_wrong_passphrase());
     }
 }

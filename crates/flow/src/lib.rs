@@ -8,6 +8,8 @@ pub mod clock;
 mod error;
 mod flows;
 pub mod journal;
+pub mod node;
+pub mod profile;
 mod progress;
 pub mod rpc;
 pub mod timing;
@@ -23,16 +25,21 @@ pub use alloy_primitives::{Address, U256};
 pub use alloy_signer_local::PrivateKeySigner;
 /// The one secret type of every bridgectl crate: the platform's token
 /// ([`client::AccessToken`]), a keystore's passphrase, a web3 token.
-pub use bridgectl_secret::Secret;
+pub use bridgectl_secret::{Secret, WrongSecret};
 /// The transaction layer the flows' types come from ([`Review`] holds its `Verified`,
 /// errors carry its refusals): one dependency for an embedder, the same version.
 pub use bridgectl_tx as tx;
-pub use bridgectl_tx::{Policy, SignedTx, Verified};
+/// What [`Flows::builder`] records every signature in: `bridgectl_signing_log::SigningLogDb`
+/// (the SQLite log beside a keystore's keys, `SigningLogDb::open_in(keystore.dir(),
+/// keystore.signers()?)`) or a log of your own. The store is its own crate so that a
+/// wallet that keeps its log elsewhere compiles none of it.
+pub use bridgectl_tx::SigningLog;
+pub use bridgectl_tx::{Policy, SignedTx, Token, Trusted, Verified};
 pub use error::{Error, chain};
 pub use flows::{
-    AccountPlan, AccountSpend, ActionCall, ActionOutcome, ActionResult, Approver, BatchCheck,
-    BatchCounts, BatchItem, BatchOp, BatchOptions, BatchPlan, BatchStatus, Bridge, BundleCheck,
-    CANCEL_GAS_LIMIT, Cap, ChainResetPlan, ChainSide, DEFAULT_BUMP_BASIS_POINTS,
+    AccountPlan, AccountSpend, ActionCall, ActionOutcome, ActionResult, ApproveFuture, Approver,
+    BatchCheck, BatchCounts, BatchItem, BatchOp, BatchOptions, BatchPlan, BatchStatus, Bridge,
+    BundleCheck, CANCEL_GAS_LIMIT, Cap, ChainResetPlan, ChainSide, DEFAULT_BUMP_BASIS_POINTS,
     DEFAULT_MAX_GAS_LIMIT, Ended, EndedBy, FlowStatus, Flows, FlowsBuilder,
     GAS_PRICE_SANITY_MULTIPLE, GasNeed, GasPriceCap, GasSource, ItemError, ItemResult, ItemState,
     ItemStatus, ItemView, Mode, Moved, NoGasPriceCap, NonceSource, OfflineSigner, OfflineSigning,
@@ -42,6 +49,7 @@ pub use flows::{
     TransferSpec, WAIT_REPORT, WaitOptions, Which, can_resume,
 };
 pub use journal::{BatchLock, BatchRecord, FlowKind, FlowState, Journal, Purpose};
+pub use profile::{Profile, ProfileError};
 
 #[cfg(test)]
 mod readme_tests {
@@ -55,12 +63,19 @@ mod readme_tests {
             .collect()
     }
 
-    /// The README's list of crates to optimise in debug builds is the workspace's own:
-    /// a crate this workspace optimises for speed is one an embedder's build needs too.
+    /// Each README's list of crates to optimise in debug builds is the workspace's own
+    /// (one list: the flow crate's, the keystore's, the transaction crate's): a crate
+    /// this workspace optimises for speed is one an embedder's build needs too.
     #[test]
-    fn the_readme_lists_every_package_the_workspace_optimises() {
+    fn the_readmes_list_every_package_the_workspace_optimises() {
         let workspace = optimised(include_str!("../../../Cargo.toml"));
         assert!(workspace.contains(&"argon2"), "{workspace:?}");
-        assert_eq!(optimised(include_str!("../README.md")), workspace);
+        for (readme, text) in [
+            ("flow", include_str!("../README.md")),
+            ("keystore", include_str!("../../keystore/README.md")),
+            ("tx", include_str!("../../tx/README.md")),
+        ] {
+            assert_eq!(optimised(text), workspace, "{readme}");
+        }
     }
 }

@@ -14,6 +14,9 @@ use serde_json::{Value, json};
 
 use crate::Error;
 use crate::client::check_url_safe_for_secrets;
+use crate::node::{BlockFacts, Node, NodeFuture, balance_of_call, is_already_known};
+/// What a node answers, as the flows read it (defined with [`Node`]).
+pub use crate::node::{Log, Receipt, TxPresence};
 use bridgectl_tx::TransactionSigner;
 
 /// A node's JSON-RPC endpoint.
@@ -27,105 +30,48 @@ pub struct NodeClient {
     role: &'static str,
 }
 
-/// The parts of a receipt the flows look at.
-#[derive(Debug, Clone, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Receipt {
-    /// The transaction hash.
-    pub transaction_hash: B256,
-    /// Block it was mined in.
-    pub block_number: u64,
-    /// `true` when the transaction did not revert.
-    pub success: bool,
-    /// Gas used.
-    pub gas_used: u64,
-}
-
 /// The widest block range asked of `eth_getLogs` at once: public nodes refuse wider
 /// ranges (many cap them at 1,000 to 10,000 blocks), and a narrow range keeps each answer
 /// small.
 pub const MAX_LOG_RANGE: u64 = 1_000;
 
-/// Where a node has a transaction ([`NodeClient::presence`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum TxPresence {
-    /// In a block.
-    Mined,
-    /// In the node's pool, not in a block yet.
-    Pending,
-    /// The node does not know it: never received, or dropped from its pool.
-    Unknown,
-}
-
-impl TxPresence {
-    /// How a person reads it.
-    pub fn describe(self) -> &'static str {
-        match self {
-            TxPresence::Mined => "mined",
-            TxPresence::Pending => "pending in the node's pool",
-            TxPresence::Unknown => "unknown to the node (never received, or dropped from its pool)",
-        }
-    }
-}
-
-/// One log of `eth_getLogs`, the parts the flows read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Log {
-    /// The contract that emitted it.
-    pub address: Address,
-    /// The block it is in.
-    pub block_number: u64,
-    /// The transaction that emitted it.
-    pub transaction_hash: B256,
-    /// Its index in the block.
-    pub log_index: u64,
-    /// Its topics.
-    pub topics: Vec<B256>,
-    /// Its data.
-    pub data: Vec<u8>,
-    /// Set by the node when a reorganisation took the log's block away.
-    pub removed: bool,
-}
-
-impl Log {
-    fn parse(v: &Value) -> Result<Log, Error> {
-        let bad = |expected: &str| Error::UnexpectedShape {
-            what: "a log of eth_getLogs".into(),
-            expected: expected.into(),
-            data: v.clone(),
-        };
-        let hash = |field: &str| -> Result<B256, Error> {
-            v[field]
-                .as_str()
-                .and_then(|h| h.parse().ok())
-                .ok_or_else(|| bad(&format!("{field}: a 32-byte hash")))
-        };
-        let topics = v["topics"]
-            .as_array()
-            .ok_or_else(|| bad("topics: an array"))?
-            .iter()
-            .map(|t| t.as_str().and_then(|h| h.parse().ok()))
-            .collect::<Option<Vec<B256>>>()
-            .ok_or_else(|| bad("topics: 32-byte hashes"))?;
-        let data = v["data"]
+/// One log of an `eth_getLogs` answer, read strictly.
+fn parse_log(v: &Value) -> Result<Log, Error> {
+    let bad = |expected: &str| Error::UnexpectedShape {
+        what: "a log of eth_getLogs".into(),
+        expected: expected.into(),
+        data: v.clone(),
+    };
+    let hash = |field: &str| -> Result<B256, Error> {
+        v[field]
             .as_str()
-            .and_then(|d| d.strip_prefix("0x"))
-            .and_then(|d| hex::decode(d).ok())
-            .ok_or_else(|| bad("data: 0x-hex bytes"))?;
-        Ok(Log {
-            address: v["address"]
-                .as_str()
-                .and_then(|a| a.parse().ok())
-                .ok_or_else(|| bad("address: a 20-byte address"))?,
-            block_number: to_u64(parse_quantity(&v["blockNumber"], "log block")?, "log block")?,
-            transaction_hash: hash("transactionHash")?,
-            log_index: to_u64(parse_quantity(&v["logIndex"], "log index")?, "log index")?,
-            topics,
-            data,
-            removed: v["removed"].as_bool().unwrap_or(false),
-        })
-    }
+            .and_then(|h| h.parse().ok())
+            .ok_or_else(|| bad(&format!("{field}: a 32-byte hash")))
+    };
+    let topics = v["topics"]
+        .as_array()
+        .ok_or_else(|| bad("topics: an array"))?
+        .iter()
+        .map(|t| t.as_str().and_then(|h| h.parse().ok()))
+        .collect::<Option<Vec<B256>>>()
+        .ok_or_else(|| bad("topics: 32-byte hashes"))?;
+    let data = v["data"]
+        .as_str()
+        .and_then(|d| d.strip_prefix("0x"))
+        .and_then(|d| hex::decode(d).ok())
+        .ok_or_else(|| bad("data: 0x-hex bytes"))?;
+    Ok(Log {
+        address: v["address"]
+            .as_str()
+            .and_then(|a| a.parse().ok())
+            .ok_or_else(|| bad("address: a 20-byte address"))?,
+        block_number: to_u64(parse_quantity(&v["blockNumber"], "log block")?, "log block")?,
+        transaction_hash: hash("transactionHash")?,
+        log_index: to_u64(parse_quantity(&v["logIndex"], "log index")?, "log index")?,
+        topics,
+        data,
+        removed: v["removed"].as_bool().unwrap_or(false),
+    })
 }
 
 fn parse_quantity(v: &Value, what: &str) -> Result<U256, Error> {
@@ -328,15 +274,7 @@ impl NodeClient {
                         data: v,
                     })
             }
-            Err(Error::Platform { error, .. })
-                if error.message.to_ascii_lowercase().contains("already known")
-                    || error
-                        .message
-                        .to_ascii_lowercase()
-                        .contains("already imported") =>
-            {
-                Ok(hash)
-            }
+            Err(Error::Platform { error, .. }) if is_already_known(&error.message) => Ok(hash),
             Err(e) => Err(e),
         }
     }
@@ -368,23 +306,9 @@ impl NodeClient {
         timeout: Duration,
         progress: &mut dyn crate::progress::Progress,
     ) -> Result<Receipt, Error> {
-        let mut clock =
-            crate::progress::WaitClock::new(format!("transaction {hash} to be mined"), timeout);
-        loop {
-            if let Some(r) = clock.during(self.receipt(hash), progress).await? {
-                return Ok(r);
-            }
-            if clock.elapsed() >= timeout {
-                return Err(Error::Timeout {
-                    what: format!("the receipt of {hash}"),
-                    seconds: timeout.as_secs(),
-                    flow: None,
-                    not_mined: self.presence(hash).await.ok(),
-                    tx_hash: Some(hash),
-                });
-            }
-            clock.during(self.timing.sleep(interval), progress).await;
-        }
+        let node: &dyn Node = self;
+        node.wait_receipt(hash, interval, timeout, &self.timing, progress)
+            .await
     }
 
     /// `eth_blockNumber`: the newest block.
@@ -455,15 +379,58 @@ impl NodeClient {
             expected: "an array of logs".into(),
             data: v.clone(),
         })?;
-        items.iter().map(Log::parse).collect()
+        items.iter().map(parse_log).collect()
+    }
+
+    /// The facts of block `number` (`None`: the newest); `None` when the node has no
+    /// such block.
+    pub async fn block_facts(&self, number: Option<u64>) -> Result<Option<BlockFacts>, Error> {
+        let tag = number.map_or_else(|| "latest".to_owned(), |n| format!("0x{n:x}"));
+        let block = self
+            .call("eth_getBlockByNumber", json!([tag, false]))
+            .await?;
+        if block.is_null() {
+            return Ok(None);
+        }
+        let hash = block
+            .get("hash")
+            .and_then(Value::as_str)
+            .and_then(|h| h.parse().ok())
+            .ok_or_else(|| Error::UnexpectedShape {
+                what: "a block".into(),
+                expected: "a block with a 32-byte hash".into(),
+                data: block.clone(),
+            })?;
+        let number = to_u64(parse_quantity(&block["number"], "block number")?, "block")?;
+        let t = parse_quantity(&block["timestamp"], "block timestamp")?;
+        Ok(Some(BlockFacts::new(
+            number,
+            hash,
+            to_u64(t, "block timestamp")?,
+        )))
+    }
+
+    /// `eth_call` of `data` to `to` at `latest`: the bytes returned.
+    pub async fn eth_call(&self, to: Address, data: &[u8]) -> Result<Vec<u8>, Error> {
+        let v = self
+            .call(
+                "eth_call",
+                json!([{"to": to, "data": format!("0x{}", hex::encode(data))}, "latest"]),
+            )
+            .await?;
+        v.as_str()
+            .and_then(|s| s.strip_prefix("0x"))
+            .and_then(|h| hex::decode(h).ok())
+            .ok_or_else(|| Error::UnexpectedShape {
+                what: "eth_call result".into(),
+                expected: "0x-hex bytes".into(),
+                data: v.clone(),
+            })
     }
 
     /// ERC-20 `balanceOf(owner)` on `token` (`eth_call` at `latest`).
     pub async fn token_balance(&self, token: Address, owner: Address) -> Result<U256, Error> {
-        // balanceOf(address) = 0x70a08231
-        let mut data = vec![0x70, 0xa0, 0x82, 0x31];
-        data.extend_from_slice(&[0u8; 12]);
-        data.extend_from_slice(owner.as_slice());
+        let data = balance_of_call(owner);
         let v = self
             .call(
                 "eth_call",
@@ -483,6 +450,64 @@ impl NodeClient {
                     data: v.clone(),
                 })
         })
+    }
+}
+
+/// The built-in client is the flows' default [`Node`] (one per `rpc_url`).
+impl Node for NodeClient {
+    fn block_number(&self) -> NodeFuture<'_, u64> {
+        Box::pin(NodeClient::block_number(self))
+    }
+
+    fn block(&self, number: Option<u64>) -> NodeFuture<'_, Option<BlockFacts>> {
+        Box::pin(self.block_facts(number))
+    }
+
+    fn pending_nonce(&self, address: Address) -> NodeFuture<'_, u64> {
+        Box::pin(NodeClient::pending_nonce(self, address))
+    }
+
+    fn gas_price(&self) -> NodeFuture<'_, u128> {
+        Box::pin(NodeClient::gas_price(self))
+    }
+
+    fn balance(&self, address: Address) -> NodeFuture<'_, U256> {
+        Box::pin(NodeClient::balance(self, address))
+    }
+
+    fn call<'a>(&'a self, to: Address, data: &'a [u8]) -> NodeFuture<'a, Vec<u8>> {
+        Box::pin(self.eth_call(to, data))
+    }
+
+    fn estimate_gas<'a>(
+        &'a self,
+        from: Address,
+        to: Address,
+        data: &'a [u8],
+    ) -> NodeFuture<'a, u64> {
+        Box::pin(NodeClient::estimate_gas(self, from, to, data))
+    }
+
+    fn send_raw<'a>(&'a self, raw: &'a [u8], hash: B256) -> NodeFuture<'a, B256> {
+        Box::pin(NodeClient::send_raw(self, raw, hash))
+    }
+
+    fn receipt(&self, hash: B256) -> NodeFuture<'_, Option<Receipt>> {
+        Box::pin(NodeClient::receipt(self, hash))
+    }
+
+    fn presence(&self, hash: B256) -> NodeFuture<'_, TxPresence> {
+        Box::pin(NodeClient::presence(self, hash))
+    }
+
+    fn logs<'a>(
+        &'a self,
+        address: Address,
+        topics: &'a [Option<B256>],
+        from: u64,
+        to: u64,
+    ) -> NodeFuture<'a, Vec<Log>> {
+        Box::pin(NodeClient::logs(self, address, topics, from, to))
     }
 }
 

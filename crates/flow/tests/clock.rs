@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use alloy_primitives::U256;
 use bridgectl_flow::clock::Clock;
 use bridgectl_flow::{
-    Approver, Error, Flows, GasPriceCap, PrivateKeySigner, Quiet, Review, WaitOptions,
+    ApproveFuture, Approver, Error, Flows, GasPriceCap, PrivateKeySigner, Quiet, Review,
+    WaitOptions,
 };
 use bridgectl_keystore::{Keystore, Passphrase};
 use bridgectl_sandbox::{Sandbox, SandboxConfig};
@@ -34,14 +35,16 @@ struct Unlocks<'a>(&'a Keystore);
 impl Approver for Unlocks<'_> {
     type Signer = PrivateKeySigner;
 
-    async fn approve(&mut self, review: &Review<'_>) -> Result<PrivateKeySigner, Error> {
-        self.0
-            .unlock_async(
-                &review.raw_tx().from.to_string(),
-                Passphrase::new(PASSPHRASE.to_owned()),
-            )
-            .await
-            .map_err(Error::unlock)
+    fn approve<'a>(&'a mut self, review: &'a Review<'_>) -> ApproveFuture<'a, PrivateKeySigner> {
+        Box::pin(async move {
+            self.0
+                .unlock_async(
+                    &review.raw_tx().from.to_string(),
+                    Passphrase::new(PASSPHRASE.to_owned()),
+                )
+                .await
+                .map_err(Error::unlock_failed)
+        })
     }
 }
 

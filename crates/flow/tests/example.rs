@@ -1,6 +1,6 @@
-//! `examples/redeem.rs` is what a wallet developer copies: it must build and redeem on
-//! a real platform (the sandbox over two anvil chains), run as its own process exactly
-//! as documented.
+//! The examples are what a wallet developer copies: each must build and do what its doc
+//! says on a real platform (the sandbox over two anvil chains), run as its own process
+//! exactly as documented, configured by bridgectl's own profile file.
 
 use std::process::Command;
 
@@ -15,13 +15,12 @@ fn example_binary(name: &str) -> std::path::PathBuf {
     profile_dir.join("examples").join(name)
 }
 
-/// What a run of an example with a keystore left: its output, its folder (keystore,
-/// journal) and the development account's next nonce on the side chain afterwards.
+/// What a run of an example with a keystore left: its output and its folder (keystore,
+/// journal).
 struct Run {
     stdout: String,
     stderr: String,
     dir: tempfile::TempDir,
-    side_nonce: u64,
 }
 
 /// Runs example `name` against a fresh sandbox as its doc says: the sandbox's funded
@@ -41,16 +40,13 @@ async fn run_with_keystore(name: &str, amount: &str) -> Run {
     let dir = tempfile::tempdir().expect("tmp");
     let passphrase = "example passphrase";
     common::dev_keystore(dir.path(), &info, passphrase);
-    let bridge = common::bridge(&info);
-    let bridge_file = dir.path().join("bridge.json");
-    std::fs::write(&bridge_file, serde_json::to_vec(&bridge).expect("json")).expect("write");
+    let profile = common::profile_file(dir.path(), &info);
     let pass_file = dir.path().join("passphrase");
     std::fs::write(&pass_file, format!("{passphrase}\n")).expect("write");
 
     let out = Command::new(&example)
-        .env("PLATFORM_URL", &info.base_url)
+        .env("PROFILE", &profile)
         .env("PLATFORM_TOKEN", info.token.expose_secret())
-        .env("BRIDGE_FILE", &bridge_file)
         .env("KEYSTORE", dir.path().join("keystore"))
         .env("FROM", "wallet")
         .env("PASSPHRASE_FILE", &pass_file)
@@ -58,8 +54,6 @@ async fn run_with_keystore(name: &str, amount: &str) -> Run {
         .env("AMOUNT", amount)
         .output()
         .expect("run the example");
-    let node = bridgectl_flow::rpc::NodeClient::new(&info.side.rpc_url).expect("node");
-    let side_nonce = node.pending_nonce(info.dev.address).await.expect("nonce");
     sandbox.shutdown().await.expect("shutdown");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -68,7 +62,6 @@ async fn run_with_keystore(name: &str, amount: &str) -> Run {
         stdout,
         stderr,
         dir,
-        side_nonce,
     }
 }
 
@@ -99,56 +92,143 @@ async fn the_redeem_example_redeems_on_the_sandbox() {
     assert_eq!(flows[0].tx_hash.as_deref(), Some(hash));
 }
 
-/// `examples/wallet.rs`, the program of issue 26 written against the library as it is
-/// now: a redeem and a swap through the flows, then an offline signature through the
-/// signing log. Each ends well, the offline one is in the log and was never sent, and
-/// the log holds all three.
+/// `examples/wallet.rs`: one `Flows` swaps on the main chain and redeems on the side
+/// chain, each under its own chain's policy (its chain id expected), the side chain's
+/// node the wallet's own alloy provider, the approver a `Box<dyn Approver>` that signs
+/// only what the wallet pinned: both end well, unattended, two signatures in the log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_wallet_example_redeems_swaps_and_signs_offline_on_the_sandbox() {
+async fn the_wallet_example_swaps_and_redeems_through_one_flows_on_the_sandbox() {
     let run = run_with_keystore("wallet", "2").await;
     let (stdout, stderr) = (&run.stdout, &run.stderr);
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), 3, "{stdout}");
+    assert_eq!(lines.len(), 2, "{stdout}");
     assert!(
-        lines[0].starts_with("redeem 0x") && lines[0].ends_with(" Some(Completed)"),
+        lines[0].starts_with("swap 0x") && lines[0].ends_with(" Completed"),
         "{stdout}"
     );
     assert!(
-        lines[1].starts_with("swap 0x") && lines[1].ends_with(" Completed"),
+        lines[1].starts_with("redeem 0x") && lines[1].ends_with(" Some(Completed)"),
         "{stdout}"
     );
-    assert!(lines[2].ends_with(" in the log, not sent"), "{stdout}");
+    assert!(stderr.contains("via the wallet's provider"), "{stderr}");
     assert_eq!(
         stderr.matches("approve: ").count(),
         2,
         "the flows asked twice: {stderr}"
     );
-    let keystore =
-        bridgectl_keystore::Keystore::open(run.dir.path().join("keystore")).expect("dir");
+    assert_eq!(logged(run.dir.path()), 2, "two signatures logged");
+}
+
+/// The signing log beside `dir/keystore`: how many entries it holds, verified.
+fn logged(dir: &std::path::Path) -> u64 {
+    let keystore = bridgectl_keystore::Keystore::open(dir.join("keystore")).expect("dir");
     let log = bridgectl_signing_log::SigningLogDb::open_in(
         keystore.dir(),
         keystore.signers().expect("keys"),
     )
     .expect("log");
+    log.verify(None).expect("intact").count
+}
+
+/// `examples/refusals.rs`: a wrong passphrase (the keystore's error reached by walking
+/// `source()`), a "no", a sender short of ST, a gas price over the side chain's cap and
+/// a batch the run would refuse, each matched by type; nothing signed, nothing sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_refusals_example_matches_each_refusal_by_type_on_the_sandbox() {
+    let run = run_with_keystore("refusals", "1").await;
+    let lines: Vec<&str> = run.stdout.lines().collect();
     assert_eq!(
-        log.verify(None).expect("intact").count,
-        3,
-        "three signatures logged"
+        lines,
+        [
+            "wrong passphrase: true (walked source(): true)",
+            "declined: Some(\"the person said no\"), resumable flow: true",
+            lines[2],
+            "refused: true (gas price: true)",
+            "batch refused: payout-1 (gas price: true)",
+        ],
+        "{}",
+        run.stderr
     );
-    // The offline signature took the side chain's next nonce and was never sent.
-    let journal =
-        bridgectl_flow::Journal::open(run.dir.path().join("journal.sqlite3")).expect("open");
-    let redeem = journal
-        .list(10)
-        .expect("list")
-        .into_iter()
-        .find(|f| f.kind == bridgectl_flow::FlowKind::Redeem)
-        .expect("the redeem");
-    assert_eq!(
-        run.side_nonce,
-        redeem.nonce.expect("nonce") + 1,
-        "nothing more was sent on the side chain"
+    assert!(
+        lines[2].starts_with("balance too low: holds "),
+        "{}",
+        run.stdout
     );
+    assert_eq!(logged(run.dir.path()), 0, "nothing signed");
+}
+
+/// `examples/offline.rs`: a redeem's rawTx as the platform would build it, verified
+/// against the wallet's own amount and signed by alloy's `PrivateKeySigner` with no
+/// network; the signed bytes, sent to the side chain's node by the test, are mined and
+/// do not revert, and the signature is in the log beside the key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_offline_example_signs_what_the_chain_accepts() {
+    let example = example_binary("offline");
+    assert!(example.exists(), "{} missing", example.display());
+    let sandbox = Sandbox::start(SandboxConfig::default())
+        .await
+        .expect("sandbox");
+    let info = sandbox.info().clone();
+    let dir = tempfile::tempdir().expect("tmp");
+    let profile = common::profile_file(dir.path(), &info);
+    let key_file = dir.path().join("key");
+    std::fs::write(&key_file, info.dev.private_key.expose_secret()).expect("write");
+    let node = bridgectl_flow::rpc::NodeClient::new(&info.side.rpc_url).expect("node");
+    let nonce = node.pending_nonce(info.dev.address).await.expect("nonce");
+    let amount = bridgectl_flow::U256::from(10).pow(bridgectl_flow::U256::from(info.side.decimals));
+    let args = std::collections::BTreeMap::from([("_amount".to_owned(), amount.to_string())]);
+    let raw = bridgectl_flow::tx::RawTx {
+        from: info.dev.address,
+        to: info.side.token_address,
+        data: bridgectl_flow::tx::calldata::encode("redeem", &args)
+            .expect("calldata")
+            .into(),
+        nonce,
+        gas_limit: 200_000,
+        gas_price: node.gas_price().await.expect("gas price"),
+        chain_id: info.side.chain_id,
+        value: bridgectl_flow::U256::ZERO,
+    };
+    let tx_file = dir.path().join("tx.json");
+    std::fs::write(&tx_file, serde_json::to_vec(&raw).expect("json")).expect("write");
+    let out = Command::new(&example)
+        .env("PROFILE", &profile)
+        .env("KEY_FILE", &key_file)
+        .env("TX_FILE", &tx_file)
+        .env("AMOUNT", "1")
+        .env("NONCE", nonce.to_string())
+        .env("LOG_DIR", dir.path().join("log"))
+        .env("JOURNAL", dir.path().join("journal.sqlite3"))
+        .output()
+        .expect("run the example");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let signed = alloy_primitives::hex::decode(stdout.trim()).expect("hex");
+    let hash = alloy_primitives::keccak256(&signed);
+    node.send_raw(&signed, hash)
+        .await
+        .expect("the node takes it");
+    let receipt = node
+        .wait_receipt(
+            hash,
+            std::time::Duration::from_millis(100),
+            std::time::Duration::from_secs(30),
+            &mut bridgectl_flow::Quiet,
+        )
+        .await
+        .expect("mined");
+    sandbox.shutdown().await.expect("shutdown");
+    assert!(receipt.success, "the redeem did not revert");
+    let log = bridgectl_signing_log::SigningLogDb::open_in(
+        dir.path().join("log"),
+        vec![info.dev.address],
+    )
+    .expect("log");
+    assert_eq!(log.verify(None).expect("intact").count, 1);
 }
 
 /// Runs example `name` against a fresh sandbox with an external signer: the sandbox's
@@ -162,13 +242,10 @@ async fn run_with_external_signer(name: &str, extra: &[(&str, &str)]) -> (String
         .expect("sandbox");
     let info = sandbox.info().clone();
     let dir = tempfile::tempdir().expect("tmp");
-    let bridge_file = dir.path().join("bridge.json");
-    let bridge = serde_json::to_vec(&common::bridge(&info)).expect("json");
-    std::fs::write(&bridge_file, bridge).expect("write");
+    let profile = common::profile_file(dir.path(), &info);
     let out = Command::new(&example)
-        .env("PLATFORM_URL", &info.base_url)
+        .env("PROFILE", &profile)
         .env("PLATFORM_TOKEN", info.token.expose_secret())
-        .env("BRIDGE_FILE", &bridge_file)
         .env("SIGNER_URL", &info.side.rpc_url)
         .env("FROM", info.dev.address.to_string())
         .env("LOG_DIR", dir.path().join("log"))
@@ -205,19 +282,19 @@ async fn the_external_signer_example_redeems_on_the_sandbox() {
     assert_eq!(logged, 1, "the signature is in the log");
 }
 
-/// `examples/batch_external.rs`: 20 redeems, one approval, each signed by the JSON-RPC
-/// endpoint: all completed, 20 signatures in the log, which holds.
+/// `examples/batch_external.rs`: 10 redeems, one approval, each signed by the JSON-RPC
+/// endpoint: all completed, 10 signatures in the log, which holds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_batch_example_pays_out_twenty_through_an_external_signer() {
+async fn the_batch_example_pays_out_ten_through_an_external_signer() {
     let (stdout, stderr, logged) =
-        run_with_external_signer("batch_external", &[("COUNT", "20"), ("AMOUNT", "0.1")]).await;
-    assert!(stdout.contains(" 20 completed 20 journaled"), "{stdout}");
+        run_with_external_signer("batch_external", &[("COUNT", "10"), ("AMOUNT", "0.1")]).await;
+    assert!(stdout.contains(" 10 completed 10 journaled"), "{stdout}");
     assert_eq!(
         stderr.matches("approved:").count(),
         1,
         "one approval: {stderr}"
     );
-    assert_eq!(logged, 20, "every signature is in the log");
+    assert_eq!(logged, 10, "every signature is in the log");
 }
 
 /// The README shows the example itself, not a copy that drifts.

@@ -13,7 +13,7 @@ use alloy_consensus::{SignableTransaction, TxLegacy};
 use alloy_primitives::{Bytes, TxKind, U256};
 use alloy_signer::SignerSync;
 use bridgectl_flow::rpc::RpcSigner;
-use bridgectl_flow::{Approver, Error, Quiet, Review};
+use bridgectl_flow::{ApproveFuture, Approver, Quiet, Review};
 use bridgectl_sandbox::{Sandbox, SandboxConfig};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -26,8 +26,8 @@ struct External(RpcSigner);
 impl Approver for External {
     type Signer = RpcSigner;
 
-    async fn approve(&mut self, _review: &Review<'_>) -> Result<RpcSigner, Error> {
-        Ok(self.0.clone())
+    fn approve<'a>(&'a mut self, _review: &'a Review<'_>) -> ApproveFuture<'a, RpcSigner> {
+        Box::pin(async move { Ok(self.0.clone()) })
     }
 }
 

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use alloy_primitives::U256;
-use bridgectl_flow::{Approver, Error, FlowState, PrivateKeySigner, Quiet, Review};
+use bridgectl_flow::{ApproveFuture, Approver, Error, FlowState, PrivateKeySigner, Quiet, Review};
 use bridgectl_keystore::{Keystore, Passphrase};
 use bridgectl_sandbox::{Sandbox, SandboxConfig};
 
@@ -26,15 +26,17 @@ struct Asks<'a> {
 impl Approver for Asks<'_> {
     type Signer = PrivateKeySigner;
 
-    async fn approve(&mut self, review: &Review<'_>) -> Result<PrivateKeySigner, Error> {
-        self.asked += 1;
-        if !self.yes {
-            return Err(Error::Declined("wrong passphrase, three times".into()));
-        }
-        let mut passphrase = Passphrase::new(PASSPHRASE.to_owned());
-        self.keystore
-            .unlock(&review.raw_tx().from.to_string(), &mut passphrase)
-            .map_err(Error::unlock)
+    fn approve<'a>(&'a mut self, review: &'a Review<'_>) -> ApproveFuture<'a, PrivateKeySigner> {
+        Box::pin(async move {
+            self.asked += 1;
+            if !self.yes {
+                return Err(Error::Declined("wrong passphrase, three times".into()));
+            }
+            let mut passphrase = Passphrase::new(PASSPHRASE.to_owned());
+            self.keystore
+                .unlock(&review.raw_tx().from.to_string(), &mut passphrase)
+                .map_err(Error::unlock_failed)
+        })
     }
 }
 

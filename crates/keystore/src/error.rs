@@ -24,6 +24,10 @@ pub enum Error {
     WrongPassphrase {
         /// The key file.
         path: PathBuf,
+        /// The marker a caller finds by walking `source()` from any error that wraps
+        /// this one (`bridgectl_secret::is_wrong_secret`).
+        #[source]
+        source: bridgectl_secret::WrongSecret,
     },
 
     /// The file asks for more KDF work than the documented cap. Refused before any
@@ -219,6 +223,12 @@ impl Error {
             path: path.into(),
             reason: reason.into(),
         }
+    }
+
+    /// Whether the passphrase was wrong (or the file was modified): asking again may
+    /// help, nothing else will.
+    pub fn is_wrong_passphrase(&self) -> bool {
+        matches!(self, Error::WrongPassphrase { .. })
     }
 
     /// A short, stable name of the variant (`"wrong_passphrase"`, `"excessive_work"`,

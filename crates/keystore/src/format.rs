@@ -280,6 +280,7 @@ impl ParsedV1 {
                 )
                 .map_err(|_| Error::WrongPassphrase {
                     path: path.to_owned(),
+                    source: bridgectl_secret::WrongSecret,
                 })?,
         );
         let signer = signer_from_secret(path, &plain)?;

@@ -346,6 +346,7 @@ impl ParsedWeb3 {
         if !bool::from(mac.ct_eq(&self.mac)) {
             return Err(Error::WrongPassphrase {
                 path: path.to_owned(),
+                source: bridgectl_secret::WrongSecret,
             });
         }
         let mut secret = SecretBytes::zero();

@@ -53,6 +53,37 @@ impl<'de> serde::Deserialize<'de> for Secret {
     }
 }
 
+/// A secret that does not open what it was given for: a passphrase whose key derivation
+/// fails the key file's authentication check (an AES-GCM tag, a Web3 Secret Storage MAC).
+///
+/// A crate that checks a secret returns it as the `source()` of its own "wrong
+/// passphrase" error, so a caller several layers away (a flow whose approver could not
+/// unlock its key) tells a wrong secret from every other failure by walking `source()`
+/// and downcasting to this one type, without knowing the checking crate's error type.
+/// It holds nothing: no part of the secret or of what it failed to open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WrongSecret;
+
+impl fmt::Display for WrongSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("its authentication check fails with this passphrase")
+    }
+}
+
+impl std::error::Error for WrongSecret {}
+
+/// Whether `err` or one of its causes is a [`WrongSecret`].
+pub fn is_wrong_secret(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if e.is::<WrongSecret>() {
+            return true;
+        }
+        next = e.source();
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -295,6 +295,7 @@ impl Field {
 /// [`crate::Checkpoint`]): what it was, the text, and the form expected.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{what} {input:?}: expected {expected}")]
+#[non_exhaustive]
 pub struct ParseError {
     /// What was being read (`window`, `checkpoint`).
     pub what: &'static str,

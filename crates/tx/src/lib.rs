@@ -23,6 +23,7 @@ pub use error::{CheckedBy, Error, Field, ParseError};
 pub use log::{Checkpoint, SigningLog};
 pub use policy::{Policy, Trusted};
 pub use rawtx::RawTx;
+pub use request::Token;
 pub use request::{SignInput, SignRequest};
 pub use sign::{SignedBundle, SignedTx, sign_and_log, sign_legacy};
 pub use signer::{AlloySigner, TransactionSigner, sign_and_log_with};

@@ -10,7 +10,10 @@ use std::str::FromStr;
 use alloy_primitives::{Address, U256};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::request::{Intent, Token};
+use crate::request::Intent;
+/// A trusted contract's token (symbol and decimals): named here beside [`Trusted`],
+/// where it is trusted.
+pub use crate::request::Token;
 
 /// The highest gas limit signed unless the policy raises it: token calls need well
 /// under 100,000; a transaction asking for millions is either broken or hostile.

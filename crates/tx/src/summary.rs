@@ -14,9 +14,10 @@ use crate::rawtx::RawTx;
 use crate::request::Token;
 use crate::text::printable;
 
-/// Facts from the config and the sign request that make a summary readable.
+/// Facts from the config and the sign request that make a summary readable. (Not
+/// [`crate::Context`], which is what the verifier knows about the signer.)
 #[derive(Clone, Debug, Default)]
-pub struct Context {
+pub struct SummaryContext {
     /// The chain's name (`side`, `sepolia`), when configured.
     pub chain_name: Option<String>,
     /// The native currency symbol; `ETH` when unset.
@@ -29,6 +30,10 @@ pub struct Context {
     pub max_fee: Option<U256>,
     /// A line from the request's intent.
     pub description: Option<String>,
+    /// Whether `description` was written by the code that built the intent from its
+    /// caller's own arguments (a flow's "redeem 1.5 ST into MT"), not by a request: then
+    /// it says what was checked, and is not shown as a claim.
+    pub description_by_caller: bool,
     /// Where the key stands against the policy's spending limits.
     pub spending: Vec<String>,
 }
@@ -78,6 +83,9 @@ pub struct Summary {
     pub max_fee_display: String,
     /// From the request's intent.
     pub description: Option<String>,
+    /// Whether the description is the caller's own ([`SummaryContext::description_by_caller`]).
+    #[serde(skip)]
+    pub description_by_caller: bool,
     /// Where the key stands against the policy's spending limits.
     pub spending: Vec<String>,
     /// Every amount the call moves and where it goes ([`crate::effects`]), in words:
@@ -89,7 +97,7 @@ pub struct Summary {
 
 impl Summary {
     /// Summarises `tx` in `ctx`.
-    pub fn new(tx: &RawTx, ctx: &Context) -> Summary {
+    pub fn new(tx: &RawTx, ctx: &SummaryContext) -> Summary {
         let native = ctx.native_symbol.clone().unwrap_or_else(|| "ETH".into());
         let label = |a: &Address| ctx.labels.get(a).cloned();
         let mut warnings = Vec::new();
@@ -181,6 +189,7 @@ impl Summary {
             max_fee,
             max_fee_display: format_native(max_fee, &native),
             description: ctx.description.clone(),
+            description_by_caller: ctx.description_by_caller,
             spending: ctx.spending.clone(),
             moves,
             warnings,
@@ -192,7 +201,7 @@ impl Summary {
 /// several.
 fn moves(
     tx: &RawTx,
-    ctx: &Context,
+    ctx: &SummaryContext,
     label: &dyn Fn(&Address) -> Option<String>,
     warnings: &mut Vec<String>,
 ) -> Vec<String> {
@@ -251,14 +260,18 @@ fn with_label(a: &Address, l: &Option<String>) -> String {
 
 impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(d) = &self.description {
+        match &self.description {
+            // The flow's own words for the call it built from its caller's arguments:
+            // they say what the checks below pinned.
+            Some(d) if self.description_by_caller => writeln!(f, "what:      {}", printable(d))?,
             // Free text from a request: a claim, never checked, and escaped so it cannot
             // move the cursor or fake a line of this summary.
-            writeln!(
+            Some(d) => writeln!(
                 f,
                 "claimed:   \"{}\" (the request's description, not checked)",
                 printable(d)
-            )?;
+            )?,
+            None => {}
         }
         match &self.chain_name {
             Some(n) => writeln!(f, "chain:     {} ({n})", self.chain_id)?,
@@ -310,6 +323,32 @@ mod tests {
         }
     }
 
+    /// A request's description is a claim; the words a flow wrote for the call it built
+    /// from its caller's arguments are shown as what is signed.
+    #[test]
+    fn a_description_is_a_claim_unless_the_caller_wrote_it() {
+        let data = calldata::encode(
+            "redeem",
+            &BTreeMap::from([("_amount".to_string(), "1".to_string())]),
+        )
+        .expect("encode");
+        let mut ctx = SummaryContext {
+            description: Some("redeem 1 ST into MT".into()),
+            ..SummaryContext::default()
+        };
+        let claimed = Summary::new(&tx(data.clone(), Address::ZERO), &ctx).to_string();
+        assert!(
+            claimed.contains(
+                "claimed:   \"redeem 1 ST into MT\" (the request's description, not checked)"
+            ),
+            "{claimed}"
+        );
+        ctx.description_by_caller = true;
+        let own = Summary::new(&tx(data, Address::ZERO), &ctx).to_string();
+        assert!(own.starts_with("what:      redeem 1 ST into MT\n"), "{own}");
+        assert!(!own.contains("not checked"), "{own}");
+    }
+
     #[test]
     fn redeem_with_token_and_labels() {
         let data = calldata::encode(
@@ -318,7 +357,7 @@ mod tests {
         )
         .expect("encode");
         let st = Address::repeat_byte(0x35);
-        let ctx = Context {
+        let ctx = SummaryContext {
             chain_name: Some("side".into()),
             labels: BTreeMap::from([(st, "ST token".to_string())]),
             token: Some(Token {
@@ -326,7 +365,7 @@ mod tests {
                 decimals: 18,
             }),
             max_fee: Some(U256::from(1u64)),
-            ..Context::default()
+            ..SummaryContext::default()
         };
         let s = Summary::new(&tx(data, st), &ctx);
         let text = s.to_string();
@@ -350,7 +389,7 @@ mod tests {
     fn warnings_for_zero_address_and_unknown_selector() {
         let s = Summary::new(
             &tx(vec![0xde, 0xad, 0xbe, 0xef], Address::ZERO),
-            &Context::default(),
+            &SummaryContext::default(),
         );
         let text = s.to_string();
         assert!(text.contains("to is the zero address"), "{text}");
@@ -359,7 +398,10 @@ mod tests {
             "{text}"
         );
         let data = calldata::erc20_transfer(Address::ZERO, U256::from(5));
-        let s = Summary::new(&tx(data, Address::repeat_byte(1)), &Context::default());
+        let s = Summary::new(
+            &tx(data, Address::repeat_byte(1)),
+            &SummaryContext::default(),
+        );
         assert!(
             s.warnings
                 .iter()
@@ -381,12 +423,12 @@ mod tests {
             ]),
         )
         .expect("encode");
-        let ctx = Context {
+        let ctx = SummaryContext {
             token: Some(Token {
                 symbol: "ST".into(),
                 decimals: 18,
             }),
-            ..Context::default()
+            ..SummaryContext::default()
         };
         let text = Summary::new(&tx(data, Address::repeat_byte(0x35)), &ctx).to_string();
         assert!(

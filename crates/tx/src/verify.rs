@@ -98,6 +98,7 @@ pub struct Verified {
     chain_name: Option<String>,
     callee_is_token: bool,
     claimed_description: Option<String>,
+    caller_pinned: bool,
     pins_call: bool,
     nonce_source: Option<&'static str>,
     replaces: Option<B256>,
@@ -137,9 +138,17 @@ impl Verified {
         self.chain_name.as_deref()
     }
 
-    /// The intent's free text: a claim, shown as such, never checked.
+    /// The intent's free text: a claim, shown as such, never checked (unless the intent
+    /// was built from its caller's own arguments: see [`Verified::described_by_caller`]).
     pub fn claimed_description(&self) -> Option<&str> {
         self.claimed_description.as_deref()
+    }
+
+    /// Whether the intent's description is the words of the code that built it from
+    /// its caller's own arguments ([`Intent::pinned_by_caller`]: a flow's "redeem 1.5 ST
+    /// into MT"), which the checks pinned: shown as what is signed, not as a claim.
+    pub fn described_by_caller(&self) -> bool {
+        self.caller_pinned
     }
 
     /// Whether the operator pinned what the call does in advance, rather than only
@@ -183,14 +192,15 @@ impl Verified {
 
     /// The context a [`crate::summary::Summary`] needs, from trusted facts only; the
     /// caller adds its own address labels.
-    pub fn summary_context(&self) -> crate::summary::Context {
-        let mut ctx = crate::summary::Context {
+    pub fn summary_context(&self) -> crate::summary::SummaryContext {
+        let mut ctx = crate::summary::SummaryContext {
             chain_name: self.chain_name.clone(),
             token: self.token.clone(),
             max_fee: self.max_fee_cap,
             spending: self.spending.clone(),
             description: self.claimed_description.clone(),
-            ..crate::summary::Context::default()
+            description_by_caller: self.caller_pinned,
+            ..crate::summary::SummaryContext::default()
         };
         if let (true, Some(t)) = (self.callee_is_token, &self.token) {
             ctx.labels
@@ -466,6 +476,7 @@ pub fn verify(
         chain_name: trusted.chains.get(&raw.chain_id).cloned().flatten(),
         callee_is_token: contract.is_some_and(|c| c.token.is_some()),
         claimed_description: intent.and_then(|i| i.description.clone()),
+        caller_pinned,
         pins_call,
         nonce_source,
         replaces,

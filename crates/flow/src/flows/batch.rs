@@ -24,7 +24,6 @@ mod plan;
 mod refusal;
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::time::Duration;
 
 use alloy_primitives::{Address, B256, U256};
@@ -489,13 +488,13 @@ struct BatchKey<S> {
 impl<S: TransactionSigner + Clone> Approver for BatchKey<S> {
     type Signer = S;
 
-    fn approve(&mut self, review: &Review<'_>) -> impl Future<Output = Result<S, Error>> + Send {
+    fn approve<'a>(&'a mut self, review: &'a Review<'_>) -> super::ApproveFuture<'a, S> {
         let from = review.raw_tx().from;
         let signer = match &self.signer {
             Some(s) if s.address() == from => Ok(s.clone()),
             _ => Err(Error::NoSigner { from }),
         };
-        std::future::ready(signer)
+        Box::pin(std::future::ready(signer))
     }
 }
 
@@ -913,7 +912,7 @@ impl Flows {
     /// Nonce and gas of a transaction built here: the chain's node when it is known, else
     /// the platform.
     fn local_sources(&self, which: Which) -> (NonceSource, GasSource) {
-        let has_node = self.side(which).is_ok_and(|s| s.rpc_url.is_some());
+        let has_node = self.side(which).is_ok_and(|s| self.has_node(s.chain_id));
         if has_node {
             (NonceSource::Node, GasSource::Node)
         } else {

@@ -38,7 +38,8 @@ use serde::{Deserialize, Serialize};
 use super::Flows;
 use crate::Error;
 use crate::journal::Credit;
-use crate::rpc::{Log, MAX_LOG_RANGE, NodeClient};
+use crate::node::Node;
+use crate::rpc::{Log, MAX_LOG_RANGE};
 
 /// `keccak256("Transfer(address,address,uint256)")`, the ERC-20 `Transfer` event.
 const TRANSFER_TOPIC: B256 =
@@ -169,7 +170,7 @@ impl Flows {
         // the next look; each round skips at least one more, so this ends.
         loop {
             let Some(credit) = self
-                .first_unclaimed_credit(&node, facts, mined_at, &mut blocks)
+                .first_unclaimed_credit(&*node, facts, mined_at, &mut blocks)
                 .await?
             else {
                 return Ok(None);
@@ -197,7 +198,7 @@ impl Flows {
     /// `timestamps` caches block timestamps across rounds.
     async fn first_unclaimed_credit(
         &self,
-        node: &NodeClient,
+        node: &dyn Node,
         facts: &SwapFacts,
         mined_at: u64,
         timestamps: &mut HashMap<u64, u64>,

@@ -26,7 +26,8 @@ use super::{Flows, Progress, Which};
 use crate::Error;
 use crate::client::Redemption;
 use crate::journal::{Credit, FlowKind, FlowRecord, FlowState, Purpose};
-use crate::rpc::{NodeClient, Receipt, TxPresence};
+use crate::node::Node;
+use crate::rpc::{Receipt, TxPresence};
 
 /// The step a swap journals with the ST balance read before its MT transfer is signed:
 /// shown beside the swap, never what decides it (its own credit does, see `credit.rs`).
@@ -272,7 +273,13 @@ impl Flows {
         };
         progress.step("waiting for the receipt");
         let receipt = node?
-            .wait_receipt(hash, self.wait.interval, self.wait.timeout, progress)
+            .wait_receipt(
+                hash,
+                self.wait.interval,
+                self.wait.timeout,
+                &self.timing,
+                progress,
+            )
             .await
             .map_err(|e| match e {
                 Error::Timeout {
@@ -364,7 +371,7 @@ impl Flows {
         status.tx_hash = Some(hash);
         status.receipt = receipt.clone();
         if let (Some(node), None) = (&node, &receipt) {
-            status.tx_presence = Some(self.presence_of(node, rec, hash).await?);
+            status.tx_presence = Some(self.presence_of(&**node, rec, hash).await?);
         }
         let end = if purpose == Purpose::Cancel {
             End::Receipt
@@ -415,7 +422,7 @@ impl Flows {
                     status.st_now = Some(self.token_balance(Which::St, owner).await?.to_string());
                 }
                 if let (Some(r), Some(node)) = (&receipt, &node) {
-                    let mined_at = mined_at(node, r).await?;
+                    let mined_at = mined_at(&**node, r).await?;
                     let result = json!({"txHash": hash.to_string(), "block": r.block_number});
                     status.credit = self
                         .claim_own_credit(tx_id, &facts, mined_at, &result)
@@ -448,7 +455,7 @@ impl Flows {
     /// it is sent again (`resume` does) or replaced.
     async fn presence_of(
         &self,
-        node: &NodeClient,
+        node: &dyn Node,
         rec: &FlowRecord,
         hash: B256,
     ) -> Result<TxPresence, Error> {
@@ -624,7 +631,7 @@ pub(super) fn redemption_end(
 }
 
 /// The timestamp of the block receipt `r` is in (its transaction was mined no later).
-pub(super) async fn mined_at(node: &NodeClient, r: &Receipt) -> Result<u64, Error> {
+pub(super) async fn mined_at(node: &dyn Node, r: &Receipt) -> Result<u64, Error> {
     node.block_timestamp(r.block_number)
         .await?
         .ok_or_else(|| Error::UnexpectedShape {

@@ -29,6 +29,7 @@ mod swap;
 mod transfer;
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,6 +42,7 @@ use serde_json::{Value, json};
 use crate::Error;
 use crate::client::PlatformClient;
 use crate::journal::{FlowState, Journal, Purpose};
+use crate::node::{ChainNodes, Node};
 use crate::rpc::NodeClient;
 
 pub(crate) use crate::progress::WaitClock;
@@ -62,7 +64,9 @@ pub use resume::{Resumed, can_resume};
 pub use swap::{SwapOutcome, SwapSpec};
 pub use transfer::{GasSource, NonceSource, TransferSpec, Which};
 
-/// One side of the bridge: a chain, its environment and its token.
+/// One side of the bridge: a chain, its environment and its token. As JSON (camelCase):
+/// `{"environmentId", "symbol", "decimals", "token", "chainId", "rpcUrl"}` (`rpcUrl`
+/// may be `null`). A profile file gives it with [`crate::Profile::bridge`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChainSide {
@@ -89,7 +93,10 @@ impl ChainSide {
     }
 }
 
-/// Both sides of the bridge and the action names, as a profile describes them.
+/// Both sides of the bridge and the action names, as a profile describes them
+/// ([`crate::Profile::bridge`] reads one from bridgectl's profile file). As JSON
+/// (camelCase): `{"main": ChainSide, "side": ChainSide, "redeemAction": "redeem",
+/// "swapCredit": {"ratio": "1:1", "source": "0x00..00"}}` (`swapCredit` optional).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Bridge {
@@ -123,10 +130,37 @@ impl Review<'_> {
     }
 }
 
+/// The future an [`Approver`] returns: boxed, as `async_trait` would write it, so that
+/// an approver can be a trait object (`Box<dyn Approver<Signer = S>>`, chosen at run
+/// time: a terminal's, a GUI's, an unattended one). Write the body as
+/// `Box::pin(async move { ... })`.
+pub type ApproveFuture<'a, S> = Pin<Box<dyn Future<Output = Result<S, Error>> + Send + 'a>>;
+
 /// The caller's part in signing: show, confirm, pick the signer. The library never
 /// prompts; a CLI shows a summary and reads a passphrase, a GUI wallet opens a dialog, a
 /// hardware wallet's own screen is the question. Async, so a wallet waiting for its user
-/// does not block the flow's runtime.
+/// does not block the flow's runtime (unlock with `Keystore::unlock_async`, whose key
+/// derivation runs off the runtime's threads, not `Keystore::unlock`).
+///
+/// # What pins a call: when an approver may say yes without asking
+///
+/// One rule for the CLI and the library: [`Verified::pins_call`] on
+/// `review.verified` is true when the operator fixed the whole call in advance, and
+/// only then may an approver sign without a person's confirmation:
+/// - a flow built from its caller's own arguments pins it: [`Flows::redeem`] (the
+///   amount), [`Flows::swap`] and [`Flows::transfer`] (recipient and amount), whose
+///   intents are [`Intent::pinned_by_caller`]; so a wallet's unattended approver may
+///   approve its own redeem;
+/// - the policy's expectations pin it (`expect_data`, or `expect_function` with every
+///   argument), and so does a standing approval in [`Policy::auto_approve`] (a
+///   function, its destinations and a most it may move);
+/// - a request's or the platform's words never do: an action whose function the
+///   platform chose, a sign request's intent. Those narrow what is signed; a person (or
+///   the operator's policy) approves it.
+///
+/// Everything in the review passed the checks already; the summary
+/// (`bridgectl_tx::summary::Summary::new(review.raw_tx(), &review.verified.summary_context())`)
+/// shows a flow's own description as what is signed, a request's as a claim.
 pub trait Approver: Send {
     /// What signs for the approved transaction.
     ///
@@ -138,11 +172,18 @@ pub trait Approver: Send {
     type Signer: TransactionSigner;
 
     /// Returns the signer for `review.raw_tx().from`, or an error to stop (nothing is
-    /// signed; [`Error::Declined`] for a "no"). Called only after every check passed.
-    fn approve(
-        &mut self,
-        review: &Review<'_>,
-    ) -> impl Future<Output = Result<Self::Signer, Error>> + Send;
+    /// signed; [`Error::Declined`] for a "no", [`Error::unlock_failed`] for a key that
+    /// would not unlock). Called only after every check passed.
+    fn approve<'a>(&'a mut self, review: &'a Review<'_>) -> ApproveFuture<'a, Self::Signer>;
+}
+
+/// A boxed approver (`Box<dyn Approver<Signer = S>>`) is one.
+impl<A: Approver + ?Sized> Approver for Box<A> {
+    type Signer = A::Signer;
+
+    fn approve<'a>(&'a mut self, review: &'a Review<'_>) -> ApproveFuture<'a, Self::Signer> {
+        (**self).approve(review)
+    }
 }
 
 /// Where signed transactions go.
@@ -180,7 +221,8 @@ pub enum GasPriceCap {
     /// At most this many wei per gas.
     Max(u128),
     /// At most [`GAS_PRICE_SANITY_MULTIPLE`] times what the chain's node quotes (needs
-    /// the chain's `rpc_url`; without one, a transaction on that chain is refused).
+    /// the chain's node, [`FlowsBuilder::node`] or its `rpc_url`; without one, a
+    /// transaction on that chain is refused).
     NodeQuote,
 }
 
@@ -214,11 +256,15 @@ pub struct Flows {
     signing_log: Arc<dyn SigningLog>,
     bridge: Option<Bridge>,
     policy: Policy,
+    /// Each chain's own policy, over `policy` for a transaction on that chain.
+    chain_policies: std::collections::BTreeMap<u64, Policy>,
     submitter: Submitter,
     wait: WaitOptions,
     /// One client per node URL, made on first use: a client holds its connections (and
     /// its TLS setup), so a batch of a thousand items does not build a thousand.
     nodes: std::sync::Mutex<std::collections::HashMap<String, NodeClient>>,
+    /// The nodes the embedder gave, by chain ([`FlowsBuilder::node`]).
+    chain_nodes: ChainNodes,
     /// The chains whose block 0 was checked against the journal's in this process.
     chains_checked: std::sync::Mutex<std::collections::HashMap<u64, B256>>,
     /// The journal's counters, which the platform client and every node client count in.
@@ -256,9 +302,11 @@ impl Flows {
                 signing_log,
                 bridge: None,
                 policy: Policy::default(),
+                chain_policies: Default::default(),
                 submitter: Submitter::Platform,
                 wait: WaitOptions::default(),
                 nodes: Default::default(),
+                chain_nodes: Default::default(),
                 chains_checked: Default::default(),
                 timing,
                 clock: Arc::new(crate::clock::SystemClock),
@@ -279,6 +327,26 @@ impl<G> FlowsBuilder<G> {
     /// The user's own caps and expectations, checked on top of every intent.
     pub fn policy(mut self, policy: Policy) -> Self {
         self.flows.policy = policy;
+        self
+    }
+
+    /// The policy of transactions on `chain_id`, over the one of [`FlowsBuilder::policy`]
+    /// (its unset fields filled from that one, as flags over a profile): chain ids,
+    /// contracts and caps belong to the chain a flow runs on, so one [`Flows`] swaps on
+    /// the main chain (`expect_chain_id` its id, its gas caps) and redeems on the side
+    /// chain (another id, other caps). A transaction on a chain with no policy of its
+    /// own meets the general one alone.
+    pub fn chain_policy(mut self, chain_id: u64, policy: Policy) -> Self {
+        self.flows.chain_policies.insert(chain_id, policy);
+        self
+    }
+
+    /// The node of `chain_id`: nonces, gas prices, balances, receipts and logs on it
+    /// come from `node` rather than from a client of the bridge's `rpc_url` [default:
+    /// that client]. Any alloy `Provider<Ethereum>` is one (feature `alloy-provider`),
+    /// with its fillers, layers and transport; or a [`Node`] of your own.
+    pub fn node(mut self, chain_id: u64, node: impl Node + 'static) -> Self {
+        self.flows.chain_nodes.0.insert(chain_id, Arc::new(node));
         self
     }
 
@@ -319,8 +387,10 @@ impl FlowsBuilder<GasPriceCap> {
     /// The flows.
     pub fn build(mut self) -> Flows {
         if let GasPriceCap::Max(max) = self.gas_price {
-            let p = &mut self.flows.policy;
-            p.max_gas_price = Some(p.max_gas_price.map_or(max, |m| m.min(max)));
+            let flows = &mut self.flows;
+            for p in std::iter::once(&mut flows.policy).chain(flows.chain_policies.values_mut()) {
+                p.max_gas_price = Some(p.max_gas_price.map_or(max, |m| m.min(max)));
+            }
         }
         self.flows
     }
@@ -382,11 +452,35 @@ impl Flows {
         ))
     }
 
-    /// The policy in force: the user's, with the bridge's chains and contracts (and
-    /// their tokens) as trusted facts. The bridge description comes from the same place
-    /// as the policy (the embedder's configuration), never from the platform.
+    /// The policy in force for every chain: the user's, with the bridge's chains and
+    /// contracts (and their tokens) as trusted facts. The bridge description comes from
+    /// the same place as the policy (the embedder's configuration), never from the
+    /// platform. A transaction on a chain is checked against [`Flows::policy_for`].
     pub fn trust_root(&self) -> Policy {
-        let mut policy = self.policy.clone();
+        self.with_bridge(self.policy.clone())
+    }
+
+    /// The policy a transaction on `chain_id` is checked against: that chain's own
+    /// ([`FlowsBuilder::chain_policy`]) over the general one, with the bridge's chains
+    /// and contracts as trusted facts. Where a chain has a policy of its own, the
+    /// general one's `expect_chain_id` and `expect_to` do not reach it: which chain and
+    /// which contract are that chain's to say.
+    pub fn policy_for(&self, chain_id: u64) -> Policy {
+        match self.chain_policies.get(&chain_id) {
+            Some(own) => {
+                let general = Policy {
+                    expect_chain_id: None,
+                    expect_to: None,
+                    ..self.policy.clone()
+                };
+                self.with_bridge(own.clone().or(&general))
+            }
+            None => self.trust_root(),
+        }
+    }
+
+    /// `policy` with the bridge's chains and contracts (and their tokens) trusted.
+    fn with_bridge(&self, mut policy: Policy) -> Policy {
         if let Some(b) = &self.bridge {
             for side in [&b.main, &b.side] {
                 policy
@@ -406,45 +500,48 @@ impl Flows {
     }
 
     /// The client of the node at `url` (one per URL for the life of the flows).
-    fn node_at(&self, url: &str) -> Result<NodeClient, Error> {
+    fn node_at(&self, url: &str) -> Result<Arc<dyn Node>, Error> {
         let mut nodes = self.nodes.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(node) = nodes.get(url) {
-            return Ok(node.clone());
+            return Ok(Arc::new(node.clone()));
         }
         let node = NodeClient::new(url)?.counted_in(&self.timing);
         nodes.insert(url.to_owned(), node.clone());
-        Ok(node)
+        Ok(Arc::new(node))
     }
 
-    /// The client of `chain_id`'s node, when the bridge names one.
-    fn node_of_chain(&self, chain_id: u64) -> Option<Result<NodeClient, Error>> {
+    /// `chain_id`'s node: the one given for it ([`FlowsBuilder::node`]), else a client
+    /// of the bridge's `rpc_url` for it; `None` when there is neither.
+    pub(crate) fn node_of_chain(&self, chain_id: u64) -> Option<Result<Arc<dyn Node>, Error>> {
+        if let Some(node) = self.chain_nodes.0.get(&chain_id) {
+            return Some(Ok(node.clone()));
+        }
         self.side_of_chain(chain_id)
             .and_then(|s| s.rpc_url.as_deref())
             .map(|url| self.node_at(url))
     }
 
+    /// Whether `chain_id` has a node to ask ([`Flows::node_of_chain`]).
+    pub(crate) fn has_node(&self, chain_id: u64) -> bool {
+        self.chain_nodes.0.contains_key(&chain_id)
+            || self
+                .side_of_chain(chain_id)
+                .is_some_and(|s| s.rpc_url.is_some())
+    }
+
     /// Whether transaction `hash` on `chain_id` is mined, when the chain's node is known
     /// (unknown counts as no: the caller then reports the node's refusal).
     async fn is_mined(&self, chain_id: u64, hash: B256) -> bool {
-        let Some(url) = self
-            .side_of_chain(chain_id)
-            .and_then(|s| s.rpc_url.as_deref())
-        else {
-            return false;
-        };
-        match self.node_at(url) {
-            Ok(node) => matches!(node.receipt(hash).await, Ok(Some(_))),
-            Err(_) => false,
+        match self.node_of_chain(chain_id) {
+            Some(Ok(node)) => matches!(node.receipt(hash).await, Ok(Some(_))),
+            _ => false,
         }
     }
 
     /// The node's gas price for `chain_id`, when its node is known.
     async fn gas_price_quote(&self, chain_id: u64) -> Result<Option<u128>, Error> {
-        match self
-            .side_of_chain(chain_id)
-            .and_then(|s| s.rpc_url.as_deref())
-        {
-            Some(url) => Ok(Some(self.node_at(url)?.gas_price().await?)),
+        match self.node_of_chain(chain_id) {
+            Some(node) => Ok(Some(node?.gas_price().await?)),
             None => Ok(None),
         }
     }
@@ -474,7 +571,7 @@ impl Flows {
         // A cancel is a transfer to the sender itself, never a trusted contract's call.
         let policy = match purpose {
             Purpose::Cancel => self.cancel_policy(&unsigned),
-            _ => self.trust_root(),
+            _ => self.policy_for(unsigned.chain_id),
         };
         Ok(bridgectl_tx::verify(&unsigned, intent, &policy, &context)?)
     }
@@ -519,6 +616,68 @@ fn transfer_intent(side: &ChainSide, to: Address, amount: U256, what: &str) -> I
 mod tests {
     use super::*;
     use crate::client::PlatformError;
+
+    /// One `Flows` for both chains: the side chain's policy expects its own chain id
+    /// and caps, the main chain keeps the general policy's, and the general
+    /// `expect_chain_id` does not reach a chain with a policy of its own.
+    #[test]
+    fn each_chain_has_its_own_policy_over_the_general_one() {
+        let dir = tempfile::tempdir().expect("dir");
+        let log = bridgectl_signing_log::SigningLogDb::open_in(dir.path(), vec![]).expect("log");
+        let client = PlatformClient::new(
+            "http://127.0.0.1:1",
+            crate::client::AccessToken::new("t"),
+            crate::client::ClientOptions::default(),
+        )
+        .expect("client");
+        let general = Policy {
+            expect_chain_id: Some(31338),
+            max_fee: Some(U256::from(7)),
+            ..Policy::default()
+        };
+        let side = Policy {
+            expect_chain_id: Some(31338),
+            max_gas_price: Some(5),
+            ..Policy::default()
+        };
+        let main = Policy {
+            max_gas_price: Some(50),
+            ..Policy::default()
+        };
+        let flows = Flows::builder(
+            client,
+            Arc::new(Journal::in_memory().expect("j")),
+            Arc::new(log),
+        )
+        .policy(general)
+        .chain_policy(31338, side)
+        .chain_policy(31337, main)
+        .gas_price(GasPriceCap::Max(20))
+        .build();
+        let on_side = flows.policy_for(31338);
+        assert_eq!(on_side.expect_chain_id, Some(31338));
+        assert_eq!(
+            on_side.max_gas_price,
+            Some(5),
+            "the lower of its own and the builder's"
+        );
+        assert_eq!(
+            on_side.max_fee,
+            Some(U256::from(7)),
+            "filled from the general one"
+        );
+        let on_main = flows.policy_for(31337);
+        assert_eq!(
+            on_main.expect_chain_id, None,
+            "the general chain id is not the main chain's"
+        );
+        assert_eq!(on_main.max_gas_price, Some(20));
+        assert_eq!(
+            flows.policy_for(1).expect_chain_id,
+            Some(31338),
+            "no own policy: the general one"
+        );
+    }
 
     #[test]
     fn already_known_is_recognised_in_codes_and_messages() {

@@ -11,7 +11,8 @@ use super::{ActionCall, Approver, Flows, Progress, Submitted};
 use crate::Error;
 use crate::client::Redemption;
 use crate::journal::FlowKind;
-use crate::rpc::{NodeClient, Receipt, TxPresence};
+use crate::node::Node;
+use crate::rpc::{Receipt, TxPresence};
 
 /// The outcome of a redeem, as far as it got.
 #[derive(Debug, Clone, Serialize)]
@@ -175,7 +176,7 @@ impl Flows {
             {
                 let elapsed = clock.elapsed();
                 if let Some(report) = clock
-                    .during(chain.look(node, tx_hash, elapsed), progress)
+                    .during(chain.look(&**node, tx_hash, elapsed), progress)
                     .await?
                 {
                     progress.step(&report);
@@ -245,7 +246,7 @@ impl ChainWatch {
     /// a transaction not mined after [`NOT_MINED_AFTER`], once per change of where it is.
     async fn look(
         &mut self,
-        node: &NodeClient,
+        node: &dyn Node,
         hash: B256,
         elapsed: std::time::Duration,
     ) -> Result<Option<String>, Error> {

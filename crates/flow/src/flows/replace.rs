@@ -163,7 +163,7 @@ impl Flows {
             )));
         }
         let quote = self.gas_price_quote(current.chain_id).await?;
-        let cap = self.trust_root().max_gas_price;
+        let cap = self.policy_for(current.chain_id).max_gas_price;
         let gas_price = new_gas_price(current.gas_price, repricing, quote, cap).map_err(not)?;
         let (raw, intent, policy) = match purpose {
             Purpose::Cancel => {
@@ -192,7 +192,7 @@ impl Flows {
                 };
                 // The replaced call byte for byte: it passed the flow's intent when it was
                 // signed, and only its price may change.
-                let mut policy = self.trust_root();
+                let mut policy = self.policy_for(raw.chain_id);
                 policy.expect_data = Some(raw.data.clone());
                 let intent = Intent {
                     to: Some(raw.to),
@@ -264,7 +264,7 @@ impl Flows {
     /// The trust root for a cancel: the trusted chains and the caps, with the callee
     /// fixed to the sender itself and no calldata (a cancel is never a contract call).
     pub(crate) fn cancel_policy(&self, raw: &RawTx) -> Policy {
-        let mut policy = self.trust_root();
+        let mut policy = self.policy_for(raw.chain_id);
         policy.expect_to = Some(raw.from);
         policy.expect_data = Some(Bytes::new());
         policy.max_value = Some(U256::ZERO);

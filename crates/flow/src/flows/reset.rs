@@ -138,7 +138,8 @@ impl Flows {
         let mut nodes = vec![("the node", node.clone())];
         let mut witnesses = Vec::new();
         if let Some(url) = second_node {
-            let second = NodeClient::new(url)?;
+            let second: std::sync::Arc<dyn crate::node::Node> =
+                std::sync::Arc::new(NodeClient::new(url)?);
             let theirs = second.genesis_hash().await?;
             if theirs != genesis {
                 return Err(not(format!(

@@ -23,7 +23,7 @@ use super::{fail, is_already_known, is_nonce_too_low, new_tx_id};
 use crate::Error;
 use crate::client::ExecuteRequest;
 use crate::journal::{FlowKind, FlowState, Journal, Purpose};
-use crate::rpc::NodeClient;
+use crate::node::Node;
 
 /// A flow of the journal on its way down the spine: its txId and its sender, fixed.
 pub(crate) struct Run<'f> {
@@ -167,13 +167,13 @@ impl Run<'_> {
             ..NonceFacts::default()
         };
         let mut gas_price_quote = None;
-        match side.and_then(|s| s.rpc_url.as_deref()) {
-            Some(url) => {
-                let node = flows.node_at(url)?;
+        match flows.node_of_chain(chain_id) {
+            Some(node) => {
+                let node = node?;
                 let (price, pending, genesis, chain_time) = tokio::try_join!(
                     node.gas_price(),
                     node.pending_nonce(from),
-                    self.check_chain(&node, chain_id),
+                    self.check_chain(&*node, chain_id),
                     node.latest_block_time()
                 )?;
                 gas_price_quote = Some(price);
@@ -208,7 +208,7 @@ impl Run<'_> {
     ) -> Result<Verified, Error> {
         let flows = self.flows;
         let checked = async {
-            let policy = flows.trust_root();
+            let policy = flows.policy_for(raw_tx.chain_id);
             let mut context = match prefetched {
                 Some((chain_id, context)) if chain_id == raw_tx.chain_id => context,
                 _ => self.context(raw_tx.chain_id).await?,
@@ -385,7 +385,7 @@ impl Run<'_> {
     /// process and chain): a reset chain is named as such before its stale nonces refuse
     /// anything ([`Error::ChainReset`], [`Error::ChainResetInLog`]). Returns that block 0,
     /// which the signature records in the log.
-    async fn check_chain(&self, node: &NodeClient, chain_id: u64) -> Result<B256, Error> {
+    async fn check_chain(&self, node: &dyn Node, chain_id: u64) -> Result<B256, Error> {
         let checked = self
             .flows
             .chains_checked

@@ -102,8 +102,8 @@ impl Flows {
             .ratio
             .and_then(|r| r.credit_for(spec.amount, bridge.main.decimals, bridge.side.decimals));
         Ok(SwapOutcome {
-            swap_address: swap.address,
-            swap_address_raw: swap.raw,
+            swap_address: swap.swap_address,
+            swap_address_raw: swap.swap_address_raw,
             submitted,
             st_before,
             st_after,
@@ -157,9 +157,9 @@ impl Flows {
         self.journal.note(
             tx_id,
             "swap-address",
-            &json!({"address": swap.address, "raw": swap.raw}),
+            &json!({"address": swap.swap_address, "raw": swap.swap_address_raw}),
         )?;
-        progress.step(&format!("swap address {}", swap.address));
+        progress.step(&format!("swap address {}", swap.swap_address));
         let side_head = match self.node_of_chain(side.chain_id) {
             Some(node) => async { node?.block_number().await }.await.map(Some),
             None => Ok(None),
@@ -194,7 +194,7 @@ impl Flows {
             .build_transfer(&TransferSpec {
                 which: Which::Mt,
                 from,
-                to: swap.address,
+                to: swap.swap_address,
                 amount,
                 nonce,
                 gas,
@@ -203,7 +203,7 @@ impl Flows {
             .inspect_err(|e| run.fail("build-failed", e))?;
         self.journal
             .record_raw_tx(tx_id, &serde_json::to_value(&raw).unwrap_or_default())?;
-        let intent = swap_intent(main, swap.address, amount);
+        let intent = swap_intent(main, swap.swap_address, amount);
         let submitted = run
             .sign_and_submit(&raw, &intent, None, approver, progress)
             .await?;
@@ -248,7 +248,7 @@ impl Flows {
         };
         progress.step(&format!("waiting for swap {tx_id}: {}", clock.what()));
         let mut mined = match mined {
-            Some(r) => Some((mined_at(&main, &r).await?, r)),
+            Some(r) => Some((mined_at(&*main, &r).await?, r)),
             None => None,
         };
         loop {
@@ -261,7 +261,7 @@ impl Flows {
                     r.block_number
                 ));
                 clock.waiting_for(credit_text.clone());
-                mined = Some((mined_at(&main, &r).await?, r));
+                mined = Some((mined_at(&*main, &r).await?, r));
             }
             if let Some((at, r)) = &mined {
                 let result = json!({"txHash": hash.to_string(), "block": r.block_number});

@@ -12,7 +12,7 @@ use super::run::Run;
 use super::{Approver, ChainSide, Flows, Progress, Submitted, Submitter, transfer_intent};
 use crate::Error;
 use crate::journal::FlowKind;
-use crate::rpc::NodeClient;
+use crate::node::Node;
 
 /// Where a locally built transaction's nonce comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,12 +74,11 @@ impl Flows {
         Ok(self.bridge()?.side(which))
     }
 
-    fn node(&self, which: Which) -> Result<NodeClient, Error> {
+    fn node(&self, which: Which) -> Result<std::sync::Arc<dyn Node>, Error> {
         let side = self.side(which)?;
-        let url = side.rpc_url.as_deref().ok_or(Error::Config(
-            "this step needs the chain's node URL (rpc_url)",
-        ))?;
-        self.node_at(url)
+        self.node_of_chain(side.chain_id).ok_or(Error::Config(
+            "this step needs the chain's node (FlowsBuilder::node, or its rpc_url)",
+        ))?
     }
 
     /// Builds the unsigned `transfer(to, amount)` of `spec`.
@@ -216,6 +215,7 @@ impl Flows {
                 submitted.tx_hash,
                 self.wait.interval,
                 self.wait.timeout,
+                &self.timing,
                 progress,
             )
             .await?;
@@ -235,7 +235,7 @@ impl Flows {
     /// node; `None` when the profile names no node for it (the platform has no such
     /// operation).
     pub async fn gas_balance(&self, which: Which, owner: Address) -> Result<Option<U256>, Error> {
-        if self.side(which)?.rpc_url.is_none() {
+        if !self.has_node(self.side(which)?.chain_id) {
             return Ok(None);
         }
         Ok(Some(self.node(which)?.balance(owner).await?))
@@ -282,7 +282,7 @@ impl Flows {
     /// operation.
     pub async fn token_balance(&self, which: Which, owner: Address) -> Result<U256, Error> {
         let side = self.side(which)?;
-        if side.rpc_url.is_some() {
+        if self.has_node(side.chain_id) {
             return self.node(which)?.token_balance(side.token, owner).await;
         }
         match which {

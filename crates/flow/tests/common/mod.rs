@@ -12,6 +12,8 @@ use bridgectl_sandbox::{ChainInfo, SandboxInfo};
 
 /// A keystore in `dir/keystore` with the sandbox's development key, labelled `wallet`,
 /// under `passphrase` (the test KDF cost).
+// Not every test binary that shares this module imports at the test cost.
+#[allow(dead_code)]
 pub fn dev_keystore(dir: &std::path::Path, info: &SandboxInfo, passphrase: &str) -> Keystore {
     let keystore = Keystore::open(dir.join("keystore")).expect("keystore");
     keystore
@@ -39,6 +41,37 @@ pub fn bridge(info: &SandboxInfo) -> Bridge {
             source: Address::ZERO,
         },
     }
+}
+
+/// The sandbox as bridgectl's profile file describes it (what `bridgectl sandbox
+/// --write-profile` writes, its `default` profile), written to `dir/profile.toml`.
+// Not every test binary that shares this module runs an example.
+#[allow(dead_code)]
+pub fn profile_file(dir: &std::path::Path, info: &SandboxInfo) -> std::path::PathBuf {
+    let b = bridge(info);
+    let profile = bridgectl_flow::Profile {
+        base_url: Some(info.base_url.clone()),
+        main_environment_id: Some(b.main.environment_id),
+        side_environment_id: Some(b.side.environment_id),
+        main_symbol: Some(b.main.symbol),
+        side_symbol: Some(b.side.symbol),
+        main_decimals: Some(b.main.decimals),
+        side_decimals: Some(b.side.decimals),
+        mt_contract: Some(b.main.token),
+        st_contract: Some(b.side.token),
+        main_chain_id: Some(b.main.chain_id),
+        side_chain_id: Some(b.side.chain_id),
+        main_rpc_url: b.main.rpc_url,
+        side_rpc_url: b.side.rpc_url,
+        redeem_action: Some(b.redeem_action),
+        peg_ratio: b.swap_credit.ratio,
+        ..bridgectl_flow::Profile::default()
+    };
+    let mut file = bridgectl_flow::profile::ConfigFile::default();
+    file.profiles.insert("default".into(), profile);
+    let path = dir.join("profile.toml");
+    std::fs::write(&path, file.to_toml().expect("toml")).expect("write the profile");
+    path
 }
 
 /// A sandbox chain as the flows describe it (its node URL included).

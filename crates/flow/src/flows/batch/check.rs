@@ -75,13 +75,6 @@ impl Flows {
     /// find out (a node, the signing log); what the run would refuse is in the
     /// [`BatchCheck`] ([`BatchCheck::verdict`]).
     pub async fn check_batch(&self, items: &[BatchItem]) -> Result<BatchCheck, Error> {
-        let policy = self.trust_root();
-        // A swap's destination is not known yet: the run applies the allowlist to it.
-        let without_allowlist = Policy {
-            allowed_destinations: Vec::new(),
-            ..policy.clone()
-        };
-        let cap = policy.max_gas_limit.unwrap_or(DEFAULT_MAX_GAS_LIMIT);
         let now = self.clock.now();
         let mut quotes: HashMap<u64, Option<u128>> = HashMap::new();
         let mut log_checked: Vec<Address> = Vec::new();
@@ -99,11 +92,15 @@ impl Flows {
             }
             let (which, mut raw, intent) = self.item_call(&item.op)?;
             let side = self.side(which)?;
-            let node = side
-                .rpc_url
-                .as_deref()
-                .map(|url| self.node_at(url))
-                .transpose()?;
+            // The item's chain's policy (`Flows::policy_for`).
+            let policy = self.policy_for(side.chain_id);
+            // A swap's destination is not known yet: the run applies the allowlist to it.
+            let without_allowlist = Policy {
+                allowed_destinations: Vec::new(),
+                ..policy.clone()
+            };
+            let cap = policy.max_gas_limit.unwrap_or(DEFAULT_MAX_GAS_LIMIT);
+            let node = self.node_of_chain(side.chain_id).transpose()?;
             let quote = match quotes.get(&side.chain_id) {
                 Some(q) => *q,
                 None => {
@@ -179,6 +176,7 @@ impl Flows {
                         id: item.id.clone(),
                         from,
                         reason,
+                        error: std::sync::Arc::new(e),
                     });
                 }
             }
@@ -205,11 +203,9 @@ impl Flows {
             }
         }
         for g in &mut check.gas {
-            let url = self
-                .side_of_chain(g.chain_id)
-                .and_then(|s| s.rpc_url.as_deref());
-            if let (Some(url), Some(_)) = (url, quotes.get(&g.chain_id).copied().flatten()) {
-                g.balance = Some(self.node_at(url)?.balance(g.from).await?);
+            let node = self.node_of_chain(g.chain_id);
+            if let (Some(node), Some(_)) = (node, quotes.get(&g.chain_id).copied().flatten()) {
+                g.balance = Some(node?.balance(g.from).await?);
             }
         }
         Ok(check)

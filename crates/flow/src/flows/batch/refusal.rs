@@ -15,7 +15,12 @@ pub struct RefusedItem {
     pub id: String,
     /// Its sender.
     pub from: Address,
-    /// The verifier's refusal (a report line, like [`super::ItemResult::error`]).
+    /// The verifier's refusal, typed: match it as a flow's own
+    /// ([`bridgectl_tx::Error::refused_field`], [`bridgectl_tx::Error::Limit`]). Shared,
+    /// so the refusal can be cloned with the plan.
+    pub error: std::sync::Arc<bridgectl_tx::Error>,
+    /// The same refusal as a report line (with what the batch's earlier items count
+    /// toward a limit), like [`super::ItemResult::error`].
     pub reason: String,
 }
 

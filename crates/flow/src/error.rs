@@ -474,7 +474,7 @@ pub enum Error {
         /// Where the chain's node has `tx_hash` when what held the wait up is that it is
         /// not mined: then the way on may be a replacement at a higher gas price, or a
         /// cancel, rather than more waiting.
-        not_mined: Option<crate::node::TxPresence>,
+        not_mined: Option<crate::presence::TxPresence>,
         /// The transaction awaited, when the wait was for one (a receipt, a
         /// redemption): what a script looks up on the chain meanwhile.
         tx_hash: Option<alloy_primitives::B256>,
@@ -487,7 +487,7 @@ pub enum Error {
 
 fn not_mined_text(
     tx_hash: Option<alloy_primitives::B256>,
-    not_mined: Option<crate::node::TxPresence>,
+    not_mined: Option<crate::presence::TxPresence>,
 ) -> String {
     match (tx_hash, not_mined) {
         (Some(hash), Some(presence)) => format!(

@@ -9,6 +9,8 @@ mod error;
 mod flows;
 pub mod journal;
 pub mod node;
+mod peg;
+mod presence;
 pub mod profile;
 mod progress;
 pub mod rpc;

@@ -45,6 +45,7 @@ use crate::journal::{FlowState, Journal, Purpose};
 use crate::node::{ChainNodes, Node};
 use crate::rpc::NodeClient;
 
+pub use crate::peg::{PegRatio, SwapCredit};
 pub(crate) use crate::progress::WaitClock;
 pub use crate::progress::{Progress, Quiet, WAIT_REPORT};
 pub use action::{ActionCall, ActionOutcome, ActionResult, Mode};
@@ -54,7 +55,6 @@ pub use batch::{
     Moved, PlanRefusal, Recipient, RecipientTotal, RefusedItem, Short, TokenTotal, Tokens,
 };
 pub use bundle::{BundleCheck, PreparedBundle};
-pub use credit::{PegRatio, SwapCredit};
 pub use follow::{Ended, EndedBy, FlowStatus};
 pub use offline::{OfflineSigner, OfflineSigning};
 pub use redeem::RedeemOutcome;

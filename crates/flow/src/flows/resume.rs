@@ -24,6 +24,7 @@ use bridgectl_tx::request::Intent;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::run::NOT_APPROVED;
 use super::{ActionCall, Approver, Flows, Progress, Submitted};
 use crate::Error;
 use crate::client::Redemption;
@@ -49,9 +50,6 @@ pub struct Resumed {
     /// in (`submitted` still, when its end cannot be observed here).
     pub followed: Option<super::FlowStatus>,
 }
-
-/// The step a flow that stopped at its approval ends at (see `sign_verified`).
-pub(super) const NOT_APPROVED: &str = "not-approved";
 
 /// Where a journaled flow can be taken up.
 enum Stage {

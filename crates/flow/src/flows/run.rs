@@ -17,7 +17,6 @@ use bridgectl_tx::{Context, Nonce, NonceFacts, RawTx, SignedTx, SigningLog, Veri
 use serde_json::{Value, json};
 
 use super::action::{ActionCall, ActionOutcome};
-use super::resume::NOT_APPROVED;
 use super::{Approver, Flows, Progress, Review, Submitted, Submitter};
 use super::{fail, is_already_known, is_nonce_too_low, new_tx_id};
 use crate::Error;
@@ -31,6 +30,9 @@ pub(crate) struct Run<'f> {
     tx_id: String,
     from: Address,
 }
+
+/// The step a flow that stopped at its approval ends at (see `sign_verified`).
+pub(super) const NOT_APPROVED: &str = "not-approved";
 
 impl Flows {
     /// Starts a flow of `kind` from `from` in the journal, recording `intent` (what was

@@ -30,14 +30,16 @@ pub use bridgectl_tx::{Policy, SignedTx, Verified};
 pub use error::{Error, chain};
 pub use flows::{
     AccountPlan, AccountSpend, ActionCall, ActionOutcome, ActionResult, Approver, BatchCheck,
-    BatchCounts, BatchItem, BatchOp, BatchOptions, BatchPlan, BatchStatus, Bridge, BundleCheck,
-    CANCEL_GAS_LIMIT, Cap, ChainSide, DEFAULT_BUMP_BASIS_POINTS, DEFAULT_MAX_GAS_LIMIT, Ended,
-    EndedBy, FlowStatus, Flows, FlowsBuilder, GAS_PRICE_SANITY_MULTIPLE, GasNeed, GasPriceCap,
-    GasSource, ItemError, ItemResult, ItemState, ItemStatus, ItemView, Mode, Moved, NoGasPriceCap,
-    NonceSource, OfflineSigner, OfflineSigning, PegRatio, PlanRefusal, PreparedBundle, Progress,
-    Quiet, Recipient, RecipientTotal, RedeemOutcome, RefusedItem, Replaced, Repricing, Resumed,
-    Review, Short, Submitted, Submitter, SwapCredit, SwapOutcome, SwapSpec, TokenTotal, Tokens,
-    TransferSpec, WAIT_REPORT, WaitOptions, Which, can_resume,
+    BatchCounts, BatchItem, BatchOp, BatchOptions, BatchPlan, BatchReview, BatchSigning,
+    BatchStatus, Bridge, BundleCheck, CANCEL_GAS_LIMIT, Cap, ChainSide, CheckedBatch, CheckedItem,
+    DEFAULT_BUMP_BASIS_POINTS, DEFAULT_COMMIT_EVERY, DEFAULT_MAX_GAS_LIMIT, Ended, EndedBy,
+    FlowStatus, Flows, FlowsBuilder, GAS_PRICE_SANITY_MULTIPLE, GasNeed, GasPriceCap, GasSource,
+    ItemCheck, ItemError, ItemResult, ItemState, ItemStatus, ItemView, LimitReview, Mode, Moved,
+    NoGasPriceCap, NonceSource, OfflineSigner, OfflineSigning, PegRatio, PlanRefusal,
+    PreparedBatch, PreparedBundle, Progress, Quiet, Recipient, RecipientReview, RecipientTotal,
+    RedeemOutcome, RefusedItem, Replaced, Repricing, Resumed, Review, SenderReview, Short,
+    SignedBatchCheck, Submitted, Submitter, SwapCredit, SwapOutcome, SwapSpec, TokenId, TokenTotal,
+    TokenTotalReview, Tokens, TransferSpec, WAIT_REPORT, WaitOptions, Which, can_resume,
 };
 pub use journal::{BatchLock, BatchRecord, FlowKind, FlowState, Journal, Purpose};
 

@@ -23,6 +23,11 @@
 //! `eth-sign-request` is its transaction, with no intent, answered with an
 //! `eth-signature` (a UR, as text or as frames) instead of a bundle. Both go through
 //! steps 2-5 unchanged: the same trust root, the same verifier, the same refusals.
+//!
+//! A batch request (`batch prepare`'s file) is signed in one sitting by [`batch`]: every
+//! item through the same verifier, one review, one question, each key unlocked once.
+
+mod batch;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -103,13 +108,38 @@ pub struct SignArgs {
     /// Where the passphrase comes from.
     #[command(flatten)]
     pub passphrase: PassphraseOpts,
+
+    /// Sign through a JSON-RPC signing endpoint on this machine instead of a key of the
+    /// keystore: rpc:URL, loopback only (clef, or Frame in front of a hardware key; the
+    /// offline signer reaches no network). For a batch request, the endpoint signs for
+    /// the senders it lists (eth_accounts) and the keystore's keys for the others.
+    #[arg(
+        long,
+        env = "BRIDGECTL_SIGNER",
+        value_name = "rpc:URL",
+        hide_env_values = true
+    )]
+    pub signer: Option<String>,
+
+    /// A batch request: its items in one sitting.
+    #[command(flatten)]
+    pub batch: batch::BatchSignOpts,
 }
 
 /// Runs `bridgectl sign`.
 pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
     // 1. Input, parsed strictly; flags and profile, before anything else.
     args.qr.check()?;
-    let (input, name, answer) = read(&args)?;
+    let signer = args
+        .signer
+        .as_deref()
+        .map(crate::approver::rpc_signer_url)
+        .transpose()?;
+    let (input, name, answer) = match read(&args)? {
+        Read::Single(input, name, answer) => (input, name, answer),
+        Read::Batch(bytes, name) => return batch::run(global, &args, &bytes, &name, signer),
+    };
+    args.batch.refuse_for_single()?;
     let tx = &input.raw_tx;
     let profile = crate::config::load_profile(global)?;
     let policy = crate::trust::trust_root(&profile, args.policy.to_policy()?);
@@ -146,8 +176,12 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
                 input.request_hash
             ),
         }),
-        external: None,
+        external: args.signer.clone(),
     };
+    if let Some(url) = signer {
+        // The endpoint must be on this machine: checked before anything is verified.
+        bridgectl_flow::rpc::RpcSigner::loopback(url, tx.from)?;
+    }
     let signer = OfflineSigner {
         journal: &journal,
         signing_log: &signing_log,
@@ -241,14 +275,29 @@ enum Answer {
     EthSignature([u8; 16]),
 }
 
-/// The input, from a file, stdin or QR frames, parsed strictly; its name; and what
-/// answers it.
-fn read(args: &SignArgs) -> anyhow::Result<(SignInput, String, Answer)> {
+/// What `sign` was given.
+enum Read {
+    /// One transaction: the input parsed strictly, its name, what answers it.
+    Single(SignInput, String, Answer),
+    /// A batch request's bytes (parsed by [`batch::run`]), and its name.
+    Batch(Vec<u8>, String),
+}
+
+/// The input, from a file, stdin or QR frames, parsed strictly (a batch request by
+/// [`batch::run`]); its name; and what answers it.
+fn read(args: &SignArgs) -> anyhow::Result<Read> {
     if args.from_qr.is_empty() {
-        let bytes = crate::files::read_input(&args.input)?;
+        let bytes = crate::files::read_input_bounded(
+            &args.input,
+            bridgectl_tx::batch::MAX_BATCH_DOC_BYTES as u64,
+        )?;
         let name = crate::files::input_name(&args.input);
+        if batch::is_batch_request(&bytes) {
+            return Ok(Read::Batch(bytes, name));
+        }
+        crate::files::check_input_size(&bytes, &name)?;
         let input = SignInput::parse(&bytes).with_context(|| format!("refusing input {name}"))?;
-        return Ok((input, name, Answer::Bundle));
+        return Ok(Read::Single(input, name, Answer::Bundle));
     }
     let frames = crate::qr::read_frames(&args.from_qr)?;
     let name = frames.name;
@@ -270,8 +319,12 @@ fn read(args: &SignArgs) -> anyhow::Result<(SignInput, String, Answer)> {
                     ),
                 ));
             }
-            Ok((input, name, Answer::Bundle))
+            Ok(Read::Single(input, name, Answer::Bundle))
         }
+        Payload::Doc(Doc {
+            kind: DocKind::BatchRequest,
+            bytes,
+        }) => Ok(Read::Batch(bytes, name)),
         Payload::EthSignRequest(request) => {
             let Some(id) = request.request_id else {
                 return Err(coded(
@@ -293,13 +346,13 @@ fn read(args: &SignArgs) -> anyhow::Result<(SignInput, String, Answer)> {
                 ),
                 None => name,
             };
-            Ok((input, name, Answer::EthSignature(id)))
+            Ok(Read::Single(input, name, Answer::EthSignature(id)))
         }
         other => Err(coded(
             Code::Refused,
             format!(
                 "refusing input {name}: it holds {}, and `sign` reads a sign request (a \
-                 bridgectl-doc sign-request or an eth-sign-request)",
+                 bridgectl-doc sign-request or batch-request, or an eth-sign-request)",
                 other.describe()
             ),
         )),

@@ -145,11 +145,13 @@ pub fn run(global: &GlobalOpts, cmd: LogCommand) -> anyhow::Result<()> {
             };
             if outcome.is_ok() && !args.any_key {
                 // The chain holds; every entry must also be signed by a key of this
-                // keystore, or a self-signed entry appended by a stranger would pass.
-                let known: Vec<String> = crate::session::open_keystore(global)?
-                    .list()?
+                // keystore (or an external signer it records as its own), or a
+                // self-signed entry appended by a stranger would pass.
+                let store = crate::session::open_keystore(global)?;
+                let known: Vec<String> = store
+                    .signers_among(&store.list()?)?
                     .iter()
-                    .map(|k| k.address.to_string())
+                    .map(ToString::to_string)
                     .collect();
                 let mut stranger = None;
                 log.each(|entry, columns| {

@@ -133,7 +133,7 @@ pub fn run(
     // are the log's own signers.
     let mut endpoint: Vec<Address> = Vec::new();
     if let Some(url) = signer {
-        RpcSigner::loopback(url, Address::ZERO)?;
+        RpcSigner::loopback(url, Address::ZERO).code(Code::Usage)?;
         let listed = runtime.block_on(RpcSigner::accounts(url))?;
         for s in &request.senders {
             if listed.contains(&s.from) && !endpoint.contains(&s.from) {

@@ -180,7 +180,7 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
     };
     if let Some(url) = signer {
         // The endpoint must be on this machine: checked before anything is verified.
-        bridgectl_flow::rpc::RpcSigner::loopback(url, tx.from)?;
+        bridgectl_flow::rpc::RpcSigner::loopback(url, tx.from).code(Code::Usage)?;
     }
     let signer = OfflineSigner {
         journal: &journal,

@@ -92,6 +92,19 @@ pub fn run(global: &GlobalOpts, args: &PrepareArgs) -> Result<()> {
             })).collect::<Vec<_>>(),
         }))?;
     } else {
+        for sender in &request.senders {
+            crate::output::note(format_args!(
+                "  {} on chain {}: {} items, nonces {}..={} (its next nonce as this machine \
+                 found it: offline, `--nonce-for {}={}` the first time)",
+                sender.from,
+                sender.chain_id,
+                sender.items,
+                sender.first_nonce,
+                sender.last_nonce(),
+                sender.from,
+                sender.first_nonce
+            ));
+        }
         for r in &prepared.refused {
             crate::output::note(format_args!(
                 "left out: {} from {}: {}",

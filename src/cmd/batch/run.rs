@@ -389,7 +389,9 @@ pub(super) fn drive(
                 ItemStatus::Unsigned => tally.unsigned += 1,
                 ItemStatus::Pending => tally.pending += 1,
             }
-            tally.ran += usize::from(!r.earlier);
+            // An item of an air-gapped batch with no signature here is only reported.
+            let not_signed = matches!(r.error, Some(bridgectl_flow::ItemError::NotSignedOffline));
+            tally.ran += usize::from(!r.earlier && !not_signed);
             report(global, bar.as_ref(), &r)?;
             if let Some(bar) = &bar {
                 bar.set_message(format!(

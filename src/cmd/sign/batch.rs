@@ -269,6 +269,19 @@ pub fn run(
         ));
         signed
     };
+    if signed.items.is_empty() {
+        let first = signed.refused.first().map_or_else(String::new, |r| {
+            format!(": item {:?}: {}", untrusted(&r.id), untrusted(&r.reason))
+        });
+        return Err(coded(
+            Code::Refused,
+            format!(
+                "nothing of batch {} was signed: its {} items were left out{first}",
+                signed.batch_id,
+                signed.refused.len()
+            ),
+        ));
+    }
     let text = signed.to_bytes();
     crate::files::write_new(&out, &text)?;
     crate::output::note(format_args!(

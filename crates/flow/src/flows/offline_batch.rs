@@ -369,6 +369,8 @@ struct Lane {
     next: Option<u64>,
     /// Why its remaining items are left out, once one was refused.
     blocked: Option<String>,
+    /// This machine's journal floor for the sender, the batch's own flows left out.
+    floor: Option<u64>,
 }
 
 impl OfflineSigner<'_> {
@@ -402,10 +404,18 @@ impl OfflineSigner<'_> {
                 tx_id: Some(item.tx_id.clone()),
                 request_hash: request.request_hash,
             };
-            let lane = lanes.entry((tx.from, tx.chain_id)).or_insert(Lane {
-                next: None,
-                blocked: None,
-            });
+            let lane = match lanes.entry((tx.from, tx.chain_id)) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => e.insert(Lane {
+                    next: None,
+                    blocked: None,
+                    floor: self.journal.next_nonce_excluding(
+                        tx.from,
+                        tx.chain_id,
+                        &batch_tx_ids,
+                    )?,
+                }),
+            };
             let checked = |check: ItemCheck| CheckedItem {
                 index: item.index,
                 id: item.id.clone(),
@@ -423,21 +433,40 @@ impl OfflineSigner<'_> {
                 key: tx.from,
                 fixed_nonce: None,
             };
-            let outcome = match self.signed_before(&single) {
-                Ok(Some((signed, _))) => Ok(ItemCheck::SignedBefore(signed)),
-                Ok(None) => self
-                    .check_item(
-                        &item.tx_id,
-                        &input,
-                        // A sender's first item: the operator's nonce (or the journal's
-                        // floor); each later one: the nonce after the one before.
-                        lane.next.or(job.nonces.get(&tx.from).copied()),
-                        &batch_tx_ids,
-                        now,
-                        (&mut logged_windows, &mut windows),
-                    )
-                    .map(|v| ItemCheck::Sign(Box::new(v))),
+            // The signing log's entries at this nonce, read once: the signature made
+            // here before, if any, and the nonce guard.
+            let outcome = match self
+                .signing_log
+                .signed_at_nonce(tx.from, tx.chain_id, tx.nonce)
+                .map_err(Error::from)
+            {
                 Err(e) => Err(e),
+                Ok(prior) => {
+                    let hash = bridgectl_tx::rawtx::signing_hash(tx);
+                    let logged = prior.iter().find(|b| b.signing_hash == Some(hash)).cloned();
+                    let in_log = logged.is_some();
+                    match self.signed_before_as(&single, logged) {
+                        Ok(Some((signed, _))) => Ok(ItemCheck::SignedBefore(signed)),
+                        Ok(None) => self
+                            .check_item(
+                                &item.tx_id,
+                                &input,
+                                Facts {
+                                    // A sender's first item: the operator's nonce (or the
+                                    // journal's floor); each later one: the nonce after
+                                    // the one before.
+                                    fixed: lane.next.or(job.nonces.get(&tx.from).copied()),
+                                    floor: lane.floor,
+                                    prior: &prior,
+                                    in_log,
+                                },
+                                now,
+                                (&mut logged_windows, &mut windows),
+                            )
+                            .map(|v| ItemCheck::Sign(Box::new(v))),
+                        Err(e) => Err(e),
+                    }
+                }
             };
             match outcome {
                 Ok(check) => {
@@ -467,14 +496,13 @@ impl OfflineSigner<'_> {
     }
 
     /// One item through the verifier as a single offline signature goes: its nonce
-    /// `fixed` when known, the journal's floor under it, the signing log's guard, and
-    /// its window with the batch's earlier items.
+    /// `facts.fixed` when known, the journal's floor under it, the signing log's guard,
+    /// and its window with the batch's earlier items.
     fn check_item(
         &self,
         tx_id: &str,
         input: &SignInput,
-        fixed: Option<u64>,
-        batch_tx_ids: &[&str],
+        facts: Facts<'_>,
         now: u64,
         (logged, windows): (
             &mut HashMap<(Address, u64, Address, u64), Spent>,
@@ -499,15 +527,14 @@ impl OfflineSigner<'_> {
                 });
             }
         }
-        let journal_next = self
-            .journal
-            .next_nonce_excluding(tx.from, tx.chain_id, batch_tx_ids)?;
-        let in_log = bridgectl_tx::log::logged_signature(self.signing_log, tx)?.is_some();
-        let prior = self
-            .signing_log
-            .signed_at_nonce(tx.from, tx.chain_id, tx.nonce)?;
+        let Facts {
+            fixed,
+            floor: journal_next,
+            prior,
+            in_log,
+        } = facts;
         bridgectl_tx::log::nonce_free(
-            &prior,
+            prior,
             tx.from,
             tx.chain_id,
             tx.nonce,
@@ -737,6 +764,19 @@ impl OfflineSigner<'_> {
         }
         Ok(())
     }
+}
+
+/// What is known of an item's nonce when it is checked.
+struct Facts<'a> {
+    /// The nonce it must have, when known (the operator's, or the one after the
+    /// sender's previous item).
+    fixed: Option<u64>,
+    /// This machine's journal floor for its sender.
+    floor: Option<u64>,
+    /// The signing log's entries of its key at its nonce.
+    prior: &'a [bridgectl_tx::log::EntryBody],
+    /// Whether one of them is this very transaction (signed before a crash).
+    in_log: bool,
 }
 
 fn window_key(q: &WindowQuery) -> (Address, u64, Address, u64) {

@@ -162,7 +162,7 @@ mod tests {
 
     const ID: &str = "9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d";
 
-    /// A sign request for the EIP-155 example, as `action exec --out` writes one.
+    /// A sign request for the EIP-155 example, as the online half writes one.
     fn request() -> Vec<u8> {
         let raw = RawTx::from_value(&serde_json::json!({
             "from": "0x9d8a62f656a8d1615c1294fd71e9cfb3e4855a4f",

@@ -407,7 +407,7 @@ fn a_tampered_item_is_refused_offline_and_bytes_other_than_prepared_are_refused_
     // On its way the request's item 2 (payer0's second) asks for another amount; its
     // intent still says the amount asked for.
     let other = U256::from(7u64) * U256::from(10u64).pow(U256::from(15u64));
-    let bad = tampered(&live.dir.path().to_owned(), "requests.json", 2, |item| {
+    let bad = tampered(live.dir.path(), "requests.json", 2, |item| {
         with_amount(&mut item["rawTx"], other)
     });
     offline.write("requests.json", &bad);
@@ -491,7 +491,7 @@ fn a_tampered_item_is_refused_offline_and_bytes_other_than_prepared_are_refused_
     );
     let nonce_before = live.nonce(true, balances[1].0);
     live.ok(&["batch", "prepare", "more.jsonl", "--out", "more.json"]);
-    let swapped = tampered(&live.dir.path().to_owned(), "more.json", 0, |item| {
+    let swapped = tampered(live.dir.path(), "more.json", 0, |item| {
         with_amount(&mut item["rawTx"], other);
         item["intent"]["args"]["_amount"] = Value::String(other.to_string());
     });

@@ -136,7 +136,7 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
         .map(crate::approver::rpc_signer_url)
         .transpose()?;
     let (input, name, answer) = match read(&args)? {
-        Read::Single(input, name, answer) => (input, name, answer),
+        Read::Single(input, name, answer) => (*input, name, answer),
         Read::Batch(bytes, name) => return batch::run(global, &args, &bytes, &name, signer),
     };
     args.batch.refuse_for_single()?;
@@ -278,7 +278,7 @@ enum Answer {
 /// What `sign` was given.
 enum Read {
     /// One transaction: the input parsed strictly, its name, what answers it.
-    Single(SignInput, String, Answer),
+    Single(Box<SignInput>, String, Answer),
     /// A batch request's bytes (parsed by [`batch::run`]), and its name.
     Batch(Vec<u8>, String),
 }
@@ -297,7 +297,7 @@ fn read(args: &SignArgs) -> anyhow::Result<Read> {
         }
         crate::files::check_input_size(&bytes, &name)?;
         let input = SignInput::parse(&bytes).with_context(|| format!("refusing input {name}"))?;
-        return Ok(Read::Single(input, name, Answer::Bundle));
+        return Ok(Read::Single(Box::new(input), name, Answer::Bundle));
     }
     let frames = crate::qr::read_frames(&args.from_qr)?;
     let name = frames.name;
@@ -319,7 +319,7 @@ fn read(args: &SignArgs) -> anyhow::Result<Read> {
                     ),
                 ));
             }
-            Ok(Read::Single(input, name, Answer::Bundle))
+            Ok(Read::Single(Box::new(input), name, Answer::Bundle))
         }
         Payload::Doc(Doc {
             kind: DocKind::BatchRequest,
@@ -346,7 +346,11 @@ fn read(args: &SignArgs) -> anyhow::Result<Read> {
                 ),
                 None => name,
             };
-            Ok(Read::Single(input, name, Answer::EthSignature(id)))
+            Ok(Read::Single(
+                Box::new(input),
+                name,
+                Answer::EthSignature(id),
+            ))
         }
         other => Err(coded(
             Code::Refused,

@@ -385,8 +385,7 @@ impl OfflineSigner<'_> {
         let now = bridgectl_tx::log::unix_now();
         let mut lanes: HashMap<(Address, u64), Lane> = HashMap::new();
         let mut log_checked: Vec<Address> = Vec::new();
-        let mut windows: Vec<(WindowLimit, Spent, U256)> = Vec::new();
-        let mut logged_windows: HashMap<(Address, u64, Address, u64), Spent> = HashMap::new();
+        let mut windows = Windows::default();
         let mut items = Vec::with_capacity(request.items.len());
         for item in &request.items {
             let tx = &item.raw_tx;
@@ -461,7 +460,7 @@ impl OfflineSigner<'_> {
                                     in_log,
                                 },
                                 now,
-                                (&mut logged_windows, &mut windows),
+                                &mut windows,
                             )
                             .map(|v| ItemCheck::Sign(Box::new(v))),
                         Err(e) => Err(e),
@@ -489,7 +488,7 @@ impl OfflineSigner<'_> {
             batch_id: request.batch_id.clone(),
             request_hash: request.request_hash,
             commit_every: job.commit_every.max(1),
-            windows,
+            windows: windows.counted,
         };
         self.reserve(&mut batch, job)?;
         Ok(batch)
@@ -504,11 +503,12 @@ impl OfflineSigner<'_> {
         input: &SignInput,
         facts: Facts<'_>,
         now: u64,
-        (logged, windows): (
-            &mut HashMap<(Address, u64, Address, u64), Spent>,
-            &mut Vec<(WindowLimit, Spent, U256)>,
-        ),
+        windows: &mut Windows,
     ) -> Result<Verified, Error> {
+        let Windows {
+            logged,
+            counted: windows,
+        } = windows;
         let tx = &input.raw_tx;
         // A txId of this journal names this batch's own flow (the online half on this
         // machine, or a run of this batch before): it must hold exactly this transaction.
@@ -779,6 +779,18 @@ struct Facts<'a> {
     in_log: bool,
 }
 
-fn window_key(q: &WindowQuery) -> (Address, u64, Address, u64) {
+/// A window of a spending limit: key, chain, contract, length.
+type WindowKey = (Address, u64, Address, u64);
+
+/// The windows met while a batch is checked.
+#[derive(Default)]
+struct Windows {
+    /// What the signing log holds in each, read once.
+    logged: HashMap<WindowKey, Spent>,
+    /// Each window the batch counts against, with the log's total and the batch's.
+    counted: Vec<(WindowLimit, Spent, U256)>,
+}
+
+fn window_key(q: &WindowQuery) -> WindowKey {
     (q.key, q.chain_id, q.contract, q.per)
 }

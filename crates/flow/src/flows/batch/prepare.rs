@@ -29,6 +29,9 @@ use crate::flows::transfer::plain_transfer_intent;
 use crate::flows::{Flows, Quiet};
 use crate::journal::{BatchItemRecord, BatchRecord, FlowKind};
 
+/// One sender's items on one chain, in batch order.
+type Lane = ((Address, u64), Vec<(BatchItemRecord, BatchOp)>);
+
 /// A batch prepared for the air gap ([`Flows::prepare_batch`]).
 #[derive(Debug, Clone)]
 pub struct PreparedBatch {
@@ -56,7 +59,7 @@ impl Flows {
         jobs: usize,
     ) -> Result<PreparedBatch, Error> {
         let batch = self.create_batch(source, items)?;
-        let mut lanes: Vec<((Address, u64), Vec<(BatchItemRecord, BatchOp)>)> = Vec::new();
+        let mut lanes: Vec<Lane> = Vec::new();
         for record in self.journal.batch_items(&batch.batch_id)? {
             let op = stored_op(&record)?;
             let (which, _) = op.spends();

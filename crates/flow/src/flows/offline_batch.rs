@@ -45,9 +45,12 @@ use super::{OfflineSigner, OfflineSigning};
 use crate::Error;
 use crate::journal::{FlowKind, GroupFlow};
 
-/// How many signatures are committed together by default: a batch of a thousand costs
-/// the signing log and the journal four commits each.
-pub const DEFAULT_COMMIT_EVERY: usize = 256;
+/// How many signatures are committed together by default: a batch of a thousand is one
+/// commit in the signing log and one in the journal. Each group's append walks the
+/// spending windows of its keys again (inside its transaction), and each commit is an
+/// fsync on a disk that may take milliseconds for one: larger groups cost less, and a
+/// crash costs nothing but signing the uncommitted group again (the same bytes).
+pub const DEFAULT_COMMIT_EVERY: usize = 1024;
 
 /// A batch request to sign offline.
 #[derive(Debug, Clone, Copy)]

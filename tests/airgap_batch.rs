@@ -163,13 +163,29 @@ impl ArgPath for TestCommand {
     }
 }
 
+/// `n` funded payers (with their keys) and `per` redeems of each, each of its own
+/// amount, written to `payouts.jsonl`: the payers, their MT balances, the items.
+#[allow(clippy::type_complexity)]
+fn payouts(
+    live: &mut Live,
+    n: usize,
+    per: usize,
+) -> (
+    Vec<(Address, U256, String)>,
+    Vec<(Address, U256)>,
+    Vec<(Address, U256)>,
+) {
+    let payers = payers_with_keys(live, n);
+    let balances: Vec<(Address, U256)> = payers.iter().map(|(a, m, _)| (*a, *m)).collect();
+    let (text, items) = redeem_items(&balances, per);
+    live.dir.write("payouts.jsonl", &text);
+    (payers, balances, items)
+}
+
 #[test]
 fn two_hundred_redeems_cross_the_air_gap_signed_in_one_sitting_and_a_kill_changes_no_byte() {
     let mut live = Live::new("airgap_batch");
-    let payers = payers_with_keys(&mut live, 4);
-    let balances: Vec<(Address, U256)> = payers.iter().map(|(a, m, _)| (*a, *m)).collect();
-    let (text, items) = redeem_items(&balances, 50);
-    live.dir.write("payouts.jsonl", &text);
+    let (payers, balances, items) = payouts(&mut live, 4, 50);
 
     // Online: one request file, nothing signed, no passphrase read.
     let counter = CountingPassphrase::new(&live.dir, &live.passphrase);
@@ -385,10 +401,7 @@ fn tampered(dir: &Path, name: &str, index: usize, change: impl FnOnce(&mut Value
 #[test]
 fn a_tampered_item_is_refused_offline_and_bytes_other_than_prepared_are_refused_online() {
     let mut live = Live::new("airgap_tamper");
-    let payers = payers_with_keys(&mut live, 2);
-    let balances: Vec<(Address, U256)> = payers.iter().map(|(a, m, _)| (*a, *m)).collect();
-    let (text, items) = redeem_items(&balances, 4);
-    live.dir.write("payouts.jsonl", &text);
+    let (payers, balances, items) = payouts(&mut live, 2, 4);
     live.ok(&[
         "batch",
         "prepare",

@@ -81,6 +81,37 @@ fn request(items: Vec<BatchRequestItem>) -> BatchRequest {
     BatchRequest::parse(&request.to_bytes()).expect("reads back")
 }
 
+/// The offline machine: its journal, its signing log (of `keys`), its policy.
+struct Machine {
+    _dir: tempfile::TempDir,
+    journal: Journal,
+    log: SigningLogDb,
+    policy: Policy,
+}
+
+impl Machine {
+    fn new(keys: &[&PrivateKeySigner]) -> Machine {
+        let dir = tempfile::tempdir().expect("tmp");
+        let log = SigningLogDb::open(dir.path().join("log.sqlite3"))
+            .expect("log")
+            .with_known_keys(keys.iter().map(|k| k.address()).collect());
+        Machine {
+            _dir: dir,
+            journal: Journal::in_memory().expect("journal"),
+            log,
+            policy: policy(),
+        }
+    }
+
+    fn signer(&self) -> OfflineSigner<'_> {
+        OfflineSigner {
+            journal: &self.journal,
+            signing_log: &self.log,
+            policy: &self.policy,
+        }
+    }
+}
+
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
         .build()
@@ -90,18 +121,9 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
 
 #[test]
 fn a_batch_is_checked_as_single_requests_signed_in_groups_and_given_again_unchanged() {
-    let dir = tempfile::tempdir().expect("tmp");
     let (a, b) = (PrivateKeySigner::random(), PrivateKeySigner::random());
-    let journal = Journal::in_memory().expect("journal");
-    let log = SigningLogDb::open(dir.path().join("log.sqlite3"))
-        .expect("log")
-        .with_known_keys(vec![a.address(), b.address()]);
-    let policy = policy();
-    let signer = OfflineSigner {
-        journal: &journal,
-        signing_log: &log,
-        policy: &policy,
-    };
+    let machine = Machine::new(&[&a, &b]);
+    let (log, signer) = (&machine.log, machine.signer());
     // Item 2 asks for 1 ST and its transaction redeems 3: refused, and item 3 (the same
     // sender's next nonce) with it; the other sender's items are signed.
     let req = request(vec![
@@ -170,19 +192,9 @@ fn a_batch_is_checked_as_single_requests_signed_in_groups_and_given_again_unchan
 
 #[test]
 fn a_limit_counts_the_batch_s_earlier_items_and_a_sender_without_a_known_nonce_is_refused() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let a = PrivateKeySigner::random();
-    let b = PrivateKeySigner::random();
-    let journal = Journal::in_memory().expect("journal");
-    let log = SigningLogDb::open(dir.path().join("log.sqlite3"))
-        .expect("log")
-        .with_known_keys(vec![a.address(), b.address()]);
-    let policy = policy();
-    let signer = OfflineSigner {
-        journal: &journal,
-        signing_log: &log,
-        policy: &policy,
-    };
+    let (a, b) = (PrivateKeySigner::random(), PrivateKeySigner::random());
+    let machine = Machine::new(&[&a, &b]);
+    let signer = machine.signer();
     // 4 + 4 ST pass the 10 ST window, the third 4 would cross it: refused and counted
     // nothing; b's first nonce is known to no one here.
     let req = request(vec![

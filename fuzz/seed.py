@@ -128,3 +128,51 @@ for i, t in enumerate(['{"a":1,"a":2}', '18446744073709551616', '-92233720368547
                        '[' * 129 + ']' * 129, '"\\ud83d\\ude00"', '"\\udc00"', '{"x":[1.5e-7,true,null]}', '0.1e+2']):
     put("json", "case" + str(i), t)
 print("seeded", sum(1 for _ in out.rglob("seed-*")), "inputs under", out, file=sys.stderr)
+
+# batch_request and signed_batch: the air gap's batch files (crates/tx/src/batch.rs),
+# written as `batch prepare` and `bridgectl sign` write them, and a few refusals.
+def batch_request(senders):
+    items, ranges = [], []
+    index = 0
+    for sender, first, count in senders:
+        ranges.append({"from": sender, "chainId": 31338, "firstNonce": first, "items": count})
+        for k in range(count):
+            amount = (index + 1) * 10**15
+            items.append({
+                "index": index, "id": f"item-{index}",
+                "txId": f"00000000-0000-4000-8000-{index:012d}",
+                "rawTx": {"from": sender, "to": "0x5fbdb2315678afecb367f032d93f642f64180aa3",
+                          "data": "0xdb006a75" + f"{amount:064x}", "nonce": hex(first + k),
+                          "gasLimit": "0xf57f", "gasPrice": "0x69a1e50d", "chainId": 31338},
+                "intent": {"function": "redeem", "args": {"_amount": str(amount)},
+                           "to": "0x5fbdb2315678afecb367f032d93f642f64180aa3", "chainId": 31338,
+                           "token": {"symbol": "ST", "decimals": 18},
+                           "description": f"redeem {amount} base units"}})
+            index += 1
+    head = ('{\n  "format": "bridgectl-batch-request",\n  "version": 1,\n'
+            '  "batchId": "c2c9d523-b76b-41ad-951c-0775047564f4",\n'
+            '  "origin": {"source":"payouts.jsonl"},\n  "senders": [\n    ')
+    return (head + ",\n    ".join(json.dumps(r, separators=(",", ":")) for r in ranges)
+            + '\n  ],\n  "items": [\n    '
+            + ",\n    ".join(json.dumps(i, separators=(",", ":")) for i in items) + "\n  ]\n}\n")
+B1, B2 = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8", "0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc"
+good = batch_request([(B1, 0, 3), (B2, 7, 2)])
+put("batch_request", "two-senders", good)
+put("batch_request", "one", batch_request([(B1, 5, 1)]))
+put("batch_request", "gap", good.replace('"nonce":"0x1"', '"nonce":"0x2"'))
+put("batch_request", "duplicate-key", good.replace('"version": 1,', '"version": 1, "version": 1,'))
+put("batch_request", "senders-wrong", good.replace('"items":3}', '"items":4}'))
+put("batch_request", "truncated", good[: len(good) // 2])
+signed_item = {"index": 0, "id": "item-0", "txId": "00000000-0000-4000-8000-000000000000",
+               "signedTx": EIP155, "txHash": "0x33469b22e9f636356c4160a87eb19df52b7412e8eac32a4a55ffe88ea8350788",
+               "from": "0x9d8a62f656a8d1615c1294fd71e9cfb3e4855a4f", "chainId": 1, "nonce": 9}
+signed = ('{\n  "format": "bridgectl-signed-batch",\n  "version": 1,\n'
+          '  "batchId": "c2c9d523-b76b-41ad-951c-0775047564f4",\n'
+          '  "requestHash": "0x' + "2c" * 32 + '",\n  "items": [\n    '
+          + json.dumps(signed_item, separators=(",", ":"))
+          + '\n  ],\n  "refused": [\n    {"index":1,"id":"item-1","reason":"policy check failed"}\n  ]\n}\n')
+put("signed_batch", "one-of-two", signed)
+put("signed_batch", "twice", signed.replace('"index":1,', '"index":0,'))
+put("signed_batch", "unknown-field", signed.replace('"refused"', '"refusd"'))
+put("signed_batch", "empty", signed.replace(json.dumps(signed_item, separators=(",", ":")), "")
+    .replace('[\n    \n  ]', '[]'))

@@ -42,6 +42,7 @@ pub struct CliApprover<'a> {
 }
 
 /// What signs for the CLI: a key of the keystore, or an external JSON-RPC signer.
+#[derive(Clone)]
 pub enum CliSigner {
     /// A key unlocked here.
     Local(PrivateKeySigner),
@@ -99,6 +100,25 @@ pub fn rpc_signer_url(spec: &str) -> anyhow::Result<&str> {
     Ok(url)
 }
 
+/// The refusal of `--yes` for a call the operator did not pin
+/// ([`bridgectl_tx::Verified::pins_call`]), naming what pins one online or offline.
+pub fn signing_blind(offline: bool) -> bridgectl_tx::Error {
+    let pins = if offline {
+        "--expect-function with every argument as --expect-arg, --expect-data, or an \
+         auto-approve rule of the profile's policy that covers it; a sign request's intent \
+         does not count (it comes from the same machine as the transaction)"
+    } else {
+        "the function and every argument on the command line (`action exec --function F \
+         --input ...`; redeem, swap and transfer pin their own call), or an auto-approve \
+         rule of the profile's policy that covers it; a function the platform's action \
+         list chose does not count"
+    };
+    bridgectl_tx::Error::Refused(format!(
+        "signing blind: --yes needs the call pinned by you: {pins}; without --yes the \
+         summary is shown and you are asked"
+    ))
+}
+
 /// What the offline signer adds: the key chosen before anything was verified, a line
 /// saying what is signed, and `--yes` only for a pinned call.
 pub struct OfflineInput<'a> {
@@ -119,22 +139,7 @@ impl Approver for CliApprover<'_> {
             // One rule online and offline: without a question, only what the operator pinned
             // is signed (see `Verified::pins_call`), before any passphrase is asked for.
             if self.yes && !review.verified.pins_call() {
-                let pins = if self.offline.is_some() {
-                    "--expect-function with every argument as --expect-arg, --expect-data, or \
-                 an auto-approve rule of the profile's policy that covers it; a sign \
-                 request's intent does not count (it comes from the same machine as the \
-                 transaction)"
-                } else {
-                    "the function and every argument on the command line (`action exec \
-                 --function F --input ...`; redeem, swap and transfer pin their own call), \
-                 or an auto-approve rule of the profile's policy that covers it; a function \
-                 the platform's action list chose does not count"
-                };
-                return Err(bridgectl_tx::Error::Refused(format!(
-                    "signing blind: --yes needs the call pinned by you: {pins}; without --yes \
-                 the summary is shown and you are asked"
-                ))
-                .into());
+                return Err(signing_blind(self.offline.is_some()).into());
             }
             if let Some(offline) = &self.offline {
                 crate::output::note(&offline.what);

@@ -467,6 +467,8 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
         | F::LeaseExpired { .. }
         | F::BatchRunning { .. }
         | F::BatchRefused { .. }
+        | F::BatchNotWhole(_)
+        | F::NotPrepared(_)
         | F::PlanRefused(_)
         | F::BalanceTooLow(_)
         | F::JournalCorrupt { .. }

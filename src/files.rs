@@ -63,6 +63,25 @@ pub fn input_name(input: &str) -> String {
 
 /// Reads FILE, or stdin for `-`, bounded by [`MAX_INPUT`].
 pub fn read_input(input: &str) -> anyhow::Result<Vec<u8>> {
+    let bytes = read_input_bounded(input, MAX_INPUT)?;
+    check_input_size(&bytes, &input_name(input))?;
+    Ok(bytes)
+}
+
+/// Refuses input `name` larger than [`MAX_INPUT`] (read with a larger bound, for a
+/// batch file, and found to be something else).
+pub fn check_input_size(bytes: &[u8], name: &str) -> anyhow::Result<()> {
+    if bytes.len() as u64 > MAX_INPUT {
+        return Err(coded(
+            Code::Refused,
+            format!("{name} is larger than {MAX_INPUT} bytes"),
+        ));
+    }
+    Ok(())
+}
+
+/// Reads FILE, or stdin for `-`, bounded by `max` bytes.
+pub fn read_input_bounded(input: &str, max: u64) -> anyhow::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     if input == "-" {
         if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
@@ -72,21 +91,21 @@ pub fn read_input(input: &str) -> anyhow::Result<Vec<u8>> {
             ));
         }
         std::io::stdin()
-            .take(MAX_INPUT + 1)
+            .take(max + 1)
             .read_to_end(&mut bytes)
             .context("cannot read stdin")?;
     } else {
         let f = std::fs::File::open(input)
             .with_context(|| format!("cannot open {input}"))
             .code(Code::NotFound)?;
-        f.take(MAX_INPUT + 1)
+        f.take(max + 1)
             .read_to_end(&mut bytes)
             .with_context(|| format!("cannot read {input}"))?;
     }
-    if bytes.len() as u64 > MAX_INPUT {
+    if bytes.len() as u64 > max {
         return Err(coded(
             Code::Refused,
-            format!("{} is larger than {MAX_INPUT} bytes", input_name(input)),
+            format!("{} is larger than {max} bytes", input_name(input)),
         ));
     }
     Ok(bytes)

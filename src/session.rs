@@ -121,6 +121,14 @@ impl Session {
         })
     }
 
+    /// Opens the signing log again, knowing the keystore's signers as they are now: after
+    /// an external signer's accounts were added (`Keystore::add_external_signer`), so
+    /// that their entries are the log's own for the rest of the run.
+    pub fn reopen_signing_log(&mut self) -> Result<()> {
+        self.signing_log = Arc::new(open_signing_log(&self.keystore)?);
+        Ok(())
+    }
+
     /// The bridge description, or the error naming what is missing.
     pub fn bridge(&self) -> Result<&Bridge> {
         match &self.bridge {

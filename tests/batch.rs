@@ -18,7 +18,15 @@ const EXIT_INCOMPLETE: i32 = 9;
 
 /// `n` new keys in the test keystore (labels `payer0`...), each funded by the sandbox,
 /// with their MT balances before anything is redeemed.
-fn payers(live: &mut Live, n: usize) -> Vec<(Address, U256)> {
+pub(crate) fn payers(live: &mut Live, n: usize) -> Vec<(Address, U256)> {
+    payers_with_keys(live, n)
+        .into_iter()
+        .map(|(a, mt0, _)| (a, mt0))
+        .collect()
+}
+
+/// [`payers`], with each payer's private key (hex) for a keystore of another machine.
+pub(crate) fn payers_with_keys(live: &mut Live, n: usize) -> Vec<(Address, U256, String)> {
     (0..n)
         .map(|i| {
             let account = live.sb.new_account();
@@ -26,14 +34,17 @@ fn payers(live: &mut Live, n: usize) -> Vec<(Address, U256)> {
             live.secrets.add("a payer's private key", &key);
             live.import_key(&key, &format!("payer{i}"));
             let mt0 = live.balance(false, account.address);
-            (account.address, mt0)
+            (account.address, mt0, key)
         })
         .collect()
 }
 
 /// `per` redeem items for each payer, round robin, each with its own amount (so the chain's
 /// logs say which item a redemption was): `(file text, amount of each item in base units)`.
-fn redeem_items(payers: &[(Address, U256)], per: usize) -> (String, Vec<(Address, U256)>) {
+pub(crate) fn redeem_items(
+    payers: &[(Address, U256)],
+    per: usize,
+) -> (String, Vec<(Address, U256)>) {
     let mut text = String::from("# payouts\n");
     let mut items = Vec::new();
     for k in 0..payers.len() * per {
@@ -51,7 +62,7 @@ fn redeem_items(payers: &[(Address, U256)], per: usize) -> (String, Vec<(Address
 }
 
 /// Every `Redeem(redeemer, amount)` the ST contract emitted, from the side chain's node.
-fn redeems_on_chain(live: &Live) -> Vec<(Address, U256)> {
+pub(crate) fn redeems_on_chain(live: &Live) -> Vec<(Address, U256)> {
     let topic = bridgectl_sandbox::contracts::redeem_topic();
     let logs = block_on(live.sb.node(true).call(
         "eth_getLogs",
@@ -84,7 +95,7 @@ fn redeems_on_chain(live: &Live) -> Vec<(Address, U256)> {
 
 /// The redemptions of `payers` on chain, sorted, against the items', sorted: equal means
 /// each item was redeemed exactly once (no duplicate, none lost).
-fn assert_each_item_redeemed_once(
+pub(crate) fn assert_each_item_redeemed_once(
     live: &Live,
     payers: &[(Address, U256)],
     items: &[(Address, U256)],
@@ -136,7 +147,7 @@ fn incomplete(live: &Live, mut c: crate::util::TestCommand) -> std::process::Out
 
 /// The JSON lines of `batch run|resume --json`: the items' results and the summary (a
 /// run that ends incomplete adds the error object as its last line, not an item).
-fn parse_results(stdout: &[u8]) -> (Vec<Value>, Value) {
+pub(crate) fn parse_results(stdout: &[u8]) -> (Vec<Value>, Value) {
     let mut items = Vec::new();
     let mut summary = Value::Null;
     for line in String::from_utf8_lossy(stdout).lines() {

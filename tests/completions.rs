@@ -50,7 +50,10 @@ bctest!(
         // still offered, nested ones too.
         for (line, flag) in [
             (&["sign", "-", "--expect-ch"][..], "--expect-chain-id"),
-            (&["sign", "-", "--passphrase-f"][..], "--passphrase-file"),
+            (
+                &["sign", "-", "--passphrase-file-f"][..],
+                "--passphrase-file-for",
+            ),
             (
                 &["batch", "resume", "x", "--replace-st"][..],
                 "--replace-stuck",

@@ -176,7 +176,7 @@ impl Cases<'_> {
             ));
             return Vec::new();
         }
-        let stream = matches!(schema, "batch-run" | "webhook-listen");
+        let stream = matches!(schema, "batch-run" | "batch-submit" | "webhook-listen");
         let docs = documents(&out.stdout, stream);
 
         let mut wrong = Vec::new();
@@ -574,6 +574,38 @@ fn every_json_output_matches_its_schema() {
         ));
     }
     t.fails(&["batch", "resume", "ffffffff", "--yes"], 6);
+
+    // The air gap at batch scale: prepared here, signed on the offline machine,
+    // submitted and followed here.
+    let requests = path("requests.json");
+    t.run(
+        "batch-prepare",
+        &["batch", "prepare", "payouts.jsonl", "--out", &requests],
+        0,
+    );
+    t.fails(
+        &[
+            "batch",
+            "prepare",
+            "no-such-file.jsonl",
+            "--out",
+            &path("r.json"),
+        ],
+        6,
+    );
+    let signed_batch = path("signed-batch.json");
+    let next = live.nonce(true, live.dev).to_string();
+    let mut sign = offline.command();
+    sign.env("BRIDGECTL_PASSPHRASE_FILE", offline.join("pass"))
+        .args(["--json", "sign", &requests, "--yes", "--out", &signed_batch])
+        .args(["--nonce-for", &format!("{dev}={next}")]);
+    let signed = live.ok_cmd(sign);
+    if let Some(e) = schema_errors("sign-batch", &signed) {
+        t.failures.push(format!("sign of a batch request: {e}"));
+    }
+    t.seen.push(("sign".into(), "sign-batch".into(), 0));
+    t.run("batch-submit", &["batch", "submit", &signed_batch], 0);
+    t.fails(&["batch", "submit", &path("no-such-signed-batch.json")], 6);
 
     // Webhooks on the web3 API (deliveries go nowhere: a closed port).
     let keys = path("webhook-keys.json");

@@ -562,3 +562,86 @@ bctest!(
         assert!(via_doc >= 5 && via_eth >= 8, "doc {via_doc}, eth {via_eth}");
     }
 );
+
+#[test]
+fn a_small_batch_crosses_the_air_gap_as_qr_frames_both_ways() {
+    let live = Live::shared("qr_batch");
+    let offline = crate::flow::offline_signer(&live, "qr_batch_offline");
+    let path = |p: &str| live.dir.join(p).to_str().expect("utf8").to_owned();
+    let dev = live.dev.to_string();
+    live.dir.write(
+        "payouts.jsonl",
+        (1..=3)
+            .map(|i| format!("{{\"op\": \"redeem\", \"from\": \"{dev}\", \"amount\": \"{i}\"}}\n"))
+            .collect::<String>(),
+    );
+    // Online: the batch request as frames (the file stays here too).
+    let prepared = live.ok(&[
+        "batch",
+        "prepare",
+        "payouts.jsonl",
+        "--out",
+        &path("requests.json"),
+        "--qr-png",
+        &path("request-frames"),
+    ]);
+    assert_eq!(prepared["prepared"], 3, "{prepared:#}");
+    let frames = files(&live.dir.join("request-frames"));
+    let lost: &[usize] = if frames.len() >= 8 { &[1, 3] } else { &[] };
+    shuffled(
+        &live.dir.join("request-frames"),
+        &offline.join("batch-in"),
+        lost,
+        0,
+    );
+    // Offline: read from the frames alone, signed, answered as frames.
+    let nonce = live.nonce(true, live.dev).to_string();
+    let mut sign = offline.command();
+    sign.env("BRIDGECTL_PASSPHRASE_FILE", offline.join("pass"))
+        .args([
+            "sign",
+            "--from-qr",
+            "batch-in",
+            "--out",
+            "signed.json",
+            "--yes",
+        ])
+        .args(["--nonce-for", &format!("{dev}={nonce}")])
+        .args(["--qr-png", "answer"]);
+    let o = sign.output();
+    live.check_secrets(&o);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("(bridgectl-doc,"), "{stderr}");
+    // The request read from frames is the very file: the answer names its SHA-256.
+    let signed = bridgectl_tx::batch::SignedBatch::parse(
+        &std::fs::read(offline.join("signed.json")).expect("signed"),
+    )
+    .expect("a signed batch");
+    assert_eq!(
+        signed.request_hash.to_string(),
+        prepared["requestHash"].as_str().expect("hash")
+    );
+    // Online again: the signed batch from its frames, shuffled.
+    shuffled(
+        &offline.join("answer"),
+        &live.dir.join("answer-back"),
+        &[],
+        0,
+    );
+    let mut c = live.cmd();
+    c.args([
+        "--json",
+        "batch",
+        "submit",
+        "--from-qr",
+        &path("answer-back"),
+    ]);
+    let out = live.run_ok(c);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (first, rest) = text.split_once('\n').expect("lines");
+    let checked = crate::util::strict_json(first);
+    assert_eq!(checked["checked"]["requestMatches"], true, "{checked:#}");
+    let (_, summary) = crate::batch::parse_results(rest.as_bytes());
+    assert_eq!(summary["completed"], 3, "{summary:#}");
+}

@@ -44,57 +44,11 @@ bctest!(
         assert_eq!(blocks.len(), 1, "one walkthrough block in the README");
         let again = blocks_named(&readme, "after-restart");
         assert_eq!(again.len(), 1, "one after-restart block in the README");
-        let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_bridgectl"))
-            .parent()
-            .expect("bin dir")
-            .to_owned();
-        let path = format!(
-            "{}:{}",
-            bin_dir.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        let fresh = |cmd: &mut Command| {
-            dir.confine(cmd);
-            // A new user has no BRIDGECTL_* settings: the README's exports are all there is.
-            cmd.env_remove("BRIDGECTL_KEYSTORE").env("PATH", &path);
-        };
-
-        let start_sandbox = || {
-            let _ = std::fs::remove_file(dir.join("sandbox.toml"));
-            let mut sandbox = Command::new(env!("CARGO_BIN_EXE_bridgectl"));
-            sandbox
-                .args(["sandbox", "--write-profile", "sandbox.toml"])
-                .stdout(Stdio::null())
-                .stderr(std::fs::File::create(dir.join("sandbox.err")).expect("sandbox.err"));
-            fresh(&mut sandbox);
-            let sandbox = SandboxProcess(sandbox.spawn().expect("start the sandbox"));
-            let started = Instant::now();
-            while !dir.join("sandbox.toml").exists() {
-                assert!(
-                    started.elapsed() < Duration::from_secs(120),
-                    "the sandbox wrote no profile; its stderr:\n{}",
-                    std::fs::read_to_string(dir.join("sandbox.err")).unwrap_or_default()
-                );
-                std::thread::sleep(Duration::from_millis(200));
-            }
-            sandbox
-        };
-        // Runs `block` with bash on a pseudo-terminal, answering as a person would; the
-        // answer to passphrase prompt number `typo_at` (from 0) is a typo first.
-        let run_block = |block: &str, typo_at: Option<usize>| -> Vec<&'static str> {
-            let mut bash = Command::new("bash");
-            bash.args(["-e", "-c", block]);
-            fresh(&mut bash);
-            let mut p =
-                rexpect::session::spawn_command(bash, Some(180_000)).expect("spawn on a pty");
-            let answered = answer_prompts(&mut p, typo_at);
-            let status = p.process().wait().expect("wait");
-            assert!(
-                matches!(status, WaitStatus::Exited(_, 0)),
-                "the block failed ({status:?}) after answering {answered:?}:\n{block}"
-            );
-            answered
-        };
+        let path = path_with_bin();
+        let fresh = |cmd: &mut Command| fresh(&dir, &path, cmd);
+        let start_sandbox = || start_sandbox(&dir, &path);
+        let run_block =
+            |block: &str, typo_at: Option<usize>| run_block(&dir, &path, block, typo_at);
 
         let sandbox = start_sandbox();
         // The redeem's unlock is the 4th passphrase prompt (import twice, swap, redeem).
@@ -120,6 +74,25 @@ bctest!(
             )
             .expect("count");
         assert_eq!(completed, 2, "the swap and the redeem completed");
+
+        // The air gap at batch scale, step by step, after the walkthrough (whose redeem
+        // tells this machine's journal the dev key's next nonce on the side chain): one
+        // question for the batch, the key's passphrase once, every redeem completed.
+        let batch = blocks_named(&readme, "airgap-batch");
+        assert_eq!(batch.len(), 1, "one airgap-batch block in the README");
+        let answered = run_block(&batch[0], None);
+        assert_eq!(answered, ["y", "passphrase"], "{answered:?}");
+        let completed: i64 = journal
+            .query_row(
+                "SELECT count(*) FROM flows WHERE state = 'completed'",
+                [],
+                |r| r.get(0),
+            )
+            .expect("count");
+        assert_eq!(completed, 5, "the batch's three redeems completed");
+        let signed = std::fs::read(dir.join("signed.json")).expect("the signed batch");
+        let signed = bridgectl_tx::batch::SignedBatch::parse(&signed).expect("a signed batch");
+        assert_eq!((signed.items.len(), signed.refused.len()), (3, 0));
 
         // What the sandbox printed, again, while it runs.
         let bridgectl = |args: &[&str]| {
@@ -226,10 +199,11 @@ bctest!(
             [
                 ("completed".to_owned(), 2),
                 ("failed".to_owned(), 2),
-                ("retired".to_owned(), 2)
+                ("retired".to_owned(), 5)
             ],
             "the new chain's swap and redeem completed; the redeem tried with no sandbox \
-             and the one refused at the reset failed unsigned; the old chain's two retired"
+             and the one refused at the reset failed unsigned; the old chain's five (the \
+             swap, the redeem, the batch's three redeems) retired"
         );
         let failed_signed: i64 = journal
             .query_row(
@@ -241,6 +215,65 @@ bctest!(
         assert_eq!(failed_signed, 0, "nothing was signed on the way");
     }
 );
+
+/// `PATH` with the built `bridgectl` first, as an installed one would be.
+fn path_with_bin() -> String {
+    let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_bridgectl"))
+        .parent()
+        .expect("bin dir")
+        .to_owned();
+    format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// Confines `cmd` to `dir` as a new user: no BRIDGECTL_* settings at all (the README's
+/// exports are all there is), `bridgectl` on `path`.
+fn fresh(dir: &Dir, path: &str, cmd: &mut Command) {
+    dir.confine(cmd);
+    cmd.env_remove("BRIDGECTL_KEYSTORE").env("PATH", path);
+}
+
+/// The README's first terminal: `bridgectl sandbox --write-profile sandbox.toml`, once
+/// it wrote the profile.
+fn start_sandbox(dir: &Dir, path: &str) -> SandboxProcess {
+    let _ = std::fs::remove_file(dir.join("sandbox.toml"));
+    let mut sandbox = Command::new(env!("CARGO_BIN_EXE_bridgectl"));
+    sandbox
+        .args(["sandbox", "--write-profile", "sandbox.toml"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("sandbox.err")).expect("sandbox.err"));
+    fresh(dir, path, &mut sandbox);
+    let sandbox = SandboxProcess(sandbox.spawn().expect("start the sandbox"));
+    let started = Instant::now();
+    while !dir.join("sandbox.toml").exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the sandbox wrote no profile; its stderr:\n{}",
+            std::fs::read_to_string(dir.join("sandbox.err")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    sandbox
+}
+
+/// Runs `block` with bash on a pseudo-terminal, answering as a person would; the answer
+/// to passphrase prompt number `typo_at` (from 0) is a typo first.
+fn run_block(dir: &Dir, path: &str, block: &str, typo_at: Option<usize>) -> Vec<&'static str> {
+    let mut bash = Command::new("bash");
+    bash.args(["-e", "-c", block]);
+    fresh(dir, path, &mut bash);
+    let mut p = rexpect::session::spawn_command(bash, Some(180_000)).expect("spawn on a pty");
+    let answered = answer_prompts(&mut p, typo_at);
+    let status = p.process().wait().expect("wait");
+    assert!(
+        matches!(status, WaitStatus::Exited(_, 0)),
+        "the block failed ({status:?}) after answering {answered:?}:\n{block}"
+    );
+    answered
+}
 
 /// Fields that hold someone else's document verbatim (the platform's answers, rawTx and
 /// intent arguments named after Solidity parameters), not bridgectl's own naming.

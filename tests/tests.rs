@@ -7,6 +7,7 @@ mod live;
 mod secrets;
 mod util;
 
+mod airgap_batch;
 mod batch;
 mod clock;
 mod completions;

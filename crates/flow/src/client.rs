@@ -63,13 +63,7 @@ pub fn check_url_safe_for_secrets(url: &str) -> Result<reqwest::Url, Error> {
     match parsed.scheme() {
         "https" => Ok(parsed),
         "http" => {
-            let loopback = match parsed.host() {
-                Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-                Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-                Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-                None => false,
-            };
-            if loopback {
+            if crate::http::is_loopback(&parsed) {
                 Ok(parsed)
             } else {
                 Err(Error::PlaintextRefused {

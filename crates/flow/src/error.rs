@@ -424,6 +424,19 @@ pub enum Error {
     #[error("invalid batch: {0}")]
     InvalidBatch(String),
 
+    /// A batch to be signed whole or not at all had items the checks refused
+    /// ([`crate::CheckedBatch::refused`]): nothing was signed.
+    #[error("the batch is signed whole or not at all, and its checks refuse {}", batch_refusal(.0, &[]))]
+    BatchNotWhole(Vec<crate::flows::RefusedItem>),
+
+    /// A signed batch answers a batch this journal did not prepare for the air gap: there
+    /// are no prepared transactions to check it against.
+    #[error(
+        "batch {0} was not prepared for the air gap in this journal: a signed batch is \
+         submitted where its request was prepared"
+    )]
+    NotPrepared(String),
+
     /// A batch the run would refuse, found before any key is unlocked
     /// ([`crate::Flows::check_batch`]): items the verifier refuses (a spending limit, the
     /// allowlist, a cap) and senders without the native balance their items' gas needs.
@@ -624,6 +637,8 @@ impl Error {
                     | Error::NotReset { .. }
                     | Error::BundleMismatch(_)
                     | Error::BatchRefused { .. }
+                    | Error::BatchNotWhole(_)
+                    | Error::NotPrepared(_)
                     | Error::CannotReplace { .. }
                     | Error::BalanceTooLow(_)
                     | Error::PlanRefused(_)

@@ -40,15 +40,17 @@ pub use bridgectl_tx::{Policy, SignedTx, Token, Trusted, Verified};
 pub use error::{Error, chain};
 pub use flows::{
     AccountPlan, AccountSpend, ActionCall, ActionOutcome, ActionResult, ApproveFuture, Approver,
-    BatchCheck, BatchCounts, BatchItem, BatchOp, BatchOptions, BatchPlan, BatchStatus, Bridge,
-    BundleCheck, CANCEL_GAS_LIMIT, Cap, ChainResetPlan, ChainSide, DEFAULT_BUMP_BASIS_POINTS,
+    BatchCheck, BatchCounts, BatchItem, BatchOp, BatchOptions, BatchPlan, BatchReview,
+    BatchSigning, BatchStatus, Bridge, BundleCheck, CANCEL_GAS_LIMIT, Cap, ChainResetPlan,
+    ChainSide, CheckedBatch, CheckedItem, DEFAULT_BUMP_BASIS_POINTS, DEFAULT_COMMIT_EVERY,
     DEFAULT_MAX_GAS_LIMIT, Ended, EndedBy, FlowStatus, Flows, FlowsBuilder,
-    GAS_PRICE_SANITY_MULTIPLE, GasNeed, GasPriceCap, GasSource, ItemError, ItemResult, ItemState,
-    ItemStatus, ItemView, Mode, Moved, NoGasPriceCap, NonceSource, OfflineSigner, OfflineSigning,
-    PegRatio, PlanRefusal, PreparedBundle, Progress, Quiet, RESET_CHECKED_PER_KEY, Recipient,
-    RecipientTotal, RedeemOutcome, RefusedItem, Replaced, Repricing, Resumed, RetiredFlow, Review,
-    Short, Submitted, Submitter, SwapCredit, SwapOutcome, SwapSpec, TokenTotal, Tokens,
-    TransferSpec, WAIT_REPORT, WaitOptions, Which, can_resume,
+    GAS_PRICE_SANITY_MULTIPLE, GasNeed, GasPriceCap, GasSource, ItemCheck, ItemError, ItemResult,
+    ItemState, ItemStatus, ItemView, LimitReview, Mode, Moved, NoGasPriceCap, NonceSource,
+    OfflineSigner, OfflineSigning, PegRatio, PlanRefusal, PreparedBatch, PreparedBundle, Progress,
+    Quiet, RESET_CHECKED_PER_KEY, Recipient, RecipientReview, RecipientTotal, RedeemOutcome,
+    RefusedItem, Replaced, Repricing, Resumed, RetiredFlow, Review, SenderReview, Short,
+    SignedBatchCheck, Submitted, Submitter, SwapCredit, SwapOutcome, SwapSpec, TokenId, TokenTotal,
+    TokenTotalReview, Tokens, TransferSpec, WAIT_REPORT, WaitOptions, Which, can_resume,
 };
 pub use journal::{BatchLock, BatchRecord, FlowKind, FlowState, Journal, Purpose};
 pub use profile::{Profile, ProfileError};

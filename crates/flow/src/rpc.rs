@@ -542,6 +542,45 @@ impl RpcSigner {
         Self::with_timeout(url, address, RPC_SIGNER_TIMEOUT)
     }
 
+    /// [`RpcSigner::new`] for the offline signer, which reaches no network: the
+    /// endpoint must be on this machine (a loopback address or `localhost`), in front
+    /// of a hardware key or a local signer such as clef.
+    pub fn loopback(url: &str, address: Address) -> Result<Self, Error> {
+        let parsed = reqwest::Url::parse(url).map_err(|e| Error::BadUrl {
+            url: crate::http::redact_url(url),
+            reason: e.to_string(),
+        })?;
+        if !crate::http::is_loopback(&parsed) {
+            return Err(Error::BadUrl {
+                url: crate::http::redact_url(url),
+                reason: "the offline signer reaches no network: its signing endpoint must \
+                         be on this machine (127.0.0.1, ::1 or localhost)"
+                    .into(),
+            });
+        }
+        Self::new(url, address)
+    }
+
+    /// The accounts the endpoint at `url` signs for (`eth_accounts`): where a batch
+    /// chooses it over a key of the keystore, address by address.
+    pub async fn accounts(url: &str) -> Result<Vec<Address>, Error> {
+        let answer = NodeClient::with_timeout(url, Duration::from_secs(30))?
+            .call("eth_accounts", json!([]))
+            .await?;
+        answer
+            .as_array()
+            .and_then(|list| {
+                list.iter()
+                    .map(|a| a.as_str().and_then(|s| s.parse::<Address>().ok()))
+                    .collect::<Option<Vec<_>>>()
+            })
+            .ok_or_else(|| Error::UnexpectedShape {
+                what: "the signer's answer to eth_accounts".into(),
+                expected: "an array of addresses".into(),
+                data: answer.clone(),
+            })
+    }
+
     /// [`RpcSigner::new`] with another answer timeout.
     pub fn with_timeout(url: &str, address: Address, timeout: Duration) -> Result<Self, Error> {
         Self::check_url(url)?;

@@ -13,6 +13,7 @@
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 mod amount;
+mod batch_airgap;
 mod batch_file;
 mod calldata;
 mod envelope;
@@ -24,6 +25,7 @@ mod ur;
 mod webhook;
 
 pub use amount::amount;
+pub use batch_airgap::{batch_request, signed_batch};
 pub use batch_file::batch_file;
 pub use calldata::calldata;
 pub use envelope::envelope;
@@ -40,12 +42,14 @@ pub type Target = fn(&[u8]);
 pub const TARGETS: &[(&str, Target)] = &[
     ("amount", amount),
     ("batch_file", batch_file),
+    ("batch_request", batch_request),
     ("calldata", calldata),
     ("envelope", envelope),
     ("json", json),
     ("key_file", key_file),
     ("rawtx_json", rawtx_json),
     ("sign_input", sign_input),
+    ("signed_batch", signed_batch),
     ("signed_bundle", signed_bundle),
     ("tx_decode", tx_decode),
     ("ur_frames", ur_frames),

@@ -50,6 +50,18 @@ pub async fn read_body(mut resp: reqwest::Response) -> Result<Vec<u8>, BodyError
     Ok(body)
 }
 
+/// Whether `url` names this machine: a loopback address, or `localhost`. The one place
+/// plain http may carry a secret, and the only place the offline signer reaches.
+pub fn is_loopback(url: &reqwest::Url) -> bool {
+    url.host_str().is_some_and(|host| {
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        host.eq_ignore_ascii_case("localhost")
+            || host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    })
+}
+
 /// A client builder for requests to `url`: redirects off (a redirect would resend the
 /// body, tokens and secret keys included, to another host), and no proxy when `url` is
 /// plain http, which the clients allow only to loopback (the bearer token would

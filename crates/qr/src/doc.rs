@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! bridgectl-doc = {
-//!     1: text,    ; kind: "sign-request" | "signed-bundle"
+//!     1: text,    ; kind: "sign-request" | "signed-bundle" | "batch-request" | "signed-batch"
 //!     2: bytes,   ; the document's exact bytes (UTF-8 JSON, as written to its file)
 //! }
 //! ```
@@ -24,17 +24,29 @@ pub enum DocKind {
     SignRequest,
     /// A signed bundle (`bridgectl-signed-bundle`), written by the offline signer.
     SignedBundle,
+    /// A batch request (`bridgectl-batch-request`), written by `batch prepare`.
+    BatchRequest,
+    /// A signed batch (`bridgectl-signed-batch`), the offline signer's answer to a batch
+    /// request.
+    SignedBatch,
 }
 
 impl DocKind {
     /// Every kind.
-    pub const ALL: [DocKind; 2] = [DocKind::SignRequest, DocKind::SignedBundle];
+    pub const ALL: [DocKind; 4] = [
+        DocKind::SignRequest,
+        DocKind::SignedBundle,
+        DocKind::BatchRequest,
+        DocKind::SignedBatch,
+    ];
 
     /// The kind as written in the document (`sign-request`).
     pub fn name(self) -> &'static str {
         match self {
             DocKind::SignRequest => "sign-request",
             DocKind::SignedBundle => "signed-bundle",
+            DocKind::BatchRequest => "batch-request",
+            DocKind::SignedBatch => "signed-batch",
         }
     }
 

@@ -147,7 +147,10 @@ fn shapes_the_formats_do_not_allow_are_refused_naming_the_field() {
     };
     let e = Payload::from_ur(&doc).expect_err("kind").to_string();
     assert!(
-        e.contains("kind batch is not one this bridgectl reads (sign-request, signed-bundle)"),
+        e.contains(
+            "kind batch is not one this bridgectl reads (sign-request, signed-bundle, \
+             batch-request, signed-batch)"
+        ),
         "{e}"
     );
 }

@@ -987,6 +987,44 @@ fn as_tx(e: Error) -> bridgectl_tx::Error {
     }
 }
 
+impl SigningLogDb {
+    /// After `entries` (not empty, in order) were committed: their signatures count as
+    /// checked in this process, and the kept checkpoint moves to the last of them. It
+    /// only moves forward (a concurrent signer may have written a later one); a stale
+    /// one is safe, the log still reaches it. Returns the new head.
+    fn appended(&self, entries: &[Entry]) -> Result<Checkpoint, bridgectl_tx::Error> {
+        let last = entries.last().expect("called with the entries appended");
+        self.seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(entries.iter().map(|e| e.hash));
+        let new = Checkpoint {
+            count: last.seq,
+            head: last.hash,
+        };
+        // The kept checkpoint only moves forward (a concurrent signer may have written
+        // a later one); a stale one is safe, the log still reaches it. It adds these
+        // entries' spending to what it keeps of each key's.
+        let kept = self.kept().ok().flatten();
+        if kept.as_ref().is_none_or(|k| k.count < new.count) {
+            let mut carried = kept.as_ref().map(|k| k.carried.clone()).unwrap_or_default();
+            for entry in entries {
+                if let Ok(body) = serde_json::from_str::<EntryBody>(&entry.body) {
+                    carried = carry(&carried, &body);
+                }
+            }
+            self.advance_kept(&KeptCheckpoint {
+                count: new.count,
+                head: new.head,
+                acknowledged: kept.as_ref().map_or(0, |k| k.acknowledged),
+                carried,
+            })
+            .map_err(boxed)?;
+        }
+        Ok(new)
+    }
+}
+
 impl bridgectl_tx::SigningLog for SigningLogDb {
     fn append(
         &self,
@@ -1051,33 +1089,108 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
             return head(&conn).map_err(|e| boxed(sql(e)));
         };
         drop(conn);
-        self.seen
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(entry.hash);
-        let new = Checkpoint {
-            count: entry.seq,
-            head: entry.hash,
-        };
-        // The kept checkpoint only moves forward (a concurrent signer may have written
-        // a later one); a stale one is safe, the log still reaches it. It adds this
-        // entry's spending to what it keeps of each key's.
-        let kept = self.kept().ok().flatten();
-        if kept.as_ref().is_none_or(|k| k.count < new.count) {
-            let body: Option<EntryBody> = serde_json::from_str(&entry.body).ok();
-            let before = kept
-                .as_ref()
-                .map(|k| k.carried.as_slice())
-                .unwrap_or_default();
-            self.advance_kept(&KeptCheckpoint {
-                count: new.count,
-                head: new.head,
-                acknowledged: kept.as_ref().map_or(0, |k| k.acknowledged),
-                carried: body.map_or_else(|| before.to_vec(), |b| carry(before, &b)),
-            })
-            .map_err(boxed)?;
+        self.appended(std::slice::from_ref(&entry))
+    }
+
+    /// One `BEGIN IMMEDIATE` for the whole group and one durable commit: a batch's
+    /// signatures cost the log one fsync, not one each. Inside it, as for one append: the
+    /// kept checkpoint is reached, each key's newest entry is read once (walking back
+    /// from the head, every entry checked), each window is totalled once and the
+    /// group's earlier entries added to it, and each entry's nonce is guarded against
+    /// the log and the group's earlier entries. Any refusal rolls the whole group back.
+    fn append_group(
+        &self,
+        group: &mut [bridgectl_tx::log::GroupEntry<'_>],
+    ) -> Result<Checkpoint, bridgectl_tx::Error> {
+        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let sql = self.sql();
+        let appended = bridgectl_sqlite::durable(
+            &mut conn,
+            |e| boxed(sql(e)),
+            |conn| {
+                let tx = conn
+                    .transaction_with_behavior(TransactionBehavior::Immediate)
+                    .map_err(|e| boxed(sql(e)))?;
+                let mut checkpoint = head(&tx).map_err(|e| boxed(sql(e)))?;
+                let mut own_time: std::collections::HashMap<Address, u64> = Default::default();
+                let mut windows: std::collections::HashMap<(Address, u64, Address, u64), U256> =
+                    Default::default();
+                let mut bodies: Vec<EntryBody> = Vec::new();
+                let mut appended: Vec<Entry> = Vec::new();
+                for item in group.iter_mut() {
+                    let time = match own_time.get(&item.key) {
+                        Some(t) => *t,
+                        None => {
+                            let walked = self.window_in(&tx, item.key, None).map_err(as_tx)?;
+                            let t = walked.newest_own.unwrap_or(0);
+                            own_time.insert(item.key, t);
+                            t
+                        }
+                    };
+                    let entry = (item.make)(Head { checkpoint, time })?;
+                    let body: EntryBody = serde_json::from_str(&entry.body).map_err(|e| {
+                        bridgectl_tx::Error::Refused(format!(
+                            "the new log entry does not read: {e}"
+                        ))
+                    })?;
+                    if body.signs_transaction() {
+                        let mut prior = self
+                            .signed_at_nonce_in(&tx, body.key, body.chain_id, body.nonce)
+                            .map_err(as_tx)?;
+                        prior.extend(
+                            bodies
+                                .iter()
+                                .filter(|b| {
+                                    b.signs_transaction()
+                                        && b.key == body.key
+                                        && b.chain_id == body.chain_id
+                                        && b.nonce == body.nonce
+                                })
+                                .cloned(),
+                        );
+                        if same_signature(&prior, &body).is_some() {
+                            // The very transaction again: recorded once, counted once.
+                            continue;
+                        }
+                        nonce_free(
+                            &prior,
+                            body.key,
+                            body.chain_id,
+                            body.nonce,
+                            body.signing_hash.unwrap_or_default(),
+                            body.replaces,
+                        )?;
+                    }
+                    if let Some(limit) = &item.limit {
+                        let q = &limit.query;
+                        let window = (q.key, q.chain_id, q.contract, q.per);
+                        let total = match windows.get(&window) {
+                            Some(total) => *total,
+                            None => self.window_in(&tx, item.key, Some(q)).map_err(as_tx)?.total,
+                        };
+                        limit.check(total)?;
+                        windows.insert(window, total.saturating_add(limit.amount));
+                    }
+                    Self::insert(&tx, &entry).map_err(|e| boxed(sql(e)))?;
+                    checkpoint = Checkpoint {
+                        count: entry.seq,
+                        head: entry.hash,
+                    };
+                    own_time.insert(body.key, body.time.max(time));
+                    bodies.push(body);
+                    appended.push(entry);
+                }
+                if !appended.is_empty() {
+                    tx.commit().map_err(|e| boxed(sql(e)))?;
+                }
+                Ok(appended)
+            },
+        )?;
+        if appended.is_empty() {
+            return head(&conn).map_err(|e| boxed(sql(e)));
         }
-        Ok(new)
+        drop(conn);
+        self.appended(&appended)
     }
 
     /// Copies the log's write-ahead log into the file once it has grown past its

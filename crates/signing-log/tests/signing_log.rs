@@ -64,6 +64,21 @@ fn checked(
     tx: &RawTx,
     now: u64,
 ) -> Result<bridgectl_tx::Verified, Error> {
+    checked_after(log, policy, tx, now, U256::ZERO)
+}
+
+/// [`checked`], with `earlier` (a batch's earlier items) counted in the window too.
+fn checked_after(
+    log: &SigningLogDb,
+    policy: &Policy,
+    tx: &RawTx,
+    now: u64,
+    earlier: U256,
+) -> Result<bridgectl_tx::Verified, Error> {
+    let spent = limits::read_spent(policy, tx, None, log, now)?.map(|mut s| {
+        s.total += earlier;
+        s
+    });
     let context = bridgectl_tx::Context {
         signer: tx.from,
         gas_price_quote: None,
@@ -71,7 +86,7 @@ fn checked(
             fixed: Some(tx.nonce),
             ..Default::default()
         }),
-        spent: limits::read_spent(policy, tx, None, log, now)?,
+        spent,
     };
     verify(tx, None, policy, &context)
 }
@@ -735,4 +750,101 @@ fn a_chain_reset_recorded_by_the_key_frees_the_old_chains_nonces() {
     limits::read_spent(&p, &redeem(key().address(), 0, 3), None, &log, T0 + 3)
         .expect_err("and held again");
     assert!(log.verify(None).is_ok());
+}
+
+/// Verifies each of `txs` as a batch does before anything is unlocked: the window read
+/// once, the batch's earlier items counted as signed.
+fn checked_group(
+    log: &SigningLogDb,
+    policy: &Policy,
+    txs: &[RawTx],
+    now: u64,
+) -> Vec<bridgectl_tx::Verified> {
+    let mut earlier = U256::ZERO;
+    txs.iter()
+        .map(|tx| {
+            let v = checked_after(log, policy, tx, now, earlier).expect("verified");
+            earlier += v.window_limit().map_or(U256::ZERO, |l| l.amount);
+            v
+        })
+        .collect()
+}
+
+#[test]
+fn a_group_is_one_chain_of_entries_committed_together_and_made_again_adds_nothing() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = five(&dir);
+    let p = policy("");
+    let other: PrivateKeySigner = PrivateKeySigner::random();
+    let log = log.with_known_keys(vec![key().address(), other.address()]);
+    let txs: Vec<RawTx> = (5..9u64)
+        .map(|n| redeem(key().address(), n, 1))
+        .chain((0..3u64).map(|n| redeem(other.address(), n, 2)))
+        .collect();
+    let verified = checked_group(&log, &p, &txs, T0 + DAY);
+    let (k, o) = (key(), other.clone());
+    let items: Vec<(&bridgectl_tx::Verified, &PrivateKeySigner)> = verified
+        .iter()
+        .map(|v| {
+            (
+                v,
+                if v.raw_tx().from == k.address() {
+                    &k
+                } else {
+                    &o
+                },
+            )
+        })
+        .collect();
+    let signed = bridgectl_tx::sign_and_log_keys(&items, &log, T0 + DAY).expect("group");
+    assert_eq!(signed.len(), 7);
+    let head = log.verify(None).expect("a whole chain");
+    assert_eq!(head.count, 12);
+    assert_eq!(log.kept().expect("kept").expect("a checkpoint").count, 12);
+    // The same group again (a rerun after a crash): the same bytes, nothing appended.
+    let again = bridgectl_tx::sign_and_log_keys(&items, &log, T0 + DAY + 60).expect("again");
+    assert_eq!(again, signed);
+    assert_eq!(log.checkpoint().expect("head").count, 12);
+
+    // Another transaction at a nonce the group signed: the whole group is refused.
+    let clash = redeem(key().address(), 9, 1);
+    let taken = redeem(key().address(), 6, 3);
+    let context = |tx: &RawTx| bridgectl_tx::Context {
+        signer: tx.from,
+        gas_price_quote: None,
+        nonce: bridgectl_tx::Nonce::Next(bridgectl_tx::NonceFacts {
+            fixed: Some(tx.nonce),
+            ..Default::default()
+        }),
+        spent: None,
+    };
+    let v1 = verify(&clash, None, &p, &context(&clash)).expect("v1");
+    let v2 = verify(&taken, None, &p, &context(&taken)).expect("v2");
+    let e = bridgectl_tx::sign_and_log_keys(&[(&v1, &k), (&v2, &k)], &log, T0 + DAY)
+        .expect_err("nonce 6 is signed");
+    assert!(e.to_string().contains("nonce 6"), "{e}");
+    assert_eq!(
+        log.checkpoint().expect("head").count,
+        12,
+        "nothing of it appended"
+    );
+}
+
+#[test]
+fn a_group_counts_its_own_earlier_entries_against_a_limit_inside_the_append() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = SigningLogDb::open(dir.path().join("log.sqlite3")).expect("open");
+    let p = policy("[limits]\nst = { per = \"24h\", max = \"5\" }");
+    let txs: Vec<RawTx> = (0..3u64).map(|n| redeem(key().address(), n, 2)).collect();
+    // Checked one by one against the empty log (as two racing signers would see it),
+    // each passes; together they move 6 ST of 5.
+    let verified: Vec<_> = txs
+        .iter()
+        .map(|tx| checked(&log, &p, tx, T0).expect("alone it passes"))
+        .collect();
+    let k = key();
+    let items: Vec<_> = verified.iter().map(|v| (v, &k)).collect();
+    let e = bridgectl_tx::sign_and_log_keys(&items, &log, T0).expect_err("over the limit");
+    assert!(matches!(e, Error::Limit { .. }), "{e}");
+    assert_eq!(log.checkpoint().expect("head").count, 0, "all or nothing");
 }

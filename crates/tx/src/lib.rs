@@ -2,6 +2,7 @@
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 pub mod amount;
+pub mod batch;
 pub mod calldata;
 pub mod decode;
 pub mod effects;
@@ -25,6 +26,6 @@ pub use policy::{Policy, Trusted};
 pub use rawtx::RawTx;
 pub use request::Token;
 pub use request::{SignInput, SignRequest};
-pub use sign::{SignedBundle, SignedTx, sign_and_log, sign_legacy};
-pub use signer::{AlloySigner, TransactionSigner, sign_and_log_with};
+pub use sign::{SignedBundle, SignedTx, sign_and_log, sign_and_log_keys, sign_legacy};
+pub use signer::{AlloySigner, TransactionSigner, sign_and_log_group, sign_and_log_with};
 pub use verify::{Context, Nonce, NonceFacts, Verified, verify};

@@ -454,6 +454,49 @@ pub trait SigningLog: Send + Sync + fmt::Debug {
     /// called by long runs between signatures, after a signature's bytes have left. The
     /// default does nothing.
     fn tidy(&self) {}
+
+    /// Appends the entries of `group` in order as one commit (a batch's signatures):
+    /// each made by its `make` from the head the one before it left, each checked as
+    /// [`SigningLog::append`] checks one (the kept checkpoint, the nonce guard against
+    /// the log and the group's earlier entries, its limit counting the group's earlier
+    /// entries too), and either every entry is on disk when this returns or none is
+    /// (one refusal refuses the group). An entry of a transaction the log holds already
+    /// (the very same signature, made again after a crash) is skipped: recorded once,
+    /// counted once. Returns the new head; an empty group appends nothing.
+    ///
+    /// The default appends the entries one by one, each durable on its own but not
+    /// together: a store that can commit several entries at once overrides it, so a
+    /// batch pays one durable write instead of one per signature.
+    fn append_group(&self, group: &mut [GroupEntry<'_>]) -> Result<Checkpoint, Error> {
+        let mut last = None;
+        for entry in group.iter_mut() {
+            last = Some(self.append(entry.key, entry.limit.as_ref(), &mut *entry.make)?);
+        }
+        match last {
+            Some(head) => Ok(head),
+            None => Ok(self.head(Address::ZERO)?.checkpoint),
+        }
+    }
+}
+
+/// One entry of a group appended together ([`SigningLog::append_group`]).
+pub struct GroupEntry<'a> {
+    /// The key that signs it.
+    pub key: Address,
+    /// The windowed limit it counts against, if any (checked inside the append, with
+    /// the group's earlier entries counted).
+    pub limit: Option<WindowLimit>,
+    /// Builds and signs the entry from the head it follows.
+    pub make: Box<dyn FnMut(Head) -> Result<Entry, Error> + Send + 'a>,
+}
+
+impl fmt::Debug for GroupEntry<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GroupEntry")
+            .field("key", &self.key)
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The head an entry is made from: the checkpoint it chains to, and the time of the

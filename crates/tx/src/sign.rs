@@ -11,7 +11,9 @@ use alloy_signer_local::PrivateKeySigner;
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
-use crate::log::{ENTRY_VERSION, Entry, EntryBody, Head, SigningLog, call_facts, seal, unsigned};
+use crate::log::{
+    ENTRY_VERSION, Entry, EntryBody, GroupEntry, Head, SigningLog, call_facts, seal, unsigned,
+};
 use crate::request::SignInput;
 use crate::verify::Verified;
 
@@ -107,6 +109,43 @@ pub fn sign_and_log(
     log.append(signed.from, limit.as_ref(), &mut |head| {
         make_entry(head, verified, &signed, time, signer)
     })?;
+    Ok(signed)
+}
+
+/// [`sign_and_log`] for many transactions with local keys: each signed and checked as
+/// one, then all their entries appended as one group ([`SigningLog::append_group`]:
+/// one durable commit where the store can), each entry signed by its key inside the
+/// log's lock. Nothing signed is returned unless every entry is in the log; one refusal
+/// (a nonce signed before, a limit the group crosses) refuses all. A transaction whose
+/// very signature the log holds already gives the same bytes and is not logged again.
+pub fn sign_and_log_keys(
+    items: &[(&Verified, &PrivateKeySigner)],
+    log: &dyn SigningLog,
+    time: u64,
+) -> Result<Vec<SignedTx>, Error> {
+    let mut signed = Vec::with_capacity(items.len());
+    for (verified, key) in items {
+        let s = sign_legacy(verified, key)?;
+        crate::decode::check_signed_by(&s.raw, verified.raw_tx())?;
+        signed.push(s);
+    }
+    if items.is_empty() {
+        return Ok(signed);
+    }
+    let mut group: Vec<GroupEntry<'_>> = items
+        .iter()
+        .zip(&signed)
+        .map(|((verified, key), s)| {
+            let (verified, key): (&Verified, &PrivateKeySigner) = (verified, key);
+            GroupEntry {
+                key: s.from,
+                limit: verified.window_limit().map(|l| l.at(time)),
+                make: Box::new(move |head| make_entry(head, verified, s, time, key)),
+            }
+        })
+        .collect();
+    log.append_group(&mut group)?;
+    drop(group);
     Ok(signed)
 }
 

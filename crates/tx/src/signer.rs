@@ -25,7 +25,7 @@ use alloy_signer_local::PrivateKeySigner;
 
 use crate::Error;
 pub use crate::decode::{Difference, check_signed_by, first_difference};
-use crate::log::{Head, SigningLog};
+use crate::log::{GroupEntry, Head, SigningLog};
 use crate::rawtx::SignedTx;
 use crate::rawtx::to_legacy;
 use crate::verify::Verified;
@@ -157,6 +157,120 @@ pub async fn sign_and_log_with<S: TransactionSigner>(
                 Err(Error::LogMoved)
             }
         });
+        match appended {
+            Ok(_) => return Ok(signed),
+            Err(Error::LogMoved) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Error::LogMoved)
+}
+
+/// Signs each verified transaction of `items` with its signer and appends all their
+/// signing-log entries as one group ([`SigningLog::append_group`]: one durable commit
+/// for the lot where the store can) before any signed bytes are returned: a batch's
+/// signatures at the price of one. Every check of [`sign_and_log_with`] holds for each
+/// item: what a signer returns must be exactly its verified transaction from its
+/// sender, each entry's signature must recover to its key, the nonce guard and the
+/// windowed limits are checked inside the append (the group's earlier entries counted).
+/// One failure fails the whole group, and nothing is logged or returned.
+///
+/// Local keys sign their entries inside the log's lock. Any other signer signs them
+/// first, chained from the log's head as it is now; if another writer appended
+/// meanwhile, they are signed again (at most a few times). An item whose very signature
+/// the log holds already (made again after a crash: the same bytes) is not logged again.
+pub async fn sign_and_log_group<S: TransactionSigner>(
+    items: &[(&Verified, &S)],
+    log: &dyn SigningLog,
+    time: u64,
+) -> Result<Vec<SignedTx>, Error> {
+    let keys: Option<Vec<(&Verified, &PrivateKeySigner)>> = items
+        .iter()
+        .map(|(v, s)| s.local_key().map(|k| (*v, k)))
+        .collect();
+    if let Some(keys) = keys {
+        return crate::sign::sign_and_log_keys(&keys, log, time);
+    }
+    let mut signed = Vec::with_capacity(items.len());
+    for (verified, signer) in items {
+        let tx = verified.raw_tx();
+        crate::sign::check_signable(verified, signer.address())?;
+        signed.push(check_signed_by(
+            &signer.sign_transaction(&to_legacy(tx)).await?,
+            tx,
+        )?);
+    }
+    let limit = |v: &Verified| v.window_limit().map(|l| l.at(time));
+    for _ in 0..LOG_ATTEMPTS {
+        // The entries to sign now: those of signatures the log does not hold yet.
+        let mut fresh = Vec::new();
+        for (i, (verified, _)) in items.iter().enumerate() {
+            if crate::log::logged_signature(log, verified.raw_tx())?.is_none() {
+                fresh.push(i);
+            }
+        }
+        if fresh.is_empty() {
+            return Ok(signed);
+        }
+        let mut heads: Vec<(Address, Head)> = Vec::new();
+        for &i in &fresh {
+            let key = signed[i].from;
+            if !heads.iter().any(|(k, _)| *k == key) {
+                heads.push((key, log.head(key)?));
+            }
+        }
+        let checkpoint = heads[0].1.checkpoint;
+        if heads.iter().any(|(_, h)| h.checkpoint != checkpoint) {
+            // Another writer appended between two reads of the head.
+            continue;
+        }
+        let mut at = checkpoint;
+        let mut entries: Vec<(usize, Head, crate::log::Entry)> = Vec::with_capacity(fresh.len());
+        for &i in &fresh {
+            let (verified, signer) = items[i];
+            let key = signed[i].from;
+            let own = heads
+                .iter_mut()
+                .find(|(k, _)| *k == key)
+                .expect("every key's head was read");
+            let head = Head {
+                checkpoint: at,
+                time: own.1.time,
+            };
+            let mut entry = crate::sign::unsigned_entry(head, verified, &signed[i], time)?;
+            let sig = signer.sign_hash_message(entry.hash).await?;
+            if crate::recover::signer_of_message(&sig, entry.hash.as_slice()) != Some(key) {
+                return Err(Error::SignerMismatch(format!(
+                    "the signing-log entry's signature does not recover to {key}"
+                )));
+            }
+            entry.sig = sig.as_bytes().to_vec().into();
+            at = crate::log::Checkpoint {
+                count: entry.seq,
+                head: entry.hash,
+            };
+            own.1.time = time.max(head.time);
+            entries.push((i, head, entry));
+        }
+        let mut group: Vec<GroupEntry<'_>> = entries
+            .iter()
+            .map(|(i, head, entry)| {
+                let head = *head;
+                GroupEntry {
+                    key: signed[*i].from,
+                    limit: limit(items[*i].0),
+                    make: Box::new(move |now| {
+                        if now == head {
+                            Ok(entry.clone())
+                        } else {
+                            Err(Error::LogMoved)
+                        }
+                    }),
+                }
+            })
+            .collect();
+        let appended = log.append_group(&mut group);
+        drop(group);
         match appended {
             Ok(_) => return Ok(signed),
             Err(Error::LogMoved) => continue,

@@ -7,11 +7,14 @@
 //!
 //! One module per job: `plan` reads the file and renders the library's plan (`batch
 //! plan`, and the plan `batch run` confirms), `run` runs a batch or finishes one and
-//! reports each item, `status` reads the journal.
+//! reports each item, `status` reads the journal; across an air gap, `prepare` writes
+//! the batch request the offline signer signs and `submit` checks its answer and runs it.
 
 mod plan;
+mod prepare;
 mod run;
 mod status;
+mod submit;
 
 use anyhow::Result;
 use clap::Subcommand;
@@ -39,6 +42,18 @@ pub enum BatchCommand {
     /// Where each item of a batch stands (from the journal alone); without ID, the
     /// recent batches.
     Status(status::StatusArgs),
+    /// For an air gap: plan (refusing as `batch plan` does), then take every item up to
+    /// its verified transaction (the action executed or the transfer built, checked, its
+    /// nonce reserved: each sender's items on consecutive nonces) and write them to ONE
+    /// batch request file for `bridgectl sign` on the offline machine. Signs nothing,
+    /// reads no passphrase. Exit 9 if items were left out (refused, an action failed).
+    Prepare(prepare::PrepareArgs),
+    /// For an air gap: check the signed batch `bridgectl sign` wrote against the batch
+    /// prepared here (every item exactly its prepared transaction, signed by its sender,
+    /// verified again), journal it, then submit it pipelined per sender and follow each
+    /// item to its end. Again (or `batch resume ID`) finishes an interrupted run. Exit 0
+    /// only if every item completed (9 if not).
+    Submit(submit::SubmitArgs),
 }
 
 /// Runs `bridgectl batch ...`.
@@ -48,5 +63,7 @@ pub fn run(global: &GlobalOpts, cmd: BatchCommand) -> Result<()> {
         BatchCommand::Run(args) => run::run(global, &args),
         BatchCommand::Resume(args) => run::resume(global, &args),
         BatchCommand::Status(args) => status::run(global, &args),
+        BatchCommand::Prepare(args) => prepare::run(global, &args),
+        BatchCommand::Submit(args) => submit::run(global, &args),
     }
 }

@@ -7,14 +7,14 @@ use std::time::{Duration, Instant};
 
 use alloy_primitives::Address;
 use anyhow::Result;
-use bridgectl_flow::{
-    BatchOptions, Flows, ItemResult, ItemState, ItemStatus, PrivateKeySigner, Submitter,
-};
+use bridgectl_flow::rpc::RpcSigner;
+use bridgectl_flow::{BatchOptions, Flows, ItemResult, ItemState, ItemStatus, Submitter};
 use clap::Args;
 use futures_util::StreamExt;
 use serde_json::json;
 
 use super::plan::{InputOpts, Plan};
+use crate::approver::CliSigner;
 use crate::exit::{Code, coded};
 use crate::global::GlobalOpts;
 use crate::opts::{FlowOpts, PriceOpts};
@@ -79,22 +79,58 @@ pub struct ResumeArgs {
     pub run: RunOpts,
 }
 
-/// Unlocks each of `accounts` once, each from its `--passphrase-file-for` file or else
-/// from the command's passphrase source.
+/// The accounts of `accounts` that `--signer rpc:URL` signs for (those its endpoint
+/// lists), added to the keystore's external signers and the signing log reopened so
+/// that their entries are its own. Empty without `--signer`.
+fn endpoint_accounts(
+    session: &mut Session,
+    run: &RunOpts,
+    accounts: &[Address],
+) -> Result<Vec<Address>> {
+    let Some(spec) = &run.flow.signer else {
+        return Ok(Vec::new());
+    };
+    let url = crate::approver::rpc_signer_url(spec)?;
+    let listed = session.runtime.block_on(RpcSigner::accounts(url))?;
+    let ours: Vec<Address> = accounts
+        .iter()
+        .copied()
+        .filter(|a| listed.contains(a))
+        .collect();
+    for a in &ours {
+        session.keystore.add_external_signer(*a)?;
+    }
+    session.reopen_signing_log()?;
+    Ok(ours)
+}
+
+/// The signer of each of `accounts`: the `--signer` endpoint for those in `endpoint`,
+/// else its key, unlocked once, from its `--passphrase-file-for` file or else from the
+/// command's passphrase source.
 fn unlock(
     session: &Session,
     passphrases: &mut KeyPassphrases,
     accounts: &[Address],
-) -> Result<Vec<PrivateKeySigner>> {
+    endpoint: &[Address],
+    run: &RunOpts,
+) -> Result<Vec<CliSigner>> {
     let mut keys = Vec::with_capacity(accounts.len());
     let started = Instant::now();
     for (i, address) in accounts.iter().enumerate() {
+        if endpoint.contains(address) {
+            let spec = run.flow.signer.as_deref().unwrap_or_default();
+            let url = crate::approver::rpc_signer_url(spec)?;
+            keys.push(CliSigner::Rpc(RpcSigner::new(url, *address)?));
+            continue;
+        }
         crate::output::note(format_args!(
             "» unlocking {address} ({} of {})",
             i + 1,
             accounts.len()
         ));
-        keys.push(passphrases.unlock(&session.keystore, *address)?);
+        keys.push(CliSigner::Local(
+            passphrases.unlock(&session.keystore, *address)?,
+        ));
     }
     crate::output::note(format_args!(
         "» {} keys unlocked in {:.1} s",
@@ -125,12 +161,20 @@ pub fn run(global: &GlobalOpts, args: &RunArgs) -> Result<()> {
         crate::output::json_stream();
     }
     let (input, run) = (&args.input, &args.run);
-    let session = Session::new(global, &run.flow)?;
+    let mut session = Session::new(global, &run.flow)?;
     let flows = session.flows(Submitter::Platform, |_| {})?;
     let plan = Plan::make(&session, &flows, input)?;
     plan.show(false)?;
     plan.check()?;
-    let keyless = plan.keyless();
+    let accounts: Vec<Address> = plan.plan.accounts.iter().map(|a| a.address).collect();
+    drop(flows);
+    let endpoint = endpoint_accounts(&mut session, run, &accounts)?;
+    let flows = session.flows(Submitter::Platform, |_| {})?;
+    let keyless: Vec<Address> = plan
+        .keyless()
+        .into_iter()
+        .filter(|a| !endpoint.contains(a))
+        .collect();
     if !keyless.is_empty() {
         return Err(coded(
             Code::NotFound,
@@ -144,20 +188,52 @@ pub fn run(global: &GlobalOpts, args: &RunArgs) -> Result<()> {
             ),
         ));
     }
-    let accounts: Vec<Address> = plan.plan.accounts.iter().map(|a| a.address).collect();
     let mut passphrases = passphrases(&session, run)?;
-    passphrases.ensure_available(&accounts)?;
+    passphrases.ensure_available(&local(&accounts, &endpoint))?;
     confirm(
         &run.flow,
         &format!("run this batch of {} items?", plan.items.len()),
     )?;
-    let keys = unlock(&session, &mut passphrases, &accounts)?;
+    let keys = unlock(&session, &mut passphrases, &accounts, &endpoint, run)?;
     let batch = flows.create_batch(&plan.source, &plan.items)?;
     crate::output::note(format_args!(
         "» batch {} recorded: `bridgectl batch resume {}` finishes it if this run is interrupted",
         batch.batch_id, batch.batch_id
     ));
-    drive(global, &session, &flows, &batch.batch_id, keys, run, None)
+    drive(
+        global,
+        &session,
+        &flows,
+        &batch.batch_id,
+        keys,
+        run.options(None, false),
+        run.flow.wait.timeout,
+    )
+}
+
+/// The accounts of `accounts` that sign with a key of the keystore.
+fn local(accounts: &[Address], endpoint: &[Address]) -> Vec<Address> {
+    accounts
+        .iter()
+        .copied()
+        .filter(|a| !endpoint.contains(a))
+        .collect()
+}
+
+impl RunOpts {
+    /// The library's options for a run with these flags.
+    pub(super) fn options(
+        &self,
+        replace_stuck: Option<bridgectl_flow::Repricing>,
+        air_gapped: bool,
+    ) -> BatchOptions {
+        BatchOptions {
+            jobs: self.jobs.max(1),
+            replace_stuck,
+            air_gapped,
+            ..BatchOptions::default()
+        }
+    }
 }
 
 /// Runs `bridgectl batch resume`.
@@ -177,17 +253,30 @@ pub fn resume(global: &GlobalOpts, args: &ResumeArgs) -> Result<()> {
         .replace_stuck
         .then(|| args.price.repricing())
         .transpose()?;
-    let session = Session::new(global, &run.flow)?;
+    let mut session = Session::new(global, &run.flow)?;
     let flows = session.flows(Submitter::Platform, |_| {})?;
     let status = flows.batch_status(id)?;
     // A batch running in another process is refused before any key is unlocked (the
     // run takes the lock again for itself).
     drop(flows.journal().lock_batch(&status.batch.batch_id)?);
-    let needed = status.signers_for(replace_stuck.is_some());
+    // A batch prepared for the air gap signs nothing here: its signed items are sent
+    // and followed, the rest are signed offline.
+    let air_gapped = flows.journal().prepared(&status.batch.batch_id)?.is_some();
+    let needed = if air_gapped {
+        Vec::new()
+    } else {
+        status.signers_for(replace_stuck.is_some())
+    };
+    drop(flows);
+    let endpoint = endpoint_accounts(&mut session, run, &needed)?;
+    let flows = session.flows(Submitter::Platform, |_| {})?;
     let mut to_sign = status.count(ItemState::NotStarted) + status.count(ItemState::Unsigned);
     let to_send = status.count(ItemState::Signed) + status.count(ItemState::Submitted);
     if replace_stuck.is_some() {
         to_sign += to_send;
+    }
+    if air_gapped {
+        to_sign = 0;
     }
     crate::output::note(format_args!(
         "batch {}: {} items, {} completed, {} failed, {to_send} signed ({}), {to_sign} to sign",
@@ -205,11 +294,11 @@ pub fn resume(global: &GlobalOpts, args: &ResumeArgs) -> Result<()> {
     let keys = if needed.is_empty() {
         Vec::new()
     } else {
-        for a in &needed {
+        for a in local(&needed, &endpoint) {
             session.keystore.find(&a.to_string())?;
         }
         let mut passphrases = passphrases(&session, run)?;
-        passphrases.ensure_available(&needed)?;
+        passphrases.ensure_available(&local(&needed, &endpoint))?;
         confirm(
             &run.flow,
             &format!(
@@ -217,7 +306,7 @@ pub fn resume(global: &GlobalOpts, args: &ResumeArgs) -> Result<()> {
                 needed.len()
             ),
         )?;
-        unlock(&session, &mut passphrases, &needed)?
+        unlock(&session, &mut passphrases, &needed, &endpoint, run)?
     };
     drive(
         global,
@@ -225,8 +314,8 @@ pub fn resume(global: &GlobalOpts, args: &ResumeArgs) -> Result<()> {
         &flows,
         &status.batch.batch_id,
         keys,
-        run,
-        replace_stuck,
+        run.options(replace_stuck, air_gapped),
+        run.flow.wait.timeout,
     )
 }
 
@@ -242,21 +331,19 @@ struct Tally {
     latencies: Vec<Duration>,
 }
 
-fn drive(
+/// Runs batch `batch_id` with `keys` to its end, reporting each item as it finishes
+/// (each waits up to `deadline` seconds) and a summary; exit 9 unless every item
+/// completed.
+pub(super) fn drive(
     global: &GlobalOpts,
     session: &Session,
     flows: &Flows,
     batch_id: &str,
-    keys: Vec<PrivateKeySigner>,
-    run: &RunOpts,
-    replace_stuck: Option<bridgectl_flow::Repricing>,
+    keys: Vec<CliSigner>,
+    options: BatchOptions,
+    deadline: u64,
 ) -> Result<()> {
     let total = flows.batch_status(batch_id)?.items.len();
-    let options = BatchOptions {
-        jobs: run.jobs.max(1),
-        replace_stuck,
-        ..BatchOptions::default()
-    };
     let bar = (!global.json && std::io::stderr().is_terminal()).then(|| {
         let bar = indicatif::ProgressBar::new(total as u64);
         bar.set_style(
@@ -274,7 +361,6 @@ fn drive(
     // Without a progress bar (a log, a CI job), a batch whose last items wait on a slow
     // relayer says every few seconds that it is still going, as a single flow does.
     let say_waiting = !global.json && bar.is_none();
-    let deadline = run.flow.wait.timeout;
     session.runtime.block_on(async {
         let mut results = flows.batch(batch_id, keys, options)?;
         let mut last = Instant::now();
@@ -303,7 +389,9 @@ fn drive(
                 ItemStatus::Unsigned => tally.unsigned += 1,
                 ItemStatus::Pending => tally.pending += 1,
             }
-            tally.ran += usize::from(!r.earlier);
+            // An item of an air-gapped batch with no signature here is only reported.
+            let not_signed = matches!(r.error, Some(bridgectl_flow::ItemError::NotSignedOffline));
+            tally.ran += usize::from(!r.earlier && !not_signed);
             report(global, bar.as_ref(), &r)?;
             if let Some(bar) = &bar {
                 bar.set_message(format!(

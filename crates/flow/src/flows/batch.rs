@@ -21,7 +21,9 @@
 
 mod check;
 mod plan;
+mod prepare;
 mod refusal;
+mod signed;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -44,7 +46,9 @@ use bridgectl_tx::TransactionSigner;
 
 pub use check::BatchCheck;
 pub use plan::{AccountPlan, AccountSpend, BatchPlan, Cap, Recipient, RecipientTotal, TokenTotal};
+pub use prepare::PreparedBatch;
 pub use refusal::{GasNeed, Moved, PlanRefusal, RefusedItem, Short, Tokens};
+pub use signed::SignedBatchCheck;
 
 /// One operation of a batch. Amounts are base units (stored as decimal strings).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -153,6 +157,10 @@ pub struct BatchOptions {
     /// of sending their bytes again; their senders' keys must be given. `None` (the
     /// default): send the same bytes again.
     pub replace_stuck: Option<super::Repricing>,
+    /// The batch is signed on the other side of an air gap ([`Flows::prepare_batch`]):
+    /// items signed there are sent and followed; an item that still has to sign is
+    /// reported `unsigned` and never run here. Default: false.
+    pub air_gapped: bool,
 }
 
 impl Default for BatchOptions {
@@ -164,6 +172,7 @@ impl Default for BatchOptions {
             jobs: 16,
             poll_interval: Duration::from_secs(1),
             replace_stuck: None,
+            air_gapped: false,
         }
     }
 }
@@ -258,6 +267,14 @@ pub enum ItemError {
     /// never completed on a guess.
     #[error("its end cannot be observed here: {0}")]
     Unobserved(String),
+    /// An item of a batch prepared for the air gap that has no signature here: the
+    /// offline signer left it out, or its signature was refused; it is never signed
+    /// here.
+    #[error(
+        "not signed offline: the offline signer left it out or its signature was refused \
+         here; it is never signed online"
+    )]
+    NotSignedOffline,
 }
 
 fn ended_text(state: FlowState, replaced_by: Option<&(Purpose, B256)>) -> String {
@@ -561,7 +578,12 @@ impl Flows {
         let mut planned = Vec::new();
         for record in self.journal.batch_items(&batch.batch_id)? {
             let op = stored_op(&record)?;
-            let plan = self.item_plan(&record);
+            let plan = match self.item_plan(&record) {
+                Plan::Run { .. } | Plan::SignAgain if options.air_gapped => {
+                    Plan::Report(not_signed_offline(&record))
+                }
+                plan => plan,
+            };
             planned.push(Planned { record, op, plan });
         }
         let (out, results) = mpsc::unbounded_channel();
@@ -650,24 +672,7 @@ impl Flows {
             .as_ref()
             .and_then(|v| RawTx::from_value(v).ok())
             .ok_or_else(|| corrupt("the journaled rawTx does not parse"))?;
-        let intent = match *op {
-            BatchOp::Redeem { from, amount } => self.redeem_call(from, amount)?.full_intent(),
-            BatchOp::Transfer {
-                token, to, amount, ..
-            } => plain_transfer_intent(self.side(token)?, to, amount),
-            BatchOp::Swap { amount, .. } => {
-                // The swap address the platform issued to this flow, as journaled.
-                let issued = self
-                    .journal
-                    .steps(tx_id)?
-                    .into_iter()
-                    .rev()
-                    .find(|s| s.step == "swap-address")
-                    .and_then(|s| s.detail["address"].as_str()?.parse::<Address>().ok())
-                    .ok_or_else(|| corrupt("no swap address journaled"))?;
-                swap_intent(&self.bridge()?.main, issued, amount)
-            }
-        };
+        let intent = self.item_intent(op, tx_id)?;
         self.journal.note(
             tx_id,
             "resume",
@@ -676,6 +681,36 @@ impl Flows {
         self.run_of(tx_id, op.from())
             .sign_and_submit(&raw, &intent, None, key, &mut Quiet)
             .await
+    }
+
+    /// What item `op`, carried out by flow `tx_id`, must sign: rebuilt from the item
+    /// and the bridge description (the trust root), never read back from the journal; a
+    /// swap's destination is the address the platform issued to that flow, as journaled.
+    pub(super) fn item_intent(
+        &self,
+        op: &BatchOp,
+        tx_id: &str,
+    ) -> Result<bridgectl_tx::request::Intent, Error> {
+        Ok(match *op {
+            BatchOp::Redeem { from, amount } => self.redeem_call(from, amount)?.full_intent(),
+            BatchOp::Transfer {
+                token, to, amount, ..
+            } => plain_transfer_intent(self.side(token)?, to, amount),
+            BatchOp::Swap { amount, .. } => {
+                let issued = self
+                    .journal
+                    .steps(tx_id)?
+                    .into_iter()
+                    .rev()
+                    .find(|s| s.step == "swap-address")
+                    .and_then(|s| s.detail["address"].as_str()?.parse::<Address>().ok())
+                    .ok_or_else(|| Error::JournalCorrupt {
+                        tx_id: tx_id.to_owned(),
+                        reason: "no swap address journaled".into(),
+                    })?;
+                swap_intent(&self.bridge()?.main, issued, amount)
+            }
+        })
     }
 
     async fn drive<S: TransactionSigner + Clone>(
@@ -881,31 +916,51 @@ impl Flows {
                 to,
                 amount,
             } => {
-                let (nonce, gas) = self.local_sources(token);
-                let spec = TransferSpec {
-                    which: token,
-                    from,
-                    to,
-                    amount,
-                    nonce,
-                    gas,
-                };
+                let spec = self.transfer_spec(token, from, to, amount, None);
                 self.submit_transfer(&spec, Some(tx_id), key, progress)
                     .await
             }
             BatchOp::Swap { from, amount } => {
-                let (nonce, gas) = self.local_sources(Which::Mt);
-                let spec = SwapSpec {
-                    from,
-                    amount,
-                    nonce,
-                    gas,
-                    wait: false,
-                };
+                let spec = self.swap_spec(from, amount, None);
                 self.submit_swap(&spec, Some(tx_id), key, progress)
                     .await
                     .map(|(_, _, s)| s)
             }
+        }
+    }
+
+    /// The transfer a transfer item builds: at nonce `fixed` when given (a prepared
+    /// batch's next), else from the chain's node or the platform, as its gas.
+    fn transfer_spec(
+        &self,
+        which: Which,
+        from: Address,
+        to: Address,
+        amount: U256,
+        fixed: Option<u64>,
+    ) -> TransferSpec {
+        let (nonce, gas) = self.local_sources(which);
+        TransferSpec {
+            which,
+            from,
+            to,
+            amount,
+            nonce: fixed.map_or(nonce, NonceSource::Fixed),
+            gas,
+        }
+    }
+
+    /// The swap a swap item runs (its MT transfer at nonce `fixed` when given), without
+    /// waiting for its credit: a batch awaits every item's end together.
+    fn swap_spec(&self, from: Address, amount: U256, fixed: Option<u64>) -> SwapSpec {
+        let TransferSpec { nonce, gas, .. } =
+            self.transfer_spec(Which::Mt, from, from, amount, fixed);
+        SwapSpec {
+            from,
+            amount,
+            nonce,
+            gas,
+            wait: false,
         }
     }
 
@@ -1014,6 +1069,22 @@ impl Flows {
             earlier: false,
             latency_ms: Some(a.started.elapsed().as_millis() as u64),
         }
+    }
+}
+
+/// The report of an item of an air-gapped batch that has no signature here: it is
+/// signed offline, never run here.
+fn not_signed_offline(record: &BatchItemRecord) -> ItemResult {
+    ItemResult {
+        index: record.index,
+        id: record.item_id.clone(),
+        tx_id: record.tx_id.clone(),
+        tx_hash: None,
+        status: ItemStatus::Unsigned,
+        error: Some(ItemError::NotSignedOffline),
+        resent: false,
+        earlier: false,
+        latency_ms: None,
     }
 }
 

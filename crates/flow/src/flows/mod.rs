@@ -20,6 +20,7 @@ mod credit;
 mod follow;
 mod managed;
 mod offline;
+mod offline_batch;
 mod redeem;
 mod replace;
 mod reset;
@@ -52,11 +53,16 @@ pub use action::{ActionCall, ActionOutcome, ActionResult, Mode};
 pub use batch::{
     AccountPlan, AccountSpend, BatchCheck, BatchCounts, BatchItem, BatchOp, BatchOptions,
     BatchPlan, BatchStatus, Cap, GasNeed, ItemError, ItemResult, ItemState, ItemStatus, ItemView,
-    Moved, PlanRefusal, Recipient, RecipientTotal, RefusedItem, Short, TokenTotal, Tokens,
+    Moved, PlanRefusal, PreparedBatch, Recipient, RecipientTotal, RefusedItem, Short,
+    SignedBatchCheck, TokenTotal, Tokens,
 };
 pub use bundle::{BundleCheck, PreparedBundle};
 pub use follow::{Ended, EndedBy, FlowStatus};
 pub use offline::{OfflineSigner, OfflineSigning};
+pub use offline_batch::{
+    BatchReview, BatchSigning, CheckedBatch, CheckedItem, DEFAULT_COMMIT_EVERY, ItemCheck,
+    LimitReview, RecipientReview, SenderReview, TokenId, TokenTotalReview,
+};
 pub use redeem::RedeemOutcome;
 pub use replace::{CANCEL_GAS_LIMIT, DEFAULT_BUMP_BASIS_POINTS, Replaced, Repricing};
 pub use reset::{ChainResetPlan, RESET_CHECKED_PER_KEY, RetiredFlow};

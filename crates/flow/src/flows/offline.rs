@@ -141,8 +141,19 @@ impl OfflineSigner<'_> {
         &self,
         job: &OfflineSigning<'_>,
     ) -> Result<Option<(SignedTx, String)>, Error> {
+        let entry = bridgectl_tx::log::logged_signature(self.signing_log, &job.input.raw_tx)?;
+        self.signed_before_as(job, entry)
+    }
+
+    /// [`OfflineSigner::signed_before`], with the signing log's entry of this very
+    /// transaction already looked up (`entry`: none when the log has none).
+    pub(super) fn signed_before_as(
+        &self,
+        job: &OfflineSigning<'_>,
+        entry: Option<bridgectl_tx::log::EntryBody>,
+    ) -> Result<Option<(SignedTx, String)>, Error> {
         let tx = &job.input.raw_tx;
-        let Some(entry) = bridgectl_tx::log::logged_signature(self.signing_log, tx)? else {
+        let Some(entry) = entry else {
             return Ok(None);
         };
         let Some(flow) = self.journal.signed_with_hash(entry.tx_hash)? else {

@@ -114,9 +114,7 @@ impl Flows {
     }
 
     /// The swap of `spec` up to the submission of its MT transfer, as flow `tx_id` (else
-    /// a fresh one): the swap address, the side chain's newest block (journaled: its
-    /// credit is looked for from there; a failure to read it stops the swap only when
-    /// `spec.wait` needs it), the ST balance before (shown only), the submission.
+    /// a fresh one): [`Flows::start_swap`], then the submission.
     pub(crate) async fn submit_swap(
         &self,
         spec: &SwapSpec,
@@ -124,6 +122,32 @@ impl Flows {
         approver: &mut impl Approver,
         progress: &mut dyn Progress,
     ) -> Result<(SwapAddress, Option<U256>, Submitted), Error> {
+        let (run, swap, st_before, raw) = self.start_swap(spec, tx_id, progress).await?;
+        let intent = swap_intent(&self.bridge()?.main, swap.swap_address, spec.amount);
+        let submitted = run
+            .sign_and_submit(&raw, &intent, None, approver, progress)
+            .await?;
+        Ok((swap, st_before, submitted))
+    }
+
+    /// A swap flow up to its MT transfer, built and journaled, not signed: the swap
+    /// address, the side chain's newest block (journaled: its credit is looked for from
+    /// there; a failure to read it stops the swap only when `spec.wait` needs it), the ST
+    /// balance before (shown only), the transfer to the swap address.
+    pub(crate) async fn start_swap(
+        &self,
+        spec: &SwapSpec,
+        tx_id: Option<&str>,
+        progress: &mut dyn Progress,
+    ) -> Result<
+        (
+            super::run::Run<'_>,
+            SwapAddress,
+            Option<U256>,
+            bridgectl_tx::RawTx,
+        ),
+        Error,
+    > {
         let SwapSpec {
             from,
             amount,
@@ -203,11 +227,7 @@ impl Flows {
             .inspect_err(|e| run.fail("build-failed", e))?;
         self.journal
             .record_raw_tx(tx_id, &serde_json::to_value(&raw).unwrap_or_default())?;
-        let intent = swap_intent(main, swap.swap_address, amount);
-        let submitted = run
-            .sign_and_submit(&raw, &intent, None, approver, progress)
-            .await?;
-        Ok((swap, st_before, submitted))
+        Ok((run, swap, st_before, raw))
     }
 
     /// Waits until swap `tx_id`'s MT transfer `hash` is mined (unless its `mined` receipt

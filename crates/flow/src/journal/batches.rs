@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use rusqlite::{TransactionBehavior, params};
+use rusqlite::{OptionalExtension, TransactionBehavior, params};
 use serde_json::Value;
 
 use super::records::{BatchItemRecord, BatchRecord, COLUMNS, row_to_batch, row_to_record_at};
@@ -82,6 +82,39 @@ impl Journal {
             }
             t.commit()
         })
+    }
+
+    /// Records that batch `batch_id` was prepared for the air gap and that the request
+    /// file written for it has SHA-256 `request_hash`. Durable when this returns: the
+    /// file is written after it.
+    pub fn record_prepared(
+        &self,
+        batch_id: &str,
+        request_hash: alloy_primitives::B256,
+    ) -> Result<(), Error> {
+        let at = now();
+        self.with_durable(|c| {
+            c.execute(
+                "INSERT INTO prepared_batches (batch_id, request_hash, prepared_at)
+                 VALUES (?1, ?2, ?3)",
+                params![batch_id, request_hash.to_string(), at],
+            )
+            .map(|_| ())
+        })
+    }
+
+    /// The SHA-256 of the request file batch `batch_id` was prepared with, when it was
+    /// prepared for the air gap.
+    pub fn prepared(&self, batch_id: &str) -> Result<Option<alloy_primitives::B256>, Error> {
+        let hash: Option<String> = self.with(|c| {
+            c.query_row(
+                "SELECT request_hash FROM prepared_batches WHERE batch_id = ?1",
+                params![batch_id],
+                |r| r.get(0),
+            )
+            .optional()
+        })?;
+        Ok(hash.and_then(|h| h.parse().ok()))
     }
 
     /// The batch whose id is `prefix` or starts with it.

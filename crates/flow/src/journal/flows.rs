@@ -13,7 +13,7 @@ use crate::Error;
 
 /// Inserts flow `tx_id` with its first step.
 pub(super) fn insert_flow(
-    t: &rusqlite::Transaction<'_>,
+    t: &rusqlite::Connection,
     tx_id: &str,
     kind: FlowKind,
     from: Option<&str>,
@@ -30,7 +30,7 @@ pub(super) fn insert_flow(
 
 /// Records flow `tx_id`'s raw transaction and moves it to `executed`.
 pub(super) fn set_raw_tx(
-    t: &rusqlite::Transaction<'_>,
+    t: &rusqlite::Connection,
     tx_id: &str,
     raw_tx: &Value,
 ) -> rusqlite::Result<()> {
@@ -151,28 +151,7 @@ impl Journal {
         tx_id: &str,
         signed: &bridgectl_tx::SignedTx,
     ) -> Result<(), Error> {
-        let at = now();
-        let hex = format!("0x{}", hex::encode(&signed.raw));
-        let hash = signed.hash.to_string();
-        self.with_durable(|c| {
-            let t = c.transaction()?;
-            t.execute(
-                "UPDATE flows SET signed_tx = ?2, tx_hash = ?3, chain_id = ?4, nonce = ?5,
-                        state = 'signed', updated_at = ?6 WHERE tx_id = ?1",
-                params![
-                    tx_id,
-                    hex,
-                    hash,
-                    signed.chain_id as i64,
-                    signed.nonce.to_string(),
-                    at
-                ],
-            )?;
-            let detail = serde_json::json!({"txHash": hash, "chainId": signed.chain_id,
-                                            "nonce": signed.nonce});
-            insert_step(&t, tx_id, &at, "signed", &detail.to_string())?;
-            t.commit()
-        })
+        self.record_signed_group(&[(tx_id, signed)])
     }
 
     /// Records a deliberate replacement of flow `tx_id`'s signed transaction at the same

@@ -11,6 +11,7 @@ mod batches;
 mod chains;
 mod credits;
 mod flows;
+mod groups;
 mod nonces;
 mod records;
 #[cfg(test)]
@@ -25,6 +26,7 @@ use crate::Error;
 
 pub use batches::BatchLock;
 pub use credits::Credit;
+pub use groups::GroupFlow;
 pub use records::{
     BatchItemRecord, BatchRecord, FlowKind, FlowRecord, FlowState, MAX_BLOB_BYTES, Purpose,
     SignatureRecord, StepRecord, blob,
@@ -43,7 +45,7 @@ pub struct Journal {
 }
 
 const SCHEMA: bridgectl_sqlite::Schema = bridgectl_sqlite::Schema {
-    version: 4,
+    version: 5,
     sql: SCHEMA_SQL,
 };
 
@@ -133,6 +135,13 @@ CREATE TABLE IF NOT EXISTS credits (
     PRIMARY KEY (chain_id, tx_hash, log_index)
 );
 CREATE UNIQUE INDEX IF NOT EXISTS credits_by_flow ON credits(tx_id);
+-- Batches prepared for the air gap (`batch prepare`): their items are signed offline,
+-- and the request file written for them is named by its SHA-256.
+CREATE TABLE IF NOT EXISTS prepared_batches (
+    batch_id     TEXT PRIMARY KEY REFERENCES batches(batch_id),
+    request_hash TEXT NOT NULL,
+    prepared_at  TEXT NOT NULL
+);
 ";
 
 /// How long a reservation of a flow that has not signed holds: long enough for a person

@@ -31,6 +31,14 @@ pub(super) fn next_nonce_sql() -> String {
     )
 }
 
+/// [`next_nonce_sql`] with the flows of the JSON array `?3` left out.
+pub(super) fn next_nonce_excluding_sql() -> String {
+    next_nonce_sql().replace(
+        "tx_id != ?3",
+        "tx_id NOT IN (SELECT value FROM json_each(?3))",
+    )
+}
+
 /// The SQL condition (over `nonces r JOIN flows f`, with the lease cut-off bound as
 /// parameter `cutoff`, e.g. `?4`) under which a reservation holds.
 pub(super) fn holds(cutoff: &str) -> String {
@@ -243,7 +251,7 @@ impl Journal {
     /// the nonce, if another does; otherwise the nonce is reserved for `tx_id`.
     pub(super) fn reserve_in(
         &self,
-        t: &rusqlite::Transaction<'_>,
+        t: &rusqlite::Connection,
         tx_id: &str,
         address: Address,
         chain_id: u64,

@@ -24,6 +24,20 @@ pub struct RefusedItem {
     pub reason: String,
 }
 
+impl RefusedItem {
+    /// An item refused for `reason`, a refusal known only by its words (an offline
+    /// signer's, a check of signed bytes): typed as a plain refusal.
+    pub fn described(index: usize, id: String, from: Address, reason: String) -> RefusedItem {
+        RefusedItem {
+            index,
+            id,
+            from,
+            error: std::sync::Arc::new(bridgectl_tx::Error::Refused(reason.clone())),
+            reason,
+        }
+    }
+}
+
 /// The native gas one sender's items need on one chain.
 #[derive(Debug, Clone)]
 pub struct GasNeed {

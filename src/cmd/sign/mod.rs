@@ -23,9 +23,16 @@
 //! `eth-sign-request` is its transaction, with no intent, answered with an
 //! `eth-signature` (a UR, as text or as frames) instead of a bundle. Both go through
 //! steps 2-5 unchanged: the same trust root, the same verifier, the same refusals.
+//!
+//! A batch request (`batch prepare`'s file) is signed in one sitting by [`batch`]: every
+//! item through the same verifier, one review, one question, each key unlocked once.
+
+mod args;
+mod batch;
+
+pub use args::SignArgs;
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use anyhow::Context as _;
 use bridgectl_flow::{OfflineSigner, OfflineSigning};
@@ -33,83 +40,26 @@ use bridgectl_qr::{Doc, DocKind, EthSignature, Payload};
 use bridgectl_signing_log::SigningLogDb;
 use bridgectl_tx::request::InputKind;
 use bridgectl_tx::{SignInput, SignedBundle};
-use clap::Args;
 
 use crate::approver::{CliApprover, OfflineInput};
 use crate::exit::{Code, WithCode, coded};
 use crate::global::GlobalOpts;
-use crate::opts::PassphraseOpts;
 use crate::passphrase::CliPassphrases;
-use crate::trust::ExpectOpts;
-
-// Arguments of `bridgectl sign`.
-#[derive(Debug, Args)]
-pub struct SignArgs {
-    /// The input: a rawTx JSON, an action envelope or a sign-request file; `-` (the
-    /// default) reads stdin.
-    #[arg(value_name = "FILE|-", default_value = "-", conflicts_with = "from_qr")]
-    pub input: String,
-
-    /// Read the input from QR frames instead: image files (PNG, JPEG), UR text files
-    /// (one frame a line), directories of them, or `-` for UR text lines on stdin (as
-    /// `zbarcam --raw` prints them). Any order, duplicates allowed, until complete. A
-    /// `bridgectl-doc` sign request is answered with a signed bundle, an EIP-4527
-    /// `eth-sign-request` with an `eth-signature`.
-    #[arg(long = "from-qr", value_name = "FILE|DIR|-", num_args = 1.., help_heading = "QR codes")]
-    pub from_qr: Vec<PathBuf>,
-
-    /// Show the answer as QR frames too.
-    #[command(flatten)]
-    pub qr: crate::qr::QrOutOpts,
-
-    /// The key to sign with (address, label or id) [default: the key of rawTx.from].
-    /// Its address must equal rawTx.from.
-    #[arg(long, value_name = "SELECTOR", add = crate::accounts::key_labels())]
-    pub key: Option<String>,
-
-    /// Sign without asking for confirmation. Refused unless you pinned the call:
-    /// --expect-function with every argument as --expect-arg, --expect-data, or an
-    /// auto-approve rule of the profile that covers it (a request's intent never counts).
-    #[arg(long, short = 'y')]
-    pub yes: bool,
-
-    /// The sender's next nonce, as you know it: the rawTx must have it. Needed when this
-    /// machine's journal has no signature from the sender yet.
-    #[arg(long, value_name = "N")]
-    pub nonce: Option<u64>,
-
-    /// Print only the signed transaction as 0x hex instead of the bundle JSON.
-    #[arg(long, conflicts_with_all = ["qr", "qr_png"])]
-    pub raw: bool,
-
-    /// Write the output to FILE (atomically; an existing file is never overwritten).
-    #[arg(long, short, value_name = "FILE")]
-    pub out: Option<PathBuf>,
-
-    /// This machine's journal of signatures (nonces signed here are never signed again)
-    /// [default: $XDG_STATE_HOME/bridgectl/journal.sqlite3].
-    #[arg(
-        long,
-        env = "BRIDGECTL_JOURNAL",
-        hide_env_values = true,
-        value_name = "FILE"
-    )]
-    pub journal: Option<PathBuf>,
-
-    /// Policy checks, run before the key is unlocked.
-    #[command(flatten)]
-    pub policy: ExpectOpts,
-
-    /// Where the passphrase comes from.
-    #[command(flatten)]
-    pub passphrase: PassphraseOpts,
-}
 
 /// Runs `bridgectl sign`.
 pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
     // 1. Input, parsed strictly; flags and profile, before anything else.
     args.qr.check()?;
-    let (input, name, answer) = read(&args)?;
+    let signer = args
+        .signer
+        .as_deref()
+        .map(crate::approver::rpc_signer_url)
+        .transpose()?;
+    let (input, name, answer) = match read(&args)? {
+        Read::Single(input, name, answer) => (*input, name, answer),
+        Read::Batch(bytes, name) => return batch::run(global, &args, &bytes, &name, signer),
+    };
+    args.batch.refuse_for_single()?;
     let tx = &input.raw_tx;
     let profile = crate::config::load_profile(global)?;
     let policy = profile.trust_root(args.policy.to_policy()?);
@@ -146,9 +96,13 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
                 input.request_hash
             ),
         }),
-        external: None,
+        external: args.signer.clone(),
         external_timeout: bridgectl_flow::rpc::RPC_SIGNER_TIMEOUT,
     };
+    if let Some(url) = signer {
+        // The endpoint must be on this machine: checked before anything is verified.
+        bridgectl_flow::rpc::RpcSigner::loopback(url, tx.from).code(Code::Usage)?;
+    }
     let signer = OfflineSigner {
         journal: &journal,
         signing_log: &signing_log,
@@ -242,14 +196,29 @@ enum Answer {
     EthSignature([u8; 16]),
 }
 
-/// The input, from a file, stdin or QR frames, parsed strictly; its name; and what
-/// answers it.
-fn read(args: &SignArgs) -> anyhow::Result<(SignInput, String, Answer)> {
+/// What `sign` was given.
+enum Read {
+    /// One transaction: the input parsed strictly, its name, what answers it.
+    Single(Box<SignInput>, String, Answer),
+    /// A batch request's bytes (parsed by [`batch::run`]), and its name.
+    Batch(Vec<u8>, String),
+}
+
+/// The input, from a file, stdin or QR frames, parsed strictly (a batch request by
+/// [`batch::run`]); its name; and what answers it.
+fn read(args: &SignArgs) -> anyhow::Result<Read> {
     if args.from_qr.is_empty() {
-        let bytes = crate::files::read_input(&args.input)?;
+        let bytes = crate::files::read_input_bounded(
+            &args.input,
+            bridgectl_tx::batch::MAX_BATCH_DOC_BYTES as u64,
+        )?;
         let name = crate::files::input_name(&args.input);
+        if batch::is_batch_request(&bytes) {
+            return Ok(Read::Batch(bytes, name));
+        }
+        crate::files::check_input_size(&bytes, &name)?;
         let input = SignInput::parse(&bytes).with_context(|| format!("refusing input {name}"))?;
-        return Ok((input, name, Answer::Bundle));
+        return Ok(Read::Single(Box::new(input), name, Answer::Bundle));
     }
     let frames = crate::qr::read_frames(&args.from_qr)?;
     let name = frames.name;
@@ -271,8 +240,12 @@ fn read(args: &SignArgs) -> anyhow::Result<(SignInput, String, Answer)> {
                     ),
                 ));
             }
-            Ok((input, name, Answer::Bundle))
+            Ok(Read::Single(Box::new(input), name, Answer::Bundle))
         }
+        Payload::Doc(Doc {
+            kind: DocKind::BatchRequest,
+            bytes,
+        }) => Ok(Read::Batch(bytes, name)),
         Payload::EthSignRequest(request) => {
             let Some(id) = request.request_id else {
                 return Err(coded(
@@ -294,13 +267,17 @@ fn read(args: &SignArgs) -> anyhow::Result<(SignInput, String, Answer)> {
                 ),
                 None => name,
             };
-            Ok((input, name, Answer::EthSignature(id)))
+            Ok(Read::Single(
+                Box::new(input),
+                name,
+                Answer::EthSignature(id),
+            ))
         }
         other => Err(coded(
             Code::Refused,
             format!(
                 "refusing input {name}: it holds {}, and `sign` reads a sign request (a \
-                 bridgectl-doc sign-request or an eth-sign-request)",
+                 bridgectl-doc sign-request or batch-request, or an eth-sign-request)",
                 other.describe()
             ),
         )),

@@ -1,0 +1,439 @@
+//! `bridgectl sign` of a batch request (`batch prepare`'s file): the whole batch in one
+//! sitting. The library checks every item as a single offline signature is checked
+//! (`OfflineSigner::check_batch`: the one verifier against this profile, the nonce guard,
+//! the limits with the batch's earlier items counted) before anything is unlocked; this
+//! module shows one review of the lot, asks once, unlocks each key once (a passphrase per
+//! key with `--passphrase-file-for`), has the library sign and commit the signatures in
+//! groups, and writes the signed batch to `--out`. No network: the only HTTP client ever
+//! made here is for `--signer rpc:URL`, which must be on this machine.
+
+use std::collections::BTreeMap;
+
+use alloy_primitives::{Address, U256};
+use anyhow::Context as _;
+use bridgectl_flow::rpc::RpcSigner;
+use bridgectl_flow::{
+    BatchReview, BatchSigning, CheckedBatch, DEFAULT_COMMIT_EVERY, ItemCheck, OfflineSigner,
+};
+use bridgectl_qr::{Doc, DocKind};
+use bridgectl_signing_log::SigningLogDb;
+use bridgectl_tx::batch::{BATCH_REQUEST_FORMAT, BatchRequest};
+use serde_json::json;
+
+use super::args::{BatchSignOpts, SignArgs};
+use crate::approver::CliSigner;
+use crate::exit::{Code, WithCode, coded};
+use crate::global::GlobalOpts;
+use crate::output::untrusted;
+use crate::passphrase::KeyPassphrases;
+
+impl BatchSignOpts {
+    /// Refuses the batch flags for a single transaction.
+    pub fn refuse_for_single(&self) -> anyhow::Result<()> {
+        if !self.nonce_for.is_empty() || !self.passphrase_file_for.is_empty() || self.all_or_nothing
+        {
+            return Err(coded(
+                Code::Usage,
+                "--nonce-for, --passphrase-file-for and --all-or-nothing are for a batch \
+                 request; one transaction takes --nonce and --passphrase-file",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Whether `bytes` look like a batch request (its `format` near the start): it is then
+/// read strictly as one, and refused as one if it is not.
+pub fn is_batch_request(bytes: &[u8]) -> bool {
+    let head = &bytes[..bytes.len().min(512)];
+    let needle = format!("\"{BATCH_REQUEST_FORMAT}\"");
+    head.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+/// Signs the batch request `bytes` (named `name`); `signer` is `--signer`'s URL.
+pub fn run(
+    global: &GlobalOpts,
+    args: &SignArgs,
+    bytes: &[u8],
+    name: &str,
+    signer: Option<&str>,
+) -> anyhow::Result<()> {
+    let request = BatchRequest::parse(bytes)
+        .with_context(|| format!("refusing batch request {name}"))
+        .code(Code::Refused)?;
+    if args.nonce.is_some() || args.key.is_some() || args.raw {
+        return Err(coded(
+            Code::Usage,
+            "a batch request takes --nonce-for KEY=N per sender (not --nonce), and picks each \
+             item's key by its sender (not --key); its answer is a signed batch file (not --raw)",
+        ));
+    }
+    let out = args.out.clone().ok_or_else(|| {
+        coded(
+            Code::Usage,
+            "a batch request is answered with a signed batch file: give --out FILE",
+        )
+    })?;
+    if out.exists() {
+        return Err(coded(
+            Code::Exists,
+            format!("{} already exists: not overwriting it", out.display()),
+        ));
+    }
+    let profile = crate::config::load_profile(global)?;
+    let policy = profile.trust_root(args.policy.to_policy()?);
+    let store = crate::session::open_keystore(global)?;
+    let mut keys = store.list()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+
+    // Who signs for each sender: the endpoint for the accounts it lists, else the key
+    // of the keystore. Chosen before the log is opened, so that the endpoint's accounts
+    // are the log's own signers.
+    let mut endpoint: Vec<Address> = Vec::new();
+    if let Some(url) = signer {
+        RpcSigner::loopback(url, Address::ZERO).code(Code::Usage)?;
+        let listed = runtime.block_on(RpcSigner::accounts(url))?;
+        for s in &request.senders {
+            if listed.contains(&s.from) && !endpoint.contains(&s.from) {
+                store.add_external_signer(s.from)?;
+                endpoint.push(s.from);
+            }
+        }
+    }
+    let missing: Vec<String> = request
+        .senders
+        .iter()
+        .filter(|s| {
+            !endpoint.contains(&s.from) && store.find_in(&keys, &s.from.to_string()).is_err()
+        })
+        .map(|s| s.from.to_string())
+        .collect();
+    if !missing.is_empty() {
+        return Err(coded(
+            Code::NotFound,
+            format!(
+                "no key here for {} (the batch's senders sign here: import their keys, or \
+                 give --signer rpc:URL for an endpoint that holds them)",
+                missing.join(", ")
+            ),
+        ));
+    }
+    let mut nonces = BTreeMap::new();
+    for spec in &args.batch.nonce_for {
+        let (key, n) = spec.split_once('=').ok_or_else(|| {
+            coded(
+                Code::Usage,
+                format!("--nonce-for {spec:?}: expected KEY=N (a key's label or address, a nonce)"),
+            )
+        })?;
+        let address = match key.parse::<Address>() {
+            Ok(a) => a,
+            Err(_) => store.find_in(&keys, key).code(Code::NotFound)?.address,
+        };
+        let n: u64 = n.parse().map_err(|_| {
+            coded(
+                Code::Usage,
+                format!("--nonce-for {spec:?}: {n:?} is not a nonce"),
+            )
+        })?;
+        nonces.insert(address, n);
+    }
+    let mut passphrases =
+        KeyPassphrases::new(&args.passphrase, &args.batch.passphrase_file_for, &store)?;
+
+    let journal = crate::session::open_journal(args.journal.as_deref())?;
+    keys = store.list()?;
+    let signing_log = SigningLogDb::open_in(store.dir(), store.signers_among(&keys)?)?;
+    let offline = OfflineSigner {
+        journal: &journal,
+        signing_log: &signing_log,
+        policy: &policy,
+    };
+    let job = BatchSigning {
+        request: &request,
+        input_name: name,
+        nonces: &nonces,
+        commit_every: usize::try_from(args.batch.commit_every).unwrap_or(DEFAULT_COMMIT_EVERY),
+    };
+    let checked = offline.check_batch(&job)?;
+    let review = checked.review(&policy.allowed_destinations);
+    let labels: BTreeMap<Address, String> =
+        keys.iter().map(|k| (k.address, k.label.clone())).collect();
+    show(name, &request, &review, &labels);
+
+    let refused = checked.refused();
+    let stop = |why: bridgectl_flow::Error| -> anyhow::Error {
+        let _ = offline.stop_batch(&checked, &why);
+        why.into()
+    };
+    if args.batch.all_or_nothing && !refused.is_empty() {
+        return Err(stop(bridgectl_flow::Error::BatchNotWhole(refused)));
+    }
+    let needed = checked.signers_needed();
+    let signed = if needed.is_empty() {
+        // Nothing to sign now: items signed here before (their bytes again), or none.
+        runtime.block_on(offline.sign_batch::<CliSigner>(&checked, &[]))?
+    } else {
+        if args.yes && !every_item_pinned(&checked) {
+            return Err(stop(crate::approver::signing_blind(true).into()));
+        }
+        passphrases.ensure_available(
+            &needed
+                .iter()
+                .copied()
+                .filter(|a| !endpoint.contains(a))
+                .collect::<Vec<_>>(),
+        )?;
+        if let Err(e) = crate::review::confirm(
+            args.yes,
+            &format!(
+                "sign these {} transactions ({} keys)?",
+                review.signing,
+                needed.len()
+            ),
+        ) {
+            let _ =
+                offline.stop_batch(&checked, &bridgectl_flow::Error::Declined(format!("{e:#}")));
+            return Err(e);
+        }
+        let mut signers = Vec::with_capacity(needed.len());
+        for (i, address) in needed.iter().enumerate() {
+            if endpoint.contains(address) {
+                signers.push(CliSigner::Rpc(RpcSigner::loopback(
+                    signer.expect("an endpoint was given"),
+                    *address,
+                )?));
+                continue;
+            }
+            crate::output::note(format_args!(
+                "» unlocking {address} ({} of {})",
+                i + 1,
+                needed.len()
+            ));
+            let key = passphrases.unlock(&store, *address).map_err(|e| {
+                let e = bridgectl_flow::Error::unlock_failed(e);
+                let _ = offline.stop_batch(&checked, &e);
+                e
+            })?;
+            signers.push(CliSigner::Local(key));
+        }
+        let started = std::time::Instant::now();
+        let signed = runtime.block_on(offline.sign_batch(&checked, &signers))?;
+        drop(signers);
+        crate::output::note(format_args!(
+            "» signed {} transactions in {:.2} s",
+            review.signing,
+            started.elapsed().as_secs_f64()
+        ));
+        signed
+    };
+    if signed.items.is_empty() {
+        let first = signed.refused.first().map_or_else(String::new, |r| {
+            format!(": item {:?}: {}", untrusted(&r.id), untrusted(&r.reason))
+        });
+        return Err(coded(
+            Code::Refused,
+            format!(
+                "nothing of batch {} was signed: its {} items were left out{first}",
+                signed.batch_id,
+                signed.refused.len()
+            ),
+        ));
+    }
+    let text = signed.to_bytes();
+    crate::files::write_new(&out, &text)?;
+    crate::output::note(format_args!(
+        "signed batch {} -> {}: {} signed, {} left out",
+        signed.batch_id,
+        out.display(),
+        signed.items.len(),
+        signed.refused.len()
+    ));
+    if global.json {
+        crate::output::json(&summary_json(&signed, &out, &review, &request))?;
+    }
+    let doc = Doc {
+        kind: DocKind::SignedBatch,
+        bytes: text,
+    };
+    args.qr
+        .show(&doc.to_ur(), &format!("the signed batch answering {name}"))?;
+    Ok(())
+}
+
+/// Whether every item to sign is pinned by the operator (`--expect-*` or an
+/// auto-approve rule): what `--yes` needs, as for one transaction.
+fn every_item_pinned(checked: &CheckedBatch) -> bool {
+    checked.items.iter().all(|i| match &i.check {
+        ItemCheck::Sign(v) => v.pins_call(),
+        _ => true,
+    })
+}
+
+/// What `--json` prints: the signed batch is in the file.
+fn summary_json(
+    signed: &bridgectl_tx::batch::SignedBatch,
+    out: &std::path::Path,
+    review: &BatchReview,
+    request: &BatchRequest,
+) -> serde_json::Value {
+    let senders: Vec<serde_json::Value> = review
+        .senders
+        .iter()
+        .map(|s| {
+            json!({"from": s.from, "chainId": s.chain_id, "items": s.items,
+                   "firstNonce": s.first_nonce, "lastNonce": s.last_nonce,
+                   "maxFees": s.max_fees.to_string()})
+        })
+        .collect();
+    json!({
+        "batchId": signed.batch_id,
+        "requestHash": signed.request_hash,
+        "out": out.display().to_string(),
+        "items": request.items.len(),
+        "signed": review.signing,
+        "signedBefore": review.signed_before,
+        "senders": senders,
+        "refused": signed.refused.iter().map(|r| json!({
+            "index": r.index, "id": r.id, "reason": r.reason,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The review on stderr: what one question approves.
+fn show(
+    name: &str,
+    request: &BatchRequest,
+    review: &BatchReview,
+    labels: &BTreeMap<Address, String>,
+) {
+    let label = |a: &Address| match labels.get(a) {
+        Some(l) if *l != a.to_string() => format!("{a} ({})", untrusted(l)),
+        _ => a.to_string(),
+    };
+    let eth = |wei: U256| {
+        format!(
+            "{} ETH",
+            bridgectl_tx::amount::format_units(wei, 18).unwrap_or_else(|_| wei.to_string())
+        )
+    };
+    let mut out = vec![
+        format!(
+            "signing {name} (batch request, sha256 {}): batch {} of {} items",
+            request.request_hash,
+            untrusted(&request.batch_id),
+            request.items.len()
+        ),
+        format!(
+            "  {} to sign now, {} signed on this machine before (the same bytes again), {} \
+             left out",
+            review.signing,
+            review.signed_before,
+            review.refused.len()
+        ),
+    ];
+    if let Some(source) = &request.origin.source {
+        out.push(format!(
+            "  prepared from {} (as the request claims)",
+            untrusted(source)
+        ));
+    }
+    if !review.tokens.is_empty() {
+        out.push("moved, per token:".into());
+        for t in &review.tokens {
+            out.push(format!(
+                "  {:<28} {:>5} items  {}  (chain {}, contract {})",
+                t.token
+                    .symbol
+                    .as_deref()
+                    .map_or("(no token in the profile)".into(), untrusted),
+                t.items,
+                t.token.units(t.amount),
+                t.token.chain_id,
+                t.token.contract
+            ));
+        }
+    }
+    if !review.senders.is_empty() {
+        out.push("senders, each key unlocked once:".into());
+        for s in &review.senders {
+            let moved: Vec<String> = s.moved.iter().map(|m| m.token.units(m.amount)).collect();
+            out.push(format!(
+                "  {}  chain {}  {} items  nonces {}..={}  moves {}  fees up to {} ({} wei)",
+                label(&s.from),
+                s.chain_id,
+                s.items,
+                s.first_nonce,
+                s.last_nonce,
+                moved.join(", "),
+                eth(s.max_fees),
+                s.max_fees
+            ));
+        }
+    }
+    if !review.recipients.is_empty() {
+        let allowlist = review.recipients.iter().any(|r| r.allowed.is_some());
+        out.push(format!(
+            "recipients{}:",
+            if allowlist {
+                ", against allowed-destinations"
+            } else {
+                ""
+            }
+        ));
+        for r in &review.recipients {
+            out.push(format!(
+                "  {:<62} {:>5} items  {} ({}){}",
+                r.to.as_ref()
+                    .map_or_else(|| "the token contract".to_owned(), label),
+                r.items,
+                r.token.units(r.amount),
+                r.kind,
+                match r.allowed {
+                    Some(true) => "  allowed",
+                    Some(false) => "  NOT ALLOWED",
+                    None => "",
+                }
+            ));
+        }
+    }
+    if !review.limits.is_empty() {
+        out.push("spending limits after the batch:".into());
+        for l in &review.limits {
+            let units = |v: U256| {
+                format!(
+                    "{} {}",
+                    bridgectl_tx::amount::format_units(v, l.decimals)
+                        .unwrap_or_else(|_| v.to_string()),
+                    untrusted(&l.symbol)
+                )
+            };
+            out.push(format!(
+                "  {}: {} of {} per {} ({} signed before, {} in this batch)",
+                label(&l.key),
+                units(l.logged.saturating_add(l.batch)),
+                units(l.max),
+                bridgectl_tx::policy::Window(l.per_secs),
+                units(l.logged),
+                units(l.batch)
+            ));
+        }
+    }
+    if !review.refused.is_empty() {
+        out.push(format!("left out ({}):", review.refused.len()));
+        for r in &review.refused {
+            out.push(format!(
+                "  {} from {}: {}",
+                untrusted(&r.id),
+                r.from,
+                untrusted(&r.reason)
+            ));
+        }
+    }
+    for line in out {
+        crate::output::note(line);
+    }
+}

@@ -90,14 +90,26 @@ impl TransactionSigner for CliSigner {
 /// be one a signing endpoint may have (https, or http on loopback): checked before
 /// anything is asked of the platform.
 pub fn rpc_signer_url(spec: &str) -> anyhow::Result<&str> {
-    let url = spec.strip_prefix("rpc:").ok_or_else(|| {
+    let url = rpc_url_of(spec)?;
+    RpcSigner::check_url(url)?;
+    Ok(url)
+}
+
+/// [`rpc_signer_url`] for the offline signer, which reaches no network: the endpoint
+/// must be on this machine.
+pub fn offline_signer_url(spec: &str) -> anyhow::Result<&str> {
+    let url = rpc_url_of(spec)?;
+    RpcSigner::check_loopback(url)?;
+    Ok(url)
+}
+
+fn rpc_url_of(spec: &str) -> anyhow::Result<&str> {
+    spec.strip_prefix("rpc:").ok_or_else(|| {
         crate::exit::coded(
             crate::exit::Code::Usage,
             "--signer: expected rpc:URL (a JSON-RPC signing endpoint, loopback or https)",
         )
-    })?;
-    RpcSigner::check_url(url)?;
-    Ok(url)
+    })
 }
 
 /// The refusal of `--yes` for a call the operator did not pin

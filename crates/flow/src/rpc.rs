@@ -546,19 +546,26 @@ impl RpcSigner {
     /// endpoint must be on this machine (a loopback address or `localhost`), in front
     /// of a hardware key or a local signer such as clef.
     pub fn loopback(url: &str, address: Address) -> Result<Self, Error> {
-        let parsed = reqwest::Url::parse(url).map_err(|e| Error::BadUrl {
-            url: crate::http::redact_url(url),
-            reason: e.to_string(),
-        })?;
-        if !crate::http::is_loopback(&parsed) {
-            return Err(Error::BadUrl {
-                url: crate::http::redact_url(url),
-                reason: "the offline signer reaches no network: its signing endpoint must \
-                         be on this machine (127.0.0.1, ::1 or localhost)"
-                    .into(),
-            });
-        }
+        Self::check_loopback(url)?;
         Self::new(url, address)
+    }
+
+    /// Whether `url` may be the offline signer's endpoint: on this machine only
+    /// ([`Error::SignerUrl`] otherwise), checked before anything is read.
+    pub fn check_loopback(url: &str) -> Result<(), Error> {
+        let refuse = |reason: String| Error::SignerUrl {
+            url: crate::http::redact_url(url),
+            reason,
+        };
+        let parsed = reqwest::Url::parse(url).map_err(|e| refuse(e.to_string()))?;
+        if !crate::http::is_loopback(&parsed) {
+            return Err(refuse(
+                "the offline signer reaches no network: its signing endpoint must be on this \
+                 machine (127.0.0.1, ::1 or localhost)"
+                    .into(),
+            ));
+        }
+        Ok(())
     }
 
     /// The accounts the endpoint at `url` signs for (`eth_accounts`): where a batch

@@ -53,7 +53,7 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
     let signer = args
         .signer
         .as_deref()
-        .map(crate::approver::rpc_signer_url)
+        .map(crate::approver::offline_signer_url)
         .transpose()?;
     let (input, name, answer) = match read(&args)? {
         Read::Single(input, name, answer) => (*input, name, answer),

@@ -220,13 +220,70 @@ fn refuse(by: CheckedBy, field: &str, expected: String, found: String) -> Error 
 }
 
 /// Checks `raw` against `intent` and `policy` with what `context` knows. Returns the
-/// [`Verified`] transaction, or the first refusal.
+/// [`Verified`] transaction, or the first refusal. The checks run in this order, each a
+/// function of its own below: who signs, what the policy can enforce, where (the chain,
+/// the callee, the intent's claims about both), what it may cost, what it does (the
+/// intent's call, then the policy's), how much and to whom (limits and allowlist from the
+/// log's totals), when (the nonce); then who pinned it.
 pub fn verify(
     raw: &RawTx,
     intent: Option<&Intent>,
     policy: &Policy,
     context: &Context,
 ) -> Result<Verified, Error> {
+    check_signer(raw, context)?;
+    // A limit or approval the policy cannot enforce is a refusal, not a silent pass.
+    crate::limits::check_enforceable(policy)?;
+    check_chain(raw, policy)?;
+    let contract = check_callee(raw, policy)?;
+    let token = contract.and_then(|c| c.token.clone());
+    if let Some(i) = intent {
+        check_intent_place(raw, i, token.as_ref())?;
+    }
+    check_cost(raw, policy, context)?;
+    let expected_by_intent = intent.map(Policy::from);
+    if let Some(p) = &expected_by_intent {
+        check_intent_value(raw, p)?;
+        check_call(raw, p, CheckedBy::Intent)?;
+    }
+    check_call(raw, policy, CheckedBy::Policy)?;
+    let checked = crate::limits::check(
+        policy,
+        raw,
+        token.as_ref(),
+        context.spent.as_ref(),
+        !matches!(context.nonce, Nonce::AlreadySigned),
+    )?;
+    let (nonce_source, replaces) = check_nonce_of(raw, &context.nonce)?;
+    // Only the operator pins a call for signing without a question (see `pins_call`):
+    // the policy's expectations, a standing approval, or an intent built from its
+    // caller's own arguments (a whole call: a function, every argument checked).
+    let caller_pinned = intent.is_some_and(|i| i.caller_pinned && i.function.is_some());
+    let pins_call = policy.pins_call() || checked.auto_approved.is_some() || caller_pinned;
+    Ok(Verified {
+        raw: raw.clone(),
+        token,
+        chain_name: policy.trusted.chains.get(&raw.chain_id).cloned().flatten(),
+        callee_is_token: contract.is_some_and(|c| c.token.is_some()),
+        claimed_description: intent.and_then(|i| i.description.clone()),
+        caller_pinned,
+        pins_call,
+        nonce_source,
+        replaces,
+        max_fee_cap: policy.max_fee,
+        spending: checked.lines,
+        window: checked.window,
+        auto_approved: checked.auto_approved,
+        genesis: match &context.nonce {
+            Nonce::Next(facts) => facts.genesis,
+            _ => None,
+        },
+    })
+}
+
+/// Who signs: the key the caller will sign with is the transaction's `from`, and the
+/// transaction names a chain (EIP-155: no signature valid on every chain).
+fn check_signer(raw: &RawTx, context: &Context) -> Result<(), Error> {
     if raw.from != context.signer {
         return Err(Error::FromMismatch {
             tx_from: raw.from,
@@ -236,11 +293,12 @@ pub fn verify(
     if raw.chain_id == 0 {
         return Err(Error::ZeroChainId);
     }
-    let trusted = &policy.trusted;
-    // A limit or approval the policy cannot enforce is a refusal, not a silent pass.
-    crate::limits::check_enforceable(policy)?;
+    Ok(())
+}
 
-    // Where: the chain and the callee, against the trust root.
+/// Where, 1: the chain is the one the policy expects, else one the trust root names.
+fn check_chain(raw: &RawTx, policy: &Policy) -> Result<(), Error> {
+    let trusted = &policy.trusted;
     match policy.expect_chain_id {
         Some(id) if raw.chain_id != id => {
             return Err(refuse(
@@ -265,6 +323,16 @@ pub fn verify(
         }
         None => {}
     }
+    Ok(())
+}
+
+/// Where, 2: the callee is the contract the policy expects, else one the trust root
+/// names on that chain. Returns what the trust root says of it.
+fn check_callee<'p>(
+    raw: &RawTx,
+    policy: &'p Policy,
+) -> Result<Option<&'p crate::policy::TrustedContract>, Error> {
+    let trusted = &policy.trusted;
     let contract = trusted.find(raw.to, raw.chain_id);
     match policy.expect_to {
         Some(to) if raw.to != to => {
@@ -297,55 +365,59 @@ pub fn verify(
         }
         None => {}
     }
-    let token = contract.and_then(|c| c.token.clone());
+    Ok(contract)
+}
 
-    // The intent's claims about where, against the transaction and the trust root.
-    let expected_by_intent = intent.map(Policy::from);
-    if let Some(i) = intent {
-        if let Some(id) = i.chain_id
-            && id != raw.chain_id
-        {
-            return Err(refuse(
-                CheckedBy::Intent,
-                "chainId",
-                id.to_string(),
-                raw.chain_id.to_string(),
-            ));
-        }
-        if let Some(to) = i.to
-            && to != raw.to
-        {
-            return Err(refuse(
-                CheckedBy::Intent,
-                "to",
-                to.to_string(),
-                raw.to.to_string(),
-            ));
-        }
-        if let Some(claimed) = &i.token {
-            match &token {
-                Some(t) if t != claimed => {
-                    return Err(refuse(
-                        CheckedBy::Intent,
-                        "token",
-                        format!(
-                            "{} with {} decimals (as the profile names {})",
-                            t.symbol, t.decimals, raw.to
-                        ),
-                        format!(
-                            "{} with {} decimals claimed by the request",
-                            claimed.symbol, claimed.decimals
-                        ),
-                    ));
-                }
-                // The profile does not know this contract's token: the claim is not
-                // used (amounts are shown in base units).
-                _ => {}
+/// Where, 3: the intent's claims about the chain, the callee and its token, against the
+/// transaction and the trust root.
+fn check_intent_place(raw: &RawTx, i: &Intent, token: Option<&Token>) -> Result<(), Error> {
+    if let Some(id) = i.chain_id
+        && id != raw.chain_id
+    {
+        return Err(refuse(
+            CheckedBy::Intent,
+            "chainId",
+            id.to_string(),
+            raw.chain_id.to_string(),
+        ));
+    }
+    if let Some(to) = i.to
+        && to != raw.to
+    {
+        return Err(refuse(
+            CheckedBy::Intent,
+            "to",
+            to.to_string(),
+            raw.to.to_string(),
+        ));
+    }
+    if let Some(claimed) = &i.token {
+        match token {
+            Some(t) if t != claimed => {
+                return Err(refuse(
+                    CheckedBy::Intent,
+                    "token",
+                    format!(
+                        "{} with {} decimals (as the profile names {})",
+                        t.symbol, t.decimals, raw.to
+                    ),
+                    format!(
+                        "{} with {} decimals claimed by the request",
+                        claimed.symbol, claimed.decimals
+                    ),
+                ));
             }
+            // The profile does not know this contract's token: the claim is not
+            // used (amounts are shown in base units).
+            _ => {}
         }
     }
+    Ok(())
+}
 
-    // What it may cost.
+/// What it may cost: native value, gas limit, gas price (the policy's cap, else a
+/// multiple of the node's quote, else refused), fee.
+fn check_cost(raw: &RawTx, policy: &Policy, context: &Context) -> Result<(), Error> {
     let max_value = policy.max_value.unwrap_or(U256::ZERO);
     if raw.value > max_value {
         return Err(refuse(
@@ -410,10 +482,13 @@ pub fn verify(
             ));
         }
     }
+    Ok(())
+}
 
-    // An intent is a bridge call: it never sends native value, whatever the policy
-    // allows for transactions without one.
-    if let Some(cap) = expected_by_intent.as_ref().and_then(|p| p.max_value)
+/// An intent is a bridge call: it never sends native value, whatever the policy allows
+/// for transactions without one.
+fn check_intent_value(raw: &RawTx, expected_by_intent: &Policy) -> Result<(), Error> {
+    if let Some(cap) = expected_by_intent.max_value
         && raw.value > cap
     {
         return Err(refuse(
@@ -423,24 +498,17 @@ pub fn verify(
             format!("{} wei", raw.value),
         ));
     }
+    Ok(())
+}
 
-    // What it does: the intent's call exactly, then the policy's expectations.
-    if let Some(p) = &expected_by_intent {
-        check_call(raw, p, CheckedBy::Intent)?;
-    }
-    check_call(raw, policy, CheckedBy::Policy)?;
-
-    // How much, and to whom: the limits and the allowlist, from the log's totals.
-    let checked = crate::limits::check(
-        policy,
-        raw,
-        token.as_ref(),
-        context.spent.as_ref(),
-        !matches!(context.nonce, Nonce::AlreadySigned),
-    )?;
-
-    // When: the nonce. 2^64-1 is never valid (EIP-2681: an account's nonce cannot pass
-    // it, so no block includes it), whatever a source says the next nonce is.
+/// When: the nonce, as the context says it is to be checked. 2^64-1 is never valid
+/// (EIP-2681: an account's nonce cannot pass it, so no block includes it), whatever a
+/// source says the next nonce is. Returns where the nonce was checked from, and the
+/// transaction a replacement replaces.
+fn check_nonce_of(
+    raw: &RawTx,
+    nonce: &Nonce,
+) -> Result<(Option<&'static str>, Option<B256>), Error> {
     if raw.nonce == u64::MAX {
         return Err(refuse(
             CheckedBy::Policy,
@@ -449,7 +517,7 @@ pub fn verify(
             raw.nonce.to_string(),
         ));
     }
-    let (nonce_source, replaces) = match &context.nonce {
+    Ok(match nonce {
         Nonce::AlreadySigned => (None, None),
         Nonce::Next(facts) => (Some(check_nonce(raw.nonce, facts)?), None),
         Nonce::Replacing { nonce, replaces } if *nonce == raw.nonce => {
@@ -463,31 +531,6 @@ pub fn verify(
                 raw.nonce.to_string(),
             ));
         }
-    };
-
-    // Only the operator pins a call for signing without a question (see `pins_call`):
-    // the policy's expectations, a standing approval, or an intent built from its
-    // caller's own arguments (a whole call: a function, every argument checked).
-    let caller_pinned = intent.is_some_and(|i| i.caller_pinned && i.function.is_some());
-    let pins_call = policy.pins_call() || checked.auto_approved.is_some() || caller_pinned;
-    Ok(Verified {
-        raw: raw.clone(),
-        token,
-        chain_name: trusted.chains.get(&raw.chain_id).cloned().flatten(),
-        callee_is_token: contract.is_some_and(|c| c.token.is_some()),
-        claimed_description: intent.and_then(|i| i.description.clone()),
-        caller_pinned,
-        pins_call,
-        nonce_source,
-        replaces,
-        max_fee_cap: policy.max_fee,
-        spending: checked.lines,
-        window: checked.window,
-        auto_approved: checked.auto_approved,
-        genesis: match &context.nonce {
-            Nonce::Next(facts) => facts.genesis,
-            _ => None,
-        },
     })
 }
 

@@ -21,7 +21,8 @@ use futures_util::future::join_all;
 use serde_json::json;
 use tokio::sync::Semaphore;
 
-use super::{BatchItem, BatchOp, RefusedItem, stored_op};
+use super::items::stored_op;
+use super::{BatchItem, BatchOp, RefusedItem};
 use crate::Error;
 use crate::flows::action::ActionOutcome;
 use crate::flows::swap::swap_intent;

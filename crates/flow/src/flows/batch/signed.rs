@@ -17,7 +17,8 @@ use bridgectl_tx::text::printable;
 use bridgectl_tx::{SignedTx, decode::DecodedTx};
 use serde_json::json;
 
-use super::{RefusedItem, stored_op};
+use super::RefusedItem;
+use super::items::stored_op;
 use crate::Error;
 use crate::flows::Flows;
 use crate::journal::{BatchItemRecord, Purpose};

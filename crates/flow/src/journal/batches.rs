@@ -87,7 +87,7 @@ impl Journal {
     /// Records that batch `batch_id` was prepared for the air gap and that the request
     /// file written for it has SHA-256 `request_hash`. Durable when this returns: the
     /// file is written after it.
-    pub fn record_prepared(
+    pub(crate) fn record_prepared(
         &self,
         batch_id: &str,
         request_hash: alloy_primitives::B256,

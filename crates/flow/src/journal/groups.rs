@@ -15,7 +15,7 @@ use crate::Error;
 
 /// One flow of a group reservation ([`Journal::reserve_group`]).
 #[derive(Debug, Clone)]
-pub struct GroupFlow<'a> {
+pub(crate) struct GroupFlow<'a> {
     /// The flow's txId: taken up when the journal has it, begun otherwise.
     pub tx_id: &'a str,
     /// Its kind, when it is begun here.
@@ -32,7 +32,10 @@ impl Journal {
     /// `IMMEDIATE` transaction: one commit for a batch instead of one per item. Returns,
     /// per flow, the flow that holds its nonce when another does (that flow is then
     /// neither begun nor reserved); the rest are written.
-    pub fn reserve_group(&self, flows: &[GroupFlow<'_>]) -> Result<Vec<Option<String>>, Error> {
+    pub(crate) fn reserve_group(
+        &self,
+        flows: &[GroupFlow<'_>],
+    ) -> Result<Vec<Option<String>>, Error> {
         self.with(|c| {
             let mut t = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let mut holders = Vec::with_capacity(flows.len());
@@ -62,7 +65,7 @@ impl Journal {
 
     /// Records the signed bytes of every flow of `signed` (txId, signed transaction) in
     /// one transaction, durable when this returns: only then may any of them leave.
-    pub fn record_signed_group(
+    pub(crate) fn record_signed_group(
         &self,
         signed: &[(&str, &bridgectl_tx::SignedTx)],
     ) -> Result<(), Error> {

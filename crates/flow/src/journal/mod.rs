@@ -26,7 +26,7 @@ use crate::Error;
 
 pub use batches::BatchLock;
 pub use credits::Credit;
-pub use groups::GroupFlow;
+pub(crate) use groups::GroupFlow;
 pub use records::{
     BatchItemRecord, BatchRecord, FlowKind, FlowRecord, FlowState, MAX_BLOB_BYTES, Purpose,
     SignatureRecord, StepRecord, blob,

@@ -2,10 +2,11 @@
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 mod error;
+mod kept;
+mod signing;
 mod store;
+mod walk;
 
 pub use error::Error;
-pub use store::{
-    CARRY_SECS, CHECKPOINT_SLOT_BYTES, Columns, KeptCheckpoint, MAX_CARRIED, SIGNING_LOG_FILE,
-    ShowFilter, SigningLogDb,
-};
+pub use kept::{CARRY_SECS, CHECKPOINT_SLOT_BYTES, KeptCheckpoint, MAX_CARRIED};
+pub use store::{Columns, SIGNING_LOG_FILE, ShowFilter, SigningLogDb};

@@ -59,7 +59,7 @@ deps:
 	@if $(CARGO) tree -p bridgectl-flow -e normal --prefix none | grep -E '^(axum|axum-core|bridgectl-webhook|bridgectl-keystore|bridgectl-sandbox) '; then \
 		echo "bridgectl-flow depends on the above: the listener is bridgectl-webhook's, keys and the sandbox are its caller's" >&2; exit 1; \
 	else echo "bridgectl-flow: no axum, no listener, no keystore, no sandbox"; fi
-	@if $(CARGO) tree -p bridgectl-keystore -e normal --prefix none | grep -E '^(bridgectl-tx|bridgectl-sqlite|rusqlite|libsqlite3-sys) '; then \
+	@if $(CARGO) tree -p bridgectl-keystore -e normal --prefix none | grep -E '^(bridgectl-tx|rusqlite|libsqlite3-sys) '; then \
 		echo "bridgectl-keystore depends on the above: the signing log is bridgectl-signing-log's" >&2; exit 1; \
 	else echo "bridgectl-keystore: no transaction model, no SQLite"; fi
 

@@ -29,7 +29,7 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     if path.exists() {
         return Err(exists());
     }
-    bridgectl_files::write_new(path, bytes).map_err(|e| {
+    bridgectl_local::files::write_new(path, bytes).map_err(|e| {
         if e.source.kind() == std::io::ErrorKind::AlreadyExists {
             exists()
         } else {
@@ -42,9 +42,9 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 /// only), making its directory (0700) first if needed.
 pub fn write_replace(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let dir = parent(path);
-    bridgectl_files::create_private_dir(&dir)
+    bridgectl_local::files::create_private_dir(&dir)
         .with_context(|| format!("cannot create {}", dir.display()))?;
-    bridgectl_files::write_replace_synced(path, bytes)?;
+    bridgectl_local::files::write_replace_synced(path, bytes)?;
     Ok(())
 }
 

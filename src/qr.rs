@@ -99,7 +99,7 @@ pub enum QrType {
 }
 
 fn write_pngs(dir: &Path, codes: &[bridgectl_qr::Code]) -> anyhow::Result<()> {
-    bridgectl_files::create_private_dir(dir)
+    bridgectl_local::files::create_private_dir(dir)
         .with_context(|| format!("cannot create {}", dir.display()))?;
     let digits = codes.len().to_string().len().max(3);
     for (i, code) in codes.iter().enumerate() {

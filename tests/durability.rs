@@ -3,7 +3,7 @@
 //! each was made on). "The signed bytes are durable before they leave" needs one durable
 //! write in the keystore's signing log and then one in the journal; every other fsync on
 //! that path is a cost without a promise (`bench/fsyncs.sh` prints the same counts for
-//! every operation, `crates/sqlite` says where the others went).
+//! every operation, `crates/local/src/sqlite.rs` says where the others went).
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -183,16 +183,8 @@ pub enum Error {
     },
 
     /// An I/O error on a path.
-    #[error("{action} {}", path.display())]
-    Io {
-        /// What was being done, e.g. `cannot read`.
-        action: &'static str,
-        /// The path.
-        path: PathBuf,
-        /// The OS error.
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] bridgectl_local::PathError),
 
     /// A KDF or cipher failed for a reason other than the passphrase (out of memory,
     /// invalid parameters that passed our checks).
@@ -206,18 +198,6 @@ pub enum Error {
 }
 
 impl Error {
-    pub(crate) fn io(
-        action: &'static str,
-        path: impl Into<PathBuf>,
-    ) -> impl FnOnce(std::io::Error) -> Error {
-        let path = path.into();
-        move |source| Error::Io {
-            action,
-            path,
-            source,
-        }
-    }
-
     pub(crate) fn malformed(path: impl Into<PathBuf>, reason: impl Into<String>) -> Error {
         Error::Malformed {
             path: path.into(),
@@ -251,7 +231,7 @@ impl Error {
             Error::InvalidLabel { .. } => "invalid_label",
             Error::Mnemonic { .. } => "mnemonic",
             Error::WriteCheck { .. } => "write_check",
-            Error::Io { .. } => "io",
+            Error::Io(_) => "io",
             Error::Crypto { .. } => "crypto",
         }
     }

@@ -358,10 +358,11 @@ pub(crate) fn encrypt(
 
 /// Fills `buf` from the OS random source.
 pub(crate) fn random(buf: &mut [u8]) -> Result<(), Error> {
-    getrandom::fill(buf).map_err(|e| Error::Io {
-        action: "cannot read random bytes from the OS for",
-        path: "<random>".into(),
-        source: std::io::Error::other(e.to_string()),
+    getrandom::fill(buf).map_err(|e| {
+        bridgectl_local::PathError::on("cannot read random bytes from the OS for", "<random>")(
+            std::io::Error::other(e.to_string()),
+        )
+        .into()
     })
 }
 

@@ -1,6 +1,7 @@
 //! The keystore directory: listing, finding, and atomic, checked, never-overwriting
 //! writes under a lock file.
 
+use bridgectl_local::PathError;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
@@ -142,19 +143,20 @@ impl Keystore {
         match fs::symlink_metadata(&dir) {
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                bridgectl_files::create_private_dir(&dir)
-                    .map_err(Error::io("cannot create the keystore directory", &dir))?;
+                bridgectl_local::files::create_private_dir(&dir)
+                    .map_err(PathError::on("cannot create the keystore directory", &dir))?;
             }
-            Err(e) => return Err(Error::io("cannot read", &dir)(e)),
+            Err(e) => return Err(PathError::on("cannot read", &dir)(e).into()),
         }
         // Follow a symlinked keystore dir (a user's choice), but check what it points to.
-        let meta = fs::metadata(&dir).map_err(Error::io("cannot read", &dir))?;
+        let meta = fs::metadata(&dir).map_err(PathError::on("cannot read", &dir))?;
         if !meta.is_dir() {
-            return Err(Error::Io {
+            return Err(PathError {
                 action: "keystore is not a directory:",
                 path: dir,
                 source: std::io::Error::from(std::io::ErrorKind::NotADirectory),
-            });
+            }
+            .into());
         }
         check_mode(&dir, &meta, 0o700)?;
         Ok(Keystore { dir })
@@ -191,13 +193,15 @@ impl Keystore {
     pub fn external_signers(&self) -> Result<Vec<Address>, Error> {
         let path = self.dir.join(EXTERNAL_SIGNERS_FILE);
         match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| Error::Io {
-                action: "cannot read",
-                path: path.clone(),
-                source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+                PathError::on("cannot read", &path)(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    e,
+                ))
+                .into()
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-            Err(e) => Err(Error::io("cannot read", &path)(e)),
+            Err(e) => Err(PathError::on("cannot read", &path)(e).into()),
         }
     }
 
@@ -211,8 +215,7 @@ impl Keystore {
         known.push(address);
         let path = self.dir.join(EXTERNAL_SIGNERS_FILE);
         let text = serde_json::to_vec_pretty(&known).unwrap_or_default();
-        bridgectl_files::write_replace_synced(&path, &text)
-            .map_err(|e| Error::io("cannot write", &path)(e.source))
+        bridgectl_local::files::write_replace_synced(&path, &text).map_err(Error::from)
     }
 
     /// The addresses of the keys in the directory (files that do not parse are skipped:
@@ -227,8 +230,8 @@ impl Keystore {
 
     fn key_paths(&self) -> Result<Vec<PathBuf>, Error> {
         let mut paths = Vec::new();
-        for entry in fs::read_dir(&self.dir).map_err(Error::io("cannot list", &self.dir))? {
-            let entry = entry.map_err(Error::io("cannot list", &self.dir))?;
+        for entry in fs::read_dir(&self.dir).map_err(PathError::on("cannot list", &self.dir))? {
+            let entry = entry.map_err(PathError::on("cannot list", &self.dir))?;
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
             // Temp files and the lock file start with '.', so they are never keys.
@@ -360,11 +363,14 @@ impl Keystore {
             .spawn(move || {
                 let _ = tx.send(store.unlock(&selector, &mut passphrase));
             })
-            .map_err(Error::io("cannot start the unlock thread for", &self.dir))?;
-        rx.await.map_err(|_| Error::Io {
-            action: "the unlock thread ended without an answer for",
-            path: self.dir.clone(),
-            source: std::io::Error::other("unlock thread"),
+            .map_err(PathError::on(
+                "cannot start the unlock thread for",
+                &self.dir,
+            ))?;
+        rx.await.map_err(|_| {
+            PathError::on("the unlock thread ended without an answer for", &self.dir)(
+                std::io::Error::other("unlock thread"),
+            )
         })?
     }
 
@@ -526,7 +532,7 @@ impl Keystore {
         let _lock = self.lock()?;
         self.check_unique(&meta, &path)?;
         let tmp = self.write_checked_temp(&bytes, &pass, address)?;
-        bridgectl_files::failpoint::hit("key-temp-written");
+        bridgectl_local::failpoint::hit("key-temp-written");
         // Never overwrite: link() fails if the name exists, then the temp name goes.
         if let Err(e) = fs::hard_link(&tmp, &path) {
             let _ = fs::remove_file(&tmp);
@@ -536,11 +542,11 @@ impl Keystore {
                     path,
                 });
             }
-            return Err(Error::io("cannot create", &path)(e));
+            return Err(PathError::on("cannot create", &path)(e).into());
         }
-        bridgectl_files::failpoint::hit("key-linked-temp-left");
-        fs::remove_file(&tmp).map_err(Error::io("cannot remove", &tmp))?;
-        bridgectl_files::failpoint::hit("key-not-dir-synced");
+        bridgectl_local::failpoint::hit("key-linked-temp-left");
+        fs::remove_file(&tmp).map_err(PathError::on("cannot remove", &tmp))?;
+        bridgectl_local::failpoint::hit("key-not-dir-synced");
         self.sync_dir()?;
         Ok(preview)
     }
@@ -620,12 +626,12 @@ impl Keystore {
             ));
         }
         let tmp = self.write_checked_temp(&new_bytes, &new, info.address)?;
-        bridgectl_files::failpoint::hit("key-temp-written");
+        bridgectl_local::failpoint::hit("key-temp-written");
         if let Err(e) = fs::rename(&tmp, &info.path) {
             let _ = fs::remove_file(&tmp);
-            return Err(Error::io("cannot replace", &info.path)(e));
+            return Err(PathError::on("cannot replace", &info.path)(e).into());
         }
-        bridgectl_files::failpoint::hit("key-not-dir-synced");
+        bridgectl_local::failpoint::hit("key-not-dir-synced");
         self.sync_dir()?;
         info.kdf = KdfSummary {
             algorithm: "argon2id".into(),
@@ -640,16 +646,16 @@ impl Keystore {
     pub fn remove(&self, selector: &str) -> Result<KeyInfo, Error> {
         let _lock = self.lock()?;
         let info = self.find(selector)?;
-        fs::remove_file(&info.path).map_err(Error::io("cannot remove", &info.path))?;
+        fs::remove_file(&info.path).map_err(PathError::on("cannot remove", &info.path))?;
         self.sync_dir()?;
         Ok(info)
     }
 
     fn lock(&self) -> Result<LockGuard, Error> {
         let path = self.dir.join(LOCK_FILE);
-        let file = bridgectl_files::open_lock_file(&path)
-            .map_err(Error::io("cannot open the lock file", &path))?;
-        file.lock().map_err(Error::io("cannot lock", &path))?;
+        let file = bridgectl_local::files::open_lock_file(&path)
+            .map_err(PathError::on("cannot open the lock file", &path))?;
+        file.lock().map_err(PathError::on("cannot lock", &path))?;
         let guard = LockGuard(file);
         // Under the lock no other writer is running, so any temp file is a leftover of
         // a crash: remove it.
@@ -706,7 +712,8 @@ impl Keystore {
     fn sync_dir(&self) -> Result<(), Error> {
         File::open(&self.dir)
             .and_then(|d| d.sync_all())
-            .map_err(Error::io("cannot sync", &self.dir))
+            .map_err(PathError::on("cannot sync", &self.dir))?;
+        Ok(())
     }
 }
 

@@ -95,7 +95,10 @@ impl Anvil {
             let secs = format!("{}.{:03}", block_time_ms / 1000, block_time_ms % 1000);
             cmd.args(["--block-time", &secs]);
         }
-        die_with_parent(&mut cmd);
+        bridgectl_local::child::die_with_parent(
+            cmd.as_std_mut(),
+            bridgectl_local::child::Signal::Kill,
+        );
         let mut child = cmd.spawn().map_err(|source| Error::AnvilSpawn {
             path: binary.to_owned(),
             source,
@@ -155,30 +158,6 @@ impl Drop for Anvil {
         let _ = self.child.try_wait();
     }
 }
-
-/// Asks the kernel to SIGKILL the child when the spawning thread dies (Linux only).
-#[cfg(target_os = "linux")]
-fn die_with_parent(cmd: &mut Command) {
-    let parent = std::process::id();
-    // SAFETY: the hook runs in the forked child before exec and only calls the
-    // async-signal-safe functions prctl(2) and getppid(2); it allocates nothing.
-    #[allow(unsafe_code)]
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The parent may have died between fork and prctl: then nobody would kill us.
-            if libc::getppid() as u32 != parent {
-                return Err(std::io::Error::other("parent exited during spawn"));
-            }
-            Ok(())
-        });
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn die_with_parent(_cmd: &mut Command) {}
 
 /// Whether a process is gone (or a zombie waiting to be reaped, which is as dead).
 pub fn process_is_gone(pid: u32) -> bool {

@@ -20,16 +20,8 @@ pub enum Error {
 
     /// A file beside the log (its kept checkpoint) could not be read or written, or the
     /// log's mode could not be set.
-    #[error("{action} {}", path.display())]
-    Io {
-        /// What was being done, e.g. `cannot read`.
-        action: &'static str,
-        /// The path.
-        path: PathBuf,
-        /// The OS error.
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] bridgectl_local::PathError),
 
     /// The signing log does not hold (an entry altered, removed, reordered or forged),
     /// so its totals cannot be trusted for a spending limit: what
@@ -99,24 +91,4 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
-}
-
-impl Error {
-    pub(crate) fn io(
-        action: &'static str,
-        path: impl Into<PathBuf>,
-    ) -> impl FnOnce(std::io::Error) -> Error {
-        let path = path.into();
-        move |source| Error::Io {
-            action,
-            path,
-            source,
-        }
-    }
-}
-
-impl From<bridgectl_files::WriteError> for Error {
-    fn from(e: bridgectl_files::WriteError) -> Error {
-        Error::io("cannot write", e.path)(e.source)
-    }
 }

@@ -121,7 +121,7 @@ impl SigningLogDb {
             })?;
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let sql = self.sql();
-        bridgectl_sqlite::durable(&mut conn, &sql, |conn| {
+        bridgectl_local::sqlite::durable(&mut conn, &sql, |conn| {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(&sql)?;
@@ -158,7 +158,7 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
     ) -> Result<Checkpoint, bridgectl_tx::Error> {
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let sql = self.sql();
-        let entry = bridgectl_sqlite::durable(
+        let entry = bridgectl_local::sqlite::durable(
             &mut conn,
             |e| boxed(sql(e)),
             |conn| {
@@ -228,7 +228,7 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
     ) -> Result<Checkpoint, bridgectl_tx::Error> {
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let sql = self.sql();
-        let appended = bridgectl_sqlite::durable(
+        let appended = bridgectl_local::sqlite::durable(
             &mut conn,
             |e| boxed(sql(e)),
             |conn| {
@@ -318,10 +318,10 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
     }
 
     /// Copies the log's write-ahead log into the file once it has grown past its
-    /// bound (see `bridgectl_sqlite::tidy`); also done when the log is dropped.
+    /// bound (see `bridgectl_local::sqlite::tidy`); also done when the log is dropped.
     fn tidy(&self) {
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = bridgectl_sqlite::tidy(&conn);
+        let _ = bridgectl_local::sqlite::tidy(&conn);
     }
 
     fn check(&self, key: Address) -> Result<(), bridgectl_tx::Error> {

@@ -4,7 +4,7 @@
 //!
 //! | promise | how |
 //! |---|---|
-//! | an entry is on disk before the signed bytes leave `sign_and_log` | one transaction per append, committed with `synchronous=FULL`: the log's one fsync per signature (see `bridgectl_sqlite`) |
+//! | an entry is on disk before the signed bytes leave `sign_and_log` | one transaction per append, committed with `synchronous=FULL`: the log's one fsync per signature (see `bridgectl_local::sqlite`) |
 //! | two signers never fork the chain | the head is read and the entry inserted inside one `BEGIN IMMEDIATE` |
 //! | limits are not fooled by an edited index column | totals add up the bodies of checked entries, never the columns |
 //! | limits are not reset by rolling the log back | a checkpoint kept beside it (`<log>.checkpoint`, written in place after each append, two slots: [`CHECKPOINT_SLOT_BYTES`]): a log that does not reach it (deleted, truncated, an older copy) refuses to sign until [`SigningLogDb::acknowledge`] |
@@ -16,6 +16,7 @@
 //! The columns besides `body`, `hash` and `sig` (time, key, chain, contract) exist to
 //! filter `log show`; [`SigningLogDb::verify`] checks they agree with the bodies.
 
+use bridgectl_local::PathError;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -35,7 +36,7 @@ pub const SIGNING_LOG_FILE: &str = "signing-log.sqlite3";
 /// Version 2 added `entries_nonce`, the nonce guard's index; version 3 `entries_reset`,
 /// which finds a key's chain resets without reading its other entries; version 4
 /// `entries_genesis`, which finds the entries that name a chain's block 0.
-const SCHEMA: bridgectl_sqlite::Schema = bridgectl_sqlite::Schema {
+const SCHEMA: bridgectl_local::sqlite::Schema = bridgectl_local::sqlite::Schema {
     version: 4,
     sql: SCHEMA_SQL,
 };
@@ -85,10 +86,10 @@ pub(crate) fn row_entry(row: &rusqlite::Row<'_>) -> rusqlite::Result<Entry> {
 }
 
 impl Drop for SigningLogDb {
-    /// Keeps the log's write-ahead log small, after the work (see `bridgectl_sqlite::tidy`).
+    /// Keeps the log's write-ahead log small, after the work (see `bridgectl_local::sqlite::tidy`).
     fn drop(&mut self) {
         let conn = self.conn.get_mut().unwrap_or_else(|p| p.into_inner());
-        let _ = bridgectl_sqlite::tidy(conn);
+        let _ = bridgectl_local::sqlite::tidy(conn);
     }
 }
 
@@ -109,10 +110,11 @@ impl SigningLogDb {
             path: path.clone(),
             source: e,
         };
-        let conn = bridgectl_sqlite::open(&path, &SCHEMA).map_err(sql)?;
+        let conn = bridgectl_local::sqlite::open(&path, &SCHEMA).map_err(sql)?;
         // What was signed with which key is the keys' business: readable by their owner
         // only, like the key files (SQLite gives its -wal and -shm files the same mode).
-        bridgectl_files::restrict(&path).map_err(Error::io("cannot set the mode of", &path))?;
+        bridgectl_local::files::restrict(&path)
+            .map_err(PathError::on("cannot set the mode of", &path))?;
         Ok(SigningLogDb {
             path,
             conn: Mutex::new(conn),
@@ -336,7 +338,7 @@ impl SigningLogDb {
         match read {
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Error::io("cannot read", &path)(e)),
+            Err(e) => return Err(PathError::on("cannot read", &path)(e).into()),
         }
         if bytes.len() as u64 > MAX_CHECKPOINT_FILE_BYTES {
             return Err(Error::Checkpoint {
@@ -362,7 +364,7 @@ impl SigningLogDb {
             return self.write_kept(kept);
         }
         let offset = (kept.count % 2) * CHECKPOINT_SLOT_BYTES as u64;
-        Ok(bridgectl_files::overwrite_at(
+        Ok(bridgectl_local::files::overwrite_at(
             &path,
             offset,
             &encode_slot(kept),
@@ -374,7 +376,7 @@ impl SigningLogDb {
     pub(crate) fn write_kept(&self, kept: &KeptCheckpoint) -> Result<(), Error> {
         let path = self.checkpoint_path();
         let slot = encode_slot(kept);
-        Ok(bridgectl_files::write_replace(
+        Ok(bridgectl_local::files::write_replace(
             &path,
             &[slot.as_slice(), slot.as_slice()].concat(),
         )?)

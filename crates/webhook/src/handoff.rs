@@ -563,7 +563,7 @@ impl Attempt {
 
 /// The shell that runs an exec command (`$1`) as its child, with the event's body
 /// on stdin, and takes the child's whole process group down with it when it gets
-/// SIGTERM: the parent-death signal it is given ([`die_with_listener`]). A plain
+/// SIGTERM: the parent-death signal it is given (`bridgectl_local::child`). A plain
 /// `sh -c CMD` would die alone and leave what CMD started (a pipeline, `sleep`, a
 /// worker) running as an orphan. fd 3 carries stdin past the rule that gives a
 /// background command /dev/null; `wait` returns at once when the trapped signal comes.
@@ -606,7 +606,12 @@ async fn exec(
         .stdin(Stdio::from(stdin))
         // Its own group, so a timeout or a stop kills everything it started.
         .process_group(0);
-    die_with_listener(&mut command);
+    // SIGTERM when the listener dies (this process killed, SIGKILL included): the exec
+    // wrapper then kills its group. A child whose listener died first never runs.
+    bridgectl_local::child::die_with_parent(
+        command.as_std_mut(),
+        bridgectl_local::child::Signal::Term,
+    );
     let child = command
         .spawn()
         .map_err(|e| format!("could not start sh: {e}"))?;
@@ -658,34 +663,6 @@ fn kill_group(pgid: i32) {
         libc::kill(-pgid, libc::SIGKILL);
     }
 }
-
-/// Asks the kernel to send the child SIGTERM when the thread that spawns it dies (this
-/// process killed, SIGKILL included): [`EXEC_WRAPPER`] then kills its group. A child whose
-/// listener died before the request took effect never runs at all. The hand-off spawns
-/// from the runtime's worker threads, which live as long as the listener. Linux only.
-#[cfg(target_os = "linux")]
-fn die_with_listener(command: &mut tokio::process::Command) {
-    let parent = std::process::id();
-    // SAFETY: the hook runs in the forked child before exec and only calls the
-    // async-signal-safe functions prctl(2) and getppid(2); it allocates nothing.
-    #[allow(unsafe_code)]
-    unsafe {
-        command.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The listener may have died between fork and prctl: then nobody would stop
-            // this run, so it does not start.
-            if libc::getppid() as u32 != parent {
-                return Err(std::io::Error::other("the listener exited during spawn"));
-            }
-            Ok(())
-        });
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn die_with_listener(_command: &mut tokio::process::Command) {}
 
 /// The forward client, under the rules of every client of the project
 /// ([`bridgectl_http::client_builder`]): redirects are not followed (a redirect would

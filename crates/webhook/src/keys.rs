@@ -275,9 +275,9 @@ impl KeyFile {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        bridgectl_files::create_private_dir(&dir).map_err(|e| self.io(e))?;
+        bridgectl_local::files::create_private_dir(&dir).map_err(|e| self.io(e))?;
         let lock_path = with_suffix(&self.path, ".lock");
-        let lock = bridgectl_files::open_lock_file(&lock_path).map_err(|e| self.io(e))?;
+        let lock = bridgectl_local::files::open_lock_file(&lock_path).map_err(|e| self.io(e))?;
         lock.lock().map_err(|e| self.io(e))?;
 
         let mut disk = self.read_disk()?;
@@ -289,7 +289,7 @@ impl KeyFile {
             }
         })?);
         text.push('\n');
-        bridgectl_files::write_replace_synced(&self.path, text.as_bytes())
+        bridgectl_local::files::write_replace_synced(&self.path, text.as_bytes())
             .map_err(|e| self.io(e.source))
     }
 }

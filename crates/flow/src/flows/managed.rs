@@ -47,7 +47,7 @@ impl Flows {
             })
             .inspect_err(|e| run.fail("refused", e))?;
         self.journal.record_signed(run.tx_id(), &signed)?;
-        bridgectl_sqlite::failpoint::hit("journaled-not-sent");
+        bridgectl_local::failpoint::hit("journaled-not-sent");
         let submitted = run.submit(&signed, progress).await?;
         self.await_inclusion(which, &submitted, progress).await?;
         Ok(submitted)

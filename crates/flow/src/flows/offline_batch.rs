@@ -703,14 +703,14 @@ impl OfflineSigner<'_> {
                 bridgectl_tx::log::unix_now(),
             )
             .await?;
-            bridgectl_sqlite::failpoint::hit("batch-logged-not-journaled");
+            bridgectl_local::failpoint::hit("batch-logged-not-journaled");
             let records: Vec<(&str, &SignedTx)> = group
                 .iter()
                 .zip(&signed)
                 .map(|(item, s)| (item.tx_id.as_str(), s))
                 .collect();
             self.journal.record_signed_group(&records)?;
-            bridgectl_sqlite::failpoint::hit("batch-journaled");
+            bridgectl_local::failpoint::hit("batch-journaled");
             for (item, s) in group.iter().zip(signed) {
                 signed_now.insert(item.index, s);
             }

@@ -511,11 +511,11 @@ pub(super) async fn sign_verified(
         .map_err(Error::from);
     drop(signer);
     let signed = signed.inspect_err(|e| fail("not-signed", e))?;
-    bridgectl_sqlite::failpoint::hit("signed-not-journaled");
+    bridgectl_local::failpoint::hit("signed-not-journaled");
     match purpose {
         Purpose::Original => journal.record_signed(tx_id, &signed)?,
         _ => journal.record_replacement(tx_id, &signed, purpose)?,
     }
-    bridgectl_sqlite::failpoint::hit("journaled-not-sent");
+    bridgectl_local::failpoint::hit("journaled-not-sent");
     Ok(signed)
 }

@@ -27,15 +27,16 @@ impl Journal {
             return Ok(BatchLock { _file: None });
         }
         let dir = self.path.with_extension("batch-locks");
-        bridgectl_files::create_private_dir(&dir).map_err(|source| Error::JournalDir {
+        bridgectl_local::files::create_private_dir(&dir).map_err(|source| Error::JournalDir {
             path: dir.display().to_string(),
             source,
         })?;
         let path = dir.join(format!("{batch_id}.lock"));
-        let file = bridgectl_files::open_lock_file(&path).map_err(|source| Error::JournalDir {
-            path: path.display().to_string(),
-            source,
-        })?;
+        let file =
+            bridgectl_local::files::open_lock_file(&path).map_err(|source| Error::JournalDir {
+                path: path.display().to_string(),
+                source,
+            })?;
         match file.try_lock() {
             Ok(()) => Ok(BatchLock { _file: Some(file) }),
             Err(std::fs::TryLockError::WouldBlock) => Err(Error::BatchRunning {

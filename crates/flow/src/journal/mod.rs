@@ -44,7 +44,7 @@ pub struct Journal {
     timing: crate::timing::Timing,
 }
 
-const SCHEMA: bridgectl_sqlite::Schema = bridgectl_sqlite::Schema {
+const SCHEMA: bridgectl_local::sqlite::Schema = bridgectl_local::sqlite::Schema {
     version: 5,
     sql: SCHEMA_SQL,
 };
@@ -156,22 +156,25 @@ impl Journal {
     /// cut can lose only the last of them, together with everything after); the record
     /// of a signature (its signed bytes) and of a batch are fsync'd before
     /// they return, and carry every earlier step to disk with them (see
-    /// `bridgectl_sqlite`).
+    /// `bridgectl_local::sqlite`).
     pub fn open(path: impl AsRef<Path>) -> Result<Journal, Error> {
         let path = path.as_ref().to_path_buf();
         if let Some(dir) = path.parent() {
-            bridgectl_files::create_private_dir(dir).map_err(|source| Error::JournalDir {
-                path: dir.display().to_string(),
-                source,
+            bridgectl_local::files::create_private_dir(dir).map_err(|source| {
+                Error::JournalDir {
+                    path: dir.display().to_string(),
+                    source,
+                }
             })?;
         }
-        let conn = bridgectl_sqlite::open(&path, &SCHEMA).map_err(|source| Error::Journal {
-            path: path.display().to_string(),
-            source,
-        })?;
+        let conn =
+            bridgectl_local::sqlite::open(&path, &SCHEMA).map_err(|source| Error::Journal {
+                path: path.display().to_string(),
+                source,
+            })?;
         // Best effort: the journal holds signed transactions (public once sent) and
         // intents, no secrets; 0600 keeps other users from reading what you did.
-        let _ = bridgectl_files::restrict(&path);
+        let _ = bridgectl_local::files::restrict(&path);
         Ok(Journal::new(conn, path))
     }
 
@@ -179,10 +182,11 @@ impl Journal {
     /// keep their own records (nothing survives a crash, so `resume` has nothing to
     /// find).
     pub fn in_memory() -> Result<Journal, Error> {
-        let conn = bridgectl_sqlite::open_in_memory(&SCHEMA).map_err(|source| Error::Journal {
-            path: ":memory:".into(),
-            source,
-        })?;
+        let conn =
+            bridgectl_local::sqlite::open_in_memory(&SCHEMA).map_err(|source| Error::Journal {
+                path: ":memory:".into(),
+                source,
+            })?;
         Ok(Journal::new(conn, PathBuf::from(":memory:")))
     }
 
@@ -202,12 +206,12 @@ impl Journal {
     }
 
     /// Keeps the journal's write-ahead log small: copies it into the database once it
-    /// has grown past its bound (best effort; see `bridgectl_sqlite::tidy`). Runs when
+    /// has grown past its bound (best effort; see `bridgectl_local::sqlite::tidy`). Runs when
     /// the journal is dropped; a long run (a batch) calls it between items, never
     /// between a signature's record and its submission.
     pub fn tidy(&self) {
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = bridgectl_sqlite::tidy(&conn);
+        let _ = bridgectl_local::sqlite::tidy(&conn);
     }
 
     /// The database file.
@@ -241,7 +245,7 @@ impl Journal {
         &self,
         f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
     ) -> Result<T, Error> {
-        self.with(|c| bridgectl_sqlite::durable(c, |e| e, f))
+        self.with(|c| bridgectl_local::sqlite::durable(c, |e| e, f))
     }
 }
 

@@ -469,11 +469,11 @@ impl Files {
 
     fn create(&self) -> Result<(), Error> {
         if let Some(dir) = self.path.parent() {
-            bridgectl_files::create_private_dir(dir).map_err(|e| self.io(e))?;
+            bridgectl_local::files::create_private_dir(dir).map_err(|e| self.io(e))?;
         }
         // The file and its WAL private, their directory entry durable (SQLite is built
-        // without its own directory fsync: see `bridgectl_sqlite::prepare_files`).
-        bridgectl_sqlite::prepare_files(&self.path).map_err(|e| self.sql(e))
+        // without its own directory fsync: see `bridgectl_local::sqlite::prepare_files`).
+        bridgectl_local::sqlite::prepare_files(&self.path).map_err(|e| self.sql(e))
     }
 
     fn connect(&self, create: bool) -> Result<Connection, Error> {

@@ -21,10 +21,6 @@
 //! signature can be lost to a power cut only together with the signature's own record,
 //! which is never lost once [`durable`] returned.
 
-/// The crash windows of the local state's writes, made reachable on purpose (the
-/// failpoints live in `bridgectl-files`, which the keystore shares without SQLite).
-pub use bridgectl_files::failpoint;
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -179,7 +175,7 @@ fn make_files(path: &Path) -> rusqlite::Result<bool> {
     let wal = PathBuf::from(format!("{}-wal", path.display()));
     let mut made = false;
     for file in [path, wal.as_path()] {
-        match bridgectl_files::create_new_private(file) {
+        match crate::files::create_new_private(file) {
             Ok(_) => made = true,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(io_failure(file, e)),

@@ -18,8 +18,7 @@
 //! | `batch-journaled` | a group of a batch's signed bytes is in the journal; the signed batch file is not written yet |
 //!
 //! They live here, beside the private writes of the local state, because every crate
-//! that writes such state (keystore, signing log, flow) depends on this one; SQLite's
-//! crate re-exports them as `bridgectl_sqlite::failpoint`.
+//! that writes such state (keystore, signing log, flow) depends on this one.
 
 /// Aborts the process when `BRIDGECTL_FAILPOINT` names `name` (debug builds only).
 #[inline]

@@ -1,8 +1,8 @@
 //! Private files of the local state (the keystore's keys, the signing log's checkpoint):
 //! written through a temp file beside the target, mode 0600, created exclusively (never
 //! an existing file), then renamed or linked into place, so a reader sees the old content
-//! or the new, never half of it. And [`failpoint`], which stops a process inside the
-//! crash windows of such writes on purpose.
+//! or the new, never half of it. ([`crate::failpoint`] stops a process inside the
+//! crash windows of such writes on purpose.)
 //!
 //! Temp names start with [`TEMP_PREFIX`] (`.tmp-`, then a random id): hidden, never a
 //! key file's name, and what a writer holding its directory's lock may remove as a
@@ -15,8 +15,6 @@
 //! overwritten ([`write_new`]), or written in place where their layout allows it
 //! ([`overwrite_at`]).
 
-pub mod failpoint;
-
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
@@ -25,16 +23,9 @@ use std::path::{Path, PathBuf};
 /// How every temp file written here starts.
 pub const TEMP_PREFIX: &str = ".tmp-";
 
-/// A write that failed: the file it was writing and the OS error.
-#[derive(Debug, thiserror::Error)]
-#[error("cannot write {}", path.display())]
-pub struct WriteError {
-    /// The file (a temp file, or the file it was to replace).
-    pub path: PathBuf,
-    /// The OS error.
-    #[source]
-    pub source: std::io::Error,
-}
+/// A write that failed: the file it was writing (a temp file, or the file it was to
+/// replace) and the OS error, as `cannot write PATH`.
+pub type WriteError = crate::PathError;
 
 /// Makes `dir` and its missing parents, each made here mode 0700; an existing
 /// directory is left as it is (its owner chose its mode).
@@ -100,7 +91,11 @@ pub fn write_temp(dir: &Path, bytes: &[u8], sync: bool) -> Result<PathBuf, Write
         Ok(()) => Ok(tmp),
         Err(source) => {
             let _ = fs::remove_file(&tmp);
-            Err(WriteError { path: tmp, source })
+            Err(crate::PathError {
+                action: "cannot write",
+                path: tmp,
+                source,
+            })
         }
     }
 }
@@ -122,7 +117,8 @@ pub fn write_replace_synced(path: &Path, bytes: &[u8]) -> Result<(), WriteError>
 
 fn replace_with(path: &Path, bytes: &[u8], sync: bool) -> Result<(), WriteError> {
     let tmp = write_temp(parent(path), bytes, sync)?;
-    let failed = |source| WriteError {
+    let failed = |source| crate::PathError {
+        action: "cannot write",
         path: path.to_owned(),
         source,
     };
@@ -148,7 +144,8 @@ pub fn overwrite_at(path: &Path, offset: u64, bytes: &[u8]) -> Result<(), WriteE
         .write(true)
         .open(path)
         .and_then(|f| f.write_all_at(bytes, offset))
-        .map_err(|source| WriteError {
+        .map_err(|source| crate::PathError {
+            action: "cannot write",
             path: path.to_owned(),
             source,
         })
@@ -161,7 +158,8 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     let tmp = write_temp(parent(path), bytes, true)?;
     let linked = fs::hard_link(&tmp, path);
     let _ = fs::remove_file(&tmp);
-    let failed = |source| WriteError {
+    let failed = |source| crate::PathError {
+        action: "cannot write",
         path: path.to_owned(),
         source,
     };

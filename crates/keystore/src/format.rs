@@ -4,6 +4,7 @@
 //! except the ciphertext is bound to it as associated data, in a canonical encoding
 //! rebuilt from the parsed fields, so editing any of them makes decryption fail.
 
+use bridgectl_secret::ExposeSecret;
 use std::path::Path;
 
 use aes_gcm::aead::{Aead, KeyInit, Payload};

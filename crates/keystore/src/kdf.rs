@@ -1,6 +1,7 @@
 //! Argon2id parameters for our own files: defaults, the floor for new files, the cap for
 //! files we read, and the derivation itself.
 
+use bridgectl_secret::ExposeSecretMut;
 use std::fmt;
 use std::path::Path;
 
@@ -140,7 +141,7 @@ impl KdfParams {
         let params = self.argon2_params().map_err(crypto)?;
         let argon =
             argon2::Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params);
-        let mut key = SecretBytes::zero();
+        let mut key = SecretBytes::default();
         // The lanes run on a pool of exactly `p` threads made for this derivation, not
         // on rayon's global pool, which starts one thread per CPU (64 on a large server)
         // for a file that asks for one lane, and keeps them for the process's life.
@@ -195,6 +196,7 @@ pub enum KdfCost {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bridgectl_secret::ExposeSecret;
 
     #[test]
     fn default_is_rfc9106_second_option() {

@@ -1,13 +1,9 @@
 //! Secret-holding types and the passphrase callback.
 //!
 //! Every secret is a [`Secret`] (a `secrecy` box, wiped on drop, the one type every bridgectl
-//! crate uses for secrets) or a [`Zeroizing`] buffer, has a hand-written `Debug` that prints
-//! nothing of it, and no `Display` or `Serialize`: the only way to read one is
+//! crate uses for secrets) or key bytes in a `secrecy` box of their own, has a `Debug` that
+//! prints nothing of it, and no `Display` or `Serialize`: the only way to read one is
 //! `expose_secret()`, so a grep finds every read.
-
-use std::fmt;
-
-use zeroize::Zeroizing;
 
 use crate::Error;
 use crate::key_info::KeyInfo;
@@ -22,28 +18,9 @@ pub type Passphrase = Secret;
 /// imported. The same [`Secret`] type.
 pub type SecretText = Secret;
 
-/// 32 bytes of key material (a private key or a derived encryption key), wiped on drop.
-pub(crate) struct SecretBytes(pub(crate) Zeroizing<[u8; 32]>);
-
-impl SecretBytes {
-    pub(crate) fn zero() -> Self {
-        Self(Zeroizing::new([0u8; 32]))
-    }
-
-    pub(crate) fn expose_secret(&self) -> &[u8; 32] {
-        &self.0
-    }
-
-    pub(crate) fn expose_secret_mut(&mut self) -> &mut [u8; 32] {
-        &mut self.0
-    }
-}
-
-impl fmt::Debug for SecretBytes {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("SecretBytes(<redacted>)")
-    }
-}
+/// 32 bytes of key material (a private key or a derived encryption key): `secrecy`'s box,
+/// wiped on drop, redacted in `Debug`.
+pub(crate) type SecretBytes = bridgectl_secret::KeyBytes;
 
 /// Why a passphrase is wanted, so the caller can word its prompt (and ask for a
 /// confirmation when a new passphrase is being set).

@@ -6,6 +6,7 @@
 //! before any derivation, the MAC is compared in constant time, and a stored `address`
 //! must match the decrypted key.
 
+use bridgectl_secret::{ExposeSecret, ExposeSecretMut};
 use std::path::Path;
 
 use aes::cipher::{KeyIvInit, StreamCipher};
@@ -316,7 +317,7 @@ fn apply_ctr(
 
 impl ParsedWeb3 {
     fn derive(&self, path: &Path, passphrase: &Passphrase) -> Result<SecretBytes, Error> {
-        let mut dk = SecretBytes::zero();
+        let mut dk = SecretBytes::default();
         let pw = passphrase.expose_secret().as_bytes();
         match &self.kdf {
             Kdf::Scrypt { params, salt } => {
@@ -349,7 +350,7 @@ impl ParsedWeb3 {
                 source: bridgectl_secret::WrongSecret,
             });
         }
-        let mut secret = SecretBytes::zero();
+        let mut secret = SecretBytes::default();
         let start = 32 - self.ciphertext.len();
         let out = &mut secret.expose_secret_mut()[start..];
         out.copy_from_slice(&self.ciphertext);
@@ -420,7 +421,7 @@ pub(crate) fn encrypt(
             found: format!("{params:?}"),
             reason: e.to_string(),
         })?;
-    let mut dk = SecretBytes::zero();
+    let mut dk = SecretBytes::default();
     scrypt::scrypt(
         passphrase.expose_secret().as_bytes(),
         &salt,

@@ -2,6 +2,7 @@
 //! writes under a lock file.
 
 use bridgectl_local::PathError;
+use bridgectl_secret::{ExposeSecret, ExposeSecretMut};
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
@@ -397,7 +398,7 @@ impl Keystore {
         passphrases: &mut dyn PassphraseProvider,
         kdf: &KdfParams,
     ) -> Result<KeyInfo, Error> {
-        let mut secret = crate::secret::SecretBytes::zero();
+        let mut secret = crate::secret::SecretBytes::default();
         // A random 256-bit string is a valid scalar except with probability ~2^-128.
         let signer = loop {
             format::random(secret.expose_secret_mut())?;
@@ -424,7 +425,7 @@ impl Keystore {
                 reason: format!("expected 64 hex digits, found {} characters", hex.len()),
             });
         }
-        let mut secret = crate::secret::SecretBytes::zero();
+        let mut secret = crate::secret::SecretBytes::default();
         hex::decode_to_slice(hex, secret.expose_secret_mut()).map_err(|_| Error::InvalidKey {
             reason: "not hexadecimal".into(),
         })?;

@@ -3,8 +3,15 @@
 
 use std::fmt;
 
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::SecretString;
+pub use secrecy::{ExposeSecret, ExposeSecretMut};
 use zeroize::Zeroizing;
+
+/// 32 bytes of key material (a private key, a key derived from a passphrase): `secrecy`'s
+/// box as it is (wiped on drop, `Debug` prints nothing of it, read through
+/// [`ExposeSecret::expose_secret`] and written through [`ExposeSecretMut::expose_secret_mut`]
+/// only), on the heap so that moving it leaves no copy behind.
+pub type KeyBytes = secrecy::SecretBox<[u8; 32]>;
 
 /// A secret string. Wiped from memory on drop; never printed.
 ///
@@ -95,6 +102,14 @@ mod tests {
         assert_eq!(s.expose_secret(), "hunter2-very-secret");
         assert_eq!(s.clone(), s);
         assert_ne!(Secret::new("a"), s);
+    }
+
+    #[test]
+    fn key_bytes_debug_prints_none_of_them() {
+        let mut key = KeyBytes::default();
+        key.expose_secret_mut().fill(0xab);
+        assert!(!format!("{key:?}").contains("171"));
+        assert_eq!(key.expose_secret(), &[0xab; 32]);
     }
 
     #[test]

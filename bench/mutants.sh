@@ -35,15 +35,16 @@ core)
         crates/tx/src/policy.rs
         crates/tx/src/rawtx.rs
         crates/tx/src/decode.rs
-        crates/tx/src/sign.rs
+        crates/tx/src/local_signing.rs
         crates/keystore/src/format.rs
         crates/keystore/src/secret_storage.rs
         crates/keystore/src/kdf.rs
     )
     ;;
 guard)
-    files=(crates/tx/src/log.rs crates/tx/src/limits.rs crates/tx/src/sign.rs
-        crates/signing-log/src/store.rs)
+    files=(crates/tx/src/signing_log.rs crates/tx/src/limits.rs crates/tx/src/local_signing.rs
+        crates/tx/src/signer.rs crates/signing-log/src/signing.rs crates/signing-log/src/store.rs
+        crates/signing-log/src/walk.rs)
     # The guard's tests are the signing log's (tests/signing_log.rs), whichever crate the
     # mutant is in; only the deciding functions, not the plumbing.
     packages=(--package bridgectl-tx --package bridgectl-signing-log
@@ -52,10 +53,13 @@ guard)
     ;;
 state)
     files=(
-        crates/flow/src/journal.rs
+        crates/flow/src/journal/flows.rs
+        crates/flow/src/journal/groups.rs
+        crates/flow/src/journal/nonces.rs
         crates/flow/src/flows/resume.rs
         crates/keystore/src/store.rs
-        crates/webhook/src/store/sqlite.rs
+        crates/webhook/src/store/sqlite/mod.rs
+        crates/webhook/src/store/sqlite/writer.rs
     )
     # The deciding functions: nonce reservation and the journal's record of signatures,
     # what resume takes up, the key writes, and the webhook re-verification.

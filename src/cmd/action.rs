@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use alloy_primitives::Address;
-use bridgectl_flow::{ActionCall, ActionResult, FlowStatus, Mode, Submitter};
+use bridgectl_flow::{ActionCall, ActionResult, FlowStatus, SigningMode, Submitter};
 use bridgectl_tx::request::Intent;
 use clap::{Args, Subcommand};
 use serde_json::json;
@@ -233,12 +233,12 @@ fn exec(global: &GlobalOpts, mut args: ExecArgs) -> anyhow::Result<()> {
     })?;
     let mut approver = session.approver();
     let mut progress = StderrProgress;
-    let mode: Mode<'_, CliApprover<'_>> = match (&args.out, local_key) {
-        (Some(_), _) => Mode::WriteRequest {
+    let mode: SigningMode<'_, CliApprover<'_>> = match (&args.out, local_key) {
+        (Some(_), _) => SigningMode::WriteRequest {
             profile: Some(global.profile.clone()),
         },
-        (None, true) => Mode::SignHere(&mut approver, &mut progress),
-        (None, false) => Mode::ExecuteOnly,
+        (None, true) => SigningMode::SignHere(&mut approver, &mut progress),
+        (None, false) => SigningMode::ExecuteOnly,
     };
     let result = match session.runtime.block_on(flows.run_action(&call, mode)) {
         Err(e @ bridgectl_flow::Error::NoSigner { .. }) => {

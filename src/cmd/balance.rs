@@ -4,7 +4,7 @@
 //! coin each chain's gas is paid in, from its node (`-` without one).
 
 use alloy_primitives::{Address, U256};
-use bridgectl_flow::{Submitter, Which};
+use bridgectl_flow::{Submitter, TokenSide};
 use clap::Args;
 use serde_json::json;
 
@@ -48,10 +48,10 @@ pub fn run(global: &GlobalOpts, args: BalanceArgs) -> anyhow::Result<()> {
     for (address, label) in accounts {
         let row = session.runtime.block_on(async {
             Ok::<_, bridgectl_flow::Error>(Row {
-                mt: flows.token_balance(Which::Mt, address).await?,
-                st: flows.token_balance(Which::St, address).await?,
-                gas_main: flows.gas_balance(Which::Mt, address).await?,
-                gas_side: flows.gas_balance(Which::St, address).await?,
+                mt: flows.token_balance(TokenSide::Mt, address).await?,
+                st: flows.token_balance(TokenSide::St, address).await?,
+                gas_main: flows.gas_balance(TokenSide::Mt, address).await?,
+                gas_side: flows.gas_balance(TokenSide::St, address).await?,
                 address,
                 label,
             })

@@ -16,7 +16,7 @@ use anyhow::{Context, Result};
 use bridgectl_flow::client::{AccessToken, ClientOptions, PlatformClient};
 use bridgectl_flow::{
     ApproveFuture, Approver, Bridge, ChainSide, Flows, GasPriceCap, GasSource, Journal,
-    NonceSource, PegRatio, Review, SwapCredit, SwapSpec, TransferSpec, WaitOptions, Which,
+    NonceSource, PegRatio, Review, SwapCredit, SwapSpec, TokenSide, TransferSpec, WaitOptions,
 };
 use bridgectl_keystore::{KdfParams, Keystore, Passphrase};
 use bridgectl_sandbox::{Sandbox, SandboxConfig};
@@ -219,7 +219,7 @@ async fn run_flows(
     let funded = flows
         .transfer(
             &TransferSpec {
-                which: Which::Mt,
+                token: TokenSide::Mt,
                 from: info.dev.address,
                 to: user,
                 amount: fund,
@@ -341,7 +341,7 @@ async fn run_flows(
 
 async fn balances(flows: &Flows, who: Address) -> Result<(U256, U256)> {
     Ok((
-        flows.token_balance(Which::Mt, who).await?,
-        flows.token_balance(Which::St, who).await?,
+        flows.token_balance(TokenSide::Mt, who).await?,
+        flows.token_balance(TokenSide::St, who).await?,
     ))
 }

@@ -145,7 +145,7 @@ pub fn run(global: &GlobalOpts, cmd: LogCommand) -> anyhow::Result<()> {
             let mut passphrases = crate::passphrase::CliPassphrases::new(&args.passphrase);
             passphrases.ensure_available()?;
             let signer = passphrases.unlock_key(&store, &key)?;
-            let head = log.acknowledge(&signer, bridgectl_tx::log::unix_now())?;
+            let head = log.acknowledge(&signer, bridgectl_tx::signing_log::unix_now())?;
             if global.json {
                 return crate::output::json(&json!({
                     "acknowledged": true, "count": head.count, "head": head.head,
@@ -189,7 +189,7 @@ pub fn run(global: &GlobalOpts, cmd: LogCommand) -> anyhow::Result<()> {
                 let mut stranger = None;
                 log.each(|entry, columns| {
                     if stranger.is_none() && !known.contains(&columns.key) {
-                        stranger = Some(bridgectl_tx::log::BadEntry {
+                        stranger = Some(bridgectl_tx::signing_log::BadEntry {
                             seq: entry.seq,
                             reason: format!(
                                 "signed by {}, which is not a key of this keystore (a key \
@@ -354,7 +354,7 @@ fn parse_since(text: &str) -> anyhow::Result<u64> {
         return Ok(secs);
     }
     if let Ok(w) = text.parse::<bridgectl_tx::limits::Window>() {
-        return Ok(bridgectl_tx::log::unix_now().saturating_sub(w.0));
+        return Ok(bridgectl_tx::signing_log::unix_now().saturating_sub(w.0));
     }
     // The parse error once: it prints its cause and also returns it as its source.
     let d = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)

@@ -2,7 +2,7 @@
 //! account signed by the platform (operation 2, checked against what was asked) and
 //! submitted (operation 3).
 
-use bridgectl_flow::{Submitter, TransferSpec, Which};
+use bridgectl_flow::{Submitter, TokenSide, TransferSpec};
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
@@ -56,8 +56,8 @@ pub fn run(global: &GlobalOpts, args: TransferArgs) -> anyhow::Result<()> {
     let to = session.account(&args.to)?;
     let bridge = session.bridge()?;
     let (which, side) = match args.token {
-        TokenArg::Mt => (Which::Mt, &bridge.main),
-        TokenArg::St => (Which::St, &bridge.side),
+        TokenArg::Mt => (TokenSide::Mt, &bridge.main),
+        TokenArg::St => (TokenSide::St, &bridge.side),
     };
     let amount = parse_amount(&args.amount, side.decimals, "--amount")?;
     let (nonce, gas) = args.build.sources(side.rpc_url.is_some())?;
@@ -74,7 +74,7 @@ pub fn run(global: &GlobalOpts, args: TransferArgs) -> anyhow::Result<()> {
     };
     let flows = session.flows(submitter, |_| {})?;
     let spec = TransferSpec {
-        which,
+        token: which,
         from,
         to,
         amount,

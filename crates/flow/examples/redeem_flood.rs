@@ -81,7 +81,7 @@ async fn main() -> Result<(), Failure> {
             chain_id,
             value: U256::ZERO,
         };
-        let legacy = bridgectl_tx::sign::to_legacy(&tx);
+        let legacy = bridgectl_tx::local_signing::to_legacy(&tx);
         let sig = signer.sign_hash_sync(&legacy.signature_hash())?;
         let mut raw = Vec::new();
         legacy.rlp_encode_signed(&sig, &mut raw);

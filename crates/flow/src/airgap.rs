@@ -51,18 +51,18 @@ pub fn check_bundle(
 ) -> Result<CheckedBundle, Error> {
     let bundle: SignedBundle =
         bridgectl_json::from_slice_to(bundle_bytes).map_err(Error::NotBundle)?;
-    if bundle.format != bridgectl_tx::sign::BUNDLE_FORMAT {
+    if bundle.format != bridgectl_tx::local_signing::BUNDLE_FORMAT {
         return Err(Error::BundleMismatch(format!(
             "format is {:?}, expected {:?}",
             bundle.format,
-            bridgectl_tx::sign::BUNDLE_FORMAT
+            bridgectl_tx::local_signing::BUNDLE_FORMAT
         )));
     }
-    if bundle.version != bridgectl_tx::sign::BUNDLE_VERSION {
+    if bundle.version != bridgectl_tx::local_signing::BUNDLE_VERSION {
         return Err(Error::BundleMismatch(format!(
             "version {} is not supported (this bridgectl reads {})",
             bundle.version,
-            bridgectl_tx::sign::BUNDLE_VERSION
+            bridgectl_tx::local_signing::BUNDLE_VERSION
         )));
     }
     let decoded = bridgectl_tx::decode::decode_signed(&bundle.signed_tx)?;

@@ -28,7 +28,7 @@ use std::path::Path;
 use alloy_primitives::{Address, U256};
 use serde_json::Value;
 
-use crate::flows::{BatchItem, BatchOp, Which};
+use crate::flows::{BatchItem, BatchOp, TokenSide};
 
 /// The largest batch file a caller should read: far above a million items, far below
 /// what could exhaust memory.
@@ -190,7 +190,7 @@ impl BatchRow {
     pub fn item(
         &self,
         account: &dyn Fn(&str) -> Result<Address, String>,
-        decimals: &dyn Fn(Which) -> u8,
+        decimals: &dyn Fn(TokenSide) -> u8,
     ) -> Result<BatchItem, BatchFileError> {
         let at = |reason: String| refuse(self.line, reason);
         if let Some(name) = self.fields.keys().find(|k| !FIELDS.contains(&k.as_str())) {
@@ -210,20 +210,20 @@ impl BatchRow {
             account(text).map_err(|e| at(bridgectl_tx::text::printable(&e).into_owned()))
         };
         let from = resolve(field("from")?)?;
-        let amount_of = |which: Which| amount(field("amount")?, decimals(which)).map_err(&at);
+        let amount_of = |which: TokenSide| amount(field("amount")?, decimals(which)).map_err(&at);
         let op = match field("op")?.to_ascii_lowercase().as_str() {
             "redeem" => BatchOp::Redeem {
                 from,
-                amount: amount_of(Which::St)?,
+                amount: amount_of(TokenSide::St)?,
             },
             "swap" => BatchOp::Swap {
                 from,
-                amount: amount_of(Which::Mt)?,
+                amount: amount_of(TokenSide::Mt)?,
             },
             "transfer" => {
                 let token = match field("token")?.to_ascii_lowercase().as_str() {
-                    "mt" => Which::Mt,
-                    "st" => Which::St,
+                    "mt" => TokenSide::Mt,
+                    "st" => TokenSide::St,
                     other => return Err(at(format!("token {}: mt or st", shown(other)))),
                 };
                 BatchOp::Transfer {
@@ -251,7 +251,7 @@ pub fn read_items(
     text: &str,
     format: BatchFormat,
     account: &dyn Fn(&str) -> Result<Address, String>,
-    decimals: &dyn Fn(Which) -> u8,
+    decimals: &dyn Fn(TokenSide) -> u8,
 ) -> Result<Vec<BatchItem>, BatchFileError> {
     read_rows(text, format)?
         .iter()
@@ -267,10 +267,10 @@ mod tests {
         text.parse().map_err(|_| format!("{text} is no account"))
     }
 
-    fn decimals(which: Which) -> u8 {
+    fn decimals(which: TokenSide) -> u8 {
         match which {
-            Which::Mt => 18,
-            Which::St => 6,
+            TokenSide::Mt => 18,
+            TokenSide::St => 6,
         }
     }
 
@@ -300,7 +300,7 @@ mod tests {
             }
         );
         assert!(
-            matches!(a[1].op, BatchOp::Transfer { token: Which::Mt, amount, .. }
+            matches!(a[1].op, BatchOp::Transfer { token: TokenSide::Mt, amount, .. }
             if amount == U256::from(2u64) * U256::from(10u64).pow(U256::from(18u64)))
         );
     }

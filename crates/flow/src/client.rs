@@ -212,6 +212,29 @@ fn build_http(base: &reqwest::Url, options: &ClientOptions) -> Result<reqwest::C
         })
 }
 
+/// What a request to the platform is, for how it is sent: whether it carries the token,
+/// and whether a lost answer (or a 5xx) may be answered by sending it again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CallKind {
+    /// Obtaining the token: sent without one, and once (a repeat would mint a second).
+    SignIn,
+    /// A request a repeat could carry out twice (executing an action): sent once.
+    Once,
+    /// A read, or a submission of the same signed bytes (same hash, so a repeat cannot
+    /// do it twice): sent again on a lost answer or a 5xx, with a backoff.
+    Repeatable,
+}
+
+impl CallKind {
+    fn may_repeat(self) -> bool {
+        self == CallKind::Repeatable
+    }
+
+    fn carries_token(self) -> bool {
+        self != CallKind::SignIn
+    }
+}
+
 impl PlatformClient {
     /// A client for `base_url`. Refuses plain http to a non-loopback host, since every
     /// request carries the token.
@@ -258,8 +281,7 @@ impl PlatformClient {
                 "svc/v2/auth-tokens",
                 &[],
                 Some(&body),
-                false,
-                false,
+                CallKind::SignIn,
             )
             .await;
         // The copy of the secret key in the request body is wiped as soon as it is sent.
@@ -309,8 +331,7 @@ impl PlatformClient {
                 &format!("mx/v2.0/swap/{user}"),
                 &[],
                 Some(&body),
-                false,
-                true,
+                CallKind::Once,
             )
             .await?;
         // The field name is unknown: accept the candidates, in order.
@@ -352,8 +373,7 @@ impl PlatformClient {
                 &format!("mx/v2.0/wallets/{address}/sign"),
                 &[],
                 Some(&body),
-                false,
-                true,
+                CallKind::Once,
             )
             .await?;
         let hex_str = data
@@ -376,8 +396,7 @@ impl PlatformClient {
                 "mx/v2.0/transaction/send/signed-tx",
                 &[],
                 Some(&body),
-                true,
-                true,
+                CallKind::Repeatable,
             )
             .await?;
         // The real platform nests it: data.txHash.txHash; accept a flat one too.
@@ -411,8 +430,7 @@ impl PlatformClient {
             &format!("tx/v2.0/transactions/{action}"),
             &[],
             Some(&body),
-            false,
-            true,
+            CallKind::Once,
         )
         .await
     }
@@ -422,7 +440,13 @@ impl PlatformClient {
     /// without it answers 404 ([`Error::Platform`] with status 404).
     pub async fn list_actions(&self) -> Result<Vec<ActionInfo>, Error> {
         let data = self
-            .call(Method::GET, "tx/v2.0/transactions", &[], None, true, true)
+            .call(
+                Method::GET,
+                "tx/v2.0/transactions",
+                &[],
+                None,
+                CallKind::Repeatable,
+            )
             .await?;
         let shape = || Error::UnexpectedShape {
             what: "action list".into(),
@@ -447,8 +471,7 @@ impl PlatformClient {
                 &format!("mx/v2.0/transactions/redeems/{tx_id_or_hash}"),
                 &[],
                 Some(&body),
-                true,
-                true,
+                CallKind::Repeatable,
             )
             .await?;
         let status = ["/status", "/redeemStatus", "/state", "/redemption/status"]
@@ -473,8 +496,7 @@ impl PlatformClient {
                 &format!("mx/v2.0/wallets/{address}/nonce"),
                 &[],
                 Some(&body),
-                true,
-                true,
+                CallKind::Repeatable,
             )
             .await?;
         let nonce = data.get("nonce").ok_or_else(|| Error::UnexpectedShape {
@@ -512,8 +534,7 @@ impl PlatformClient {
                 &format!("mx/v2.0/token/main-tokens/{symbol}/transfer/raw-tx"),
                 &query,
                 None,
-                true,
-                true,
+                CallKind::Repeatable,
             )
             .await?;
         data.get("rawTx")
@@ -541,7 +562,9 @@ impl PlatformClient {
             }
             None => format!("tx/v2.0/wallets/{address}/{main_symbol}/balance"),
         };
-        let data = self.call(Method::GET, &path, &[], None, true, true).await?;
+        let data = self
+            .call(Method::GET, &path, &[], None, CallKind::Repeatable)
+            .await?;
         let balance = data.get("balance").ok_or_else(|| Error::UnexpectedShape {
             what: "balance".into(),
             expected: "data.balance".into(),
@@ -559,16 +582,16 @@ impl PlatformClient {
         })
     }
 
-    /// Sends one request and unwraps the envelope; retries when `retry_safe`.
+    /// Sends one request and unwraps the envelope; retries as `kind` allows.
     async fn call(
         &self,
         method: Method,
         path: &str,
         query: &[(&str, String)],
         body: Option<&Value>,
-        retry_safe: bool,
-        authenticated: bool,
+        kind: CallKind,
     ) -> Result<Value, Error> {
+        let retry_safe = kind.may_repeat();
         let url = self.base.join(path).map_err(|e| Error::BadUrl {
             url: crate::http::redact_url(self.base.as_str()),
             reason: e.to_string(),
@@ -589,7 +612,7 @@ impl PlatformClient {
             if !query.is_empty() {
                 req = req.query(query);
             }
-            if authenticated {
+            if kind.carries_token() {
                 req = req.bearer_auth(self.token.expose_secret());
             }
             if let Some(body) = body {

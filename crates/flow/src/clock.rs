@@ -16,6 +16,6 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> u64 {
-        bridgectl_tx::log::unix_now()
+        bridgectl_tx::signing_log::unix_now()
     }
 }

@@ -460,7 +460,7 @@ pub enum Error {
         "{} holds {}, less than the {} asked for: nothing was executed or signed",
         .0.from, .0.holds, .0.needs
     )]
-    BalanceTooLow(Box<crate::flows::Short>),
+    BalanceTooLow(Box<crate::flows::ShortSender>),
 
     /// No batch with this id (or id prefix) in the journal.
     #[error("no batch {0} in the journal")]
@@ -729,7 +729,7 @@ mod refusal_tests {
     /// declined or a failed unlock.
     #[test]
     fn every_refusal_kind_is_matched_and_is_a_refusal() {
-        use crate::flows::{GasNeed, PlanRefusal, RefusedItem, Short, Tokens};
+        use crate::flows::{GasNeed, PlanRefusal, RefusedItem, ShortSender, Tokens};
         use alloy_primitives::{Address, B256, U256};
         let limit = || bridgectl_tx::Error::Limit {
             limit: "10 ST per 24h".into(),
@@ -786,7 +786,7 @@ mod refusal_tests {
                 tx_id: "t".into(),
                 why: "x".into(),
             },
-            Error::BalanceTooLow(Box::new(Short {
+            Error::BalanceTooLow(Box::new(ShortSender {
                 from: Address::ZERO,
                 needs: tokens(2),
                 holds: tokens(1),

@@ -45,12 +45,13 @@ pub use flows::{
     ChainSide, CheckedBatch, CheckedItem, DEFAULT_BUMP_BASIS_POINTS, DEFAULT_COMMIT_EVERY,
     DEFAULT_MAX_GAS_LIMIT, Ended, EndedBy, FlowStatus, Flows, FlowsBuilder,
     GAS_PRICE_SANITY_MULTIPLE, GasNeed, GasPriceCap, GasSource, ItemCheck, ItemError, ItemResult,
-    ItemState, ItemStatus, ItemView, LimitReview, Mode, Moved, NoGasPriceCap, NonceSource,
-    OfflineSigner, OfflineSigning, PegRatio, PlanRefusal, PreparedBatch, PreparedBundle, Progress,
-    Quiet, RESET_CHECKED_PER_KEY, Recipient, RecipientReview, RecipientTotal, RedeemOutcome,
-    RefusedItem, Replaced, Repricing, Resumed, RetiredFlow, Review, SenderReview, Short,
-    SignedBatchCheck, Submitted, Submitter, SwapCredit, SwapOutcome, SwapSpec, TokenId, TokenTotal,
-    TokenTotalReview, Tokens, TransferSpec, WAIT_REPORT, WaitOptions, Which, can_resume,
+    ItemState, ItemStatus, ItemView, LimitReview, NoGasPriceCap, NonceSource, OfflineSigner,
+    OfflineSigning, PegRatio, PlanRefusal, PreparedBatch, PreparedBundle, Progress, Quiet,
+    RESET_CHECKED_PER_KEY, Recipient, RecipientReview, RecipientTotal, RedeemOutcome, RefusedItem,
+    Replaced, Repricing, Resumed, RetiredFlow, Review, SenderReview, ShortSender, SignedBatchCheck,
+    SigningMode, Submitted, Submitter, SwapCredit, SwapOutcome, SwapSpec, TokenId, TokenSide,
+    TokenTotal, TokenTotalReview, Tokens, TransferSpec, UnlistedRecipient, WAIT_REPORT,
+    WaitOptions, can_resume,
 };
 pub use journal::{BatchLock, BatchRecord, FlowKind, FlowState, Journal, Purpose};
 pub use profile::{Profile, ProfileError};

@@ -26,7 +26,7 @@ struct Ahead(AtomicU64);
 
 impl Clock for Ahead {
     fn now(&self) -> u64 {
-        bridgectl_tx::log::unix_now() + self.0.load(Ordering::SeqCst)
+        bridgectl_tx::signing_log::unix_now() + self.0.load(Ordering::SeqCst)
     }
 }
 

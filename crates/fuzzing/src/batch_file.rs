@@ -2,14 +2,14 @@
 
 use alloy_primitives::Address;
 use bridgectl_flow::batch_file::{BatchFormat, FIELDS, read_rows};
-use bridgectl_flow::{BatchOp, Which};
+use bridgectl_flow::{BatchOp, TokenSide};
 use bridgectl_tx::amount::{format_units, parse_units};
 
 /// The decimals the target reads amounts with: MT like ether, ST like a stablecoin.
-fn decimals(which: Which) -> u8 {
+fn decimals(which: TokenSide) -> u8 {
     match which {
-        Which::Mt => 18,
-        Which::St => 6,
+        TokenSide::Mt => 18,
+        TokenSide::St => 6,
     }
 }
 
@@ -72,8 +72,8 @@ pub fn batch_file(data: &[u8]) {
         assert!(row.fields.keys().all(|k| FIELDS.contains(&k.as_str())));
         let written = |name: &str| row.fields.get(name).map(|v| v.to_ascii_lowercase());
         let (op, which, amount) = match item.op {
-            BatchOp::Redeem { amount, .. } => ("redeem", Which::St, amount),
-            BatchOp::Swap { amount, .. } => ("swap", Which::Mt, amount),
+            BatchOp::Redeem { amount, .. } => ("redeem", TokenSide::St, amount),
+            BatchOp::Swap { amount, .. } => ("swap", TokenSide::Mt, amount),
             BatchOp::Transfer { token, amount, .. } => ("transfer", token, amount),
         };
         assert_eq!(written("op").as_deref(), Some(op));

@@ -23,7 +23,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .contract(contract.parse()?, chain_id.parse()?, None);
     let keystore = Keystore::open(dir)?;
     let log = SigningLogDb::open_in(keystore.dir(), keystore.signers()?)?;
-    let now = bridgectl_tx::log::unix_now();
+    let now = bridgectl_tx::signing_log::unix_now();
     let context = Context {
         signer: input.raw_tx.from,
         gas_price_quote: None,

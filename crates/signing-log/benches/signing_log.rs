@@ -18,8 +18,8 @@ use std::collections::BTreeMap;
 use alloy_primitives::{Address, Bytes, U256};
 use alloy_signer_local::PrivateKeySigner;
 use bridgectl_signing_log::SigningLogDb;
-use bridgectl_tx::log::{Checkpoint, EntryBody, Head};
-use bridgectl_tx::sign::make_entry;
+use bridgectl_tx::local_signing::make_entry;
+use bridgectl_tx::signing_log::{Checkpoint, EntryBody, Head};
 use bridgectl_tx::{RawTx, Verified, sign_and_log, sign_legacy, verify};
 use criterion::{Criterion, criterion_group, criterion_main};
 

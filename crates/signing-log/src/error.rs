@@ -32,7 +32,7 @@ pub enum Error {
         /// The log file.
         path: PathBuf,
         /// The first entry that does not hold.
-        bad: bridgectl_tx::log::BadEntry,
+        bad: bridgectl_tx::signing_log::BadEntry,
     },
 
     /// The signing log does not reach the checkpoint kept beside it: it was deleted,

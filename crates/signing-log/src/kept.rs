@@ -3,7 +3,7 @@
 //! written in place, two slots, so that a write cut short leaves the one before.
 
 use alloy_primitives::B256;
-use bridgectl_tx::log::{Carried, Checkpoint, EntryBody};
+use bridgectl_tx::signing_log::{Carried, Checkpoint, EntryBody};
 
 /// The checkpoint kept beside the log (`<log>.checkpoint`): the head as this store last
 /// wrote it, and how far a person acknowledged the log as it stands.
@@ -221,7 +221,7 @@ pub(crate) fn read_kept(bytes: &[u8]) -> Result<KeptCheckpoint, String> {
 pub(crate) mod tests {
     use super::*;
     use alloy_primitives::{Address, U256};
-    use bridgectl_tx::log::Checkpoint;
+    use bridgectl_tx::signing_log::Checkpoint;
 
     pub(crate) fn kept(count: u64, acknowledged: u64) -> KeptCheckpoint {
         KeptCheckpoint {
@@ -340,7 +340,7 @@ pub(crate) mod tests {
     }
 
     fn spent(key: u8, time: u64, amount: u64) -> EntryBody {
-        let body = bridgectl_tx::log::acknowledgement(
+        let body = bridgectl_tx::signing_log::acknowledgement(
             Checkpoint::EMPTY,
             Address::repeat_byte(key),
             time,

@@ -4,7 +4,7 @@
 
 use alloy_primitives::{Address, B256, U256};
 use bridgectl_tx::limits::{Spent, WindowLimit};
-use bridgectl_tx::log::{
+use bridgectl_tx::signing_log::{
     Checkpoint, Entry, EntryBody, Head, WindowQuery, nonce_free, same_signature,
 };
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
@@ -68,7 +68,7 @@ impl SigningLogDb {
     /// Accepts the log as it stands, by `signer`, a key of the keystore, at `time`:
     /// after `verify` found it whole (links, hashes, signatures, any key), an
     /// acknowledgement entry signed by that key is appended
-    /// ([`bridgectl_tx::log::acknowledgement`]), its head becomes the kept checkpoint, and
+    /// ([`bridgectl_tx::signing_log::acknowledgement`]), its head becomes the kept checkpoint, and
     /// every entry so far counts as acknowledged (keys that are not in the keystore
     /// included). For a person who knows why the log no longer reaches its checkpoint
     /// (restored from a backup, moved aside) or why a stranger's key signed an entry (a
@@ -106,7 +106,7 @@ impl SigningLogDb {
                     == Some(k.head.as_slice())
         });
         let carried = kept.as_ref().map(|k| k.carried.clone()).unwrap_or_default();
-        let body = bridgectl_tx::log::acknowledgement(
+        let body = bridgectl_tx::signing_log::acknowledgement(
             head_before,
             signer.address(),
             time,
@@ -114,11 +114,12 @@ impl SigningLogDb {
                 .map_or(Checkpoint::EMPTY, KeptCheckpoint::checkpoint),
             if reaches { Vec::new() } else { carried.clone() },
         );
-        let entry =
-            bridgectl_tx::log::seal_entry(&body, signer).map_err(|e| Error::Acknowledgement {
+        let entry = bridgectl_tx::signing_log::seal_entry(&body, signer).map_err(|e| {
+            Error::Acknowledgement {
                 path: self.path.clone(),
                 reason: e.to_string(),
-            })?;
+            }
+        })?;
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let sql = self.sql();
         bridgectl_local::sqlite::durable(&mut conn, &sql, |conn| {
@@ -224,7 +225,7 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
     /// the log and the group's earlier entries. Any refusal rolls the whole group back.
     fn append_group(
         &self,
-        group: &mut [bridgectl_tx::log::GroupEntry<'_>],
+        group: &mut [bridgectl_tx::signing_log::GroupEntry<'_>],
     ) -> Result<Checkpoint, bridgectl_tx::Error> {
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let sql = self.sql();

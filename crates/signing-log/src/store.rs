@@ -1,6 +1,6 @@
 //! The signing log beside the keys: [`SigningLogDb`], an SQLite file
 //! ([`SIGNING_LOG_FILE`]) in the keystore's directory, storing the entries that
-//! `bridgectl_tx::log` defines, hash-chained and each signed by its key.
+//! `bridgectl_tx::signing_log` defines, hash-chained and each signed by its key.
 //!
 //! | promise | how |
 //! |---|---|
@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use alloy_primitives::{Address, B256};
-use bridgectl_tx::log::{BadEntry, ChainCheck, Checkpoint, Entry, EntryBody};
+use bridgectl_tx::signing_log::{BadEntry, ChainCheck, Checkpoint, Entry, EntryBody};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::Error;

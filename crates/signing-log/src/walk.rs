@@ -3,7 +3,7 @@
 //! block 0.
 
 use alloy_primitives::{Address, B256, U256};
-use bridgectl_tx::log::{BadEntry, Carried, ChainCheck, Entry, EntryBody, WindowQuery};
+use bridgectl_tx::signing_log::{BadEntry, Carried, ChainCheck, Entry, EntryBody, WindowQuery};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::Error;
@@ -171,7 +171,7 @@ impl SigningLogDb {
             let seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
             seen.contains(&entry.hash)
         };
-        let body = if cached && bridgectl_tx::log::entry_hash(&entry.body) == entry.hash {
+        let body = if cached && bridgectl_tx::signing_log::entry_hash(&entry.body) == entry.hash {
             serde_json::from_str::<EntryBody>(&entry.body).map_err(|e| BadEntry {
                 seq: entry.seq,
                 reason: format!("its body is not an entry of version 1: {e}"),

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use alloy_primitives::{Address, Bytes, U256};
 use alloy_signer_local::PrivateKeySigner;
 use bridgectl_signing_log::SigningLogDb;
-use bridgectl_tx::log::{Checkpoint, EntryBody, Head, SigningLog};
+use bridgectl_tx::local_signing::make_entry;
 use bridgectl_tx::request::Token;
-use bridgectl_tx::sign::make_entry;
+use bridgectl_tx::signing_log::{Checkpoint, EntryBody, Head, SigningLog};
 use bridgectl_tx::{Error, Policy, RawTx, limits, sign_and_log, verify};
 
 const ST: Address = Address::repeat_byte(0x57);
@@ -731,10 +731,11 @@ fn a_chain_reset_recorded_by_the_key_frees_the_old_chains_nonces() {
     // Another key's reset frees only that key's nonces: this key's stays taken.
     let stranger = PrivateKeySigner::random();
     let genesis = alloy_primitives::B256::repeat_byte(7);
-    let _ = bridgectl_tx::log::log_chain_reset(&log, &stranger, CHAIN, genesis, T0 + 1);
+    let _ = bridgectl_tx::signing_log::log_chain_reset(&log, &stranger, CHAIN, genesis, T0 + 1);
     limits::read_spent(&p, &other, None, &log, T0 + 1).expect_err("still taken");
 
-    bridgectl_tx::log::log_chain_reset(&log, &key(), CHAIN, genesis, T0 + 1).expect("reset");
+    bridgectl_tx::signing_log::log_chain_reset(&log, &key(), CHAIN, genesis, T0 + 1)
+        .expect("reset");
     let spent = limits::read_spent(&p, &other, None, &log, T0 + 2)
         .expect("nonce 0 is free on the new chain")
         .expect("a window total");

@@ -15,7 +15,7 @@ use std::hint::black_box;
 
 use alloy_primitives::{Address, Bytes, U256};
 use alloy_signer_local::PrivateKeySigner;
-use bridgectl_tx::{RawTx, sign::signing_hash, sign_legacy};
+use bridgectl_tx::{RawTx, local_signing::signing_hash, sign_legacy};
 use criterion::{Criterion, criterion_group, criterion_main};
 use k256::ecdsa::SigningKey;
 

@@ -17,14 +17,14 @@ use alloy_primitives::{B256, U256};
 use crate::Error;
 use crate::amount::parse_units;
 use crate::effects::Effects;
-use crate::log::{SigningLog, WindowQuery, nonce_free};
 use crate::policy::Policy;
 use crate::rawtx::{RawTx, signing_hash};
 use crate::request::Token;
+use crate::signing_log::{SigningLog, WindowQuery, nonce_free};
 
 // The policy's limit table and the log's window types, where they were first published.
-pub use crate::log::{Spent, WindowLimit};
 pub use crate::policy::{Limit, Window};
+pub use crate::signing_log::{Spent, WindowLimit};
 
 /// The limit for `token`, if the policy sets one (symbols match case-insensitively).
 fn limit_for<'a>(policy: &'a Policy, token: &Token) -> Option<(&'a str, &'a Limit)> {
@@ -163,7 +163,7 @@ pub fn window_query_within(
 
 /// Checks that the signing log may be signed into (it reaches its kept checkpoint, no
 /// stranger's entry sits where a total is read) and that `raw.from` has not signed
-/// another transaction at `raw.nonce` ([`crate::log::nonce_free`]; `replaces` names the
+/// another transaction at `raw.nonce` ([`crate::signing_log::nonce_free`]; `replaces` names the
 /// transaction a deliberate replacement replaces), then reads the
 /// window total for `raw` at time `now` when the policy has a windowed limit on its
 /// token: what [`crate::Context::spent`] takes. Called before anything is unlocked.

@@ -122,7 +122,7 @@ pub fn with_signature(tx: &RawTx, r: U256, s: U256, v: u128) -> Result<SignedTx,
         }
     };
     let sig = Signature::new(r, s, parity);
-    let raw = crate::sign::encode_signed(&to_legacy(tx), &sig);
+    let raw = crate::local_signing::encode_signed(&to_legacy(tx), &sig);
     crate::decode::check_signed_by(&raw, tx)
 }
 

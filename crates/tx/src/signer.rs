@@ -25,14 +25,14 @@ use alloy_signer_local::PrivateKeySigner;
 
 use crate::Error;
 pub use crate::decode::{Difference, check_signed_by, first_difference};
-use crate::log::{GroupEntry, Head, SigningLog};
 use crate::rawtx::SignedTx;
 use crate::rawtx::to_legacy;
+use crate::signing_log::{GroupEntry, Head, SigningLog};
 use crate::verify::Verified;
 
 // Published here first.
 #[doc(no_inline)]
-pub use crate::sign::encode_signed;
+pub use crate::local_signing::encode_signed;
 
 /// A signer for one address (see the module doc).
 pub trait TransactionSigner: Send + Sync {
@@ -45,7 +45,7 @@ pub trait TransactionSigner: Send + Sync {
     fn sign_transaction(&self, tx: &TxLegacy) -> impl Future<Output = Result<Bytes, Error>> + Send;
 
     /// An EIP-191 `personal_sign` signature over the 32 bytes of `hash` (a signing-log
-    /// entry's hash, [`crate::log`]).
+    /// entry's hash, [`crate::signing_log`]).
     fn sign_hash_message(
         &self,
         hash: B256,
@@ -135,13 +135,13 @@ pub async fn sign_and_log_with<S: TransactionSigner>(
         return crate::sign_and_log(verified, key, log, time);
     }
     let tx = verified.raw_tx();
-    crate::sign::check_signable(verified, signer.address())?;
+    crate::local_signing::check_signable(verified, signer.address())?;
     let raw = signer.sign_transaction(&to_legacy(tx)).await?;
     let signed = check_signed_by(&raw, tx)?;
     let limit = verified.window_limit().map(|l| l.at(time));
     for _ in 0..LOG_ATTEMPTS {
         let head = log.head(signed.from)?;
-        let mut entry = crate::sign::unsigned_entry(head, verified, &signed, time)?;
+        let mut entry = crate::local_signing::unsigned_entry(head, verified, &signed, time)?;
         let sig = signer.sign_hash_message(entry.hash).await?;
         if crate::recover::signer_of_message(&sig, entry.hash.as_slice()) != Some(signed.from) {
             return Err(Error::SignerMismatch(format!(
@@ -189,12 +189,12 @@ pub async fn sign_and_log_group<S: TransactionSigner>(
         .map(|(v, s)| s.local_key().map(|k| (*v, k)))
         .collect();
     if let Some(keys) = keys {
-        return crate::sign::sign_and_log_keys(&keys, log, time);
+        return crate::local_signing::sign_and_log_keys(&keys, log, time);
     }
     let mut signed = Vec::with_capacity(items.len());
     for (verified, signer) in items {
         let tx = verified.raw_tx();
-        crate::sign::check_signable(verified, signer.address())?;
+        crate::local_signing::check_signable(verified, signer.address())?;
         signed.push(check_signed_by(
             &signer.sign_transaction(&to_legacy(tx)).await?,
             tx,
@@ -205,7 +205,7 @@ pub async fn sign_and_log_group<S: TransactionSigner>(
         // The entries to sign now: those of signatures the log does not hold yet.
         let mut fresh = Vec::new();
         for (i, (verified, _)) in items.iter().enumerate() {
-            if crate::log::logged_signature(log, verified.raw_tx())?.is_none() {
+            if crate::signing_log::logged_signature(log, verified.raw_tx())?.is_none() {
                 fresh.push(i);
             }
         }
@@ -225,7 +225,8 @@ pub async fn sign_and_log_group<S: TransactionSigner>(
             continue;
         }
         let mut at = checkpoint;
-        let mut entries: Vec<(usize, Head, crate::log::Entry)> = Vec::with_capacity(fresh.len());
+        let mut entries: Vec<(usize, Head, crate::signing_log::Entry)> =
+            Vec::with_capacity(fresh.len());
         for &i in &fresh {
             let (verified, signer) = items[i];
             let key = signed[i].from;
@@ -237,7 +238,7 @@ pub async fn sign_and_log_group<S: TransactionSigner>(
                 checkpoint: at,
                 time: own.1.time,
             };
-            let mut entry = crate::sign::unsigned_entry(head, verified, &signed[i], time)?;
+            let mut entry = crate::local_signing::unsigned_entry(head, verified, &signed[i], time)?;
             let sig = signer.sign_hash_message(entry.hash).await?;
             if crate::recover::signer_of_message(&sig, entry.hash.as_slice()) != Some(key) {
                 return Err(Error::SignerMismatch(format!(
@@ -245,7 +246,7 @@ pub async fn sign_and_log_group<S: TransactionSigner>(
                 )));
             }
             entry.sig = sig.as_bytes().to_vec().into();
-            at = crate::log::Checkpoint {
+            at = crate::signing_log::Checkpoint {
                 count: entry.seq,
                 head: entry.hash,
             };

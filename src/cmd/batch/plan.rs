@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use alloy_primitives::{Address, U256};
 use anyhow::{Context, Result};
 use bridgectl_flow::batch_file::{self, BatchFormat, MAX_BATCH_FILE_BYTES};
-use bridgectl_flow::{BatchItem, BatchPlan, Bridge, Flows, Recipient, Submitter, Which};
+use bridgectl_flow::{BatchItem, BatchPlan, Bridge, Flows, Recipient, Submitter, TokenSide};
 use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 
@@ -94,7 +94,7 @@ fn read_items(session: &Session, bridge: &Bridge, input: &InputOpts) -> Result<V
         None => BatchFormat::for_path(path),
     };
     let account = |text: &str| session.account(text).map_err(|e| format!("{e:#}"));
-    let decimals = |which: Which| bridge.side(which).decimals;
+    let decimals = |which: TokenSide| bridge.side(which).decimals;
     batch_file::read_items(&text, format, &account, &decimals).map_err(|e| {
         let place = match e.line {
             0 => path.display().to_string(),
@@ -116,7 +116,7 @@ pub(super) struct Plan {
 }
 
 /// Parses `--max-total TOKEN=AMOUNT` (repeated) into the plan's maxima.
-fn max_totals(bridge: &Bridge, specs: &[String]) -> Result<BTreeMap<Which, U256>> {
+fn max_totals(bridge: &Bridge, specs: &[String]) -> Result<BTreeMap<TokenSide, U256>> {
     let mut max_totals = BTreeMap::new();
     for spec in specs {
         let (token, amount) = spec.split_once('=').ok_or_else(|| {
@@ -166,11 +166,11 @@ impl Plan {
         self.plan.verdict().code(Code::Refused)
     }
 
-    fn symbol(&self, which: Which) -> &str {
+    fn symbol(&self, which: TokenSide) -> &str {
         &self.plan.bridge().side(which).symbol
     }
 
-    fn tokens(&self, which: Which, amount: U256) -> String {
+    fn tokens(&self, which: TokenSide, amount: U256) -> String {
         self.plan.bridge().side(which).tokens(amount)
     }
 
@@ -268,7 +268,7 @@ impl Plan {
             return crate::output::json(&self.json());
         }
         let p = &self.plan;
-        let amount = |which: Which, v: U256| self.tokens(which, v);
+        let amount = |which: TokenSide, v: U256| self.tokens(which, v);
         let ops: Vec<String> = p
             .operations
             .iter()

@@ -106,7 +106,7 @@ impl ActionCall {
 }
 
 /// What to do with a raw transaction an action returns for an EOA.
-pub enum Mode<'a, A> {
+pub enum SigningMode<'a, A> {
     /// Verify it, ask `approver`, sign here and submit.
     SignHere(&'a mut A, &'a mut dyn Progress),
     /// Verify it and return a sign request for an offline signer (`bridgectl sign`);
@@ -166,7 +166,7 @@ impl Flows {
     pub async fn run_action<A: Approver>(
         &self,
         call: &ActionCall,
-        mode: Mode<'_, A>,
+        mode: SigningMode<'_, A>,
     ) -> Result<ActionResult, Error> {
         let run = self.start(None, FlowKind::Action, call.from, &call.journaled())?;
         let (raw_json, raw) = match run.execute(call).await? {
@@ -184,7 +184,7 @@ impl Flows {
         };
         let intent = call.full_intent();
         match mode {
-            Mode::SignHere(approver, progress) => {
+            SigningMode::SignHere(approver, progress) => {
                 let submitted = run
                     .sign_and_submit(&raw, &intent, None, approver, progress)
                     .await?;
@@ -193,7 +193,7 @@ impl Flows {
                     raw_tx: raw_json,
                 })
             }
-            Mode::WriteRequest { profile } => {
+            SigningMode::WriteRequest { profile } => {
                 let verified: Verified = run.verify(&raw, &intent, None).await?;
                 let tx_id = run.tx_id().to_owned();
                 let request = SignRequest::new(
@@ -214,7 +214,7 @@ impl Flows {
                     request: Box::new(request),
                 })
             }
-            Mode::ExecuteOnly => {
+            SigningMode::ExecuteOnly => {
                 // Verified all the same, so what is reported was checked.
                 run.verify(&raw, &intent, None).await?;
                 self.journal

@@ -22,7 +22,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::credit::SwapFacts;
-use super::{Flows, Progress, Which};
+use super::{Flows, Progress, TokenSide};
 use crate::Error;
 use crate::client::Redemption;
 use crate::journal::{Credit, FlowKind, FlowRecord, FlowState, Purpose};
@@ -419,7 +419,8 @@ impl Flows {
                 status.st_before = self.journaled_st_before(tx_id)?.map(|b| b.to_string());
                 status.expected_credit = facts.expected.map(|e| e.to_string());
                 if let Some(owner) = rec.from.as_deref().and_then(|f| f.parse().ok()) {
-                    status.st_now = Some(self.token_balance(Which::St, owner).await?.to_string());
+                    status.st_now =
+                        Some(self.token_balance(TokenSide::St, owner).await?.to_string());
                 }
                 if let (Some(r), Some(node)) = (&receipt, &node) {
                     let mined_at = mined_at(&**node, r).await?;
@@ -477,7 +478,7 @@ impl Flows {
     /// A hash no flow here holds: asked of both chains' nodes and of operation 5.
     async fn look_up_hash(&self, hash: B256) -> Result<FlowStatus, Error> {
         let mut status = FlowStatus::unknown(Some(hash));
-        for which in [Which::Mt, Which::St] {
+        for which in [TokenSide::Mt, TokenSide::St] {
             let side = self.side(which)?;
             let Some(node) = self.node_of_chain(side.chain_id) else {
                 status.unobserved.push(format!(

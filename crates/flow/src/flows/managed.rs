@@ -14,7 +14,7 @@ impl Flows {
         spec: &TransferSpec,
         progress: &mut dyn Progress,
     ) -> Result<Submitted, Error> {
-        let (which, from) = (spec.which, spec.from);
+        let (which, from) = (spec.token, spec.from);
         let side = self.side(which)?;
         let intent = transfer_intent(
             side,

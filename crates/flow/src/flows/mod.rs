@@ -49,12 +49,12 @@ use crate::rpc::NodeClient;
 pub use crate::peg::{PegRatio, SwapCredit};
 pub(crate) use crate::progress::WaitClock;
 pub use crate::progress::{Progress, Quiet, WAIT_REPORT};
-pub use action::{ActionCall, ActionOutcome, ActionResult, Mode};
+pub use action::{ActionCall, ActionOutcome, ActionResult, SigningMode};
 pub use batch::{
     AccountPlan, AccountSpend, BatchCheck, BatchCounts, BatchItem, BatchOp, BatchOptions,
     BatchPlan, BatchStatus, Cap, GasNeed, ItemError, ItemResult, ItemState, ItemStatus, ItemView,
-    Moved, PlanRefusal, PreparedBatch, Recipient, RecipientTotal, RefusedItem, Short,
-    SignedBatchCheck, TokenTotal, Tokens,
+    PlanRefusal, PreparedBatch, Recipient, RecipientTotal, RefusedItem, ShortSender,
+    SignedBatchCheck, TokenTotal, Tokens, UnlistedRecipient,
 };
 pub use bundle::{BundleCheck, PreparedBundle};
 pub use follow::{Ended, EndedBy, FlowStatus};
@@ -68,7 +68,7 @@ pub use replace::{CANCEL_GAS_LIMIT, DEFAULT_BUMP_BASIS_POINTS, Replaced, Reprici
 pub use reset::{ChainResetPlan, RESET_CHECKED_PER_KEY, RetiredFlow};
 pub use resume::{Resumed, can_resume};
 pub use swap::{SwapOutcome, SwapSpec};
-pub use transfer::{GasSource, NonceSource, TransferSpec, Which};
+pub use transfer::{GasSource, NonceSource, TokenSide, TransferSpec};
 
 /// One side of the bridge: a chain, its environment and its token. As JSON (camelCase):
 /// `{"environmentId", "symbol", "decimals", "token", "chainId", "rpcUrl"}` (`rpcUrl`

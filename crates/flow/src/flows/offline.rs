@@ -90,7 +90,7 @@ impl OfflineSigner<'_> {
                 tx,
                 None,
                 self.signing_log,
-                bridgectl_tx::log::unix_now(),
+                bridgectl_tx::signing_log::unix_now(),
             )?,
         };
         let verified = bridgectl_tx::verify(tx, input.intent.as_ref(), self.policy, &context)?;
@@ -141,7 +141,8 @@ impl OfflineSigner<'_> {
         &self,
         job: &OfflineSigning<'_>,
     ) -> Result<Option<(SignedTx, String)>, Error> {
-        let entry = bridgectl_tx::log::logged_signature(self.signing_log, &job.input.raw_tx)?;
+        let entry =
+            bridgectl_tx::signing_log::logged_signature(self.signing_log, &job.input.raw_tx)?;
         self.signed_before_as(job, entry)
     }
 
@@ -150,7 +151,7 @@ impl OfflineSigner<'_> {
     pub(super) fn signed_before_as(
         &self,
         job: &OfflineSigning<'_>,
-        entry: Option<bridgectl_tx::log::EntryBody>,
+        entry: Option<bridgectl_tx::signing_log::EntryBody>,
     ) -> Result<Option<(SignedTx, String)>, Error> {
         let tx = &job.input.raw_tx;
         let Some(entry) = entry else {

@@ -33,8 +33,8 @@ use alloy_primitives::{Address, U256};
 use bridgectl_tx::batch::{BatchRequest, RefusedBatchItem, SignedBatch, SignedBatchItem};
 use bridgectl_tx::effects::Effects;
 use bridgectl_tx::limits::{Spent, WindowLimit};
-use bridgectl_tx::log::WindowQuery;
 use bridgectl_tx::request::{InputKind, SignInput};
+use bridgectl_tx::signing_log::WindowQuery;
 use bridgectl_tx::{
     Context, Nonce, NonceFacts, SignedTx, TransactionSigner, Verified, text::printable,
 };
@@ -385,7 +385,7 @@ impl OfflineSigner<'_> {
     pub fn check_batch(&self, job: &BatchSigning<'_>) -> Result<CheckedBatch, Error> {
         let request = job.request;
         let batch_tx_ids: Vec<&str> = request.items.iter().map(|i| i.tx_id.as_str()).collect();
-        let now = bridgectl_tx::log::unix_now();
+        let now = bridgectl_tx::signing_log::unix_now();
         let mut lanes: HashMap<(Address, u64), Lane> = HashMap::new();
         let mut log_checked: Vec<Address> = Vec::new();
         let mut windows = Windows::default();
@@ -536,7 +536,7 @@ impl OfflineSigner<'_> {
             prior,
             in_log,
         } = facts;
-        bridgectl_tx::log::nonce_free(
+        bridgectl_tx::signing_log::nonce_free(
             prior,
             tx.from,
             tx.chain_id,
@@ -700,7 +700,7 @@ impl OfflineSigner<'_> {
             let signed = bridgectl_tx::sign_and_log_group(
                 &pairs,
                 self.signing_log,
-                bridgectl_tx::log::unix_now(),
+                bridgectl_tx::signing_log::unix_now(),
             )
             .await?;
             bridgectl_local::failpoint::hit("batch-logged-not-journaled");
@@ -777,7 +777,7 @@ struct Facts<'a> {
     /// This machine's journal floor for its sender.
     floor: Option<u64>,
     /// The signing log's entries of its key at its nonce.
-    prior: &'a [bridgectl_tx::log::EntryBody],
+    prior: &'a [bridgectl_tx::signing_log::EntryBody],
     /// Whether one of them is this very transaction (signed before a crash).
     in_log: bool,
 }

@@ -36,7 +36,7 @@ impl Flows {
         approver: &mut impl Approver,
         progress: &mut dyn Progress,
     ) -> Result<RedeemOutcome, Error> {
-        self.refuse_over_balance(super::Which::St, from, amount, progress)
+        self.refuse_over_balance(super::TokenSide::St, from, amount, progress)
             .await?;
         let submitted = self
             .submit_redeem(from, amount, None, approver, progress)

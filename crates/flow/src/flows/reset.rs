@@ -213,7 +213,7 @@ impl Flows {
     ) -> Result<Vec<String>, Error> {
         for key in keys {
             let signer = unlock(*key)?;
-            bridgectl_tx::log::log_chain_reset(
+            bridgectl_tx::signing_log::log_chain_reset(
                 self.signing_log.as_ref(),
                 &signer,
                 plan.chain_id,

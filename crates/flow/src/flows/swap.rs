@@ -19,8 +19,8 @@ use serde_json::json;
 use super::credit::{SIDE_FROM, SwapFacts};
 use super::follow::mined_at;
 use super::{
-    Approver, ChainSide, Flows, GasSource, NonceSource, Progress, Submitted, TransferSpec,
-    WaitClock, Which, transfer_intent,
+    Approver, ChainSide, Flows, GasSource, NonceSource, Progress, Submitted, TokenSide,
+    TransferSpec, WaitClock, transfer_intent,
 };
 use crate::Error;
 use crate::client::{SwapAddress, SwapAddressRequest};
@@ -75,14 +75,14 @@ impl Flows {
         progress: &mut dyn Progress,
     ) -> Result<SwapOutcome, Error> {
         // Nothing asked of the platform for MT the sender does not hold.
-        self.refuse_over_balance(Which::Mt, spec.from, spec.amount, progress)
+        self.refuse_over_balance(TokenSide::Mt, spec.from, spec.amount, progress)
             .await?;
         let (swap, st_before, submitted) = self.submit_swap(spec, None, approver, progress).await?;
         let tx_id = &submitted.tx_id;
         let (credit, st_after, state) = if spec.wait {
             let followed = self.follow(tx_id, progress).await?;
             let after = match followed.credit {
-                Some(_) => self.token_balance(Which::St, spec.from).await.ok(),
+                Some(_) => self.token_balance(TokenSide::St, spec.from).await.ok(),
                 None => None,
             };
             (
@@ -207,7 +207,7 @@ impl Flows {
             // Its credit cannot be told apart later: the flow stays `submitted`.
             Ok(None) | Err(_) => {}
         }
-        let st_before = match self.token_balance(Which::St, from).await {
+        let st_before = match self.token_balance(TokenSide::St, from).await {
             Ok(before) => {
                 self.journal_st_before(tx_id, before)?;
                 Some(before)
@@ -216,7 +216,7 @@ impl Flows {
         };
         let raw = self
             .build_transfer(&TransferSpec {
-                which: Which::Mt,
+                token: TokenSide::Mt,
                 from,
                 to: swap.swap_address,
                 amount,

@@ -44,7 +44,7 @@ pub enum GasSource {
 /// Which token a transfer moves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
-pub enum Which {
+pub enum TokenSide {
     /// The main-network token.
     Mt,
     /// The side-chain token.
@@ -56,7 +56,7 @@ pub enum Which {
 #[derive(Debug, Clone, Copy)]
 pub struct TransferSpec {
     /// MT or ST.
-    pub which: Which,
+    pub token: TokenSide,
     /// The sender.
     pub from: Address,
     /// The recipient.
@@ -70,11 +70,11 @@ pub struct TransferSpec {
 }
 
 impl Flows {
-    pub(crate) fn side(&self, which: Which) -> Result<&ChainSide, Error> {
+    pub(crate) fn side(&self, which: TokenSide) -> Result<&ChainSide, Error> {
         Ok(self.bridge()?.side(which))
     }
 
-    fn node(&self, which: Which) -> Result<std::sync::Arc<dyn Node>, Error> {
+    fn node(&self, which: TokenSide) -> Result<std::sync::Arc<dyn Node>, Error> {
         let side = self.side(which)?;
         self.node_of_chain(side.chain_id).ok_or(Error::Config(
             "this step needs the chain's node (FlowsBuilder::node, or its rpc_url)",
@@ -84,7 +84,7 @@ impl Flows {
     /// Builds the unsigned `transfer(to, amount)` of `spec`.
     pub(crate) async fn build_transfer(&self, spec: &TransferSpec) -> Result<RawTx, Error> {
         let TransferSpec {
-            which,
+            token: which,
             from,
             to,
             amount,
@@ -110,7 +110,7 @@ impl Flows {
                 )
             }
             GasSource::Platform => {
-                if which != Which::Mt {
+                if which != TokenSide::Mt {
                     return Err(Error::Config(
                         "the platform's raw-transfer operation builds MT transfers only; \
                          take ST gas from the node or give it",
@@ -143,7 +143,7 @@ impl Flows {
         spec: &TransferSpec,
         tx_id: Option<&str>,
     ) -> Result<(Run<'_>, RawTx), Error> {
-        let side = self.side(spec.which)?;
+        let side = self.side(spec.token)?;
         let run = self.start(
             tx_id,
             kind,
@@ -167,10 +167,10 @@ impl Flows {
         approver: &mut impl Approver,
         progress: &mut dyn Progress,
     ) -> Result<Submitted, Error> {
-        self.refuse_over_balance(spec.which, spec.from, spec.amount, progress)
+        self.refuse_over_balance(spec.token, spec.from, spec.amount, progress)
             .await?;
         let submitted = self.submit_transfer(spec, None, approver, progress).await?;
-        self.await_inclusion(spec.which, &submitted, progress)
+        self.await_inclusion(spec.token, &submitted, progress)
             .await?;
         Ok(submitted)
     }
@@ -183,7 +183,7 @@ impl Flows {
         approver: &mut impl Approver,
         progress: &mut dyn Progress,
     ) -> Result<Submitted, Error> {
-        let intent = plain_transfer_intent(self.side(spec.which)?, spec.to, spec.amount);
+        let intent = plain_transfer_intent(self.side(spec.token)?, spec.to, spec.amount);
         let (run, raw) = self.start_transfer(FlowKind::Transfer, spec, tx_id).await?;
         run.sign_and_submit(&raw, &intent, None, approver, progress)
             .await
@@ -194,7 +194,7 @@ impl Flows {
     /// and the flow is completed on the platform's acceptance.
     pub(crate) async fn await_inclusion(
         &self,
-        which: Which,
+        which: TokenSide,
         submitted: &Submitted,
         progress: &mut dyn Progress,
     ) -> Result<(), Error> {
@@ -234,7 +234,11 @@ impl Flows {
     /// The native coin balance (what pays for gas) on `which`'s chain, in wei: from its
     /// node; `None` when the profile names no node for it (the platform has no such
     /// operation).
-    pub async fn gas_balance(&self, which: Which, owner: Address) -> Result<Option<U256>, Error> {
+    pub async fn gas_balance(
+        &self,
+        which: TokenSide,
+        owner: Address,
+    ) -> Result<Option<U256>, Error> {
         if !self.has_node(self.side(which)?.chain_id) {
             return Ok(None);
         }
@@ -249,7 +253,7 @@ impl Flows {
     /// progress says so.
     pub(crate) async fn refuse_over_balance(
         &self,
-        which: Which,
+        which: TokenSide,
         from: Address,
         amount: U256,
         progress: &mut dyn Progress,
@@ -261,11 +265,13 @@ impl Flows {
             decimals: side.decimals,
         };
         match self.token_balance(which, from).await {
-            Ok(holds) if holds < amount => Err(Error::BalanceTooLow(Box::new(super::Short {
-                from,
-                needs: tokens(amount),
-                holds: tokens(holds),
-            }))),
+            Ok(holds) if holds < amount => {
+                Err(Error::BalanceTooLow(Box::new(super::ShortSender {
+                    from,
+                    needs: tokens(amount),
+                    holds: tokens(holds),
+                })))
+            }
             Ok(_) => Ok(()),
             Err(e) => {
                 progress.step(&format!(
@@ -280,14 +286,14 @@ impl Flows {
 
     /// A token balance: from the node if configured, else the platform's balance
     /// operation.
-    pub async fn token_balance(&self, which: Which, owner: Address) -> Result<U256, Error> {
+    pub async fn token_balance(&self, which: TokenSide, owner: Address) -> Result<U256, Error> {
         let side = self.side(which)?;
         if self.has_node(side.chain_id) {
             return self.node(which)?.token_balance(side.token, owner).await;
         }
         match which {
-            Which::Mt => self.client.balance(owner, &side.symbol, None).await,
-            Which::St => {
+            TokenSide::Mt => self.client.balance(owner, &side.symbol, None).await,
+            TokenSide::St => {
                 self.client
                     .balance(owner, &self.bridge()?.main.symbol, Some(&side.symbol))
                     .await

@@ -31,7 +31,7 @@ use super::{BatchItem, BatchOp};
 use crate::Error;
 use crate::flows::swap::swap_intent;
 use crate::flows::transfer::plain_transfer_intent;
-use crate::flows::{DEFAULT_MAX_GAS_LIMIT, Flows, Which};
+use crate::flows::{DEFAULT_MAX_GAS_LIMIT, Flows, TokenSide};
 
 /// Where a swap's MT goes in the check: the platform issues the real address only when
 /// the item runs. Used for the gas estimate (a transfer to an address that holds none of
@@ -214,10 +214,10 @@ impl Flows {
     /// The call an item makes, as the run builds or expects it (the token it moves, the
     /// unsigned transaction without its gas, the intent it is verified against). A
     /// swap's destination stands in for the address the platform will issue.
-    fn item_call(&self, op: &BatchOp) -> Result<(Which, RawTx, Intent), Error> {
+    fn item_call(&self, op: &BatchOp) -> Result<(TokenSide, RawTx, Intent), Error> {
         let (which, to, intent) = match *op {
             BatchOp::Redeem { from, amount } => (
-                Which::St,
+                TokenSide::St,
                 None,
                 self.redeem_call(from, amount)?.full_intent(),
             ),
@@ -229,9 +229,9 @@ impl Flows {
                 plain_transfer_intent(self.side(token)?, to, amount),
             ),
             BatchOp::Swap { amount, .. } => (
-                Which::Mt,
+                TokenSide::Mt,
                 Some(SWAP_ADDRESS_UNKNOWN),
-                swap_intent(self.side(Which::Mt)?, SWAP_ADDRESS_UNKNOWN, amount),
+                swap_intent(self.side(TokenSide::Mt)?, SWAP_ADDRESS_UNKNOWN, amount),
             ),
         };
         let (_, amount) = op.spends();

@@ -4,7 +4,7 @@ use alloy_primitives::{Address, U256};
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
-use crate::flows::Which;
+use crate::flows::TokenSide;
 use crate::journal::BatchItemRecord;
 
 /// One operation of a batch. Amounts are base units (stored as decimal strings).
@@ -22,7 +22,7 @@ pub enum BatchOp {
     /// Transfer `amount` of `token` from `from` to `to` (built and signed here).
     Transfer {
         /// MT or ST.
-        token: Which,
+        token: TokenSide,
         /// The sender.
         from: Address,
         /// The recipient.
@@ -52,11 +52,11 @@ impl BatchOp {
     }
 
     /// The token that leaves `from`, and how much of it.
-    pub fn spends(&self) -> (Which, U256) {
+    pub fn spends(&self) -> (TokenSide, U256) {
         match self {
-            BatchOp::Redeem { amount, .. } => (Which::St, *amount),
+            BatchOp::Redeem { amount, .. } => (TokenSide::St, *amount),
             BatchOp::Transfer { token, amount, .. } => (*token, *amount),
-            BatchOp::Swap { amount, .. } => (Which::Mt, *amount),
+            BatchOp::Swap { amount, .. } => (TokenSide::Mt, *amount),
         }
     }
 
@@ -120,7 +120,7 @@ mod tests {
     #[test]
     fn operations_are_stored_with_decimal_amounts_and_read_back() {
         let op = BatchOp::Transfer {
-            token: Which::St,
+            token: TokenSide::St,
             from: Address::repeat_byte(1),
             to: Address::repeat_byte(2),
             amount: U256::from(10).pow(U256::from(30)),

@@ -12,11 +12,11 @@ use std::fmt;
 
 use alloy_primitives::{Address, U256};
 
-use super::refusal::{Moved, PlanRefusal, Short, Tokens};
+use super::refusal::{PlanRefusal, ShortSender, Tokens, UnlistedRecipient};
 use super::{BatchCheck, BatchItem, BatchOp};
 use crate::Error;
 use crate::flows::{
-    Bridge, ChainSide, DEFAULT_MAX_GAS_LIMIT, Flows, GAS_PRICE_SANITY_MULTIPLE, Which,
+    Bridge, ChainSide, DEFAULT_MAX_GAS_LIMIT, Flows, GAS_PRICE_SANITY_MULTIPLE, TokenSide,
 };
 
 /// What a batch would do, found before any key is unlocked ([`Flows::plan`]).
@@ -36,7 +36,7 @@ pub struct BatchPlan {
     /// The caps every item meets, from the policy.
     pub caps: Vec<Cap>,
     /// The most each token may move in all, as the caller set it ([`Flows::plan`]).
-    pub max_totals: BTreeMap<Which, U256>,
+    pub max_totals: BTreeMap<TokenSide, U256>,
     /// What the run's checks would refuse, and each sender's gas.
     pub check: BatchCheck,
     bridge: Bridge,
@@ -46,7 +46,7 @@ pub struct BatchPlan {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenTotal {
     /// The token.
-    pub token: Which,
+    pub token: TokenSide,
     /// How many items move it.
     pub items: usize,
     /// Their amounts, summed, in base units (saturating at the uint256 maximum, which no
@@ -70,7 +70,7 @@ pub enum Recipient {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecipientTotal {
     /// The token.
-    pub token: Which,
+    pub token: TokenSide,
     /// Who gets it.
     pub to: Recipient,
     /// In how many items.
@@ -97,7 +97,7 @@ pub struct AccountPlan {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AccountSpend {
     /// The token.
-    pub token: Which,
+    pub token: TokenSide,
     /// What its items move, in base units.
     pub amount: U256,
     /// What it holds now, in base units.
@@ -141,19 +141,19 @@ impl fmt::Display for Cap {
 
 impl Bridge {
     /// The chain of `which` token: the main network for MT, the side chain for ST.
-    pub fn side(&self, which: Which) -> &ChainSide {
+    pub fn side(&self, which: TokenSide) -> &ChainSide {
         match which {
-            Which::Mt => &self.main,
-            Which::St => &self.side,
+            TokenSide::Mt => &self.main,
+            TokenSide::St => &self.side,
         }
     }
 
     /// The token `name` names, in any case: its symbol (`ST`), or `mt` / `st`.
-    pub fn token_named(&self, name: &str) -> Option<Which> {
-        [Which::Mt, Which::St].into_iter().find(|w| {
+    pub fn token_named(&self, name: &str) -> Option<TokenSide> {
+        [TokenSide::Mt, TokenSide::St].into_iter().find(|w| {
             let short = match w {
-                Which::Mt => "mt",
-                Which::St => "st",
+                TokenSide::Mt => "mt",
+                TokenSide::St => "st",
             };
             name.eq_ignore_ascii_case(&self.side(*w).symbol) || name.eq_ignore_ascii_case(short)
         })
@@ -186,14 +186,14 @@ impl Flows {
     pub async fn plan(
         &self,
         items: &[BatchItem],
-        max_totals: &BTreeMap<Which, U256>,
+        max_totals: &BTreeMap<TokenSide, U256>,
     ) -> Result<BatchPlan, Error> {
         let bridge = self.bridge()?.clone();
         let policy = self.trust_root();
         let mut operations = BTreeMap::new();
-        let mut totals: BTreeMap<Which, (usize, U256)> = BTreeMap::new();
-        let mut recipients: BTreeMap<(Which, Recipient), (usize, U256)> = BTreeMap::new();
-        let mut accounts: Vec<(Address, usize, BTreeMap<Which, U256>)> = Vec::new();
+        let mut totals: BTreeMap<TokenSide, (usize, U256)> = BTreeMap::new();
+        let mut recipients: BTreeMap<(TokenSide, Recipient), (usize, U256)> = BTreeMap::new();
+        let mut accounts: Vec<(Address, usize, BTreeMap<TokenSide, U256>)> = Vec::new();
         for item in items {
             let (which, amount) = item.op.spends();
             let to = match &item.op {
@@ -296,12 +296,12 @@ impl BatchPlan {
     /// gas). `Ok` when it may run.
     pub fn verdict(&self) -> Result<(), Error> {
         let side = |which| self.bridge.side(which);
-        let outside: Vec<Moved> = self
+        let outside: Vec<UnlistedRecipient> = self
             .recipients
             .iter()
             .filter(|r| r.allowed == Some(false))
             .filter_map(|r| match r.to {
-                Recipient::Address(to) => Some(Moved {
+                Recipient::Address(to) => Some(UnlistedRecipient {
                     to,
                     tokens: side(r.token).amount(r.amount),
                     items: r.items,
@@ -326,14 +326,14 @@ impl BatchPlan {
                 .into());
             }
         }
-        let short: Vec<Short> = self
+        let short: Vec<ShortSender> = self
             .accounts
             .iter()
             .flat_map(|a| {
                 a.tokens
                     .iter()
                     .filter(|t| !t.covered())
-                    .map(move |t| Short {
+                    .map(move |t| ShortSender {
                         from: a.address,
                         needs: side(t.token).amount(t.amount),
                         holds: side(t.token).amount(t.balance),
@@ -368,12 +368,12 @@ mod tests {
             items: 2,
             operations: BTreeMap::from([("transfer", 2)]),
             totals: vec![TokenTotal {
-                token: Which::St,
+                token: TokenSide::St,
                 items: 2,
                 amount: st * U256::from(3),
             }],
             recipients: vec![RecipientTotal {
-                token: Which::St,
+                token: TokenSide::St,
                 to: Recipient::Address(Address::repeat_byte(2)),
                 items: 2,
                 amount: st * U256::from(3),
@@ -383,7 +383,7 @@ mod tests {
                 address: Address::repeat_byte(1),
                 items: 2,
                 tokens: vec![AccountSpend {
-                    token: Which::St,
+                    token: TokenSide::St,
                     amount: st * U256::from(3),
                     balance: st * U256::from(4),
                 }],
@@ -413,10 +413,10 @@ mod tests {
             swap_credit: Default::default(),
         };
         for (name, which) in [
-            ("ethx", Some(Which::Mt)),
-            ("MT", Some(Which::Mt)),
-            ("USDS", Some(Which::St)),
-            ("st", Some(Which::St)),
+            ("ethx", Some(TokenSide::Mt)),
+            ("MT", Some(TokenSide::Mt)),
+            ("USDS", Some(TokenSide::St)),
+            ("st", Some(TokenSide::St)),
             ("usd", None),
             ("", None),
         ] {
@@ -431,12 +431,16 @@ mod tests {
         let ok = plan();
         assert!(ok.verdict().is_ok());
         assert_eq!(
-            ok.bridge().side(Which::St).tokens(U256::from(1_500_000)),
+            ok.bridge()
+                .side(TokenSide::St)
+                .tokens(U256::from(1_500_000)),
             "1.5"
         );
 
         let mut capped = plan();
-        capped.max_totals.insert(Which::St, U256::from(2_500_000));
+        capped
+            .max_totals
+            .insert(TokenSide::St, U256::from(2_500_000));
         match capped.verdict() {
             Err(Error::PlanRefused(r)) if matches!(*r, PlanRefusal::AboveMaxTotal { .. }) => {
                 let PlanRefusal::AboveMaxTotal { total, max } = *r else {

@@ -72,7 +72,7 @@ impl GasNeed {
 pub enum PlanRefusal {
     /// Tokens go to addresses outside the policy's allowlist.
     #[error("the batch sends to addresses outside allowed-destinations: {}", join(.0))]
-    NotAllowed(Vec<Moved>),
+    NotAllowed(Vec<UnlistedRecipient>),
     /// A token's total is above the most the caller allowed.
     #[error("the batch moves {total} in all, above its maximum total {max}")]
     AboveMaxTotal {
@@ -83,7 +83,7 @@ pub enum PlanRefusal {
     },
     /// Senders hold less than their items move.
     #[error("the batch cannot be covered: {}", join(.0))]
-    NotCovered(Vec<Short>),
+    NotCovered(Vec<ShortSender>),
 }
 
 fn join<T: fmt::Display>(parts: &[T]) -> String {
@@ -115,7 +115,7 @@ impl fmt::Display for Tokens {
 
 /// What goes to one recipient outside the allowlist.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Moved {
+pub struct UnlistedRecipient {
     /// The recipient.
     pub to: Address,
     /// How much.
@@ -124,7 +124,7 @@ pub struct Moved {
     pub items: usize,
 }
 
-impl fmt::Display for Moved {
+impl fmt::Display for UnlistedRecipient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} ({} in {} items)", self.to, self.tokens, self.items)
     }
@@ -132,7 +132,7 @@ impl fmt::Display for Moved {
 
 /// A sender that holds less than its items move.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Short {
+pub struct ShortSender {
     /// The sender.
     pub from: Address,
     /// What its items move.
@@ -141,7 +141,7 @@ pub struct Short {
     pub holds: Tokens,
 }
 
-impl fmt::Display for Short {
+impl fmt::Display for ShortSender {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,

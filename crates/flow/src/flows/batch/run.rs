@@ -16,8 +16,8 @@ use crate::Error;
 use crate::flows::swap::swap_intent;
 use crate::flows::transfer::plain_transfer_intent;
 use crate::flows::{
-    Approver, Flows, GasSource, NonceSource, Quiet, Review, Submitted, SwapSpec, TransferSpec,
-    Which, new_tx_id,
+    Approver, Flows, GasSource, NonceSource, Quiet, Review, Submitted, SwapSpec, TokenSide,
+    TransferSpec, new_tx_id,
 };
 use crate::journal::{BatchItemRecord, BatchRecord, FlowRecord, FlowState, Purpose};
 use bridgectl_tx::RawTx;
@@ -258,7 +258,7 @@ impl Flows {
         else {
             return false;
         };
-        bridgectl_tx::log::logged_signature(self.signing_log.as_ref(), &raw)
+        bridgectl_tx::signing_log::logged_signature(self.signing_log.as_ref(), &raw)
             .is_ok_and(|entry| entry.is_some())
     }
 
@@ -542,7 +542,7 @@ impl Flows {
     /// batch's next), else from the chain's node or the platform, as its gas.
     pub(super) fn transfer_spec(
         &self,
-        which: Which,
+        which: TokenSide,
         from: Address,
         to: Address,
         amount: U256,
@@ -550,7 +550,7 @@ impl Flows {
     ) -> TransferSpec {
         let (nonce, gas) = self.local_sources(which);
         TransferSpec {
-            which,
+            token: which,
             from,
             to,
             amount,
@@ -563,7 +563,7 @@ impl Flows {
     /// waiting for its credit: a batch awaits every item's end together.
     pub(super) fn swap_spec(&self, from: Address, amount: U256, fixed: Option<u64>) -> SwapSpec {
         let TransferSpec { nonce, gas, .. } =
-            self.transfer_spec(Which::Mt, from, from, amount, fixed);
+            self.transfer_spec(TokenSide::Mt, from, from, amount, fixed);
         SwapSpec {
             from,
             amount,
@@ -575,7 +575,7 @@ impl Flows {
 
     /// Nonce and gas of a transaction built here: the chain's node when it is known, else
     /// the platform.
-    fn local_sources(&self, which: Which) -> (NonceSource, GasSource) {
+    fn local_sources(&self, which: TokenSide) -> (NonceSource, GasSource) {
         let has_node = self.side(which).is_ok_and(|s| self.has_node(s.chain_id));
         if has_node {
             (NonceSource::Node, GasSource::Node)

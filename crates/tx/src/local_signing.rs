@@ -11,10 +11,10 @@ use alloy_signer_local::PrivateKeySigner;
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
-use crate::log::{
+use crate::request::SignInput;
+use crate::signing_log::{
     ENTRY_VERSION, Entry, EntryBody, GroupEntry, Head, SigningLog, call_facts, seal, unsigned,
 };
-use crate::request::SignInput;
 use crate::verify::Verified;
 
 // Published here first.
@@ -93,7 +93,7 @@ pub(crate) fn check_signable(verified: &Verified, key: Address) -> Result<(), Er
 /// are returned: if the log cannot be written, or the windowed limit the verifier
 /// checked no longer holds once the append has the log to itself (another signer got
 /// there first), nothing signed leaves this function. `time` is the entry's time (Unix
-/// seconds, usually [`unix_now`](crate::log::unix_now)).
+/// seconds, usually [`unix_now`](crate::signing_log::unix_now)).
 pub fn sign_and_log(
     verified: &Verified,
     signer: &PrivateKeySigner,

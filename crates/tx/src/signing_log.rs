@@ -3,7 +3,7 @@
 //! with the windows of the spending limits). The storage is behind that trait, so this
 //! crate stays free of SQLite (`bridgectl-signing-log` keeps the log beside the keys).
 //! Signing a transaction into a log, the one way the flows and `bridgectl sign` sign,
-//! is [`crate::sign::sign_and_log`].
+//! is [`crate::local_signing::sign_and_log`].
 //!
 //! The guarantee: every signature made through [`sign_and_log`] is in the log before
 //! the signed bytes are returned. An entry is
@@ -38,9 +38,9 @@ use crate::rawtx::{RawTx, signing_hash};
 use crate::request::Token;
 
 // Public paths of the functions that sign a `Verified` into a log, kept for the wallets
-// written against them: they live in `crate::sign`, and nothing here uses them.
+// written against them: they live in `crate::local_signing`, and nothing here uses them.
 #[doc(no_inline)]
-pub use crate::sign::{make_entry, sign_and_log, unsigned_entry};
+pub use crate::local_signing::{make_entry, sign_and_log, unsigned_entry};
 
 /// The `v` of every entry this version writes.
 pub const ENTRY_VERSION: u64 = 1;
@@ -82,7 +82,7 @@ pub struct EntryBody {
     pub value: U256,
     /// The signed transaction's hash.
     pub tx_hash: B256,
-    /// The EIP-155 signing hash of the transaction ([`crate::sign::signing_hash`]): what the
+    /// The EIP-155 signing hash of the transaction ([`crate::local_signing::signing_hash`]): what the
     /// nonce guard compares before a key is unlocked, when the signed hash cannot be
     /// known yet. Signing is deterministic (RFC 6979), so the same signing hash means the
     /// same signed bytes. Absent from entries written before the guard: such an entry

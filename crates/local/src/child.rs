@@ -1,5 +1,5 @@
 //! Child processes that die with their parent. A process bridgectl starts (an anvil of
-//! the sandbox, an `--exec` command of the webhook listener) must not outlive it, SIGKILL
+//! the sandbox, a command the webhook listener runs per delivery) must not outlive it, SIGKILL
 //! included, when no destructor runs: on Linux the kernel sends the child `signal` when
 //! the thread that spawned it exits (`PR_SET_PDEATHSIG`, set in a `pre_exec` hook).
 //! Spawn from a thread that lives as long as the child should.

@@ -62,7 +62,10 @@ impl Payload {
 
 /// The frames to show for `ur` (fragments of [`FRAGMENT_LEN`] bytes): one for a
 /// message that fits a frame, else twice its part count (its fragments, then as many
-/// fountain parts), so that a reader that misses some frames of a pass still has enough.
+/// fountain parts), so that a reader that misses a few frames of a pass most often still
+/// has enough. Most often, not always: which lost fragment a fountain part makes up for
+/// is chosen by the message's checksum, so a reader that lacks one reads more frames (an
+/// animation keeps going; [`Assembler`] says how far it is).
 pub fn frames(ur: &Ur) -> Result<Vec<String>, Error> {
     let mut frames = ur.frames(FRAGMENT_LEN)?;
     let n = match frames.part_count() {

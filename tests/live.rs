@@ -39,6 +39,10 @@ pub struct LiveSandbox {
     runtime: tokio::runtime::Handle,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// The sandbox's secrets in every form the scan looks for, and which secrets they are
+    /// made of: made once each (a shared sandbox holds hundreds, and every command's
+    /// output is scanned for them).
+    secrets: std::sync::Mutex<(std::collections::HashSet<String>, crate::secrets::Secrets)>,
 }
 
 /// The sandbox [`Live::shared`] tests run against. Never dropped: its thread lives as long
@@ -138,7 +142,24 @@ impl LiveSandbox {
             runtime,
             stop: Some(stop_tx),
             thread: Some(thread),
+            secrets: Default::default(),
         }
+    }
+
+    /// Every secret the sandbox holds or has handed out so far, in every form the scan
+    /// looks for (see [`crate::secrets::Secrets::add_sandbox`]).
+    pub fn secrets(&self) -> crate::secrets::Secrets {
+        let mut cache = self
+            .secrets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (known, forms) = &mut *cache;
+        for secret in self.state.secrets() {
+            if known.insert(secret.clone()) {
+                forms.add_sandbox_secret(&secret);
+            }
+        }
+        forms.clone()
     }
 
     /// Runs `f` to completion on the sandbox's runtime (where its node clients live).
@@ -201,8 +222,18 @@ impl Drop for Live {
                 }),
             "the sandbox saw no request of this test (accounts {accounts:?})"
         );
+        // This test's requests (its token's scope), and those of no scope (made with the
+        // sandbox's own token or an exchanged one, which any test may have made): every
+        // other test of the shared sandbox scans its own.
         let scan = self.scan();
-        scan.scan_request_log(&self.sb.state);
+        let requests: Vec<_> = self
+            .sb
+            .state
+            .request_log_with_headers()
+            .into_iter()
+            .filter(|r| r.scope.as_deref().is_none_or(|s| s == self.scope))
+            .collect();
+        scan.scan_requests(&requests);
         // What the nodes were sent: every secret but the node API key, which is theirs.
         let node_scan = scan.without("the node API key");
         for tap in &self.node_taps {
@@ -711,7 +742,7 @@ impl Live {
     /// The scanner: the test's secrets and every secret the sandbox holds or handed out.
     pub fn scan(&self) -> crate::secrets::Secrets {
         let mut scan = self.secrets.clone();
-        scan.add_sandbox(&self.sb.state);
+        scan.extend(&self.sb.secrets());
         scan
     }
 

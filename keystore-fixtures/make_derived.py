@@ -61,10 +61,14 @@ ok("v1_default_cost.key", "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", "bridgec
 
 dump("fail_web3_ethereum_org_broken_vector.json", ethereum_org, "testpassword")
 fail("fail_web3_ethereum_org_broken_vector.json", "wrong_passphrase", "ethereum.org scrypt vector: published mac/derived key are wrong")
-bad = json.loads(json.dumps(pbkdf2)); bad["crypto"]["mac"] = "0" + bad["crypto"]["mac"][1:]
-dump("fail_web3_flipped_mac.json", bad, "testpassword"); fail("fail_web3_flipped_mac.json", "wrong_passphrase", "pbkdf2 vector, mac changed")
-bad = json.loads(json.dumps(pbkdf2)); bad["address"] = "9d8a62f656a8d1615c1294fd71e9cfb3e4855a4f"
-dump("fail_web3_address_mismatch.json", bad, "testpassword"); fail("fail_web3_address_mismatch.json", "address_mismatch", "pbkdf2 vector with another key's address")
+# The MAC and address checks come after the key derivation, whatever the KDF: these two are
+# made from geth's vector of scrypt n=2, so the refusal costs no more than the check (the
+# costly vectors above are derived once each, where reading them is what is tested).
+geth_31 = json.load(open("geth_31_byte_key.json"))
+bad = json.loads(json.dumps(geth_31)); bad["crypto"]["mac"] = "0" + bad["crypto"]["mac"][1:]
+dump("fail_web3_flipped_mac.json", bad, "foo"); fail("fail_web3_flipped_mac.json", "wrong_passphrase", "geth 31_byte_key vector (scrypt n=2), mac changed")
+bad = json.loads(json.dumps(geth_31)); bad["address"] = "9d8a62f656a8d1615c1294fd71e9cfb3e4855a4f"
+dump("fail_web3_address_mismatch.json", bad, "foo"); fail("fail_web3_address_mismatch.json", "address_mismatch", "geth 31_byte_key vector (scrypt n=2) with another key's address")
 bad = json.loads(json.dumps(scrypt_r1p8)); bad["crypto"]["kdfparams"].update(n=1 << 30, r=8, p=1)
 dump("fail_web3_scrypt_excessive.json", bad, "testpassword"); fail("fail_web3_scrypt_excessive.json", "excessive_work", "scrypt n=2^30 r=8 (128 GiB): refused before deriving")
 bad = json.loads(json.dumps(scrypt_r1p8)); bad["crypto"]["kdfparams"].update(n=1 << 20, r=8, p=16)
@@ -124,6 +128,10 @@ fail("fail_v1_truncated.key", "malformed", "file cut in half")
 open("fail_v1_wrong_passphrase.key", "w").write(raw)
 open("fail_v1_wrong_passphrase.passphrase", "w").write("not the passphrase\n")
 fail("fail_v1_wrong_passphrase.key", "wrong_passphrase", "intact v1_test_cost.key with a wrong passphrase")
+
+# Written by hand (a duplicate key cannot come out of json.dump): listed, not written.
+fail("fail_v1_duplicate_address.key", "malformed", "address given twice, the second another key's: one file, two claims")
+fail("fail_web3_duplicate_key.json", "malformed", "eth_account_scrypt.json with a top-level key given twice")
 
 with open("manifest.json", "w") as f:
     json.dump(dict(sorted(manifest.items())), f, indent=2)

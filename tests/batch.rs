@@ -11,7 +11,7 @@ use alloy_primitives::{Address, B256, U256};
 use alloy_signer_local::PrivateKeySigner;
 use serde_json::{Value, json};
 
-use crate::live::{Live, SUBMIT, block_on};
+use crate::live::{Faults, Live, SUBMIT, block_on};
 use crate::util::CountingPassphrase;
 
 const EXIT_INCOMPLETE: i32 = 9;

@@ -4,7 +4,7 @@
 use alloy_primitives::U256;
 use serde_json::Value;
 
-use crate::live::Live;
+use crate::live::{Faults, Live};
 
 /// `n` whole tokens of `decimals` in base units.
 pub fn units(n: u64, decimals: u8) -> U256 {
@@ -128,9 +128,10 @@ fn amounts_are_exact_at_18_and_6_decimals_and_a_1_to_2_ratio() {
 
 #[test]
 fn transfers_of_mt_and_st_and_a_managed_transfer() {
-    let live = Live::new("transfer_e2e");
+    let live = Live::shared("transfer_e2e");
     let dev = live.dev.to_string();
-    let managed = live.sb.info.managed_accounts[0];
+    // A managed account of its own: its nonces are counted.
+    let managed = live.sb.new_managed();
     let m = managed.to_string();
     let mt0 = live.balance(false, managed);
     live.ok(&[
@@ -369,9 +370,9 @@ pub fn offline_signer(live: &Live, name: &'static str) -> crate::util::Dir {
 
 #[test]
 fn dropped_submit_response_is_resumed_with_the_same_hash() {
-    let live = Live::new("resume_dropped");
+    let live = Live::shared("resume_dropped");
     let dev = live.dev.to_string();
-    live.sb.drop_answers("submit");
+    live.drop_answers("submit");
     let nonce0 = live.nonce(true, live.dev);
     let mut c = live.cmd();
     c.env("BRIDGECTL_RETRIES", "0")
@@ -391,7 +392,7 @@ fn dropped_submit_response_is_resumed_with_the_same_hash() {
     let hash = flow["txHash"].as_str().expect("hash").to_owned();
     assert!(steps(&live, &tx_id).contains(&"submit-failed".to_owned()));
 
-    live.sb.clear("submit");
+    live.clear("submit");
     // The journal's bytes are a claim too: a record whose hash, sender or chain does not
     // match its signed bytes is refused, and nothing is sent.
     let journal = live.dir.join("journal.sqlite3");
@@ -460,9 +461,9 @@ fn dropped_submit_response_is_resumed_with_the_same_hash() {
     // Resuming a completed flow says so and sends nothing.
     let again = live.ok(&["resume", &tx_id]);
     assert_eq!(again["resent"], false, "{again:#}");
-    let requests = live.sb.state.request_log().len();
+    let requests = live.requests().len();
     live.ok(&["resume", &tx_id]);
-    let sent_again = live.sb.state.request_log()[requests..]
+    let sent_again = live.requests()[requests..]
         .iter()
         .any(|l| l.contains("/transaction/send/signed-tx"));
     assert!(!sent_again, "a completed flow was resent");
@@ -470,9 +471,9 @@ fn dropped_submit_response_is_resumed_with_the_same_hash() {
 
 #[test]
 fn a_dropped_submit_response_is_retried_safely() {
-    let live = Live::new("retry_dropped");
+    let live = Live::shared("retry_dropped");
     let dev = live.dev.to_string();
-    live.sb.drop_answers("submit");
+    live.drop_answers("submit");
     let nonce0 = live.nonce(true, live.dev);
     let out = live.ok(&["redeem", "--from", &dev, "--amount", "1", "--yes"]);
     assert_eq!(out["status"], "completed");
@@ -485,20 +486,20 @@ fn a_dropped_submit_response_is_retried_safely() {
 
 #[test]
 fn server_errors_are_retried_on_reads_and_reported_on_execute() {
-    let live = Live::new("faults_5xx");
+    let live = Live::shared("faults_5xx");
     let dev = live.dev.to_string();
     // Execute is never retried: a 503 is a clear error and nothing is signed.
-    live.sb.fail_share("execute", 1.0);
+    live.fail_share("execute", 1.0);
     let nonce0 = live.nonce(true, live.dev);
     let err = live.fails(&["redeem", "--from", &dev, "--amount", "1", "--yes"], 7);
     assert!(
         err.contains("SERVICE_UNAVAILABLE") && err.contains("HTTP 503"),
         "{err}"
     );
-    live.sb.clear("execute");
+    live.clear("execute");
     assert_eq!(live.nonce(true, live.dev), nonce0);
     // Half of the redemption-result reads fail: the retries carry the flow through.
-    live.sb.fail_share("redeems", 0.5);
+    live.fail_share("redeems", 0.5);
     let out = live.ok(&["redeem", "--from", &dev, "--amount", "1", "--yes"]);
     assert_eq!(out["status"], "completed");
 }
@@ -519,11 +520,11 @@ fn redeem_one<'a>(dev: &'a str, timeout: &'a str) -> [&'a str; 8] {
 
 #[test]
 fn a_timeout_is_exit_8_and_resume_finishes() {
-    let live = Live::new("faults_timeout");
+    let live = Live::shared("faults_timeout");
     let dev = live.dev.to_string();
     // Every status read fails: polling carries on until the wait runs out (exit 8),
     // and the message says what the last answer was.
-    live.sb.fail_share("redeems", 1.0);
+    live.fail_share("redeems", 1.0);
     let mut c = live.cmd();
     c.env("BRIDGECTL_RETRIES", "0").args(redeem_one(&dev, "1"));
     let out = c.output();
@@ -534,12 +535,12 @@ fn a_timeout_is_exit_8_and_resume_finishes() {
         err.contains("SERVICE_UNAVAILABLE") && err.contains("resume"),
         "{err}"
     );
-    live.sb.clear("redeems");
+    live.clear("redeems");
     // A status that does not come in time is a timeout too: the whole wait is bounded.
-    live.sb.delay("redeems", 1500);
+    live.delay("redeems", 1500);
     let err = live.fails(&redeem_one(&dev, "1"), 8);
     assert!(err.contains("resume"), "{err}");
-    live.sb.clear("redeems");
+    live.clear("redeems");
     let flows = live.ok(&["history"]);
     for f in flows.as_array().expect("flows") {
         assert_eq!(f["state"], "submitted", "{f:#}");
@@ -552,11 +553,11 @@ fn a_timeout_is_exit_8_and_resume_finishes() {
 
 #[test]
 fn the_signed_bytes_are_journaled_before_the_platform_sees_them() {
-    let live = Live::new("kill_resume");
+    let live = Live::shared("kill_resume");
     let dev = live.dev.to_string();
     // The submission is held at the platform, logged and before any work: the client is
     // killed at the moment its POST has arrived.
-    live.sb.hold("submit");
+    live.hold("submit");
     let nonce0 = live.nonce(true, live.dev);
     let mut c = live.cmd();
     c.args(["redeem", "--from", &dev, "--amount", "1", "--yes"]);
@@ -565,7 +566,7 @@ fn the_signed_bytes_are_journaled_before_the_platform_sees_them() {
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null()),
     );
-    let line = live.sb.wait_for_request(0, crate::live::SUBMIT);
+    let line = live.wait_for_request(0, crate::live::SUBMIT);
     child.kill().expect("SIGKILL");
     let _ = child.wait();
     let sent = crate::live::signed_tx_of(&line).expect("signedTx in the POST");
@@ -580,13 +581,12 @@ fn the_signed_bytes_are_journaled_before_the_platform_sees_them() {
     let (tx_id, state, _) = rows[0].clone();
     assert_eq!(state, "signed");
 
-    live.sb.clear("submit");
+    live.clear("submit");
     // Resume sends those bytes again without a passphrase: the counting source is never
     // read, and the resent POST carries exactly the journal's bytes.
-    let requests = live.sb.state.request_log().len();
+    let requests = live.requests().len();
     let resumed = live.resume_unsigned(&tx_id);
-    let resent =
-        crate::live::signed_tx_of(&live.sb.wait_for_request(requests, crate::live::SUBMIT));
+    let resent = crate::live::signed_tx_of(&live.wait_for_request(requests, crate::live::SUBMIT));
     assert_eq!(
         resent,
         Some(sent),
@@ -602,7 +602,7 @@ fn the_signed_bytes_are_journaled_before_the_platform_sees_them() {
 
 #[test]
 fn a_wrong_passphrase_signs_sends_and_prints_nothing() {
-    let live = Live::new("redeem_wrong_passphrase");
+    let live = Live::shared("redeem_wrong_passphrase");
     let dev = live.dev.to_string();
     let wrong = format!("wrong-{}", uuid::Uuid::new_v4().simple());
     let wrong_file = live.dir.write("wrong-passphrase", format!("{wrong}\n"));
@@ -617,7 +617,7 @@ fn a_wrong_passphrase_signs_sends_and_prints_nothing() {
     // Nothing signed, journaled as signed or sent.
     let rows = live.journal_rows();
     assert!(rows.iter().all(|r| r.2.is_none()), "{rows:?}");
-    assert!(live.sb.submitted().is_empty(), "a submission was sent");
+    assert!(live.submitted().is_empty(), "a submission was sent");
     assert_eq!(live.nonce(true, live.dev), nonce0);
     scan.scan_file(&live.dir.join("journal.sqlite3"));
 }
@@ -767,7 +767,7 @@ fn history_lists_flows_and_unknown_flows_are_not_found() {
 #[test]
 fn a_hostile_platform_is_refused_before_the_passphrase_is_read() {
     use bridgectl_sandbox::Hostile;
-    let live = Live::new("hostile");
+    let live = Live::shared("hostile");
     let dev = live.dev.to_string();
     // One honest redeem first, so that a nonce below the next one is a real replacement.
     let out = live.ok(&["redeem", "--from", &dev, "--amount", "1", "--yes"]);
@@ -775,7 +775,7 @@ fn a_hostile_platform_is_refused_before_the_passphrase_is_read() {
     let nonce0 = live.nonce(true, live.dev);
     assert!(nonce0 > 0);
     for kind in Hostile::ALL {
-        live.sb.state.set_hostile(Some(kind));
+        live.hostile(Some(kind));
         let counter = crate::util::CountingPassphrase::new(&live.dir, &live.passphrase);
         let mut c = live.cmd();
         c.env("BRIDGECTL_PASSPHRASE_FILE", &counter.path)
@@ -814,7 +814,7 @@ fn a_hostile_platform_is_refused_before_the_passphrase_is_read() {
         assert!(f["signedTx"].is_null());
     }
     // The same platform, honest again: the flow goes through.
-    live.sb.state.set_hostile(None);
+    live.hostile(None);
     let out = live.ok(&["redeem", "--from", &dev, "--amount", "1", "--yes"]);
     assert_eq!(out["status"], "completed");
 }
@@ -881,7 +881,7 @@ fn redeem_through_the_node_directly() {
     // It never went through the platform's submit operation: no submission the shared
     // sandbox has seen carries this transaction.
     let hash = out["txHash"].as_str().expect("hash");
-    let through_platform = live.sb.submitted().iter().any(|raw| {
+    let through_platform = live.submitted().iter().any(|raw| {
         let bytes = alloy_primitives::hex::decode(raw).expect("hex");
         alloy_primitives::keccak256(bytes).to_string() == hash
     });
@@ -902,11 +902,11 @@ fn redeem_through_the_node_directly() {
 
 #[test]
 fn two_concurrent_redeems_of_one_address_never_sign_one_nonce_twice() {
-    let live = Live::new("concurrent_nonce");
+    let live = Live::shared("concurrent_nonce");
     let dev = live.dev.to_string();
     // The first flow signs and is held at the submission; the platform hands the second
     // the same nonce (the node has not seen the first transaction yet).
-    live.sb.hold("submit");
+    live.hold("submit");
     let nonce0 = live.nonce(true, live.dev);
     let mut first = live.cmd();
     first.args(["--json", "redeem", "--from", &dev, "--amount", "1", "--yes"]);
@@ -916,7 +916,7 @@ fn two_concurrent_redeems_of_one_address_never_sign_one_nonce_twice() {
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped()),
     );
-    live.sb.wait_for_request(0, crate::live::SUBMIT);
+    live.wait_for_request(0, crate::live::SUBMIT);
     let counter = crate::util::CountingPassphrase::new(&live.dir, &live.passphrase);
     let mut second = live.cmd();
     second
@@ -932,7 +932,7 @@ fn two_concurrent_redeems_of_one_address_never_sign_one_nonce_twice() {
         err.contains(&format!("nonce {nonce0} of")) && err.contains("is held by flow"),
         "{err}"
     );
-    live.sb.clear("submit");
+    live.clear("submit");
     let first = first.wait_with_output();
     assert!(
         first.status.success(),
@@ -969,25 +969,23 @@ fn spawn_redeem(live: &Live, pass_file: &std::path::Path, lease: &str) -> crate:
 /// second signature, so the chain alone would not show it).
 #[test]
 fn two_redeems_released_together_read_one_passphrase_and_sign_once() {
-    let live = Live::new("released_together");
+    let live = Live::shared("released_together");
     let nonce0 = live.nonce(true, live.dev);
-    live.sb.hold("execute");
+    live.hold("execute");
     let counter = crate::util::CountingPassphrase::new(&live.dir, &live.passphrase);
     let (a, b) = (
         spawn_redeem(&live, &counter.path, "15m"),
         spawn_redeem(&live, &counter.path, "15m"),
     );
     let asked = "POST /tx/v2.0/transactions/redeem";
-    let first = live.sb.wait_for_request(0, asked);
+    let first = live.wait_for_request(0, asked);
     let skip = live
-        .sb
-        .state
-        .request_log()
+        .requests()
         .iter()
         .position(|l| *l == first)
         .expect("logged");
-    live.sb.wait_for_request(skip + 1, asked);
-    live.sb.clear("execute");
+    live.wait_for_request(skip + 1, asked);
+    live.clear("execute");
     let outs = [a.wait_with_output(), b.wait_with_output()];
     let reads = counter.finish();
     let signed: Vec<_> = outs.iter().filter(|o| o.status.success()).collect();
@@ -1011,7 +1009,7 @@ fn two_redeems_released_together_read_one_passphrase_and_sign_once() {
 /// first: the chain shows one transaction and the log one signature.
 #[test]
 fn a_redeem_past_its_lease_signs_nothing_after_another_took_the_nonce() {
-    let live = Live::new("lease_expired_online");
+    let live = Live::shared("lease_expired_online");
     let nonce0 = live.nonce(true, live.dev);
     let fifo = live.dir.join("held.fifo");
     let made = std::process::Command::new("mkfifo")
@@ -1221,9 +1219,17 @@ fn a_request_rewritten_in_transit_is_caught_against_the_journal() {
     let o = sign.output();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let nonce0 = live.nonce(true, live.dev);
+    // The journal's flow is the reference, with or without the (rewritten) request: the
+    // refusal is that comparison's, naming the calldata verified online and the one
+    // signed offline.
+    let refusal = format!(
+        "error: signed bundle does not match its request: data: the request says {data}, \
+         the signed transaction has {}",
+        v["rawTx"]["data"].as_str().expect("data")
+    );
     // Without the request, the flow named by the bundle's txId is the reference.
     let err = live.fails(&["submit", signed.to_str().expect("utf8")], 3);
-    assert!(err.contains("data"), "{err}");
+    assert_eq!(err.lines().next(), Some(refusal.as_str()), "{err}");
     let err = live.fails(
         &[
             "submit",
@@ -1233,7 +1239,7 @@ fn a_request_rewritten_in_transit_is_caught_against_the_journal() {
         ],
         3,
     );
-    assert!(err.contains("data"), "{err}");
+    assert_eq!(err.lines().next(), Some(refusal.as_str()), "{err}");
     assert_eq!(live.nonce(true, live.dev), nonce0, "nothing was sent");
 }
 
@@ -1304,8 +1310,10 @@ fn counted(live: &Live, args: &[&str]) -> (std::process::Output, usize) {
 #[test]
 fn a_hostile_platform_cannot_change_a_transfer_or_a_swap() {
     use bridgectl_sandbox::Hostile;
-    let live = Live::new("hostile_transfer");
-    let payee = alloy_primitives::Address::repeat_byte(0x77);
+    let live = Live::shared("hostile_transfer");
+    // A payee no other test of the shared sandbox pays.
+    let payee =
+        alloy_primitives::Address::from_slice(&alloy_primitives::keccak256(&live.scope)[12..]);
     let one = units(1, live.sb.info.main.decimals);
     // Nonce and gas from the platform: its next-nonce and raw MT transfer operations are
     // the only parts of these transactions it has a say in.
@@ -1328,7 +1336,7 @@ fn a_hostile_platform_cannot_change_a_transfer_or_a_swap() {
     .concat();
     let swap = [&["swap", "--from", "dev"][..], &tail[..]].concat();
     for kind in Hostile::ALL {
-        live.sb.state.set_hostile(Some(kind));
+        live.hostile(Some(kind));
         // What the client takes from the platform, tampered: refused before the
         // passphrase is read, naming the field.
         let refused = match kind {
@@ -1394,8 +1402,9 @@ fn a_hostile_platform_cannot_change_a_transfer_or_a_swap() {
 #[test]
 fn a_managed_signature_of_something_else_is_never_submitted() {
     use bridgectl_sandbox::Hostile;
-    let live = Live::new("hostile_managed");
-    let managed = live.sb.info.managed_accounts[0];
+    let live = Live::shared("hostile_managed");
+    // A managed account of its own: its nonces are counted.
+    let managed = live.sb.new_managed();
     let (m, dev) = (managed.to_string(), live.dev.to_string());
     // Nonce and gas from the node: only operation 2 (the platform signs for the managed
     // account) is hostile.
@@ -1408,10 +1417,10 @@ fn a_managed_signature_of_something_else_is_never_submitted() {
         "transfer", "--token", "mt", "--from", &dev, "--to", &m, "--amount", "5", "--yes",
     ]);
     managed_transfer_of_one(&live, &m, &from_node);
-    let submits0 = live.sb.submitted().len();
+    let submits0 = live.submitted().len();
     let nonce0 = live.nonce(false, managed);
     for kind in Hostile::ALL {
-        live.sb.state.set_hostile(Some(kind));
+        live.hostile(Some(kind));
         // A managed account has no local key, so no passphrase to count: what holds is
         // that nothing the platform signed was submitted or sent (after the loop).
         let (out, _) = counted(&live, &args);
@@ -1431,7 +1440,7 @@ fn a_managed_signature_of_something_else_is_never_submitted() {
         assert!(err.contains(field), "{kind:?}: {err}");
     }
     assert_eq!(
-        live.sb.submitted().len(),
+        live.submitted().len(),
         submits0,
         "a signature was submitted"
     );
@@ -1444,7 +1453,7 @@ fn a_managed_signature_of_something_else_is_never_submitted() {
     assert!(failed.iter().all(|r| r.2.is_none()), "{rows:?}");
     assert_eq!(rows.len(), Hostile::ALL.len() + 2, "{rows:?}");
     // Honest again: the same transfer goes through.
-    live.sb.state.set_hostile(None);
+    live.hostile(None);
     managed_transfer_of_one(&live, &m, &from_node);
 }
 
@@ -1544,13 +1553,13 @@ fn action_list_defaults_the_function_and_views_need_no_key() {
 /// time spent and the deadline, while the one slow answer is awaited.
 #[test]
 fn a_slow_relayer_is_reported_while_waited_for() {
-    let live = Live::new("slow_relayer");
+    let live = Live::shared("slow_relayer");
     let dev = live.dev.to_string();
-    live.sb.delay("redeems", 6_000);
+    live.delay("redeems", 6_000);
     let mut c = live.cmd();
     c.args(redeem_one(&dev, "60"));
     let out = live.run_ok(c);
-    live.sb.clear("redeems");
+    live.clear("redeems");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("» waiting for the relayer: 5 s of 60 s"),

@@ -75,11 +75,31 @@ fn a_swap_resumed_after_its_timeout_completes_only_with_its_st_credit() {
     assert_eq!(status["receipt"]["success"], true, "{status:#}");
 
     // `resume` resends the MT transfer (already known) and waits for the credit: still
-    // waiting seconds later, while the mint is unmined.
+    // waiting after it has looked for the credit on the side chain twice (two reads of
+    // its logs through the node stub), while the mint is unmined.
+    let looked = || {
+        live.node_taps[1]
+            .requests()
+            .iter()
+            .filter(|r| r.contains("eth_getLogs"))
+            .count()
+    };
+    let looked0 = looked();
     let mut c = live.cmd();
     c.args(["--json", "resume", &tx_id, "--timeout", "60"]);
     let mut resume = c.spawn_with_stdin(b"");
-    std::thread::sleep(Duration::from_secs(3));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while looked() < looked0 + 2 {
+        assert!(
+            resume.try_wait().expect("try_wait").is_none(),
+            "resume ended before the ST credit was on chain"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "resume never looked for the credit"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert!(
         resume.try_wait().expect("try_wait").is_none(),
         "resume ended before the ST credit was on chain"

@@ -5,12 +5,15 @@
 //! Every command run through [`Live`] has its stdout and stderr checked for the private
 //! key, the passphrase and the access token: none may ever appear.
 //!
-//! Two kinds of test: [`Live::new`] starts a sandbox of its own, for tests that set
-//! faults, holds or hostile modes, or count the platform's requests;
-//! [`Live::shared`] joins the one sandbox of this test binary (started by the
-//! first test that asks, kept until the process exits) with an account of its own, fresh
-//! and funded, so that no other test moves its nonces or balances. Either way the test
-//! has its own dir, keystore and journal.
+//! Two kinds of test: [`Live::shared`] joins the one sandbox of this test binary (started
+//! by the first test that asks, kept until the process exits) with an account of its own,
+//! fresh and funded, so that no other test moves its nonces or balances; [`Live::new`]
+//! starts a sandbox of its own, for tests that need what only a whole sandbox has (a
+//! config of their own, mining stopped, a chain reset, anvil's development account).
+//! Either way the test has its own dir, keystore and journal, and a bearer token of its
+//! own whose scope ([`Live::scope`]) holds the faults, holds and hostile modes it sets
+//! ([`Faults`], [`Live::hostile`]) and names its requests in the platform's log
+//! ([`Live::requests`]): what it sets meets its own requests only.
 
 #![allow(dead_code)]
 
@@ -21,7 +24,9 @@ use std::time::Duration;
 
 use alloy_primitives::{Address, B256, U256};
 use bridgectl_flow::rpc::NodeClient;
-use bridgectl_sandbox::{AppState, DevAccount, FaultConfig, Sandbox, SandboxConfig, SandboxInfo};
+use bridgectl_sandbox::{
+    AppState, DevAccount, FaultConfig, Hostile, Sandbox, SandboxConfig, SandboxInfo,
+};
 
 use crate::util::{Dir, TestCommand};
 
@@ -34,6 +39,10 @@ pub struct LiveSandbox {
     runtime: tokio::runtime::Handle,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// The sandbox's secrets in every form the scan looks for, and which secrets they are
+    /// made of: made once each (a shared sandbox holds hundreds, and every command's
+    /// output is scanned for them).
+    secrets: std::sync::Mutex<(std::collections::HashSet<String>, crate::secrets::Secrets)>,
 }
 
 /// The sandbox [`Live::shared`] tests run against. Never dropped: its thread lives as long
@@ -60,6 +69,17 @@ impl LiveSandbox {
         // The sandbox's runtime does the sends (the node clients live there).
         self.run(async move { state.fund_new_account(mt, st).await })
             .unwrap_or_else(|e| panic!("funding a new account: {e}"))
+    }
+
+    /// A new managed account (the sandbox holds its key), registered for gas, with no
+    /// tokens: a test that counts a managed account's nonces takes one of its own.
+    pub fn new_managed(&self) -> Address {
+        let state = self.state.clone();
+        self.run(async move {
+            let signer = bridgectl_sandbox::chain::random_signer()?;
+            state.add_managed(signer).await.map_err(|e| e.to_string())
+        })
+        .unwrap_or_else(|e| panic!("adding a managed account: {e}"))
     }
 
     /// Stops (`false`) or starts (`true`) mining on the side chain (`side`) or the main
@@ -122,7 +142,24 @@ impl LiveSandbox {
             runtime,
             stop: Some(stop_tx),
             thread: Some(thread),
+            secrets: Default::default(),
         }
+    }
+
+    /// Every secret the sandbox holds or has handed out so far, in every form the scan
+    /// looks for (see [`crate::secrets::Secrets::add_sandbox`]).
+    pub fn secrets(&self) -> crate::secrets::Secrets {
+        let mut cache = self
+            .secrets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (known, forms) = &mut *cache;
+        for secret in self.state.secrets() {
+            if known.insert(secret.clone()) {
+                forms.add_sandbox_secret(&secret);
+            }
+        }
+        forms.clone()
     }
 
     /// Runs `f` to completion on the sandbox's runtime (where its node clients live).
@@ -135,92 +172,15 @@ impl LiveSandbox {
             .expect("a task on the sandbox's runtime")
     }
 
-    /// Sets a fault on `route` (see the sandbox README for route names).
-    pub fn fault(&self, route: &str, fault: FaultConfig) {
-        self.state.set_fault(route, fault);
-    }
-
-    /// `route` does its work, then its answer is replaced by a 502.
-    pub fn drop_answers(&self, route: &str) {
-        self.fault(
-            route,
-            FaultConfig {
-                drop_after_work: 1.0,
-                ..Default::default()
-            },
-        );
-    }
-
-    /// A share `rate` of `route`'s requests get a 503 before any work.
-    pub fn fail_share(&self, route: &str, rate: f64) {
-        self.fault(
-            route,
-            FaultConfig {
-                error_rate: rate,
-                ..Default::default()
-            },
-        );
-    }
-
-    /// `route` answers `ms` milliseconds late.
-    pub fn delay(&self, route: &str, ms: u64) {
-        self.fault(
-            route,
-            FaultConfig {
-                latency_ms: ms,
-                ..Default::default()
-            },
-        );
-    }
-
-    /// `route`'s requests wait, already in the request log and before any work, until
-    /// [`LiveSandbox::clear`] lifts the hold.
-    pub fn hold(&self, route: &str) {
-        self.fault(
-            route,
-            FaultConfig {
-                hold: true,
-                ..Default::default()
-            },
-        );
-    }
-
     /// Waits until the request log has a line starting with `prefix` (method and path)
-    /// after the first `skip` lines, and returns that line. Waiting for a request that
-    /// never comes ends the test after 60 s: a deadline on presence, never a proof of
-    /// absence.
+    /// after the first `skip` lines, and returns that line (see [`wait_for_line`]).
     pub fn wait_for_request(&self, skip: usize, prefix: &str) -> String {
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(line) = self
-                .state
-                .request_log()
-                .into_iter()
-                .skip(skip)
-                .find(|l| l.starts_with(prefix))
-            {
-                return line;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "no request {prefix} reached the sandbox in 60 s"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_for_line(|| self.state.request_log(), skip, prefix)
     }
 
     /// The `signedTx` of every submission in the request log, oldest first.
     pub fn submitted(&self) -> Vec<String> {
-        self.state
-            .request_log()
-            .iter()
-            .filter_map(|l| signed_tx_of(l))
-            .collect()
-    }
-
-    /// Clears the faults of `route`.
-    pub fn clear(&self, route: &str) {
-        self.state.set_fault(route, FaultConfig::default());
+        submissions(&self.state.request_log())
     }
 
     /// A node client for the side (`true`) or main chain.
@@ -242,8 +202,8 @@ impl Drop for Live {
             return;
         }
         // The scan below proves something only if this test's commands reached the
-        // platform: in the shared sandbox other tests' requests do not count, so one
-        // naming an account of this test's keystore is looked for.
+        // platform: in the shared sandbox other tests' requests do not count, so one made
+        // with this test's token, or naming an account of its keystore, is looked for.
         let accounts: Vec<String> = bridgectl_keystore::Keystore::open(self.dir.keystore())
             .and_then(|k| k.list())
             .expect("the test keystore")
@@ -255,14 +215,25 @@ impl Drop for Live {
             .load(std::sync::atomic::Ordering::Relaxed);
         assert!(
             !uses_platform
+                || !self.requests().is_empty()
                 || self.sb.state.request_log().iter().any(|l| {
                     let l = l.to_lowercase();
                     accounts.iter().any(|a| l.contains(a.as_str()))
                 }),
             "the sandbox saw no request of this test (accounts {accounts:?})"
         );
+        // This test's requests (its token's scope), and those of no scope (made with the
+        // sandbox's own token or an exchanged one, which any test may have made): every
+        // other test of the shared sandbox scans its own.
         let scan = self.scan();
-        scan.scan_request_log(&self.sb.state);
+        let requests: Vec<_> = self
+            .sb
+            .state
+            .request_log_with_headers()
+            .into_iter()
+            .filter(|r| r.scope.as_deref().is_none_or(|s| s == self.scope))
+            .collect();
+        scan.scan_requests(&requests);
         // What the nodes were sent: every secret but the node API key, which is theirs.
         let node_scan = scan.without("the node API key");
         for tap in &self.node_taps {
@@ -301,6 +272,99 @@ pub const SUBMIT: &str = "POST /mx/v2.0/transaction/send/signed-tx ";
 pub fn signed_tx_of(line: &str) -> Option<String> {
     let body: serde_json::Value = serde_json::from_str(line.strip_prefix(SUBMIT)?).ok()?;
     body["signedTx"].as_str().map(str::to_owned)
+}
+
+/// The `signedTx` of every submission among request-log `lines`, oldest first.
+fn submissions(lines: &[String]) -> Vec<String> {
+    lines.iter().filter_map(|l| signed_tx_of(l)).collect()
+}
+
+/// Waits until `log()` has a line starting with `prefix` (method and path) after its
+/// first `skip` lines, and returns that line. Waiting for a request that never comes
+/// ends the test after 60 s: a deadline on presence, never a proof of absence.
+fn wait_for_line(log: impl Fn() -> Vec<String>, skip: usize, prefix: &str) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(line) = log().into_iter().skip(skip).find(|l| l.starts_with(prefix)) {
+            return line;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no request {prefix} reached the sandbox in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The fault knobs a test sets: on the whole of a sandbox of its own ([`LiveSandbox`]),
+/// or on its own requests only ([`Live`]: its scope, in the shared sandbox as in its own).
+pub trait Faults {
+    /// Sets the fault knobs of `route` (see the sandbox README for route names).
+    fn fault(&self, route: &str, fault: FaultConfig);
+
+    /// Clears the faults of `route`.
+    fn clear(&self, route: &str) {
+        self.fault(route, FaultConfig::default());
+    }
+
+    /// `route` does its work, then its answer is replaced by a 502.
+    fn drop_answers(&self, route: &str) {
+        self.fault(
+            route,
+            FaultConfig {
+                drop_after_work: 1.0,
+                ..Default::default()
+            },
+        );
+    }
+
+    /// A share `rate` of `route`'s requests get a 503 before any work.
+    fn fail_share(&self, route: &str, rate: f64) {
+        self.fault(
+            route,
+            FaultConfig {
+                error_rate: rate,
+                ..Default::default()
+            },
+        );
+    }
+
+    /// `route` answers `ms` milliseconds late.
+    fn delay(&self, route: &str, ms: u64) {
+        self.fault(
+            route,
+            FaultConfig {
+                latency_ms: ms,
+                ..Default::default()
+            },
+        );
+    }
+
+    /// `route`'s requests wait, already in the request log and before any work, until
+    /// [`Faults::clear`] lifts the hold.
+    fn hold(&self, route: &str) {
+        self.fault(
+            route,
+            FaultConfig {
+                hold: true,
+                ..Default::default()
+            },
+        );
+    }
+}
+
+impl Faults for LiveSandbox {
+    /// For every client of the sandbox.
+    fn fault(&self, route: &str, fault: FaultConfig) {
+        self.state.set_fault(route, fault);
+    }
+}
+
+impl Faults for Live {
+    /// For this test's requests only.
+    fn fault(&self, route: &str, fault: FaultConfig) {
+        self.sb.state.set_scoped_fault(&self.scope, route, fault);
+    }
 }
 
 /// Runs a future to completion on a small runtime (for node queries in assertions).
@@ -504,6 +568,10 @@ pub struct Live {
     pub node_taps: [NodeTap; 2],
     /// The node API key in the profile's node URLs: the one secret a node is sent.
     node_key: String,
+    /// This test's scope in the sandbox (see the module doc).
+    pub scope: String,
+    /// The bearer token of that scope, which the test's commands use.
+    token: bridgectl_sandbox::Secret,
 }
 
 impl Live {
@@ -519,12 +587,28 @@ impl Live {
         Live::over(name, sb, dev)
     }
 
-    /// Joins the shared sandbox with a fresh funded account: for tests that set no
-    /// fault, hold or hostile mode and read only their own requests, balances and
-    /// nonces (a managed account's nonces are the sandbox's to keep, per chain).
+    /// Joins the shared sandbox with a fresh funded account: faults, holds and hostile
+    /// modes go through [`Faults`] and [`Live::hostile`] (this test's scope), the
+    /// platform's requests are read through [`Live::requests`], and a managed account
+    /// whose nonces are counted is one of the test's own ([`LiveSandbox::new_managed`]).
     pub fn shared(name: &'static str) -> Live {
         let sb = LiveSandbox::shared();
         let dev = sb.new_account();
+        Live::over(name, sb, dev)
+    }
+
+    /// Joins the shared sandbox as its development account, the one its nodes hold
+    /// unlocked (anvil's): for the one test that has a node sign for it. No other test of
+    /// the shared sandbox uses that account (each takes a fresh one), and only one may
+    /// take it (a second panics), so its nonces and balances are still the test's own.
+    pub fn shared_dev(name: &'static str) -> Live {
+        static TAKEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        assert!(
+            !TAKEN.swap(true, std::sync::atomic::Ordering::SeqCst),
+            "{name}: the shared sandbox's development account is another test's"
+        );
+        let sb = LiveSandbox::shared();
+        let dev = sb.info.dev.clone();
         Live::over(name, sb, dev)
     }
 
@@ -541,10 +625,16 @@ impl Live {
             NodeTap::start(&info.side.rpc_url),
         ];
         dir.write(PROFILE, profile_text(info, &node_taps, &node_key));
+        let scope = format!("{name}-{}", uuid::Uuid::new_v4().simple());
+        let token = sb
+            .state
+            .issue_scoped_token(&scope)
+            .unwrap_or_else(|e| panic!("a token for {scope}: {e}"));
         let mut secrets = crate::secrets::Secrets::new();
         secrets
             .add("the passphrase", &passphrase)
             .add("the access token", info.token.expose_secret())
+            .add("the test's access token", token.expose_secret())
             .add("the node API key", &node_key);
         secrets.add_key("the test account's key", dev.private_key.expose_secret());
         let live = Live {
@@ -557,6 +647,8 @@ impl Live {
             uses_platform: std::sync::atomic::AtomicBool::new(true),
             node_taps,
             node_key,
+            scope,
+            token,
         };
         live.import_key(live.dev_key.expose_secret(), "dev");
         live
@@ -596,11 +688,45 @@ impl Live {
             PROFILE,
             profile_text(&self.sb.info, &self.node_taps, &self.node_key),
         );
+        // The new sandbox knows none of the old one's tokens: one of the same scope.
+        self.token = self
+            .sb
+            .state
+            .issue_scoped_token(&self.scope)
+            .unwrap_or_else(|e| panic!("a token for {}: {e}", self.scope));
+        self.secrets
+            .add("the test's access token", self.token.expose_secret());
     }
 
     /// The node API key in the profile's node URLs.
     pub fn node_key(&self) -> &str {
         &self.node_key
+    }
+
+    /// The bearer token the test's commands use (its scope's).
+    pub fn token(&self) -> &str {
+        self.token.expose_secret()
+    }
+
+    /// Turns hostile mode on (one kind of tampering) or off for this test's requests.
+    pub fn hostile(&self, hostile: Option<Hostile>) {
+        self.sb.state.set_scoped_hostile(&self.scope, hostile);
+    }
+
+    /// The request-log lines of this test's requests to the platform, oldest first.
+    pub fn requests(&self) -> Vec<String> {
+        self.sb.state.request_log_of(&self.scope)
+    }
+
+    /// Waits until this test's requests have one starting with `prefix` after the first
+    /// `skip`, and returns it (see [`wait_for_line`]).
+    pub fn wait_for_request(&self, skip: usize, prefix: &str) -> String {
+        wait_for_line(|| self.requests(), skip, prefix)
+    }
+
+    /// The `signedTx` of every submission this test made to the platform, oldest first.
+    pub fn submitted(&self) -> Vec<String> {
+        submissions(&self.requests())
     }
 
     /// Says that this test's commands talk to the nodes only (a local transfer, a plan):
@@ -633,7 +759,7 @@ impl Live {
     /// A command with the token and passphrase sources set.
     pub fn cmd(&self) -> TestCommand {
         let mut c = self.dir.command();
-        c.env("BRIDGECTL_ACCESS_TOKEN", self.sb.info.token.expose_secret())
+        c.env("BRIDGECTL_ACCESS_TOKEN", self.token.expose_secret())
             .env("BRIDGECTL_PASSPHRASE_FILE", self.dir.join("passphrase"))
             .env("BRIDGECTL_JOURNAL", self.dir.join("journal.sqlite3"));
         c
@@ -642,7 +768,7 @@ impl Live {
     /// The scanner: the test's secrets and every secret the sandbox holds or handed out.
     pub fn scan(&self) -> crate::secrets::Secrets {
         let mut scan = self.secrets.clone();
-        scan.add_sandbox(&self.sb.state);
+        scan.extend(&self.sb.secrets());
         scan
     }
 

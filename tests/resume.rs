@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::live::Live;
+use crate::live::{Faults, Live};
 
 /// The flows of `history --json`, newest first.
 fn flows(live: &Live) -> Vec<Value> {
@@ -36,7 +36,7 @@ fn history_text(live: &Live, extra: &[&str]) -> (String, String) {
 
 #[test]
 fn a_redeem_with_a_wrong_passphrase_is_resumed_with_the_right_one() {
-    let live = Live::new("resume_at_approval");
+    let live = Live::shared("resume_at_approval");
     let wrong = live.dir.write("wrong-passphrase", "not the passphrase\n");
     let st_before = live.balance(true, live.dev);
     let nonce0 = live.nonce(true, live.dev);
@@ -116,12 +116,10 @@ fn a_redeem_with_a_wrong_passphrase_is_resumed_with_the_right_one() {
 }
 
 /// How many times the platform executed a transaction action for the test's account
-/// (its request log: `POST /tx/v2.0/transactions/{action}` naming the account).
+/// (the test's requests: `POST /tx/v2.0/transactions/{action}` naming the account).
 fn executes(live: &Live) -> usize {
     let account = format!("{:x}", live.dev);
-    live.sb
-        .state
-        .request_log()
+    live.requests()
         .iter()
         .filter(|l| {
             l.starts_with("POST /tx/v2.0/transactions/") && l.to_lowercase().contains(&account)
@@ -131,7 +129,7 @@ fn executes(live: &Live) -> usize {
 
 #[test]
 fn failed_flows_stay_over_and_signed_ones_resume_without_a_passphrase() {
-    let live = Live::new("resume_refused");
+    let live = Live::shared("resume_refused");
 
     // Refused by the checks (a gas-price cap of 1 wei): not resumable, and hidden from
     // the text history unless asked.
@@ -165,11 +163,11 @@ fn failed_flows_stay_over_and_signed_ones_resume_without_a_passphrase() {
 
     // Signed, the answer to the submission lost: resumed with no passphrase source at
     // all (and no terminal), none read.
-    live.sb.drop_answers("submit");
+    live.drop_answers("submit");
     let mut c = redeem_one(&live);
     c.env("BRIDGECTL_RETRIES", "0");
     assert_eq!(c.output().status.code(), Some(7));
-    live.sb.clear("submit");
+    live.clear("submit");
     let signed = flows(&live)[0].clone();
     assert_eq!(signed["state"], "signed", "{signed:#}");
     let tx_id = signed["txId"].as_str().expect("txId");
@@ -186,11 +184,11 @@ fn failed_flows_stay_over_and_signed_ones_resume_without_a_passphrase() {
 }
 
 /// `bridgectl ARGS` on a pseudo-terminal of its own (its controlling terminal), with the
-/// sandbox's token and the test's journal, and no passphrase source but the terminal.
+/// test's token and the test's journal, and no passphrase source but the terminal.
 fn on_a_terminal(live: &Live, args: &[&str]) -> rexpect::session::PtySession {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bridgectl"));
     live.dir.confine(&mut cmd);
-    cmd.env("BRIDGECTL_ACCESS_TOKEN", live.sb.info.token.expose_secret())
+    cmd.env("BRIDGECTL_ACCESS_TOKEN", live.token())
         .env("BRIDGECTL_JOURNAL", live.dir.join("journal.sqlite3"))
         .args(args);
     rexpect::session::spawn_command(cmd, Some(60_000)).expect("spawn on a pty")
@@ -212,7 +210,7 @@ fn confirm_and_type(p: &mut rexpect::session::PtySession, passphrases: &[&str]) 
 #[test]
 fn three_wrong_passphrases_at_the_terminal_then_resume_asks_again_and_redeems() {
     use rexpect::process::WaitStatus;
-    let live = Live::new("resume_tty");
+    let live = Live::shared("resume_tty");
     let nonce0 = live.nonce(true, live.dev);
 
     let mut p = on_a_terminal(&live, &["redeem", "--from", "dev", "--amount", "1"]);
@@ -263,7 +261,7 @@ fn logged_hashes(live: &Live) -> Vec<String> {
 /// very same transaction again, the first resume is refused.
 #[test]
 fn a_redeem_stopped_in_either_crash_window_is_finished_by_resume_once() {
-    let live = Live::new("crash_windows");
+    let live = Live::shared("crash_windows");
     for (n, window) in ["signed-not-journaled", "journaled-not-sent"]
         .into_iter()
         .enumerate()

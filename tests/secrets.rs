@@ -84,11 +84,24 @@ impl Secrets {
     /// tokens, webhook signing keys, account keys).
     pub fn add_sandbox(&mut self, state: &bridgectl_sandbox::AppState) -> &mut Self {
         for s in state.secrets() {
-            match hex::decode(s.trim_start_matches("0x")) {
-                Ok(b) if b.len() == 32 => self.add_key("a sandbox key", &s),
-                _ => self.add("a sandbox secret", &s),
-            };
+            self.add_sandbox_secret(&s);
         }
+        self
+    }
+
+    /// Adds one secret of a sandbox's: a key (32 bytes of hex) as a key, anything else as
+    /// a secret string.
+    pub fn add_sandbox_secret(&mut self, s: &str) -> &mut Self {
+        match hex::decode(s.trim_start_matches("0x")) {
+            Ok(b) if b.len() == 32 => self.add_key("a sandbox key", s),
+            _ => self.add("a sandbox secret", s),
+        }
+    }
+
+    /// Adds every secret of `other` (in every form it has there).
+    pub fn extend(&mut self, other: &Secrets) -> &mut Self {
+        self.text.extend(other.text.iter().cloned());
+        self.raw.extend(other.raw.iter().cloned());
         self
     }
 
@@ -105,21 +118,18 @@ impl Secrets {
     /// Fails the test if `bytes` (from `place`) hold any secret.
     pub fn scan(&self, place: &str, bytes: &[u8]) {
         let lower = bytes.to_ascii_lowercase();
-        for (what, needle) in &self.text {
-            if let Some(at) = find(&lower, needle.as_bytes()) {
-                let from = at.saturating_sub(80);
-                let to = (at + needle.len() + 80).min(bytes.len());
-                panic!(
-                    "{what} appeared in {place}, here:\n{}",
-                    String::from_utf8_lossy(&bytes[from..to])
-                );
-            }
-        }
-        for (what, needle) in &self.raw {
-            assert!(
-                find(bytes, needle).is_none(),
-                "{what} appeared in {place} (binary)"
+        let text = self.text.iter().map(|(_, n)| n.as_bytes());
+        if let Some((i, at)) = find_any(&lower, text) {
+            let (what, needle) = &self.text[i];
+            let from = at.saturating_sub(80);
+            let to = (at + needle.len() + 80).min(bytes.len());
+            panic!(
+                "{what} appeared in {place}, here:\n{}",
+                String::from_utf8_lossy(&bytes[from..to])
             );
+        }
+        if let Some((i, _)) = find_any(bytes, self.raw.iter().map(|(_, n)| n.as_slice())) {
+            panic!("{} appeared in {place} (binary)", self.raw[i].0);
         }
     }
 
@@ -143,9 +153,9 @@ impl Secrets {
         }
     }
 
-    /// Scans every line of a sandbox's request log, with its headers.
-    pub fn scan_request_log(&self, state: &bridgectl_sandbox::AppState) {
-        for r in state.request_log_with_headers() {
+    /// Scans `requests` (lines of a sandbox's request log), with their headers.
+    pub fn scan_requests(&self, requests: &[bridgectl_sandbox::LoggedRequest]) {
+        for r in requests {
             let text = format!("{}\n{}", r.line, r.headers);
             self.scan("the sandbox's request log", text.as_bytes());
         }
@@ -178,11 +188,34 @@ fn base64_cores(bytes: &[u8], alphabet: &[u8; 64]) -> Vec<String> {
         .collect()
 }
 
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.is_empty() || needle.len() > haystack.len() {
-        return None;
+/// The first place in `haystack` where one of `needles` starts: (which needle, where).
+/// One pass over the haystack whatever the number of needles (a shared sandbox's secrets
+/// are thousands of needles, and every output of every command is scanned for them):
+/// each position's first bytes are looked up among the needles' first bytes, and only
+/// the needles that start so are compared whole.
+fn find_any<'a>(
+    haystack: &[u8],
+    needles: impl Iterator<Item = &'a [u8]>,
+) -> Option<(usize, usize)> {
+    let needles: Vec<&[u8]> = needles.collect();
+    let k = needles.iter().map(|n| n.len()).filter(|&l| l > 0).min()?.min(8);
+    let mut by_prefix: std::collections::HashMap<&[u8], Vec<usize>> =
+        std::collections::HashMap::new();
+    for (i, n) in needles.iter().enumerate() {
+        if !n.is_empty() {
+            by_prefix.entry(&n[..k]).or_default().push(i);
+        }
     }
-    haystack.windows(needle.len()).position(|w| w == needle)
+    for at in 0..haystack.len().saturating_sub(k - 1) {
+        if let Some(candidates) = by_prefix.get(&haystack[at..at + k]) {
+            for &i in candidates {
+                if haystack[at..].starts_with(needles[i]) {
+                    return Some((i, at));
+                }
+            }
+        }
+    }
+    None
 }
 
 #[test]

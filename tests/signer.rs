@@ -10,7 +10,7 @@ use crate::util::CountingPassphrase;
 
 #[test]
 fn a_redeem_signed_by_an_external_rpc_signer_reads_no_passphrase_and_is_logged() {
-    let live = Live::new("external_signer");
+    let live = Live::shared_dev("external_signer");
     let counter = CountingPassphrase::new(&live.dir, &live.passphrase);
     let mut c = live.cmd();
     let dev = live.dev.to_string();

@@ -3,10 +3,84 @@
 //! exactly as documented, configured by bridgectl's own profile file.
 
 use std::process::Command;
+use std::sync::OnceLock;
 
-use bridgectl_sandbox::{Sandbox, SandboxConfig};
+use alloy_primitives::{Address, U256};
+use bridgectl_sandbox::{AppState, Sandbox, SandboxConfig, SandboxInfo};
 
 mod common;
+
+/// The sandbox the examples of this binary share, each with an account of its own: it
+/// runs on a thread of its own (its anvils' parent-death signal is tied to that thread)
+/// until the process exits.
+struct Shared {
+    info: SandboxInfo,
+    state: AppState,
+    runtime: tokio::runtime::Handle,
+}
+
+fn shared() -> &'static Shared {
+    static SHARED: OnceLock<Shared> = OnceLock::new();
+    SHARED.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let sandbox = Sandbox::start(SandboxConfig::default())
+                    .await
+                    .expect("sandbox");
+                let _ = tx.send(Shared {
+                    info: sandbox.info().clone(),
+                    state: sandbox.state().clone(),
+                    runtime: tokio::runtime::Handle::current(),
+                });
+                std::future::pending::<()>().await;
+            });
+        });
+        rx.recv().expect("the sandbox started")
+    })
+}
+
+impl Shared {
+    /// 100 whole MT and 100 whole ST, in base units.
+    fn hundred_each(&self) -> (U256, U256) {
+        let hundred = |d: u8| U256::from(100u64) * U256::from(10u64).pow(U256::from(d));
+        (
+            hundred(self.info.main.decimals),
+            hundred(self.info.side.decimals),
+        )
+    }
+
+    /// Pays `address` 100 MT and 100 ST and registers it for gas (on the sandbox's runtime,
+    /// where its node clients live).
+    async fn fund(&self, address: Address) {
+        let (state, (mt, st)) = (self.state.clone(), self.hundred_each());
+        self.runtime
+            .spawn(async move { state.fund(address, mt, st).await })
+            .await
+            .expect("the funding task")
+            .expect("funded");
+    }
+
+    /// A fresh account with 100 MT, 100 ST and gas: its key and address.
+    async fn new_account(&self) -> bridgectl_sandbox::DevAccount {
+        let (state, (mt, st)) = (self.state.clone(), self.hundred_each());
+        self.runtime
+            .spawn(async move { state.fund_new_account(mt, st).await })
+            .await
+            .expect("the funding task")
+            .expect("a funded account")
+    }
+}
+
+/// Anvil's well-known development key #2 (public test key): unlocked in the sandbox's
+/// anvils like the development account (#1), and used by nothing else, so a second
+/// external-signer example signs with an account of its own.
+const ANVIL_ACCOUNT_2: &str = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
 
 /// `target/<profile>/examples/<name>`, built by `cargo test` beside this test binary.
 fn example_binary(name: &str) -> std::path::PathBuf {
@@ -23,8 +97,8 @@ struct Run {
     dir: tempfile::TempDir,
 }
 
-/// Runs example `name` against a fresh sandbox as its doc says: the sandbox's funded
-/// development key in a keystore under the label `wallet`, its passphrase in a file,
+/// Runs example `name` against the shared sandbox as its doc says: a fresh funded
+/// account's key in a keystore under the label `wallet`, its passphrase in a file,
 /// `AMOUNT` as given. Fails the test if the example fails.
 async fn run_with_keystore(name: &str, amount: &str) -> Run {
     let example = example_binary(name);
@@ -33,13 +107,12 @@ async fn run_with_keystore(name: &str, amount: &str) -> Run {
         "{} missing: run `cargo test -p bridgectl-flow` (which builds the examples)",
         example.display()
     );
-    let sandbox = Sandbox::start(SandboxConfig::default())
-        .await
-        .expect("sandbox");
-    let info = sandbox.info().clone();
+    let sandbox = shared();
+    let info = sandbox.info.clone();
+    let account = sandbox.new_account().await;
     let dir = tempfile::tempdir().expect("tmp");
     let passphrase = "example passphrase";
-    common::dev_keystore(dir.path(), &info, passphrase);
+    common::keystore_with(dir.path(), account.private_key.expose_secret(), passphrase);
     let profile = common::profile_file(dir.path(), &info);
     let pass_file = dir.path().join("passphrase");
     std::fs::write(&pass_file, format!("{passphrase}\n")).expect("write");
@@ -54,7 +127,6 @@ async fn run_with_keystore(name: &str, amount: &str) -> Run {
         .env("AMOUNT", amount)
         .output()
         .expect("run the example");
-    sandbox.shutdown().await.expect("shutdown");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{name} failed:\n{stdout}\n{stderr}");
@@ -165,20 +237,19 @@ async fn the_refusals_example_matches_each_refusal_by_type_on_the_sandbox() {
 async fn the_offline_example_signs_what_the_chain_accepts() {
     let example = example_binary("offline");
     assert!(example.exists(), "{} missing", example.display());
-    let sandbox = Sandbox::start(SandboxConfig::default())
-        .await
-        .expect("sandbox");
-    let info = sandbox.info().clone();
+    let sandbox = shared();
+    let info = sandbox.info.clone();
+    let account = sandbox.new_account().await;
     let dir = tempfile::tempdir().expect("tmp");
     let profile = common::profile_file(dir.path(), &info);
     let key_file = dir.path().join("key");
-    std::fs::write(&key_file, info.dev.private_key.expose_secret()).expect("write");
+    std::fs::write(&key_file, account.private_key.expose_secret()).expect("write");
     let node = bridgectl_flow::rpc::NodeClient::new(&info.side.rpc_url).expect("node");
-    let nonce = node.pending_nonce(info.dev.address).await.expect("nonce");
+    let nonce = node.pending_nonce(account.address).await.expect("nonce");
     let amount = bridgectl_flow::U256::from(10).pow(bridgectl_flow::U256::from(info.side.decimals));
     let args = std::collections::BTreeMap::from([("_amount".to_owned(), amount.to_string())]);
     let raw = bridgectl_flow::tx::RawTx {
-        from: info.dev.address,
+        from: account.address,
         to: info.side.token_address,
         data: bridgectl_flow::tx::calldata::encode("redeem", &args)
             .expect("calldata")
@@ -221,39 +292,37 @@ async fn the_offline_example_signs_what_the_chain_accepts() {
         )
         .await
         .expect("mined");
-    sandbox.shutdown().await.expect("shutdown");
     assert!(receipt.success, "the redeem did not revert");
-    let log = bridgectl_signing_log::SigningLogDb::open_in(
-        dir.path().join("log"),
-        vec![info.dev.address],
-    )
-    .expect("log");
+    let log =
+        bridgectl_signing_log::SigningLogDb::open_in(dir.path().join("log"), vec![account.address])
+            .expect("log");
     assert_eq!(log.verify(None).expect("intact").count, 1);
 }
 
-/// Runs example `name` against a fresh sandbox with an external signer: the sandbox's
-/// anvil as the JSON-RPC endpoint (its development account is unlocked), `extra` as more
-/// settings. Returns stdout, stderr and the signing log's verified entry count.
-async fn run_with_external_signer(name: &str, extra: &[(&str, &str)]) -> (String, String, u64) {
+/// Runs example `name` against the shared sandbox with an external signer: the
+/// sandbox's anvil as the JSON-RPC endpoint, signing as `from` (an account it holds
+/// unlocked, which no other test uses), `extra` as more settings. Returns stdout, stderr
+/// and the signing log's verified entry count.
+async fn run_with_external_signer(
+    name: &str,
+    from: Address,
+    extra: &[(&str, &str)],
+) -> (String, String, u64) {
     let example = example_binary(name);
     assert!(example.exists(), "{} missing", example.display());
-    let sandbox = Sandbox::start(SandboxConfig::default())
-        .await
-        .expect("sandbox");
-    let info = sandbox.info().clone();
+    let info = shared().info.clone();
     let dir = tempfile::tempdir().expect("tmp");
     let profile = common::profile_file(dir.path(), &info);
     let out = Command::new(&example)
         .env("PROFILE", &profile)
         .env("PLATFORM_TOKEN", info.token.expose_secret())
         .env("SIGNER_URL", &info.side.rpc_url)
-        .env("FROM", info.dev.address.to_string())
+        .env("FROM", from.to_string())
         .env("LOG_DIR", dir.path().join("log"))
         .env("JOURNAL", dir.path().join("journal.sqlite3"))
         .envs(extra.iter().copied())
         .output()
         .expect("run the example");
-    sandbox.shutdown().await.expect("shutdown");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{name} failed:\n{stdout}\n{stderr}");
@@ -275,8 +344,9 @@ async fn run_with_external_signer(name: &str, extra: &[(&str, &str)]) -> (String
 /// endpoint: no keystore key, the redemption completes, its entry is in the log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_external_signer_example_redeems_on_the_sandbox() {
+    let dev = shared().info.dev.address;
     let (stdout, stderr, logged) =
-        run_with_external_signer("external_signer", &[("AMOUNT", "1")]).await;
+        run_with_external_signer("external_signer", dev, &[("AMOUNT", "1")]).await;
     assert!(stdout.trim_end().ends_with(" completed"), "{stdout}");
     assert!(stderr.contains("signing on the device"), "{stderr}");
     assert_eq!(logged, 1, "the signature is in the log");
@@ -286,8 +356,15 @@ async fn the_external_signer_example_redeems_on_the_sandbox() {
 /// endpoint: all completed, 10 signatures in the log, which holds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_batch_example_pays_out_ten_through_an_external_signer() {
-    let (stdout, stderr, logged) =
-        run_with_external_signer("batch_external", &[("COUNT", "10"), ("AMOUNT", "0.1")]).await;
+    let sandbox = shared();
+    let account: Address = ANVIL_ACCOUNT_2.parse().expect("address");
+    sandbox.fund(account).await;
+    let (stdout, stderr, logged) = run_with_external_signer(
+        "batch_external",
+        account,
+        &[("COUNT", "10"), ("AMOUNT", "0.1")],
+    )
+    .await;
     assert!(stdout.contains(" 10 completed 10 journaled"), "{stdout}");
     assert_eq!(
         stderr.matches("approved:").count(),

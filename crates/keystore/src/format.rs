@@ -442,6 +442,31 @@ mod tests {
         }
     }
 
+    /// A file whose key is not the key of the address it names, made by someone who knew
+    /// the passphrase (so every field is bound and the decryption succeeds): the decrypted
+    /// key's address is compared with the file's, and the file is refused, naming both.
+    #[test]
+    fn a_key_under_another_address_is_refused_after_decryption() {
+        let (mut meta, signer) = sample();
+        let claimed: Address = "0x2c7536E3605D9C16a7a3D7b1898e529396a65c23"
+            .parse()
+            .expect("address");
+        meta.address = claimed;
+        let pass = Passphrase::new("pw");
+        let bytes = encrypt(&meta, &signer, &pass, &KdfParams::insecure_for_tests()).expect("enc");
+        let parsed = parse(Path::new("t"), value(&bytes)).expect("parses");
+        match parsed.decrypt(Path::new("t"), &pass) {
+            Err(Error::AddressMismatch {
+                stored, derived, ..
+            }) => {
+                assert_eq!(stored, claimed.to_checksum(None));
+                assert_eq!(derived, signer.address().to_checksum(None));
+            }
+            Err(e) => panic!("refused for another reason: {e}"),
+            Ok(s) => panic!("unlocked {} from a file naming {claimed}", s.address()),
+        }
+    }
+
     #[test]
     fn aad_is_stable() {
         // The canonical header encoding is part of the format: pin it.

@@ -40,12 +40,14 @@ fn every_fixture_meets_its_expectation() {
     let listed: BTreeSet<String> = manifest.keys().cloned().collect();
     assert_eq!(on_disk, listed, "fixture files and manifest.json disagree");
 
+    // Each file's real key derivation (the published vectors cost seconds each) runs on a
+    // thread of its own, as many at once as there are cores; the results are read in the
+    // manifest's order.
+    let entries: Vec<(&String, &serde_json::Value)> = manifest.iter().collect();
+    let results = unlock_all(&dir, &entries);
     let mut failures = Vec::new();
     let (mut passed, mut refused) = (0, 0);
-    for (name, expect) in manifest {
-        let path = dir.join(name);
-        let mut pass = passphrase_for(&path);
-        let result = unlock_file(&path, &mut pass);
+    for ((name, expect), result) in entries.into_iter().zip(results) {
         match (
             expect.get("address").and_then(|a| a.as_str()),
             expect.get("error").and_then(|e| e.as_str()),
@@ -98,4 +100,36 @@ fn every_fixture_meets_its_expectation() {
         passed >= 10 && refused >= 20,
         "too few fixtures ran: {passed} ok, {refused} refused"
     );
+}
+
+/// `unlock_file` of every entry's file with its passphrase, the files shared out among as
+/// many threads as there are cores; the results in the entries' order.
+fn unlock_all(
+    dir: &Path,
+    entries: &[(&String, &serde_json::Value)],
+) -> Vec<Result<alloy_signer_local::PrivateKeySigner, bridgectl_keystore::Error>> {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let results: Vec<Mutex<Option<_>>> = entries.iter().map(|_| Mutex::new(None)).collect();
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((name, _)) = entries.get(i) else {
+                        return;
+                    };
+                    let path = dir.join(name);
+                    let mut pass = passphrase_for(&path);
+                    *results[i].lock().expect("lock") = Some(unlock_file(&path, &mut pass));
+                }
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|r| r.into_inner().expect("lock").expect("every entry unlocked"))
+        .collect()
 }

@@ -135,22 +135,44 @@ fn never_overwrites_label_or_address() {
     assert_eq!(store.list().expect("list").len(), 1);
 }
 
+/// Modes that give group or others some access to a file of the owner's (0600 plus one
+/// bit, and the usual umask results): each must be refused, the group's alone as much as
+/// the others'.
+const OPEN_FILE_MODES: &[u32] = &[
+    0o640, 0o620, 0o610, 0o660, 0o604, 0o602, 0o601, 0o644, 0o666, 0o670, 0o607,
+];
+
 #[test]
 fn group_or_world_access_is_refused_with_a_fix() {
     let (_d, store) = store();
     let info = import_4646(&store, "ops");
-    std::fs::set_permissions(&info.path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
-    let err = store.unlock("ops", &mut pass("pw")).expect_err("0644 file");
-    assert!(
-        matches!(err, Error::InsecurePermissions { mode: 0o644, .. }),
-        "{err}"
-    );
-    assert!(err.to_string().contains("chmod 600"), "{err}");
+    for &mode in OPEN_FILE_MODES {
+        std::fs::set_permissions(&info.path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        let err = store
+            .unlock("ops", &mut pass("pw"))
+            .expect_err("a key file open to group or others");
+        assert!(
+            matches!(err, Error::InsecurePermissions { mode: m, .. } if m == mode),
+            "{mode:o}: {err}"
+        );
+        assert!(err.to_string().contains("chmod 600"), "{mode:o}: {err}");
+    }
+    // The owner's own bits, whatever they are, are not the check's business.
+    for mode in [0o600, 0o400, 0o700] {
+        std::fs::set_permissions(&info.path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        store
+            .unlock("ops", &mut pass("pw"))
+            .unwrap_or_else(|e| panic!("{mode:o} refused: {e}"));
+    }
     std::fs::set_permissions(&info.path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
 
-    std::fs::set_permissions(store.dir(), std::fs::Permissions::from_mode(0o750)).expect("chmod");
-    let err = Keystore::open(store.dir()).expect_err("0750 dir");
-    assert!(err.to_string().contains("chmod 700"), "{err}");
+    for mode in [0o750, 0o770, 0o710, 0o705, 0o701, 0o755] {
+        std::fs::set_permissions(store.dir(), std::fs::Permissions::from_mode(mode))
+            .expect("chmod");
+        let err = Keystore::open(store.dir()).expect_err("a keystore dir open to others");
+        assert!(err.to_string().contains("chmod 700"), "{mode:o}: {err}");
+    }
+    std::fs::set_permissions(store.dir(), std::fs::Permissions::from_mode(0o700)).expect("chmod");
 }
 
 #[test]
@@ -533,11 +555,13 @@ fn private_files_open_to_others_are_refused_like_key_files() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("token");
     std::fs::write(&path, "t\n").expect("write");
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
-    let err = bridgectl_keystore::check_private_file(&path).expect_err("0644 refused");
-    assert_eq!(err.kind(), "insecure_permissions");
-    assert!(err.to_string().contains("are too open"), "{err}");
-    assert!(err.to_string().contains("chmod 600"), "{err}");
+    for &mode in OPEN_FILE_MODES {
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        let err = bridgectl_keystore::check_private_file(&path).expect_err("refused");
+        assert_eq!(err.kind(), "insecure_permissions", "{mode:o}");
+        assert!(err.to_string().contains("are too open"), "{mode:o}: {err}");
+        assert!(err.to_string().contains("chmod 600"), "{mode:o}: {err}");
+    }
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     bridgectl_keystore::check_private_file(&path).expect("0600 accepted");
 }
@@ -608,6 +632,36 @@ fn a_key_found_in_a_listing_unlocks_as_found_and_only_as_found() {
         .expect_err("no longer the key found")
         .to_string();
     assert!(err.contains("the file changed since it was found"), "{err}");
+    assert!(
+        asked.asked.is_empty(),
+        "no passphrase asked: {:?}",
+        asked.asked
+    );
+
+    // Another key's file under the found key's id: the id alone does not make it that
+    // key. Its address is not the one found, and it is refused as such, before any
+    // passphrase is asked (the decryption would refuse it later: its id is bound to it).
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&found.path).expect("read")).expect("json");
+    v["id"] = found.id.to_string().into();
+    let other_path = store.dir().join("other-under-the-found-id");
+    std::fs::write(&other_path, serde_json::to_vec(&v).expect("json")).expect("write");
+    std::fs::set_permissions(&other_path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    std::fs::rename(&other_path, &found.path).expect("move over");
+    let mut asked = Scripted {
+        asked: Vec::new(),
+        unlock: "pw",
+        create: "pw",
+    };
+    let err = store
+        .unlock_key(&found, &mut asked)
+        .expect_err("another address under the found id");
+    assert_eq!(err.kind(), "malformed", "{err}");
+    assert!(
+        err.to_string()
+            .contains(&format!("no longer key {} ({})", found.id, found.address)),
+        "{err}"
+    );
     assert!(
         asked.asked.is_empty(),
         "no passphrase asked: {:?}",

@@ -29,6 +29,7 @@ mod error;
 mod info;
 mod relayer;
 pub mod rpc;
+mod scope;
 mod secret;
 mod state;
 pub mod webhooks;
@@ -302,6 +303,7 @@ impl Sandbox {
             faults_changed: tokio::sync::Notify::new(),
             hostile: RwLock::new(config.hostile),
             hostile_input: RwLock::new(None),
+            scopes: Default::default(),
             request_log: Mutex::new(Vec::new()),
             managed: Mutex::new(HashMap::new()),
             funded: Mutex::new(Vec::new()),

@@ -48,6 +48,8 @@ pub(crate) struct Inner {
     /// With hostile mode on: tamper only with actions that have an input of this value
     /// (one item of a batch); `None` tampers with every action.
     pub hostile_input: RwLock<Option<String>>,
+    /// Faults and hostile modes of one caller (see `scope.rs`).
+    pub scopes: crate::scope::Scopes,
     /// Every request seen (see `api::log_request`), oldest first, capped.
     pub request_log: Mutex<Vec<LoggedRequest>>,
     pub managed: Mutex<HashMap<Address, PrivateKeySigner>>,
@@ -90,6 +92,9 @@ pub struct LoggedRequest {
     /// Every header, `name: value` one per line, with the credentials the API accepts at
     /// their own place shown as a placeholder (see `api::log_request`).
     pub headers: String,
+    /// The scope of the token it was made with (see
+    /// [`AppState::issue_scoped_token`]), if that token has one.
+    pub scope: Option<String>,
 }
 
 /// Locks a std mutex, recovering from poisoning (a panicked holder leaves plain data).
@@ -367,8 +372,12 @@ impl AppState {
         self.set_hostile_kind(Some(hostile));
     }
 
-    /// Whether hostile mode (when on) applies to an action with `inputs`.
+    /// Whether hostile mode (when on) applies to an action with `inputs`: always when
+    /// it is the request's scope's own.
     pub(crate) fn hostile_targets(&self, inputs: &BTreeMap<String, serde_json::Value>) -> bool {
+        if self.scoped_hostile().is_some() {
+            return true;
+        }
         let only = self
             .0
             .hostile_input
@@ -439,7 +448,11 @@ impl AppState {
         Ok(())
     }
 
+    /// The hostile mode the current request meets: its scope's, else the sandbox's.
     pub(crate) fn hostile(&self) -> Option<crate::config::Hostile> {
+        if let Some(h) = self.scoped_hostile() {
+            return Some(h);
+        }
         *self
             .0
             .hostile
@@ -447,7 +460,12 @@ impl AppState {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// The fault knobs of `route` the current request meets: its scope's, else the
+    /// sandbox's.
     pub(crate) fn fault(&self, route: &str) -> Option<FaultConfig> {
+        if let Some(f) = self.scoped_fault(route) {
+            return Some(f);
+        }
         self.0
             .faults
             .read()

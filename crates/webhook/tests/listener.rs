@@ -615,8 +615,9 @@ async fn busy_keep_alive_connections_beyond_the_slots_do_not_hold_a_genuine_deli
 
     // Four times as many busy keep-alive connections as slots, each sending small unsigned
     // posts back to back. Kept alive, the four served ones would hold their slots until the
-    // flood runs dry, and a genuine delivery would wait in the backlog until then.
-    const POSTS: usize = 20_000;
+    // flood runs dry, and a genuine delivery would wait in the backlog until then: 4,000
+    // posts leave it room to show (bench/webhook-flood.sh measures the latency).
+    const POSTS: usize = 4_000;
     let progress = std::sync::Arc::new(bridgectl_webhook::load::Progress::default());
     let flood = stranger_flood(addr, POSTS, 64, Some(progress.clone()));
     let started = || progress.done.load(std::sync::atomic::Ordering::Relaxed);
@@ -674,7 +675,7 @@ fn store_bytes(dir: &Path) -> u64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ten_thousand_unsigned_posts_grow_the_store_boundedly_and_genuine_ones_pass() {
+async fn a_thousand_unsigned_posts_grow_the_store_boundedly_and_genuine_ones_pass() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut c = config(dir.path());
     c.limits = Limits {
@@ -687,7 +688,9 @@ async fn ten_thousand_unsigned_posts_grow_the_store_boundedly_and_genuine_ones_p
     let run = start_with(c).await;
     let addr = run.addr;
     let before = store_bytes(dir.path());
-    const POSTS: usize = 10_000;
+    // 1,000 posts of 255 KiB: 255 MB kept unbounded, ten times the row allowance and sixty
+    // times the byte allowance (bench/webhook-flood.sh floods with more).
+    const POSTS: usize = 1_000;
     const SIZE: usize = 255 * 1024;
     // Distinct bodies (so none is a duplicate): half unsigned events, half not JSON.
     let flood = stranger_flood(addr, POSTS, SIZE, None);
@@ -700,7 +703,7 @@ async fn ten_thousand_unsigned_posts_grow_the_store_boundedly_and_genuine_ones_p
         let (b, s) = signed(seq);
         assert_eq!(post(&http, &url, b, s).await.0, 200);
         seq += 1;
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(25)).await;
     }
     let report = flood.await.expect("join").expect("load");
     assert_eq!(report.ok(), POSTS, "{:?}", report.statuses);
@@ -711,7 +714,7 @@ async fn ten_thousand_unsigned_posts_grow_the_store_boundedly_and_genuine_ones_p
     run.stop().await;
 
     let grown = store_bytes(dir.path()).saturating_sub(before);
-    // Unbounded, this is 2.5 GB; bounded it is the two 4 MiB allowances plus a small
+    // Unbounded, this is 255 MB; bounded it is the two 4 MiB allowances plus a small
     // row (hash, length, reason) per post.
     assert!(grown < 16 * 1024 * 1024, "the store grew by {grown} bytes");
     let store = SqliteStore::open_existing(dir.path().join("events.sqlite")).expect("store");

@@ -12,13 +12,19 @@ use bridgectl_sandbox::{ChainInfo, SandboxInfo};
 
 /// A keystore in `dir/keystore` with the sandbox's development key, labelled `wallet`,
 /// under `passphrase` (the test KDF cost).
-// Not every test binary that shares this module imports at the test cost.
+// Not every test binary that shares this module has the development account's key.
 #[allow(dead_code)]
 pub fn dev_keystore(dir: &std::path::Path, info: &SandboxInfo, passphrase: &str) -> Keystore {
+    keystore_with(dir, info.dev.private_key.expose_secret(), passphrase)
+}
+
+/// A keystore in `dir/keystore` with key `key_hex`, labelled `wallet`, under `passphrase`
+/// (the test KDF cost).
+pub fn keystore_with(dir: &std::path::Path, key_hex: &str, passphrase: &str) -> Keystore {
     let keystore = Keystore::open(dir.join("keystore")).expect("keystore");
     keystore
         .import_raw(
-            &SecretText::new(info.dev.private_key.expose_secret().to_owned()),
+            &SecretText::new(key_hex.to_owned()),
             Some("wallet"),
             &mut Passphrase::new(passphrase.to_owned()),
             &KdfParams::insecure_for_tests(),

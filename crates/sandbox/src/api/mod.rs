@@ -114,6 +114,7 @@ pub fn app(state: AppState) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(from_fn_with_state(state.clone(), auth))
         .layer(from_fn_with_state(state.clone(), log_request))
+        .layer(from_fn_with_state(state.clone(), crate::scope::layer))
         .with_state(state)
 }
 
@@ -174,7 +175,12 @@ async fn log_request(State(state): State<AppState>, req: Request, next: Next) ->
         });
         format!("{} {} {}", parts.method, parts.uri, shown)
     };
-    state.log_request(LoggedRequest { line, headers });
+    let scope = crate::scope::current().map(|s| s.to_string());
+    state.log_request(LoggedRequest {
+        line,
+        headers,
+        scope,
+    });
     next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
         .await
 }

@@ -452,7 +452,107 @@ async fn fault_knobs_are_observable() {
     state.set_fault("execute", FaultConfig::default());
     let (s, r) = c.post("/tx/v2.0/transactions/redeem", body).await;
     assert_eq!((s, r["code"].as_str()), (409, Some("TXID_REUSED")), "{r}");
+    scoped_faults_meet_their_scope_only(&sb, &c, &key).await;
     finish(sb).await;
+}
+
+/// Faults and a hostile mode set for one scope meet the requests made with that scope's
+/// token and no other (`c` has the sandbox's own token): the way tests that share one
+/// sandbox each get faults of their own. The request log names the scope.
+async fn scoped_faults_meet_their_scope_only(
+    sb: &bridgectl_sandbox::Sandbox,
+    c: &Client,
+    key: &PrivateKeySigner,
+) {
+    let (info, state) = (sb.info().clone(), sb.state().clone());
+    let token = state.issue_scoped_token("a").expect("token");
+    let a = Client {
+        token: token.expose_secret().to_owned(),
+        ..Client::new(sb)
+    };
+    let redeem = |amount: &str| json!({"txId": uuid(), "from": info.dev.address, "inputs": {"_amount": amount}});
+    let path = "/tx/v2.0/transactions/redeem";
+    state.set_scoped_fault(
+        "a",
+        "execute",
+        FaultConfig {
+            error_rate: 1.0,
+            ..Default::default()
+        },
+    );
+    let (s, r) = a.post(path, redeem("1")).await;
+    assert_eq!(
+        (s, r["code"].as_str()),
+        (503, Some("SERVICE_UNAVAILABLE")),
+        "{r}"
+    );
+    let (s, r) = c.post(path, redeem("1")).await;
+    assert_eq!(s, 200, "another scope's fault met the sandbox's token: {r}");
+    state.set_scoped_fault("a", "execute", FaultConfig::default());
+
+    // A dropped answer after the work, decided in the task the submission runs in.
+    let (s, r) = a.post(path, redeem("2")).await;
+    assert_eq!(s, 200, "{r}");
+    state.set_scoped_fault(
+        "a",
+        "submit",
+        FaultConfig {
+            drop_after_work: 1.0,
+            ..Default::default()
+        },
+    );
+    let signed = sign_raw_tx(key, &r["data"]["rawTx"]);
+    let submit = "/mx/v2.0/transaction/send/signed-tx";
+    let (s, r) = a.post(submit, json!({"signedTx": signed})).await;
+    assert_eq!((s, r["code"].as_str()), (502, Some("BAD_GATEWAY")), "{r}");
+    let (s, r) = c.post(path, redeem("3")).await;
+    assert_eq!(s, 200, "{r}");
+    let signed = sign_raw_tx(key, &r["data"]["rawTx"]);
+    let (s, r) = c.post(submit, json!({"signedTx": signed})).await;
+    assert_eq!(s, 200, "another scope's drop met the sandbox's token: {r}");
+    state.set_scoped_fault("a", "submit", FaultConfig::default());
+
+    // Hostile for the scope: its rawTx is tampered with, the sandbox token's is not.
+    state.set_scoped_hostile("a", Some(bridgectl_sandbox::Hostile::OtherAmount));
+    let word = |v: &Value| {
+        let data = v["data"]["rawTx"]["data"]
+            .as_str()
+            .expect("data")
+            .to_owned();
+        data[data.len() - 64..].to_owned()
+    };
+    let one = format!("{:064x}", 1);
+    let (s, r) = a.post(path, redeem("1")).await;
+    assert_eq!(s, 200, "{r}");
+    assert_ne!(
+        word(&r),
+        one,
+        "the scope's rawTx was not tampered with: {r}"
+    );
+    let (s, r) = c.post(path, redeem("1")).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(
+        word(&r),
+        one,
+        "another scope's hostile mode met the sandbox's token"
+    );
+    state.set_scoped_hostile("a", None);
+    let (_, r) = a.post(path, redeem("1")).await;
+    assert_eq!(
+        word(&r),
+        one,
+        "hostile mode still on after it was turned off"
+    );
+
+    // The request log names the scope of every request made with its token, only those.
+    let mine = state.request_log_of("a");
+    assert_eq!(mine.len(), 5, "{mine:#?}");
+    assert!(
+        mine.iter()
+            .all(|l| l.contains("/tx/v2.0/transactions/redeem") || l.contains("/signed-tx"))
+    );
+    let all = state.request_log_with_headers();
+    assert_eq!(all.iter().filter(|r| r.scope.is_some()).count(), 5);
 }
 
 #[tokio::test]

@@ -66,7 +66,8 @@ pub(crate) async fn submit(
     State(state): State<AppState>,
     JsonBody(req): JsonBody<SubmitRequest>,
 ) -> ApiResult {
-    tokio::spawn(submit_work(state, req))
+    let scope = crate::scope::current();
+    tokio::spawn(crate::scope::in_scope(scope, submit_work(state, req)))
         .await
         .unwrap_or_else(|e| {
             Err(ApiError::new(

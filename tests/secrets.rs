@@ -198,7 +198,12 @@ fn find_any<'a>(
     needles: impl Iterator<Item = &'a [u8]>,
 ) -> Option<(usize, usize)> {
     let needles: Vec<&[u8]> = needles.collect();
-    let k = needles.iter().map(|n| n.len()).filter(|&l| l > 0).min()?.min(8);
+    let k = needles
+        .iter()
+        .map(|n| n.len())
+        .filter(|&l| l > 0)
+        .min()?
+        .min(8);
     let mut by_prefix: std::collections::HashMap<&[u8], Vec<usize>> =
         std::collections::HashMap::new();
     for (i, n) in needles.iter().enumerate() {

@@ -24,14 +24,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, RwLock};
 
-use axum::extract::{Request, State};
-use axum::http::header;
-use axum::middleware::Next;
-use axum::response::Response;
-
 use crate::config::{FaultConfig, Hostile};
-use crate::secret::Secret;
-use crate::state::{AppState, lock};
 
 tokio::task_local! {
     /// The scope of the request being served, if its token has one.
@@ -49,6 +42,12 @@ pub(crate) async fn in_scope<F: Future>(scope: Option<Arc<str>>, work: F) -> F::
     SCOPE.scope(scope, work).await
 }
 
+/// Reads or writes what a lock holds, recovering from poisoning (a panicked holder leaves
+/// plain data).
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// What the scopes hold: which token is whose, and each scope's faults and hostile mode.
 #[derive(Default)]
 pub(crate) struct Scopes {
@@ -60,37 +59,20 @@ pub(crate) struct Scopes {
     hostile: RwLock<HashMap<Arc<str>, Hostile>>,
 }
 
-/// The outermost layer: serves the request in the scope of its bearer token.
-pub(crate) async fn layer(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let scope = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .and_then(|token| lock(&state.0.scopes.tokens).get(token.trim()).cloned());
-    in_scope(scope, next.run(req)).await
-}
-
-impl AppState {
-    /// Issues a bearer token that never expires and whose requests are in `scope`: the
-    /// faults and hostile mode set for `scope` apply to them (and to no other request),
-    /// and the request log marks them with `scope`. Tokens of one scope share it.
-    pub fn issue_scoped_token(&self, scope: &str) -> Result<Secret, crate::Error> {
-        let mut b = [0u8; 32];
-        getrandom::fill(&mut b).map_err(|e| crate::Error::Deploy(format!("no randomness: {e}")))?;
-        let token = hex::encode(b);
-        lock(&self.0.tokens).insert(token.clone(), None);
-        lock(&self.0.scopes.tokens).insert(token.clone(), Arc::from(scope));
-        Ok(Secret::new(token))
+impl Scopes {
+    /// The scope of bearer `token`, if it has one.
+    pub(crate) fn of_token(&self, token: &str) -> Option<Arc<str>> {
+        locked(&self.tokens).get(token).cloned()
     }
 
-    /// Sets (or clears, with the default) the fault knobs of `route` for the requests of
-    /// `scope` only. They take the place of the route's sandbox-wide knobs for those
-    /// requests.
-    pub fn set_scoped_fault(&self, scope: &str, route: &str, fault: FaultConfig) {
+    /// Puts the requests made with `token` in `scope`.
+    pub(crate) fn add_token(&self, token: String, scope: &str) {
+        locked(&self.tokens).insert(token, Arc::from(scope));
+    }
+
+    /// Sets (or clears, with the default) the fault knobs of `route` in `scope`.
+    pub(crate) fn set_fault(&self, scope: &str, route: &str, fault: FaultConfig) {
         let mut all = self
-            .0
-            .scopes
             .faults
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -103,16 +85,11 @@ impl AppState {
                 .or_default()
                 .insert(route.to_owned(), fault);
         }
-        drop(all);
-        self.0.faults_changed.notify_waiters();
     }
 
-    /// Turns hostile mode on (one kind of tampering, for every action, signature and
-    /// platform-built transaction) or off for the requests of `scope` only.
-    pub fn set_scoped_hostile(&self, scope: &str, hostile: Option<Hostile>) {
+    /// Sets (or clears) the hostile mode of `scope`.
+    pub(crate) fn set_hostile(&self, scope: &str, hostile: Option<Hostile>) {
         let mut all = self
-            .0
-            .scopes
             .hostile
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -123,11 +100,9 @@ impl AppState {
     }
 
     /// The fault knobs `route` has for the current request's scope, if it has any.
-    pub(crate) fn scoped_fault(&self, route: &str) -> Option<FaultConfig> {
+    pub(crate) fn fault(&self, route: &str) -> Option<FaultConfig> {
         let scope = current()?;
-        self.0
-            .scopes
-            .faults
+        self.faults
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(&scope)?
@@ -136,26 +111,12 @@ impl AppState {
     }
 
     /// The hostile mode of the current request's scope, if it has one.
-    pub(crate) fn scoped_hostile(&self) -> Option<Hostile> {
+    pub(crate) fn hostile(&self) -> Option<Hostile> {
         let scope = current()?;
-        self.0
-            .scopes
-            .hostile
+        self.hostile
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(&scope)
             .copied()
-    }
-}
-
-impl AppState {
-    /// The request log's lines (as [`AppState::request_log`]) of the requests in `scope`
-    /// only, oldest first.
-    pub fn request_log_of(&self, scope: &str) -> Vec<String> {
-        lock(&self.0.request_log)
-            .iter()
-            .filter(|r| r.scope.as_deref() == Some(scope))
-            .map(|r| r.line.clone())
-            .collect()
     }
 }

@@ -584,3 +584,52 @@ impl AppState {
         Address::from_slice(&keccak256(&pre)[12..])
     }
 }
+
+impl AppState {
+    /// Issues a bearer token that never expires and whose requests are in `scope`: the
+    /// faults and hostile mode set for `scope` apply to them (and to no other request),
+    /// and the request log marks them with `scope` (see [`crate::scope`]). Tokens of one
+    /// scope share it.
+    pub fn issue_scoped_token(&self, scope: &str) -> Result<Secret, crate::Error> {
+        let mut b = [0u8; 32];
+        getrandom::fill(&mut b).map_err(|e| crate::Error::Deploy(format!("no randomness: {e}")))?;
+        let token = hex::encode(b);
+        lock(&self.0.tokens).insert(token.clone(), None);
+        self.0.scopes.add_token(token.clone(), scope);
+        Ok(Secret::new(token))
+    }
+
+    /// Sets (or clears, with the default) the fault knobs of `route` for the requests of
+    /// `scope` only. They take the place of the route's sandbox-wide knobs for those
+    /// requests.
+    pub fn set_scoped_fault(&self, scope: &str, route: &str, fault: FaultConfig) {
+        self.0.scopes.set_fault(scope, route, fault);
+        self.0.faults_changed.notify_waiters();
+    }
+
+    /// Turns hostile mode on (one kind of tampering, for every action, signature and
+    /// platform-built transaction) or off for the requests of `scope` only.
+    pub fn set_scoped_hostile(&self, scope: &str, hostile: Option<crate::config::Hostile>) {
+        self.0.scopes.set_hostile(scope, hostile);
+    }
+
+    /// The fault knobs `route` has for the current request's scope, if it has any.
+    pub(crate) fn scoped_fault(&self, route: &str) -> Option<FaultConfig> {
+        self.0.scopes.fault(route)
+    }
+
+    /// The hostile mode of the current request's scope, if it has one.
+    pub(crate) fn scoped_hostile(&self) -> Option<crate::config::Hostile> {
+        self.0.scopes.hostile()
+    }
+
+    /// The request log's lines (as [`AppState::request_log`]) of the requests in `scope`
+    /// only, oldest first.
+    pub fn request_log_of(&self, scope: &str) -> Vec<String> {
+        lock(&self.0.request_log)
+            .iter()
+            .filter(|r| r.scope.as_deref() == Some(scope))
+            .map(|r| r.line.clone())
+            .collect()
+    }
+}

@@ -114,8 +114,20 @@ pub fn app(state: AppState) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(from_fn_with_state(state.clone(), auth))
         .layer(from_fn_with_state(state.clone(), log_request))
-        .layer(from_fn_with_state(state.clone(), crate::scope::layer))
+        .layer(from_fn_with_state(state.clone(), in_its_scope))
         .with_state(state)
+}
+
+/// The outermost layer: serves the request in the scope of its bearer token (see
+/// [`crate::scope`]).
+async fn in_its_scope(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let scope = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(|token| state.0.scopes.of_token(token.trim()));
+    crate::scope::in_scope(scope, next.run(req)).await
 }
 
 /// Largest request body kept in the request log.

@@ -588,8 +588,10 @@ impl AppState {
 impl AppState {
     /// Issues a bearer token that never expires and whose requests are in `scope`: the
     /// faults and hostile mode set for `scope` apply to them (and to no other request),
-    /// and the request log marks them with `scope` (see [`crate::scope`]). Tokens of one
-    /// scope share it.
+    /// and the request log marks them with `scope`. Tokens of one scope share it. So
+    /// tests that run side by side against one sandbox can each meet faults of their own
+    /// and tell their requests from everyone else's; the chains, the relayer and the
+    /// webhook deliverer stay the whole sandbox's.
     pub fn issue_scoped_token(&self, scope: &str) -> Result<Secret, crate::Error> {
         let mut b = [0u8; 32];
         getrandom::fill(&mut b).map_err(|e| crate::Error::Deploy(format!("no randomness: {e}")))?;

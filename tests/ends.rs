@@ -15,6 +15,9 @@
 //! - `a_credited_swap_completes_though_its_owner_spent_past_the_old_balance` (a profile
 //!   without a peg ratio: the first unclaimed mint after the transfer): the balance rule
 //!   (the balance is below the one before the swap);
+//! - `a_mint_in_the_block_a_swap_began_at_is_never_its_credit`: the credit search starting
+//!   at the side block the swap began at, not after it (an account funded the second
+//!   before its swap has its funding there: found when tests began to share a sandbox);
 //! - `a_batch_of_swaps_and_redeems_completes_every_swap_on_a_credit_of_its_own`: no claim
 //!   (two swaps of one amount both take one credit), and the balance rule (the redeems
 //!   lower the balance);
@@ -274,6 +277,41 @@ fn a_credited_swap_completes_though_its_owner_spent_past_the_old_balance() {
     // The claim is kept: a second look reports the same credit.
     let again = live.ok(&["status", tx_id]);
     assert_eq!(again["credit"], status["credit"]);
+}
+
+/// The side block a swap began at was mined before its transfer existed, so nothing in it
+/// pays for the swap: a mint to the owner there (its funding, the second before the swap;
+/// dated here after the transfer, as a block of the same second can be) is not the swap's
+/// credit, even with no peg ratio to check the amount by. A sandbox of its own: the side
+/// chain's clock is moved ahead.
+#[test]
+fn a_mint_in_the_block_a_swap_began_at_is_never_its_credit() {
+    let live = Live::new("ends_head_block");
+    let side = live.sb.node(true);
+    let ahead = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs()
+        + 30;
+    block_on(side.call("evm_setNextBlockTimestamp", json!([ahead]))).expect("timestamp");
+    live.sb
+        .mint_st(live.dev, units(7, live.sb.info.side.decimals));
+    let head = block_on(side.call("eth_blockNumber", json!([]))).expect("head");
+    let head = u64::from_str_radix(head.as_str().expect("hex").trim_start_matches("0x"), 16)
+        .expect("block number");
+    let swap = live.ok(&["swap", "--from", "dev", "--amount", "1", "--yes"]);
+    let tx_id = swap["txId"].as_str().expect("txId");
+    let expected = credit_of(&live, units(1, live.sb.info.main.decimals));
+    eventually("the swap's completion", || {
+        live.ok(&["status", tx_id])["state"] == "completed"
+    });
+    let status = live.ok(&["status", tx_id]);
+    let block = status["credit"]["block"].as_u64().expect("credit block");
+    assert!(
+        block > head,
+        "credited in block {block}, the swap began at {head}"
+    );
+    assert_own_credit(&live, &status["credit"], live.dev, expected);
 }
 
 #[test]

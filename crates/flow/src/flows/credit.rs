@@ -8,8 +8,9 @@
 //! 2. an ST `Transfer` log to the swap's user is on the side chain that is this swap's:
 //!    - from the credit source ([`SwapCredit::source`](crate::SwapCredit::source): the zero address, a mint, unless
 //!      the bridge description names the account the bridge pays from),
-//!    - in a block from the one the side chain was at when the swap began (journaled
-//!      before its MT transfer was signed) on, with a timestamp no earlier than the block
+//!    - in a block after the one the side chain was at when the swap began (journaled
+//!      before its MT transfer was signed; that block was mined before the transfer
+//!      existed, so nothing in it pays for it), with a timestamp no earlier than the block
 //!      of (1): a credit does not come before what it pays for,
 //!    - of the amount the peg ratio gives for the MT sent (rounded down to an ST base
 //!      unit, as a bridge keeps the remainder), when the bridge description has the ratio,
@@ -130,7 +131,10 @@ impl Flows {
             Some(address_topic(source)),
             Some(address_topic(facts.owner)),
         ];
-        let mut from = facts.side_from;
+        // The block the side chain was at when the swap began is not searched: it was
+        // mined before the transfer was signed (an account funded just before its swap
+        // has its funding there, a mint from the source to its owner).
+        let mut from = facts.side_from.saturating_add(1);
         while from <= head {
             let to = head.min(from.saturating_add(MAX_LOG_RANGE - 1));
             let mut logs = node.logs(side.token, &topics, from, to).await?;

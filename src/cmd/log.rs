@@ -96,246 +96,266 @@ fn open(global: &GlobalOpts) -> anyhow::Result<SigningLogDb> {
 pub fn run(global: &GlobalOpts, cmd: LogCommand) -> anyhow::Result<()> {
     let log = open(global)?;
     match cmd {
-        LogCommand::Checkpoint => {
-            let head = log.checkpoint()?;
-            if global.json {
-                return crate::output::json(&json!({
-                    "count": head.count, "head": head.head, "checkpoint": head.to_string()
-                }));
-            }
-            crate::output::line(head)
-        }
-        LogCommand::Acknowledge(args) => {
-            let store = crate::session::open_keystore(global)?;
-            let keys = store.list()?;
-            let key = match (&args.key, keys.as_slice()) {
-                (Some(k), _) => store.find(k)?,
-                (None, [one]) => one.clone(),
-                (None, _) => {
-                    return Err(coded(
-                        Code::Usage,
-                        format!(
-                            "an acknowledgement is signed by a key of the keystore: name it with \
-                             --key (the keystore has {} keys)",
-                            keys.len()
-                        ),
-                    ));
-                }
-            };
-            let head = log.checkpoint()?;
-            let kept = log.kept()?;
-            let carried = kept.as_ref().map_or(0, |k| k.carried.len());
-            crate::output::note(format_args!(
-                "signing log {}: {} entries, head {head}; checkpoint kept beside it: {}; \
-                 recent spending it keeps: {carried} sum(s), carried over into the log if it \
-                 lost entries",
-                log.path().display(),
-                head.count,
-                kept.map_or_else(|| "none".to_owned(), |k| k.checkpoint().to_string())
+        LogCommand::Checkpoint => checkpoint(&log, global),
+        LogCommand::Acknowledge(args) => acknowledge(&log, global, args),
+        LogCommand::Verify(args) => verify(&log, global, args),
+        LogCommand::Show(args) => show(&log, global, args),
+        LogCommand::Export(args) => export(&log, args),
+    }
+}
+
+/// `log checkpoint`: the head, to keep elsewhere.
+fn checkpoint(log: &SigningLogDb, global: &GlobalOpts) -> anyhow::Result<()> {
+    let head = log.checkpoint()?;
+    if global.json {
+        return crate::output::json(&json!({
+            "count": head.count, "head": head.head, "checkpoint": head.to_string()
+        }));
+    }
+    crate::output::line(head)
+}
+
+/// `log acknowledge`: the log accepted as it stands, signed by a key of the keystore.
+fn acknowledge(
+    log: &SigningLogDb,
+    global: &GlobalOpts,
+    args: AcknowledgeArgs,
+) -> anyhow::Result<()> {
+    let store = crate::session::open_keystore(global)?;
+    let keys = store.list()?;
+    let key = match (&args.key, keys.as_slice()) {
+        (Some(k), _) => store.find(k)?,
+        (None, [one]) => one.clone(),
+        (None, _) => {
+            return Err(coded(
+                Code::Usage,
+                format!(
+                    "an acknowledgement is signed by a key of the keystore: name it with \
+                     --key (the keystore has {} keys)",
+                    keys.len()
+                ),
             ));
-            crate::review::confirm(
-                args.yes,
-                &format!(
-                    "accept the log as it stands, signed by {} (spending limits count from \
-                     what it holds and what the checkpoint carries)?",
-                    key.address
+        }
+    };
+    let head = log.checkpoint()?;
+    let kept = log.kept()?;
+    let carried = kept.as_ref().map_or(0, |k| k.carried.len());
+    crate::output::note(format_args!(
+        "signing log {}: {} entries, head {head}; checkpoint kept beside it: {}; \
+         recent spending it keeps: {carried} sum(s), carried over into the log if it \
+         lost entries",
+        log.path().display(),
+        head.count,
+        kept.map_or_else(|| "none".to_owned(), |k| k.checkpoint().to_string())
+    ));
+    crate::review::confirm(
+        args.yes,
+        &format!(
+            "accept the log as it stands, signed by {} (spending limits count from \
+             what it holds and what the checkpoint carries)?",
+            key.address
+        ),
+    )
+    .code(Code::Declined)?;
+    let mut passphrases = crate::passphrase::CliPassphrases::new(&args.passphrase);
+    passphrases.ensure_available()?;
+    let signer = passphrases.unlock_key(&store, &key)?;
+    let head = log.acknowledge(&signer, bridgectl_tx::signing_log::unix_now())?;
+    if global.json {
+        return crate::output::json(&json!({
+            "acknowledged": true, "count": head.count, "head": head.head,
+            "checkpoint": head.to_string()
+        }));
+    }
+    crate::output::line(format_args!(
+        "acknowledged: {} entries, head {head}",
+        head.count
+    ))
+}
+
+/// `log verify`: the chain of entries, up to a checkpoint, every entry signed by a key
+/// of this keystore unless `--any-key`.
+fn verify(log: &SigningLogDb, global: &GlobalOpts, args: VerifyArgs) -> anyhow::Result<()> {
+    let kept = match args.checkpoint.as_deref() {
+        Some(t) => Some(t.parse::<Checkpoint>().map_err(|_| {
+            coded(
+                Code::Usage,
+                format!(
+                    "--checkpoint {t:?}: expected COUNT:0xHASH, as `bridgectl log \
+                     checkpoint` prints it"
                 ),
             )
-            .code(Code::Declined)?;
-            let mut passphrases = crate::passphrase::CliPassphrases::new(&args.passphrase);
-            passphrases.ensure_available()?;
-            let signer = passphrases.unlock_key(&store, &key)?;
-            let head = log.acknowledge(&signer, bridgectl_tx::signing_log::unix_now())?;
-            if global.json {
-                return crate::output::json(&json!({
-                    "acknowledged": true, "count": head.count, "head": head.head,
-                    "checkpoint": head.to_string()
-                }));
+        })?),
+        // Without one given, the checkpoint kept beside the log.
+        None => log.kept()?.map(|k| k.checkpoint()),
+    };
+    let mut outcome = match log.verify(kept) {
+        Ok(head) => Ok(head),
+        Err(bridgectl_signing_log::Error::Broken { bad, .. }) => Err(bad),
+        Err(e) => return Err(e.into()),
+    };
+    if outcome.is_ok() && !args.any_key {
+        // The chain holds; every entry must also be signed by a key of this
+        // keystore (its key files and its external signers' accounts, whose
+        // entries are its own), or a self-signed entry appended by a stranger
+        // would pass.
+        let known: Vec<String> = crate::session::open_keystore(global)?
+            .signers()?
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let mut stranger = None;
+        log.each(|entry, columns| {
+            if stranger.is_none() && !known.contains(&columns.key) {
+                stranger = Some(bridgectl_tx::signing_log::BadEntry {
+                    seq: entry.seq,
+                    reason: format!(
+                        "signed by {}, which is not a key of this keystore (a key \
+                         removed since: pass --any-key; else an entry someone else \
+                         appended)",
+                        columns.key
+                    ),
+                });
             }
-            crate::output::line(format_args!(
-                "acknowledged: {} entries, head {head}",
-                head.count
-            ))
-        }
-        LogCommand::Verify(args) => {
-            let kept = match args.checkpoint.as_deref() {
-                Some(t) => Some(t.parse::<Checkpoint>().map_err(|_| {
-                    coded(
-                        Code::Usage,
-                        format!(
-                            "--checkpoint {t:?}: expected COUNT:0xHASH, as `bridgectl log \
-                             checkpoint` prints it"
-                        ),
-                    )
-                })?),
-                // Without one given, the checkpoint kept beside the log.
-                None => log.kept()?.map(|k| k.checkpoint()),
-            };
-            let mut outcome = match log.verify(kept) {
-                Ok(head) => Ok(head),
-                Err(bridgectl_signing_log::Error::Broken { bad, .. }) => Err(bad),
-                Err(e) => return Err(e.into()),
-            };
-            if outcome.is_ok() && !args.any_key {
-                // The chain holds; every entry must also be signed by a key of this
-                // keystore (its key files and its external signers' accounts, whose
-                // entries are its own), or a self-signed entry appended by a stranger
-                // would pass.
-                let known: Vec<String> = crate::session::open_keystore(global)?
-                    .signers()?
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect();
-                let mut stranger = None;
-                log.each(|entry, columns| {
-                    if stranger.is_none() && !known.contains(&columns.key) {
-                        stranger = Some(bridgectl_tx::signing_log::BadEntry {
-                            seq: entry.seq,
-                            reason: format!(
-                                "signed by {}, which is not a key of this keystore (a key \
-                                 removed since: pass --any-key; else an entry someone else \
-                                 appended)",
-                                columns.key
-                            ),
-                        });
-                    }
-                })?;
-                if let Some(bad) = stranger {
-                    outcome = Err(bad);
-                }
-            }
-            match outcome {
-                Ok(head) => {
-                    if global.json {
-                        crate::output::json(&json!({
-                            "ok": true, "count": head.count, "head": head.head,
-                            "checkpoint": head.to_string()
-                        }))?;
-                    } else {
-                        crate::output::line(format_args!(
-                            "ok: {} entries, head {head}{}",
-                            head.count,
-                            if kept.is_some() {
-                                " (reaches the kept checkpoint)"
-                            } else {
-                                ""
-                            }
-                        ))?;
-                    }
-                    Ok(())
-                }
-                Err(bad) => {
-                    if global.json {
-                        crate::output::json(&json!({
-                            "ok": false, "entry": bad.seq, "reason": bad.reason
-                        }))?;
-                    }
-                    Err(coded(
-                        Code::Refused,
-                        format!("signing log {} does not hold: {bad}", log.path().display()),
-                    ))
-                }
-            }
-        }
-        LogCommand::Show(args) => {
-            let key = match args.key.as_deref() {
-                Some(k) => Some(crate::accounts::resolve(
-                    &crate::session::open_keystore(global)?,
-                    k,
-                )?),
-                None => None,
-            };
-            let since = args.since.as_deref().map(parse_since).transpose()?;
-            let entries = log.show(&ShowFilter { key, since })?;
-            if global.json {
-                let list: Vec<_> = entries
-                    .iter()
-                    .map(|(e, b)| json!({"seq": e.seq, "hash": e.hash, "entry": b}))
-                    .collect();
-                return crate::output::json(&list);
-            }
-            for (e, body) in entries {
-                match body {
-                    // A reset is the key's record, not a signature: no call, no nonce.
-                    Some(b) if b.chain_reset.is_some() => crate::output::line(format_args!(
-                        "{:>6}  {}  {}  chain {} reset: its block 0 is now {}",
-                        e.seq,
-                        format_time(b.time),
-                        b.key,
-                        b.chain_id,
-                        b.chain_reset.unwrap_or_default()
-                    ))?,
-                    // An acknowledgement is a person's, signed by a key: what it accepted
-                    // and what spending it carried over.
-                    Some(b) if b.acknowledges.is_some() => crate::output::line(format_args!(
-                        "{:>6}  {}  {}  acknowledged the log (its kept checkpoint {}){}",
-                        e.seq,
-                        format_time(b.time),
-                        b.key,
-                        b.acknowledges.unwrap_or(Checkpoint::EMPTY),
-                        if b.carried.is_empty() {
-                            String::new()
-                        } else {
-                            format!(
-                                ", carrying {} spending sum(s) of entries it lost",
-                                b.carried.len()
-                            )
-                        }
-                    ))?,
-                    Some(b) => crate::output::line(format_args!(
-                        "{:>6}  {}  {}  chain {} nonce {}  {} {}  {}{}",
-                        e.seq,
-                        format_time(b.time),
-                        b.key,
-                        b.chain_id,
-                        b.nonce,
-                        b.function.as_deref().unwrap_or("(unknown call)"),
-                        match (&b.amount, &b.token) {
-                            (Some(a), Some(t)) => format!("{a} base units of {t}"),
-                            (Some(a), None) => format!("{a} base units"),
-                            _ => String::new(),
-                        },
-                        b.tx_hash,
-                        b.replaces
-                            .map(|r| format!(" (replaces {r})"))
-                            .unwrap_or_default()
-                    ))?,
-                    None => crate::output::line(format_args!(
-                        "{:>6}  (unreadable entry: run `bridgectl log verify`)",
-                        e.seq
-                    ))?,
-                }
-            }
-            Ok(())
-        }
-        LogCommand::Export(args) => {
-            let mut text = Vec::new();
-            let mut failed = None;
-            log.each(|entry, _| {
-                if failed.is_none() {
-                    match serde_json::to_writer(&mut text, &entry) {
-                        Ok(()) => text.push(b'\n'),
-                        Err(e) => failed = Some(e),
-                    }
-                }
-            })?;
-            if let Some(e) = failed {
-                return Err(e.into());
-            }
-            match &args.out {
-                Some(path) => {
-                    crate::files::write_new(path, &text)?;
-                    crate::output::note(format_args!("exported -> {}", path.display()));
-                }
-                None => {
-                    let mut out = std::io::stdout().lock();
-                    out.write_all(&text)?;
-                    out.flush()?;
-                }
-            }
-            Ok(())
+        })?;
+        if let Some(bad) = stranger {
+            outcome = Err(bad);
         }
     }
+    match outcome {
+        Ok(head) => {
+            if global.json {
+                crate::output::json(&json!({
+                    "ok": true, "count": head.count, "head": head.head,
+                    "checkpoint": head.to_string()
+                }))?;
+            } else {
+                crate::output::line(format_args!(
+                    "ok: {} entries, head {head}{}",
+                    head.count,
+                    if kept.is_some() {
+                        " (reaches the kept checkpoint)"
+                    } else {
+                        ""
+                    }
+                ))?;
+            }
+            Ok(())
+        }
+        Err(bad) => {
+            if global.json {
+                crate::output::json(&json!({
+                    "ok": false, "entry": bad.seq, "reason": bad.reason
+                }))?;
+            }
+            Err(coded(
+                Code::Refused,
+                format!("signing log {} does not hold: {bad}", log.path().display()),
+            ))
+        }
+    }
+}
+
+/// `log show`: the entries, one line each.
+fn show(log: &SigningLogDb, global: &GlobalOpts, args: ShowArgs) -> anyhow::Result<()> {
+    let key = match args.key.as_deref() {
+        Some(k) => Some(crate::accounts::resolve(
+            &crate::session::open_keystore(global)?,
+            k,
+        )?),
+        None => None,
+    };
+    let since = args.since.as_deref().map(parse_since).transpose()?;
+    let entries = log.show(&ShowFilter { key, since })?;
+    if global.json {
+        let list: Vec<_> = entries
+            .iter()
+            .map(|(e, b)| json!({"seq": e.seq, "hash": e.hash, "entry": b}))
+            .collect();
+        return crate::output::json(&list);
+    }
+    for (e, body) in entries {
+        match body {
+            // A reset is the key's record, not a signature: no call, no nonce.
+            Some(b) if b.chain_reset.is_some() => crate::output::line(format_args!(
+                "{:>6}  {}  {}  chain {} reset: its block 0 is now {}",
+                e.seq,
+                format_time(b.time),
+                b.key,
+                b.chain_id,
+                b.chain_reset.unwrap_or_default()
+            ))?,
+            // An acknowledgement is a person's, signed by a key: what it accepted
+            // and what spending it carried over.
+            Some(b) if b.acknowledges.is_some() => crate::output::line(format_args!(
+                "{:>6}  {}  {}  acknowledged the log (its kept checkpoint {}){}",
+                e.seq,
+                format_time(b.time),
+                b.key,
+                b.acknowledges.unwrap_or(Checkpoint::EMPTY),
+                if b.carried.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        ", carrying {} spending sum(s) of entries it lost",
+                        b.carried.len()
+                    )
+                }
+            ))?,
+            Some(b) => crate::output::line(format_args!(
+                "{:>6}  {}  {}  chain {} nonce {}  {} {}  {}{}",
+                e.seq,
+                format_time(b.time),
+                b.key,
+                b.chain_id,
+                b.nonce,
+                b.function.as_deref().unwrap_or("(unknown call)"),
+                match (&b.amount, &b.token) {
+                    (Some(a), Some(t)) => format!("{a} base units of {t}"),
+                    (Some(a), None) => format!("{a} base units"),
+                    _ => String::new(),
+                },
+                b.tx_hash,
+                b.replaces
+                    .map(|r| format!(" (replaces {r})"))
+                    .unwrap_or_default()
+            ))?,
+            None => crate::output::line(format_args!(
+                "{:>6}  (unreadable entry: run `bridgectl log verify`)",
+                e.seq
+            ))?,
+        }
+    }
+    Ok(())
+}
+
+/// `log export`: every entry as a JSON line.
+fn export(log: &SigningLogDb, args: ExportArgs) -> anyhow::Result<()> {
+    let mut text = Vec::new();
+    let mut failed = None;
+    log.each(|entry, _| {
+        if failed.is_none() {
+            match serde_json::to_writer(&mut text, &entry) {
+                Ok(()) => text.push(b'\n'),
+                Err(e) => failed = Some(e),
+            }
+        }
+    })?;
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
+    match &args.out {
+        Some(path) => {
+            crate::files::write_new(path, &text)?;
+            crate::output::note(format_args!("exported -> {}", path.display()));
+        }
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(&text)?;
+            out.flush()?;
+        }
+    }
+    Ok(())
 }
 
 fn format_time(t: u64) -> String {

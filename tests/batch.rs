@@ -867,10 +867,12 @@ fn a_batch_waiting_on_a_slow_relayer_says_it_is_still_going() {
     let out = live.run_ok(c);
     live.sb.clear("redeems");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains(
-            "» waiting for 1 of 1 items: 5 s since the last result (each waits up to 60 s)"
-        ),
-        "{err}"
-    );
+    // Said at the first report, 5 s after the last result (6 on a loaded machine).
+    let said = err.lines().any(|l| {
+        l.strip_prefix("» waiting for 1 of 1 items: ")
+            .and_then(|rest| rest.strip_suffix(" s since the last result (each waits up to 60 s)"))
+            .and_then(|secs| secs.parse::<u64>().ok())
+            .is_some_and(|secs| (5..=6).contains(&secs))
+    });
+    assert!(said, "{err}");
 }

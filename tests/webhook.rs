@@ -1086,20 +1086,24 @@ bctest!(
 /// the listener is down, without stopping it. Runs until dropped; loopback only.
 struct Front {
     addr: SocketAddr,
+    /// Where it forwards to, set once the listener behind it has bound its port
+    /// ([`Front::forward_to`]); until then a client's connection is closed.
+    backend: std::sync::Arc<std::sync::OnceLock<SocketAddr>>,
     failing: std::sync::Arc<std::sync::atomic::AtomicBool>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Front {
-    fn new(backend: SocketAddr) -> Front {
-        use std::sync::Arc;
+    fn new() -> Front {
         use std::sync::atomic::AtomicBool;
+        use std::sync::{Arc, OnceLock};
         let tcp = std::net::TcpListener::bind("127.0.0.1:0").expect("bind front");
         tcp.set_nonblocking(true).expect("nonblocking");
         let addr = tcp.local_addr().expect("addr");
         let failing = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
-        let (f, s) = (failing.clone(), stop.clone());
+        let backend = Arc::new(OnceLock::new());
+        let (f, s, b) = (failing.clone(), stop.clone(), backend.clone());
         std::thread::spawn(move || {
             // Open pairs, cut when failing starts: a keep-alive connection must fail too.
             let mut live: Vec<std::net::TcpStream> = Vec::new();
@@ -1122,7 +1126,8 @@ impl Front {
                     );
                     continue;
                 }
-                let Ok(server) = std::net::TcpStream::connect(backend) else {
+                let Some(server) = b.get().and_then(|a| std::net::TcpStream::connect(a).ok())
+                else {
                     continue;
                 };
                 let pump = |mut from: std::net::TcpStream, mut to: std::net::TcpStream| {
@@ -1146,9 +1151,15 @@ impl Front {
         });
         Front {
             addr,
+            backend,
             failing,
             stop,
         }
+    }
+
+    /// Forwards to `backend` from now on.
+    fn forward_to(&self, backend: SocketAddr) {
+        self.backend.set(backend).expect("the backend is set once");
     }
 }
 
@@ -1168,17 +1179,15 @@ bctest!(
         let keys = dir.join("state/keys.json");
         let store = dir.join("events.sqlite");
         // The listener behind a front the test can make fail, as a load balancer would
-        // when the listener is down. Bind first to learn the listener's address.
-        let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        let backend = probe.local_addr().expect("addr");
-        drop(probe);
-        let front = Front::new(backend);
+        // when the listener is down. The listener binds a port of its own (a port probed
+        // and freed first could be taken by another test before the listener binds it).
+        let front = Front::new();
         let hook_url = format!("http://{}{PATH}", front.addr);
         const INTERVAL: f64 = 2.0;
         let interval = INTERVAL.to_string();
         let listener = Listening::start_env(
             &dir,
-            &backend.to_string(),
+            "127.0.0.1:0",
             &store,
             &keys,
             &[
@@ -1192,6 +1201,7 @@ bctest!(
             ],
             &[("BRIDGECTL_WEB3_TOKEN", &token)],
         );
+        front.forward_to(listener.addr);
         let web3 = |cmd: &mut TestCommand| {
             cmd.args(["--chain", "ethereum", "--network", "sepolia"])
                 .args(["--web3-url", &info.web3_url])

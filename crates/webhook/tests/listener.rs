@@ -550,8 +550,9 @@ fn closed_within(s: &mut std::net::TcpStream, within: Duration) -> bool {
 async fn slow_headers_are_cut_off_and_cannot_take_every_slot() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut c = config(dir.path());
+    // 140 attackers take the 64 slots in three rounds, each ended by a header timeout.
     c.timeouts = Timeouts {
-        header: Duration::from_secs(2),
+        header: Duration::from_secs(1),
         request: Duration::from_secs(5),
     };
     c.max_connections = 64;

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use alloy_primitives::{Address, U256};
 use bridgectl_sandbox::{AppState, Sandbox, SandboxConfig, SandboxInfo};
 
-mod common;
+use crate::common;
 
 /// The sandbox the examples of this binary share, each with an account of its own: it
 /// runs on a thread of its own (its anvils' parent-death signal is tied to that thread)
@@ -377,8 +377,8 @@ async fn the_batch_example_pays_out_ten_through_an_external_signer() {
 /// The README shows the example itself, not a copy that drifts.
 #[test]
 fn the_readme_opens_with_the_example() {
-    let readme = include_str!("../README.md");
-    let example = include_str!("../examples/redeem.rs");
+    let readme = include_str!("../../README.md");
+    let example = include_str!("../../examples/redeem.rs");
     let first_block = readme
         .split("```rust,no_run\n")
         .nth(1)

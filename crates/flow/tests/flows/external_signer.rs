@@ -18,7 +18,7 @@ use bridgectl_sandbox::{Sandbox, SandboxConfig};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-mod common;
+use crate::common;
 
 /// Says yes and hands the signing to `signer`.
 struct External(RpcSigner);

@@ -11,7 +11,7 @@ use bridgectl_flow::{ApproveFuture, Approver, Error, FlowState, PrivateKeySigner
 use bridgectl_keystore::{Keystore, Passphrase};
 use bridgectl_sandbox::{Sandbox, SandboxConfig};
 
-mod common;
+use crate::common;
 
 const PASSPHRASE: &str = "resume passphrase";
 

@@ -16,7 +16,7 @@ use bridgectl_flow::{
 use bridgectl_keystore::{Keystore, Passphrase};
 use bridgectl_sandbox::{Sandbox, SandboxConfig};
 
-mod common;
+use crate::common;
 
 const PASSPHRASE: &str = "clock passphrase";
 

@@ -6,7 +6,7 @@
 #   bench/fsyncs.sh                      # this tree
 #   BASELINE=/path/to/old/bridgectl bench/fsyncs.sh   # the same table for another build
 #
-# What a row should say (crates/sqlite explains the design):
+# What a row should say (crates/local/src/sqlite.rs explains the design):
 #   offline sign, steady:  signing-log.sqlite3-wal x1 (the entry before the bytes leave),
 #                          journal.sqlite3-wal x1 (the signed bytes before they leave)
 #   online redeem:         the same two, before the submission

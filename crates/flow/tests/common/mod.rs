@@ -18,6 +18,14 @@ pub fn dev_keystore(dir: &std::path::Path, info: &SandboxInfo, passphrase: &str)
     keystore_with(dir, info.dev.private_key.expose_secret(), passphrase)
 }
 
+/// The signing log beside `keystore`, over its signers (key files and external
+/// signers), as the CLI opens it.
+#[allow(dead_code)]
+pub fn signing_log(keystore: &Keystore) -> bridgectl_signing_log::SigningLogDb {
+    bridgectl_signing_log::SigningLogDb::open_in(keystore.dir(), keystore.signers().expect("keys"))
+        .expect("log")
+}
+
 /// A keystore in `dir/keystore` with key `key_hex`, labelled `wallet`, under `passphrase`
 /// (the test KDF cost).
 pub fn keystore_with(dir: &std::path::Path, key_hex: &str, passphrase: &str) -> Keystore {

@@ -56,13 +56,7 @@ async fn a_clock_set_ahead_of_the_chain_does_not_start_a_new_window() {
     let info = sandbox.info().clone();
     let dir = tempfile::tempdir().expect("tmp");
     let keystore = common::dev_keystore(dir.path(), &info, PASSPHRASE);
-    let log = Arc::new(
-        bridgectl_signing_log::SigningLogDb::open_in(
-            keystore.dir(),
-            keystore.signers().expect("keys"),
-        )
-        .expect("log"),
-    );
+    let log = Arc::new(common::signing_log(&keystore));
     let journal = Arc::new(bridgectl_flow::Journal::open(dir.path().join("j.sqlite3")).expect("j"));
     let client = bridgectl_flow::client::PlatformClient::new(
         &info.base_url,

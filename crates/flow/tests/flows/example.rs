@@ -194,11 +194,7 @@ async fn the_wallet_example_swaps_and_redeems_through_one_flows_on_the_sandbox()
 /// The signing log beside `dir/keystore`: how many entries it holds, verified.
 fn logged(dir: &std::path::Path) -> u64 {
     let keystore = bridgectl_keystore::Keystore::open(dir.join("keystore")).expect("dir");
-    let log = bridgectl_signing_log::SigningLogDb::open_in(
-        keystore.dir(),
-        keystore.signers().expect("keys"),
-    )
-    .expect("log");
+    let log = common::signing_log(&keystore);
     log.verify(None).expect("intact").count
 }
 
@@ -331,11 +327,7 @@ async fn run_with_external_signer(
         keystore.list().expect("list").is_empty(),
         "no key was kept here"
     );
-    let log = bridgectl_signing_log::SigningLogDb::open_in(
-        keystore.dir(),
-        keystore.signers().expect("keys"),
-    )
-    .expect("log");
+    let log = common::signing_log(&keystore);
     let head = log.verify(None).expect("intact");
     (stdout, stderr, head.count)
 }

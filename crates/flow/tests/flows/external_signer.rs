@@ -156,13 +156,7 @@ async fn an_external_signer_signs_a_redeem_and_a_hostile_one_is_refused_every_wa
     let dir = tempfile::tempdir().expect("tmp");
     // The keystore only names the account (its log's known keys); it never signs here.
     let keystore = common::dev_keystore(dir.path(), &info, "unused passphrase");
-    let log = Arc::new(
-        bridgectl_signing_log::SigningLogDb::open_in(
-            keystore.dir(),
-            keystore.signers().expect("keys"),
-        )
-        .expect("log"),
-    );
+    let log = Arc::new(common::signing_log(&keystore));
     let (flows, _journal) = common::flows(&info, dir.path(), log.clone());
     let from = info.dev.address;
     let one = U256::from(10).pow(U256::from(info.side.decimals));

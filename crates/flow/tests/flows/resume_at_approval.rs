@@ -48,17 +48,8 @@ async fn a_redeem_stopped_at_its_approval_is_resumed_or_refused_as_stale() {
     let info = sandbox.info().clone();
     let dir = tempfile::tempdir().expect("tmp");
     let keystore = common::dev_keystore(dir.path(), &info, PASSPHRASE);
-    let (flows, journal) = common::flows(
-        &info,
-        dir.path(),
-        Arc::new(
-            bridgectl_signing_log::SigningLogDb::open_in(
-                keystore.dir(),
-                keystore.signers().expect("keys"),
-            )
-            .expect("log"),
-        ),
-    );
+    let (flows, journal) =
+        common::flows(&info, dir.path(), Arc::new(common::signing_log(&keystore)));
     let from = info.dev.address;
     let amount = U256::from(10).pow(U256::from(info.side.decimals));
     let mut no = Asks {

@@ -53,6 +53,31 @@ pub struct WaitOpts {
     /// journaled, and `bridgectl resume TXID` waits again.
     #[arg(long, default_value_t = WaitOpts::DEFAULT_SECS, value_name = "SECS")]
     pub timeout: u64,
+
+    /// How far to wait: until the flow's end is final on its chain (the profile's
+    /// `main_finality` / `side_finality`), or until it is included in a block (the flow
+    /// is left `confirming`; `status` or `resume` finish it).
+    #[arg(long, value_enum, default_value_t = Until::Final, value_name = "WHEN")]
+    pub until: Until,
+}
+
+/// How far a wait goes (`--until`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Until {
+    /// Final on its chain.
+    Final,
+    /// Included in a block.
+    Included,
+}
+
+impl Until {
+    /// As the flows take it.
+    pub fn to_flows(self) -> bridgectl_flow::Until {
+        match self {
+            Until::Final => bridgectl_flow::Until::Final,
+            Until::Included => bridgectl_flow::Until::Included,
+        }
+    }
 }
 
 impl WaitOpts {
@@ -64,6 +89,7 @@ impl Default for WaitOpts {
     fn default() -> Self {
         WaitOpts {
             timeout: WaitOpts::DEFAULT_SECS,
+            until: Until::Final,
         }
     }
 }

@@ -161,6 +161,21 @@ pub fn flow_end(s: &bridgectl_flow::FlowStatus) -> String {
     let mut text = s
         .state
         .map_or_else(|| "unknown".to_owned(), |st| st.as_str().to_owned());
+    if let (Some(ending), Some(bridgectl_flow::FlowState::Confirming)) = (s.ending, s.state) {
+        text.push_str(&format!(
+            " ({} once final{})",
+            ending.as_str(),
+            s.confirmations()
+                .map(|c| format!(": {c}"))
+                .unwrap_or_default()
+        ));
+    }
+    for reorg in &s.reorgs {
+        text.push_str(&format!(
+            " (reorganised: {:?} of block {} taken back)",
+            reorg.fact.kind, reorg.fact.block
+        ));
+    }
     if let Some(r) = &s.redemption {
         text.push_str(&format!(", redemption {}", untrusted(&r.status)));
     }
@@ -168,6 +183,26 @@ pub fn flow_end(s: &bridgectl_flow::FlowStatus) -> String {
         text.push_str(&format!(" (not observed: {what})"));
     }
     text
+}
+
+/// "paid 1.5 MT by payout 0x…": what a redemption record says it pays (its `mtAmount`
+/// in `main`'s units) and the payout it names, once known.
+pub fn payout_line(
+    s: &bridgectl_flow::FlowStatus,
+    main: &bridgectl_flow::ChainSide,
+) -> Option<String> {
+    let r = s.redemption.as_ref()?;
+    let amount = r
+        .raw
+        .get("mtAmount")
+        .and_then(|a| a.as_str())
+        .map(|a| main.tokens_text(a));
+    match (amount, s.payout) {
+        (Some(a), Some(p)) => Some(format!("MT paid: {a} by payout {p}")),
+        (Some(a), None) => Some(format!("MT to be paid: {a}")),
+        (None, Some(p)) => Some(format!("MT payout {p}")),
+        (None, None) => None,
+    }
 }
 
 /// One string from outside, made safe to print inside a line: every control character

@@ -167,6 +167,7 @@ impl Session {
         .wait(WaitOptions {
             interval: Duration::from_millis(300),
             timeout: Duration::from_secs(self.opts.wait.timeout),
+            until: self.opts.wait.until.to_flows(),
         });
         if let Some(bridge) = &self.bridge {
             builder = builder.bridge(bridge.clone());

@@ -1276,7 +1276,9 @@ fn no_gas_price_cap_means_no_signature_and_actions_need_their_function() {
         "--max-fee",
         "0.01eth",
     ]);
-    assert_eq!(out["status"], "completed");
+    // Without a node nothing here sees the chain: the redeem stays open, whatever the
+    // platform says (`ends::a_redeem_without_a_node_is_never_completed_by_the_platforms_word`).
+    assert_eq!(out["state"], "submitted", "{out:#}");
     // An action signed here must say which function it calls: the platform lists
     // no function for an action it does not list.
     let err = live.fails(

@@ -83,13 +83,20 @@ impl LiveSandbox {
     }
 
     /// Stops (`false`) or starts (`true`) mining on the side chain (`side`) or the main
-    /// chain: stopped, transactions wait in the node's pool (the main chain's block a
-    /// second stops too). Starting does not mine what waited: [`LiveSandbox::mine`] does.
+    /// chain: stopped, transactions wait in the node's pool and no block comes on a
+    /// timer either. Started, a block for every transaction, and the chain's timer again,
+    /// so that facts get deeper. Starting does not mine what waited:
+    /// [`LiveSandbox::mine`] does.
     pub fn set_mining(&self, side: bool, on: bool) {
-        let node = self.node(side);
-        block_on(node.call("evm_setIntervalMining", serde_json::json!([0])))
-            .expect("evm_setIntervalMining");
-        block_on(node.call("evm_setAutomine", serde_json::json!([on]))).expect("evm_setAutomine");
+        let (name, chain) = if side {
+            ("side", &self.info.side)
+        } else {
+            ("main", &self.info.main)
+        };
+        let interval = if on { chain.block_time_ms } else { 0 };
+        let state = self.state.clone();
+        self.run(async move { state.set_mining(name, on, interval).await })
+            .unwrap_or_else(|e| panic!("setting {name} chain mining: {e}"));
     }
 
     /// Mines one block on the side chain (`side`) or the main chain.
@@ -527,6 +534,8 @@ main_chain_id = {mcid}
 side_chain_id = {scid}
 main_rpc_url = "{mrpc}"
 side_rpc_url = "{srpc}"
+main_finality = {mfin}
+side_finality = {sfin}
 redeem_action = "redeem"
 "#,
         base = info.base_url,
@@ -543,6 +552,8 @@ redeem_action = "redeem"
         scid = info.side.chain_id,
         mrpc = with_api_key(&node_taps[0].url, node_key),
         srpc = with_api_key(&node_taps[1].url, node_key),
+        mfin = info.main.confirmations,
+        sfin = info.side.confirmations,
     )
 }
 

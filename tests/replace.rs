@@ -347,6 +347,8 @@ fn a_cancel_of_a_flow_priced_above_todays_cap_is_allowed_at_its_bump() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     live.sb.mine(true);
+    // Then the chain's timer again: the cancel is final two blocks deep.
+    automine(&live, true);
     let cancelled = live.finished_ok(child);
     assert_eq!(cancelled["ended"]["state"], "cancelled", "{cancelled:#}");
     let paid: u128 = cancelled["gasPrice"]

@@ -79,6 +79,7 @@ fn chain_side(info: &bridgectl_sandbox::ChainInfo) -> ChainSide {
         token: info.token_address,
         chain_id: info.chain_id,
         rpc_url: Some(info.rpc_url.clone()),
+        finality: Some(bridgectl_flow::Finality::Confirmations(info.confirmations)),
     }
 }
 
@@ -188,6 +189,7 @@ async fn run_flows(
         .wait(WaitOptions {
             interval: Duration::from_millis(200),
             timeout: Duration::from_secs(60),
+            ..WaitOptions::default()
         })
         .gas_price(GasPriceCap::NodeQuote)
         .build();

@@ -52,6 +52,7 @@ pub fn run(global: &GlobalOpts, args: RedeemArgs) -> anyhow::Result<()> {
             .block_on(flows.redeem(from, amount, &mut approver, &mut StderrProgress))?;
     session.report_timings(&approver);
     let status = outcome.redemption.as_ref().map(|r| r.status.clone());
+    let followed = &outcome.followed;
     if global.json {
         crate::output::json(&json!({
             "txId": outcome.submitted.tx_id,
@@ -63,23 +64,26 @@ pub fn run(global: &GlobalOpts, args: RedeemArgs) -> anyhow::Result<()> {
             "amountTokens": bridgectl_tx::amount::format_units(amount, bridge.side.decimals)?,
             "status": status,
             "redemption": outcome.redemption.as_ref().map(|r| &r.raw),
+            "state": followed.state,
+            "observed": followed,
         }))?;
     } else {
         crate::output::line(format_args!(
-            "redeemed {} {}: tx {} (txId {}), redemption {}",
+            "redeemed {} {}: tx {} (txId {}), {}",
             args.amount,
             bridge.side.symbol,
             outcome.submitted.tx_hash,
             outcome.submitted.tx_id,
-            crate::output::untrusted(status.as_deref().unwrap_or("unknown"))
+            crate::output::flow_end(followed)
         ))?;
+        if let Some(paid) = crate::output::payout_line(followed, &bridge.main) {
+            crate::output::line(paid)?;
+        }
     }
     match &outcome.redemption {
-        Some(r) if !r.is_success() => Err(anyhow::anyhow!(
-            "redemption {} ended {}",
-            outcome.submitted.tx_id,
-            r.status
-        )),
+        Some(r) if followed.state == Some(bridgectl_flow::FlowState::Failed) => Err(
+            anyhow::anyhow!("redemption {} ended {}", outcome.submitted.tx_id, r.status),
+        ),
         _ => Ok(()),
     }
 }

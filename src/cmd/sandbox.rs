@@ -39,6 +39,17 @@ pub struct SandboxArgs {
     /// account), as it printed them when it started.
     #[arg(long, conflicts_with_all = ["sandbox_config", "write_profile"])]
     pub show: bool,
+
+    /// Do not start one: reorganise a chain of the sandbox running on this account (the
+    /// newest), `main:N` or `side:N`: its newest N blocks are replaced by as many empty
+    /// ones, and the transactions in them are gone, as a real reorganisation takes them
+    /// back (`POST /sandbox/v1/chains/{chain}/reorg`).
+    #[arg(
+        long,
+        value_name = "CHAIN:DEPTH",
+        conflicts_with_all = ["sandbox_config", "write_profile", "show"]
+    )]
+    pub reorg: Option<String>,
 }
 
 /// Where a running sandbox leaves what it printed, for `--show` (0600, removed when it
@@ -125,10 +136,71 @@ fn show(global: &GlobalOpts) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `--reorg CHAIN:DEPTH`: the newest running sandbox reorganises that chain.
+fn reorg(global: &GlobalOpts, what: &str) -> anyhow::Result<()> {
+    let usage = || {
+        crate::exit::coded(
+            crate::exit::Code::Usage,
+            format!("--reorg {what:?}: give CHAIN:DEPTH, `main:2` or `side:1`"),
+        )
+    };
+    let (chain, depth) = what.split_once(':').ok_or_else(usage)?;
+    let depth: u64 = depth.parse().map_err(|_| usage())?;
+    if !matches!(chain, "main" | "side") {
+        return Err(usage());
+    }
+    let all = running()?;
+    let Some(newest) = all.last() else {
+        return Err(crate::exit::coded(
+            crate::exit::Code::NotFound,
+            "no sandbox is running on this account: start one with `bridgectl sandbox`",
+        ));
+    };
+    let base = newest["info"]["baseUrl"].as_str().unwrap_or_default();
+    let token = newest["info"]["token"].as_str().unwrap_or_default();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let answer: serde_json::Value = runtime.block_on(async {
+        let response = reqwest::Client::new()
+            .post(format!("{base}/sandbox/v1/chains/{chain}/reorg"))
+            .bearer_auth(token)
+            .json(&json!({ "depth": depth }))
+            .send()
+            .await
+            .context("the sandbox did not answer")?;
+        response
+            .json::<serde_json::Value>()
+            .await
+            .context("the sandbox's answer is not JSON")
+    })?;
+    if answer["result"] != json!(true) {
+        return Err(crate::exit::coded(
+            crate::exit::Code::Usage,
+            format!(
+                "the sandbox refused: {}",
+                bridgectl_flow::tx::text::printable(answer["message"].as_str().unwrap_or("?"))
+            ),
+        ));
+    }
+    let data = &answer["data"];
+    if global.json {
+        return output::json(data);
+    }
+    output::line(format!(
+        "{chain} chain reorganised {depth} deep: head {} -> {}",
+        data["head"], data["headAfter"]
+    ))
+}
+
 /// Runs the sandbox until Ctrl-C.
 pub fn run(global: &GlobalOpts, args: SandboxArgs) -> anyhow::Result<()> {
     if args.show {
         return show(global);
+    }
+    if let Some(what) = &args.reorg {
+        return reorg(global, what);
     }
     let config = match &args.sandbox_config {
         // As for the CLI's own config: a file that is not there is not found, one that
@@ -204,6 +276,7 @@ fn info_json(info: &SandboxInfo, ready_ms: u128) -> serde_json::Value {
             "symbol": c.symbol,
             "decimals": c.decimals,
             "tokenAddress": c.token_address,
+            "confirmations": c.confirmations,
         })
     };
     json!({
@@ -279,6 +352,14 @@ fn write_profile(path: &std::path::Path, info: &SandboxInfo) -> anyhow::Result<(
         side_chain_id: Some(info.side.chain_id),
         main_rpc_url: Some(info.main.rpc_url.clone()),
         side_rpc_url: Some(info.side.rpc_url.clone()),
+        // Final after a few blocks: the sandbox's chains mine on a timer, so facts get
+        // deeper on their own (a real chain's would be `finalized`, or far deeper).
+        main_finality: Some(bridgectl_flow::Finality::Confirmations(
+            info.main.confirmations,
+        )),
+        side_finality: Some(bridgectl_flow::Finality::Confirmations(
+            info.side.confirmations,
+        )),
         redeem_action: Some("redeem".into()),
         peg_ratio: Some(bridgectl_flow::PegRatio {
             mt: info.ratio.mt,

@@ -35,7 +35,7 @@ pub fn run(global: &GlobalOpts, args: StatusArgs) -> anyhow::Result<()> {
     if global.json {
         crate::output::json(&status)?;
     } else {
-        for line in describe(&status) {
+        for line in describe(&status, flows.bridge().ok()) {
             crate::output::line(line)?;
         }
     }
@@ -52,25 +52,29 @@ pub fn run(global: &GlobalOpts, args: StatusArgs) -> anyhow::Result<()> {
     }
 }
 
-/// The lines `status` prints for `s`.
-fn describe(s: &FlowStatus) -> Vec<String> {
+/// The lines `status` prints for `s`; amounts in the tokens of `bridge`, when known.
+fn describe(s: &FlowStatus, bridge: Option<&bridgectl_flow::Bridge>) -> Vec<String> {
     let mut lines = Vec::new();
     let hash = s.tx_hash.map_or_else(|| "-".into(), |h| h.to_string());
+    let end = crate::output::flow_end(&FlowStatus {
+        redemption: None,
+        unobserved: Vec::new(),
+        reorgs: Vec::new(),
+        ..s.clone()
+    });
     match (&s.tx_id, s.state, s.previous_state) {
         (Some(id), Some(state), Some(was)) if state != was => lines.push(format!(
-            "flow {id} {}: {} (was {})",
+            "flow {id} {}: {end} (was {})",
             s.kind.map_or("-", |k| k.as_str()),
-            state.as_str(),
             was.as_str()
         )),
         (Some(id), Some(FlowState::Retired), _) => lines.push(format!(
             "flow {id} {}: retired (chain reset)",
             s.kind.map_or("-", |k| k.as_str()),
         )),
-        (Some(id), Some(state), _) => lines.push(format!(
-            "flow {id} {}: {}",
+        (Some(id), Some(_), _) => lines.push(format!(
+            "flow {id} {}: {end}",
             s.kind.map_or("-", |k| k.as_str()),
-            state.as_str()
         )),
         _ => lines.push(format!("tx {hash}: no flow in the journal holds it")),
     }
@@ -96,24 +100,64 @@ fn describe(s: &FlowStatus) -> Vec<String> {
             "redemption {}",
             crate::output::untrusted(&r.status)
         ));
+        if let Some(paid) = bridge.and_then(|b| crate::output::payout_line(s, &b.main)) {
+            lines.push(paid);
+        }
     } else if s.ended_by == Some(bridgectl_flow::EndedBy::Redemption) || s.tx_id.is_none() {
         lines.push("redemption: the platform has no record (yet)".into());
     }
+    // ST in token units with the symbol where the bridge is known, else base units.
+    let st = |base: &str| match bridge {
+        Some(b) => b.side.tokens_text(base),
+        None => format!("{base} ST base units"),
+    };
     if s.ended_by == Some(bridgectl_flow::EndedBy::StCredit) {
         let expected = s
             .expected_credit
             .as_deref()
-            .map_or_else(String::new, |e| format!(" of {e} base units"));
+            .map_or_else(String::new, |e| format!(" of {}", st(e)));
         lines.push(match &s.credit {
             Some(c) => format!(
-                "ST credit{expected}: {} base units by {} (log {}, block {})",
-                c.amount, c.tx_hash, c.log_index, c.block
+                "ST credit{expected}: by {} (log {}, block {})",
+                c.tx_hash, c.log_index, c.block
             ),
             None if s.receipt.is_some() => {
                 format!("ST credit{expected}: not on the side chain yet")
             }
             None => format!("ST credit{expected}: awaits the MT transfer's receipt"),
         });
+    }
+    for f in &s.facts {
+        let depth = match (f.fact.is_final, f.confirmations, f.needed) {
+            (true, _, _) => "final".to_owned(),
+            (false, Some(k), Some(n)) => format!("{k} of {n} confirmations"),
+            (false, Some(k), None) => format!("{k} confirmations, final by the node's tag"),
+            (false, None, _) => "not looked at".to_owned(),
+        };
+        lines.push(format!(
+            "{} {} in block {} ({}) of chain {}: {depth}",
+            f.fact.kind.as_str(),
+            f.fact.tx_hash,
+            f.fact.block,
+            f.fact.block_hash,
+            f.fact.chain_id
+        ));
+    }
+    for r in &s.reorgs {
+        lines.push(format!(
+            "reorganised: the {} {} in block {} ({}) of chain {} is no longer the chain's{}; \
+             the flow is open again",
+            r.fact.kind.as_str(),
+            r.fact.tx_hash,
+            r.fact.block,
+            r.fact.block_hash,
+            r.fact.chain_id,
+            if r.deeper_than_final {
+                " (deeper than the chain's finality)"
+            } else {
+                ""
+            }
+        ));
     }
     for what in &s.unobserved {
         lines.push(format!("not observed: {what}"));

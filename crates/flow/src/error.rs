@@ -287,6 +287,23 @@ pub enum Error {
         found: alloy_primitives::B256,
     },
 
+    /// A node answered for another chain than the one it is named for (its `eth_chainId`):
+    /// a profile whose side-chain URL is the main chain's node, a wallet's provider for
+    /// the wrong network. Refused before any answer of it is used, so before anything
+    /// is signed.
+    #[error(
+        "the node named for chain {chain_id} ({setting}) serves chain {found}: a node is          believed only for its own chain; nothing was signed"
+    )]
+    NodeOnWrongChain {
+        /// The chain it is named for.
+        chain_id: u64,
+        /// The chain its `eth_chainId` names.
+        found: u64,
+        /// Where it is named: the profile setting (`side_rpc_url`), or the embedder's
+        /// node.
+        setting: String,
+    },
+
     /// A chain reset was not believed: a witness says the chain is still the one the
     /// journal's flows and the log's signatures are for (nothing was changed).
     #[error("chain {chain_id} was not reset: {why}; nothing was changed")]
@@ -594,6 +611,27 @@ impl Error {
         }
     }
 
+    /// This error, naming flow `tx_id` where it is a wait that ran out without naming one
+    /// (so that it says which flow to resume).
+    pub fn for_flow(self, tx_id: &str) -> Error {
+        match self {
+            Error::Timeout {
+                what,
+                seconds,
+                flow: None,
+                not_mined,
+                tx_hash,
+            } => Error::Timeout {
+                what,
+                seconds,
+                flow: Some(tx_id.to_owned()),
+                not_mined,
+                tx_hash,
+            },
+            other => other,
+        }
+    }
+
     /// 5xx from the platform: the request may be retried if it is retry-safe.
     pub fn is_server_error(&self) -> bool {
         matches!(self, Error::Platform { error, .. } if error.status >= 500)
@@ -634,6 +672,7 @@ impl Error {
                     | Error::NonceHeld { .. }
                     | Error::ChainReset { .. }
                     | Error::ChainResetInLog { .. }
+                    | Error::NodeOnWrongChain { .. }
                     | Error::NotReset { .. }
                     | Error::BundleMismatch(_)
                     | Error::BatchRefused { .. }
@@ -771,6 +810,11 @@ mod refusal_tests {
                 chain_id: 1,
                 why: "x".into(),
             },
+            Error::NodeOnWrongChain {
+                chain_id: 2,
+                found: 1,
+                setting: "side_rpc_url".into(),
+            },
             Error::BundleMismatch("x".into()),
             Error::BatchRefused {
                 refused: vec![RefusedItem {
@@ -799,6 +843,7 @@ mod refusal_tests {
                 Error::NonceReserved { .. } | Error::NonceHeld { .. } => "nonce",
                 Error::ChainReset { .. } | Error::ChainResetInLog { .. } => "reset",
                 Error::NotReset { .. } => "not reset",
+                Error::NodeOnWrongChain { .. } => "wrong node",
                 Error::BundleMismatch(_) => "bundle",
                 Error::BatchRefused { refused, .. } => {
                     // The item's refusal is typed, not only text.

@@ -6,6 +6,7 @@ pub mod batch_file;
 pub mod client;
 pub mod clock;
 mod error;
+pub mod finality;
 mod flows;
 pub mod journal;
 pub mod node;
@@ -38,20 +39,21 @@ pub use bridgectl_tx as tx;
 pub use bridgectl_tx::SigningLog;
 pub use bridgectl_tx::{Policy, SignedTx, Token, Trusted, Verified};
 pub use error::{Error, chain};
+pub use finality::Finality;
 pub use flows::{
     AccountPlan, AccountSpend, ActionCall, ActionOutcome, ActionResult, ApproveFuture, Approver,
     BatchCheck, BatchCounts, BatchItem, BatchOp, BatchOptions, BatchPlan, BatchReview,
     BatchSigning, BatchStatus, Bridge, BundleCheck, CANCEL_GAS_LIMIT, Cap, ChainResetPlan,
     ChainSide, CheckedBatch, CheckedItem, DEFAULT_BUMP_BASIS_POINTS, DEFAULT_COMMIT_EVERY,
-    DEFAULT_MAX_GAS_LIMIT, Ended, EndedBy, FlowStatus, Flows, FlowsBuilder,
+    DEFAULT_MAX_GAS_LIMIT, Ended, EndedBy, FactView, FlowStatus, Flows, FlowsBuilder,
     GAS_PRICE_SANITY_MULTIPLE, GasNeed, GasPriceCap, GasSource, ItemCheck, ItemError, ItemResult,
-    ItemState, ItemStatus, ItemView, LimitReview, NoGasPriceCap, NonceSource, OfflineSigner,
-    OfflineSigning, PegRatio, PlanRefusal, PreparedBatch, PreparedBundle, Progress, Quiet,
-    RESET_CHECKED_PER_KEY, Recipient, RecipientReview, RecipientTotal, RedeemOutcome, RefusedItem,
-    Replaced, Repricing, Resumed, RetiredFlow, Review, SenderReview, ShortSender, SignedBatchCheck,
-    SigningMode, Submitted, Submitter, SwapCredit, SwapOutcome, SwapSpec, TokenId, TokenSide,
-    TokenTotal, TokenTotalReview, Tokens, TransferSpec, UnlistedRecipient, WAIT_REPORT,
-    WaitOptions, can_resume,
+    ItemState, ItemStatus, ItemView, LimitReview, NOT_MINED_AFTER, NoGasPriceCap, NonceSource,
+    OfflineSigner, OfflineSigning, PegRatio, PlanRefusal, PreparedBatch, PreparedBundle, Progress,
+    Quiet, RESET_CHECKED_PER_KEY, Recipient, RecipientReview, RecipientTotal, RedeemOutcome,
+    RefusedItem, Replaced, Repricing, Resumed, RetiredFlow, Review, SenderReview, ShortSender,
+    SignedBatchCheck, SigningMode, Submitted, Submitter, SwapCredit, SwapOutcome, SwapSpec,
+    TokenId, TokenSide, TokenTotal, TokenTotalReview, Tokens, TransferSpec, UnlistedRecipient,
+    Until, WAIT_REPORT, WaitOptions, can_resume,
 };
 pub use journal::{BatchLock, BatchRecord, FlowKind, FlowState, Journal, Purpose};
 pub use profile::{Profile, ProfileError};

@@ -24,13 +24,16 @@ use alloy_primitives::{Address, B256, U256};
 use crate::Error;
 
 /// The parts of a receipt the flows look at.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Receipt {
     /// The transaction hash.
     pub transaction_hash: B256,
     /// Block it was mined in.
     pub block_number: u64,
+    /// That block's hash: the receipt holds only while this block is the chain's at
+    /// `block_number` (a reorganisation that takes the block away takes the receipt).
+    pub block_hash: B256,
     /// `true` when the transaction did not revert.
     pub success: bool,
     /// Gas used.
@@ -46,6 +49,8 @@ pub struct Log {
     pub address: Address,
     /// The block it is in.
     pub block_number: u64,
+    /// That block's hash (a reorganisation that replaces the block removes the log).
+    pub block_hash: B256,
     /// The transaction that emitted it.
     pub transaction_hash: B256,
     /// Its index in the block.
@@ -76,6 +81,33 @@ pub(crate) fn is_already_known(message: &str) -> bool {
 /// The future a [`Node`] call returns.
 pub type NodeFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, Error>> + Send + 'a>>;
 
+/// Which block to ask a node for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockId {
+    /// The newest block (`latest`).
+    Latest,
+    /// The block of this number.
+    Number(u64),
+    /// The newest block the chain's consensus has finalized (`finalized`): not taken back
+    /// without a slashing of a third of its validators. Nodes of chains without such a
+    /// notion answer nothing or an error.
+    Finalized,
+    /// The newest block the node calls `safe` (unlikely to be taken back).
+    Safe,
+}
+
+impl BlockId {
+    /// As `eth_getBlockByNumber` takes it.
+    pub fn as_param(self) -> String {
+        match self {
+            BlockId::Latest => "latest".into(),
+            BlockId::Number(n) => format!("0x{n:x}"),
+            BlockId::Finalized => "finalized".into(),
+            BlockId::Safe => "safe".into(),
+        }
+    }
+}
+
 /// The facts of a block the flows read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -104,11 +136,16 @@ impl BlockFacts {
 /// `RPC_<code>` (so "already known" and "nonce too low" read the same from every node);
 /// a failure to get an answer is [`Error::Http`] or [`Error::Node`].
 pub trait Node: Send + Sync {
+    /// `eth_chainId`: the chain the node serves. Asked once, before any other answer
+    /// of the node is used: a node is believed only for its own chain.
+    fn chain_id(&self) -> NodeFuture<'_, u64>;
+
     /// `eth_blockNumber`: the newest block.
     fn block_number(&self) -> NodeFuture<'_, u64>;
 
-    /// Block `number` (`None`: the newest); `None` when the node has no such block.
-    fn block(&self, number: Option<u64>) -> NodeFuture<'_, Option<BlockFacts>>;
+    /// Block `at`; `None` when the node has no such block (a number past its head, a
+    /// tag it does not know).
+    fn block(&self, at: BlockId) -> NodeFuture<'_, Option<BlockFacts>>;
 
     /// The next nonce of `address` counting pending transactions
     /// (`eth_getTransactionCount`, `pending`).
@@ -156,7 +193,7 @@ impl dyn Node + '_ {
     /// The hash of block 0: what tells one chain from another that took its chain id.
     pub async fn genesis_hash(&self) -> Result<B256, Error> {
         Ok(self
-            .block(Some(0))
+            .block(BlockId::Number(0))
             .await?
             .ok_or_else(|| missing("block 0"))?
             .hash)
@@ -165,7 +202,7 @@ impl dyn Node + '_ {
     /// The timestamp of the newest block: the latest time the chain vouches for.
     pub async fn latest_block_time(&self) -> Result<u64, Error> {
         Ok(self
-            .block(None)
+            .block(BlockId::Latest)
             .await?
             .ok_or_else(|| missing("the newest block"))?
             .timestamp)
@@ -173,7 +210,10 @@ impl dyn Node + '_ {
 
     /// The timestamp of block `number`; `None` when the node has no such block.
     pub async fn block_timestamp(&self, number: u64) -> Result<Option<u64>, Error> {
-        Ok(self.block(Some(number)).await?.map(|b| b.timestamp))
+        Ok(self
+            .block(BlockId::Number(number))
+            .await?
+            .map(|b| b.timestamp))
     }
 
     /// ERC-20 `balanceOf(owner)` on `token`.
@@ -228,6 +268,144 @@ fn missing(what: &str) -> Error {
     }
 }
 
+/// A node believed only for its own chain: before any answer of it is used, it is asked
+/// its `eth_chainId` (once; a failure to answer is asked again next time), and a node of
+/// another chain is [`Error::NodeOnWrongChain`], naming where it was set. Every node the
+/// flows use goes through this (a profile's `rpc_url`, a wallet's own provider).
+pub(crate) struct ChainChecked {
+    inner: std::sync::Arc<dyn Node>,
+    chain_id: u64,
+    setting: String,
+    checked: tokio::sync::OnceCell<()>,
+}
+
+impl ChainChecked {
+    /// `inner`, named for `chain_id` by `setting` (`side_rpc_url`).
+    pub(crate) fn new(inner: std::sync::Arc<dyn Node>, chain_id: u64, setting: String) -> Self {
+        ChainChecked {
+            inner,
+            chain_id,
+            setting,
+            checked: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    async fn ensure(&self) -> Result<(), Error> {
+        self.checked
+            .get_or_try_init(|| async {
+                let found = self.inner.chain_id().await?;
+                if found == self.chain_id {
+                    Ok(())
+                } else {
+                    Err(Error::NodeOnWrongChain {
+                        chain_id: self.chain_id,
+                        found,
+                        setting: self.setting.clone(),
+                    })
+                }
+            })
+            .await
+            .map(|_| ())
+    }
+}
+
+impl Node for ChainChecked {
+    fn chain_id(&self) -> NodeFuture<'_, u64> {
+        Box::pin(async move {
+            self.ensure().await?;
+            Ok(self.chain_id)
+        })
+    }
+
+    fn block_number(&self) -> NodeFuture<'_, u64> {
+        Box::pin(async move {
+            self.ensure().await?;
+            self.inner.block_number().await
+        })
+    }
+
+    fn block(&self, at: BlockId) -> NodeFuture<'_, Option<BlockFacts>> {
+        Box::pin(async move {
+            self.ensure().await?;
+            self.inner.block(at).await
+        })
+    }
+
+    fn pending_nonce(&self, address: Address) -> NodeFuture<'_, u64> {
+        Box::pin(async move {
+            self.ensure().await?;
+            self.inner.pending_nonce(address).await
+        })
+    }
+
+    fn gas_price(&self) -> NodeFuture<'_, u128> {
+        Box::pin(async move {
+            self.ensure().await?;
+            self.inner.gas_price().await
+        })
+    }
+
+    fn balance(&self, address: Address) -> NodeFuture<'_, U256> {
+        Box::pin(async move {
+            self.ensure().await?;
+            self.inner.balance(address).await
+        })
+    }
+
+    fn call<'a>(&'a self, to: Address, data: &'a [u8]) -> NodeFuture<'a, Vec<u8>> {
+        Box::pin(async move {
+            self.ensure().await?;
+            self.inner.call(to, data).await
+        })
+    }
+
+    fn estimate_gas<'a>(
+        &'a self,
+        from: Address,
+        to: Address,
+        data: &'a [u8],
+    ) -> NodeFuture<'a, u64> {
+        Box::pin(async move {
+            self.ensure().await?;
+            self.inner.estimate_gas(from, to, data).await
+        })
+    }
+
+    fn send_raw<'a>(&'a self, raw: &'a [u8], hash: B256) -> NodeFuture<'a, B256> {
+        Box::pin(async move {
+            self.ensure().await?;
+            self.inner.send_raw(raw, hash).await
+        })
+    }
+
+    fn receipt(&self, hash: B256) -> NodeFuture<'_, Option<Receipt>> {
+        Box::pin(async move {
+            self.ensure().await?;
+            self.inner.receipt(hash).await
+        })
+    }
+
+    fn presence(&self, hash: B256) -> NodeFuture<'_, TxPresence> {
+        Box::pin(async move {
+            self.ensure().await?;
+            self.inner.presence(hash).await
+        })
+    }
+
+    fn logs<'a>(
+        &'a self,
+        address: Address,
+        topics: &'a [Option<B256>],
+        from: u64,
+        to: u64,
+    ) -> NodeFuture<'a, Vec<Log>> {
+        Box::pin(async move {
+            self.ensure().await?;
+            self.inner.logs(address, topics, from, to).await
+        })
+    }
+}
+
 /// The flows' nodes by chain, given by the embedder ([`crate::FlowsBuilder::node`]).
 #[derive(Default, Clone)]
 pub(crate) struct ChainNodes(pub(crate) std::collections::BTreeMap<u64, std::sync::Arc<dyn Node>>);
@@ -248,7 +426,7 @@ mod alloy {
     use alloy_provider::transport::TransportError;
     use alloy_rpc_types_eth::{BlockNumberOrTag, Filter, TransactionRequest};
 
-    use super::{BlockFacts, Node, NodeFuture};
+    use super::{BlockFacts, BlockId, Node, NodeFuture};
     use super::{Log, Receipt, TxPresence};
     use crate::Error;
 
@@ -274,6 +452,10 @@ mod alloy {
     /// A wallet's alloy provider (over any transport, with its fillers and layers) is a
     /// node of the flows: pass it to [`crate::FlowsBuilder::node`].
     impl<P: Provider<Ethereum>> Node for P {
+        fn chain_id(&self) -> NodeFuture<'_, u64> {
+            Box::pin(async move { self.get_chain_id().await.map_err(node_error("eth_chainId")) })
+        }
+
         fn block_number(&self) -> NodeFuture<'_, u64> {
             Box::pin(async move {
                 self.get_block_number()
@@ -282,9 +464,14 @@ mod alloy {
             })
         }
 
-        fn block(&self, number: Option<u64>) -> NodeFuture<'_, Option<BlockFacts>> {
+        fn block(&self, at: BlockId) -> NodeFuture<'_, Option<BlockFacts>> {
             Box::pin(async move {
-                let tag = number.map_or(BlockNumberOrTag::Latest, BlockNumberOrTag::Number);
+                let tag = match at {
+                    BlockId::Latest => BlockNumberOrTag::Latest,
+                    BlockId::Number(n) => BlockNumberOrTag::Number(n),
+                    BlockId::Finalized => BlockNumberOrTag::Finalized,
+                    BlockId::Safe => BlockNumberOrTag::Safe,
+                };
                 let block = self
                     .get_block_by_number(tag)
                     .await
@@ -374,6 +561,7 @@ mod alloy {
                     Some(Receipt {
                         transaction_hash: hash,
                         block_number: r.block_number()?,
+                        block_hash: r.block_hash()?,
                         success: r.status(),
                         gas_used: r.gas_used(),
                     })
@@ -423,6 +611,7 @@ mod alloy {
                         Ok(Log {
                             address: l.address(),
                             block_number: l.block_number.ok_or_else(|| shape("blockNumber"))?,
+                            block_hash: l.block_hash.ok_or_else(|| shape("blockHash"))?,
                             transaction_hash: l
                                 .transaction_hash
                                 .ok_or_else(|| shape("transactionHash"))?,
@@ -434,6 +623,258 @@ mod alloy {
                     })
                     .collect()
             })
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod fake {
+    //! A [`Node`] that answers from what a test set: the guards' verdicts (a credit, a
+    //! fact's finality, a reorganisation, a reset) are driven with it without a chain.
+
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+
+    use alloy_primitives::{Address, B256, U256};
+
+    use super::{BlockFacts, BlockId, Log, Node, NodeFuture, Receipt, TxPresence};
+    use crate::Error;
+
+    #[derive(Default)]
+    struct State {
+        head: u64,
+        finalized: Option<u64>,
+        blocks: BTreeMap<u64, BlockFacts>,
+        receipts: BTreeMap<B256, Receipt>,
+        logs: Vec<Log>,
+        calls: BTreeMap<String, usize>,
+    }
+
+    /// A node of chain `chain_id` that answers what the test set (see the module doc).
+    /// Clones share one chain: a test keeps one and gives the flows another.
+    #[derive(Clone)]
+    pub(crate) struct FakeNode {
+        chain_id: u64,
+        state: std::sync::Arc<Mutex<State>>,
+    }
+
+    /// The hash a fake chain gives block `number` (`fork` tells two chains apart).
+    pub(crate) fn block_hash(number: u64, fork: u8) -> B256 {
+        let mut h = [fork; 32];
+        h[24..].copy_from_slice(&number.to_be_bytes());
+        B256::from(h)
+    }
+
+    impl FakeNode {
+        pub(crate) fn new(chain_id: u64) -> FakeNode {
+            FakeNode {
+                chain_id,
+                state: Default::default(),
+            }
+        }
+
+        fn with(&self, f: impl FnOnce(&mut State)) {
+            f(&mut self.state.lock().expect("fake node"));
+        }
+
+        /// Blocks 0..=`head` on fork 0, one a second from time 1000.
+        pub(crate) fn with_head(self, head: u64) -> FakeNode {
+            self.with(|s| {
+                s.head = head;
+                for n in 0..=head {
+                    s.blocks
+                        .insert(n, BlockFacts::new(n, block_hash(n, 0), 1000 + n));
+                }
+            });
+            self
+        }
+
+        pub(crate) fn with_finalized(self, block: Option<u64>) -> FakeNode {
+            self.with(|s| s.finalized = block);
+            self
+        }
+
+        /// Blocks from `from` on replaced by fork `fork`'s (a reorganisation), with
+        /// every receipt and log in them gone.
+        pub(crate) fn reorganise(&self, from: u64, fork: u8) {
+            self.with(|s| {
+                for n in from..=s.head {
+                    s.blocks
+                        .insert(n, BlockFacts::new(n, block_hash(n, fork), 1000 + n));
+                }
+                s.receipts.retain(|_, r| r.block_number < from);
+                s.logs.retain(|l| l.block_number < from);
+            });
+        }
+
+        pub(crate) fn set_head(&self, head: u64) {
+            self.with(|s| {
+                for n in s.head + 1..=head {
+                    s.blocks
+                        .insert(n, BlockFacts::new(n, block_hash(n, 0), 1000 + n));
+                }
+                s.head = head;
+            });
+        }
+
+        /// A receipt of `hash` in block `block` (of the chain as it is now).
+        pub(crate) fn mine(&self, hash: B256, block: u64, success: bool) {
+            self.with(|s| {
+                let block_hash = s.blocks.get(&block).expect("block").hash;
+                s.receipts.insert(
+                    hash,
+                    Receipt {
+                        transaction_hash: hash,
+                        block_number: block,
+                        block_hash,
+                        success,
+                        gas_used: 21_000,
+                    },
+                );
+            });
+        }
+
+        /// A log in block `block` of the chain as it is now.
+        pub(crate) fn add_log(&self, mut log: Log) {
+            self.with(|s| {
+                log.block_hash = s.blocks.get(&log.block_number).expect("block").hash;
+                s.logs.push(log);
+            });
+        }
+
+        /// How many times `what` was asked (`receipt`, `logs`, `block:finalized`,
+        /// `block:latest`, `block:number`, `block_number`, `chain_id`).
+        pub(crate) fn calls(&self, what: &str) -> usize {
+            self.state
+                .lock()
+                .expect("fake node")
+                .calls
+                .get(what)
+                .copied()
+                .unwrap_or(0)
+        }
+
+        /// Every call asked so far.
+        pub(crate) fn total_calls(&self) -> usize {
+            self.state.lock().expect("fake node").calls.values().sum()
+        }
+
+        fn count(&self, what: &str) {
+            self.with(|s| *s.calls.entry(what.to_owned()).or_default() += 1);
+        }
+
+        fn read<T>(&self, what: &str, f: impl FnOnce(&State) -> T) -> T {
+            self.count(what);
+            self.peek(f)
+        }
+
+        fn peek<T>(&self, f: impl FnOnce(&State) -> T) -> T {
+            f(&self.state.lock().expect("fake node"))
+        }
+    }
+
+    fn unsupported<T>(what: &'static str) -> NodeFuture<'static, T>
+    where
+        T: Send + 'static,
+    {
+        Box::pin(async move { Err(Error::Config(what)) })
+    }
+
+    impl Node for FakeNode {
+        fn chain_id(&self) -> NodeFuture<'_, u64> {
+            let id = self.read("chain_id", |_| self.chain_id);
+            Box::pin(async move { Ok(id) })
+        }
+
+        fn block_number(&self) -> NodeFuture<'_, u64> {
+            let head = self.read("block_number", |s| s.head);
+            Box::pin(async move { Ok(head) })
+        }
+
+        fn block(&self, at: BlockId) -> NodeFuture<'_, Option<BlockFacts>> {
+            let (what, found) = match at {
+                BlockId::Latest => (
+                    "block:latest",
+                    self.peek(|s| s.blocks.get(&s.head).copied()),
+                ),
+                BlockId::Number(n) => ("block:number", self.peek(|s| s.blocks.get(&n).copied())),
+                BlockId::Finalized | BlockId::Safe => (
+                    "block:finalized",
+                    self.peek(|s| s.finalized.and_then(|f| s.blocks.get(&f).copied())),
+                ),
+            };
+            self.count(what);
+            Box::pin(async move { Ok(found) })
+        }
+
+        fn pending_nonce(&self, _address: Address) -> NodeFuture<'_, u64> {
+            unsupported("pending_nonce")
+        }
+
+        fn gas_price(&self) -> NodeFuture<'_, u128> {
+            unsupported("gas_price")
+        }
+
+        fn balance(&self, _address: Address) -> NodeFuture<'_, U256> {
+            unsupported("balance")
+        }
+
+        fn call<'a>(&'a self, _to: Address, _data: &'a [u8]) -> NodeFuture<'a, Vec<u8>> {
+            unsupported("call")
+        }
+
+        fn estimate_gas<'a>(
+            &'a self,
+            _from: Address,
+            _to: Address,
+            _data: &'a [u8],
+        ) -> NodeFuture<'a, u64> {
+            unsupported("estimate_gas")
+        }
+
+        fn send_raw<'a>(&'a self, _raw: &'a [u8], hash: B256) -> NodeFuture<'a, B256> {
+            self.count("send_raw");
+            Box::pin(async move { Ok(hash) })
+        }
+
+        fn receipt(&self, hash: B256) -> NodeFuture<'_, Option<Receipt>> {
+            let r = self.read("receipt", |s| s.receipts.get(&hash).cloned());
+            Box::pin(async move { Ok(r) })
+        }
+
+        fn presence(&self, hash: B256) -> NodeFuture<'_, TxPresence> {
+            let mined = self.read("presence", |s| s.receipts.contains_key(&hash));
+            Box::pin(async move {
+                Ok(if mined {
+                    TxPresence::Mined
+                } else {
+                    TxPresence::Unknown
+                })
+            })
+        }
+
+        fn logs<'a>(
+            &'a self,
+            address: Address,
+            topics: &'a [Option<B256>],
+            from: u64,
+            to: u64,
+        ) -> NodeFuture<'a, Vec<Log>> {
+            let logs = self.read("logs", |s| {
+                s.logs
+                    .iter()
+                    .filter(|l| {
+                        l.address == address
+                            && (from..=to).contains(&l.block_number)
+                            && topics
+                                .iter()
+                                .enumerate()
+                                .all(|(i, t)| t.is_none_or(|t| l.topics.get(i) == Some(&t)))
+                    })
+                    .cloned()
+                    .collect::<Vec<_>>()
+            });
+            Box::pin(async move { Ok(logs) })
         }
     }
 }

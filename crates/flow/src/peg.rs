@@ -29,6 +29,17 @@ impl PegRatio {
         let den = U512::from(self.mt) * pow10(mt_decimals);
         U256::checked_from_limbs_slice((num / den).as_limbs())
     }
+
+    /// The MT base units a redeem of `st` ST base units is paid, the other way round:
+    /// `st * mt * 10^mt_dec / (st_ratio * 10^st_dec)`, rounded down (a bridge keeps the
+    /// remainder). `None` as for [`PegRatio::credit_for`].
+    pub fn payout_for(&self, st: U256, mt_decimals: u8, st_decimals: u8) -> Option<U256> {
+        PegRatio {
+            mt: self.st,
+            st: self.mt,
+        }
+        .credit_for(st, st_decimals, mt_decimals)
+    }
 }
 
 impl std::str::FromStr for PegRatio {

@@ -17,6 +17,8 @@
 //! side_chain_id = 617317
 //! main_rpc_url = "https://main-node.example"   # optional
 //! side_rpc_url = "https://side-node.example"   # optional
+//! main_finality = "finalized"                  # or "safe", or a number of confirmations
+//! side_finality = 12                           # default: "finalized" if the node answers it, else 64
 //! redeem_action = "redeem"                     # the default
 //! peg_ratio = "1:1"                            # MT:ST; a swap's credit is checked by it
 //! credit_source = "0x0000000000000000000000000000000000000000"   # a mint (the default)
@@ -99,6 +101,12 @@ pub struct Profile {
     pub main_rpc_url: Option<String>,
     /// Side-chain node RPC URL.
     pub side_rpc_url: Option<String>,
+    /// What final means on the main chain ([`crate::finality`]): `"finalized"`, `"safe"`
+    /// or a number of confirmations [default: `finalized` where the node answers it, else
+    /// [`crate::finality::DEFAULT_CONFIRMATIONS`]].
+    pub main_finality: Option<crate::Finality>,
+    /// What final means on the side chain (as `main_finality`).
+    pub side_finality: Option<crate::Finality>,
     /// Name of the transaction action mapped to ST `redeem` [default: `redeem`].
     pub redeem_action: Option<String>,
     /// The peg, `"MT:ST"` in whole tokens (`"1:2"`: 1 MT is worth 2 ST): with it, a swap
@@ -328,6 +336,8 @@ impl Profile {
             side_chain_id => "SIDE_CHAIN_ID",
             peg_ratio => "PEG_RATIO",
             credit_source => "CREDIT_SOURCE",
+            main_finality => "MAIN_FINALITY",
+            side_finality => "SIDE_FINALITY",
         );
         Ok(self)
     }
@@ -360,6 +370,7 @@ impl Profile {
                 token: *self.need(&self.mt_contract, "mt_contract")?,
                 chain_id: *self.need(&self.main_chain_id, "main_chain_id")?,
                 rpc_url: self.main_rpc_url.clone(),
+                finality: self.main_finality,
             },
             side: ChainSide {
                 environment_id: self
@@ -370,6 +381,7 @@ impl Profile {
                 token: *self.need(&self.st_contract, "st_contract")?,
                 chain_id: *self.need(&self.side_chain_id, "side_chain_id")?,
                 rpc_url: self.side_rpc_url.clone(),
+                finality: self.side_finality,
             },
             redeem_action: self
                 .redeem_action

@@ -53,11 +53,6 @@ impl WaitClock {
         }
     }
 
-    /// What is waited for.
-    pub(crate) fn what(&self) -> &str {
-        &self.what
-    }
-
     /// The same wait, for `what` from now on (a wait of several stages: a transfer to be
     /// mined, then its credit), under the same deadline.
     pub(crate) fn waiting_for(&mut self, what: impl Into<String>) {

@@ -16,7 +16,7 @@ use crate::Error;
 use crate::client::check_url_safe_for_secrets;
 use crate::node::{BlockFacts, Node, NodeFuture, balance_of_call, is_already_known};
 /// What a node answers, as the flows read it (defined with [`Node`]).
-pub use crate::node::{Log, Receipt, TxPresence};
+pub use crate::node::{BlockId, Log, Receipt, TxPresence};
 use bridgectl_tx::TransactionSigner;
 
 /// A node's JSON-RPC endpoint.
@@ -66,6 +66,7 @@ fn parse_log(v: &Value) -> Result<Log, Error> {
             .and_then(|a| a.parse().ok())
             .ok_or_else(|| bad("address: a 20-byte address"))?,
         block_number: to_u64(parse_quantity(&v["blockNumber"], "log block")?, "log block")?,
+        block_hash: hash("blockHash")?,
         transaction_hash: hash("transactionHash")?,
         log_index: to_u64(parse_quantity(&v["logIndex"], "log index")?, "log index")?,
         topics,
@@ -288,11 +289,20 @@ impl NodeClient {
             return Ok(None);
         }
         let block_number = to_u64(parse_quantity(&v["blockNumber"], "block number")?, "block")?;
+        let block_hash = v["blockHash"]
+            .as_str()
+            .and_then(|h| h.parse().ok())
+            .ok_or_else(|| Error::UnexpectedShape {
+                what: "a receipt".into(),
+                expected: "blockHash: a 32-byte hash".into(),
+                data: v.clone(),
+            })?;
         let gas_used = to_u64(parse_quantity(&v["gasUsed"], "gas used")?, "gas used")?;
         let success = parse_quantity(&v["status"], "status")? == U256::from(1);
         Ok(Some(Receipt {
             transaction_hash: hash,
             block_number,
+            block_hash,
             success,
             gas_used,
         }))
@@ -382,13 +392,19 @@ impl NodeClient {
         items.iter().map(parse_log).collect()
     }
 
-    /// The facts of block `number` (`None`: the newest); `None` when the node has no
-    /// such block.
-    pub async fn block_facts(&self, number: Option<u64>) -> Result<Option<BlockFacts>, Error> {
-        let tag = number.map_or_else(|| "latest".to_owned(), |n| format!("0x{n:x}"));
-        let block = self
-            .call("eth_getBlockByNumber", json!([tag, false]))
-            .await?;
+    /// The facts of block `at`; `None` when the node has no such block (for a tag:
+    /// one it does not answer, as nodes of chains without finality do, with nothing or
+    /// with an error).
+    pub async fn block_facts(&self, at: BlockId) -> Result<Option<BlockFacts>, Error> {
+        let answer = self
+            .call("eth_getBlockByNumber", json!([at.as_param(), false]))
+            .await;
+        let block = match (answer, at) {
+            (Ok(block), _) => block,
+            // "finalized block not found", "unknown block": a chain without the tag.
+            (Err(Error::Platform { .. }), BlockId::Finalized | BlockId::Safe) => return Ok(None),
+            (Err(e), _) => return Err(e),
+        };
         if block.is_null() {
             return Ok(None);
         }
@@ -455,12 +471,16 @@ impl NodeClient {
 
 /// The built-in client is the flows' default [`Node`] (one per `rpc_url`).
 impl Node for NodeClient {
+    fn chain_id(&self) -> NodeFuture<'_, u64> {
+        Box::pin(NodeClient::chain_id(self))
+    }
+
     fn block_number(&self) -> NodeFuture<'_, u64> {
         Box::pin(NodeClient::block_number(self))
     }
 
-    fn block(&self, number: Option<u64>) -> NodeFuture<'_, Option<BlockFacts>> {
-        Box::pin(self.block_facts(number))
+    fn block(&self, at: BlockId) -> NodeFuture<'_, Option<BlockFacts>> {
+        Box::pin(self.block_facts(at))
     }
 
     fn pending_nonce(&self, address: Address) -> NodeFuture<'_, u64> {

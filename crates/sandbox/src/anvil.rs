@@ -81,19 +81,21 @@ pub struct Anvil {
 }
 
 impl Anvil {
-    /// Starts anvil on 127.0.0.1 with a kernel-chosen port and waits until it listens.
-    /// `block_time_ms == 0` keeps anvil's automine.
-    pub async fn spawn(binary: &Path, chain_id: u64, block_time_ms: u64) -> Result<Anvil, Error> {
+    /// Starts anvil on 127.0.0.1 with a kernel-chosen port and waits until it listens:
+    /// with `automine`, a block for every transaction as it arrives, else none of its own
+    /// (blocks on a timer are the sandbox's, see `mining.rs`). Its `finalized` tag is two
+    /// blocks behind its head, `safe` one (an epoch of one slot).
+    pub async fn spawn(binary: &Path, chain_id: u64, automine: bool) -> Result<Anvil, Error> {
         let mut cmd = Command::new(binary);
         cmd.args(["--host", "127.0.0.1", "--port", "0", "--accounts", "3"])
             .args(["--chain-id", &chain_id.to_string()])
+            .args(["--slots-in-an-epoch", "1"])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .kill_on_drop(true);
-        if block_time_ms > 0 {
-            let secs = format!("{}.{:03}", block_time_ms / 1000, block_time_ms % 1000);
-            cmd.args(["--block-time", &secs]);
+        if !automine {
+            cmd.arg("--no-mining");
         }
         bridgectl_local::child::die_with_parent(
             cmd.as_std_mut(),

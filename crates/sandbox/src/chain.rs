@@ -144,6 +144,18 @@ impl Chain {
         data: Bytes,
         gas: Option<u64>,
     ) -> Result<B256, SendError> {
+        Ok(self.send_kept(signer, to, data, gas).await?.0)
+    }
+
+    /// [`Chain::send_with_gas`], returning the signed bytes too: what a careful sender
+    /// keeps to send again if a reorganisation takes its transaction back.
+    pub async fn send_kept(
+        &self,
+        signer: &PrivateKeySigner,
+        to: Option<Address>,
+        data: Bytes,
+        gas: Option<u64>,
+    ) -> Result<(B256, Bytes), SendError> {
         let _guard = self.send_lock.lock().await;
         let from = signer.address();
         let gas_limit = match (gas, to) {
@@ -161,7 +173,7 @@ impl Chain {
             data,
         };
         let (raw, _) = sign_legacy(signer, &tx)?;
-        Ok(self.rpc.send_raw(&raw).await?)
+        Ok((self.rpc.send_raw(&raw).await?, raw))
     }
 
     async fn estimate_create(&self, from: Address, data: &Bytes) -> Result<u64, RpcError> {

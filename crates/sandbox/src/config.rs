@@ -14,10 +14,14 @@
 //! environment_id = "sandbox-main"
 //! symbol = "MT"
 //! decimals = 18
-//! block_time_ms = 1000         # 0 = mine on every transaction
+//! block_time_ms = 1000         # a block every second (0: none on a timer)
+//! automine = false             # a block for every transaction as it arrives
+//! confirmations = 2            # final at this depth (what a client's profile is given)
 //! [side]
 //! chain_id = 31338
 //! decimals = 6
+//! [relayer]
+//! confirmations = 2            # it credits and pays only at this depth
 //! [ratio]                      # `mt` whole MT are worth `st` whole ST
 //! mt = 1
 //! st = 2
@@ -56,6 +60,7 @@ pub const FAULT_ROUTES: &[&str] = &[
     "balance",
     "fee_delegation",
     "managed_accounts",
+    "reorg",
     "webhooks",
 ];
 
@@ -203,13 +208,24 @@ pub struct ChainConfig {
     pub name: String,
     /// The token's decimals.
     pub decimals: u8,
-    /// Interval mining in milliseconds; 0 mines a block for every transaction.
+    /// Interval mining in milliseconds: a block every so often, with or without
+    /// transactions (0: none on a timer).
     pub block_time_ms: u64,
+    /// Whether a block is mined for every transaction as it arrives (anvil's automine).
+    /// With `block_time_ms` too, both: a transaction is mined at once, and the chain
+    /// still grows on its own, so facts in it get deeper (as on a real chain).
+    pub automine: bool,
+    /// What final means on this chain for a client: the confirmations that
+    /// the profile written for it has as `main_finality` / `side_finality`.
+    /// The node also answers the `finalized` tag (two blocks behind its head, `safe` one),
+    /// for clients that ask it.
+    pub confirmations: u64,
 }
 
 impl ChainConfig {
     /// The main chain by default: chain id 31337, environment `sandbox-main`, `MT`
-    /// ("Main Token", 18 decimals), a block every second.
+    /// ("Main Token", 18 decimals), a block every second (transactions wait for it),
+    /// final at 2 confirmations.
     pub fn default_main() -> ChainConfig {
         ChainConfig {
             chain_id: 31337,
@@ -218,11 +234,14 @@ impl ChainConfig {
             name: "Main Token".into(),
             decimals: 18,
             block_time_ms: 1000,
+            automine: false,
+            confirmations: 2,
         }
     }
 
     /// The side chain by default: chain id 31338, environment `sandbox-side`, `ST`
-    /// ("Side Token", 18 decimals), a block for every transaction.
+    /// ("Side Token", 18 decimals), a block for every transaction and one every half
+    /// second besides, final at 2 confirmations.
     pub fn default_side() -> ChainConfig {
         ChainConfig {
             chain_id: 31338,
@@ -230,7 +249,9 @@ impl ChainConfig {
             symbol: "ST".into(),
             name: "Side Token".into(),
             decimals: 18,
-            block_time_ms: 0,
+            block_time_ms: 500,
+            automine: true,
+            confirmations: 2,
         }
     }
 }
@@ -247,6 +268,8 @@ struct ChainSection {
     name: Option<String>,
     decimals: Option<u8>,
     block_time_ms: Option<u64>,
+    automine: Option<bool>,
+    confirmations: Option<u64>,
 }
 
 impl ChainSection {
@@ -258,6 +281,8 @@ impl ChainSection {
             name: self.name.unwrap_or(base.name),
             decimals: self.decimals.unwrap_or(base.decimals),
             block_time_ms: self.block_time_ms.unwrap_or(base.block_time_ms),
+            automine: self.automine.unwrap_or(base.automine),
+            confirmations: self.confirmations.unwrap_or(base.confirmations).max(1),
         }
     }
 }
@@ -290,17 +315,26 @@ fn default_contract() -> ContractKind {
     ContractKind::St
 }
 
-/// Relayer timing.
+/// Relayer timing, and how careful it is.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RelayerConfig {
     /// How often the relayer looks at both chains, in milliseconds. Default: 100.
     pub poll_ms: u64,
+    /// The confirmations an MT transfer to a swap address (on the main chain) or an ST
+    /// `Redeem` (on the side chain) must have before the relayer credits or pays for it,
+    /// as a careful bridge waits: a reorganisation shallower than this takes back nothing
+    /// it acted on. Its own credits and payouts it watches to the same depth, and sends
+    /// again any that a reorganisation took back. Default: 2.
+    pub confirmations: u64,
 }
 
 impl Default for RelayerConfig {
     fn default() -> Self {
-        RelayerConfig { poll_ms: 100 }
+        RelayerConfig {
+            poll_ms: 100,
+            confirmations: 2,
+        }
     }
 }
 

@@ -22,6 +22,11 @@ pub struct ChainInfo {
     pub decimals: u8,
     /// The token contract.
     pub token_address: Address,
+    /// The confirmations that make a fact final on this chain, for a client's profile
+    /// (as `main_finality` / `side_finality`).
+    pub confirmations: u64,
+    /// Its interval mining, in milliseconds (0: none on a timer).
+    pub block_time_ms: u64,
 }
 
 /// The funded development account: MT and ST at start, gas, fee-delegation registered.

@@ -27,6 +27,7 @@ pub mod config;
 pub mod contracts;
 mod error;
 mod info;
+mod mining;
 mod relayer;
 pub mod rpc;
 mod scope;
@@ -49,7 +50,9 @@ pub use config::{
 pub use error::Error;
 pub use info::{ChainInfo, DevAccount, SandboxInfo};
 pub use secret::Secret;
-pub use state::{AppState, DelivererState, LoggedRequest, Redemption, SwapAddress, SwapRecord};
+pub use state::{
+    AppState, DelivererState, LoggedRequest, Redemption, ReorgError, SwapAddress, SwapRecord,
+};
 
 use crate::anvil::Anvil;
 use crate::chain::Chain;
@@ -104,8 +107,8 @@ impl Sandbox {
         contracts::check()?;
         let binary = anvil::find_anvil(config.anvil.as_deref())?;
         let (main_node, side_node) = tokio::join!(
-            Anvil::spawn(&binary, config.main.chain_id, config.main.block_time_ms),
-            Anvil::spawn(&binary, config.side.chain_id, config.side.block_time_ms),
+            Anvil::spawn(&binary, config.main.chain_id, config.main.automine),
+            Anvil::spawn(&binary, config.side.chain_id, config.side.automine),
         );
         let anvils = vec![main_node?, side_node?];
         let main = Chain::new(
@@ -118,6 +121,16 @@ impl Sandbox {
             config.side.chain_id,
             Rpc::new(anvils[1].url().to_owned()),
         );
+        // Blocks on a timer from the start: the set-up transactions of a chain without
+        // automine are mined by them.
+        let tickers = [
+            mining::Ticker::new(config.main.block_time_ms),
+            mining::Ticker::new(config.side.block_time_ms),
+        ];
+        let ticking = vec![
+            mining::spawn(main.rpc.clone(), tickers[0].clone()),
+            mining::spawn(side.rpc.clone(), tickers[1].clone()),
+        ];
         for chain in [&main, &side] {
             let id = chain.rpc.chain_id().await.map_err(|source| Error::Rpc {
                 chain: chain.name,
@@ -262,6 +275,8 @@ impl Sandbox {
             name: c.name.clone(),
             decimals: c.decimals,
             token_address: token,
+            confirmations: c.confirmations,
+            block_time_ms: c.block_time_ms,
         };
         let info = SandboxInfo {
             web3_url: format!("{base_url}/web3"),
@@ -289,6 +304,7 @@ impl Sandbox {
             side,
             ratio: config.ratio,
             poll_ms: config.relayer.poll_ms,
+            relayer_confirmations: config.relayer.confirmations.max(1),
             bridge,
             actions: config
                 .effective_actions()
@@ -317,7 +333,8 @@ impl Sandbox {
             next_webhook_id: Mutex::new(0),
             latest_main_block: tokio::sync::watch::channel(0).0,
             swap_salt: B256::from(salt),
-            tasks: Mutex::new(Vec::new()),
+            tasks: Mutex::new(ticking),
+            tickers,
         };
         // Managed accounts need the info's list filled before the state is shared.
         let mut managed = Vec::new();

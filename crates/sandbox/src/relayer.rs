@@ -1,4 +1,5 @@
-//! The relayer: watches both chains and does what the platform's bridge does.
+//! The relayer: watches both chains and does what the platform's bridge does, as a
+//! careful bridge does it.
 //!
 //! - Swap: an MT `Transfer` to an issued swap address from a fee-delegation-registered
 //!   sender mints ST to the swap address's user at the configured ratio. From an
@@ -8,19 +9,50 @@
 //! - Redeem: an ST `Redeem` event moves the redemption to `confirmed`; the relayer pays
 //!   MT from the bridge account's reserve at the inverse ratio, and the record goes to
 //!   `completed` once the payout is mined, or `failed` (reserve too small, redeem reverted).
+//!
+//! Careful, as a bridge on a chain that reorganises must be:
+//! - it acts on a transfer or a `Redeem` only once its block has the relayer's
+//!   confirmations (`RelayerConfig::confirmations`): a reorganisation shallower than
+//!   that takes back nothing it acted on;
+//! - its own credits and payouts are watched to the same depth, and one a
+//!   reorganisation took back is sent again (its very bytes; a new transaction if another
+//!   took its nonce meanwhile); a swap's record is `completed` and a redemption's payout
+//!   reported only once their transaction is that deep.
+//!
+//! A reorganisation deeper than the relayer's depth can take back a transfer it has
+//! credited already; the sandbox does not claw the credit back (neither would a bridge
+//! that trusted that depth).
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use alloy_dyn_abi::DynSolValue;
-use alloy_primitives::{Address, B256, U256};
+use alloy_primitives::{Address, B256, Bytes, U256};
 
 use crate::amount::{mt_to_st, st_to_mt};
+use crate::chain::Chain;
 use crate::contracts::{self, call, redeem_topic, transfer_topic};
 use crate::state::{AppState, Redemption, SwapRecord, lock, now};
 
-enum Pending {
-    Swap(usize, B256),
-    Redeem(B256, B256),
+/// What one of the relayer's own transactions is for.
+#[derive(Clone, Copy)]
+enum Purpose {
+    /// The mint of swap record `.0`.
+    Credit(usize),
+    /// The MT payout of the redemption of side-chain transaction `.0`.
+    Payout(B256),
+}
+
+/// One of the relayer's own transactions, watched until its confirmations.
+struct Own {
+    purpose: Purpose,
+    /// Its call: what is sent anew if its bytes cannot be.
+    to: Address,
+    data: Bytes,
+    hash: B256,
+    raw: Bytes,
+    /// Whether it was seen mined (and so, if gone now, taken back).
+    seen_mined: bool,
 }
 
 /// Starts the relayer from the current heads of both chains.
@@ -52,7 +84,8 @@ pub(crate) async fn spawn(state: AppState) -> Result<(), crate::Error> {
             state: s,
             main_done: main_head,
             side_done: side_head,
-            pending: Vec::new(),
+            acted: HashSet::new(),
+            own: Vec::new(),
         };
         loop {
             r.tick().await;
@@ -65,9 +98,13 @@ pub(crate) async fn spawn(state: AppState) -> Result<(), crate::Error> {
 
 struct Relayer {
     state: AppState,
+    /// The newest block of each chain acted on (deep enough).
     main_done: u64,
     side_done: u64,
-    pending: Vec<Pending>,
+    /// The logs acted on (transaction, log index): a block looked at again after a
+    /// reorganisation does not credit or pay twice.
+    acted: HashSet<(B256, u64)>,
+    own: Vec<Own>,
 }
 
 impl Relayer {
@@ -76,13 +113,27 @@ impl Relayer {
         let _ = self.main().await;
         let _ = self.side().await;
         let _ = self.requested().await;
-        let _ = self.payouts().await;
+        let _ = self.watch_own().await;
+        let head = self.state.0.main.rpc.block_number().await.unwrap_or(0);
+        self.state.0.latest_main_block.send_if_modified(|b| {
+            let changed = *b != head && head > 0;
+            if changed {
+                *b = head;
+            }
+            changed
+        });
+    }
+
+    /// The newest block of `chain` with the relayer's confirmations.
+    async fn deep_head(&self, chain: &Chain) -> Result<u64, crate::rpc::RpcError> {
+        let head = chain.rpc.block_number().await?;
+        Ok((head + 1).saturating_sub(self.state.0.relayer_confirmations))
     }
 
     async fn main(&mut self) -> Result<(), crate::rpc::RpcError> {
         let st = &self.state.0;
-        let head = st.main.rpc.block_number().await?;
-        if head <= self.main_done {
+        let deep = self.deep_head(&st.main).await?;
+        if deep <= self.main_done {
             return Ok(());
         }
         let logs = st
@@ -92,11 +143,16 @@ impl Relayer {
                 st.info.main.token_address,
                 transfer_topic(),
                 self.main_done + 1,
-                head,
+                deep,
             )
             .await?;
         for log in logs {
-            if log.topics.len() < 3 || log.data.len() < 32 {
+            if log.topics.len() < 3
+                || log.data.len() < 32
+                || !self
+                    .acted
+                    .insert((log.transaction_hash, log.log_index.to()))
+            {
                 continue;
             }
             let from = Address::from_slice(&log.topics[1][12..]);
@@ -117,6 +173,7 @@ impl Relayer {
                 side_tx_hash: None,
                 reason: None,
             };
+            let mut sent = None;
             if !self.state.is_registered(from) {
                 rec.reason = Some(format!(
                     "sender {from} is not registered for fee delegation; nothing was credited"
@@ -135,14 +192,16 @@ impl Relayer {
                                 DynSolValue::Uint(a, 256),
                             ],
                         );
+                        let token = st.info.side.token_address;
                         match st
                             .side
-                            .send(&st.bridge, Some(st.info.side.token_address), data)
+                            .send_kept(&st.bridge, Some(token), data.clone(), None)
                             .await
                         {
-                            Ok(h) => {
+                            Ok((h, raw)) => {
                                 rec.status = "minting".into();
                                 rec.side_tx_hash = Some(h);
+                                sent = Some((token, data, h, raw));
                             }
                             Err(e) => rec.reason = Some(format!("minting ST failed: {e}")),
                         }
@@ -150,24 +209,26 @@ impl Relayer {
                 }
             }
             let mut swaps = lock(&st.swaps);
-            if let Some(h) = rec.side_tx_hash {
-                self.pending.push(Pending::Swap(swaps.len(), h));
+            if let Some((to, data, hash, raw)) = sent {
+                self.own.push(Own {
+                    purpose: Purpose::Credit(swaps.len()),
+                    to,
+                    data,
+                    hash,
+                    raw,
+                    seen_mined: false,
+                });
             }
             swaps.push(rec);
         }
-        self.main_done = head;
-        st.latest_main_block.send_if_modified(|b| {
-            let changed = *b != head;
-            *b = head;
-            changed
-        });
+        self.main_done = deep;
         Ok(())
     }
 
     async fn side(&mut self) -> Result<(), crate::rpc::RpcError> {
         let st = &self.state.0;
-        let head = st.side.rpc.block_number().await?;
-        if head <= self.side_done {
+        let deep = self.deep_head(&st.side).await?;
+        if deep <= self.side_done {
             return Ok(());
         }
         let logs = st
@@ -177,11 +238,16 @@ impl Relayer {
                 st.info.side.token_address,
                 redeem_topic(),
                 self.side_done + 1,
-                head,
+                deep,
             )
             .await?;
         for log in logs {
-            if log.topics.len() < 2 || log.data.len() < 32 {
+            if log.topics.len() < 2
+                || log.data.len() < 32
+                || !self
+                    .acted
+                    .insert((log.transaction_hash, log.log_index.to()))
+            {
                 continue;
             }
             let redeemer = Address::from_slice(&log.topics[1][12..]);
@@ -199,11 +265,17 @@ impl Relayer {
                 r.st_amount = Some(st_amount.to_string());
                 r.mt_amount = mt.map(|m| m.to_string());
             });
-            let outcome = self.pay(redeemer, mt).await;
-            match outcome {
-                Ok(main_hash) => {
+            match self.pay(redeemer, mt).await {
+                Ok((to, data, main_hash, raw)) => {
                     update(&self.state, hash, |r| r.main_tx_hash = Some(main_hash));
-                    self.pending.push(Pending::Redeem(hash, main_hash));
+                    self.own.push(Own {
+                        purpose: Purpose::Payout(hash),
+                        to,
+                        data,
+                        hash: main_hash,
+                        raw,
+                        seen_mined: false,
+                    });
                 }
                 Err(reason) => update(&self.state, hash, |r| {
                     r.status = "failed".into();
@@ -211,11 +283,15 @@ impl Relayer {
                 }),
             }
         }
-        self.side_done = head;
+        self.side_done = deep;
         Ok(())
     }
 
-    async fn pay(&self, to: Address, mt: Option<U256>) -> Result<B256, String> {
+    async fn pay(
+        &self,
+        to: Address,
+        mt: Option<U256>,
+    ) -> Result<(Address, Bytes, B256, Bytes), String> {
         let st = &self.state.0;
         let mt = mt.ok_or("the converted amount overflows uint256")?;
         if mt.is_zero() {
@@ -235,9 +311,11 @@ impl Relayer {
             contracts::TRANSFER_SELECTOR,
             vec![DynSolValue::Address(to), DynSolValue::Uint(mt, 256)],
         );
+        let token = st.info.main.token_address;
         st.main
-            .send(&st.bridge, Some(st.info.main.token_address), data)
+            .send_kept(&st.bridge, Some(token), data.clone(), None)
             .await
+            .map(|(hash, raw)| (token, data, hash, raw))
             .map_err(|e| format!("paying MT failed: {e}"))
     }
 
@@ -261,23 +339,40 @@ impl Relayer {
         Ok(())
     }
 
-    async fn payouts(&mut self) -> Result<(), crate::rpc::RpcError> {
+    /// The relayer's own credits and payouts: each done once it has the relayer's
+    /// confirmations, and sent again when a reorganisation took it back.
+    async fn watch_own(&mut self) -> Result<(), crate::rpc::RpcError> {
+        let depth = self.state.0.relayer_confirmations;
         let mut still = Vec::new();
-        for p in std::mem::take(&mut self.pending) {
-            let (chain, hash) = match &p {
-                Pending::Swap(_, h) => (&self.state.0.side, *h),
-                Pending::Redeem(_, h) => (&self.state.0.main, *h),
+        for mut own in std::mem::take(&mut self.own) {
+            let chain = match own.purpose {
+                Purpose::Credit(_) => &self.state.0.side,
+                Purpose::Payout(_) => &self.state.0.main,
             };
-            let rcpt = match chain.rpc.receipt(hash).await {
-                Ok(Some(r)) => r,
-                Ok(None) | Err(_) => {
-                    still.push(p);
+            let receipt = match chain.rpc.receipt(own.hash).await {
+                Ok(r) => r,
+                Err(_) => {
+                    still.push(own);
                     continue;
                 }
             };
+            let Some(rcpt) = receipt else {
+                // Not mined: in the pool still, or taken back (gone from the pool too).
+                if own.seen_mined || !chain.rpc.knows(own.hash).await.unwrap_or(true) {
+                    self.send_again(chain, &mut own).await;
+                }
+                still.push(own);
+                continue;
+            };
+            own.seen_mined = true;
+            let head = chain.rpc.block_number().await.unwrap_or(0);
+            if head + 1 < rcpt.block_number.to::<u64>() + depth {
+                still.push(own);
+                continue;
+            }
             let success = rcpt.status.to::<u64>() == 1;
-            match p {
-                Pending::Swap(i, _) => {
+            match own.purpose {
+                Purpose::Credit(i) => {
                     if let Some(rec) = lock(&self.state.0.swaps).get_mut(i) {
                         rec.status = if success { "completed" } else { "failed" }.into();
                         if !success {
@@ -285,7 +380,7 @@ impl Relayer {
                         }
                     }
                 }
-                Pending::Redeem(side_hash, _) => update(&self.state, side_hash, |r| {
+                Purpose::Payout(side_hash) => update(&self.state, side_hash, |r| {
                     if success {
                         r.status = "completed".into();
                     } else {
@@ -295,8 +390,36 @@ impl Relayer {
                 }),
             }
         }
-        self.pending = still;
+        self.own = still;
         Ok(())
+    }
+
+    /// Sends `own` again after a reorganisation took it back: its very bytes, else (its
+    /// nonce taken meanwhile) the same call as a new transaction, whose hash the records
+    /// then name.
+    async fn send_again(&self, chain: &Chain, own: &mut Own) {
+        own.seen_mined = false;
+        if chain.rpc.send_raw(&own.raw).await.is_ok() {
+            return;
+        }
+        let st = &self.state.0;
+        if let Ok((hash, raw)) = chain
+            .send_kept(&st.bridge, Some(own.to), own.data.clone(), None)
+            .await
+        {
+            own.hash = hash;
+            own.raw = raw;
+            match own.purpose {
+                Purpose::Credit(i) => {
+                    if let Some(rec) = lock(&st.swaps).get_mut(i) {
+                        rec.side_tx_hash = Some(hash);
+                    }
+                }
+                Purpose::Payout(side_hash) => {
+                    update(&self.state, side_hash, |r| r.main_tx_hash = Some(hash))
+                }
+            }
+        }
     }
 }
 

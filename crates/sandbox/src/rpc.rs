@@ -53,6 +53,9 @@ pub struct Log {
     pub block_number: U64,
     /// The transaction that emitted it.
     pub transaction_hash: B256,
+    /// Its index in the block.
+    #[serde(default)]
+    pub log_index: U64,
 }
 
 /// A transaction receipt, as much of it as the sandbox reads.
@@ -232,6 +235,22 @@ impl Rpc {
     pub async fn balance(&self, address: Address) -> Result<U256, RpcError> {
         self.call("eth_getBalance", json!([address, "latest"]))
             .await
+    }
+
+    /// Whether the node knows transaction `hash` at all (mined or in its pool):
+    /// `eth_getTransactionByHash` answers it.
+    pub async fn knows(&self, hash: B256) -> Result<bool, RpcError> {
+        let v: Value = self.call("eth_getTransactionByHash", json!([hash])).await?;
+        Ok(!v.is_null())
+    }
+
+    /// `anvil_reorg(depth, [])`: the newest `depth` blocks replaced by as many empty ones;
+    /// the transactions in them are gone (not back in the pool), as after a real
+    /// reorganisation that the rest of the network never saw them in.
+    pub async fn reorg(&self, depth: u64) -> Result<(), RpcError> {
+        self.call::<Value>("anvil_reorg", json!([depth, []]))
+            .await
+            .map(|_| ())
     }
 
     /// `anvil_setBalance`: how the sandbox pays gas for fee-delegation-registered accounts.

@@ -34,6 +34,8 @@ pub(crate) struct Inner {
     pub side: Chain,
     pub ratio: Ratio,
     pub poll_ms: u64,
+    /// The relayer's confirmation depth (see `RelayerConfig::confirmations`).
+    pub relayer_confirmations: u64,
     pub bridge: PrivateKeySigner,
     pub actions: BTreeMap<String, ActionConfig>,
     pub webhook_config: WebhookConfig,
@@ -68,8 +70,10 @@ pub(crate) struct Inner {
     pub next_webhook_id: Mutex<u64>,
     pub latest_main_block: tokio::sync::watch::Sender<u64>,
     pub swap_salt: B256,
-    /// background tasks (relayer, deliverers), aborted at shutdown
+    /// background tasks (relayer, deliverers, mining timers), aborted at shutdown
     pub tasks: Mutex<Vec<tokio::task::AbortHandle>>,
+    /// The chains' mining timers: main, side.
+    pub tickers: [Arc<crate::mining::Ticker>; 2],
 }
 
 /// What the delivery task of one webhook has done, as it reports it: tests wait for this
@@ -582,6 +586,76 @@ impl AppState {
             pre.extend_from_slice(s.as_bytes());
         }
         Address::from_slice(&keccak256(&pre)[12..])
+    }
+}
+
+/// Why a chain could not be reorganised.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReorgError {
+    /// Not `main` or `side`.
+    #[error("no chain {0:?}: `main` or `side`")]
+    NoSuchChain(String),
+    /// Deeper than the chain (or 0).
+    #[error("depth {depth} on a chain of {blocks} blocks: 1 to {max}", max = blocks.saturating_sub(1))]
+    Depth {
+        /// Asked.
+        depth: u64,
+        /// The chain's blocks (its head plus one).
+        blocks: u64,
+    },
+    /// The node refused.
+    #[error("the node refused: {0}")]
+    Node(#[from] crate::rpc::RpcError),
+}
+
+impl AppState {
+    /// The chain named `main` or `side`, with its mining timer.
+    fn chain_named(
+        &self,
+        chain: &str,
+    ) -> Result<(&crate::chain::Chain, &crate::mining::Ticker), ReorgError> {
+        match chain {
+            "main" => Ok((&self.0.main, &self.0.tickers[0])),
+            "side" => Ok((&self.0.side, &self.0.tickers[1])),
+            other => Err(ReorgError::NoSuchChain(other.to_owned())),
+        }
+    }
+
+    /// Sets how chain `chain` (`main` or `side`) mines: a block for every transaction as
+    /// it arrives (`automine`), and one every `interval_ms` besides (0: none on a timer).
+    /// Both off, transactions wait in the node's pool until a block is mined
+    /// (`evm_mine`) or mining starts again.
+    pub async fn set_mining(
+        &self,
+        chain: &str,
+        automine: bool,
+        interval_ms: u64,
+    ) -> Result<(), ReorgError> {
+        let (chain, ticker) = self.chain_named(chain)?;
+        chain
+            .rpc
+            .call::<serde_json::Value>("evm_setAutomine", serde_json::json!([automine]))
+            .await?;
+        ticker.set(interval_ms);
+        Ok(())
+    }
+
+    /// Reorganises chain `chain` (`main` or `side`) `depth` blocks deep: its newest
+    /// `depth` blocks are replaced by as many empty ones (anvil's `anvil_reorg`), and
+    /// the transactions in them are gone (a careful sender sends them again; the
+    /// relayer does, for its own). Returns the head before and after.
+    pub async fn reorg(&self, chain: &str, depth: u64) -> Result<(u64, u64), ReorgError> {
+        let (chain, _) = self.chain_named(chain)?;
+        let head = chain.rpc.block_number().await?;
+        if depth == 0 || depth > head {
+            return Err(ReorgError::Depth {
+                depth,
+                blocks: head + 1,
+            });
+        }
+        chain.rpc.reorg(depth).await?;
+        Ok((head, chain.rpc.block_number().await?))
     }
 }
 

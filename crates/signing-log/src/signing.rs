@@ -3,6 +3,7 @@
 //! writer; and a person's acknowledgement.
 
 use alloy_primitives::{Address, B256, U256};
+use bridgectl_tx::CreditClaim;
 use bridgectl_tx::limits::{Spent, WindowLimit};
 use bridgectl_tx::signing_log::{
     Checkpoint, Entry, EntryBody, Head, WindowQuery, nonce_free, same_signature,
@@ -375,6 +376,71 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
                 }
             }
             Ok(found)
+        })
+        .map_err(as_tx)
+    }
+
+    fn claim_credit(&self, claim: &CreditClaim) -> Result<Option<String>, bridgectl_tx::Error> {
+        let chain = i64::try_from(claim.chain_id).unwrap_or(i64::MAX);
+        let index = i64::try_from(claim.log_index).unwrap_or(i64::MAX);
+        let at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        self.with(|c| {
+            // One statement: the claim is the first writer's, whichever process asks.
+            c.prepare_cached(
+                "INSERT OR IGNORE INTO credit_claims
+                    (chain_id, genesis, tx_hash, log_index, claimant, key, at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .and_then(|mut s| {
+                s.execute(params![
+                    chain,
+                    claim.genesis.to_string(),
+                    claim.tx_hash.to_string(),
+                    index,
+                    claim.claimant,
+                    claim.key.to_string(),
+                    at
+                ])
+            })
+            .map_err(self.sql())?;
+            let holder: String = c
+                .query_row(
+                    "SELECT claimant FROM credit_claims
+                      WHERE chain_id = ?1 AND genesis = ?2 AND tx_hash = ?3 AND log_index = ?4",
+                    params![
+                        chain,
+                        claim.genesis.to_string(),
+                        claim.tx_hash.to_string(),
+                        index
+                    ],
+                    |r| r.get(0),
+                )
+                .map_err(self.sql())?;
+            Ok((holder != claim.claimant).then_some(holder))
+        })
+        .map_err(as_tx)
+    }
+
+    fn release_credit(&self, claim: &CreditClaim) -> Result<(), bridgectl_tx::Error> {
+        let chain = i64::try_from(claim.chain_id).unwrap_or(i64::MAX);
+        let index = i64::try_from(claim.log_index).unwrap_or(i64::MAX);
+        self.with(|c| {
+            c.execute(
+                "DELETE FROM credit_claims
+                  WHERE chain_id = ?1 AND genesis = ?2 AND tx_hash = ?3 AND log_index = ?4
+                    AND claimant = ?5",
+                params![
+                    chain,
+                    claim.genesis.to_string(),
+                    claim.tx_hash.to_string(),
+                    index,
+                    claim.claimant
+                ],
+            )
+            .map(|_| ())
+            .map_err(self.sql())
         })
         .map_err(as_tx)
     }

@@ -35,9 +35,10 @@ pub const SIGNING_LOG_FILE: &str = "signing-log.sqlite3";
 
 /// Version 2 added `entries_nonce`, the nonce guard's index; version 3 `entries_reset`,
 /// which finds a key's chain resets without reading its other entries; version 4
-/// `entries_genesis`, which finds the entries that name a chain's block 0.
+/// `entries_genesis`, which finds the entries that name a chain's block 0; version 5
+/// `credit_claims`, a swap credit's one claim across every journal of the keystore.
 const SCHEMA: bridgectl_local::sqlite::Schema = bridgectl_local::sqlite::Schema {
-    version: 4,
+    version: 5,
     sql: SCHEMA_SQL,
 };
 
@@ -59,6 +60,18 @@ CREATE INDEX IF NOT EXISTS entries_genesis ON entries(chain_id, seq)
        OR json_extract(body, '$.chainReset') IS NOT NULL;
 CREATE INDEX IF NOT EXISTS entries_reset ON entries(key, chain_id, seq)
     WHERE json_extract(body, '$.chainReset') IS NOT NULL;
+-- The swap credits claimed by the keystore's swaps, whichever journal followed them: the
+-- key makes one claim per credit (see SigningLog::claim_credit).
+CREATE TABLE IF NOT EXISTS credit_claims (
+    chain_id  INTEGER NOT NULL,
+    genesis   TEXT NOT NULL,
+    tx_hash   TEXT NOT NULL,
+    log_index INTEGER NOT NULL,
+    claimant  TEXT NOT NULL,
+    key       TEXT NOT NULL,
+    at        INTEGER NOT NULL,
+    PRIMARY KEY (chain_id, genesis, tx_hash, log_index)
+);
 ";
 
 /// The signing log of one keystore directory.

@@ -450,6 +450,18 @@ pub trait SigningLog: Send + Sync + fmt::Debug {
         Ok(Vec::new())
     }
 
+    /// Claims the credit `claim` names (a side-chain log that completes a swap) for its
+    /// claimant, a swap flow's txId: `Ok(None)` when it is the claimant's now (claimed
+    /// now, or before by the same claimant), `Ok(Some(other))` when another claimant
+    /// holds it. One claim per credit across every journal and process that signs for
+    /// the log's keys, decided in one transaction of the store (a unique key), so two
+    /// swaps of one amount never complete on one credit.
+    fn claim_credit(&self, claim: &CreditClaim) -> Result<Option<String>, Error>;
+
+    /// Releases `claim` if its claimant holds it (the chain took the credit back: a
+    /// reorganisation removed its block).
+    fn release_credit(&self, claim: &CreditClaim) -> Result<(), Error>;
+
     /// Housekeeping that must not delay a signature (e.g. compacting the storage),
     /// called by long runs between signatures, after a signature's bytes have left. The
     /// default does nothing.
@@ -477,6 +489,27 @@ pub trait SigningLog: Send + Sync + fmt::Debug {
             None => Ok(self.head(Address::ZERO)?.checkpoint),
         }
     }
+}
+
+/// A claim of a swap's credit ([`SigningLog::claim_credit`]): the side chain's names for
+/// the credit, who claims it, and the key whose swap it completes. Claims are not
+/// signed by the key (following a swap unlocks none): they keep honest processes from
+/// completing two swaps on one credit, not a writer of the store's files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreditClaim {
+    /// The key the swap sends from (and the credit pays).
+    pub key: Address,
+    /// The side chain.
+    pub chain_id: u64,
+    /// The side chain's block 0: a chain reset under the same chain id is another chain,
+    /// whose credits (the same transactions again, it may be) are claimed anew.
+    pub genesis: B256,
+    /// The transaction of the credit.
+    pub tx_hash: B256,
+    /// The credit's log index in its block.
+    pub log_index: u64,
+    /// The swap flow's txId.
+    pub claimant: String,
 }
 
 /// One entry of a group appended together ([`SigningLog::append_group`]).

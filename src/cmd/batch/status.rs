@@ -58,7 +58,37 @@ pub fn run(global: &GlobalOpts, args: &StatusArgs) -> Result<()> {
         }
         return Ok(());
     };
-    let s = BatchStatus::read(&journal, id)?;
+    let mut s = BatchStatus::read(&journal, id)?;
+    // Items whose end was observed and is not final yet are looked at again on their
+    // chains (their facts, by block hash), as `status` would: a reorganisation reopens
+    // one, finality completes it.
+    let confirming: Vec<String> = s
+        .items
+        .iter()
+        .filter(|i| i.state == bridgectl_flow::ItemState::Confirming)
+        .map(|i| i.tx_id.clone())
+        .collect();
+    if !confirming.is_empty() {
+        drop(journal);
+        let platform = crate::opts::PlatformOpts {
+            journal: args.journal.clone(),
+            ..Default::default()
+        };
+        let looked = crate::session::Session::for_sending(global, &platform).and_then(|session| {
+            let flows = session.flows(bridgectl_flow::Submitter::Platform, |_| {})?;
+            for tx_id in &confirming {
+                session.runtime.block_on(flows.status(tx_id))?;
+            }
+            Ok(BatchStatus::read(flows.journal(), id)?)
+        });
+        match looked {
+            Ok(again) => s = again,
+            Err(e) => crate::output::note(format_args!(
+                "{} confirming items not looked at again on their chains: {e:#}",
+                confirming.len()
+            )),
+        }
+    }
     if global.json {
         let mut one = counted(&s);
         one["items"] = serde_json::to_value(&s.items)?;

@@ -14,8 +14,13 @@
 //!      of (1): a credit does not come before what it pays for,
 //!    - of the amount the peg ratio gives for the MT sent (rounded down to an ST base
 //!      unit, as a bridge keeps the remainder), when the bridge description has the ratio,
-//!    - claimed by no other flow of the journal: the claim and the swap's completion are
-//!      one commit, and a credit completes one swap only.
+//!    - claimed by no other flow: the claim is made in the signing log (one claim per
+//!      credit whatever journal or process follows the swap, as the nonce guard is
+//!      kept) and in the journal, where it and the swap's conclusion are one commit.
+//!
+//! Both facts must then be final on their chains (`crate::finality`) before the swap is
+//! completed; a credit the side chain takes back releases its claim and the swap waits
+//! for a credit again.
 //!
 //! A balance never decides: another transfer to the user raises it, the user's own
 //! spending lowers it, and neither says anything of this swap.
@@ -34,10 +39,11 @@
 use std::collections::HashMap;
 
 use alloy_primitives::{Address, B256, U256, b256};
+use bridgectl_tx::CreditClaim;
 
 use super::Flows;
 use crate::Error;
-use crate::journal::Credit;
+use crate::journal::{Credit, Fact, FactKind};
 use crate::node::Node;
 use crate::rpc::{Log, MAX_LOG_RANGE};
 
@@ -67,32 +73,75 @@ fn address_topic(address: Address) -> B256 {
 
 impl Flows {
     /// The credit swap `tx_id` holds, or else the first credit that is its own (see the
-    /// module doc), claimed for it and completing it in one commit with `result`.
-    /// `mined_at` is the timestamp of the block its MT transfer was mined in. `None`
-    /// while no credit of its own is on the side chain.
+    /// module doc), claimed for it (in the signing log, once per key whatever journal
+    /// asks, then in the journal) and concluding it in one commit with `result`: the
+    /// swap is `confirming` on `receipt` (its MT transfer's) and the credit's log until
+    /// both are final. `mined_at` is the timestamp of the block its MT transfer was mined
+    /// in; `timestamps` keeps the side chain's block times between looks. `None` while no
+    /// credit of its own is on the side chain.
     pub(super) async fn claim_own_credit(
         &self,
         tx_id: &str,
         facts: &SwapFacts,
         mined_at: u64,
         result: &serde_json::Value,
+        receipt: Fact,
+        timestamps: &mut HashMap<u64, u64>,
     ) -> Result<Option<Credit>, Error> {
         if let Some(held) = self.journal.credit_of(tx_id)? {
             return Ok(Some(held));
         }
-        let side = &self.bridge()?.side;
+        let bridge = self.bridge()?;
+        let side = &bridge.side;
         let node = self.node_of_chain(side.chain_id).ok_or(Error::Config(
             "a swap's ST credit is read from the side chain's node (its rpc_url)",
         ))??;
-        let mut blocks = HashMap::new();
+        let genesis = self.verify_chain(&*node, side.chain_id).await?;
+        let search = CreditSearch {
+            token: side.token,
+            source: bridge.swap_credit.source,
+            owner: facts.owner,
+            expected: facts.expected,
+            from: facts.side_from.saturating_add(1),
+            mined_at,
+        };
         // A credit another process claims between the look and the claim is skipped on
         // the next look; each round skips at least one more, so this ends.
         loop {
-            let Some(credit) = self
-                .first_unclaimed_credit(&*node, facts, mined_at, &mut blocks)
+            let journal = &self.journal;
+            let mut claimed = |log: &Log| -> Result<bool, Error> {
+                if journal
+                    .credit_claimed_by(
+                        side.chain_id,
+                        &log.transaction_hash.to_string(),
+                        log.log_index,
+                    )?
+                    .is_some()
+                {
+                    return Ok(true);
+                }
+                let holder = self.signing_log.claim_credit(&CreditClaim {
+                    key: facts.owner,
+                    chain_id: side.chain_id,
+                    genesis,
+                    tx_hash: log.transaction_hash,
+                    log_index: log.log_index,
+                    claimant: tx_id.to_owned(),
+                })?;
+                Ok(holder.is_some())
+            };
+            let Some((log, amount)) = search
+                .first_unclaimed(&*node, timestamps, &mut claimed)
                 .await?
             else {
                 return Ok(None);
+            };
+            let credit = Credit {
+                chain_id: side.chain_id,
+                tx_hash: log.transaction_hash.to_string(),
+                log_index: log.log_index,
+                block: log.block_number,
+                amount: amount.to_string(),
             };
             let mut with_credit = result.clone();
             if let Some(o) = with_credit.as_object_mut() {
@@ -101,83 +150,27 @@ impl Flows {
                     serde_json::to_value(&credit).unwrap_or_default(),
                 );
             }
-            if self
-                .journal
-                .complete_with_credit(tx_id, &credit, &with_credit)?
-            {
+            let credit_fact = Fact {
+                kind: FactKind::Credit,
+                chain_id: side.chain_id,
+                tx_hash: log.transaction_hash,
+                log_index: Some(log.log_index),
+                block: log.block_number,
+                block_hash: log.block_hash,
+                is_final: false,
+            };
+            if self.journal.conclude_with_credit(
+                tx_id,
+                &credit,
+                &with_credit,
+                &[receipt.clone(), credit_fact],
+            )? {
                 return Ok(Some(credit));
             }
             if let Some(held) = self.journal.credit_of(tx_id)? {
                 return Ok(Some(held));
             }
         }
-    }
-
-    /// The first credit on the side chain that could be the swap's and no flow claimed.
-    /// `timestamps` caches block timestamps across rounds.
-    async fn first_unclaimed_credit(
-        &self,
-        node: &dyn Node,
-        facts: &SwapFacts,
-        mined_at: u64,
-        timestamps: &mut HashMap<u64, u64>,
-    ) -> Result<Option<Credit>, Error> {
-        let bridge = self.bridge()?;
-        let side = &bridge.side;
-        let source = bridge.swap_credit.source;
-        let head = node.block_number().await?;
-        let topics = [
-            Some(TRANSFER_TOPIC),
-            Some(address_topic(source)),
-            Some(address_topic(facts.owner)),
-        ];
-        // The block the side chain was at when the swap began is not searched: it was
-        // mined before the transfer was signed (an account funded just before its swap
-        // has its funding there, a mint from the source to its owner).
-        let mut from = facts.side_from.saturating_add(1);
-        while from <= head {
-            let to = head.min(from.saturating_add(MAX_LOG_RANGE - 1));
-            let mut logs = node.logs(side.token, &topics, from, to).await?;
-            logs.sort_by_key(|l| (l.block_number, l.log_index));
-            for log in logs {
-                let Some(amount) = credit_amount(&log, side.token, &topics, from, to) else {
-                    continue;
-                };
-                if facts.expected.is_some_and(|want| want != amount) {
-                    continue;
-                }
-                let hash = log.transaction_hash.to_string();
-                if self
-                    .journal
-                    .credit_claimed_by(side.chain_id, &hash, log.log_index)?
-                    .is_some()
-                {
-                    continue;
-                }
-                let at = match timestamps.get(&log.block_number) {
-                    Some(t) => *t,
-                    None => {
-                        let Some(t) = node.block_timestamp(log.block_number).await? else {
-                            continue;
-                        };
-                        timestamps.insert(log.block_number, t);
-                        t
-                    }
-                };
-                if at < mined_at {
-                    continue;
-                }
-                return Ok(Some(Credit {
-                    chain_id: side.chain_id,
-                    tx_hash: hash,
-                    log_index: log.log_index,
-                    block: log.block_number,
-                    amount: amount.to_string(),
-                }));
-            }
-            from = to + 1;
-        }
-        Ok(None)
     }
 
     /// The facts swap `tx_id` is completed by, from its journal record: `None` when it
@@ -218,6 +211,77 @@ impl Flows {
     }
 }
 
+/// What a swap's credit is searched for by (see the module doc): the decision is this
+/// type's alone, from what the side chain's node answers, so that it is tested with a
+/// node that answers what a test sets (near misses: one base unit off, one block early).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CreditSearch {
+    /// The ST contract.
+    pub token: Address,
+    /// Whom a credit comes from (the zero address: a mint).
+    pub source: Address,
+    /// The swap's sender, whom it pays.
+    pub owner: Address,
+    /// The ST base units the peg gives for its MT, when the peg ratio is known.
+    pub expected: Option<U256>,
+    /// The first side-chain block searched: the one after the block the side chain was
+    /// at when the swap began.
+    pub from: u64,
+    /// The timestamp of the block its MT transfer was mined in: a credit does not come
+    /// before what it pays for.
+    pub mined_at: u64,
+}
+
+impl CreditSearch {
+    /// The first log on the side chain (in chain order) that could be this swap's credit
+    /// and that `claimed` does not say is another flow's, with its amount. `claimed` is
+    /// asked last, of a log that passed every other check: it may claim it (the claim is
+    /// then this swap's). `timestamps` caches block times across looks.
+    pub(crate) async fn first_unclaimed(
+        &self,
+        node: &dyn Node,
+        timestamps: &mut HashMap<u64, u64>,
+        claimed: &mut dyn FnMut(&Log) -> Result<bool, Error>,
+    ) -> Result<Option<(Log, U256)>, Error> {
+        let head = node.block_number().await?;
+        let topics = [
+            Some(TRANSFER_TOPIC),
+            Some(address_topic(self.source)),
+            Some(address_topic(self.owner)),
+        ];
+        let mut from = self.from;
+        while from <= head {
+            let to = head.min(from.saturating_add(MAX_LOG_RANGE - 1));
+            let mut logs = node.logs(self.token, &topics, from, to).await?;
+            logs.sort_by_key(|l| (l.block_number, l.log_index));
+            for log in logs {
+                let Some(amount) = credit_amount(&log, self.token, &topics, from, to) else {
+                    continue;
+                };
+                if self.expected.is_some_and(|want| want != amount) {
+                    continue;
+                }
+                let at = match timestamps.get(&log.block_number) {
+                    Some(t) => *t,
+                    None => {
+                        let Some(t) = node.block_timestamp(log.block_number).await? else {
+                            continue;
+                        };
+                        timestamps.insert(log.block_number, t);
+                        t
+                    }
+                };
+                if at < self.mined_at || claimed(&log)? {
+                    continue;
+                }
+                return Ok(Some((log, amount)));
+            }
+            from = to + 1;
+        }
+        Ok(None)
+    }
+}
+
 /// The ST amount `log` credits, when it is a `Transfer` of `token` with exactly
 /// `topics` in blocks `from..=to`, 32 bytes of data, not removed by a reorganisation.
 fn credit_amount(
@@ -239,11 +303,13 @@ fn credit_amount(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::node::fake::FakeNode;
 
     fn log(block: u64) -> Log {
         Log {
             address: Address::repeat_byte(0x11),
             block_number: block,
+            block_hash: B256::ZERO,
             transaction_hash: B256::repeat_byte(1),
             log_index: 0,
             topics: vec![
@@ -254,6 +320,84 @@ mod tests {
             data: U256::from(7u8).to_be_bytes::<32>().to_vec(),
             removed: false,
         }
+    }
+
+    const TOKEN: Address = Address::repeat_byte(0x11);
+    const OWNER: Address = Address::repeat_byte(0x22);
+
+    /// A mint of `amount` to the owner in `block`, transaction `tx`.
+    fn mint(block: u64, tx: u8, amount: u64) -> Log {
+        Log {
+            transaction_hash: B256::repeat_byte(tx),
+            data: U256::from(amount).to_be_bytes::<32>().to_vec(),
+            ..log(block)
+        }
+    }
+
+    /// The search of a swap worth `expected` ST base units whose transfer was mined at
+    /// block 5's time (the fake chain's block n has time 1000 + n), begun at block 2.
+    fn search(expected: Option<u64>) -> CreditSearch {
+        CreditSearch {
+            token: TOKEN,
+            source: Address::ZERO,
+            owner: OWNER,
+            expected: expected.map(U256::from),
+            from: 3,
+            mined_at: 1005,
+        }
+    }
+
+    async fn found(node: &FakeNode, s: CreditSearch, claimed: &[u8]) -> Option<(u64, u8)> {
+        let mut never = |l: &Log| Ok(claimed.contains(&l.transaction_hash[0]));
+        s.first_unclaimed(node, &mut HashMap::new(), &mut never)
+            .await
+            .expect("search")
+            .map(|(l, _)| (l.block_number, l.transaction_hash[0]))
+    }
+
+    /// Near misses decide a credit: the peg amount minus one and plus one are not it,
+    /// the exact amount is; a mint before the transfer was mined is not it however
+    /// exact; a claimed one is skipped for the next.
+    #[tokio::test]
+    async fn a_credit_is_the_exact_peg_amount_after_the_transfer_and_unclaimed() {
+        let node = FakeNode::new(31338).with_head(9);
+        node.add_log(mint(4, 0xa4, 100)); // exact, but before the transfer was mined
+        node.add_log(mint(6, 0xb1, 99)); // one base unit short
+        node.add_log(mint(6, 0xb2, 101)); // one over
+        node.add_log(mint(7, 0xc1, 100)); // the credit
+        node.add_log(mint(8, 0xc2, 100)); // a later one of the same amount
+        assert_eq!(found(&node, search(Some(100)), &[]).await, Some((7, 0xc1)));
+        assert_eq!(
+            found(&node, search(Some(100)), &[0xc1]).await,
+            Some((8, 0xc2)),
+            "its claim held by another swap: the next"
+        );
+        assert_eq!(found(&node, search(Some(100)), &[0xc1, 0xc2]).await, None);
+        assert_eq!(
+            found(&node, search(Some(99)), &[]).await,
+            Some((6, 0xb1)),
+            "the amount decides, not the order"
+        );
+        assert_eq!(
+            found(&node, search(None), &[]).await,
+            Some((6, 0xb1)),
+            "without a peg: the first after the transfer"
+        );
+    }
+
+    /// A log the node marks removed is not a credit, nor one of another token.
+    #[tokio::test]
+    async fn a_removed_log_is_no_credit() {
+        let node = FakeNode::new(31338).with_head(9);
+        node.add_log(Log {
+            removed: true,
+            ..mint(7, 0xc1, 100)
+        });
+        node.add_log(Log {
+            address: Address::repeat_byte(0x99),
+            ..mint(7, 0xc2, 100)
+        });
+        assert_eq!(found(&node, search(Some(100)), &[]).await, None);
     }
 
     #[test]

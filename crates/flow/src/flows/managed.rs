@@ -49,7 +49,7 @@ impl Flows {
         self.journal.record_signed(run.tx_id(), &signed)?;
         bridgectl_local::failpoint::hit("journaled-not-sent");
         let submitted = run.submit(&signed, progress).await?;
-        self.await_inclusion(which, &submitted, progress).await?;
+        self.await_inclusion(&submitted, progress).await?;
         Ok(submitted)
     }
 }

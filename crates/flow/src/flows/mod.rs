@@ -57,7 +57,7 @@ pub use batch::{
     SignedBatchCheck, TokenTotal, Tokens, UnlistedRecipient,
 };
 pub use bundle::{BundleCheck, PreparedBundle};
-pub use follow::{Ended, EndedBy, FlowStatus};
+pub use follow::{Ended, EndedBy, FactView, FlowStatus, NOT_MINED_AFTER, Until};
 pub use offline::{OfflineSigner, OfflineSigning};
 pub use offline_batch::{
     BatchReview, BatchSigning, CheckedBatch, CheckedItem, DEFAULT_COMMIT_EVERY, ItemCheck,
@@ -71,8 +71,8 @@ pub use swap::{SwapOutcome, SwapSpec};
 pub use transfer::{GasSource, NonceSource, TokenSide, TransferSpec};
 
 /// One side of the bridge: a chain, its environment and its token. As JSON (camelCase):
-/// `{"environmentId", "symbol", "decimals", "token", "chainId", "rpcUrl"}` (`rpcUrl`
-/// may be `null`). A profile file gives it with [`crate::Profile::bridge`].
+/// `{"environmentId", "symbol", "decimals", "token", "chainId", "rpcUrl", "finality"}`
+/// (`rpcUrl` may be `null`, `finality` left out). A profile file gives it with [`crate::Profile::bridge`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChainSide {
@@ -88,9 +88,23 @@ pub struct ChainSide {
     pub chain_id: u64,
     /// A node RPC URL, for nonces, gas, balances and direct submission.
     pub rpc_url: Option<String>,
+    /// What final means on this chain ([`crate::finality`]); `None`: the node's
+    /// `finalized` block where it answers one, else
+    /// [`DEFAULT_CONFIRMATIONS`](crate::finality::DEFAULT_CONFIRMATIONS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finality: Option<crate::Finality>,
 }
 
 impl ChainSide {
+    /// `base_units` (a decimal string) as a person reads it: `2 ST`; the base units
+    /// themselves when they do not parse.
+    pub fn tokens_text(&self, base_units: &str) -> String {
+        match base_units.parse::<U256>() {
+            Ok(amount) => format!("{} {}", self.tokens(amount), self.symbol),
+            Err(_) => format!("{base_units} {} base units", self.symbol),
+        }
+    }
+
     fn token_info(&self) -> Token {
         Token {
             symbol: self.symbol.clone(),
@@ -208,6 +222,9 @@ pub struct WaitOptions {
     pub interval: Duration,
     /// Give up after this long (the flow can be resumed).
     pub timeout: Duration,
+    /// How far a wait goes: until the flow's end is final on its chain [default], or
+    /// until it is observed ([`Until::Included`]).
+    pub until: Until,
 }
 
 impl Default for WaitOptions {
@@ -215,6 +232,7 @@ impl Default for WaitOptions {
         Self {
             interval: Duration::from_millis(500),
             timeout: Duration::from_secs(120),
+            until: Until::Final,
         }
     }
 }
@@ -271,6 +289,9 @@ pub struct Flows {
     nodes: std::sync::Mutex<std::collections::HashMap<String, NodeClient>>,
     /// The nodes the embedder gave, by chain ([`FlowsBuilder::node`]).
     chain_nodes: ChainNodes,
+    /// Each chain's node as the flows use it, asked its chain id before anything else
+    /// (see [`Flows::node_of_chain`]).
+    checked_nodes: std::sync::Mutex<ChainNodes>,
     /// The chains whose block 0 was checked against the journal's in this process.
     chains_checked: std::sync::Mutex<std::collections::HashMap<u64, B256>>,
     /// The journal's counters, which the platform client and every node client count in.
@@ -313,6 +334,7 @@ impl Flows {
                 wait: WaitOptions::default(),
                 nodes: Default::default(),
                 chain_nodes: Default::default(),
+                checked_nodes: Default::default(),
                 chains_checked: Default::default(),
                 timing,
                 clock: Arc::new(crate::clock::SystemClock),
@@ -517,14 +539,32 @@ impl Flows {
     }
 
     /// `chain_id`'s node: the one given for it ([`FlowsBuilder::node`]), else a client
-    /// of the bridge's `rpc_url` for it; `None` when there is neither.
+    /// of the bridge's `rpc_url` for it; `None` when there is neither. It is believed
+    /// only for its own chain: its `eth_chainId` is asked once, before any other answer
+    /// of it is used, and another chain is [`Error::NodeOnWrongChain`].
     pub(crate) fn node_of_chain(&self, chain_id: u64) -> Option<Result<Arc<dyn Node>, Error>> {
-        if let Some(node) = self.chain_nodes.0.get(&chain_id) {
+        let mut checked = self.checked_nodes.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(node) = checked.0.get(&chain_id) {
             return Some(Ok(node.clone()));
         }
-        self.side_of_chain(chain_id)
-            .and_then(|s| s.rpc_url.as_deref())
-            .map(|url| self.node_at(url))
+        let (inner, setting) = match self.chain_nodes.0.get(&chain_id) {
+            Some(node) => (node.clone(), format!("the node given for chain {chain_id}")),
+            None => {
+                let url = self.side_of_chain(chain_id)?.rpc_url.as_deref()?;
+                let setting = match &self.bridge {
+                    Some(b) if b.main.chain_id == chain_id => "main_rpc_url",
+                    _ => "side_rpc_url",
+                };
+                match self.node_at(url) {
+                    Ok(node) => (node, setting.to_owned()),
+                    Err(e) => return Some(Err(e)),
+                }
+            }
+        };
+        let node: Arc<dyn Node> =
+            Arc::new(crate::node::ChainChecked::new(inner, chain_id, setting));
+        checked.0.insert(chain_id, node.clone());
+        Some(Ok(node))
     }
 
     /// Whether `chain_id` has a node to ask ([`Flows::node_of_chain`]).
@@ -533,6 +573,40 @@ impl Flows {
             || self
                 .side_of_chain(chain_id)
                 .is_some_and(|s| s.rpc_url.is_some())
+    }
+
+    /// `node`'s chain is the one the journal's flows of `chain_id` were journaled on, and
+    /// the one the keystore's signing log recorded (its block 0, read once per process
+    /// and chain): a reset chain is named as such before its stale nonces refuse
+    /// anything, or its blocks are taken for a reorganisation ([`Error::ChainReset`],
+    /// [`Error::ChainResetInLog`]). Returns that block 0, which a signature records in
+    /// the log.
+    pub(crate) async fn verify_chain(&self, node: &dyn Node, chain_id: u64) -> Result<B256, Error> {
+        let checked = self
+            .chains_checked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&chain_id)
+            .copied();
+        if let Some(genesis) = checked {
+            return Ok(genesis);
+        }
+        let genesis = node.genesis_hash().await?;
+        self.journal.check_chain(chain_id, genesis)?;
+        if let Some(logged) = self.signing_log.chain_genesis(chain_id)?
+            && logged != genesis
+        {
+            return Err(Error::ChainResetInLog {
+                chain_id,
+                logged,
+                found: genesis,
+            });
+        }
+        self.chains_checked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(chain_id, genesis);
+        Ok(genesis)
     }
 
     /// Whether transaction `hash` on `chain_id` is mined, when the chain's node is known

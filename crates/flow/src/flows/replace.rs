@@ -23,8 +23,8 @@ use bridgectl_tx::{Context, Nonce, Policy, RawTx};
 use serde::Serialize;
 use serde_json::json;
 
-use super::follow::{End, Ended};
-use super::{Approver, Flows, Progress, Submitted, WaitClock};
+use super::follow::Ended;
+use super::{Approver, Flows, Progress, Submitted};
 use crate::Error;
 use crate::journal::{FlowRecord, FlowState, Purpose};
 use crate::rpc::Receipt;
@@ -277,127 +277,48 @@ impl Flows {
         &self,
         rec: &FlowRecord,
     ) -> Result<Option<(crate::journal::SignatureRecord, Receipt)>, Error> {
-        let Some(node) = rec.chain_id.and_then(|c| self.node_of_chain(c)) else {
-            return Ok(None);
-        };
-        let node = node?;
-        for sig in self.journal.signatures(&rec.tx_id)? {
-            let Ok(hash) = sig.tx_hash.parse::<B256>() else {
-                continue;
-            };
-            if let Some(receipt) = node.receipt(hash).await? {
-                return Ok(Some((sig, receipt)));
-            }
+        match rec.chain_id.and_then(|c| self.node_of_chain(c)) {
+            Some(node) => self.mined_signature_on(&*node?, rec).await,
+            None => Ok(None),
         }
-        Ok(None)
     }
 
-    /// Waits until one of flow `rec`'s transactions is mined, then ends the flow by it:
-    /// `cancelled` when its cancel was mined, `failed` when the mined call reverted, and
-    /// otherwise as the flow ends (a redeem when the platform reports its redemption).
-    /// Needs the chain's node: only it can say which of several transactions won.
+    /// Waits until one of flow `rec`'s transactions is mined and the flow's end is final
+    /// ([`Flows::follow`]): `cancelled` when its cancel was mined, `failed` when the mined
+    /// call reverted ([`Error::Reverted`]), and otherwise as the flow ends (a redeem when
+    /// the platform reports its redemption). Needs the chain's node: only it can say
+    /// which of several transactions won.
     pub(crate) async fn follow_replaced(
         &self,
         rec: &FlowRecord,
         progress: &mut dyn Progress,
     ) -> Result<Ended, Error> {
         let tx_id = rec.tx_id.as_str();
-        if rec.chain_id.and_then(|c| self.node_of_chain(c)).is_none() {
+        if !rec.chain_id.is_some_and(|c| self.has_node(c)) {
             return Err(Error::Config(
                 "following a replaced flow needs its chain's node (the chain's rpc_url): \
                  only the node can say which of its transactions was mined",
             ));
         }
         let signed = self.journal.signatures(tx_id)?.len();
-        let mut clock = WaitClock::new(
-            format!("one of flow {tx_id}'s {signed} transactions to be mined"),
-            self.wait.timeout,
-        );
-        progress.step(&format!("waiting for {}", clock.what()));
-        let (sig, receipt) = loop {
-            if let Some(found) = clock.during(self.mined_signature(rec), progress).await? {
-                break found;
-            }
-            if clock.elapsed() >= self.wait.timeout {
-                // The newest signature is the one to replace or cancel again.
-                let newest = rec.tx_hash.as_deref().and_then(|h| h.parse().ok());
-                let presence = match (newest, rec.chain_id.and_then(|c| self.node_of_chain(c))) {
-                    (Some(h), Some(Ok(node))) => node.presence(h).await.ok(),
-                    _ => None,
-                };
-                return Err(Error::Timeout {
-                    what: clock.what().to_owned(),
-                    seconds: self.wait.timeout.as_secs(),
-                    flow: Some(tx_id.to_owned()),
-                    not_mined: presence,
-                    tx_hash: newest,
-                });
-            }
-            clock
-                .during(self.timing.sleep(self.wait.interval), progress)
-                .await;
-        };
-        let mined = receipt.transaction_hash;
-        self.journal.note(
-            tx_id,
-            "mined",
-            &json!({"txHash": mined.to_string(), "purpose": sig.purpose.as_str(),
-                    "block": receipt.block_number, "success": receipt.success}),
-        )?;
         progress.step(&format!(
-            "mined {mined} ({}) in block {}",
-            sig.purpose.as_str(),
-            receipt.block_number
+            "waiting for one of flow {tx_id}'s {signed} transactions to be mined"
         ));
-        let ended = |state, redemption| Ended {
-            state,
-            mined,
-            purpose: sig.purpose,
-            block: receipt.block_number,
-            redemption,
-        };
-        if sig.purpose == Purpose::Cancel {
-            self.journal.observe(
-                tx_id,
-                Some(FlowState::Cancelled),
-                "cancelled",
-                &json!({"txHash": mined.to_string(), "block": receipt.block_number}),
-            )?;
-            return Ok(ended(FlowState::Cancelled, None));
-        }
-        if !receipt.success {
-            self.journal
-                .step(tx_id, FlowState::Failed, "reverted", &json!({}))?;
-            return Err(Error::Reverted {
-                tx_hash: mined,
-                block: receipt.block_number,
-            });
-        }
-        // Its call was mined: the flow ends as it would have (see `follow.rs`), asked by
-        // the hash mined (the platform's txId may name the transaction it replaced).
-        match self.end_of(rec)? {
-            End::Redemption { .. } => {
-                let r = self
-                    .wait_redemption(tx_id, mined, self.wait.interval, false, progress)
-                    .await?;
-                let state = if r.is_success() {
-                    FlowState::Completed
-                } else {
-                    FlowState::Failed
-                };
-                Ok(ended(state, Some(r)))
-            }
-            End::StCredit(facts) => {
-                self.wait_swap_credit(tx_id, mined, &facts, Some(receipt.clone()), progress)
-                    .await?;
-                Ok(ended(FlowState::Completed, None))
-            }
-            // Its receipt was the end (or nothing more can be observed here).
-            End::Receipt | End::Unobservable(_) => {
-                self.complete(tx_id, &json!({"txHash": mined.to_string()}), true)?;
-                Ok(ended(FlowState::Completed, None))
-            }
-        }
+        let status = self.follow(tx_id, progress).await?;
+        status.ended.ok_or_else(|| Error::Timeout {
+            what: format!(
+                "flow {tx_id}: {}",
+                status
+                    .unobserved
+                    .first()
+                    .cloned()
+                    .unwrap_or_else(|| "its end to be observed".into())
+            ),
+            seconds: self.wait.timeout.as_secs(),
+            flow: Some(tx_id.to_owned()),
+            not_mined: None,
+            tx_hash: status.tx_hash,
+        })
     }
 }
 

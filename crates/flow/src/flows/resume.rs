@@ -81,7 +81,10 @@ impl Flows {
     /// [`Error::AlreadyCompleted`] and [`Error::NothingToResume`] say why nothing was
     /// sent.
     pub async fn resume(&self, tx_id: &str, progress: &mut dyn Progress) -> Result<Resumed, Error> {
-        let rec = self.journal.get(tx_id)?;
+        let rec = self.take_up(tx_id).await?;
+        if let Some(confirming) = self.still_confirming(&rec, progress).await? {
+            return Ok(confirming);
+        }
         match stage(&self.journal, &rec)? {
             Stage::Signed(signed_hex) => self.resend(&rec, &signed_hex, progress).await,
             Stage::AtApproval(_) => Err(Error::NeedsApproval {
@@ -100,13 +103,58 @@ impl Flows {
         approver: &mut impl Approver,
         progress: &mut dyn Progress,
     ) -> Result<Resumed, Error> {
-        let rec = self.journal.get(tx_id)?;
+        let rec = self.take_up(tx_id).await?;
+        if let Some(confirming) = self.still_confirming(&rec, progress).await? {
+            return Ok(confirming);
+        }
         match stage(&self.journal, &rec)? {
             Stage::Signed(signed_hex) => self.resend(&rec, &signed_hex, progress).await,
             Stage::AtApproval(raw_tx) => {
                 self.sign_journaled(&rec, &raw_tx, approver, progress).await
             }
         }
+    }
+
+    /// Flow `tx_id` as a resume finds it: one that is over is looked at first (its facts
+    /// checked, one call each), so that a reorganisation deeper than finality reopens it
+    /// and its bytes are sent again.
+    async fn take_up(&self, tx_id: &str) -> Result<FlowRecord, Error> {
+        let rec = self.journal.get(tx_id)?;
+        if matches!(
+            rec.state,
+            FlowState::Completed | FlowState::Cancelled | FlowState::Failed
+        ) && !self.journal.facts(tx_id)?.is_empty()
+        {
+            self.status(tx_id).await?;
+            return self.journal.get(tx_id);
+        }
+        Ok(rec)
+    }
+
+    /// A flow whose end was observed and is not final yet is only followed on: its
+    /// transaction is mined, nothing is sent.
+    async fn still_confirming(
+        &self,
+        rec: &FlowRecord,
+        progress: &mut dyn Progress,
+    ) -> Result<Option<Resumed>, Error> {
+        if rec.state != FlowState::Confirming {
+            return Ok(None);
+        }
+        let Some(hash) = rec.tx_hash.as_deref().and_then(|h| h.parse::<B256>().ok()) else {
+            return Ok(None);
+        };
+        let submitted = Submitted {
+            tx_id: rec.tx_id.clone(),
+            tx_hash: hash,
+            from: recorded_sender(rec)?,
+            chain_id: rec.chain_id.unwrap_or_default(),
+            nonce: rec.nonce.unwrap_or_default(),
+            already_known: true,
+        };
+        Ok(Some(
+            self.finish(rec.kind, submitted, false, progress).await?,
+        ))
     }
 
     /// `err` of flow `tx_id`'s signing step, as [`Error::StoppedAtApproval`] when the

@@ -11,7 +11,7 @@
 //! the nonce is reserved; the signature is in the signing log before its bytes leave the
 //! signing step, and in the journal (fsync'd) before the first byte is sent.
 
-use alloy_primitives::{Address, B256};
+use alloy_primitives::Address;
 use bridgectl_tx::request::Intent;
 use bridgectl_tx::{Context, Nonce, NonceFacts, RawTx, SignedTx, SigningLog, Verified};
 use serde_json::{Value, json};
@@ -22,7 +22,6 @@ use super::{fail, is_already_known, is_nonce_too_low, new_tx_id};
 use crate::Error;
 use crate::client::ExecuteRequest;
 use crate::journal::{FlowKind, FlowState, Journal, Purpose};
-use crate::node::Node;
 
 /// A flow of the journal on its way down the spine: its txId and its sender, fixed.
 pub(crate) struct Run<'f> {
@@ -175,7 +174,7 @@ impl Run<'_> {
                 let (price, pending, genesis, chain_time) = tokio::try_join!(
                     node.gas_price(),
                     node.pending_nonce(from),
-                    self.check_chain(&*node, chain_id),
+                    self.flows.verify_chain(&*node, chain_id),
                     node.latest_block_time()
                 )?;
                 gas_price_quote = Some(price);
@@ -380,41 +379,6 @@ impl Run<'_> {
             nonce: signed.nonce,
             already_known,
         })
-    }
-
-    /// The node's chain is the one the journal's flows of `chain_id` were journaled on,
-    /// and the one the keystore's signing log recorded (its block 0, read once per
-    /// process and chain): a reset chain is named as such before its stale nonces refuse
-    /// anything ([`Error::ChainReset`], [`Error::ChainResetInLog`]). Returns that block 0,
-    /// which the signature records in the log.
-    async fn check_chain(&self, node: &dyn Node, chain_id: u64) -> Result<B256, Error> {
-        let checked = self
-            .flows
-            .chains_checked
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&chain_id)
-            .copied();
-        if let Some(genesis) = checked {
-            return Ok(genesis);
-        }
-        let genesis = node.genesis_hash().await?;
-        self.flows.journal.check_chain(chain_id, genesis)?;
-        if let Some(logged) = self.flows.signing_log.chain_genesis(chain_id)?
-            && logged != genesis
-        {
-            return Err(Error::ChainResetInLog {
-                chain_id,
-                logged,
-                found: genesis,
-            });
-        }
-        self.flows
-            .chains_checked
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(chain_id, genesis);
-        Ok(genesis)
     }
 
     /// The chain's next nonce (the node's or the platform's count) is one a flow here

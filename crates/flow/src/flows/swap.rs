@@ -8,23 +8,21 @@
 //! (`side-from`) before the MT transfer is signed, so that whoever follows the flow later
 //! (`resume`, `status`, a batch) looks for its credit from the same block on. Without
 //! `wait` the MT transfer's inclusion is awaited and the flow stays `submitted`: its credit
-//! was not observed.
-
-use std::time::Duration;
+//! was not observed. With it, both facts are awaited until final on their chains (or,
+//! with [`crate::Until::Included`], observed).
 
 use alloy_primitives::{Address, U256};
 use serde::Serialize;
 use serde_json::json;
 
-use super::credit::{SIDE_FROM, SwapFacts};
-use super::follow::mined_at;
+use super::credit::SIDE_FROM;
 use super::{
     Approver, ChainSide, Flows, GasSource, NonceSource, Progress, Submitted, TokenSide,
-    TransferSpec, WaitClock, transfer_intent,
+    TransferSpec, transfer_intent,
 };
 use crate::Error;
 use crate::client::{SwapAddress, SwapAddressRequest};
-use crate::journal::{Credit, FlowKind, FlowState};
+use crate::journal::{Credit, FactKind, FlowKind, FlowState};
 use crate::rpc::Receipt;
 
 /// A swap to run.
@@ -61,8 +59,9 @@ pub struct SwapOutcome {
     pub credit: Option<Credit>,
     /// The ST the peg ratio gives for the MT sent, when the bridge description has it.
     pub expected_credit: Option<U256>,
-    /// The flow's state at the end: `completed` once its credit was claimed, `submitted`
-    /// when it was not awaited.
+    /// The flow's state at the end: `completed` once its credit was claimed and final,
+    /// `confirming` when awaited to its credit's inclusion only, `submitted` when it was
+    /// not awaited.
     pub state: FlowState,
 }
 
@@ -230,93 +229,43 @@ impl Flows {
         Ok((run, swap, st_before, raw))
     }
 
-    /// Waits until swap `tx_id`'s MT transfer `hash` is mined (unless its `mined` receipt
-    /// is given: a replaced swap's winner), then until its own ST credit is on the side
-    /// chain, which is claimed for it and completes it ([`Flows::claim_own_credit`]). A
-    /// reverted transfer ends the flow `failed` ([`Error::Reverted`]); the flows' wait
-    /// running out is [`Error::Timeout`], naming the transfer when it was not mined.
-    pub(crate) async fn wait_swap_credit(
+    /// Waits until flow `tx_id`'s transaction `hash` on `chain_id` is mined and journals
+    /// that (the receipt, a fact of the flow), without ending the flow: a swap not
+    /// awaited to its credit. `None` when the chain's node is not known. A revert is
+    /// [`Error::Reverted`] (the flow's end: followed later like any other).
+    async fn await_mined(
         &self,
         tx_id: &str,
+        chain_id: u64,
         hash: alloy_primitives::B256,
-        facts: &SwapFacts,
-        mined: Option<Receipt>,
         progress: &mut dyn Progress,
-    ) -> Result<Credit, Error> {
-        let bridge = self.bridge()?;
-        let main = self
-            .node_of_chain(bridge.main.chain_id)
-            .ok_or(Error::Config(
-                "a swap's MT transfer is followed on the main chain's node (its rpc_url)",
-            ))??;
-        let credit_text = match facts.expected {
-            Some(amount) => format!(
-                "its ST credit ({amount} base units from {} to {})",
-                bridge.swap_credit.source, facts.owner
-            ),
-            None => format!(
-                "its ST credit (from {} to {})",
-                bridge.swap_credit.source, facts.owner
-            ),
+    ) -> Result<Option<Receipt>, Error> {
+        let Some(node) = self.node_of_chain(chain_id) else {
+            return Ok(None);
         };
-        let mut clock = match &mined {
-            Some(_) => WaitClock::new(credit_text.clone(), self.wait.timeout),
-            None => WaitClock::new(
-                format!("the MT transfer {hash} to be mined"),
+        progress.step("waiting for the receipt");
+        let receipt = node?
+            .wait_receipt(
+                hash,
+                self.wait.interval,
                 self.wait.timeout,
-            ),
-        };
-        progress.step(&format!("waiting for swap {tx_id}: {}", clock.what()));
-        let mut mined = match mined {
-            Some(r) => Some((mined_at(&*main, &r).await?, r)),
-            None => None,
-        };
-        loop {
-            if mined.is_none()
-                && let Some(r) = clock.during(main.receipt(hash), progress).await?
-            {
-                self.record_mined(tx_id, &r)?;
-                progress.step(&format!(
-                    "MT transfer mined in block {}; waiting for {credit_text}",
-                    r.block_number
-                ));
-                clock.waiting_for(credit_text.clone());
-                mined = Some((mined_at(&*main, &r).await?, r));
-            }
-            if let Some((at, r)) = &mined {
-                let result = json!({"txHash": hash.to_string(), "block": r.block_number});
-                let claimed = clock
-                    .during(self.claim_own_credit(tx_id, facts, *at, &result), progress)
-                    .await?;
-                if let Some(credit) = claimed {
-                    progress.step(&format!(
-                        "credited {} ST base units by {} (log {}, block {})",
-                        credit.amount, credit.tx_hash, credit.log_index, credit.block
-                    ));
-                    return Ok(credit);
-                }
-            }
-            if clock.elapsed() >= self.wait.timeout {
-                let not_mined = match mined {
-                    Some(_) => None,
-                    None => main.presence(hash).await.ok(),
-                };
-                return Err(Error::Timeout {
-                    what: format!("swap {tx_id}: {}", clock.what()),
-                    seconds: self.wait.timeout.as_secs(),
-                    flow: Some(tx_id.to_owned()),
-                    not_mined,
-                    tx_hash: Some(hash),
-                });
-            }
-            clock
-                .during(
-                    self.timing
-                        .sleep(self.wait.interval.min(Duration::from_secs(2))),
-                    progress,
-                )
-                .await;
+                &self.timing,
+                progress,
+            )
+            .await
+            .map_err(|e| e.for_flow(tx_id))?;
+        self.record_mined(tx_id, &receipt, crate::journal::Purpose::Original)?;
+        self.journal.record_fact(
+            tx_id,
+            &super::follow::receipt_fact(FactKind::Receipt, chain_id, &receipt),
+        )?;
+        if !receipt.success {
+            return Err(Error::Reverted {
+                tx_hash: hash,
+                block: receipt.block_number,
+            });
         }
+        Ok(Some(receipt))
     }
 }
 

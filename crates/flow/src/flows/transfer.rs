@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::run::Run;
-use super::{Approver, ChainSide, Flows, Progress, Submitted, Submitter, transfer_intent};
+use super::{Approver, ChainSide, Flows, Progress, Submitted, transfer_intent};
 use crate::Error;
 use crate::journal::FlowKind;
 use crate::node::Node;
@@ -170,8 +170,7 @@ impl Flows {
         self.refuse_over_balance(spec.token, spec.from, spec.amount, progress)
             .await?;
         let submitted = self.submit_transfer(spec, None, approver, progress).await?;
-        self.await_inclusion(spec.token, &submitted, progress)
-            .await?;
+        self.await_inclusion(&submitted, progress).await?;
         Ok(submitted)
     }
 
@@ -189,46 +188,15 @@ impl Flows {
             .await
     }
 
-    /// Waits until a submitted transaction is mined when the chain's node is known, and
-    /// completes the flow; a revert is an error. Without a node there is nothing to ask,
-    /// and the flow is completed on the platform's acceptance.
+    /// Follows a submitted transaction to its end ([`Flows::follow`]): mined and final
+    /// when the chain's node is known; a revert is an error. Without a node nothing can
+    /// be observed here, and the flow stays `submitted` (its status says why).
     pub(crate) async fn await_inclusion(
         &self,
-        which: TokenSide,
         submitted: &Submitted,
         progress: &mut dyn Progress,
-    ) -> Result<(), Error> {
-        let node = match (&self.submitter, self.node(which)) {
-            // The node submitter already waited for the receipt.
-            (Submitter::Node(_), _) | (_, Err(_)) => {
-                return self.complete(
-                    &submitted.tx_id,
-                    &json!({"txHash": submitted.tx_hash}),
-                    true,
-                );
-            }
-            (_, Ok(node)) => node,
-        };
-        progress.step("waiting for the receipt");
-        let receipt = node
-            .wait_receipt(
-                submitted.tx_hash,
-                self.wait.interval,
-                self.wait.timeout,
-                &self.timing,
-                progress,
-            )
-            .await?;
-        let result = serde_json::to_value(&receipt).unwrap_or_default();
-        self.complete(&submitted.tx_id, &result, receipt.success)?;
-        if receipt.success {
-            Ok(())
-        } else {
-            Err(Error::Reverted {
-                tx_hash: submitted.tx_hash,
-                block: receipt.block_number,
-            })
-        }
+    ) -> Result<super::FlowStatus, Error> {
+        self.follow(&submitted.tx_id, progress).await
     }
 
     /// The native coin balance (what pays for gas) on `which`'s chain, in wei: from its

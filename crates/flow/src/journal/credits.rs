@@ -6,6 +6,8 @@
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
+use super::facts::{Fact, conclude_in, put_fact};
+use super::records::FlowState;
 use super::{Journal, insert_step, now};
 use crate::Error;
 
@@ -26,14 +28,17 @@ pub struct Credit {
 }
 
 impl Journal {
-    /// Claims `credit` for swap `tx_id` and completes the swap with `result`, in one
-    /// commit. `false` (nothing written) when another flow claimed that credit first; a
-    /// swap that holds a credit already is not given a second one.
-    pub(crate) fn complete_with_credit(
+    /// Claims `credit` for swap `tx_id` and concludes the swap with `result`, in one
+    /// commit: it is `confirming`, ending `completed` once `facts` (its transfer's receipt
+    /// and the credit) are final. `false` (nothing written) when another flow of this
+    /// journal claimed that credit first; a swap that holds a credit already is not given
+    /// a second one.
+    pub(crate) fn conclude_with_credit(
         &self,
         tx_id: &str,
         credit: &Credit,
         result: &serde_json::Value,
+        facts: &[Fact],
     ) -> Result<bool, Error> {
         let at = now();
         let detail = serde_json::to_string(credit).unwrap_or_default();
@@ -56,13 +61,11 @@ impl Journal {
             if inserted == 0 {
                 return Ok(false);
             }
-            t.execute(
-                "UPDATE flows SET result = ?2, state = 'completed', updated_at = ?3 \
-                 WHERE tx_id = ?1",
-                params![tx_id, result, at],
-            )?;
             insert_step(&t, tx_id, &at, "credited", &detail)?;
-            insert_step(&t, tx_id, &at, "completed", &result)?;
+            for fact in facts {
+                put_fact(&t, tx_id, fact)?;
+            }
+            conclude_in(&t, tx_id, FlowState::Completed, "credit-observed", &result, &at)?;
             t.commit()?;
             Ok(true)
         })

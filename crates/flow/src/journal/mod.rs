@@ -10,6 +10,7 @@
 mod batches;
 mod chains;
 mod credits;
+mod facts;
 mod flows;
 mod groups;
 mod nonces;
@@ -26,6 +27,7 @@ use crate::Error;
 
 pub use batches::BatchLock;
 pub use credits::Credit;
+pub use facts::{Fact, FactKind, Reorg};
 pub(crate) use groups::GroupFlow;
 pub use records::{
     BatchItemRecord, BatchRecord, FlowKind, FlowRecord, FlowState, MAX_BLOB_BYTES, Purpose,
@@ -45,7 +47,7 @@ pub struct Journal {
 }
 
 const SCHEMA: bridgectl_local::sqlite::Schema = bridgectl_local::sqlite::Schema {
-    version: 5,
+    version: 6,
     sql: SCHEMA_SQL,
 };
 
@@ -142,6 +144,23 @@ CREATE TABLE IF NOT EXISTS prepared_batches (
     request_hash TEXT NOT NULL,
     prepared_at  TEXT NOT NULL
 );
+-- Version 6: the chain facts each flow's end rests on (its receipt, a swap's credit, a
+-- redemption's payout), by block number and hash, looked at again until final on their
+-- chain; and the state a confirming flow ends in once they are (flows.ending). This
+-- file runs once per version, so the column is added once.
+CREATE TABLE IF NOT EXISTS facts (
+    tx_id      TEXT NOT NULL REFERENCES flows(tx_id),
+    kind       TEXT NOT NULL,
+    chain_id   INTEGER NOT NULL,
+    tx_hash    TEXT NOT NULL,
+    log_index  INTEGER,
+    block      INTEGER NOT NULL,
+    block_hash TEXT NOT NULL,
+    final      INTEGER NOT NULL DEFAULT 0,
+    seen_at    TEXT NOT NULL,
+    PRIMARY KEY (tx_id, kind)
+);
+ALTER TABLE flows ADD COLUMN ending TEXT;
 ";
 
 /// How long a reservation of a flow that has not signed holds: long enough for a person

@@ -43,7 +43,11 @@ pub enum FlowState {
     Signed,
     /// The platform (or node) accepted the signed transaction.
     Submitted,
-    /// Done: mined, redeemed, credited.
+    /// What ends the flow was observed (its receipt, its redemption, its credit), and
+    /// the chain may still take it back: the flow is [`FlowRecord::ending`] once every
+    /// fact it rests on is final on its chain (see `crate::finality`).
+    Confirming,
+    /// Done: mined, redeemed, credited, and final on its chain.
     Completed,
     /// Ended in failure; see the last step.
     Failed,
@@ -65,6 +69,7 @@ impl FlowState {
             FlowState::Verified => "verified",
             FlowState::Signed => "signed",
             FlowState::Submitted => "submitted",
+            FlowState::Confirming => "confirming",
             FlowState::Completed => "completed",
             FlowState::Failed => "failed",
             FlowState::Cancelled => "cancelled",
@@ -79,6 +84,7 @@ impl FlowState {
             "verified" => FlowState::Verified,
             "signed" => FlowState::Signed,
             "submitted" => FlowState::Submitted,
+            "confirming" => FlowState::Confirming,
             "completed" => FlowState::Completed,
             "cancelled" => FlowState::Cancelled,
             "retired" => FlowState::Retired,
@@ -225,6 +231,10 @@ pub struct FlowRecord {
     pub created_at: String,
     /// Last change.
     pub updated_at: String,
+    /// For a flow that is [`FlowState::Confirming`]: the state it ends in once its facts
+    /// are final (`completed`, `failed`, `cancelled`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ending: Option<FlowState>,
 }
 
 /// One step of a flow.
@@ -272,7 +282,7 @@ pub struct BatchItemRecord {
 }
 
 pub(super) const COLUMNS: &str = "tx_id, kind, state, from_addr, intent, raw_tx, signed_tx, tx_hash, \
-                       chain_id, nonce, result, created_at, updated_at";
+                       chain_id, nonce, result, created_at, updated_at, ending";
 
 pub(super) fn json_col(text: Option<String>) -> Option<Value> {
     text.map(|t| serde_json::from_str(&t).unwrap_or(Value::String(t)))
@@ -309,6 +319,9 @@ pub(super) fn row_to_record_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Re
         result: json_col(r.get(at + 10)?),
         created_at: r.get(at + 11)?,
         updated_at: r.get(at + 12)?,
+        ending: r
+            .get::<_, Option<String>>(at + 13)?
+            .map(|e| FlowState::parse(&e)),
     })
 }
 

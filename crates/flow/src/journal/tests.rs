@@ -467,7 +467,7 @@ fn a_credit_is_claimed_once_until_its_chain_is_reset() {
         amount: "7".into(),
     };
     let claim = |id: &str, c: &Credit| {
-        j.complete_with_credit(id, c, &json!({"txHash": "0x01"}))
+        j.conclude_with_credit(id, c, &json!({"txHash": "0x01"}), &[])
             .expect("claim")
     };
     assert!(claim("swap-a", &credit));
@@ -477,7 +477,12 @@ fn a_credit_is_claimed_once_until_its_chain_is_reset() {
     other.log_index = 4;
     assert!(!claim("swap-a", &other), "a swap holds one credit");
     assert_eq!(j.credit_of("swap-a").expect("of"), Some(credit.clone()));
-    assert_eq!(j.get("swap-a").expect("a").state, FlowState::Completed);
+    let a = j.get("swap-a").expect("a");
+    assert_eq!(
+        (a.state, a.ending),
+        (FlowState::Confirming, Some(FlowState::Completed)),
+        "observed, completed once final"
+    );
     assert_eq!(
         j.credit_claimed_by(31338, &credit.tx_hash, 3).expect("by"),
         Some("swap-a".into())
@@ -537,4 +542,65 @@ fn a_flow_stopped_at_its_approval_stays_open_and_gives_its_nonce_back() {
     j.reserve_nonce("redeem-1", addr, 7, 5)
         .expect("reserved again by its resume");
     assert_eq!(j.next_nonce(addr, 7, None).expect("next"), Some(6));
+}
+
+/// A fact taken back withdraws the flow's end in one commit: the flow is open again
+/// (also after it was completed: a reorganisation deeper than finality), the credit's
+/// claim is released for another swap, and the reorganisation is a step of its own.
+#[test]
+fn a_withdrawn_fact_reopens_the_flow_and_releases_its_credit() {
+    use crate::journal::{Fact, FactKind};
+    use alloy_primitives::B256;
+    let j = Journal::in_memory().expect("journal");
+    for id in ["swap-a", "swap-b"] {
+        j.begin(id, FlowKind::Swap, Some("0xabc"), &json!({"amount": "1"}))
+            .expect("begin");
+    }
+    let credit = Credit {
+        chain_id: 31338,
+        tx_hash: format!("0x{}", "cd".repeat(32)),
+        log_index: 3,
+        block: 9,
+        amount: "7".into(),
+    };
+    let fact = |kind, block| Fact {
+        kind,
+        chain_id: 31338,
+        tx_hash: B256::repeat_byte(0xcd),
+        log_index: (kind == FactKind::Credit).then_some(3),
+        block,
+        block_hash: B256::repeat_byte(block as u8),
+        is_final: false,
+    };
+    let facts = [fact(FactKind::Receipt, 5), fact(FactKind::Credit, 9)];
+    assert!(
+        j.conclude_with_credit("swap-a", &credit, &json!({}), &facts)
+            .expect("claim")
+    );
+    assert_eq!(j.facts("swap-a").expect("facts").len(), 2);
+    assert_eq!(
+        j.finalize("swap-a").expect("final"),
+        Some(FlowState::Completed)
+    );
+    let done = j.get("swap-a").expect("a");
+    assert_eq!((done.state, done.ending), (FlowState::Completed, None));
+    assert!(j.facts("swap-a").expect("facts").iter().all(|f| f.is_final));
+    assert_eq!(j.finalize("swap-a").expect("again"), None, "only once");
+    // Deeper than finality: the completed swap is reopened.
+    let gone = j.facts("swap-a").expect("facts")[1].clone();
+    let reorg = j.withdraw("swap-a", &gone).expect("withdraw");
+    assert!(reorg.deeper_than_final);
+    assert_eq!(j.get("swap-a").expect("a").state, FlowState::Submitted);
+    assert_eq!(j.credit_of("swap-a").expect("of"), None);
+    assert_eq!(
+        j.facts("swap-a").expect("facts").len(),
+        1,
+        "its receipt stays"
+    );
+    assert_eq!(j.reorgs("swap-a").expect("reorgs").len(), 1);
+    assert!(
+        j.conclude_with_credit("swap-b", &credit, &json!({}), &[])
+            .expect("claim"),
+        "released: another swap may claim it"
+    );
 }

@@ -97,6 +97,7 @@ fn side(info: &ChainInfo) -> ChainSide {
         token: info.token_address,
         chain_id: info.chain_id,
         rpc_url: Some(info.rpc_url.clone()),
+        finality: Some(bridgectl_flow::Finality::Confirmations(info.confirmations)),
     }
 }
 

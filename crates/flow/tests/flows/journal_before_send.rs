@@ -132,6 +132,7 @@ async fn the_signed_bytes_are_committed_before_the_node_sees_them() {
         token,
         chain_id: CHAIN,
         rpc_url: Some(node_url.clone()),
+        finality: None,
     };
     let main = ChainSide {
         chain_id: 1,

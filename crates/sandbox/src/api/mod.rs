@@ -84,6 +84,14 @@ pub fn app(state: AppState) -> Router {
             post(platform::fund).route_layer(f("fee_delegation")),
         )
         .route(
+            "/sandbox/v1/chains/{chain}/reorg",
+            post(platform::reorg).route_layer(f("reorg")),
+        )
+        .route(
+            "/sandbox/v1/chains/{chain}/mining",
+            post(platform::mining).route_layer(f("reorg")),
+        )
+        .route(
             "/sandbox/v1/hostile",
             post(platform::hostile).route_layer(f("hostile")),
         )

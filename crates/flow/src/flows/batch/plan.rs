@@ -359,6 +359,7 @@ mod tests {
             token: Address::repeat_byte(9),
             chain_id: 1,
             rpc_url: None,
+            finality: None,
         }
     }
 

@@ -99,7 +99,6 @@ impl Planned {
 struct Awaited {
     index: usize,
     id: String,
-    op: BatchOp,
     submitted: Submitted,
     resent: bool,
     started: std::time::Instant,
@@ -239,7 +238,9 @@ impl Flows {
             ItemState::NotStarted => Plan::Run { fresh_tx_id: false },
             ItemState::Unsigned if self.signed_in_log(flow) => Plan::SignAgain,
             ItemState::Unsigned => Plan::Run { fresh_tx_id: true },
-            ItemState::Signed | ItemState::Submitted => Plan::Resend,
+            // Observed and not final: its bytes are mined (a resend is "already known"),
+            // and following it checks its facts again.
+            ItemState::Signed | ItemState::Submitted | ItemState::Confirming => Plan::Resend,
             ItemState::Completed => done(ItemStatus::Completed, None),
             ItemState::Failed => done(
                 ItemStatus::Failed,
@@ -437,7 +438,6 @@ impl Flows {
                     let _ = awaiting.send(Awaited {
                         index: p.record.index,
                         id: p.record.item_id.clone(),
-                        op: p.op.clone(),
                         submitted,
                         resent,
                         started,
@@ -609,51 +609,41 @@ impl Flows {
     /// The end of one submitted item: its redemption, or its receipt.
     async fn finish_item(&self, a: Awaited, interval: Duration) -> ItemResult {
         let tx_id = a.submitted.tx_id.clone();
-        let replaced = self.journal.signatures(&tx_id).is_ok_and(|s| s.len() > 1);
-        let outcome = match a.op {
-            // Signed more than once at its nonce: the one mined decides.
-            _ if replaced => match self.journal.get(&tx_id) {
-                Ok(rec) => self.follow_replaced(&rec, &mut Quiet).await.map(|ended| {
-                    (ended.state != FlowState::Completed).then(|| ItemError::Ended {
-                        state: ended.state,
-                        replaced_by: Some((ended.purpose, ended.mined)),
-                    })
-                }),
-                Err(e) => Err(e),
-            },
-            BatchOp::Redeem { .. } => self
-                .wait_redemption(&tx_id, a.submitted.tx_hash, interval, true, &mut Quiet)
-                .await
-                .map(|r| {
-                    (!r.is_success()).then(|| ItemError::Redemption {
-                        status: r.status.clone(),
-                        reason: r
-                            .raw
-                            .get("reason")
-                            .and_then(|v| v.as_str())
-                            .map(str::to_owned),
-                    })
-                }),
-            BatchOp::Transfer { token, .. } => self
-                .await_inclusion(token, &a.submitted, &mut Quiet)
-                .await
-                .map(|()| None),
-            // Ended by its own ST credit (`credit.rs`), as a single swap is; where that
-            // cannot be observed it stays pending.
-            BatchOp::Swap { .. } => match self.follow(&tx_id, &mut Quiet).await {
-                Ok(s) => match s.state {
-                    Some(FlowState::Completed) => Ok(None),
-                    Some(state @ (FlowState::Failed | FlowState::Cancelled)) => {
-                        Ok(Some(ItemError::Ended {
-                            state,
-                            replaced_by: None,
-                        }))
+        // Every item ends as a single flow of its kind ends (`follow.rs`): its own facts,
+        // final on their chains; a flow replaced at its nonce by whichever was mined.
+        let outcome = self
+            .follow_every(&tx_id, interval, &mut Quiet)
+            .await
+            .map(|s| {
+                let replaced_by = s
+                    .ended
+                    .as_ref()
+                    .filter(|e| e.purpose != crate::journal::Purpose::Original)
+                    .map(|e| (e.purpose, e.mined));
+                match (s.state, &s.redemption) {
+                    (Some(FlowState::Completed), _) => None,
+                    (Some(FlowState::Failed), Some(r))
+                        if !r.is_success() && replaced_by.is_none() =>
+                    {
+                        Some(ItemError::Redemption {
+                            status: r.status.clone(),
+                            reason: r
+                                .raw
+                                .get("reason")
+                                .and_then(|v| v.as_str())
+                                .map(str::to_owned),
+                        })
                     }
-                    _ => Ok(Some(ItemError::Unobserved(s.unobserved.join("; ")))),
-                },
-                Err(e) => Err(e),
-            },
-        };
+                    (Some(state @ (FlowState::Failed | FlowState::Cancelled)), _) => {
+                        Some(ItemError::Ended { state, replaced_by })
+                    }
+                    (Some(FlowState::Confirming), _) => Some(ItemError::Unobserved(format!(
+                        "observed, not final yet: {}",
+                        s.confirmations().unwrap_or_default()
+                    ))),
+                    _ => Some(ItemError::Unobserved(s.unobserved.join("; "))),
+                }
+            });
         let (status, error) = match outcome {
             Ok(None) => (ItemStatus::Completed, None),
             Ok(Some(open @ ItemError::Unobserved(_))) => (ItemStatus::Pending, Some(open)),

@@ -19,7 +19,9 @@ pub enum ItemState {
     Signed,
     /// Accepted by the platform or node; its result is awaited.
     Submitted,
-    /// Done.
+    /// Its end was observed; it is done once that is final on its chain.
+    Confirming,
+    /// Done, and final.
     Completed,
     /// Failed after it signed (reverted, or the platform failed the redemption).
     Failed,
@@ -32,6 +34,7 @@ impl ItemState {
         };
         match (f.state, f.signed_tx.is_some()) {
             (FlowState::Completed, _) => ItemState::Completed,
+            (FlowState::Confirming, true) => ItemState::Confirming,
             (FlowState::Failed, true) => ItemState::Failed,
             (FlowState::Submitted, true) => ItemState::Submitted,
             (_, true) => ItemState::Signed,
@@ -191,6 +194,7 @@ mod tests {
             result: None,
             created_at: String::new(),
             updated_at: String::new(),
+            ending: None,
         };
         assert_eq!(ItemState::of(None), ItemState::NotStarted);
         assert_eq!(

@@ -14,7 +14,9 @@ mod token;
 pub(super) use accounts::{balance_mt, balance_st, nonce, raw_transfer};
 pub(super) use actions::{execute, list_actions};
 pub(super) use redemption::redemption;
-pub(super) use registry::{create_managed, fund, hostile, list_managed, register, registration};
+pub(super) use registry::{
+    create_managed, fund, hostile, list_managed, mining, register, registration, reorg,
+};
 pub(super) use sign::sign;
 pub(super) use submit::submit;
 pub(super) use swap::{list_swaps, swap};

@@ -56,6 +56,59 @@ pub(crate) async fn fund(
     ))
 }
 
+/// Body of `POST /sandbox/v1/chains/{chain}/reorg`: how many of the newest blocks to
+/// replace.
+#[derive(Deserialize)]
+pub(crate) struct ReorgRequest {
+    depth: u64,
+}
+
+/// `POST /sandbox/v1/chains/{main|side}/reorg` `{"depth": n}`: the chain's newest `n`
+/// blocks are replaced by as many empty ones (anvil's `anvil_reorg`); the transactions
+/// in them are gone, as a real reorganisation takes them back. Answers the chain's head
+/// before and after.
+pub(crate) async fn reorg(
+    State(state): State<AppState>,
+    Path(chain): Path<String>,
+    JsonBody(req): JsonBody<ReorgRequest>,
+) -> ApiResult {
+    let (head, after) = state.reorg(&chain, req.depth).await.map_err(|e| match e {
+        crate::state::ReorgError::Node(e) => ApiError::node(e),
+        other => ApiError::bad("INVALID_REORG", other.to_string()),
+    })?;
+    Ok(ok(
+        json!({"chain": chain, "depth": req.depth, "head": head, "headAfter": after}),
+    ))
+}
+
+/// Body of `POST /sandbox/v1/chains/{chain}/mining`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct MiningRequest {
+    automine: bool,
+    interval_ms: u64,
+}
+
+/// `POST /sandbox/v1/chains/{main|side}/mining` `{"automine": bool, "intervalMs": n}`:
+/// a block for every transaction as it arrives, and one every `intervalMs` besides (0:
+/// none on a timer). Both off, transactions wait in the node's pool.
+pub(crate) async fn mining(
+    State(state): State<AppState>,
+    Path(chain): Path<String>,
+    JsonBody(req): JsonBody<MiningRequest>,
+) -> ApiResult {
+    state
+        .set_mining(&chain, req.automine, req.interval_ms)
+        .await
+        .map_err(|e| match e {
+            crate::state::ReorgError::Node(e) => ApiError::node(e),
+            other => ApiError::bad("INVALID_CHAIN", other.to_string()),
+        })?;
+    Ok(ok(
+        json!({"chain": chain, "automine": req.automine, "intervalMs": req.interval_ms}),
+    ))
+}
+
 /// Body of `POST /sandbox/v1/hostile`: hostile mode on (`kind`, optionally only for
 /// actions with an input of value `input`) or off (`kind` null).
 #[derive(Deserialize)]

@@ -328,6 +328,15 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
                      `bridgectl sign` and its bundle sent with `bridgectl submit`"
                 ));
             }
+            Some(bridgectl_flow::Error::NodeOnWrongChain {
+                chain_id, setting, ..
+            }) => {
+                return Some(format!(
+                    "point {setting} at a node of chain {chain_id} (in the profile, or \
+                     BRIDGECTL_{})",
+                    setting.to_ascii_uppercase()
+                ));
+            }
             _ => {}
         }
         if let Some(bridgectl_flow::Error::LeaseExpired { tx_id, .. }) =
@@ -463,6 +472,7 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
         | F::CannotReplace { .. }
         | F::ChainReset { .. }
         | F::ChainResetInLog { .. }
+        | F::NodeOnWrongChain { .. }
         | F::NotReset { .. }
         | F::LeaseExpired { .. }
         | F::BatchRunning { .. }

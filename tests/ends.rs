@@ -44,7 +44,7 @@ fn automine(live: &Live, side: bool, on: bool) {
 
 /// The profile names the sandbox's peg ratio, as `sandbox --write-profile` writes it: a
 /// swap's credit must be exactly what its MT is worth.
-fn with_peg(live: &Live) {
+pub(crate) fn with_peg(live: &Live) {
     let r = &live.sb.info.ratio;
     live.add_to_profile(&format!("peg_ratio = \"{}:{}\"\n", r.mt, r.st));
 }
@@ -57,7 +57,7 @@ fn u256(v: &Value) -> U256 {
 }
 
 /// The ST a swap of `whole` MT is credited at the sandbox's ratio, worked out here.
-fn credit_of(live: &Live, mt: U256) -> U256 {
+pub(crate) fn credit_of(live: &Live, mt: U256) -> U256 {
     let info = &live.sb.info;
     mt * units(info.ratio.st, info.side.decimals) / units(info.ratio.mt, info.main.decimals)
 }
@@ -121,7 +121,7 @@ fn assert_own_credit(live: &Live, credit: &Value, to: Address, expected: U256) {
 }
 
 /// Waits until `cond` holds (up to 60 s).
-fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+pub(crate) fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while !cond() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");

@@ -99,6 +99,26 @@ impl LiveSandbox {
             .unwrap_or_else(|e| panic!("setting {name} chain mining: {e}"));
     }
 
+    /// How the side chain (`side`) or the main chain mines from now on: a block for every
+    /// transaction (`automine`), and one every `interval_ms` besides (0: none on a timer,
+    /// so a fact in it gets no deeper until something is mined).
+    pub fn mining(&self, side: bool, automine: bool, interval_ms: u64) {
+        let name = if side { "side" } else { "main" };
+        let state = self.state.clone();
+        self.run(async move { state.set_mining(name, automine, interval_ms).await })
+            .unwrap_or_else(|e| panic!("setting {name} chain mining: {e}"));
+    }
+
+    /// Reorganises the side chain (`side`) or the main chain `depth` blocks deep
+    /// (anvil's `anvil_reorg`, through the sandbox): the newest `depth` blocks replaced by
+    /// empty ones, their transactions gone. Returns the head before and after.
+    pub fn reorg(&self, side: bool, depth: u64) -> (u64, u64) {
+        let name = if side { "side" } else { "main" };
+        let state = self.state.clone();
+        self.run(async move { state.reorg(name, depth).await })
+            .unwrap_or_else(|e| panic!("reorganising the {name} chain: {e}"))
+    }
+
     /// Mines one block on the side chain (`side`) or the main chain.
     pub fn mine(&self, side: bool) {
         block_on(self.node(side).call("evm_mine", serde_json::json!([]))).expect("evm_mine");
@@ -822,6 +842,19 @@ impl Live {
             String::from_utf8_lossy(&out.stderr)
         );
         crate::util::strict_json(&stdout)
+    }
+
+    /// Waits for `child`, checks secrets, asserts success, returns its stdout.
+    pub fn finished_stdout(&self, child: crate::util::KillOnDrop) -> String {
+        let out = child.wait_with_output();
+        self.check_secrets(&out);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
     }
 
     /// Runs `args`, checks secrets, asserts exit `code`, returns stderr.

@@ -26,6 +26,7 @@ mod names;
 mod offline;
 mod qr;
 mod readme;
+mod reorg;
 mod replace;
 mod reset;
 mod resume;

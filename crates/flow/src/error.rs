@@ -292,7 +292,8 @@ pub enum Error {
     /// the wrong network. Refused before any answer of it is used, so before anything
     /// is signed.
     #[error(
-        "the node named for chain {chain_id} ({setting}) serves chain {found}: a node is          believed only for its own chain; nothing was signed"
+        "the node named for chain {chain_id} ({setting}) serves chain {found}: a node is \
+         believed only for its own chain; nothing was signed"
     )]
     NodeOnWrongChain {
         /// The chain it is named for.

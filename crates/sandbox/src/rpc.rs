@@ -247,8 +247,18 @@ impl Rpc {
     /// `anvil_reorg(depth, [])`: the newest `depth` blocks replaced by as many empty ones;
     /// the transactions in them are gone (not back in the pool), as after a real
     /// reorganisation that the rest of the network never saw them in.
+    ///
+    /// anvil gives the replacing blocks the old ones' times and runs its clock on from
+    /// there, behind the wall clock; a real chain's next blocks carry the time they are
+    /// made, so the node's clock is set to now after the reorganisation (else a credit
+    /// made again after it would seem older than the transfer it pays for).
     pub async fn reorg(&self, depth: u64) -> Result<(), RpcError> {
         self.call::<Value>("anvil_reorg", json!([depth, []]))
+            .await?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        self.call::<Value>("anvil_setTime", json!([now]))
             .await
             .map(|_| ())
     }

@@ -567,6 +567,22 @@ impl Flows {
         Some(Ok(node))
     }
 
+    /// Every node of the bridge's chains asked which chain it serves (once per process,
+    /// see [`Flows::node_of_chain`]): called before anything is signed, so that a node
+    /// of the wrong chain is refused then, even one this flow asks only after (a swap's
+    /// side chain, a redeem's payout on the main chain).
+    pub(crate) async fn check_nodes(&self) -> Result<(), Error> {
+        let Some(bridge) = &self.bridge else {
+            return Ok(());
+        };
+        for chain_id in [bridge.main.chain_id, bridge.side.chain_id] {
+            if let Some(node) = self.node_of_chain(chain_id) {
+                node?.chain_id().await?;
+            }
+        }
+        Ok(())
+    }
+
     /// Whether `chain_id` has a node to ask ([`Flows::node_of_chain`]).
     pub(crate) fn has_node(&self, chain_id: u64) -> bool {
         self.chain_nodes.0.contains_key(&chain_id)

@@ -168,6 +168,7 @@ impl Run<'_> {
             ..NonceFacts::default()
         };
         let mut gas_price_quote = None;
+        flows.check_nodes().await?;
         match flows.node_of_chain(chain_id) {
             Some(node) => {
                 let node = node?;

@@ -199,7 +199,8 @@ impl Flows {
                 run.fail("side-chain-unknown", &e);
                 return Err(e);
             }
-            Err(e) if wait => {
+            // A node of another chain is refused whether or not the credit is awaited.
+            Err(e) if wait || matches!(e, Error::NodeOnWrongChain { .. }) => {
                 run.fail("side-chain-failed", &e);
                 return Err(e);
             }

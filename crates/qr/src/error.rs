@@ -64,14 +64,10 @@ pub enum Error {
     },
 
     /// Not enough frames were read to rebuild the message.
-    #[error(
-        "incomplete: {received} of {needed} parts; read more frames (any of them, in any order)"
-    )]
+    #[error("incomplete: {progress}; read more frames (any of them, in any order)")]
     Incomplete {
-        /// The parts recovered so far.
-        received: usize,
-        /// The parts the message has.
-        needed: usize,
+        /// How far it got: the parts known, of how many, from how many frames.
+        progress: crate::Progress,
     },
 
     /// No frame was read at all.

@@ -5,6 +5,7 @@ mod code;
 mod doc;
 mod error;
 mod eth;
+mod fountain;
 mod parts;
 
 pub use code::{Code, MAX_IMAGE_SIDE, PNG_SCALE, draw, read};

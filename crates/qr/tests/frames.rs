@@ -53,3 +53,43 @@ fn every_frame_of_an_animation_reads_back_from_its_png() {
     }
     assert_eq!(a.finish().expect("complete"), ur);
 }
+
+/// The lines of a fixture file.
+fn fixture(name: &str) -> Vec<String> {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn frames_the_reference_decodes_and_peeling_does_not_are_decoded() {
+    // 11 of the reference encoder's first 14 frames of a 7-part message
+    // (tests/fixtures/README.md): the reference decoder completes them, ur 0.5.2's does not.
+    let frames = fixture("fountain-7-parts-11-of-14.ur");
+    assert_eq!(frames.len(), 11);
+    let mut old = ur::Decoder::default();
+    for text in &frames {
+        old.receive(text).expect("a part");
+    }
+    assert!(
+        !old.complete(),
+        "the fixture no longer tells the decoders apart"
+    );
+    let mut message = Assembler::new();
+    message
+        .receive(&fixture("fountain-7-parts-message.ur")[0])
+        .expect("single part");
+    let message = message.finish().expect("message");
+    for order in [frames.clone(), frames.iter().rev().cloned().collect()] {
+        let mut a = Assembler::new();
+        for text in &order {
+            a.receive(text).expect("a part");
+        }
+        let progress = a.progress();
+        assert_eq!((progress.solved, progress.needed), (7, 7));
+        assert_eq!(a.finish().expect("complete"), message);
+    }
+}

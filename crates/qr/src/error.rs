@@ -95,10 +95,6 @@ pub enum Error {
     #[error("not a readable PNG or JPEG image")]
     Image(#[source] image::ImageError),
 
-    /// A QR code was found in an image but its modules do not decode.
-    #[error("a QR code in it does not decode")]
-    QrDecode(#[source] rqrr::DeQRError),
-
     /// The text does not fit a QR code.
     #[error("cannot draw a QR code of {len} characters")]
     Render {

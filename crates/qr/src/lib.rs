@@ -7,8 +7,9 @@ mod error;
 mod eth;
 mod fountain;
 mod parts;
+mod scan;
 
-pub use code::{Code, MAX_IMAGE_SIDE, PNG_SCALE, draw, read};
+pub use code::{Code, MAX_IMAGE_SIDE, PNG_SCALE, Undecodable, draw};
 pub use doc::{Doc, DocKind};
 pub use error::Error;
 pub use eth::{
@@ -19,6 +20,7 @@ pub use parts::{
     Assembler, FRAGMENT_LEN, Frames, MAX_FRAGMENTS, MAX_HELD, MAX_MESSAGE, MAX_TEXT, Progress,
     Received, Ur, UrType,
 };
+pub use scan::{Scan, is_ur_text, read};
 
 /// What a UR carries, read strictly according to its type.
 #[derive(Clone, Debug, PartialEq, Eq)]

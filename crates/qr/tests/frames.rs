@@ -47,7 +47,10 @@ fn every_frame_of_an_animation_reads_back_from_its_png() {
     let mut a = Assembler::new();
     for code in &codes {
         assert!(code.version() <= 10, "version {}", code.version());
-        for text in bridgectl_qr::read(&code.png().expect("png")).expect("read") {
+        for text in bridgectl_qr::read(&code.png().expect("png"))
+            .expect("read")
+            .texts
+        {
             a.receive(&text).expect("frame");
         }
     }

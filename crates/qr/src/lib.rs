@@ -10,7 +10,7 @@ mod parts;
 mod scan;
 
 pub use code::{Code, MAX_IMAGE_SIDE, PNG_SCALE, Undecodable, draw};
-pub use doc::{Doc, DocKind};
+pub use doc::{Doc, DocKind, MAX_DOCUMENT};
 pub use error::Error;
 pub use eth::{
     DATA_TYPE_LEGACY, EthSignRequest, EthSignature, KeyPath, PathComponent, PathIndex, uuid_bytes,

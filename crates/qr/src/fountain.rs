@@ -48,6 +48,11 @@ impl Split {
         self.fragments.len()
     }
 
+    /// The message's CRC-32, which seeds the choice of fragments of each part.
+    pub(crate) fn checksum(&self) -> u32 {
+        self.checksum
+    }
+
     /// The CBOR of part `seq` (1 or more): `[seq, count, length, checksum, data]`.
     pub(crate) fn part(&self, seq: u32) -> Vec<u8> {
         let mut data = vec![0; self.fragments[0].len()];
@@ -240,6 +245,25 @@ impl Solver {
     }
 }
 
+/// What peeling solves (the least a BC-UR decoder does; Blockchain Commons' does more):
+/// a part whose fragments are all known but one gives that one. For tests.
+#[cfg(test)]
+pub(crate) fn peeled(count: usize, parts: &[Vec<usize>]) -> usize {
+    let mut known = vec![false; count];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for p in parts {
+            let unknown: Vec<usize> = p.iter().copied().filter(|&i| !known[i]).collect();
+            if let [i] = unknown[..] {
+                known[i] = true;
+                changed = true;
+            }
+        }
+    }
+    known.iter().filter(|k| **k).count()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -394,24 +418,6 @@ mod tests {
             rank += 1;
         }
         rank
-    }
-
-    /// What a decoder that reduces mixed parts by known fragments only (ur 0.5.2's)
-    /// solves: the parts whose fragments are all known but one give that one.
-    fn peeled(count: usize, parts: &[Vec<usize>]) -> usize {
-        let mut known = vec![false; count];
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for p in parts {
-                let unknown: Vec<usize> = p.iter().copied().filter(|&i| !known[i]).collect();
-                if let [i] = unknown[..] {
-                    known[i] = true;
-                    changed = true;
-                }
-            }
-        }
-        known.iter().filter(|k| **k).count()
     }
 
     proptest! {

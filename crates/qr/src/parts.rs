@@ -176,6 +176,14 @@ impl Frames {
     }
 }
 
+impl Frames {
+    /// The part count and checksum of a multi-part message, which fix what each part
+    /// mixes.
+    pub(crate) fn fountain(&self) -> Option<(usize, u32)> {
+        self.split.as_ref().map(|s| (s.count(), s.checksum()))
+    }
+}
+
 impl std::fmt::Debug for Frames {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Frames")

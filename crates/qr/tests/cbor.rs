@@ -202,6 +202,9 @@ fn a_batch_of_a_hundred_redeems_crosses_in_at_most_a_frame_a_redeem_byte_for_byt
         let before = bridgectl_qr::frames(&before).expect("frames").len();
         let (after, read) = through_frames(&ur);
         assert!(after <= most, "{kind}: {before} frames -> {after}");
+        // The set written as files, any two of which may be lost, is smaller still.
+        let files = bridgectl_qr::frame_set(&ur).expect("frames").len();
+        assert!(files <= after, "{kind}: {files} files");
         assert!(before > 800, "{kind}: {before} frames uncompressed");
         assert_eq!(
             Payload::from_ur(&read).expect("doc"),

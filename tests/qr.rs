@@ -450,26 +450,26 @@ fn the_whole_air_gap_by_qr_images_only() {
                 "--nonce",
                 &nonce,
             ])
-            .args(["--qr-png", &format!("{kind}-answer")]);
+            .args(["--qr-png", &format!("{kind}-answer")])
+            .args(["--out", &format!("{kind}-answer.txt")]);
         sign.args(["--json"]);
         let o = sign.output();
         live.check_secrets(&o);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert!(stderr.contains(&format!("({answer},")), "{stderr}");
-        // stdout: the bundle, or (an eth-signature being no JSON) what was signed.
+        // stdout: what was signed (the answer is in its file, and its frames).
         let printed = crate::util::strict_json(&String::from_utf8_lossy(&o.stdout));
+        crate::json::assert_schema("sign-out", &printed);
+        assert_eq!(printed["out"], format!("{kind}-answer.txt"), "{printed:#}");
+        let kept = std::fs::read_to_string(offline.join(format!("{kind}-answer.txt")))
+            .expect("the answer file");
         if answer == "eth-signature" {
-            crate::json::assert_schema("sign-out", &printed);
-            assert_eq!(printed["out"], "-", "{printed:#}");
-            assert!(
-                printed["ethSignature"]
-                    .as_str()
-                    .expect("ur")
-                    .starts_with("ur:eth-signature/")
-            );
+            let ur = printed["ethSignature"].as_str().expect("ur");
+            assert!(ur.starts_with("ur:eth-signature/"), "{ur}");
+            assert_eq!(kept.trim(), ur);
         } else {
-            crate::json::assert_schema("sign", &printed);
+            assert!(kept.contains("\"bridgectl-signed-bundle\""), "{kept}");
         }
         // Online again: the answer from its frames, shuffled; checked against the
         // request kept here and the flow that wrote it; submitted; completed.
@@ -558,9 +558,9 @@ bctest!(
 );
 
 /// Online: `batch prepare` of redeems from the test's account, one line per amount of
-/// `amounts`, with `--out requests.json --qr-png request-frames`; what it printed, and
-/// the frames.
-fn prepare_by_qr(live: &Live, amounts: impl Iterator<Item = String>) -> (Value, Vec<PathBuf>) {
+/// `amounts`, with `--out requests.json --qr-png request-frames`: its frames. Its `next:`
+/// line is for the QR way across.
+fn prepare_by_qr(live: &Live, amounts: impl Iterator<Item = String>) -> Vec<PathBuf> {
     let dev = live.dev.to_string();
     let lines: Vec<String> = amounts
         .enumerate()
@@ -573,26 +573,42 @@ fn prepare_by_qr(live: &Live, amounts: impl Iterator<Item = String>) -> (Value, 
         .collect();
     live.dir.write("payouts.jsonl", lines.concat());
     let path = |p: &str| live.dir.join(p).to_str().expect("utf8").to_owned();
-    let prepared = live.ok(&[
+    let mut prepare = live.cmd();
+    prepare.args([
         "batch",
         "prepare",
         "payouts.jsonl",
         "--out",
         &path("requests.json"),
         "--qr-png",
-        &path("request-frames"),
+        &path("request-frames/"),
     ]);
-    assert_eq!(prepared["prepared"], lines.len(), "{prepared:#}");
-    (prepared, files(&live.dir.join("request-frames")))
+    let out = live.run_ok(prepare);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    let n = lines.len();
+    assert!(
+        stdout.contains(&format!(": {n} of {n} items prepared")),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("next: offline, read its frames")
+            && stderr.contains("bridgectl sign --from-qr SNAPSHOTS/ --out signed.json")
+            && stderr.contains("request-frames/frame-*.png")
+            && !stderr.contains("//"),
+        "{stderr}"
+    );
+    files(&live.dir.join("request-frames"))
 }
 
 /// Offline: `sign --from-qr batch-in --out signed.json --yes` with the account's next
 /// nonce, and `extra` flags; the signed batch, checked to answer the very request file
-/// `prepared` names (its SHA-256).
+/// (its SHA-256).
 fn sign_batch_by_qr(
     live: &Live,
     offline: &Dir,
-    prepared: &Value,
     extra: &[&str],
 ) -> bridgectl_tx::batch::SignedBatch {
     let nonce = live.nonce(true, live.dev).to_string();
@@ -620,10 +636,6 @@ fn sign_batch_by_qr(
         signed.request_hash.to_string(),
         format!("{}", bridgectl_tx::request::request_hash(&request))
     );
-    assert_eq!(
-        signed.request_hash.to_string(),
-        prepared["requestHash"].as_str().expect("hash")
-    );
     signed
 }
 
@@ -633,7 +645,7 @@ fn a_small_batch_crosses_the_air_gap_as_qr_frames_both_ways() {
     let offline = crate::flow::offline_signer(&live, "qr_batch_offline");
     let path = |p: &str| live.dir.join(p).to_str().expect("utf8").to_owned();
     // Online: the batch request as frames (the file stays here too).
-    let (prepared, frames) = prepare_by_qr(&live, (1..=3).map(|i| i.to_string()));
+    let frames = prepare_by_qr(&live, (1..=3).map(|i| i.to_string()));
     shuffled(
         &live.dir.join("request-frames"),
         &offline.join("batch-in"),
@@ -642,7 +654,7 @@ fn a_small_batch_crosses_the_air_gap_as_qr_frames_both_ways() {
     );
     // Offline: read from the frames alone, signed, answered as frames; the request read
     // from frames is the very file.
-    sign_batch_by_qr(&live, &offline, &prepared, &["--qr-png", "answer"]);
+    sign_batch_by_qr(&live, &offline, &["--qr-png", "answer"]);
     // Online again: the signed batch from its frames, shuffled.
     shuffled(
         &offline.join("answer"),
@@ -834,7 +846,7 @@ bctest!(
 fn a_batch_of_100_redeems_crosses_as_at_most_100_frames_byte_for_byte() {
     let live = Live::shared("qr_batch_100");
     let offline = crate::flow::offline_signer(&live, "qr_batch_100_offline");
-    let (prepared, frames) = prepare_by_qr(&live, (1..=100).map(|i| format!("0.{i:03}")));
+    let frames = prepare_by_qr(&live, (1..=100).map(|i| format!("0.{i:03}")));
     assert!(
         frames.len() <= 100,
         "{} frames for 100 redeems",
@@ -848,6 +860,70 @@ fn a_batch_of_100_redeems_crosses_as_at_most_100_frames_byte_for_byte() {
         &[3, frames.len() / 2],
         0,
     );
-    let signed = sign_batch_by_qr(&live, &offline, &prepared, &[]);
+    let signed = sign_batch_by_qr(&live, &offline, &[]);
     assert_eq!(signed.items.len(), 100);
 }
+
+bctest!(
+    what_needs_no_frames_is_refused_before_any_frame_is_read,
+    |dir: Dir, _cmd: TestCommand| {
+        let (_, config, _) = offline_request(&dir);
+        // A batch request's frames, a few dozen (what is in them is never read here).
+        let mut x = 7u64;
+        let noise: String = (0..3000)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                char::from(b"0123456789abcdef"[(x >> 60) as usize])
+            })
+            .collect();
+        let doc = Doc {
+            kind: DocKind::BatchRequest,
+            bytes: format!("{{\"format\": \"bridgectl-batch-request\", \"x\": \"{noise}\"}}\n")
+                .into_bytes(),
+        };
+        write_pngs(
+            &dir.join("camera"),
+            &bridgectl_qr::frame_set(&doc.to_ur()).expect("frames"),
+        );
+        dir.write("taken.json", "{}");
+        let cases: &[(&[&str], i32, &str)] = &[
+            (
+                &["--qr-png", "answer"],
+                2,
+                "--from-qr with --qr or --qr-png: give --out FILE too",
+            ),
+            (
+                &["--out", "taken.json", "--qr-png", "answer"],
+                10,
+                "taken.json already exists",
+            ),
+            (&["--out", "taken.json"], 10, "taken.json already exists"),
+        ];
+        for (flags, code, want) in cases {
+            let fifo = CountingPassphrase::new(&dir, PASS);
+            let mut sign = sign_cmd(&dir, &config, &fifo);
+            sign.args(["--from-qr", "camera"]).args(*flags);
+            let err = sign.fails_with(*code);
+            assert_eq!(fifo.finish(), 0);
+            assert!(err.contains(want), "{flags:?}: {want:?} not in {err}");
+            assert!(!err.contains('»'), "{flags:?}: frames were read: {err}");
+            assert!(!dir.join("answer").exists());
+        }
+        // With --out, the frames are read (and this one refused for what it holds).
+        let fifo = CountingPassphrase::new(&dir, PASS);
+        let mut sign = sign_cmd(&dir, &config, &fifo);
+        sign.args([
+            "--from-qr",
+            "camera",
+            "--out",
+            "signed.json",
+            "--qr-png",
+            "answer",
+        ]);
+        let err = sign.fails_with(3);
+        assert_eq!(fifo.finish(), 0);
+        assert!(err.contains("» read bridgectl-doc"), "{err}");
+    }
+);

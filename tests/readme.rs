@@ -1,7 +1,8 @@
-//! The README works as written: its walkthrough block (the fenced `sh walkthrough`) is
-//! run by bash on a pseudo-terminal in a fresh home, against a sandbox started with the
-//! README's own command, answering each question and passphrase prompt as a person
-//! would. A README that drifts from the CLI fails here.
+//! The README works as written: its walkthrough block (the fenced `sh walkthrough`), and
+//! after it the air gap's blocks (by file at batch scale; by QR frames for one redeem
+//! and for a batch), are run by bash on a pseudo-terminal in a fresh home, against a
+//! sandbox started with the README's own command, answering each question and
+//! passphrase prompt as a person would. A README that drifts from the CLI fails here.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -66,14 +67,7 @@ bctest!(
         );
         let journal = rusqlite::Connection::open(dir.join("xdg/state/bridgectl/journal.sqlite3"))
             .expect("journal");
-        let completed: i64 = journal
-            .query_row(
-                "SELECT count(*) FROM flows WHERE state = 'completed'",
-                [],
-                |r| r.get(0),
-            )
-            .expect("count");
-        assert_eq!(completed, 2, "the swap and the redeem completed");
+        assert_eq!(completed(&journal), 2, "the swap and the redeem completed");
 
         // The air gap at batch scale, step by step, after the walkthrough (whose redeem
         // tells this machine's journal the dev key's next nonce on the side chain): one
@@ -82,17 +76,25 @@ bctest!(
         assert_eq!(batch.len(), 1, "one airgap-batch block in the README");
         let answered = run_block(&batch[0], None);
         assert_eq!(answered, ["y", "passphrase"], "{answered:?}");
-        let completed: i64 = journal
-            .query_row(
-                "SELECT count(*) FROM flows WHERE state = 'completed'",
-                [],
-                |r| r.get(0),
-            )
-            .expect("count");
-        assert_eq!(completed, 5, "the batch's three redeems completed");
+        assert_eq!(
+            completed(&journal),
+            5,
+            "the batch's three redeems completed"
+        );
         let signed = std::fs::read(dir.join("signed.json")).expect("the signed batch");
         let signed = bridgectl_tx::batch::SignedBatch::parse(&signed).expect("a signed batch");
         assert_eq!((signed.items.len(), signed.refused.len()), (3, 0));
+
+        // The same two crossings by QR frames (directories of PNG files standing for a
+        // screen and a camera): a redeem's eth-sign-request and eth-signature, then a
+        // batch both ways. Each asks once and unlocks once.
+        for (name, done) in [("airgap-qr", 6), ("airgap-batch-qr", 9)] {
+            let block = blocks_named(&readme, name);
+            assert_eq!(block.len(), 1, "one {name} block in the README");
+            let answered = run_block(&block[0], None);
+            assert_eq!(answered, ["y", "passphrase"], "{name}: {answered:?}");
+            assert_eq!(completed(&journal), done, "{name}: its redeems completed");
+        }
 
         // What the sandbox printed, again, while it runs.
         let bridgectl = |args: &[&str]| {
@@ -199,11 +201,12 @@ bctest!(
             [
                 ("completed".to_owned(), 2),
                 ("failed".to_owned(), 2),
-                ("retired".to_owned(), 5)
+                ("retired".to_owned(), 9)
             ],
             "the new chain's swap and redeem completed; the redeem tried with no sandbox \
-             and the one refused at the reset failed unsigned; the old chain's five (the \
-             swap, the redeem, the batch's three redeems) retired"
+             and the one refused at the reset failed unsigned; the old chain's nine (the \
+             swap, the redeem, the batch's three redeems, the redeem and the three of the \
+             batch by QR) retired"
         );
         let failed_signed: i64 = journal
             .query_row(
@@ -377,4 +380,15 @@ fn answer_prompts(
         }
     }
     answered
+}
+
+/// How many flows of `journal` completed.
+fn completed(journal: &rusqlite::Connection) -> i64 {
+    journal
+        .query_row(
+            "SELECT count(*) FROM flows WHERE state = 'completed'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("count")
 }

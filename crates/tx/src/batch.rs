@@ -318,7 +318,7 @@ fn parse_request_item(v: &Value, ctx: &str) -> Result<BatchRequestItem, Error> {
         return Err(invalid(
             ctx,
             "intent.token.decimals",
-            &format!("0..={}", crate::amount::MAX_DECIMALS),
+            &format!("0 to {}", crate::amount::MAX_DECIMALS),
             t.decimals,
         ));
     }

@@ -324,7 +324,7 @@ fn parse_request(v: &Value, hash: B256) -> Result<SignInput, Error> {
         return Err(Error::InvalidField {
             context: CTX.into(),
             field: "intent.token.decimals".into(),
-            expected: format!("0..={}", crate::amount::MAX_DECIMALS),
+            expected: format!("0 to {}", crate::amount::MAX_DECIMALS),
             found: t.decimals.to_string(),
         });
     }

@@ -58,6 +58,7 @@ pub fn run(
     bytes: &[u8],
     name: &str,
     signer: Option<&str>,
+    policy: &bridgectl_tx::Policy,
 ) -> anyhow::Result<()> {
     let request = BatchRequest::parse(bytes)
         .with_context(|| format!("refusing batch request {name}"))
@@ -75,14 +76,6 @@ pub fn run(
             "a batch request is answered with a signed batch file: give --out FILE",
         )
     })?;
-    if out.exists() {
-        return Err(coded(
-            Code::Exists,
-            format!("{} already exists: not overwriting it", out.display()),
-        ));
-    }
-    let profile = crate::config::load_profile(global)?;
-    let policy = profile.trust_root(args.policy.to_policy()?);
     let store = crate::session::open_keystore(global)?;
     let mut keys = store.list()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -102,7 +95,7 @@ pub fn run(
     let offline = OfflineSigner {
         journal: &journal,
         signing_log: &signing_log,
-        policy: &policy,
+        policy,
     };
     let job = BatchSigning {
         request: &request,
@@ -401,7 +394,7 @@ fn show(
         for s in &review.senders {
             let moved: Vec<String> = s.moved.iter().map(|m| m.token.units(m.amount)).collect();
             out.push(format!(
-                "  {}  chain {}  {} items  nonces {}..={}  moves {}  fees up to {} ({} wei)",
+                "  {}  chain {}  {} items  nonces {} to {}  moves {}  fees up to {} ({} wei)",
                 label(&s.from),
                 s.chain_id,
                 s.items,

@@ -559,7 +559,7 @@ fn the_plan_lists_every_recipient_against_the_allowlist_and_a_running_batch_refu
         .args(["batch", "resume", &id, "--yes"]);
     let out = c.output();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert_eq!(out.status.code(), Some(11), "{err}");
     assert!(err.contains("is running in another process"), "{err}");
     assert_eq!(counter.finish(), 0);
     drop(held);

@@ -654,7 +654,7 @@ fn a_small_batch_crosses_the_air_gap_as_qr_frames_both_ways() {
     );
     // Offline: read from the frames alone, signed, answered as frames; the request read
     // from frames is the very file.
-    sign_batch_by_qr(&live, &offline, &["--qr-png", "answer"]);
+    let signed = sign_batch_by_qr(&live, &offline, &["--qr-png", "answer"]);
     // Online again: the signed batch from its frames, shuffled.
     shuffled(
         &offline.join("answer"),
@@ -662,15 +662,28 @@ fn a_small_batch_crosses_the_air_gap_as_qr_frames_both_ways() {
         &[],
         0,
     );
-    let mut c = live.cmd();
-    c.args([
-        "--json",
-        "batch",
-        "submit",
-        "--from-qr",
-        &path("answer-back"),
-    ]);
-    let out = live.run_ok(c);
+    // A second submit while one runs (here: while another process holds the batch's run
+    // lock) says so, with a code of its own.
+    let locks = live.dir.join("journal.batch-locks");
+    std::fs::create_dir_all(&locks).expect("mkdir");
+    let held =
+        std::fs::File::create(locks.join(format!("{}.lock", signed.batch_id))).expect("lock file");
+    held.try_lock().expect("lock");
+    let submit = || {
+        let mut c = live.cmd();
+        c.args([
+            "--json",
+            "batch",
+            "submit",
+            "--from-qr",
+            &path("answer-back"),
+        ]);
+        c
+    };
+    let err = submit().fails_with(11);
+    assert!(err.contains("is running in another process"), "{err}");
+    drop(held);
+    let out = live.run_ok(submit());
     let text = String::from_utf8_lossy(&out.stdout);
     let (first, rest) = text.split_once('\n').expect("lines");
     let checked = crate::util::strict_json(first);

@@ -69,6 +69,13 @@ bctest!(
             .expect("journal");
         assert_eq!(completed(&journal), 2, "the swap and the redeem completed");
 
+        // Mining stopped, stepped, on an interval and back to a block per transaction,
+        // on the side chain's node, as the README shows it (the blocks after it need it
+        // back on).
+        let mining = blocks_named(&readme, "mining");
+        assert_eq!(mining.len(), 1, "one mining block in the README");
+        assert!(run_block(&mining[0], None).is_empty());
+
         // The air gap at batch scale, step by step, after the walkthrough (whose redeem
         // tells this machine's journal the dev key's next nonce on the side chain): one
         // question for the batch, the key's passphrase once, every redeem completed.
@@ -391,4 +398,45 @@ fn completed(journal: &rusqlite::Connection) -> i64 {
             |r| r.get(0),
         )
         .expect("count")
+}
+
+/// The README's fault tables name every route of the sandbox's config and every key of a
+/// route's faults, and nothing else.
+#[test]
+fn the_readme_names_every_fault_route_and_key() {
+    let readme =
+        std::fs::read_to_string(crate::util::repo_root().join("README.md")).expect("README");
+    let section = &readme[readme.find("### Mining and faults").expect("the section")..];
+    // The first cell of each table row, in backquotes.
+    let rows = |header: &str| -> Vec<String> {
+        section[section.find(header).expect(header)..]
+            .lines()
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| {
+                l.split('|')
+                    .nth(1)
+                    .unwrap_or_default()
+                    .trim()
+                    .trim_matches('`')
+                    .to_owned()
+            })
+            .collect()
+    };
+    let routes = rows("| route |");
+    assert_eq!(routes, bridgectl_sandbox::config::FAULT_ROUTES, "routes");
+    // FaultConfig's fields, by its Debug.
+    let debug = format!("{:?}", bridgectl_sandbox::FaultConfig::default());
+    let fields: Vec<String> = debug
+        .split(['{', ','])
+        .skip(1)
+        .filter_map(|f| f.split(':').next())
+        .map(|f| f.trim().to_owned())
+        .filter(|f| !f.is_empty() && !f.contains('}'))
+        .collect();
+    let mut keys = rows("| key |");
+    keys.sort();
+    let mut fields = fields;
+    fields.sort();
+    assert_eq!(keys, fields, "fault keys ({debug})");
 }

@@ -286,6 +286,21 @@ bctest!(
         let text = String::from_utf8_lossy(&out.stdout);
         assert_eq!(text.lines().count(), 4, "{text}");
         assert!(text.contains("redeem(uint256)"), "{text}");
+        // Without a profile the amounts are base units; with the one that names the
+        // token, its units and symbol (as --json keeps base units).
+        assert!(
+            text.contains("4000000000000000000 base units of ST"),
+            "{text}"
+        );
+        let config = config(&dir, "");
+        let mut cmd = dir.command();
+        cmd.args([Path::new("--config"), &config])
+            .args(["log", "show", "--since", "1h"]);
+        let text = cmd.stdout();
+        assert!(
+            text.contains("redeem(uint256) 4 ST ") && !text.contains("base units"),
+            "{text}"
+        );
         let mut cmd = dir.command();
         cmd.args(["--json", "log", "show", "--since", "2000-01-01T00:00:00Z"]);
         let out = cmd.output();

@@ -489,6 +489,32 @@ fn the_whole_air_gap_by_qr_images_only() {
         assert_eq!(sub["checkedAgainstRequest"], true, "{sub:#}");
         assert_eq!(sub["state"], "completed", "{sub:#}");
         assert!(live.mined(true, sub["txHash"].as_str().expect("hash")));
+        // A person's history: a redeem (by way of an action) of 1 ST, not an action of
+        // base units; its steps spell addresses as every document does.
+        let mut c = live.cmd();
+        c.args(["history"]);
+        let text = String::from_utf8(live.run_ok(c).stdout).expect("utf8");
+        let row = text
+            .lines()
+            .find(|l| l.contains(&tx_id))
+            .unwrap_or_else(|| panic!("{tx_id} in {text}"));
+        let symbol = &live.sb.info.side.symbol;
+        assert!(
+            row.contains("redeem (action)") && row.contains(&format!(" 1  {symbol} ")),
+            "{text}"
+        );
+        let mut c = live.cmd();
+        c.args(["history", &tx_id]);
+        let one = String::from_utf8(live.run_ok(c).stdout).expect("utf8");
+        assert!(
+            one.contains(&format!(
+                "redeem (action) completed 1 {symbol} from {}",
+                live.dev
+            )),
+            "{one}"
+        );
+        let dev_lower = format!("{:?}", live.dev).to_lowercase();
+        assert!(!one.contains(&dev_lower[2..]), "{one}");
     }
 
     // An eth-signature without the request it answers says what to give.

@@ -103,6 +103,7 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
         }),
         external: args.signer.clone(),
         external_timeout: bridgectl_flow::rpc::RPC_SIGNER_TIMEOUT,
+        replacing: None,
     };
     if let Some(url) = signer {
         // The endpoint must be on this machine: checked before anything is verified.

@@ -145,6 +145,9 @@ pub struct BatchIncomplete {
     pub not_completed: usize,
     /// How many items it has.
     pub total: usize,
+    /// How many of them were sent and not seen to end in time (their transactions may
+    /// be stuck: not mined, under-priced).
+    pub waited_out: usize,
 }
 
 /// What a script acts on after a failure, read from the errors' typed fields (never
@@ -265,9 +268,18 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
             );
         }
         if let Some(b) = cause.downcast_ref::<BatchIncomplete>() {
+            let stuck = match b.waited_out {
+                0 => String::new(),
+                n => format!(
+                    "; {n} sent did not end in time: if their transactions are not mined, \
+                     `bridgectl batch resume {} --replace-stuck` signs them again at their \
+                     nonces at a higher gas price",
+                    b.batch_id
+                ),
+            };
             return Some(format!(
                 "`bridgectl batch status {0}` shows which, `bridgectl batch resume {0}` runs \
-                 what can still run",
+                 what can still run{stuck}",
                 b.batch_id
             ));
         }
@@ -676,6 +688,7 @@ mod tests {
             batch_id: "b-1".into(),
             not_completed: 1,
             total: 2,
+            waited_out: 0,
         });
         assert_eq!(handles(&batch).batch_id.as_deref(), Some("b-1"));
         assert_eq!(code_for(&batch), Code::Incomplete);

@@ -405,7 +405,7 @@ fn a_csv_batch_mixes_transfers_a_swap_and_a_redeem_and_bad_input_is_refused_by_l
     assert!(text.contains("completed t-st 0x"), "{text}");
     assert!(
         text.contains(": 4 completed, 0 failed, 0 unsigned, 0 pending of 4")
-            && text.contains("(none ran: every item had finished before)"),
+            && text.contains("(none ran in this process: each had ended, or been sent, before)"),
         "{text}"
     );
     let mut c = live.cmd();

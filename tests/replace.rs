@@ -277,16 +277,20 @@ fn batch_resume_replace_stuck_reprices_the_items_that_were_never_mined() {
         .args(["batch", "run", "stuck.csv", "--yes", "--timeout", "2"])
         .output();
     live.check_secrets(&out);
-    assert_eq!(
-        out.status.code(),
-        Some(9),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(9), "{err}");
     let batch_id = live.ok(&["batch", "status"])[0]["batchId"]
         .as_str()
         .expect("batch id")
         .to_owned();
+    // The hint names the way past stuck transactions.
+    assert!(
+        err.contains(&format!(
+            "2 sent did not end in time: if their transactions are not mined, `bridgectl \
+             batch resume {batch_id} --replace-stuck` signs them again"
+        )),
+        "{err}"
+    );
     let originals: Vec<String> = live.ok(&["batch", "status", &batch_id])["items"]
         .as_array()
         .expect("items")
@@ -309,7 +313,15 @@ fn batch_resume_replace_stuck_reprices_the_items_that_were_never_mined() {
     assert!(err.contains("--replace-stuck"), "{err}");
     let mut c = live.cmd();
     c.args(["batch", "resume", &batch_id, "--replace-stuck", "--yes"]);
-    live.run_ok(c);
+    let out = live.run_ok(c);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "2 items, 0 completed, 0 failed, 2 signed and not finished (each signed again at \
+             its nonce at a higher gas price, unless mined meanwhile), 0 not signed yet"
+        ),
+        "{err}"
+    );
     let items = live.ok(&["batch", "status", &batch_id])["items"].clone();
     for (item, original) in items.as_array().expect("items").iter().zip(&originals) {
         assert_eq!(item["state"], "completed", "{items:#}");
@@ -407,4 +419,32 @@ fn a_cancel_not_mined_in_time_is_not_told_to_replace() {
     let resumed = live.ok(&["resume", &tx_id]);
     assert_eq!(resumed["state"], "cancelled", "{resumed:#}");
     assert!(!has_receipt(&live, &original));
+}
+
+/// A resumed batch whose items an earlier run sent only awaits them: its rate counts
+/// none of them as run here.
+#[test]
+fn a_resumed_batch_counts_as_run_only_what_this_process_did() {
+    let live = Live::new("batch_observed");
+    live.dir.write(
+        "slow.csv",
+        "op,from,to,token,amount,id\nredeem,dev,,,1,a\nredeem,dev,,,1,b\n",
+    );
+    automine(&live, false);
+    let err = live.fails(&["batch", "run", "slow.csv", "--yes", "--timeout", "2"], 9);
+    assert!(err.contains("--replace-stuck"), "{err}");
+    let batch_id = live.ok(&["batch", "status"])[0]["batchId"]
+        .as_str()
+        .expect("batch id")
+        .to_owned();
+    automine(&live, true);
+    live.sb.mine(true);
+    let mut c = live.cmd();
+    c.args(["batch", "resume", &batch_id]);
+    let text = String::from_utf8(live.run_ok(c).stdout).expect("utf8");
+    assert!(
+        text.contains(": 2 completed, 0 failed, 0 unsigned, 0 pending of 2")
+            && text.contains("(none ran in this process: each had ended, or been sent, before)"),
+        "{text}"
+    );
 }

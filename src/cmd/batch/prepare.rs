@@ -147,6 +147,7 @@ pub fn run(global: &GlobalOpts, args: &PrepareArgs) -> Result<()> {
         batch_id: batch_id.clone(),
         not_completed: prepared.refused.len(),
         total: plan.items.len(),
+        waited_out: 0,
     }
     .into())
 }

@@ -80,11 +80,11 @@ pub fn frames(ur: &Ur) -> Result<Vec<String>, Error> {
     Ok((0..n).map(|_| frames.next_frame()).collect())
 }
 
-/// The frames to write once, as files (`--qr-png`): every fragment of `ur` (fragments of
-/// [`FRAGMENT_LEN`] bytes) and the fountain parts chosen so that any [`MAX_LOST_FRAMES`]
-/// of the frames can be lost (unreadable files, a frame the camera missed) and the rest
-/// still rebuild the message, for any BC-UR decoder. A message that fits one frame is
-/// that frame `MAX_LOST_FRAMES + 1` times.
+/// The frames to write once, as files (images to show): every fragment of `ur`
+/// (fragments of [`FRAGMENT_LEN`] bytes) and the fountain parts chosen so that any
+/// [`MAX_LOST_FRAMES`] of the frames can be lost (unreadable files, a frame the camera
+/// missed) and the rest still rebuild the message, for any BC-UR decoder. A message that
+/// fits one frame is that frame `MAX_LOST_FRAMES + 1` times.
 pub fn frame_set(ur: &Ur) -> Result<Vec<String>, Error> {
     let frames = ur.frames(FRAGMENT_LEN)?;
     let Some((count, checksum)) = frames.fountain() else {

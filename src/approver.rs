@@ -39,6 +39,10 @@ pub struct CliApprover<'a> {
     pub external: Option<String>,
     /// How long the endpoint may take to answer (a person confirms on a device).
     pub external_timeout: Duration,
+    /// Set by `replace` and `cancel`: the gas price, in wei, of the transaction signed
+    /// again at its nonce. The summary shows it beside the new one, and the description
+    /// (the replace flow's, bridgectl's own words) as what is signed, not as a claim.
+    pub replacing: Option<u128>,
 }
 
 /// What signs for the CLI: a key of the keystore, or an external JSON-RPC signer.
@@ -146,6 +150,10 @@ impl Approver for CliApprover<'_> {
     fn approve<'a>(&'a mut self, review: &'a Review<'_>) -> ApproveFuture<'a, CliSigner> {
         Box::pin(async move {
             let mut ctx = crate::review::context(self.profile, review.verified);
+            if let Some(old) = self.replacing {
+                ctx.previous_gas_price = Some(old);
+                ctx.description_by_caller = true;
+            }
             let from = review.raw_tx().from;
             let mut question = "sign and submit this transaction?";
             // One rule online and offline: without a question, only what the operator pinned

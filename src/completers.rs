@@ -12,8 +12,9 @@ use std::collections::BTreeMap;
 use bridgectl_flow::Journal;
 use clap_complete::engine::{ArgValueCompleter, CompletionCandidate};
 
-/// How many of the newest flows and batches are offered: what a person completes is
-/// recent, and a completion must answer at once.
+/// How many flows and batches are offered at most, the newest of those that start with
+/// what is typed (found by the journal among all of them): a completion must answer at
+/// once, and a shell shows no more.
 const NEWEST: usize = 200;
 
 /// The journal the environment or the default path names, when it exists.
@@ -37,13 +38,14 @@ fn typed(current: &std::ffi::OsStr) -> String {
     current.to_string_lossy().into_owned()
 }
 
-/// A flow's name (`resume`, `status`, `replace`, `cancel`, `history`): the txIds of the
-/// journal's newest flows that start with what is typed, each with its kind, state and
-/// start; once `0x` is typed, the hashes of their signed transactions instead.
+/// A flow's name (`resume`, `status`, `replace`, `cancel`, `history`): the txIds that
+/// start with what is typed (the newest of them, found among all the journal's flows),
+/// each with its kind, state and start; once `0x` is typed, the hashes of their signed
+/// transactions instead.
 pub fn flow_ids() -> ArgValueCompleter {
     ArgValueCompleter::new(|current: &std::ffi::OsStr| {
         let typed = typed(current);
-        let Some(flows) = journal().and_then(|j| j.list(NEWEST).ok()) else {
+        let Some(flows) = journal().and_then(|j| j.list_prefixed(&typed, NEWEST).ok()) else {
             return Vec::new();
         };
         flows
@@ -54,26 +56,25 @@ pub fn flow_ids() -> ArgValueCompleter {
                 } else {
                     f.tx_id.clone()
                 };
-                name.starts_with(&typed).then(|| {
-                    let help = format!("{} {} {}", f.kind, f.state.as_str(), f.created_at);
-                    CompletionCandidate::new(name).help(Some(help.into()))
-                })
+                let help = format!("{} {} {}", f.kind, f.state.as_str(), f.created_at);
+                Some(CompletionCandidate::new(name).help(Some(help.into())))
             })
             .collect()
     })
 }
 
-/// A batch's id (`batch resume`, `batch status`): the journal's newest batches whose id
-/// starts with what is typed, each with its file and size.
+/// A batch's id (`batch resume`, `batch status`): the ids that start with what is typed
+/// (the newest of them, found among all the journal's batches), each with its file and
+/// size.
 pub fn batch_ids() -> ArgValueCompleter {
     ArgValueCompleter::new(|current: &std::ffi::OsStr| {
         let typed = typed(current);
-        let Some(batches) = journal().and_then(|j| j.list_batches(NEWEST).ok()) else {
+        let Some(batches) = journal().and_then(|j| j.list_batches_prefixed(&typed, NEWEST).ok())
+        else {
             return Vec::new();
         };
         batches
             .into_iter()
-            .filter(|b| b.batch_id.starts_with(&typed))
             .map(|b| {
                 let help = format!("{} ({} items) {}", b.source, b.items, b.created_at);
                 CompletionCandidate::new(b.batch_id).help(Some(help.into()))

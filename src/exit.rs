@@ -34,12 +34,17 @@ pub enum Code {
     /// file. Nothing was overwritten. (Not [`Code::Refused`]: a script that retries a
     /// write wants to know its first attempt got there.)
     Exists = 10,
+    /// Another process is running the same batch (a second `batch submit`, `batch
+    /// resume` or `batch run` of it at once): nothing was done here; the first run goes
+    /// on. (Not [`Code::Refused`]: nothing is wrong with the input, and a script may wait
+    /// and look again.)
+    Busy = 11,
 }
 
 impl Code {
     /// Every code, in order: the README's table lists exactly these.
     #[cfg(test)]
-    pub const ALL: [Code; 10] = [
+    pub const ALL: [Code; 11] = [
         Code::Failure,
         Code::Usage,
         Code::Refused,
@@ -50,6 +55,7 @@ impl Code {
         Code::Timeout,
         Code::Incomplete,
         Code::Exists,
+        Code::Busy,
     ];
 
     /// The kind's name in `--json` errors (`{"error": {"code": "not-found", ...}}`):
@@ -66,6 +72,7 @@ impl Code {
             Code::Timeout => "timeout",
             Code::Incomplete => "incomplete",
             Code::Exists => "exists",
+            Code::Busy => "busy",
         }
     }
 }
@@ -111,6 +118,22 @@ pub fn coded(code: Code, msg: impl std::fmt::Display) -> anyhow::Error {
     })
 }
 
+/// A failure whose remedy the command that met it knows (a flag to type, with its
+/// value): its code, and the `hint:` line printed under it.
+#[derive(Debug, thiserror::Error)]
+#[error("{error:#}")]
+pub struct Hinted {
+    /// The failure, with its exit code.
+    pub error: anyhow::Error,
+    /// What to do next.
+    pub hint: String,
+}
+
+/// `error` with the hint `hint` (see [`Hinted`]).
+pub fn hinted(error: anyhow::Error, hint: String) -> anyhow::Error {
+    anyhow::Error::new(Hinted { error, hint })
+}
+
 /// A batch that ran to its end with items not completed: exit 9, and the batch is
 /// named as typed data ([`handles`]) so that a script can resume it.
 #[derive(Debug, thiserror::Error)]
@@ -122,6 +145,9 @@ pub struct BatchIncomplete {
     pub not_completed: usize,
     /// How many items it has.
     pub total: usize,
+    /// How many of them were sent and not seen to end in time (their transactions may
+    /// be stuck: not mined, under-priced).
+    pub waited_out: usize,
 }
 
 /// What a script acts on after a failure, read from the errors' typed fields (never
@@ -152,9 +178,12 @@ impl Handles {
 /// The handles of `err` (see [`Handles`]).
 pub fn handles(err: &anyhow::Error) -> Handles {
     err.chain().fold(Handles::default(), |found, cause| {
-        // A coded error reports no source of its own: look inside.
+        // A coded or hinted error reports no source of its own: look inside.
         if let Some(coded) = cause.downcast_ref::<Coded>() {
             return found.or(handles(&coded.error));
+        }
+        if let Some(hinted) = cause.downcast_ref::<Hinted>() {
+            return found.or(handles(&hinted.error));
         }
         if let Some(b) = cause.downcast_ref::<BatchIncomplete>() {
             return found.or(Handles {
@@ -222,6 +251,9 @@ fn flow_handles(err: &bridgectl_flow::Error) -> Handles {
 /// What to do next, for errors whose remedy is a command: printed under the error.
 pub fn hint(err: &anyhow::Error) -> Option<String> {
     err.chain().find_map(|cause| {
+        if let Some(hinted) = cause.downcast_ref::<Hinted>() {
+            return Some(hinted.hint.clone());
+        }
         // A coded error reports no source of its own: look inside.
         if let Some(coded) = cause.downcast_ref::<Coded>() {
             return hint(&coded.error);
@@ -236,9 +268,18 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
             );
         }
         if let Some(b) = cause.downcast_ref::<BatchIncomplete>() {
+            let stuck = match b.waited_out {
+                0 => String::new(),
+                n => format!(
+                    "; {n} sent did not end in time: if their transactions are not mined, \
+                     `bridgectl batch resume {} --replace-stuck` signs them again at their \
+                     nonces at a higher gas price",
+                    b.batch_id
+                ),
+            };
             return Some(format!(
                 "`bridgectl batch status {0}` shows which, `bridgectl batch resume {0}` runs \
-                 what can still run",
+                 what can still run{stuck}",
                 b.batch_id
             ));
         }
@@ -408,6 +449,9 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
 /// known library errors, else [`Code::Failure`].
 pub fn code_for(err: &anyhow::Error) -> Code {
     for cause in err.chain() {
+        if let Some(hinted) = cause.downcast_ref::<Hinted>() {
+            return code_for(&hinted.error);
+        }
         if let Some(coded) = cause.downcast_ref::<Coded>() {
             return coded.code;
         }
@@ -475,7 +519,6 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
         | F::NodeOnWrongChain { .. }
         | F::NotReset { .. }
         | F::LeaseExpired { .. }
-        | F::BatchRunning { .. }
         | F::BatchRefused { .. }
         | F::BatchNotWhole(_)
         | F::NotPrepared(_)
@@ -486,6 +529,7 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
         | F::Stale { .. }
         | F::NothingToCheckAgainst
         | F::PlaintextRefused { .. } => Code::Refused,
+        F::BatchRunning { .. } => Code::Busy,
         F::NotInJournal(_) | F::NoSuchBatch(_) => Code::NotFound,
         F::InvalidBatch(_) => Code::Refused,
         F::AmbiguousTxId { .. } | F::SignerUrl { .. } => Code::Usage,
@@ -654,6 +698,7 @@ mod tests {
             batch_id: "b-1".into(),
             not_completed: 1,
             total: 2,
+            waited_out: 0,
         });
         assert_eq!(handles(&batch).batch_id.as_deref(), Some("b-1"));
         assert_eq!(code_for(&batch), Code::Incomplete);

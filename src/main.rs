@@ -80,11 +80,18 @@ fn usage_error(e: &clap::Error) -> ExitCode {
             .map(str::trim)
             .collect();
         let message = message.join(" ");
+        // clap's own next step (`tip: a similar argument exists: '--out'`), after its
+        // message: the JSON's hint.
+        let tips: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("tip: "))
+            .collect();
+        let hint = (!tips.is_empty()).then(|| tips.join("; "));
         output::json_error(
             exit::Code::Usage,
             message.strip_prefix("error: ").unwrap_or(&message),
             &exit::Handles::default(),
-            None,
+            hint.as_deref(),
         );
     }
     let _ = e.print();

@@ -37,6 +37,47 @@ pub fn json_line<T: Serialize>(value: &T) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The token contracts the profile names (chain, address, and the token's symbol and
+/// decimals where it gives them): what text for people shows amounts in. None without a
+/// profile; `--json` keeps base units whatever the profile.
+pub fn profile_tokens(
+    global: &crate::global::GlobalOpts,
+) -> Vec<bridgectl_tx::policy::TrustedContract> {
+    crate::config::load_profile(global)
+        .map(|p| {
+            p.trust_root(bridgectl_tx::Policy::default())
+                .trusted
+                .contracts
+        })
+        .unwrap_or_default()
+}
+
+/// `amount` base units of the token contract `to` on chain `chain_id`, as a person reads
+/// them (`1.5 ST`), when `tokens` (see [`profile_tokens`]) give its decimals.
+pub fn token_units(
+    tokens: &[bridgectl_tx::policy::TrustedContract],
+    chain_id: u64,
+    to: alloy_primitives::Address,
+    amount: alloy_primitives::U256,
+) -> Option<String> {
+    let token = tokens
+        .iter()
+        .find(|c| c.chain_id == chain_id && c.address == to)?
+        .token
+        .as_ref()?;
+    let units = bridgectl_tx::amount::format_units(amount, token.decimals).ok()?;
+    Some(format!("{units} {}", untrusted(&token.symbol)))
+}
+
+/// `text` in EIP-55 mixed case when it is an address (`0x` and 40 hex digits), else as
+/// it is.
+pub fn checksummed_text(text: &str) -> String {
+    match checksummed(serde_json::Value::String(text.to_owned())) {
+        serde_json::Value::String(s) => s,
+        _ => text.to_owned(),
+    }
+}
+
 /// `value` with every address in EIP-55 mixed case, as keys, cast and block explorers
 /// print them: one spelling of an address in every document, whichever part of the
 /// program (or the platform) gave it. Only a string that is exactly `0x` and 40 hex

@@ -39,7 +39,8 @@ pub struct QrOutOpts {
 
     /// Also write its QR frames as PNG files into DIR (frame-001.png, ...; created if
     /// missing, a frame file that exists is never overwritten): show them in a loop,
-    /// in order, on a screen the other side's camera reads.
+    /// in order, on a screen the other side's camera reads. Any 2 of the files may be
+    /// lost (unreadable, missed): the rest still rebuild it.
     #[arg(long, value_name = "DIR", help_heading = "QR codes")]
     pub qr_png: Option<PathBuf>,
 }
@@ -62,25 +63,33 @@ impl QrOutOpts {
         Ok(())
     }
 
-    /// Writes the PNG frames of `ur` and/or animates them, naming it `what`.
+    /// Writes the PNG frames of `ur` and/or animates them, naming it `what`. The PNG
+    /// files are a fixed set ([`bridgectl_qr::frame_set`]: any
+    /// [`bridgectl_qr::MAX_LOST_FRAMES`] of them may be lost); the animation loops over
+    /// twice the part count ([`bridgectl_qr::frames`]), so a frame missed comes again.
     pub fn show(&self, ur: &Ur, what: &str) -> anyhow::Result<()> {
         if !self.any() {
             return Ok(());
         }
-        let texts = bridgectl_qr::frames(ur).code(Code::Refused)?;
-        let codes = bridgectl_qr::draw(&texts)?;
         if let Some(dir) = &self.qr_png {
+            let texts = bridgectl_qr::frame_set(ur).code(Code::Refused)?;
+            let codes = bridgectl_qr::draw(&texts)?;
             write_pngs(dir, &codes)?;
+            let parts = ur
+                .frames(bridgectl_qr::FRAGMENT_LEN)
+                .code(Code::Refused)?
+                .part_count();
             crate::output::note(format_args!(
-                "{what} as {} QR frame(s) ({}, {} part(s)) -> {}/frame-*.png",
+                "{what} as {} QR frame(s) ({}, {parts} part(s); any {} may be lost) -> {}",
                 codes.len(),
                 ur.ur_type,
-                texts.len().div_ceil(2).max(1),
-                dir.display()
+                bridgectl_qr::MAX_LOST_FRAMES,
+                dir.join("frame-*.png").display()
             ));
         }
         if self.qr {
-            animate(&codes, what)?;
+            let texts = bridgectl_qr::frames(ur).code(Code::Refused)?;
+            animate(&bridgectl_qr::draw(&texts)?, what)?;
         }
         Ok(())
     }
@@ -226,27 +235,31 @@ pub fn read_frames(inputs: &[PathBuf]) -> anyhow::Result<ReadFrames> {
     Ok(ReadFrames { ur, name })
 }
 
-/// Whether `bytes` are UR text (one UR a line), not an image.
-pub fn is_ur_text(bytes: &[u8]) -> bool {
-    let start = bytes.trim_ascii_start();
-    start.len() >= 3 && start[..3].eq_ignore_ascii_case(b"ur:")
-}
-
 /// Rebuilds the message in a UR text file's lines (`sign --out` of an eth-signature).
 pub fn read_text(bytes: &[u8], name: &str) -> anyhow::Result<Ur> {
     let mut assembler = Assembler::new();
-    receive_text(&mut assembler, bytes, name)?;
+    receive_file(&mut assembler, bytes, name)?;
     assembler
         .finish()
         .with_context(|| format!("UR text {name}"))
         .code(Code::Refused)
 }
 
-fn receive_text(assembler: &mut Assembler, bytes: &[u8], name: &str) -> anyhow::Result<()> {
-    let text = std::str::from_utf8(bytes)
-        .map_err(|_| coded(Code::Refused, format!("{name}: UR text that is not UTF-8")))?;
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        receive(assembler, line, name)?;
+/// Reads one file's frames (UR text or an image, as [`bridgectl_qr::read`] tells them
+/// apart) into `assembler`. A code that is found and does not decode is one lost frame:
+/// skipped with a note, like an image with no code, for the fountain code to make up.
+fn receive_file(assembler: &mut Assembler, bytes: &[u8], name: &str) -> anyhow::Result<()> {
+    let scan = bridgectl_qr::read(bytes)
+        .with_context(|| format!("frame {name}"))
+        .code(Code::Refused)?;
+    for lost in &scan.undecodable {
+        crate::output::note(format_args!("» skipped: {lost}, in {name}"));
+    }
+    if scan.texts.is_empty() && scan.undecodable.is_empty() {
+        crate::output::note(format_args!("» no QR code found in {name}: skipped"));
+    }
+    for text in &scan.texts {
+        receive(assembler, text, name)?;
         if assembler.is_complete() {
             break;
         }
@@ -262,10 +275,7 @@ fn receive(assembler: &mut Assembler, text: &str, name: &str) -> anyhow::Result<
         .code(Code::Refused)?;
     let now = assembler.progress();
     if what == Received::New && now.needed > 1 && now != before {
-        crate::output::note(format_args!(
-            "» {} of {} parts ({name})",
-            now.received, now.needed
-        ));
+        crate::output::note(format_args!("» {now} ({name})"));
     }
     Ok(())
 }
@@ -285,19 +295,7 @@ fn read_file(assembler: &mut Assembler, file: &Path) -> anyhow::Result<()> {
             format!("{name} is larger than {MAX_FRAME_FILE} bytes: not a frame"),
         ));
     }
-    if is_ur_text(&bytes) {
-        return receive_text(assembler, &bytes, &name);
-    }
-    let texts = bridgectl_qr::read(&bytes)
-        .with_context(|| format!("frame {name}"))
-        .code(Code::Refused)?;
-    if texts.is_empty() {
-        crate::output::note(format_args!("» no QR code found in {name}: skipped"));
-    }
-    for text in texts {
-        receive(assembler, &text, &name)?;
-    }
-    Ok(())
+    receive_file(assembler, &bytes, &name)
 }
 
 fn read_stdin(assembler: &mut Assembler) -> anyhow::Result<()> {

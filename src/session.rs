@@ -200,6 +200,7 @@ impl Session {
             offline: None,
             external: self.opts.signer.clone(),
             external_timeout: std::time::Duration::from_secs(self.opts.signer_timeout),
+            replacing: None,
         }
     }
 

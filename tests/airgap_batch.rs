@@ -433,10 +433,16 @@ fn a_tampered_item_is_refused_offline_and_bytes_other_than_prepared_are_refused_
         &[],
     );
     let out = c.output();
-    crate::util::assert_success(&c.cmd, &out);
-    assert_eq!(reads(fifos), [1, 1]);
     let err = String::from_utf8_lossy(&out.stderr);
+    // The signed batch is written with the rest, and the exit is the batch's partial
+    // code: a script on the offline side learns that items were left out.
+    assert_eq!(out.status.code(), Some(9), "{err}");
+    assert_eq!(reads(fifos), [1, 1]);
     assert!(err.contains("left out (3)"), "{err}");
+    assert!(
+        err.contains("3 of 8 items left out (`refused` in signed.json says why)"),
+        "{err}"
+    );
     let signed = bridgectl_tx::batch::SignedBatch::parse(
         &std::fs::read(offline.join("signed.json")).expect("signed"),
     )
@@ -643,3 +649,101 @@ fn an_external_signer_signs_a_batch_offline_and_online_per_address() {
     let (_, summary) = parse_results(&out.stdout);
     assert_eq!(summary["completed"], 1, "{summary:#}");
 }
+
+/// A batch request of `n` redeems of 0.01 ST by the offline test key
+/// (`crate::offline::import_key`) on chain 1337, nonces from `first_nonce`: written to
+/// `name` in `dir`, as `batch prepare` writes one.
+fn request_file(dir: &Dir, name: &str, first_nonce: u64, n: usize) -> std::path::PathBuf {
+    use bridgectl_tx::batch::{BatchOrigin, BatchRequest, BatchRequestItem};
+    let st: Address = "0x5757575757575757575757575757575757575757"
+        .parse()
+        .expect("st");
+    let from: Address = "0x9d8A62f656a8d1615C1294fd71e9CFb3E4855A4F"
+        .parse()
+        .expect("from");
+    let amount = U256::from(10u64).pow(U256::from(16u64));
+    let items = (0..n)
+        .map(|i| BatchRequestItem {
+            index: i,
+            id: format!("payout-{i}"),
+            tx_id: uuid::Uuid::new_v4().to_string(),
+            raw_tx: bridgectl_tx::RawTx {
+                from,
+                to: st,
+                data: format!("0xdb006a75{amount:064x}")
+                    .parse::<alloy_primitives::Bytes>()
+                    .expect("data"),
+                nonce: first_nonce + i as u64,
+                gas_limit: 100_000,
+                gas_price: 1_000_000_000,
+                chain_id: 1337,
+                value: U256::ZERO,
+            },
+            intent: bridgectl_tx::request::Intent::redeem(st, 1337, amount),
+        })
+        .collect();
+    let request = BatchRequest::new(
+        uuid::Uuid::new_v4().to_string(),
+        BatchOrigin::default(),
+        items,
+    )
+    .expect("a batch request");
+    dir.write(name, request.to_bytes())
+}
+
+bctest!(
+    an_offline_journal_behind_names_the_nonce_flag_once_and_sums_up_what_it_leaves_out,
+    |dir: Dir, _cmd: TestCommand| {
+        crate::offline::import_key(&dir);
+        let config = dir.write(
+            "offline.toml",
+            "[profiles.default]\nside_chain_id = 1337\n\
+             st_contract = \"0x5757575757575757575757575757575757575757\"\n\
+             side_symbol = \"ST\"\nside_decimals = 18\n\n[profiles.default.policy]\n\
+             max-gas-price = 1000000000\n\n[[profiles.default.policy.auto-approve]]\n\
+             function = \"redeem\"\nmax = \"5\"\n",
+        );
+        let sign = |request: &str, extra: &[&str]| {
+            let mut c = dir.command();
+            c.args([
+                "sign",
+                request,
+                "--out",
+                &format!("{request}.signed"),
+                "--yes",
+            ])
+            .args([std::path::Path::new("--config"), &config])
+            .args(["--journal", "offline.sqlite3"])
+            .env("BRIDGECTL_PASSPHRASE", crate::offline::PASS)
+            .args(extra);
+            c.output()
+        };
+        // This machine signed nonces 0 to 2; the key then signed 3 to 6 online, and the
+        // next batch starts at 7.
+        request_file(&dir, "first.json", 0, 3);
+        let out = sign("first.json", &["--nonce-for", "k=0"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        request_file(&dir, "second.json", 7, 60);
+        let out = sign("second.json", &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{err}");
+        assert_eq!(err.matches("--nonce-for k=7").count(), 1, "{err}");
+        assert!(!err.contains("\n\n") && !err.starts_with('\n'), "{err:?}");
+        assert_eq!(err.matches("would be a gap").count(), 1, "{err}");
+        assert!(
+            err.contains("payout-1 to payout-59 (59 items) from "),
+            "{err}"
+        );
+        // Typed as named, it signs.
+        let out = sign("second.json", &["--nonce-for", "k=7"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+);

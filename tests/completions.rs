@@ -160,3 +160,47 @@ fn flows_batches_profiles_and_chain_ids_are_completed_from_the_journal_and_the_c
     assert_eq!(c.stdout().trim(), "");
     assert!(!missing.exists());
 }
+
+bctest!(
+    a_flow_older_than_the_newest_200_completes_by_its_prefix,
+    |dir: crate::util::Dir, _cmd: crate::util::TestCommand| {
+        // A journal of 251 flows and batches: the oldest first, then 250 newer ones (a
+        // day of payouts). Typed by its start, the oldest is still offered.
+        let path = dir.join("xdg/state/bridgectl/journal.sqlite3");
+        std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
+        drop(bridgectl_flow::Journal::open(&path).expect("journal"));
+        let db = rusqlite::Connection::open(&path).expect("open");
+        let id = |i: u32| format!("{i:08x}-0000-4000-8000-{i:012x}");
+        for i in 0..251u32 {
+            let at = format!("2026-01-01T{:02}:{:02}:00Z", i / 60, i % 60);
+            let hash = format!("0x{i:04x}{}", "ab".repeat(30));
+            db.execute(
+                "INSERT INTO flows (tx_id, kind, state, intent, tx_hash, created_at, updated_at)
+                 VALUES (?1, 'redeem', 'completed', '{}', ?2, ?3, ?3)",
+                rusqlite::params![id(i), hash, at],
+            )
+            .expect("flow");
+            db.execute(
+                "INSERT INTO batches (batch_id, source, created_at) VALUES (?1, 'payouts.csv', ?2)",
+                rusqlite::params![format!("b{}", &id(i)[1..]), at],
+            )
+            .expect("batch");
+        }
+        drop(db);
+        let offered = |line: &[&str]| {
+            let mut all = candidates(dir.command(), line);
+            all.retain(|w| !w.starts_with('-'));
+            all
+        };
+        let oldest = id(0);
+        assert_eq!(offered(&["history", &oldest[..9]]), [oldest.as_str()]);
+        let hash = format!("0x0000{}", "ab".repeat(30));
+        assert_eq!(offered(&["status", &hash[..8]]), [hash.as_str()]);
+        let batch = format!("b{}", &oldest[1..]);
+        assert_eq!(offered(&["batch", "status", &batch[..9]]), [batch.as_str()]);
+        // With nothing typed, the newest 200 are offered, newest first.
+        let all = offered(&["history", ""]);
+        assert_eq!(all.len(), 200);
+        assert_eq!(all[0], id(250));
+    }
+);

@@ -84,6 +84,16 @@ bctest!(json_errors_are_one_object_on_stdout, |dir: Dir, _cmd| {
         json!({"error": {"code": "usage", "exit": 2,
             "message": "invalid value 'xx' for '--token <TOKEN>' [possible values: mt, st]"}})
     );
+    // clap's tip is kept, as the JSON's hint.
+    let mut c = run(&["history", "--limt", "3"]);
+    let out = c.output();
+    assert_eq!(out.status.code(), Some(2));
+    let v = strict_json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        v["error"]["hint"], "a similar argument exists: '--limit'",
+        "{v:#}"
+    );
+    assert_eq!(v["error"]["message"], "unexpected argument '--limt' found");
     // `--help` is no error: no JSON object.
     let help = run(&["history", "--help"]).output();
     assert_eq!(help.status.code(), Some(0));

@@ -697,7 +697,10 @@ fn history_lists_flows_and_unknown_flows_are_not_found() {
     assert!(header.starts_with("ADDRESS"), "{text}");
     let side_gas =
         bridgectl_tx::amount::format_units(gas(true).parse().expect("wei"), 18).expect("units");
-    assert!(header.ends_with("GAS (side)"), "{text}");
+    assert!(
+        header.contains("GAS (main, ETH)") && header.ends_with("GAS (side, ETH)"),
+        "{text}"
+    );
     assert!(lines[1].ends_with(&format!(" {side_gas}")), "{text}");
     assert_eq!(
         header.len(),

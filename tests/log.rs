@@ -286,6 +286,21 @@ bctest!(
         let text = String::from_utf8_lossy(&out.stdout);
         assert_eq!(text.lines().count(), 4, "{text}");
         assert!(text.contains("redeem(uint256)"), "{text}");
+        // Without a profile the amounts are base units; with the one that names the
+        // token, its units and symbol (as --json keeps base units).
+        assert!(
+            text.contains("4000000000000000000 base units of ST"),
+            "{text}"
+        );
+        let config = config(&dir, "");
+        let mut cmd = dir.command();
+        cmd.args([Path::new("--config"), &config])
+            .args(["log", "show", "--since", "1h"]);
+        let text = cmd.stdout();
+        assert!(
+            text.contains("redeem(uint256) 4 ST ") && !text.contains("base units"),
+            "{text}"
+        );
         let mut cmd = dir.command();
         cmd.args(["--json", "log", "show", "--since", "2000-01-01T00:00:00Z"]);
         let out = cmd.output();
@@ -962,5 +977,78 @@ bctest!(
                    "args": {"_to": to, "_value": ONE_ST.to_string()}}),
             "{d:#}"
         );
+    }
+);
+
+// README "Setting up the offline machine": a keystore copied whole carries its log (a
+// nonce signed before the copy is refused there); a key copied alone, or exported and
+// imported, starts a log of its own, so two machines with the same key can each sign the
+// same nonce.
+bctest!(
+    two_machines_with_one_key_each_keep_their_own_log,
+    |dir: Dir, _cmd: TestCommand| {
+        import_key(&dir);
+        let config = config(&dir, "");
+        let (out, _) = sign_redeem(&dir, &config, 0, ONE_ST);
+        crate::util::assert_success(&Command::new("sign"), &out);
+        // Another transaction at nonce 0, on "another machine": keystore `keystore`,
+        // journal of its own.
+        let sign_elsewhere = |keystore: &str| {
+            let mut cmd = dir.command();
+            cmd.args(["--keystore", keystore, "sign", "-", "--yes", "--nonce", "0"])
+                .args(["--expect-function", "redeem"])
+                .args(["--expect-arg", &format!("_amount={}", 2 * ONE_ST)])
+                .args([Path::new("--config"), &config])
+                .args(["--journal", &format!("{keystore}.sqlite3")])
+                .env("BRIDGECTL_PASSPHRASE", PASS);
+            cmd.output_with_stdin(redeem(0, 2 * ONE_ST).to_string().as_bytes())
+        };
+        let copy = |from: &Path, to: &Path, only_keys: bool| {
+            std::fs::create_dir_all(to).expect("mkdir");
+            for entry in std::fs::read_dir(from).expect("keystore") {
+                let path = entry.expect("entry").path();
+                if !only_keys || path.extension().is_some_and(|e| e == "key") {
+                    std::fs::copy(&path, to.join(path.file_name().expect("name"))).expect("copy");
+                }
+            }
+        };
+        use std::os::unix::fs::PermissionsExt;
+        let private = |d: &Path| {
+            std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700)).expect("chmod")
+        };
+        // The whole directory: its log knows nonce 0.
+        copy(&dir.keystore(), &dir.join("whole"), false);
+        private(&dir.join("whole"));
+        assert!(dir.join("whole/signing-log.sqlite3.checkpoint").exists());
+        let out = sign_elsewhere("whole");
+        assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+        assert!(stderr(&out).contains("nonce"), "{}", stderr(&out));
+        // The key file alone: a log of its own, which never saw nonce 0.
+        copy(&dir.keystore(), &dir.join("keys"), true);
+        private(&dir.join("keys"));
+        let out = sign_elsewhere("keys");
+        crate::util::assert_success(&Command::new("sign"), &out);
+        // Exported and imported: the same.
+        let mut export = dir.command();
+        export
+            .args(["key", "export", "k", "--out", "k.json", "--unsafe-test-kdf"])
+            .env("BRIDGECTL_PASSPHRASE", PASS);
+        export.stdout();
+        let mut import = dir.command();
+        import
+            .args([
+                "--keystore",
+                "imported",
+                "key",
+                "import",
+                "k",
+                "--web3",
+                "k.json",
+            ])
+            .args(["--unsafe-test-kdf"])
+            .env("BRIDGECTL_PASSPHRASE", PASS);
+        import.stdout();
+        let out = sign_elsewhere("imported");
+        crate::util::assert_success(&Command::new("sign"), &out);
     }
 );

@@ -4,12 +4,17 @@
 //!   packages `@ngraveio/bc-ur`, `@keystonehq/bc-ur-registry-eth`, `@ethereumjs/tx` and
 //!   `jsqr`, pinned in `tools/`): an `eth-sign-request` built there, multi-part, is signed
 //!   by `bridgectl sign --from-qr` and its `eth-signature` recovers there to the key; a
-//!   multi-part `bridgectl-doc` written by `--qr-png` decodes there byte for byte;
+//!   multi-part `bridgectl-doc` written by `--qr-png` decodes there byte for byte, with
+//!   any two of its frames lost too;
 //! - frames read back in any order, duplicated, with some lost; a frame of another
 //!   request, a truncated UR, a request over the size bound, an incomplete set and the
 //!   wrong kind of message refused cleanly, before any passphrase is read;
+//! - what a camera gives: a snapshot whose code does not decode skipped as a lost frame,
+//!   a UR text file with a byte order mark and CRLF, a grid of frames in one image, the
+//!   frames only a decoder as strong as the reference's completes;
 //! - `--qr` animating on a terminal until Enter;
-//! - the whole air gap on the sandbox by QR images only, both UR kinds.
+//! - the whole air gap on the sandbox by QR images only, both UR kinds, and a batch of
+//!   100 redeems as at most 100 request frames, byte for byte.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -168,7 +173,12 @@ bctest!(
             .iter()
             .map(|p| p.display().to_string())
             .collect();
-        assert_eq!(pngs.len(), 1, "an eth-signature fits one frame");
+        assert_eq!(
+            pngs.len(),
+            1 + bridgectl_qr::MAX_LOST_FRAMES,
+            "an eth-signature fits one frame, written so that any {} files may be lost",
+            bridgectl_qr::MAX_LOST_FRAMES
+        );
         for source in [pngs[0].clone(), dir.join("answer.ur").display().to_string()] {
             let read: Value = serde_json::from_str(&node(&["decode", &source])).expect("json");
             assert_eq!(read["type"], "eth-signature", "{read}");
@@ -203,6 +213,18 @@ fn redeem_request(dir: &Dir) -> (Vec<u8>, PathBuf) {
     (bytes, config)
 }
 
+/// The offline side of [`redeem_request`], its key imported: the request, its config
+/// and the request as a `bridgectl-doc` UR.
+fn offline_request(dir: &Dir) -> (Vec<u8>, PathBuf, bridgectl_qr::Ur) {
+    crate::offline::import_key(dir);
+    let (request, config) = redeem_request(dir);
+    let doc = Doc {
+        kind: DocKind::SignRequest,
+        bytes: request.clone(),
+    };
+    (request, config, doc.to_ur())
+}
+
 fn sign_cmd(dir: &Dir, config: &Path, fifo: &CountingPassphrase) -> TestCommand {
     let mut cmd = dir.command();
     cmd.args([
@@ -220,47 +242,10 @@ fn sign_cmd(dir: &Dir, config: &Path, fifo: &CountingPassphrase) -> TestCommand 
 }
 
 bctest!(
-    a_multi_part_bundle_written_by_qr_png_decodes_there_byte_for_byte,
-    |dir: Dir, _cmd: TestCommand| {
-        crate::offline::import_key(&dir);
-        let (request, config) = redeem_request(&dir);
-        dir.write("request.json", &request);
-        let fifo = CountingPassphrase::new(&dir, PASS);
-        let mut sign = sign_cmd(&dir, &config, &fifo);
-        sign.args(["request.json", "--out", "bundle.json", "--qr-png", "frames"]);
-        sign.stdout();
-        fifo.finish();
-        let frames: Vec<String> = files(&dir.join("frames"))
-            .iter()
-            .rev()
-            .map(|p| p.display().to_string())
-            .collect();
-        assert!(
-            frames.len() >= 6,
-            "a multi-part UR: {} frames",
-            frames.len()
-        );
-        let args: Vec<&str> = std::iter::once("decode")
-            .chain(frames.iter().map(String::as_str))
-            .collect();
-        let read: Value = serde_json::from_str(&node(&args)).expect("json");
-        assert_eq!(read["type"], "bridgectl-doc", "{read}");
-        assert_eq!(read["kind"], "signed-bundle", "{read}");
-        let bundle = std::fs::read_to_string(dir.join("bundle.json")).expect("bundle");
-        assert_eq!(read["document"], bundle.as_str());
-    }
-);
-
-bctest!(
     request_frames_read_in_any_order_sign_the_very_file_and_strangers_are_refused,
     |dir: Dir, _cmd: TestCommand| {
-        crate::offline::import_key(&dir);
-        let (request, config) = redeem_request(&dir);
-        let doc = Doc {
-            kind: DocKind::SignRequest,
-            bytes: request.clone(),
-        };
-        let texts = bridgectl_qr::frames(&doc.to_ur()).expect("frames");
+        let (request, config, ur) = offline_request(&dir);
+        let texts = bridgectl_qr::frames(&ur).expect("frames");
         let parts = texts.len() / 2;
         assert!(parts >= 3, "{parts} parts");
         write_pngs(&dir.join("request"), &texts);
@@ -465,26 +450,26 @@ fn the_whole_air_gap_by_qr_images_only() {
                 "--nonce",
                 &nonce,
             ])
-            .args(["--qr-png", &format!("{kind}-answer")]);
+            .args(["--qr-png", &format!("{kind}-answer")])
+            .args(["--out", &format!("{kind}-answer.txt")]);
         sign.args(["--json"]);
         let o = sign.output();
         live.check_secrets(&o);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert!(stderr.contains(&format!("({answer},")), "{stderr}");
-        // stdout: the bundle, or (an eth-signature being no JSON) what was signed.
+        // stdout: what was signed (the answer is in its file, and its frames).
         let printed = crate::util::strict_json(&String::from_utf8_lossy(&o.stdout));
+        crate::json::assert_schema("sign-out", &printed);
+        assert_eq!(printed["out"], format!("{kind}-answer.txt"), "{printed:#}");
+        let kept = std::fs::read_to_string(offline.join(format!("{kind}-answer.txt")))
+            .expect("the answer file");
         if answer == "eth-signature" {
-            crate::json::assert_schema("sign-out", &printed);
-            assert_eq!(printed["out"], "-", "{printed:#}");
-            assert!(
-                printed["ethSignature"]
-                    .as_str()
-                    .expect("ur")
-                    .starts_with("ur:eth-signature/")
-            );
+            let ur = printed["ethSignature"].as_str().expect("ur");
+            assert!(ur.starts_with("ur:eth-signature/"), "{ur}");
+            assert_eq!(kept.trim(), ur);
         } else {
-            crate::json::assert_schema("sign", &printed);
+            assert!(kept.contains("\"bridgectl-signed-bundle\""), "{kept}");
         }
         // Online again: the answer from its frames, shuffled; checked against the
         // request kept here and the flow that wrote it; submitted; completed.
@@ -504,6 +489,32 @@ fn the_whole_air_gap_by_qr_images_only() {
         assert_eq!(sub["checkedAgainstRequest"], true, "{sub:#}");
         assert_eq!(sub["state"], "completed", "{sub:#}");
         assert!(live.mined(true, sub["txHash"].as_str().expect("hash")));
+        // A person's history: a redeem (by way of an action) of 1 ST, not an action of
+        // base units; its steps spell addresses as every document does.
+        let mut c = live.cmd();
+        c.args(["history"]);
+        let text = String::from_utf8(live.run_ok(c).stdout).expect("utf8");
+        let row = text
+            .lines()
+            .find(|l| l.contains(&tx_id))
+            .unwrap_or_else(|| panic!("{tx_id} in {text}"));
+        let symbol = &live.sb.info.side.symbol;
+        assert!(
+            row.contains("redeem (action)") && row.contains(&format!(" 1  {symbol} ")),
+            "{text}"
+        );
+        let mut c = live.cmd();
+        c.args(["history", &tx_id]);
+        let one = String::from_utf8(live.run_ok(c).stdout).expect("utf8");
+        assert!(
+            one.contains(&format!(
+                "redeem (action) completed 1 {symbol} from {}",
+                live.dev
+            )),
+            "{one}"
+        );
+        let dev_lower = format!("{:?}", live.dev).to_lowercase();
+        assert!(!one.contains(&dev_lower[2..]), "{one}");
     }
 
     // An eth-signature without the request it answers says what to give.
@@ -572,38 +583,60 @@ bctest!(
     }
 );
 
-#[test]
-fn a_small_batch_crosses_the_air_gap_as_qr_frames_both_ways() {
-    let live = Live::shared("qr_batch");
-    let offline = crate::flow::offline_signer(&live, "qr_batch_offline");
-    let path = |p: &str| live.dir.join(p).to_str().expect("utf8").to_owned();
+/// Online: `batch prepare` of redeems from the test's account, one line per amount of
+/// `amounts`, with `--out requests.json --qr-png request-frames`: its frames. Its `next:`
+/// line is for the QR way across.
+fn prepare_by_qr(live: &Live, amounts: impl Iterator<Item = String>) -> Vec<PathBuf> {
     let dev = live.dev.to_string();
-    live.dir.write(
-        "payouts.jsonl",
-        (1..=3)
-            .map(|i| format!("{{\"op\": \"redeem\", \"from\": \"{dev}\", \"amount\": \"{i}\"}}\n"))
-            .collect::<String>(),
-    );
-    // Online: the batch request as frames (the file stays here too).
-    let prepared = live.ok(&[
+    let lines: Vec<String> = amounts
+        .enumerate()
+        .map(|(i, amount)| {
+            format!(
+                "{{\"op\": \"redeem\", \"from\": \"{dev}\", \"amount\": \"{amount}\", \
+                 \"id\": \"payout-{i}\"}}\n"
+            )
+        })
+        .collect();
+    live.dir.write("payouts.jsonl", lines.concat());
+    let path = |p: &str| live.dir.join(p).to_str().expect("utf8").to_owned();
+    let mut prepare = live.cmd();
+    prepare.args([
         "batch",
         "prepare",
         "payouts.jsonl",
         "--out",
         &path("requests.json"),
         "--qr-png",
-        &path("request-frames"),
+        &path("request-frames/"),
     ]);
-    assert_eq!(prepared["prepared"], 3, "{prepared:#}");
-    let frames = files(&live.dir.join("request-frames"));
-    let lost = second_pass_lost(frames.len());
-    shuffled(
-        &live.dir.join("request-frames"),
-        &offline.join("batch-in"),
-        &lost,
-        0,
+    let out = live.run_ok(prepare);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
     );
-    // Offline: read from the frames alone, signed, answered as frames.
+    let n = lines.len();
+    assert!(
+        stdout.contains(&format!(": {n} of {n} items prepared")),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("next: offline, read its frames")
+            && stderr.contains("bridgectl sign --from-qr SNAPSHOTS/ --out signed.json")
+            && stderr.contains("request-frames/frame-*.png")
+            && !stderr.contains("//"),
+        "{stderr}"
+    );
+    files(&live.dir.join("request-frames"))
+}
+
+/// Offline: `sign --from-qr batch-in --out signed.json --yes` with the account's next
+/// nonce, and `extra` flags; the signed batch, checked to answer the very request file
+/// (its SHA-256).
+fn sign_batch_by_qr(
+    live: &Live,
+    offline: &Dir,
+    extra: &[&str],
+) -> bridgectl_tx::batch::SignedBatch {
     let nonce = live.nonce(true, live.dev).to_string();
     let mut sign = offline.command();
     sign.env("BRIDGECTL_PASSPHRASE_FILE", offline.join("pass"))
@@ -615,22 +648,39 @@ fn a_small_batch_crosses_the_air_gap_as_qr_frames_both_ways() {
             "signed.json",
             "--yes",
         ])
-        .args(["--nonce-for", &format!("{dev}={nonce}")])
-        .args(["--qr-png", "answer"]);
+        .args(["--nonce-for", &format!("{}={nonce}", live.dev)])
+        .args(extra);
     let o = sign.output();
     live.check_secrets(&o);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(stderr.contains("(bridgectl-doc,"), "{stderr}");
-    // The request read from frames is the very file: the answer names its SHA-256.
     let signed = bridgectl_tx::batch::SignedBatch::parse(
         &std::fs::read(offline.join("signed.json")).expect("signed"),
     )
     .expect("a signed batch");
+    let request = std::fs::read(live.dir.join("requests.json")).expect("request");
     assert_eq!(
         signed.request_hash.to_string(),
-        prepared["requestHash"].as_str().expect("hash")
+        format!("{}", bridgectl_tx::request::request_hash(&request))
     );
+    signed
+}
+
+#[test]
+fn a_small_batch_crosses_the_air_gap_as_qr_frames_both_ways() {
+    let live = Live::shared("qr_batch");
+    let offline = crate::flow::offline_signer(&live, "qr_batch_offline");
+    let path = |p: &str| live.dir.join(p).to_str().expect("utf8").to_owned();
+    // Online: the batch request as frames (the file stays here too).
+    let frames = prepare_by_qr(&live, (1..=3).map(|i| i.to_string()));
+    shuffled(
+        &live.dir.join("request-frames"),
+        &offline.join("batch-in"),
+        &second_pass_lost(frames.len()),
+        0,
+    );
+    // Offline: read from the frames alone, signed, answered as frames; the request read
+    // from frames is the very file.
+    let signed = sign_batch_by_qr(&live, &offline, &["--qr-png", "answer"]);
     // Online again: the signed batch from its frames, shuffled.
     shuffled(
         &offline.join("answer"),
@@ -638,15 +688,28 @@ fn a_small_batch_crosses_the_air_gap_as_qr_frames_both_ways() {
         &[],
         0,
     );
-    let mut c = live.cmd();
-    c.args([
-        "--json",
-        "batch",
-        "submit",
-        "--from-qr",
-        &path("answer-back"),
-    ]);
-    let out = live.run_ok(c);
+    // A second submit while one runs (here: while another process holds the batch's run
+    // lock) says so, with a code of its own.
+    let locks = live.dir.join("journal.batch-locks");
+    std::fs::create_dir_all(&locks).expect("mkdir");
+    let held =
+        std::fs::File::create(locks.join(format!("{}.lock", signed.batch_id))).expect("lock file");
+    held.try_lock().expect("lock");
+    let submit = || {
+        let mut c = live.cmd();
+        c.args([
+            "--json",
+            "batch",
+            "submit",
+            "--from-qr",
+            &path("answer-back"),
+        ]);
+        c
+    };
+    let err = submit().fails_with(11);
+    assert!(err.contains("is running in another process"), "{err}");
+    drop(held);
+    let out = live.run_ok(submit());
     let text = String::from_utf8_lossy(&out.stdout);
     let (first, rest) = text.split_once('\n').expect("lines");
     let checked = crate::util::strict_json(first);
@@ -654,3 +717,252 @@ fn a_small_batch_crosses_the_air_gap_as_qr_frames_both_ways() {
     let (_, summary) = crate::batch::parse_results(rest.as_bytes());
     assert_eq!(summary["completed"], 3, "{summary:#}");
 }
+
+/// A fixture of the qr crate (drawn or written by independent tools).
+fn qr_fixture(name: &str) -> PathBuf {
+    crate::util::repo_root()
+        .join("crates/qr/tests/fixtures")
+        .join(name)
+}
+
+bctest!(
+    what_a_camera_gives_reads_an_undecodable_snapshot_skipped_a_bom_file_a_grid_of_frames,
+    |dir: Dir, _cmd: TestCommand| {
+        let (request, config, ur) = offline_request(&dir);
+        let texts = bridgectl_qr::frame_set(&ur).expect("frames");
+        // The frames plus a grainy snapshot, read first: its code is found and does not
+        // decode, so it is skipped with a note, as a lost frame, and the set completes.
+        write_pngs(&dir.join("snapshots"), &texts);
+        std::fs::copy(
+            qr_fixture("grainy-frame.png"),
+            dir.join("snapshots/000-grainy.png"),
+        )
+        .expect("copy");
+        let fifo = CountingPassphrase::new(&dir, PASS);
+        let mut sign = sign_cmd(&dir, &config, &fifo);
+        sign.args(["--from-qr", "snapshots", "--out", "bundle.json"]);
+        let out = sign.output();
+        assert_eq!(fifo.finish(), 1);
+        crate::util::assert_success(&sign.cmd, &out);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("» skipped: a QR code at (")
+                && stderr.contains("does not decode")
+                && stderr.contains("000-grainy.png"),
+            "{stderr}"
+        );
+        let hash = format!("{}", bridgectl_tx::request::request_hash(&request));
+        let bundle: Value =
+            serde_json::from_slice(&std::fs::read(dir.join("bundle.json")).expect("bundle"))
+                .expect("json");
+        assert_eq!(bundle["requestHash"], hash.as_str());
+
+        // A UR text file as a Windows editor saves it: a byte order mark, CRLF, upper
+        // case. The same request: its bytes again from this journal, nothing unlocked.
+        let text = texts
+            .iter()
+            .map(|t| t.to_ascii_uppercase())
+            .collect::<Vec<_>>()
+            .join("\r\n");
+        dir.write("bom.ur", format!("\u{feff}{text}\r\n"));
+        let fifo = CountingPassphrase::new(&dir, PASS);
+        let again = sign_cmd(&dir, &config, &fifo)
+            .args(["--from-qr", "bom.ur"])
+            .json();
+        fifo.finish();
+        assert_eq!(again["requestHash"], hash.as_str(), "{again:#}");
+
+        // A 2x2 grid of frames on one screen (drawn by segno): four frames read from the
+        // one image, three of which rqrr alone would hide.
+        let fifo = CountingPassphrase::new(&dir, PASS);
+        let mut grid = sign_cmd(&dir, &config, &fifo);
+        grid.args(["--from-qr"]).args([qr_fixture("grid-2x2.png")]);
+        let err = grid.fails_with(3);
+        assert_eq!(fifo.finish(), 0);
+        assert!(err.contains("of 7 parts, from 4 frames"), "{err}");
+        // 11 of 14 frames the reference decoder completes (and ur 0.5.2 does not): the
+        // message is rebuilt, then refused for what it is (no sign request).
+        let fifo = CountingPassphrase::new(&dir, PASS);
+        let mut eleven = sign_cmd(&dir, &config, &fifo);
+        eleven
+            .args(["--from-qr"])
+            .args([qr_fixture("fountain-7-parts-11-of-14.ur")]);
+        let err = eleven.fails_with(3);
+        assert_eq!(fifo.finish(), 0);
+        assert!(
+            err.contains("» read bridgectl-doc (7 parts)") && !err.contains("incomplete"),
+            "{err}"
+        );
+    }
+);
+
+bctest!(
+    a_qr_png_frame_set_decodes_there_byte_for_byte_and_with_any_two_frames_lost,
+    |dir: Dir, _cmd: TestCommand| {
+        crate::offline::import_key(&dir);
+        let (request, config) = redeem_request(&dir);
+        dir.write("request.json", &request);
+        let fifo = CountingPassphrase::new(&dir, PASS);
+        let mut sign = sign_cmd(&dir, &config, &fifo);
+        sign.args([
+            "request.json",
+            "--out",
+            "bundle.json",
+            "--qr-png",
+            "frames/",
+        ]);
+        let out = sign.output();
+        fifo.finish();
+        crate::util::assert_success(&sign.cmd, &out);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("any 2 may be lost) -> frames/frame-*.png"),
+            "{stderr}"
+        );
+        let pngs = files(&dir.join("frames"));
+        let texts: Vec<String> = pngs
+            .iter()
+            .map(|p| {
+                let scan = bridgectl_qr::read(&std::fs::read(p).expect("png")).expect("read");
+                assert_eq!(scan.texts.len(), 1, "{}", p.display());
+                scan.texts[0].clone()
+            })
+            .collect();
+        let parts: usize = texts[0]
+            .split('/')
+            .nth(1)
+            .and_then(|i| i.split_once('-'))
+            .and_then(|(_, n)| n.parse().ok())
+            .expect("a multi-part UR");
+        assert!(
+            parts >= 3 && pngs.len() < 3 * parts,
+            "{parts} parts, {} frames",
+            pngs.len()
+        );
+        let bundle = std::fs::read(dir.join("bundle.json")).expect("bundle");
+        // Read there (jsQR, @ngraveio/bc-ur), backwards: the very file.
+        let mut args = vec!["decode".to_owned()];
+        args.extend(pngs.iter().rev().map(|p| p.display().to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let read: Value = serde_json::from_str(&node(&args)).expect("json");
+        assert_eq!(read["type"], "bridgectl-doc", "{read}");
+        assert_eq!(read["kind"], "signed-bundle", "{read}");
+        assert_eq!(read["document"].as_str(), std::str::from_utf8(&bundle).ok());
+        // Every way of losing two frames: bridgectl's decoder rebuilds the bundle...
+        let mut sets = 0;
+        for a in 0..texts.len() {
+            for b in a + 1..texts.len() {
+                let mut assembler = bridgectl_qr::Assembler::new();
+                for (i, t) in texts.iter().enumerate() {
+                    if i != a && i != b {
+                        assembler.receive(t).expect("a frame");
+                    }
+                }
+                let ur = assembler
+                    .finish()
+                    .unwrap_or_else(|e| panic!("frames {a} and {b} lost: {e}"));
+                let bridgectl_qr::Payload::Doc(doc) =
+                    bridgectl_qr::Payload::from_ur(&ur).expect("payload")
+                else {
+                    panic!("a bridgectl-doc")
+                };
+                assert_eq!(doc.bytes, bundle, "frames {a} and {b} lost");
+                sets += 1;
+            }
+        }
+        assert_eq!(sets, texts.len() * (texts.len() - 1) / 2);
+        // ... and so does the reference's (@ngraveio/bc-ur, reading the PNGs by jsQR).
+        let mut args = vec!["lose".to_owned(), "2".to_owned()];
+        args.extend(pngs.iter().map(|p| p.display().to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let lost: Value = serde_json::from_str(&node(&args)).expect("json");
+        assert_eq!(lost["sets"], sets, "{lost}");
+        assert_eq!(lost["failed"], json!([]), "{lost}");
+    }
+);
+
+#[test]
+fn a_batch_of_100_redeems_crosses_as_at_most_100_frames_byte_for_byte() {
+    let live = Live::shared("qr_batch_100");
+    let offline = crate::flow::offline_signer(&live, "qr_batch_100_offline");
+    let frames = prepare_by_qr(&live, (1..=100).map(|i| format!("0.{i:03}")));
+    assert!(
+        frames.len() <= 100,
+        "{} frames for 100 redeems",
+        frames.len()
+    );
+    // Read offline from the frames alone, in another order, two of them lost: the
+    // signed batch answers the very request file.
+    shuffled(
+        &live.dir.join("request-frames"),
+        &offline.join("batch-in"),
+        &[3, frames.len() / 2],
+        0,
+    );
+    let signed = sign_batch_by_qr(&live, &offline, &[]);
+    assert_eq!(signed.items.len(), 100);
+}
+
+bctest!(
+    what_needs_no_frames_is_refused_before_any_frame_is_read,
+    |dir: Dir, _cmd: TestCommand| {
+        let (_, config, _) = offline_request(&dir);
+        // A batch request's frames, a few dozen (what is in them is never read here).
+        let mut x = 7u64;
+        let noise: String = (0..3000)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                char::from(b"0123456789abcdef"[(x >> 60) as usize])
+            })
+            .collect();
+        let doc = Doc {
+            kind: DocKind::BatchRequest,
+            bytes: format!("{{\"format\": \"bridgectl-batch-request\", \"x\": \"{noise}\"}}\n")
+                .into_bytes(),
+        };
+        write_pngs(
+            &dir.join("camera"),
+            &bridgectl_qr::frame_set(&doc.to_ur()).expect("frames"),
+        );
+        dir.write("taken.json", "{}");
+        let cases: &[(&[&str], i32, &str)] = &[
+            (
+                &["--qr-png", "answer"],
+                2,
+                "--from-qr with --qr or --qr-png: give --out FILE too",
+            ),
+            (
+                &["--out", "taken.json", "--qr-png", "answer"],
+                10,
+                "taken.json already exists",
+            ),
+            (&["--out", "taken.json"], 10, "taken.json already exists"),
+        ];
+        for (flags, code, want) in cases {
+            let fifo = CountingPassphrase::new(&dir, PASS);
+            let mut sign = sign_cmd(&dir, &config, &fifo);
+            sign.args(["--from-qr", "camera"]).args(*flags);
+            let err = sign.fails_with(*code);
+            assert_eq!(fifo.finish(), 0);
+            assert!(err.contains(want), "{flags:?}: {want:?} not in {err}");
+            assert!(!err.contains('»'), "{flags:?}: frames were read: {err}");
+            assert!(!dir.join("answer").exists());
+        }
+        // With --out, the frames are read (and this one refused for what it holds).
+        let fifo = CountingPassphrase::new(&dir, PASS);
+        let mut sign = sign_cmd(&dir, &config, &fifo);
+        sign.args([
+            "--from-qr",
+            "camera",
+            "--out",
+            "signed.json",
+            "--qr-png",
+            "answer",
+        ]);
+        let err = sign.fails_with(3);
+        assert_eq!(fifo.finish(), 0);
+        assert!(err.contains("» read bridgectl-doc"), "{err}");
+    }
+);

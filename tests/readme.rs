@@ -1,7 +1,8 @@
-//! The README works as written: its walkthrough block (the fenced `sh walkthrough`) is
-//! run by bash on a pseudo-terminal in a fresh home, against a sandbox started with the
-//! README's own command, answering each question and passphrase prompt as a person
-//! would. A README that drifts from the CLI fails here.
+//! The README works as written: its walkthrough block (the fenced `sh walkthrough`), and
+//! after it the air gap's blocks (by file at batch scale; by QR frames for one redeem
+//! and for a batch), are run by bash on a pseudo-terminal in a fresh home, against a
+//! sandbox started with the README's own command, answering each question and
+//! passphrase prompt as a person would. A README that drifts from the CLI fails here.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -66,14 +67,14 @@ bctest!(
         );
         let journal = rusqlite::Connection::open(dir.join("xdg/state/bridgectl/journal.sqlite3"))
             .expect("journal");
-        let completed: i64 = journal
-            .query_row(
-                "SELECT count(*) FROM flows WHERE state = 'completed'",
-                [],
-                |r| r.get(0),
-            )
-            .expect("count");
-        assert_eq!(completed, 2, "the swap and the redeem completed");
+        assert_eq!(completed(&journal), 2, "the swap and the redeem completed");
+
+        // Mining stopped, stepped, on an interval and back to a block per transaction,
+        // on the side chain's node, as the README shows it (the blocks after it need it
+        // back on).
+        let mining = blocks_named(&readme, "mining");
+        assert_eq!(mining.len(), 1, "one mining block in the README");
+        assert!(run_block(&mining[0], None).is_empty());
 
         // The air gap at batch scale, step by step, after the walkthrough (whose redeem
         // tells this machine's journal the dev key's next nonce on the side chain): one
@@ -82,17 +83,25 @@ bctest!(
         assert_eq!(batch.len(), 1, "one airgap-batch block in the README");
         let answered = run_block(&batch[0], None);
         assert_eq!(answered, ["y", "passphrase"], "{answered:?}");
-        let completed: i64 = journal
-            .query_row(
-                "SELECT count(*) FROM flows WHERE state = 'completed'",
-                [],
-                |r| r.get(0),
-            )
-            .expect("count");
-        assert_eq!(completed, 5, "the batch's three redeems completed");
+        assert_eq!(
+            completed(&journal),
+            5,
+            "the batch's three redeems completed"
+        );
         let signed = std::fs::read(dir.join("signed.json")).expect("the signed batch");
         let signed = bridgectl_tx::batch::SignedBatch::parse(&signed).expect("a signed batch");
         assert_eq!((signed.items.len(), signed.refused.len()), (3, 0));
+
+        // The same two crossings by QR frames (directories of PNG files standing for a
+        // screen and a camera): a redeem's eth-sign-request and eth-signature, then a
+        // batch both ways. Each asks once and unlocks once.
+        for (name, done) in [("airgap-qr", 6), ("airgap-batch-qr", 9)] {
+            let block = blocks_named(&readme, name);
+            assert_eq!(block.len(), 1, "one {name} block in the README");
+            let answered = run_block(&block[0], None);
+            assert_eq!(answered, ["y", "passphrase"], "{name}: {answered:?}");
+            assert_eq!(completed(&journal), done, "{name}: its redeems completed");
+        }
 
         // What the sandbox printed, again, while it runs.
         let bridgectl = |args: &[&str]| {
@@ -199,11 +208,12 @@ bctest!(
             [
                 ("completed".to_owned(), 2),
                 ("failed".to_owned(), 2),
-                ("retired".to_owned(), 5)
+                ("retired".to_owned(), 9)
             ],
             "the new chain's swap and redeem completed; the redeem tried with no sandbox \
-             and the one refused at the reset failed unsigned; the old chain's five (the \
-             swap, the redeem, the batch's three redeems) retired"
+             and the one refused at the reset failed unsigned; the old chain's nine (the \
+             swap, the redeem, the batch's three redeems, the redeem and the three of the \
+             batch by QR) retired"
         );
         let failed_signed: i64 = journal
             .query_row(
@@ -377,4 +387,56 @@ fn answer_prompts(
         }
     }
     answered
+}
+
+/// How many flows of `journal` completed.
+fn completed(journal: &rusqlite::Connection) -> i64 {
+    journal
+        .query_row(
+            "SELECT count(*) FROM flows WHERE state = 'completed'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("count")
+}
+
+/// The README's fault tables name every route of the sandbox's config and every key of a
+/// route's faults, and nothing else.
+#[test]
+fn the_readme_names_every_fault_route_and_key() {
+    let readme =
+        std::fs::read_to_string(crate::util::repo_root().join("README.md")).expect("README");
+    let section = &readme[readme.find("### Mining and faults").expect("the section")..];
+    // The first cell of each table row, in backquotes.
+    let rows = |header: &str| -> Vec<String> {
+        section[section.find(header).expect(header)..]
+            .lines()
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| {
+                l.split('|')
+                    .nth(1)
+                    .unwrap_or_default()
+                    .trim()
+                    .trim_matches('`')
+                    .to_owned()
+            })
+            .collect()
+    };
+    let routes = rows("| route |");
+    assert_eq!(routes, bridgectl_sandbox::config::FAULT_ROUTES, "routes");
+    // FaultConfig's fields, by its Debug.
+    let debug = format!("{:?}", bridgectl_sandbox::FaultConfig::default());
+    let fields: Vec<String> = debug
+        .split(['{', ','])
+        .skip(1)
+        .filter_map(|f| f.split(':').next())
+        .map(|f| f.trim().to_owned())
+        .filter(|f| !f.is_empty() && !f.contains('}'))
+        .collect();
+    let mut keys = rows("| key |");
+    keys.sort();
+    let mut fields = fields;
+    fields.sort();
+    assert_eq!(keys, fields, "fault keys ({debug})");
 }

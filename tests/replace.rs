@@ -120,7 +120,33 @@ fn a_stuck_redeem_is_replaced_mined_once_and_both_signatures_count_against_the_l
     let out = child.wait_with_output();
     live.check_secrets(&out);
     crate::util::assert_success(&c.cmd, &out);
+    // The summary says the price it replaces and the new one, and the words are
+    // bridgectl's own, not a request's claim.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "what:      replace flow {tx_id} at a higher gas price"
+        )) && err.contains("gas price: ")
+            && err.contains(" wei (")
+            && !err.contains("not checked"),
+        "{err}"
+    );
     let replaced = crate::util::strict_json(&String::from_utf8_lossy(&out.stdout));
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("gas price: "))
+        .expect("a gas price line");
+    let (old, new) = line["gas price: ".len()..]
+        .split_once(" wei")
+        .and_then(|(prices, _)| prices.split_once(" -> "))
+        .expect("old -> new");
+    assert_eq!(
+        new,
+        replaced["gasPrice"].as_str().expect("gasPrice"),
+        "{line}"
+    );
+    let (old, new): (u128, u128) = (old.parse().expect("old"), new.parse().expect("new"));
+    assert_eq!(new, (old * 12_000).div_ceil(10_000), "20% more: {line}");
     let new_hash = replaced["txHash"].as_str().expect("txHash").to_owned();
     assert_eq!(new_hash, sent_hash);
     assert_ne!(new_hash, original);
@@ -251,16 +277,20 @@ fn batch_resume_replace_stuck_reprices_the_items_that_were_never_mined() {
         .args(["batch", "run", "stuck.csv", "--yes", "--timeout", "2"])
         .output();
     live.check_secrets(&out);
-    assert_eq!(
-        out.status.code(),
-        Some(9),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(9), "{err}");
     let batch_id = live.ok(&["batch", "status"])[0]["batchId"]
         .as_str()
         .expect("batch id")
         .to_owned();
+    // The hint names the way past stuck transactions.
+    assert!(
+        err.contains(&format!(
+            "2 sent did not end in time: if their transactions are not mined, `bridgectl \
+             batch resume {batch_id} --replace-stuck` signs them again"
+        )),
+        "{err}"
+    );
     let originals: Vec<String> = live.ok(&["batch", "status", &batch_id])["items"]
         .as_array()
         .expect("items")
@@ -283,7 +313,15 @@ fn batch_resume_replace_stuck_reprices_the_items_that_were_never_mined() {
     assert!(err.contains("--replace-stuck"), "{err}");
     let mut c = live.cmd();
     c.args(["batch", "resume", &batch_id, "--replace-stuck", "--yes"]);
-    live.run_ok(c);
+    let out = live.run_ok(c);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "2 items, 0 completed, 0 failed, 2 signed and not finished (each signed again at \
+             its nonce at a higher gas price, unless mined meanwhile), 0 not signed yet"
+        ),
+        "{err}"
+    );
     let items = live.ok(&["batch", "status", &batch_id])["items"].clone();
     for (item, original) in items.as_array().expect("items").iter().zip(&originals) {
         assert_eq!(item["state"], "completed", "{items:#}");
@@ -357,4 +395,58 @@ fn a_cancel_of_a_flow_priced_above_todays_cap_is_allowed_at_its_bump() {
         .parse()
         .expect("decimal");
     assert_eq!(paid, (price * 11_250).div_ceil(10_000), "the default bump");
+}
+
+/// A cancel not mined in time names the ways on for a cancel: itself again at a higher
+/// price, or more waiting; never a replacement of the call it was to end. Resumed once
+/// blocks are mined again, the flow ends cancelled.
+#[test]
+fn a_cancel_not_mined_in_time_is_not_told_to_replace() {
+    let live = Live::new("cancel_timeout");
+    automine(&live, false);
+    let (tx_id, original) = stuck_redeem(&live, "1");
+    let err = live.fails(&["cancel", &tx_id, "--yes", "--timeout", "2"], 8);
+    let hint = err
+        .lines()
+        .find(|l| l.starts_with("hint: "))
+        .unwrap_or_else(|| panic!("a hint in {err}"));
+    assert!(
+        hint.contains(&format!("`bridgectl cancel {tx_id}`"))
+            && hint.contains(&format!("`bridgectl resume {tx_id}`"))
+            && !hint.contains("bridgectl replace"),
+        "{err}"
+    );
+    automine(&live, true);
+    live.sb.mine(true);
+    let resumed = live.ok(&["resume", &tx_id]);
+    assert_eq!(resumed["state"], "cancelled", "{resumed:#}");
+    assert!(!has_receipt(&live, &original));
+}
+
+/// A resumed batch whose items an earlier run sent only awaits them: its rate counts
+/// none of them as run here.
+#[test]
+fn a_resumed_batch_counts_as_run_only_what_this_process_did() {
+    let live = Live::new("batch_observed");
+    live.dir.write(
+        "slow.csv",
+        "op,from,to,token,amount,id\nredeem,dev,,,1,a\nredeem,dev,,,1,b\n",
+    );
+    automine(&live, false);
+    let err = live.fails(&["batch", "run", "slow.csv", "--yes", "--timeout", "2"], 9);
+    assert!(err.contains("--replace-stuck"), "{err}");
+    let batch_id = live.ok(&["batch", "status"])[0]["batchId"]
+        .as_str()
+        .expect("batch id")
+        .to_owned();
+    automine(&live, true);
+    live.sb.mine(true);
+    let mut c = live.cmd();
+    c.args(["batch", "resume", &batch_id]);
+    let text = String::from_utf8(live.run_ok(c).stdout).expect("utf8");
+    assert!(
+        text.contains(": 2 completed, 0 failed, 0 unsigned, 0 pending of 2")
+            && text.contains("(none ran in this process: each had ended, or been sent, before)"),
+        "{text}"
+    );
 }

@@ -88,7 +88,8 @@ pub fn run(global: &GlobalOpts, args: BalanceArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let units = |v: U256, decimals: u8| bridgectl_tx::amount::format_units(v, decimals);
-    // The native coin has 18 decimals on every EVM chain the platform runs.
+    // The native coin has 18 decimals on every EVM chain the platform runs; its columns
+    // say it in ETH, the unit every summary gives fees in.
     let gas = |v: Option<U256>| v.map_or_else(|| Ok("-".to_owned()), |v| units(v, 18));
     let mut table = Vec::new();
     for r in &rows {
@@ -104,7 +105,14 @@ pub fn run(global: &GlobalOpts, args: BalanceArgs) -> anyhow::Result<()> {
     let mt = crate::output::untrusted(&bridge.main.symbol).into_owned();
     let st = crate::output::untrusted(&bridge.side.symbol).into_owned();
     crate::output::table(
-        &["ADDRESS", "LABEL", &mt, &st, "GAS (main)", "GAS (side)"],
+        &[
+            "ADDRESS",
+            "LABEL",
+            &mt,
+            &st,
+            "GAS (main, ETH)",
+            "GAS (side, ETH)",
+        ],
         &[2, 3, 4, 5],
         &table,
     )

@@ -51,10 +51,39 @@ fn amount(intent: &serde_json::Value) -> Option<String> {
     Some(v.as_str().map_or_else(|| v.to_string(), str::to_owned))
 }
 
+/// The call an action's intent recorded: its function, callee and chain.
+fn call(f: &FlowRecord) -> Option<(Option<&str>, alloy_primitives::Address, u64)> {
+    let intent = f.intent.get("intent")?;
+    Some((
+        intent.get("function").and_then(|v| v.as_str()),
+        intent.get("to")?.as_str()?.parse().ok()?,
+        intent.get("chainId")?.as_u64()?,
+    ))
+}
+
+/// How the KIND column names a flow: an action whose call is the bridge's redeem (the
+/// profile's ST contract's `redeem`, as `action exec redeem --out` writes for the air
+/// gap) is a redeem, said to be one by way of an action.
+fn kind(f: &FlowRecord, bridge: Option<&bridgectl_flow::Bridge>) -> String {
+    match (f.kind, call(f), bridge) {
+        (FlowKind::Action, Some((Some("redeem"), to, chain)), Some(b))
+            if to == b.side.token && chain == b.side.chain_id =>
+        {
+            "redeem (action)".into()
+        }
+        _ => f.kind.to_string(),
+    }
+}
+
 /// The token a flow moves, from what its intent recorded, else from the profile: a
 /// request's own token (symbol and decimals), a transfer's symbol, a swap's MT, a
-/// redeem's ST. `None` when neither says (an action on another contract).
-fn token(f: &FlowRecord, bridge: Option<&bridgectl_flow::Bridge>) -> Option<(String, u8)> {
+/// redeem's ST, an action's callee when the profile names it as a token. `None` when
+/// neither says (an action on another contract).
+fn token(
+    f: &FlowRecord,
+    bridge: Option<&bridgectl_flow::Bridge>,
+    tokens: &[bridgectl_tx::policy::TrustedContract],
+) -> Option<(String, u8)> {
     let intent = &f.intent;
     if let Some(t) = intent.get("intent").and_then(|i| i.get("token"))
         && let (Some(symbol), Some(decimals)) = (
@@ -63,6 +92,14 @@ fn token(f: &FlowRecord, bridge: Option<&bridgectl_flow::Bridge>) -> Option<(Str
         )
     {
         return Some((symbol.to_owned(), u8::try_from(decimals).ok()?));
+    }
+    if let Some((_, to, chain)) = call(f)
+        && let Some(t) = tokens
+            .iter()
+            .find(|c| c.address == to && c.chain_id == chain)
+            .and_then(|c| c.token.as_ref())
+    {
+        return Some((t.symbol.clone(), t.decimals));
     }
     let bridge = bridge?;
     let side = match (f.kind, intent.get("token").and_then(|t| t.as_str())) {
@@ -81,12 +118,13 @@ fn token(f: &FlowRecord, bridge: Option<&bridgectl_flow::Bridge>) -> Option<(Str
 fn amount_cells(
     f: &FlowRecord,
     bridge: Option<&bridgectl_flow::Bridge>,
+    tokens: &[bridgectl_tx::policy::TrustedContract],
     base_units: bool,
 ) -> (String, String) {
     let Some(base) = amount(&f.intent) else {
         return ("-".into(), String::new());
     };
-    let units = match (base_units, token(f, bridge)) {
+    let units = match (base_units, token(f, bridge, tokens)) {
         (false, Some((symbol, decimals))) => base
             .parse()
             .ok()
@@ -109,20 +147,31 @@ pub fn run(global: &GlobalOpts, args: HistoryArgs) -> anyhow::Result<()> {
                 &json!({"flow": rec, "steps": steps, "signatures": signatures}),
             );
         }
+        let (bridge, tokens) = profile(global);
+        let (amount, token) = amount_cells(&rec, bridge.as_ref(), &tokens, args.base_units);
         crate::output::line(format_args!(
-            "{} {} {} from {} tx {}",
+            "{} {} {}{} from {} tx {}",
             rec.tx_id,
-            rec.kind,
+            kind(&rec, bridge.as_ref()),
             rec.state.as_str(),
-            rec.from.as_deref().unwrap_or("-"),
+            if amount == "-" {
+                String::new()
+            } else {
+                format!(" {amount} {}", crate::output::untrusted(&token))
+            },
+            rec.from
+                .as_deref()
+                .map_or_else(|| "-".to_owned(), crate::output::checksummed_text),
             rec.tx_hash.as_deref().unwrap_or("-")
         ))?;
         for s in steps {
+            // The journal's blobs as every document spells addresses (EIP-55).
+            let detail = crate::output::checksummed(s.detail);
             crate::output::line(format_args!(
                 "  {}  {:<22} {}",
                 s.at,
                 s.step,
-                crate::output::untrusted(&s.detail.to_string())
+                crate::output::untrusted(&detail.to_string())
             ))?;
         }
         return Ok(());
@@ -154,19 +203,15 @@ pub fn run(global: &GlobalOpts, args: HistoryArgs) -> anyhow::Result<()> {
         footer();
         return Ok(());
     }
-    // The profile names the tokens of flows whose intent does not; without one, those
-    // amounts stay in base units.
-    let bridge = crate::config::load_profile(global)
-        .ok()
-        .and_then(|p| p.bridge().ok());
+    let (bridge, tokens) = profile(global);
     let rows: Vec<Vec<String>> = flows
         .iter()
         .map(|f| {
-            let (amount, token) = amount_cells(f, bridge.as_ref(), args.base_units);
+            let (amount, token) = amount_cells(f, bridge.as_ref(), &tokens, args.base_units);
             vec![
                 f.created_at.trim_end_matches('Z').replace('T', " "),
                 f.tx_id.clone(),
-                f.kind.to_string(),
+                kind(f, bridge.as_ref()),
                 f.state.as_str().to_owned(),
                 amount,
                 crate::output::untrusted(&token).into_owned(),
@@ -192,6 +237,20 @@ pub fn run(global: &GlobalOpts, args: HistoryArgs) -> anyhow::Result<()> {
         more_note(args.limit);
     }
     Ok(())
+}
+
+/// The profile's bridge and token contracts: they name the tokens of flows whose intent
+/// does not; without a profile, those amounts stay in base units.
+fn profile(
+    global: &GlobalOpts,
+) -> (
+    Option<bridgectl_flow::Bridge>,
+    Vec<bridgectl_tx::policy::TrustedContract>,
+) {
+    let bridge = crate::config::load_profile(global)
+        .ok()
+        .and_then(|p| p.bridge().ok());
+    (bridge, crate::output::profile_tokens(global))
 }
 
 /// The newest `limit` flows, and whether the journal holds more.

@@ -16,6 +16,7 @@ use serde_json::json;
 
 use crate::exit::{Code, WithCode, coded};
 use crate::global::GlobalOpts;
+use crate::output::untrusted;
 
 /// `bridgectl log ...`
 #[derive(Debug, Subcommand)]
@@ -267,6 +268,12 @@ fn show(log: &SigningLogDb, global: &GlobalOpts, args: ShowArgs) -> anyhow::Resu
     };
     let since = args.since.as_deref().map(parse_since).transpose()?;
     let entries = log.show(&ShowFilter { key, since })?;
+    // Amounts in the units of the tokens the profile names (base units without one).
+    let tokens = if global.json {
+        Vec::new()
+    } else {
+        crate::output::profile_tokens(global)
+    };
     if global.json {
         let list: Vec<_> = entries
             .iter()
@@ -311,8 +318,11 @@ fn show(log: &SigningLogDb, global: &GlobalOpts, args: ShowArgs) -> anyhow::Resu
                 b.nonce,
                 b.function.as_deref().unwrap_or("(unknown call)"),
                 match (&b.amount, &b.token) {
-                    (Some(a), Some(t)) => format!("{a} base units of {t}"),
-                    (Some(a), None) => format!("{a} base units"),
+                    (Some(a), t) => crate::output::token_units(&tokens, b.chain_id, b.to, *a)
+                        .unwrap_or_else(|| match t {
+                            Some(t) => format!("{a} base units of {}", untrusted(t)),
+                            None => format!("{a} base units"),
+                        }),
                     _ => String::new(),
                 },
                 b.tx_hash,

@@ -191,7 +191,7 @@ fn read_answer(args: &SubmitArgs) -> anyhow::Result<(Answer, String)> {
         Some(path) => {
             let bytes = read(path, "signed bundle")?;
             let name = path.display().to_string();
-            if !crate::qr::is_ur_text(&bytes) {
+            if !bridgectl_qr::is_ur_text(&bytes) {
                 return Ok((Answer::Bundle(bytes), name));
             }
             (crate::qr::read_text(&bytes, &name)?, name)

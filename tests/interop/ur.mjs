@@ -7,6 +7,8 @@
 //   node tests/interop/ur.mjs request TX_JSON UUID FRAGMENT_LEN   -> UR parts, one a line
 //   node tests/interop/ur.mjs decode FILE...                      -> JSON of what they hold
 //   node tests/interop/ur.mjs recover TX_JSON SIG_HEX             -> JSON: sender, raw tx
+//   node tests/interop/ur.mjs lose K FILE...                      -> JSON: of the sets left
+//                                      by losing any K of the files, how many complete
 //
 // TX_JSON is {"nonce","gasPrice","gasLimit","to","value","data","chainId","from"} as 0x
 // hex quantities (chainId a number). FILE is a PNG frame or a text file of UR lines.
@@ -135,5 +137,29 @@ function recover([txJson, sigHex]) {
   }));
 }
 
+// Every way of losing `k` of the frame files: does the reference decoder rebuild the
+// same message from what is left?
+function lose([k, ...files]) {
+  const texts = files.map((f) => frameTexts(f).map((t) => t.toLowerCase()));
+  const whole = new URDecoder();
+  texts.flat().forEach((t) => whole.receivePart(t));
+  if (!whole.isSuccess()) throw new Error('the whole set does not decode');
+  const cbor = whole.resultUR().cbor;
+  let sets = 0;
+  const failed = [];
+  const walk = (start, lost) => {
+    if (lost.length === Number(k)) {
+      sets++;
+      const d = new URDecoder();
+      texts.forEach((ts, i) => lost.includes(i) || ts.forEach((t) => d.receivePart(t)));
+      if (!(d.isSuccess() && d.resultUR().cbor.equals(cbor))) failed.push(lost.slice());
+      return;
+    }
+    for (let i = start; i < files.length; i++) walk(i + 1, [...lost, i]);
+  };
+  walk(0, []);
+  console.log(JSON.stringify({ files: files.length, sets, failed }));
+}
+
 const [command, ...args] = process.argv.slice(2);
-({ request, decode, recover })[command](args);
+({ request, decode, recover, lose })[command](args);

@@ -15,7 +15,7 @@ pub fn ur_frames(data: &[u8]) {
     for line in text.lines() {
         let _ = assembler.receive(line);
         let p = assembler.progress();
-        assert!(p.received <= p.needed, "{p:?}");
+        assert!(p.solved <= p.needed, "{p:?}");
         assert!(p.needed <= bridgectl_qr::MAX_FRAGMENTS);
         if assembler.is_complete() {
             break;

@@ -140,10 +140,40 @@ impl Code {
     }
 }
 
-/// The texts of the QR codes in an image (PNG or JPEG), in the order they were found:
-/// none when the image shows no code (a blurred webcam frame). Images over
-/// [`MAX_IMAGE_SIDE`] pixels a side are refused before they are decoded.
-pub fn read(bytes: &[u8]) -> Result<Vec<String>, Error> {
+/// The most rounds of [`codes_in_image`]: each finds at least one more code.
+const MAX_ROUNDS: usize = 64;
+
+/// A QR code found in an image whose modules do not decode (a blurred or grainy
+/// snapshot, a glare): its corners in pixels and why.
+#[derive(Debug)]
+pub struct Undecodable {
+    /// The corners of the code, in pixels (x, y), as they were found.
+    pub corners: [(i32, i32); 4],
+    /// Why it does not decode.
+    pub error: rqrr::DeQRError,
+}
+
+impl std::fmt::Display for Undecodable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (x, y) = self.corners[0];
+        write!(
+            f,
+            "a QR code at ({x}, {y}) does not decode ({})",
+            self.error
+        )
+    }
+}
+
+/// The texts of the QR codes in an image (PNG or JPEG), and the codes found that do not
+/// decode. Images over [`MAX_IMAGE_SIDE`] pixels a side are refused before they are
+/// decoded.
+///
+/// Several codes side by side (a grid of frames on one screen) can have their finder
+/// patterns paired across codes, which gives a grid that does not decode and hides the
+/// codes whose patterns it took. So the image is read in rounds: the codes that decode
+/// are painted over and the rest is looked at again, until a round decodes nothing new;
+/// what still does not decode then is returned as [`Undecodable`].
+pub(crate) fn codes_in_image(bytes: &[u8]) -> Result<(Vec<String>, Vec<Undecodable>), Error> {
     let mut reader = ImageReader::new(Cursor::new(bytes))
         .with_guessed_format()
         .map_err(|e| Error::Image(image::ImageError::IoError(e)))?;
@@ -152,23 +182,80 @@ pub fn read(bytes: &[u8]) -> Result<Vec<String>, Error> {
     limits.max_image_height = Some(MAX_IMAGE_SIDE);
     limits.max_alloc = Some(MAX_IMAGE_ALLOC);
     reader.limits(limits);
-    let luma = reader.decode().map_err(Error::Image)?.into_luma8();
+    let mut luma = reader.decode().map_err(Error::Image)?.into_luma8();
     let (w, h) = (luma.width() as usize, luma.height() as usize);
-    let mut prepared = rqrr::PreparedImage::prepare_from_greyscale(w, h, |x, y| {
-        luma.get_pixel(x as u32, y as u32)[0]
-    });
     let mut texts = Vec::new();
-    let mut failed = None;
-    for grid in prepared.detect_grids() {
-        match grid.decode() {
-            Ok((_, text)) => texts.push(text),
-            Err(e) => failed = Some(e),
+    for _ in 0..MAX_ROUNDS {
+        let mut prepared = rqrr::PreparedImage::prepare_from_greyscale(w, h, |x, y| {
+            luma.get_pixel(x as u32, y as u32)[0]
+        });
+        let mut decoded = Vec::new();
+        let mut failed = Vec::new();
+        for grid in prepared.detect_grids() {
+            let corners = grid.bounds.map(|p| (p.x, p.y));
+            match grid.decode() {
+                Ok((_, text)) => {
+                    texts.push(text);
+                    decoded.push(corners);
+                }
+                Err(error) => failed.push(Undecodable { corners, error }),
+            }
+        }
+        if decoded.is_empty() || failed.is_empty() {
+            return Ok((texts, failed));
+        }
+        for corners in &decoded {
+            paint_over(&mut luma, corners);
         }
     }
-    match (texts.is_empty(), failed) {
-        (true, Some(e)) => Err(Error::QrDecode(e)),
-        _ => Ok(texts),
+    Ok((texts, Vec::new()))
+}
+
+/// Paints the quadrilateral `corners`, grown by a tenth around its centre (the finder
+/// patterns' edges and a module around), white.
+fn paint_over(luma: &mut image::GrayImage, corners: &[(i32, i32); 4]) {
+    let centre = corners.iter().fold((0.0, 0.0), |(x, y), c| {
+        (x + f64::from(c.0) / 4.0, y + f64::from(c.1) / 4.0)
+    });
+    let grown = corners.map(|(x, y)| {
+        (
+            centre.0 + (f64::from(x) - centre.0) * 1.1,
+            centre.1 + (f64::from(y) - centre.1) * 1.1,
+        )
+    });
+    let clamp = |v: f64, max: u32| v.clamp(0.0, f64::from(max.saturating_sub(1))) as u32;
+    let xs = grown.map(|p| p.0);
+    let ys = grown.map(|p| p.1);
+    let (x0, x1) = (
+        clamp(xs.iter().copied().fold(f64::MAX, f64::min), luma.width()),
+        clamp(xs.iter().copied().fold(f64::MIN, f64::max), luma.width()),
+    );
+    let (y0, y1) = (
+        clamp(ys.iter().copied().fold(f64::MAX, f64::min), luma.height()),
+        clamp(ys.iter().copied().fold(f64::MIN, f64::max), luma.height()),
+    );
+    for y in y0..=y1 {
+        for x in x0..=x1 {
+            if inside(&grown, f64::from(x), f64::from(y)) {
+                luma.put_pixel(x, y, image::Luma([255]));
+            }
+        }
     }
+}
+
+/// Whether (x, y) is inside the convex quadrilateral `q` (corners in order, either way
+/// round).
+fn inside(q: &[(f64, f64); 4], x: f64, y: f64) -> bool {
+    let sides = (0..4).map(|i| {
+        let (a, b) = (q[i], q[(i + 1) % 4]);
+        (b.0 - a.0) * (y - a.1) - (b.1 - a.1) * (x - a.0)
+    });
+    let (mut left, mut right) = (false, false);
+    for s in sides {
+        left |= s > 0.0;
+        right |= s < 0.0;
+    }
+    !(left && right)
 }
 
 #[cfg(test)]
@@ -189,7 +276,9 @@ mod tests {
         );
         for (code, text) in codes.iter().zip(&texts) {
             let png = code.png().expect("png");
-            assert_eq!(read(&png).expect("read"), vec![text.to_ascii_uppercase()]);
+            let (texts, failed) = codes_in_image(&png).expect("read");
+            assert_eq!(texts, vec![text.to_ascii_uppercase()]);
+            assert!(failed.is_empty());
             let lines = code.terminal_lines();
             assert_eq!(lines.len(), (code.width() + 5) / 2);
         }
@@ -198,7 +287,8 @@ mod tests {
             width: 21,
             dark: vec![false; 21 * 21],
         };
-        assert!(read(&blank.png().expect("png")).expect("blank").is_empty());
-        assert!(read(b"not an image").is_err());
+        let (texts, failed) = codes_in_image(&blank.png().expect("png")).expect("blank");
+        assert!(texts.is_empty() && failed.is_empty());
+        assert!(codes_in_image(b"not an image").is_err());
     }
 }

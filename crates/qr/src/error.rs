@@ -64,14 +64,10 @@ pub enum Error {
     },
 
     /// Not enough frames were read to rebuild the message.
-    #[error(
-        "incomplete: {received} of {needed} parts; read more frames (any of them, in any order)"
-    )]
+    #[error("incomplete: {progress}; read more frames (any of them, in any order)")]
     Incomplete {
-        /// The parts recovered so far.
-        received: usize,
-        /// The parts the message has.
-        needed: usize,
+        /// How far it got: the parts known, of how many, from how many frames.
+        progress: crate::Progress,
     },
 
     /// No frame was read at all.
@@ -98,10 +94,6 @@ pub enum Error {
     /// An image that is not a readable PNG or JPEG (or is over the size limits).
     #[error("not a readable PNG or JPEG image")]
     Image(#[source] image::ImageError),
-
-    /// A QR code was found in an image but its modules do not decode.
-    #[error("a QR code in it does not decode")]
-    QrDecode(#[source] rqrr::DeQRError),
 
     /// The text does not fit a QR code.
     #[error("cannot draw a QR code of {len} characters")]

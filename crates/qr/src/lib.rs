@@ -1,14 +1,18 @@
 #![doc = include_str!("../README.md")]
 
 mod cbor;
+mod choose;
 mod code;
 mod doc;
 mod error;
 mod eth;
+mod fountain;
 mod parts;
+mod scan;
 
-pub use code::{Code, MAX_IMAGE_SIDE, PNG_SCALE, draw, read};
-pub use doc::{Doc, DocKind};
+pub use choose::MAX_LOST_FRAMES;
+pub use code::{Code, MAX_IMAGE_SIDE, PNG_SCALE, Undecodable, draw};
+pub use doc::{Doc, DocKind, MAX_DOCUMENT};
 pub use error::Error;
 pub use eth::{
     DATA_TYPE_LEGACY, EthSignRequest, EthSignature, KeyPath, PathComponent, PathIndex, uuid_bytes,
@@ -18,6 +22,7 @@ pub use parts::{
     Assembler, FRAGMENT_LEN, Frames, MAX_FRAGMENTS, MAX_HELD, MAX_MESSAGE, MAX_TEXT, Progress,
     Received, Ur, UrType,
 };
+pub use scan::{Scan, is_ur_text, read};
 
 /// What a UR carries, read strictly according to its type.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,4 +78,20 @@ pub fn frames(ur: &Ur) -> Result<Vec<String>, Error> {
         n => 2 * n,
     };
     Ok((0..n).map(|_| frames.next_frame()).collect())
+}
+
+/// The frames to write once, as files (images to show): every fragment of `ur`
+/// (fragments of [`FRAGMENT_LEN`] bytes) and the fountain parts chosen so that any
+/// [`MAX_LOST_FRAMES`] of the frames can be lost (unreadable files, a frame the camera
+/// missed) and the rest still rebuild the message, for any BC-UR decoder. A message that
+/// fits one frame is that frame `MAX_LOST_FRAMES + 1` times.
+pub fn frame_set(ur: &Ur) -> Result<Vec<String>, Error> {
+    let frames = ur.frames(FRAGMENT_LEN)?;
+    let Some((count, checksum)) = frames.fountain() else {
+        return Ok(vec![frames.frame(1); MAX_LOST_FRAMES + 1]);
+    };
+    Ok((1..=count as u32)
+        .chain(choose::fountain_parts(count, checksum))
+        .map(|seq| frames.frame(seq))
+        .collect())
 }

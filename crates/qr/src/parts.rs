@@ -15,6 +15,7 @@
 use std::collections::BTreeSet;
 
 use crate::error::{Error, shorten};
+use crate::fountain::{self, Added, Solver, Split};
 
 /// The largest message read or written: a request with a few KiB of calldata is a few
 /// dozen frames; 64 KiB is 550 frames at the default fragment size, minutes of
@@ -106,25 +107,25 @@ impl Ur {
         }
         if self.cbor.len() <= max_fragment_len {
             return Ok(Frames {
-                single: Some(ur::ur::encode(
-                    &self.cbor,
-                    &ur::Type::Custom(self.ur_type.name()),
-                )),
-                encoder: None,
+                ur_type: self.ur_type,
+                single: Some(self.single_part()),
+                split: None,
+                next: 1,
             });
         }
-        let encoder = ur::Encoder::new(&self.cbor, max_fragment_len, self.ur_type.name())
-            .map_err(|e| Error::Refused(format!("cannot split the message: {e}")))?;
-        if encoder.fragment_count() > MAX_FRAGMENTS {
+        let split = Split::new(&self.cbor, max_fragment_len);
+        if split.count() > MAX_FRAGMENTS {
             return Err(Error::TooLarge {
                 what: "the part count",
                 limit: MAX_FRAGMENTS,
-                found: encoder.fragment_count(),
+                found: split.count(),
             });
         }
         Ok(Frames {
+            ur_type: self.ur_type,
             single: None,
-            encoder: Some(encoder),
+            split: Some(split),
+            next: 1,
         })
     }
 
@@ -138,27 +139,48 @@ impl Ur {
 /// The UR texts of one message's frames, as many as wanted: a single-part UR repeats;
 /// a multi-part one gives its fragments in order, then fountain parts without end.
 pub struct Frames {
+    ur_type: UrType,
     single: Option<String>,
-    encoder: Option<ur::Encoder<'static>>,
+    split: Option<Split>,
+    next: u32,
 }
 
 impl Frames {
     /// How many parts the message has (1 for a single-part UR): about as many frames as
     /// a reader needs.
     pub fn part_count(&self) -> usize {
-        self.encoder.as_ref().map_or(1, ur::Encoder::fragment_count)
+        self.split.as_ref().map_or(1, Split::count)
     }
 
     /// The next frame's text (lower case, as URs are written; QR codes show it in upper
     /// case).
     pub fn next_frame(&mut self) -> String {
-        match (&self.single, &mut self.encoder) {
+        let text = self.frame(self.next);
+        self.next = self.next.wrapping_add(1).max(1);
+        text
+    }
+
+    /// The text of part `seq` (1 or more; the single part of a single-part UR whatever
+    /// `seq`).
+    pub(crate) fn frame(&self, seq: u32) -> String {
+        match (&self.single, &self.split) {
             (Some(single), _) => single.clone(),
-            (None, Some(encoder)) => encoder
-                .next_part()
-                .expect("encoding a fountain part of a bounded message into a Vec cannot fail"),
+            (None, Some(split)) => format!(
+                "ur:{}/{seq}-{}/{}",
+                self.ur_type,
+                split.count(),
+                ur::bytewords::encode(&split.part(seq), ur::bytewords::Style::Minimal)
+            ),
             (None, None) => unreachable!("Frames holds one or the other"),
         }
+    }
+}
+
+impl Frames {
+    /// The part count and checksum of a multi-part message, which fix what each part
+    /// mixes.
+    pub(crate) fn fountain(&self) -> Option<(usize, u32)> {
+        self.split.as_ref().map(|s| (s.count(), s.checksum()))
     }
 }
 
@@ -179,13 +201,33 @@ struct Header {
     fragment: usize,
 }
 
-/// How far the rebuilding of a message is.
+/// How far the rebuilding of a message is: the parts (fragments) of the message known so
+/// far, and the frames read. The two differ: a fountain part mixes several fragments and
+/// may tell none of them until other frames come (`0 of 7 parts, from 1 frame`).
+///
+/// Its `Display` is that line: `4 of 7 parts, from 6 frames`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Progress {
-    /// Parts recovered so far (read, or solved from the fountain parts).
-    pub received: usize,
+    /// Parts of the message known so far (read as they are, or solved from fountain
+    /// parts).
+    pub solved: usize,
     /// The parts the message has (0 before the first frame).
     pub needed: usize,
+    /// Distinct frames read (a fragment or a fountain part each; duplicates not counted).
+    pub frames: usize,
+}
+
+impl std::fmt::Display for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} of {} parts, from {} frame{}",
+            self.solved,
+            self.needed,
+            self.frames,
+            if self.frames == 1 { "" } else { "s" }
+        )
+    }
 }
 
 /// What one frame did.
@@ -205,7 +247,7 @@ pub struct Assembler {
     ur_type: Option<UrType>,
     header: Option<Header>,
     single: Option<Vec<u8>>,
-    decoder: ur::Decoder,
+    solver: Option<Solver>,
     seen: BTreeSet<u32>,
     held: usize,
 }
@@ -232,7 +274,7 @@ fn bytewords(text: &str) -> Result<Vec<u8>, Error> {
 
 /// Reads a fountain part's CBOR strictly: `[seq, count, length, checksum, fragment]`,
 /// nothing after it.
-fn part_header(cbor: &[u8]) -> Result<(u32, Header), Error> {
+fn part_header(cbor: &[u8]) -> Result<(u32, Header, &[u8]), Error> {
     let bad = |e: minicbor::decode::Error| malformed(format!("fountain part: {e}"));
     let mut d = minicbor::Decoder::new(cbor);
     if d.array().map_err(bad)? != Some(5) {
@@ -242,7 +284,7 @@ fn part_header(cbor: &[u8]) -> Result<(u32, Header), Error> {
     let count = d.u32().map_err(bad)? as usize;
     let length = d.u32().map_err(bad)? as usize;
     let checksum = d.u32().map_err(bad)?;
-    let fragment = d.bytes().map_err(bad)?.len();
+    let data = d.bytes().map_err(bad)?;
     if d.position() != cbor.len() {
         return Err(malformed("fountain part: bytes after it"));
     }
@@ -252,8 +294,9 @@ fn part_header(cbor: &[u8]) -> Result<(u32, Header), Error> {
             count,
             length,
             checksum,
-            fragment,
+            fragment: data.len(),
         },
+        data,
     ))
 }
 
@@ -270,30 +313,34 @@ impl Assembler {
 
     /// How far it is.
     pub fn progress(&self) -> Progress {
-        match (&self.single, &self.header) {
+        match (&self.single, &self.solver) {
             (Some(_), _) => Progress {
-                received: 1,
+                solved: 1,
                 needed: 1,
+                frames: 1,
             },
-            (None, Some(h)) => Progress {
-                received: self.decoder.resolved_fragment_count().unwrap_or(0),
-                needed: h.count,
+            (None, Some(solver)) => Progress {
+                solved: solver.solved(),
+                needed: self.header.map_or(0, |h| h.count),
+                frames: self.seen.len(),
             },
             (None, None) => Progress {
-                received: 0,
+                solved: 0,
                 needed: 0,
+                frames: 0,
             },
         }
     }
 
     /// Whether the whole message is there.
     pub fn is_complete(&self) -> bool {
-        self.single.is_some() || self.decoder.complete()
+        self.single.is_some() || self.solver.as_ref().is_some_and(Solver::is_complete)
     }
 
-    /// Reads one frame's text (a QR code's content, or a line of a text file).
+    /// Reads one frame's text (a QR code's content, or a line of a text file), in either
+    /// case, with or without a byte order mark and surrounding white space.
     pub fn receive(&mut self, text: &str) -> Result<Received, Error> {
-        let text = text.trim();
+        let text = text.trim().trim_start_matches('\u{feff}').trim_start();
         if text.len() > MAX_TEXT {
             return Err(Error::TooLarge {
                 what: "the UR text",
@@ -324,7 +371,7 @@ impl Assembler {
         }
         let result = match rest.split_once('/') {
             None => self.receive_single(rest),
-            Some((indices, body)) => self.receive_part(&lower, indices, body),
+            Some((indices, body)) => self.receive_part(indices, body),
         };
         if result.is_ok() {
             self.ur_type = Some(ur_type);
@@ -350,7 +397,7 @@ impl Assembler {
         Ok(Received::New)
     }
 
-    fn receive_part(&mut self, whole: &str, indices: &str, body: &str) -> Result<Received, Error> {
+    fn receive_part(&mut self, indices: &str, body: &str) -> Result<Received, Error> {
         if self.single.is_some() {
             return Err(Error::AnotherMessage {
                 reason: "a part of a multi-part UR after a single-part one".into(),
@@ -370,7 +417,8 @@ impl Assembler {
                 .map_err(|_| malformed(format!("part index {} is out of range", shorten(indices))))
         };
         let (seq_index, count_index) = (number(seq_text)?, number(count_text)?);
-        let (seq, header) = part_header(&bytewords(body)?)?;
+        let cbor = bytewords(body)?;
+        let (seq, header, data) = part_header(&cbor)?;
         if seq != seq_index || header.count != count_index as usize || seq == 0 {
             return Err(malformed(format!(
                 "the part says {seq}-{}, its text {indices}",
@@ -419,20 +467,30 @@ impl Assembler {
                 },
             });
         }
-        if !self.seen.insert(seq) {
+        if self.seen.contains(&seq) {
             return Ok(Received::Duplicate);
         }
-        self.held += header.fragment;
-        if self.held > MAX_HELD {
+        if self.held + header.fragment > MAX_HELD {
             return Err(Error::TooLarge {
                 what: "the fragment data held",
                 limit: MAX_HELD,
-                found: self.held,
+                found: self.held + header.fragment,
             });
         }
-        self.decoder
-            .receive(whole)
-            .map_err(|e| malformed(format!("fountain part: {e}")))?;
+        let solver = self
+            .solver
+            .get_or_insert_with(|| Solver::new(header.count, header.fragment));
+        let indexes = fountain::indexes(seq, header.count, header.checksum);
+        if solver.add(&indexes, data) == Added::Contradicts {
+            return Err(Error::AnotherMessage {
+                reason: format!(
+                    "part {seq} does not agree with the parts read before it: frames of two \
+                     messages with the same length and checksum, or a damaged frame"
+                ),
+            });
+        }
+        self.seen.insert(seq);
+        self.held += header.fragment;
         self.header = Some(header);
         Ok(Received::New)
     }
@@ -444,19 +502,22 @@ impl Assembler {
             return Ok(Ur { ur_type, cbor });
         }
         let progress = self.progress();
-        match self.decoder.message() {
-            Ok(Some(cbor)) => Ok(Ur { ur_type, cbor }),
-            Ok(None) => Err(Error::Incomplete {
-                received: progress.received,
-                needed: progress.needed,
-            }),
-            Err(e) => Err(Error::AnotherMessage {
+        let (Some(solver), Some(header)) = (&self.solver, &self.header) else {
+            return Err(Error::NoFrames);
+        };
+        let Some(cbor) = solver.message(header.length) else {
+            return Err(Error::Incomplete { progress });
+        };
+        if crc32fast::hash(&cbor) != header.checksum {
+            return Err(Error::AnotherMessage {
                 reason: format!(
-                    "the parts do not add up to the message their checksum names ({e}): \
-                     frames of two messages with the same length, or a damaged frame"
+                    "the parts do not add up to the message their checksum names ({:08x}): \
+                     frames of two messages with the same length, or a damaged frame",
+                    header.checksum
                 ),
-            }),
+            });
         }
+        Ok(Ur { ur_type, cbor })
     }
 }
 
@@ -514,6 +575,36 @@ mod tests {
     }
 
     #[test]
+    fn progress_tells_frames_read_from_parts_known() {
+        let ur = message(1000);
+        let mut f = ur.frames(FRAGMENT_LEN).expect("frames");
+        // A fountain part that mixes several fragments tells none of them alone.
+        let mixed = (1..40)
+            .map(|seq| f.frame(seq))
+            .zip(1..)
+            .find(|(_, seq)| fountain::indexes(*seq, 9, crc32fast::hash(&ur.cbor)).len() > 1)
+            .expect("a mixed part")
+            .0;
+        let mut a = Assembler::new();
+        a.receive(&mixed).expect("part");
+        assert_eq!(a.progress().to_string(), "0 of 9 parts, from 1 frame");
+        a.receive(&f.next_frame()).expect("part");
+        assert_eq!(a.progress().frames, 2);
+        assert!(a.progress().solved >= 1);
+    }
+
+    #[test]
+    fn a_ur_with_a_byte_order_mark_in_any_case_reads() {
+        let ur = message(50);
+        let text = ur.single_part().to_uppercase();
+        for variant in [format!("\u{feff}{text}\r\n"), format!(" \u{feff}{text}")] {
+            let mut a = Assembler::new();
+            a.receive(&variant).expect("read");
+            assert_eq!(a.finish().expect("done"), ur);
+        }
+    }
+
+    #[test]
     fn too_few_parts_is_incomplete_and_says_how_far() {
         let ur = message(1000);
         let f = frames(&ur, 3);
@@ -524,12 +615,16 @@ mod tests {
         assert_eq!(
             a.progress(),
             Progress {
-                received: 3,
-                needed: 9
+                solved: 3,
+                needed: 9,
+                frames: 3,
             }
         );
         let e = a.finish().expect_err("incomplete").to_string();
-        assert!(e.contains("3 of 9 parts"), "{e}");
+        assert!(
+            e.contains("incomplete: 3 of 9 parts, from 3 frames;"),
+            "{e}"
+        );
     }
 
     #[test]

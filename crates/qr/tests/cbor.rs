@@ -3,7 +3,12 @@
 //! field for field, what this crate writes reads back, and every shape the formats do
 //! not allow is refused naming the field.
 
-use bridgectl_qr::{Doc, DocKind, EthSignRequest, EthSignature, Payload, Ur, UrType};
+use bridgectl_qr::{
+    Assembler, Doc, DocKind, EthSignRequest, EthSignature, MAX_DOCUMENT, Payload, Ur, UrType,
+};
+
+#[path = "support/batch.rs"]
+mod batch;
 
 /// The EIP-155 example as `EthSignRequest.constructETHRequest(rlp, 1,
 /// "m/44'/60'/0'/0/0", "12345678", "9b1deb4d-…", 1, address, "interop test")
@@ -153,4 +158,107 @@ fn shapes_the_formats_do_not_allow_are_refused_naming_the_field() {
         ),
         "{e}"
     );
+}
+
+/// A bridgectl-doc's CBOR with the document under `key` (2 as it is, 3 compressed).
+fn doc_cbor(kind: &str, key: u8, bytes: &[u8], trailing: &[u8]) -> Vec<u8> {
+    let mut cbor = Vec::new();
+    let mut e = minicbor::Encoder::new(&mut cbor);
+    e.map(2)
+        .and_then(|e| e.u8(1))
+        .and_then(|e| e.str(kind))
+        .and_then(|e| e.u8(key))
+        .and_then(|e| e.bytes(&[bytes, trailing].concat()))
+        .expect("cbor");
+    cbor
+}
+
+/// Reads `ur` back from its frames, the first and every seventh lost, last first.
+fn through_frames(ur: &Ur) -> (usize, Ur) {
+    let frames = bridgectl_qr::frames(ur).expect("frames");
+    let mut a = Assembler::new();
+    for (i, f) in frames.iter().enumerate().rev() {
+        if i % 7 != 0 {
+            a.receive(f).expect("frame");
+        }
+    }
+    (frames.len(), a.finish().expect("complete"))
+}
+
+#[test]
+fn a_batch_of_a_hundred_redeems_crosses_in_at_most_a_frame_a_redeem_byte_for_byte() {
+    for (kind, bytes, most) in [
+        (DocKind::BatchRequest, batch::request(100, 1), 100),
+        // Signatures and hashes do not compress: about 1.5 parts a redeem.
+        (DocKind::SignedBatch, batch::signed(100, 2), 300),
+    ] {
+        let doc = Doc { kind, bytes };
+        let ur = doc.to_ur();
+        let plain = doc_cbor(kind.name(), 2, &doc.bytes, &[]);
+        let before = Ur {
+            ur_type: UrType::BridgectlDoc,
+            cbor: plain.clone(),
+        };
+        let before = bridgectl_qr::frames(&before).expect("frames").len();
+        let (after, read) = through_frames(&ur);
+        assert!(after <= most, "{kind}: {before} frames -> {after}");
+        // The set written as files, any two of which may be lost, is smaller still.
+        let files = bridgectl_qr::frame_set(&ur).expect("frames").len();
+        assert!(files <= after, "{kind}: {files} files");
+        assert!(before > 800, "{kind}: {before} frames uncompressed");
+        assert_eq!(
+            Payload::from_ur(&read).expect("doc"),
+            Payload::Doc(doc.clone())
+        );
+        // The form as it is (key 2) still reads.
+        let plain = Ur {
+            ur_type: UrType::BridgectlDoc,
+            cbor: plain,
+        };
+        assert_eq!(Payload::from_ur(&plain).expect("doc"), Payload::Doc(doc));
+    }
+    // The single documents are written as they are, as every reader so far reads them.
+    let small = Doc {
+        kind: DocKind::SignRequest,
+        bytes: b"{}".to_vec(),
+    };
+    assert_eq!(small.to_cbor(), doc_cbor("sign-request", 2, b"{}", &[]));
+}
+
+#[test]
+fn a_compressed_document_that_expands_too_far_or_is_not_whole_is_refused() {
+    let deflate = |b: &[u8]| miniz_oxide::deflate::compress_to_vec(b, 10);
+    let bomb = deflate(&vec![b' '; MAX_DOCUMENT + 1]);
+    assert!(bomb.len() < 2048, "{} bytes", bomb.len());
+    let fits = deflate(&vec![b' '; MAX_DOCUMENT]);
+    let json = deflate(br#"{"format": "bridgectl-batch-request"}"#);
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (
+            doc_cbor("batch-request", 3, &bomb, &[]),
+            "expands past 1048576 bytes",
+        ),
+        (
+            doc_cbor("batch-request", 3, &json[..json.len() - 2], &[]),
+            "not a whole DEFLATE stream",
+        ),
+        (
+            doc_cbor("batch-request", 3, &json, &[0]),
+            "1 byte(s) after the end of its DEFLATE stream",
+        ),
+        (
+            hex::decode("a3016d62617463682d72657175657374024100034100").expect("hex"),
+            "one or the other",
+        ),
+        (
+            hex::decode("a1016d62617463682d72657175657374").expect("hex"),
+            "missing document (key 2 or 3)",
+        ),
+    ];
+    for (cbor, want) in cases {
+        let e = Doc::from_cbor(&cbor).expect_err(want).to_string();
+        assert!(e.starts_with("bridgectl-doc: "), "{e}");
+        assert!(e.contains(want), "{e:?} lacks {want:?}");
+    }
+    let doc = Doc::from_cbor(&doc_cbor("signed-batch", 3, &fits, &[])).expect("at the bound");
+    assert_eq!(doc.bytes.len(), MAX_DOCUMENT);
 }

@@ -88,6 +88,7 @@ pub struct BatchRequestItem {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SenderRange {
     /// The sender.
+    #[serde(serialize_with = "crate::rawtx::ser_address")]
     pub from: Address,
     /// The chain.
     pub chain_id: u64,
@@ -318,7 +319,7 @@ fn parse_request_item(v: &Value, ctx: &str) -> Result<BatchRequestItem, Error> {
         return Err(invalid(
             ctx,
             "intent.token.decimals",
-            &format!("0..={}", crate::amount::MAX_DECIMALS),
+            &format!("0 to {}", crate::amount::MAX_DECIMALS),
             t.decimals,
         ));
     }
@@ -346,6 +347,7 @@ pub struct SignedBatchItem {
     /// Its hash.
     pub tx_hash: B256,
     /// The signer.
+    #[serde(serialize_with = "crate::rawtx::ser_address")]
     pub from: Address,
     /// The chain id.
     pub chain_id: u64,
@@ -764,6 +766,39 @@ mod tests {
         );
         assert_eq!(back.senders[0].last_nonce(), 7);
         assert_eq!(back.to_bytes(), bytes, "the same request, the same bytes");
+    }
+
+    /// Every address of a batch request file (senders, rawTx, intent) is written in
+    /// EIP-55 mixed case, as every document of bridgectl spells addresses; it reads back
+    /// the same.
+    #[test]
+    fn a_request_spells_its_addresses_in_eip55() {
+        let mut it = item(0, 0xab, 0);
+        it.raw_tx.to = Address::repeat_byte(0xcd);
+        it.intent.to = Some(Address::repeat_byte(0xcd));
+        let r = BatchRequest::new(
+            "9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d".into(),
+            BatchOrigin::default(),
+            vec![it],
+        )
+        .expect("request");
+        let text = String::from_utf8(r.to_bytes()).expect("utf8");
+        let addresses: Vec<&str> = text
+            .match_indices("\"0x")
+            .map(|(at, _)| &text[at + 1..])
+            .filter(|rest| {
+                rest.len() > 43
+                    && rest.as_bytes()[42] == b'"'
+                    && rest[2..42].bytes().all(|b| b.is_ascii_hexdigit())
+            })
+            .map(|rest| &rest[..42])
+            .collect();
+        assert_eq!(addresses.len(), 4, "{text}");
+        for a in addresses {
+            let parsed: Address = a.parse().expect("address");
+            assert_eq!(a, parsed.to_checksum(None), "{text}");
+        }
+        assert_eq!(BatchRequest::parse(text.as_bytes()).expect("parses"), r);
     }
 
     #[test]

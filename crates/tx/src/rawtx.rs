@@ -33,8 +33,10 @@ pub const FIELDS: &[&str] = &[
 #[serde(rename_all = "camelCase")]
 pub struct RawTx {
     /// The sender; must be the signing key's address.
+    #[serde(serialize_with = "ser_address")]
     pub from: Address,
     /// The callee. Contract creation is never signed, so this is always present.
+    #[serde(serialize_with = "ser_address")]
     pub to: Address,
     /// The calldata.
     pub data: Bytes,
@@ -52,6 +54,23 @@ pub struct RawTx {
     /// Wei sent along; the platform never sets it, so it defaults to zero.
     #[serde(skip_serializing_if = "U256::is_zero", serialize_with = "ser_hex_u256")]
     pub value: U256,
+}
+
+/// An address as bridgectl writes it in every document: EIP-55 mixed case (alloy's own
+/// serde writes lower case).
+pub(crate) fn ser_address<S: serde::Serializer>(a: &Address, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&a.to_checksum(None))
+}
+
+/// [`ser_address`] of an address that may be absent (`skip_serializing_if` it).
+pub(crate) fn ser_opt_address<S: serde::Serializer>(
+    a: &Option<Address>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match a {
+        Some(a) => ser_address(a, s),
+        None => s.serialize_none(),
+    }
 }
 
 fn ser_hex_u64<S: serde::Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {

@@ -44,7 +44,11 @@ pub struct Intent {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub args: BTreeMap<String, String>,
     /// The expected callee (the token contract).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::rawtx::ser_opt_address"
+    )]
     pub to: Option<Address>,
     /// The expected chain id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -324,7 +328,7 @@ fn parse_request(v: &Value, hash: B256) -> Result<SignInput, Error> {
         return Err(Error::InvalidField {
             context: CTX.into(),
             field: "intent.token.decimals".into(),
-            expected: format!("0..={}", crate::amount::MAX_DECIMALS),
+            expected: format!("0 to {}", crate::amount::MAX_DECIMALS),
             found: t.decimals.to_string(),
         });
     }

@@ -36,6 +36,9 @@ pub struct SummaryContext {
     pub description_by_caller: bool,
     /// Where the key stands against the policy's spending limits.
     pub spending: Vec<String>,
+    /// The gas price, in wei, of the transaction this one signs again at its nonce (a
+    /// replacement or a cancel): shown as old -> new.
+    pub previous_gas_price: Option<u128>,
 }
 
 /// One decoded argument, ready to print.
@@ -77,6 +80,10 @@ pub struct Summary {
     pub gas_limit: u64,
     /// The gas price in wei.
     pub gas_price: u128,
+    /// The gas price of the transaction this one replaces at its nonce, in wei
+    /// ([`SummaryContext::previous_gas_price`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous_gas_price: Option<u128>,
     /// `gasLimit * gasPrice` in wei.
     pub max_fee: U256,
     /// The same in the native unit, for people.
@@ -186,6 +193,7 @@ impl Summary {
             nonce: tx.nonce,
             gas_limit: tx.gas_limit,
             gas_price: tx.gas_price,
+            previous_gas_price: ctx.previous_gas_price,
             max_fee,
             max_fee_display: format_native(max_fee, &native),
             description: ctx.description.clone(),
@@ -251,6 +259,11 @@ fn moves(
     lines
 }
 
+/// `wei` in gwei, exactly (`1.25`).
+fn gwei(wei: u128) -> String {
+    format_units(U256::from(wei), 9).unwrap_or_else(|_| wei.to_string())
+}
+
 fn with_label(a: &Address, l: &Option<String>) -> String {
     match l {
         Some(l) => format!("{a} ({})", printable(l)),
@@ -287,6 +300,16 @@ impl fmt::Display for Summary {
             writeln!(f, "value:     {} wei", self.value)?;
         }
         writeln!(f, "nonce:     {}", self.nonce)?;
+        if let Some(old) = self.previous_gas_price {
+            writeln!(
+                f,
+                "gas price: {old} -> {} wei ({} -> {} gwei), in place of the transaction \
+                 signed at this nonce",
+                self.gas_price,
+                gwei(old),
+                gwei(self.gas_price)
+            )?;
+        }
         writeln!(
             f,
             "max fee:   {} gas x {} wei = {} wei = {}",
@@ -347,6 +370,26 @@ mod tests {
         let own = Summary::new(&tx(data, Address::ZERO), &ctx).to_string();
         assert!(own.starts_with("what:      redeem 1 ST into MT\n"), "{own}");
         assert!(!own.contains("not checked"), "{own}");
+    }
+
+    /// A replacement's summary says the price it replaces and the new one.
+    #[test]
+    fn a_replacement_shows_the_old_and_the_new_gas_price() {
+        let ctx = SummaryContext {
+            description: Some("replace flow f at a higher gas price".into()),
+            description_by_caller: true,
+            previous_gas_price: Some(40_000_000_000),
+            ..SummaryContext::default()
+        };
+        let text = Summary::new(&tx(Vec::new(), Address::repeat_byte(0x22)), &ctx).to_string();
+        assert!(
+            text.contains(
+                "gas price: 40000000000 -> 50000000000 wei (40 -> 50 gwei), in place of the \
+                 transaction signed at this nonce"
+            ) && text.starts_with("what:      replace flow f")
+                && !text.contains("not checked"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -94,7 +94,7 @@ pub fn run(global: &GlobalOpts, args: &PrepareArgs) -> Result<()> {
     } else {
         for sender in &request.senders {
             crate::output::note(format_args!(
-                "  {} on chain {}: {} items, nonces {}..={} (its next nonce as this machine \
+                "  {} on chain {}: {} items, nonces {} to {} (its next nonce as this machine \
                  found it: offline, `--nonce-for {}={}` the first time)",
                 sender.from,
                 sender.chain_id,
@@ -120,11 +120,20 @@ pub fn run(global: &GlobalOpts, args: &PrepareArgs) -> Result<()> {
             args.out.display(),
             request.request_hash
         ))?;
-        crate::output::note(format_args!(
-            "next: sign it offline (`bridgectl sign {} --out signed.json`), then `bridgectl \
-             batch submit signed.json` here",
-            args.out.display()
-        ));
+        if args.qr.any() {
+            crate::output::note(format_args!(
+                "next: offline, read its frames (snapshots, or `zbarcam --raw` into `-`) and \
+                 answer in frames: `bridgectl sign --from-qr SNAPSHOTS/ --out signed.json \
+                 --qr-png answer/` (or --qr); then here `bridgectl batch submit --from-qr \
+                 ANSWER-SNAPSHOTS/`"
+            ));
+        } else {
+            crate::output::note(format_args!(
+                "next: sign it offline (`bridgectl sign {} --out signed.json`), then \
+                 `bridgectl batch submit signed.json` here",
+                args.out.display()
+            ));
+        }
     }
     let doc = Doc {
         kind: DocKind::BatchRequest,
@@ -138,6 +147,7 @@ pub fn run(global: &GlobalOpts, args: &PrepareArgs) -> Result<()> {
         batch_id: batch_id.clone(),
         not_completed: prepared.refused.len(),
         total: plan.items.len(),
+        waited_out: 0,
     }
     .into())
 }

@@ -270,26 +270,30 @@ pub fn resume(global: &GlobalOpts, args: &ResumeArgs) -> Result<()> {
     drop(flows);
     let endpoint = endpoint_accounts(&mut session, run, &needed)?;
     let flows = session.flows(Submitter::Platform, |_| {})?;
-    let mut to_sign = status.count(ItemState::NotStarted) + status.count(ItemState::Unsigned);
+    let to_sign = if air_gapped {
+        0
+    } else {
+        status.count(ItemState::NotStarted) + status.count(ItemState::Unsigned)
+    };
     let to_send = status.count(ItemState::Signed) + status.count(ItemState::Submitted);
-    if replace_stuck.is_some() {
-        to_sign += to_send;
-    }
-    if air_gapped {
-        to_sign = 0;
-    }
     crate::output::note(format_args!(
-        "batch {}: {} items, {} completed, {} failed, {to_send} signed ({}), {to_sign} to sign",
+        "batch {}: {} items, {} completed, {} failed, {to_send} signed and not finished ({}), \
+         {to_sign} not signed yet",
         status.batch.batch_id,
         status.items.len(),
         status.count(ItemState::Completed),
         status.count(ItemState::Failed),
         if replace_stuck.is_some() {
-            "re-priced at their nonces unless mined"
+            "each signed again at its nonce at a higher gas price, unless mined meanwhile"
         } else {
             "sent again with the same bytes"
         },
     ));
+    let question = match (replace_stuck.is_some(), to_sign) {
+        (true, 0) => format!("re-price the {to_send} signed items"),
+        (true, n) => format!("re-price the {to_send} signed items and sign the {n} not signed"),
+        (false, n) => format!("sign the {n} items still to sign"),
+    };
     // Signed items need no key: a resume that only resends reads no passphrase.
     let keys = if needed.is_empty() {
         Vec::new()
@@ -299,13 +303,7 @@ pub fn resume(global: &GlobalOpts, args: &ResumeArgs) -> Result<()> {
         }
         let mut passphrases = passphrases(&session, run)?;
         passphrases.ensure_available(&local(&needed, &endpoint))?;
-        confirm(
-            &run.flow,
-            &format!(
-                "sign the {to_sign} items still to sign ({} keys)?",
-                needed.len()
-            ),
-        )?;
+        confirm(&run.flow, &format!("{question} ({} keys)?", needed.len()))?;
         unlock(&session, &mut passphrases, &needed, &endpoint, run)?
     };
     drive(
@@ -326,8 +324,12 @@ struct Tally {
     failed: usize,
     unsigned: usize,
     pending: usize,
-    /// Items worked on in this run (not only reported as an earlier run left them).
+    /// Items worked on in this run: signed, sent or re-priced by this process (not only
+    /// reported as an earlier run left them, nor only awaited after an earlier run sent
+    /// them).
     ran: usize,
+    /// Items sent whose end did not come in time (their transactions may be stuck).
+    waited_out: usize,
     latencies: Vec<Duration>,
 }
 
@@ -343,7 +345,16 @@ pub(super) fn drive(
     options: BatchOptions,
     deadline: u64,
 ) -> Result<()> {
-    let total = flows.batch_status(batch_id)?.items.len();
+    let before = flows.batch_status(batch_id)?;
+    let total = before.items.len();
+    // Items an earlier run sent: this run resends their bytes and awaits them, which is
+    // observing, not running them (unless it re-prices them).
+    let sent_before: Vec<usize> = before
+        .items
+        .iter()
+        .filter(|i| i.state == ItemState::Submitted && options.replace_stuck.is_none())
+        .map(|i| i.index)
+        .collect();
     let bar = (!global.json && std::io::stderr().is_terminal()).then(|| {
         let bar = indicatif::ProgressBar::new(total as u64);
         bar.set_style(
@@ -391,7 +402,13 @@ pub(super) fn drive(
             }
             // An item of an air-gapped batch with no signature here is only reported.
             let not_signed = matches!(r.error, Some(bridgectl_flow::ItemError::NotSignedOffline));
-            tally.ran += usize::from(!r.earlier && !not_signed);
+            tally.ran += usize::from(!r.earlier && !not_signed && !sent_before.contains(&r.index));
+            tally.waited_out += usize::from(
+                r.status == ItemStatus::Pending
+                    && r.tx_hash.is_some()
+                    && matches!(&r.error, Some(bridgectl_flow::ItemError::Flow(e))
+                        if matches!(**e, bridgectl_flow::Error::Timeout { .. })),
+            );
             report(global, bar.as_ref(), &r)?;
             if let Some(bar) = &bar {
                 bar.set_message(format!(
@@ -432,7 +449,7 @@ pub(super) fn drive(
             tally.unsigned,
             tally.pending,
             rate.map_or_else(
-                || " (none ran: every item had finished before)".to_owned(),
+                || " (none ran in this process: each had ended, or been sent, before)".to_owned(),
                 |r| format!(" ({r:.1} items/s over the {} that ran)", tally.ran)
             )
         ))?;
@@ -444,6 +461,7 @@ pub(super) fn drive(
         batch_id: batch_id.to_owned(),
         not_completed: total - tally.completed,
         total,
+        waited_out: tally.waited_out,
     }
     .into())
 }

@@ -48,12 +48,14 @@ pub fn run(global: &GlobalOpts, args: &SubmitArgs) -> Result<()> {
     if global.json {
         crate::output::json_stream();
     }
+    // The profile, the platform and the journal before the signed batch is read: a
+    // refusal that needs no input comes before its QR frames are read.
+    let session = Session::for_waiting(global, &args.platform, &args.waiting)?;
+    let flows = session.flows(Submitter::Platform, |_| {})?;
     let (bytes, name) = read(args)?;
     let signed = SignedBatch::parse(&bytes)
         .with_context(|| format!("refusing signed batch {name}"))
         .code(Code::Refused)?;
-    let session = Session::for_waiting(global, &args.platform, &args.waiting)?;
-    let flows = session.flows(Submitter::Platform, |_| {})?;
     let check = session
         .runtime
         .block_on(flows.accept_signed_batch(&signed))?;

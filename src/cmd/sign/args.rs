@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use bridgectl_flow::DEFAULT_COMMIT_EVERY;
 use clap::Args;
 
+use crate::exit::{Code, coded};
 use crate::opts::PassphraseOpts;
 use crate::trust::ExpectOpts;
 
@@ -51,6 +52,8 @@ pub struct SignArgs {
     pub raw: bool,
 
     /// Write the output to FILE (atomically; an existing file is never overwritten).
+    /// Needed for a batch request, and with --from-qr and --qr or --qr-png (checked
+    /// before any frame is read).
     #[arg(long, short, value_name = "FILE")]
     pub out: Option<PathBuf>,
 
@@ -125,4 +128,28 @@ pub struct BatchSignOpts {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_COMMIT_EVERY as u64,
           value_parser = clap::value_parser!(u64).range(1..), help_heading = "Batch requests")]
     pub commit_every: u64,
+}
+
+impl SignArgs {
+    /// Refuses, before any input is read, what the answer cannot be written to: an
+    /// `--out` file that exists, and QR frames read (`--from-qr`) answered as QR frames
+    /// (`--qr`, `--qr-png`) with no `--out`. The answer shown as frames is kept in a
+    /// file on this side too: frames on a screen are gone once shown, and a batch
+    /// request (which the frames may hold, and only reading them tells) is answered
+    /// with a file.
+    pub fn check_out(&self) -> anyhow::Result<()> {
+        match &self.out {
+            Some(out) if out.exists() => Err(coded(
+                Code::Exists,
+                format!("{} already exists: not overwriting it", out.display()),
+            )),
+            None if !self.from_qr.is_empty() && self.qr.any() => Err(coded(
+                Code::Usage,
+                "--from-qr with --qr or --qr-png: give --out FILE too, to keep the answer \
+                 on this side (a batch request's answer is a file; frames are gone once \
+                 shown)",
+            )),
+            _ => Ok(()),
+        }
+    }
 }

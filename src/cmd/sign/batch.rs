@@ -58,6 +58,7 @@ pub fn run(
     bytes: &[u8],
     name: &str,
     signer: Option<&str>,
+    policy: &bridgectl_tx::Policy,
 ) -> anyhow::Result<()> {
     let request = BatchRequest::parse(bytes)
         .with_context(|| format!("refusing batch request {name}"))
@@ -75,14 +76,6 @@ pub fn run(
             "a batch request is answered with a signed batch file: give --out FILE",
         )
     })?;
-    if out.exists() {
-        return Err(coded(
-            Code::Exists,
-            format!("{} already exists: not overwriting it", out.display()),
-        ));
-    }
-    let profile = crate::config::load_profile(global)?;
-    let policy = profile.trust_root(args.policy.to_policy()?);
     let store = crate::session::open_keystore(global)?;
     let mut keys = store.list()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -102,7 +95,7 @@ pub fn run(
     let offline = OfflineSigner {
         journal: &journal,
         signing_log: &signing_log,
-        policy: &policy,
+        policy,
     };
     let job = BatchSigning {
         request: &request,
@@ -117,12 +110,21 @@ pub fn run(
     show(name, &request, &review, &labels);
 
     let refused = checked.refused();
+    // Where this journal is behind a sender (the key signed elsewhere since), the flag
+    // to type: said once, under whatever ends the run.
+    let behind = journal_behind(&request, &refused, &nonces, &labels);
+    let with_hint = |e: anyhow::Error| match &behind {
+        Some(hint) => crate::exit::hinted(e, hint.clone()),
+        None => e,
+    };
     let stop = |why: bridgectl_flow::Error| -> anyhow::Error {
         let _ = offline.stop_batch(&checked, &why);
         why.into()
     };
     if args.batch.all_or_nothing && !refused.is_empty() {
-        return Err(stop(bridgectl_flow::Error::BatchNotWhole(refused)));
+        return Err(with_hint(stop(bridgectl_flow::Error::BatchNotWhole(
+            refused,
+        ))));
     }
     let needed = checked.signers_needed();
     let signed = if needed.is_empty() {
@@ -182,7 +184,7 @@ pub fn run(
         ));
         signed
     };
-    refuse_when_nothing_was_signed(&signed)?;
+    refuse_when_nothing_was_signed(&signed).map_err(with_hint)?;
     let text = signed.to_bytes();
     crate::files::write_new(&out, &text)?;
     crate::output::note(format_args!(
@@ -201,7 +203,65 @@ pub fn run(
     };
     args.qr
         .show(&doc.to_ur(), &format!("the signed batch answering {name}"))?;
+    if !signed.refused.is_empty() {
+        // The batch's partial code, as `batch prepare` and `batch run` end: a script on
+        // this side learns that items were left out without reading the file.
+        return Err(with_hint(coded(
+            Code::Incomplete,
+            format!(
+                "batch {}: {} of {} items left out (`refused` in {} says why); the {} signed \
+                 are in it",
+                signed.batch_id,
+                signed.refused.len(),
+                request.items.len(),
+                out.display(),
+                signed.items.len()
+            ),
+        )));
+    }
     Ok(())
+}
+
+/// The `--nonce-for` flags to type where this machine's journal is behind a sender: its
+/// first item refused as a gap by the journal's count (the key signed elsewhere since,
+/// online or on another machine), and no `--nonce-for` given for it. The nonce is the
+/// batch's first for the sender: its next one as the online machine found it.
+fn journal_behind(
+    request: &BatchRequest,
+    refused: &[bridgectl_flow::RefusedItem],
+    given: &BTreeMap<Address, u64>,
+    labels: &BTreeMap<Address, String>,
+) -> Option<String> {
+    let flags: Vec<String> = request
+        .senders
+        .iter()
+        .filter(|s| !given.contains_key(&s.from))
+        .filter(|s| {
+            refused.iter().any(|r| {
+                r.from == s.from
+                    && request
+                        .items
+                        .iter()
+                        .any(|i| i.index == r.index && i.raw_tx.nonce == s.first_nonce)
+                    && matches!(&*r.error, bridgectl_tx::Error::Policy { field, expected, .. }
+                        if field == "nonce" && expected.contains("from the journal"))
+            })
+        })
+        .map(|s| {
+            let key = labels
+                .get(&s.from)
+                .map_or_else(|| s.from.to_string(), |l| untrusted(l).to_string());
+            format!("--nonce-for {key}={}", s.first_nonce)
+        })
+        .collect();
+    (!flags.is_empty()).then(|| {
+        format!(
+            "this machine's journal is behind the key (it signed elsewhere since): the batch \
+             starts each such sender at its next nonce as the online machine found it; if \
+             that is right, run again with `{}`",
+            flags.join(" ")
+        )
+    })
 }
 
 /// Who signs for each sender: the endpoint (`--signer`, its URL `signer`) for the
@@ -401,7 +461,7 @@ fn show(
         for s in &review.senders {
             let moved: Vec<String> = s.moved.iter().map(|m| m.token.units(m.amount)).collect();
             out.push(format!(
-                "  {}  chain {}  {} items  nonces {}..={}  moves {}  fees up to {} ({} wei)",
+                "  {}  chain {}  {} items  nonces {} to {}  moves {}  fees up to {} ({} wei)",
                 label(&s.from),
                 s.chain_id,
                 s.items,
@@ -463,12 +523,27 @@ fn show(
     }
     if !review.refused.is_empty() {
         out.push(format!("left out ({}):", review.refused.len()));
-        for r in &review.refused {
+        // Items of one sender left out for one reason (the later items after a refused
+        // one: their nonces would be a gap) are one line.
+        for run in review
+            .refused
+            .chunk_by(|a, b| a.from == b.from && a.reason == b.reason)
+        {
+            let (first, last) = (&run[0], &run[run.len() - 1]);
+            let which = if run.len() == 1 {
+                untrusted(&first.id).to_string()
+            } else {
+                format!(
+                    "{} to {} ({} items)",
+                    untrusted(&first.id),
+                    untrusted(&last.id),
+                    run.len()
+                )
+            };
             out.push(format!(
-                "  {} from {}: {}",
-                untrusted(&r.id),
-                r.from,
-                untrusted(&r.reason)
+                "  {which} from {}: {}",
+                label(&first.from),
+                untrusted(&first.reason)
             ));
         }
     }

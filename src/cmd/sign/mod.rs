@@ -48,21 +48,26 @@ use crate::passphrase::CliPassphrases;
 
 /// Runs `bridgectl sign`.
 pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
-    // 1. Input, parsed strictly; flags and profile, before anything else.
+    // 1. Flags and profile, before anything else: every refusal that needs no input
+    // comes before it is read (QR frames from a camera take a while); then the input,
+    // parsed strictly.
     args.qr.check()?;
+    args.check_out()?;
     let signer = args
         .signer
         .as_deref()
         .map(crate::approver::offline_signer_url)
         .transpose()?;
+    let profile = crate::config::load_profile(global)?;
+    let policy = profile.trust_root(args.policy.to_policy()?);
     let (input, name, answer) = match read(&args)? {
         Read::Single(input, name, answer) => (*input, name, answer),
-        Read::Batch(bytes, name) => return batch::run(global, &args, &bytes, &name, signer),
+        Read::Batch(bytes, name) => {
+            return batch::run(global, &args, &bytes, &name, signer, &policy);
+        }
     };
     args.batch.refuse_for_single()?;
     let tx = &input.raw_tx;
-    let profile = crate::config::load_profile(global)?;
-    let policy = profile.trust_root(args.policy.to_policy()?);
 
     // 2. The key: found without any passphrase.
     // The keys are listed once: the key is found among them, and they are the signing
@@ -98,6 +103,7 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
         }),
         external: args.signer.clone(),
         external_timeout: bridgectl_flow::rpc::RPC_SIGNER_TIMEOUT,
+        replacing: None,
     };
     if let Some(url) = signer {
         // The endpoint must be on this machine: checked before anything is verified.

@@ -90,6 +90,10 @@ pub struct CheckedItem {
     pub from: Address,
     /// What the checks said.
     pub check: ItemCheck,
+    /// The verifier's refusal, typed, when the checks refused the item itself (not
+    /// when it was left out after an earlier item of its sender): match it as a single
+    /// signature's ([`bridgectl_tx::Error::refused_field`]).
+    pub refusal: Option<std::sync::Arc<bridgectl_tx::Error>>,
 }
 
 /// A batch request checked before anything is unlocked: what
@@ -111,12 +115,16 @@ impl CheckedBatch {
         self.items
             .iter()
             .filter_map(|i| match &i.check {
-                ItemCheck::Refused(reason) => Some(RefusedItem::described(
-                    i.index,
-                    i.id.clone(),
-                    i.from,
-                    reason.clone(),
-                )),
+                ItemCheck::Refused(reason) => Some(match &i.refusal {
+                    Some(error) => RefusedItem {
+                        index: i.index,
+                        id: i.id.clone(),
+                        from: i.from,
+                        error: error.clone(),
+                        reason: reason.clone(),
+                    },
+                    None => RefusedItem::described(i.index, i.id.clone(), i.from, reason.clone()),
+                }),
                 _ => None,
             })
             .collect()
@@ -424,6 +432,7 @@ impl OfflineSigner<'_> {
                 tx_id: item.tx_id.clone(),
                 from: tx.from,
                 check,
+                refusal: None,
             };
             if let Some(why) = &lane.blocked {
                 items.push(checked(ItemCheck::Refused(why.clone())));
@@ -478,11 +487,18 @@ impl OfflineSigner<'_> {
                 Err(e) => {
                     let reason = printable(&crate::chain(&e)).into_owned();
                     lane.blocked = Some(format!(
-                        "not signed: item {:?} of the same sender was refused, and this item's \
-                         nonce would be a gap the chain never mines past",
+                        "not signed: item {:?} of the same sender was refused, and the nonces \
+                         after it would be a gap the chain never mines past",
                         printable(&item.id)
                     ));
-                    items.push(checked(ItemCheck::Refused(reason)));
+                    let refusal = match e {
+                        Error::Tx(e) if e.is_refusal() => Some(std::sync::Arc::new(e)),
+                        _ => None,
+                    };
+                    items.push(CheckedItem {
+                        refusal,
+                        ..checked(ItemCheck::Refused(reason))
+                    });
                 }
             }
         }
@@ -639,8 +655,8 @@ impl OfflineSigner<'_> {
             let tx = &request.items[i].raw_tx;
             if blocked.contains(&(tx.from, tx.chain_id)) {
                 item.check = ItemCheck::Refused(
-                    "not signed: an earlier item of the same sender was refused, and this \
-                     item's nonce would be a gap the chain never mines past"
+                    "not signed: an earlier item of the same sender was refused, and the \
+                     nonces after it would be a gap the chain never mines past"
                         .into(),
                 );
                 continue;

@@ -222,3 +222,28 @@ impl Journal {
         })
     }
 }
+
+impl Journal {
+    /// The newest batches (at most `limit`, newest first) whose id starts with `prefix`:
+    /// what a shell completes, found among all the journal's batches. A prefix with other
+    /// characters than a batch id's finds none.
+    pub fn list_batches_prefixed(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<BatchRecord>, Error> {
+        if !prefix.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            return Ok(Vec::new());
+        }
+        self.with(|c| {
+            let mut stmt = c.prepare(
+                "SELECT b.batch_id, b.source, b.created_at,
+                        (SELECT COUNT(*) FROM batch_items i WHERE i.batch_id = b.batch_id)
+                   FROM batches b WHERE b.batch_id LIKE ?1 || '%'
+                   ORDER BY b.created_at DESC, b.rowid DESC LIMIT ?2",
+            )?;
+            stmt.query_map(params![prefix, limit as i64], row_to_batch)?
+                .collect()
+        })
+    }
+}

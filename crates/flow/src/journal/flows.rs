@@ -353,3 +353,31 @@ impl Journal {
         })
     }
 }
+
+impl Journal {
+    /// The newest flows (at most `limit`, newest first) whose txId starts with `prefix`,
+    /// or, for a prefix starting `0x`, whose signed transaction's hash does: what a shell
+    /// completes, found among all the journal's flows, not among the newest only. A
+    /// prefix with other characters than a txId's or a hash's finds none.
+    pub fn list_prefixed(&self, prefix: &str, limit: usize) -> Result<Vec<FlowRecord>, Error> {
+        let (column, digits) = match prefix.strip_prefix("0x") {
+            Some(rest) => ("tx_hash", rest),
+            None => ("tx_id", prefix),
+        };
+        // Only hex digits (and a txId's dashes) reach LIKE: no `%` or `_` of its own.
+        if !digits
+            .chars()
+            .all(|c| c.is_ascii_hexdigit() || (c == '-' && column == "tx_id"))
+        {
+            return Ok(Vec::new());
+        }
+        self.with(|c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT {COLUMNS} FROM flows WHERE {column} LIKE ?1 || '%' \
+                 ORDER BY created_at DESC, rowid DESC LIMIT ?2"
+            ))?;
+            stmt.query_map(params![prefix, limit as i64], row_to_record)?
+                .collect()
+        })
+    }
+}

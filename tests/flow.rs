@@ -999,7 +999,13 @@ fn two_redeems_released_together_read_one_passphrase_and_sign_once() {
         .expect("one refused");
     let err = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(refused.status.code(), Some(3), "{err}");
-    assert!(err.contains(&format!("nonce {nonce0}")), "{err}");
+    // Refused for that nonce before its passphrase: by the other flow's reservation,
+    // or (a machine slow enough that it read the chain after the other's submission)
+    // by the verifier, the node's count already past it.
+    assert!(
+        err.contains(&format!("nonce {nonce0}")) || err.contains(&format!("found {nonce0}")),
+        "{err}"
+    );
     assert_eq!(reads, 1, "the refused flow read a passphrase");
     assert_eq!(live.nonce(true, live.dev), nonce0 + 1, "one transaction");
     let entries = live.ok(&["log", "show"]);

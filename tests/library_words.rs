@@ -17,16 +17,11 @@ const ALLOWED: &[(&str, &str)] = &[
         r#"cmd.args(["--host", "127.0.0.1""#,
     ),
     ("crates/sandbox/src/anvil.rs", r#".args(["--chain-id""#),
-    ("crates/sandbox/src/anvil.rs", r#"cmd.args(["--block-time""#),
     (
         "crates/sandbox/src/anvil.rs",
         r#".args(["--slots-in-an-epoch""#,
     ),
     ("crates/sandbox/src/anvil.rs", r#"cmd.arg("--no-mining")"#),
-    (
-        "crates/sandbox/src/anvil.rs",
-        r#"cmd.arg("--mixed-mining")"#,
-    ),
     // The sandbox config's module doc describes the CLI command that loads it.
     (
         "crates/sandbox/src/config.rs",

@@ -406,7 +406,9 @@ fn completed(journal: &rusqlite::Connection) -> i64 {
 fn the_readme_names_every_fault_route_and_key() {
     let readme =
         std::fs::read_to_string(crate::util::repo_root().join("README.md")).expect("README");
-    let section = &readme[readme.find("### Mining and faults").expect("the section")..];
+    let section = &readme[readme
+        .find("### Mining, reorganisations and faults")
+        .expect("the section")..];
     // The first cell of each table row, in backquotes.
     let rows = |header: &str| -> Vec<String> {
         section[section.find(header).expect(header)..]

@@ -326,7 +326,8 @@ fn a_batch_of_mixed_items_ends_right_through_a_reorganisation() {
     ]);
     let child = c.spawn_with_stdin(b"");
     // Every side-chain item mined (one block each), none final: the chain then takes
-    // the newest two back.
+    // the newest two back (a reorganisation deeper than finality is not looked for once
+    // a flow is over: only `status` asked of it does).
     let mined_on_side = || {
         crate::util::try_journal_rows(&live.dir.join("journal.sqlite3"))
             .unwrap_or_default()

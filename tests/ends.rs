@@ -192,7 +192,12 @@ fn swaps_end_on_their_own_credit_not_a_strangers_nor_each_others() {
     let out = swap.wait_with_output();
     live.check_secrets(&out);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{stderr}");
+    assert!(
+        out.status.success(),
+        "{stderr}\nthe relayer's swaps: {:#?}\nstatus: {:#}",
+        live.sb.state.swaps(),
+        live.ok(&["status", &tx_id])
+    );
     let done = crate::util::strict_json(&String::from_utf8_lossy(&out.stdout));
     assert_eq!(done["state"], "completed", "{done:#}");
     assert_eq!(u256(&done["expectedCredit"]), expected, "{done:#}");
@@ -246,8 +251,18 @@ fn swaps_end_on_their_own_credit_not_a_strangers_nor_each_others() {
     eventually("both credits on chain", || {
         live.balance(true, live.dev) == st + ca + cb
     });
-    let sb = live.ok(&["status", &ids[1]]);
-    let sa = live.ok(&["status", &ids[0]]);
+    // The later swap is looked at first; each is `confirming` on its credit until both
+    // facts are final.
+    let final_status = |tx_id: &str| {
+        let mut last = Value::Null;
+        eventually("the swap final", || {
+            last = live.ok(&["status", tx_id]);
+            last["state"] != "confirming"
+        });
+        last
+    };
+    let sb = final_status(&ids[1]);
+    let sa = final_status(&ids[0]);
     assert_eq!(sb["state"], "completed", "{sb:#}");
     assert_eq!(sa["state"], "completed", "{sa:#}");
     assert_own_credit(&live, &sb["credit"], live.dev, cb);

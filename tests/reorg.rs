@@ -312,6 +312,17 @@ fn a_batch_of_mixed_items_ends_right_through_a_reorganisation() {
              {{\"op\": \"redeem\", \"from\": \"dev\", \"amount\": \"2\", \"id\": \"r2\"}}\n"
         ),
     );
+    // Final at 6 blocks here: the side chain's three items (a block each) are all short
+    // of it when the chain takes two blocks back (a reorganisation deeper than finality
+    // is not looked for once a flow is over: only `status` asked of it does).
+    let profile = live.dir.join("xdg/config/bridgectl/config.toml");
+    let text = std::fs::read_to_string(&profile).expect("profile");
+    let deeper = text.replace(
+        &format!("side_finality = {}", info.side.confirmations),
+        "side_finality = 6",
+    );
+    assert_ne!(deeper, text, "the profile's side_finality");
+    std::fs::write(&profile, deeper).expect("write");
     let st0 = live.balance(true, live.dev);
     live.sb.mining(true, true, 0);
     let mut c = live.cmd();

@@ -371,13 +371,29 @@ impl Flows {
         progress: &mut dyn Progress,
     ) -> Result<FlowStatus, Error> {
         let mut follower = Follower::new(self, tx_id, Mode::Follow);
+        let mut last: Option<FlowStatus> = None;
         loop {
-            let status = match follower.round(progress).await? {
+            // The whole wait is bounded, one slow round (a node or a platform slow to
+            // answer) included: a round cut short is a look that did not finish, and the
+            // next one (a resume) takes it up from the journal.
+            let remaining = self.wait.timeout.saturating_sub(follower.clock.elapsed());
+            let round = match tokio::time::timeout(remaining, follower.round(progress)).await {
+                Ok(round) => round?,
+                Err(_) => {
+                    let status = match last.take() {
+                        Some(s) => s,
+                        None => FlowStatus::of(&self.journal.get(tx_id)?),
+                    };
+                    return Err(follower.timed_out(&status).await);
+                }
+            };
+            let status = match round {
                 Round::Done(status) => status,
                 Round::Waiting(status) => {
                     if follower.clock.elapsed() >= self.wait.timeout {
                         return Err(follower.timed_out(&status).await);
                     }
+                    last = Some(status);
                     follower
                         .clock
                         .during(self.timing.sleep(interval), progress)

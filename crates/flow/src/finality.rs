@@ -107,6 +107,17 @@ impl Finality {
     }
 }
 
+/// How far a wait goes ([`crate::WaitOptions::until`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Until {
+    /// Until the flow's end is final on its chain [the default].
+    #[default]
+    Final,
+    /// Until its end is observed (included in a block): the flow is left `confirming`,
+    /// and `status` or `resume` finish it later.
+    Included,
+}
+
 /// What a chain's node said of its tip in one look.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChainTip {

@@ -67,7 +67,7 @@ pub enum Error {
     #[error("incomplete: {progress}; read more frames (any of them, in any order)")]
     Incomplete {
         /// How far it got: the parts known, of how many, from how many frames.
-        progress: crate::Progress,
+        progress: crate::progress::Progress,
     },
 
     /// No frame was read at all.

@@ -8,6 +8,8 @@ mod error;
 mod eth;
 mod fountain;
 mod parts;
+mod progress;
+pub use progress::Progress;
 mod scan;
 
 pub use choose::MAX_LOST_FRAMES;
@@ -19,8 +21,8 @@ pub use eth::{
     uuid_text,
 };
 pub use parts::{
-    Assembler, FRAGMENT_LEN, Frames, MAX_FRAGMENTS, MAX_HELD, MAX_MESSAGE, MAX_TEXT, Progress,
-    Received, Ur, UrType,
+    Assembler, FRAGMENT_LEN, Frames, MAX_FRAGMENTS, MAX_HELD, MAX_MESSAGE, MAX_TEXT, Received, Ur,
+    UrType,
 };
 pub use scan::{Scan, is_ur_text, read};
 

@@ -35,10 +35,11 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::credit::SwapFacts;
-use super::{Flows, Progress, TokenSide, WaitClock};
+use super::token_side::TokenSide;
+use super::{Flows, Progress, WaitClock};
 use crate::Error;
 use crate::client::Redemption;
-use crate::finality::{ChainTip, Finality, Verdict, chain_tip, verdict};
+use crate::finality::{ChainTip, Finality, Until, Verdict, chain_tip, verdict};
 use crate::journal::{
     Credit, Fact, FactKind, FlowKind, FlowRecord, FlowState, Purpose, Reorg, SignatureRecord,
 };
@@ -62,17 +63,6 @@ pub enum EndedBy {
     Redemption,
     /// The ST credit of a swap.
     StCredit,
-}
-
-/// How far a wait goes ([`crate::WaitOptions::until`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Until {
-    /// Until the flow's end is final on its chain [the default].
-    #[default]
-    Final,
-    /// Until its end is observed (included in a block): the flow is left `confirming`,
-    /// and `status` or `resume` finish it later.
-    Included,
 }
 
 /// A fact a flow rests on, with what the last look said of it.

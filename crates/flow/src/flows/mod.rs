@@ -27,6 +27,7 @@ mod reset;
 mod resume;
 mod run;
 mod swap;
+mod token_side;
 mod transfer;
 
 use std::future::Future;
@@ -46,6 +47,7 @@ use crate::journal::{FlowState, Journal, Purpose};
 use crate::node::{ChainNodes, Node};
 use crate::rpc::NodeClient;
 
+pub use crate::finality::Until;
 pub use crate::peg::{PegRatio, SwapCredit};
 pub(crate) use crate::progress::WaitClock;
 pub use crate::progress::{Progress, Quiet, WAIT_REPORT};
@@ -57,7 +59,7 @@ pub use batch::{
     SignedBatchCheck, TokenTotal, Tokens, UnlistedRecipient,
 };
 pub use bundle::{BundleCheck, PreparedBundle};
-pub use follow::{Ended, EndedBy, FactView, FlowStatus, NOT_MINED_AFTER, Until};
+pub use follow::{Ended, EndedBy, FactView, FlowStatus, NOT_MINED_AFTER};
 pub use offline::{OfflineSigner, OfflineSigning};
 pub use offline_batch::{
     BatchReview, BatchSigning, CheckedBatch, CheckedItem, DEFAULT_COMMIT_EVERY, ItemCheck,
@@ -68,7 +70,8 @@ pub use replace::{CANCEL_GAS_LIMIT, DEFAULT_BUMP_BASIS_POINTS, Replaced, Reprici
 pub use reset::{ChainResetPlan, RESET_CHECKED_PER_KEY, RetiredFlow};
 pub use resume::{Resumed, can_resume};
 pub use swap::{SwapOutcome, SwapSpec};
-pub use transfer::{GasSource, NonceSource, TokenSide, TransferSpec};
+pub use token_side::TokenSide;
+pub use transfer::{GasSource, NonceSource, TransferSpec};
 
 /// One side of the bridge: a chain, its environment and its token. As JSON (camelCase):
 /// `{"environmentId", "symbol", "decimals", "token", "chainId", "rpcUrl", "finality"}`
@@ -222,7 +225,7 @@ pub struct WaitOptions {
     pub interval: Duration,
     /// Give up after this long (the flow can be resumed).
     pub timeout: Duration,
-    /// How far a wait goes: until the flow's end is final on its chain [default], or
+    /// How far a wait goes: until the flow's end is final on its chain (the default), or
     /// until it is observed ([`Until::Included`]).
     pub until: Until,
 }

@@ -5,7 +5,6 @@
 
 use alloy_primitives::{Address, U256};
 use bridgectl_tx::RawTx;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::run::Run;
@@ -41,15 +40,7 @@ pub enum GasSource {
     },
 }
 
-/// Which token a transfer moves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum TokenSide {
-    /// The main-network token.
-    Mt,
-    /// The side-chain token.
-    St,
-}
+pub use super::token_side::TokenSide;
 
 /// A token transfer to build: what, from whom, to whom, how much, and where its nonce
 /// and gas come from.
@@ -195,7 +186,7 @@ impl Flows {
         &self,
         submitted: &Submitted,
         progress: &mut dyn Progress,
-    ) -> Result<super::FlowStatus, Error> {
+    ) -> Result<super::follow::FlowStatus, Error> {
         self.follow(&submitted.tx_id, progress).await
     }
 

@@ -138,8 +138,9 @@ pub fn signing_blind(offline: bool) -> bridgectl_tx::Error {
 /// What the offline signer adds: the key chosen before anything was verified, a line
 /// saying what is signed, and `--yes` only for a pinned call.
 pub struct OfflineInput<'a> {
-    /// The key that signs.
-    pub key: &'a KeyInfo,
+    /// The key of the keystore that signs; `None` when a signing endpoint does
+    /// (`--signer`), which holds the key.
+    pub key: Option<&'a KeyInfo>,
     /// "signing FILE (KIND input, sha256 HASH)", shown first.
     pub what: String,
 }
@@ -163,10 +164,10 @@ impl Approver for CliApprover<'_> {
             }
             if let Some(offline) = &self.offline {
                 crate::output::note(&offline.what);
-                if offline.key.label != from.to_string() {
+                if let Some(key) = offline.key.filter(|k| k.label != from.to_string()) {
                     ctx.labels
-                        .entry(offline.key.address)
-                        .or_insert_with(|| format!("key {}", offline.key.label));
+                        .entry(key.address)
+                        .or_insert_with(|| format!("key {}", key.label));
                 }
                 question = "sign this transaction?";
             }
@@ -191,8 +192,8 @@ impl Approver for CliApprover<'_> {
             let started = std::time::Instant::now();
             // The offline signer's key was found before anything was verified: unlocked as
             // found, without listing the keystore again.
-            let signer = match &self.offline {
-                Some(offline) => self.passphrases.unlock_key(self.keystore, offline.key),
+            let signer = match self.offline.as_ref().and_then(|o| o.key) {
+                Some(key) => self.passphrases.unlock_key(self.keystore, key),
                 None => self.passphrases.unlock(self.keystore, &from.to_string()),
             };
             self.unlock_time += started.elapsed();

@@ -348,6 +348,15 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
             Some(bridgectl_flow::Error::NonceReserved { by, .. }) => {
                 return Some(format!("`bridgectl resume {by}` finishes that flow"));
             }
+            Some(bridgectl_flow::Error::NonceHeld {
+                offline: true, by, ..
+            }) => {
+                return Some(format!(
+                    "flow {by} wrote a sign request: `bridgectl sign` it on the offline \
+                     machine, then `bridgectl submit` the bundle here (`bridgectl history {by}` \
+                     shows it)"
+                ));
+            }
             Some(bridgectl_flow::Error::NonceHeld { by, .. }) => {
                 return Some(format!(
                     "`bridgectl resume {by}` sends it again; `bridgectl replace {by}` signs it \
@@ -676,6 +685,7 @@ mod tests {
                 by: "flow-1".into(),
                 state: "submitted",
                 tx_hash: tx_hash.into(),
+                offline: false,
             })
             .context("redeem")
         };

@@ -33,7 +33,7 @@ fn offline_machine(live: &Live, name: &'static str, keys: &[String]) -> Dir {
              side_symbol = \"{}\"\nside_decimals = {}\n\n\
              [profiles.default.policy]\nmax-gas-price = 1000000000000\n\n\
              [profiles.default.policy.limits]\nst = {{ per = \"24h\", max = \"1000\" }}\n\n\
-             [[profiles.default.policy.auto-approve]]\nfunction = \"redeem\"\nmax = \"5\"\n",
+             [[profiles.default.policy.auto-approve]]\nfunction = \"redeem\"\ntoken = \"ST\"\nmax = \"5\"\n",
             side.chain_id, side.token_address, side.symbol, side.decimals
         ),
     );
@@ -701,7 +701,7 @@ bctest!(
              st_contract = \"0x5757575757575757575757575757575757575757\"\n\
              side_symbol = \"ST\"\nside_decimals = 18\n\n[profiles.default.policy]\n\
              max-gas-price = 1000000000\n\n[[profiles.default.policy.auto-approve]]\n\
-             function = \"redeem\"\nmax = \"5\"\n",
+             function = \"redeem\"\ntoken = \"ST\"\nmax = \"5\"\n",
         );
         let sign = |request: &str, extra: &[&str]| {
             let mut c = dir.command();

@@ -355,7 +355,7 @@ pub fn offline_signer(live: &Live, name: &'static str) -> crate::util::Dir {
             "[profiles.default]\nside_chain_id = {}\nst_contract = \"{}\"\n\
              side_symbol = \"{}\"\nside_decimals = {}\n\n\
              [profiles.default.policy]\nmax-gas-price = 1000000000000\n\n\
-             [[profiles.default.policy.auto-approve]]\nfunction = \"redeem\"\nmax = \"5\"\n",
+             [[profiles.default.policy.auto-approve]]\nfunction = \"redeem\"\ntoken = \"ST\"\nmax = \"5\"\n",
             side.chain_id, side.token_address, side.symbol, side.decimals
         ),
     );

@@ -255,3 +255,34 @@ fn action_exec_wait_of_a_redeem_ends_with_its_redemption() {
     assert_eq!(flow(&live, tx_id)["state"], "completed");
     assert!(live.mined(true, out["txHash"].as_str().expect("hash")));
 }
+
+/// A nonce held by a flow whose sign request waits for the offline signer is named as
+/// such: the way on is to sign it offline and submit the bundle (resume, replace and
+/// cancel have nothing to work with), and the hint says so, not the three.
+#[test]
+fn a_nonce_held_by_a_sign_request_names_the_offline_way_on() {
+    let live = Live::shared("held_by_request");
+    let amount = units(1, live.sb.info.side.decimals).to_string();
+    let req = live.dir.join("held-request.json");
+    let out = live.ok(&[
+        "action",
+        "exec",
+        "redeem",
+        "--from",
+        &live.dev.to_string(),
+        "--input",
+        &format!("_amount={amount}"),
+        "--function",
+        "redeem",
+        "--out",
+        req.to_str().expect("utf8"),
+    ]);
+    let tx_id = out["txId"].as_str().expect("txId").to_owned();
+    let err = live.fails(&["redeem", "--from", "dev", "--amount", "1", "--yes"], 3);
+    assert!(
+        err.contains(&format!("held by flow {tx_id}, whose sign request waits")),
+        "{err}"
+    );
+    assert!(err.contains("`bridgectl sign`"), "{err}");
+    assert!(!err.contains("bridgectl resume"), "{err}");
+}

@@ -410,8 +410,9 @@ pub struct NodeTap {
     /// Where bridgectl is pointed instead of the node.
     pub url: String,
     requests: Arc<std::sync::Mutex<Vec<String>>>,
-    /// When set, the hash block 0 is said to have: a node that lies about its chain.
-    lie_about_block_zero: Arc<std::sync::Mutex<Option<String>>>,
+    /// When set, the hash block 0 is said to have, and whether every transaction is
+    /// denied too: a node that lies about its chain.
+    lie_about_block_zero: Arc<std::sync::Mutex<Option<(String, bool)>>>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -425,7 +426,7 @@ impl NodeTap {
         listener.set_nonblocking(true).expect("nonblocking");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
         let requests: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
-        let lie: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
+        let lie: Arc<std::sync::Mutex<Option<(String, bool)>>> = Arc::default();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let (kept, upstream) = (requests.clone(), upstream.trim_end_matches('/').to_owned());
         let lying = lie.clone();
@@ -448,9 +449,13 @@ impl NodeTap {
                         let body = to_bytes(request.into_body(), 64 << 20)
                             .await
                             .unwrap_or_default();
-                        let asks_block_zero = {
+                        let (asks_block_zero, asks_a_transaction) = {
                             let text = String::from_utf8_lossy(&body);
-                            text.contains("eth_getBlockByNumber") && text.contains("\"0x0\"")
+                            (
+                                text.contains("eth_getBlockByNumber") && text.contains("\"0x0\""),
+                                text.contains("eth_getTransactionByHash")
+                                    || text.contains("eth_getTransactionReceipt"),
+                            )
                         };
                         kept.lock().unwrap_or_else(|p| p.into_inner()).push(format!(
                             "POST {target}\n{headers}\n{}",
@@ -467,12 +472,27 @@ impl NodeTap {
                                 let status = StatusCode::from_u16(a.status().as_u16())
                                     .unwrap_or(StatusCode::BAD_GATEWAY);
                                 let mut bytes = a.bytes().await.unwrap_or_default().to_vec();
-                                if let (Some(hash), true) = (&lie, asks_block_zero)
-                                    && let Ok(mut v) =
-                                        serde_json::from_slice::<serde_json::Value>(&bytes)
+                                let (zero, deny) = match &lie {
+                                    Some((hash, deny)) => (Some(hash), *deny),
+                                    None => (None, false),
+                                };
+                                if (zero.is_some() && asks_block_zero)
+                                    || (deny && asks_a_transaction)
                                 {
-                                    v["result"]["hash"] = serde_json::Value::String(hash.clone());
-                                    bytes = serde_json::to_vec(&v).unwrap_or_default();
+                                    if let Ok(mut v) =
+                                        serde_json::from_slice::<serde_json::Value>(&bytes)
+                                    {
+                                        // Another block 0; with `deny`, no transaction of
+                                        // the old chain either.
+                                        match zero {
+                                            Some(hash) if asks_block_zero => {
+                                                v["result"]["hash"] =
+                                                    serde_json::Value::String(hash.clone());
+                                            }
+                                            _ => v["result"] = serde_json::Value::Null,
+                                        }
+                                        bytes = serde_json::to_vec(&v).unwrap_or_default();
+                                    }
                                 }
                                 (status, bytes)
                             }
@@ -503,7 +523,17 @@ impl NodeTap {
         *self
             .lie_about_block_zero
             .lock()
-            .unwrap_or_else(|p| p.into_inner()) = Some(hash.to_owned());
+            .unwrap_or_else(|p| p.into_inner()) = Some((hash.to_owned(), false));
+    }
+
+    /// From now on, says block 0's hash is `hash` and knows no transaction (no receipt,
+    /// none pending): a node that lies about its chain as a whole, its nonce counts
+    /// passed through.
+    pub fn lie_about_the_chain(&self, hash: &str) {
+        *self
+            .lie_about_block_zero
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some((hash.to_owned(), true));
     }
 
     /// Every request so far: `POST /path?query`, the headers, the body.

@@ -48,8 +48,9 @@ pub fn config(dir: &Dir, name: &str, profile: &Value) -> PathBuf {
     }
     for rule in profile["autoApprove"].as_array().into_iter().flatten() {
         text.push_str(&format!(
-            "\n[[profiles.default.policy.auto-approve]]\nfunction = {}\nmax = {}\ndestinations = {}\n",
+            "\n[[profiles.default.policy.auto-approve]]\nfunction = {}\ntoken = {}\nmax = {}\ndestinations = {}\n",
             rule["function"],
+            rule["token"],
             rule["max"],
             rule.get("destinations").unwrap_or(&json!([]))
         ));

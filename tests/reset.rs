@@ -33,13 +33,24 @@ fn a_restarted_sandbox_is_named_a_reset_and_reset_chain_lets_the_walkthrough_run
             "{err}"
         );
     }
-    // Not a reset: refused, nothing changed.
+    // Not a reset: refused, nothing changed. The side chain's second witness is the
+    // platform (no record of its redeem); the main chain's, where no redemption is
+    // journaled, a second node of the chain.
+    let witness = |chain: &str| format!("{}/sandbox/v1/chains/{chain}/rpc", live.sb.info.base_url);
     let reset = |chain: u64| {
+        let name = if chain == main { "main" } else { "side" };
         let chain = chain.to_string();
-        let out = live.ok(&["journal", "reset-chain", &chain, "--yes"]);
+        let mut args = vec!["journal", "reset-chain", &chain, "--yes"];
+        let second = witness(name);
+        if name == "main" {
+            args.extend(["--witness", &second]);
+        }
+        let out = live.ok(&args);
         crate::json::assert_schema("journal-reset-chain", &out);
         out
     };
+    let err = live.fails(&["journal", "reset-chain", &main.to_string(), "--yes"], 3);
+    assert!(err.contains("only the node says so"), "{err}");
     let side_reset = reset(side);
     assert_eq!(
         side_reset["keys"][0],
@@ -182,5 +193,45 @@ fn a_node_lying_about_block_zero_is_refused_while_it_holds_a_signed_transaction(
         live.ok(&["history"])[0]["state"],
         "submitted",
         "nothing retired"
+    );
+}
+
+/// A node that lies about block 0 and denies every transaction of the keystore (mined
+/// ones too), while passing the nonce counts through, is one witness: alone it frees
+/// nothing. On the side chain the platform still has the redemption journaled there;
+/// on the main chain, where no redemption is journaled, nothing but a second node would
+/// do. Nothing is retired, and the keys sign nothing at the nonces they hold.
+#[test]
+fn a_node_lying_about_the_whole_chain_is_one_witness_and_frees_nothing() {
+    let live = Live::new("reset_lying_chain");
+    let (main, side) = (live.sb.info.main.chain_id, live.sb.info.side.chain_id);
+    live.ok(&["swap", "--from", "dev", "--amount", "1", "--yes", "--wait"]);
+    assert_eq!(
+        live.ok(&["redeem", "--from", "dev", "--amount", "1", "--yes"])["state"],
+        "completed"
+    );
+    for tap in &live.node_taps {
+        tap.lie_about_the_chain(&format!("0x{}", "77".repeat(32)));
+    }
+    let err = live.fails(&["journal", "reset-chain", &side.to_string(), "--yes"], 3);
+    assert!(
+        err.contains(&format!("chain {side} was not reset"))
+            && err.contains("the platform still has the redemption of flow"),
+        "{err}"
+    );
+    let err = live.fails(&["journal", "reset-chain", &main.to_string(), "--yes"], 3);
+    assert!(
+        err.contains(&format!("chain {main} was not reset"))
+            && err.contains("only the node says so"),
+        "{err}"
+    );
+    let history = live.ok(&["history"]);
+    assert!(
+        history
+            .as_array()
+            .expect("flows")
+            .iter()
+            .all(|f| f["state"] == "completed"),
+        "nothing retired: {history:#}"
     );
 }

@@ -278,7 +278,7 @@ bctest!(
                 "[profiles.default]\nside_chain_id = 1\nst_contract = \"{st}\"\n\
                  side_symbol = \"ST\"\nside_decimals = 18\n\n\
                  [profiles.default.policy]\nmax-gas-price = 20000000000\n\n\
-                 [[profiles.default.policy.auto-approve]]\nfunction = \"redeem\"\nmax = \"2\"\n"
+                 [[profiles.default.policy.auto-approve]]\nfunction = \"redeem\"\ntoken = \"ST\"\nmax = \"2\"\n"
             ),
         );
         let mut request10 = request.clone();

@@ -148,3 +148,67 @@ fn an_external_signers_log_verifies_and_its_failures_are_named_as_the_endpoints(
         "{err}"
     );
 }
+
+/// The offline signer with `--signer rpc:URL` needs no key file for the account the
+/// endpoint holds (anvil's account #2, in no keystore here): it signs through the
+/// endpoint, reads no passphrase, and logs the signature as the keystore's external
+/// signer's (before, "no usable key", exit 6).
+#[test]
+fn an_offline_signature_through_an_endpoint_needs_no_key_file() {
+    let live = Live::shared("offline_rpc_signer");
+    live.node_only();
+    let side = &live.sb.info.side;
+    let account = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
+    let raw = serde_json::json!({
+        "from": account,
+        "to": "0x3535353535353535353535353535353535353535",
+        "data": "0x",
+        "nonce": "0x9",
+        "gasLimit": "0x5208",
+        "gasPrice": "0x4a817c800",
+        "chainId": side.chain_id,
+        "value": "0xde0b6b3a7640000"
+    });
+    let counter = CountingPassphrase::new(&live.dir, &live.passphrase);
+    let mut c = live.cmd();
+    c.env("BRIDGECTL_PASSPHRASE_FILE", &counter.path).args([
+        "--json",
+        "sign",
+        "-",
+        "--signer",
+        &format!("rpc:{}", side.rpc_url),
+        "--yes",
+        "--expect-chain-id",
+        &side.chain_id.to_string(),
+        "--expect-to",
+        "0x3535353535353535353535353535353535353535",
+        "--expect-data",
+        "0x",
+        "--allow-value",
+        "1ether",
+        "--max-gas-price",
+        "20gwei",
+        "--nonce",
+        "9",
+    ]);
+    let out = c.output_with_stdin(raw.to_string().as_bytes());
+    live.check_secrets(&out);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(counter.finish(), 0, "a passphrase was read");
+    let bundle = crate::util::strict_json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        bundle["from"].as_str().map(str::to_lowercase),
+        Some(account.to_lowercase()),
+        "{bundle:#}"
+    );
+    let entries = live.ok(&["log", "show"]);
+    assert_eq!(
+        entries[0]["entry"]["key"].as_str().map(str::to_lowercase),
+        Some(account.to_lowercase()),
+        "{entries:#}"
+    );
+}

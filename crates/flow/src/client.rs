@@ -198,6 +198,9 @@ pub struct PlatformClient {
     token: AccessToken,
     options: ClientOptions,
     timing: crate::timing::Timing,
+    /// The platform's clock as its newest answer's `Date` header gave it (Unix seconds;
+    /// 0: none yet): a second witness of time where no chain node can give one.
+    server_time: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 fn build_http(base: &reqwest::Url, options: &ClientOptions) -> Result<reqwest::Client, Error> {
@@ -250,7 +253,17 @@ impl PlatformClient {
             token,
             options,
             timing: crate::timing::Timing::default(),
+            server_time: Default::default(),
         })
+    }
+
+    /// The platform's clock as the newest answer's `Date` header gave it, in Unix
+    /// seconds: `None` before any answer, or when the platform sends none.
+    pub fn server_time(&self) -> Option<u64> {
+        match self.server_time.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => None,
+            t => Some(t),
+        }
     }
 
     /// Counts this client's HTTP waits and retry sleeps in `timing` (the flows built
@@ -620,7 +633,10 @@ impl PlatformClient {
             }
             let started = std::time::Instant::now();
             let answer = match req.send().await {
-                Ok(resp) => Ok(read_envelope(&method, &url, resp).await),
+                Ok(resp) => {
+                    self.note_server_time(&resp);
+                    Ok(read_envelope(&method, &url, resp).await)
+                }
                 Err(source) => Err(source),
             };
             self.timing.http_done(started);
@@ -649,6 +665,22 @@ impl PlatformClient {
             expected: "an attempt".into(),
             data: Value::Null,
         }))
+    }
+}
+
+impl PlatformClient {
+    /// Keeps the `Date` of `resp` (see [`PlatformClient::server_time`]).
+    fn note_server_time(&self, resp: &reqwest::Response) {
+        let date = resp
+            .headers()
+            .get(reqwest::header::DATE)
+            .and_then(|d| d.to_str().ok())
+            .and_then(|d| httpdate::parse_http_date(d).ok())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+        if let Some(t) = date {
+            self.server_time
+                .store(t.as_secs(), std::sync::atomic::Ordering::Relaxed);
+        }
     }
 }
 

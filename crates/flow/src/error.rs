@@ -230,14 +230,11 @@ pub enum Error {
 
     /// A flow here signed (or holds) the nonce the new transaction has: a second
     /// transaction at it could be mined instead of the first. The message names the flow
-    /// and the three ways on ([`crate::Flows::resume`], [`crate::Flows::replace`] with a
-    /// replacement or a cancel).
-    #[error(
-        "nonce {nonce} of {address} on chain {chain_id} is held by flow {by} ({state}, \
-         transaction {tx_hash}): resuming it sends it again; if it cannot be mined (no gas \
-         for fees, under-priced), replacing it signs it again at a higher gas price, or \
-         cancelling it uses the nonce up with a 0-value transfer to itself"
-    )]
+    /// and the ways on: for a signed flow the three ([`crate::Flows::resume`],
+    /// [`crate::Flows::replace`] with a replacement or a cancel); for a flow whose sign
+    /// request awaits the offline signer (`offline`), signing it and submitting the
+    /// bundle.
+    #[error("{}", held_text(*nonce, address, *chain_id, by, state, tx_hash, *offline))]
     NonceHeld {
         /// The sender.
         address: alloy_primitives::Address,
@@ -251,6 +248,9 @@ pub enum Error {
         state: &'static str,
         /// Its transaction's hash, when it signed.
         tx_hash: String,
+        /// Whether that flow wrote a sign request for the offline signer and waits for
+        /// its signed bundle (nothing to resume, replace or cancel here).
+        offline: bool,
     },
 
     /// The node's chain is not the one this journal's flows of that chain id were
@@ -514,6 +514,32 @@ pub enum Error {
     /// The user (through the approval callback) declined.
     #[error("declined: {0}")]
     Declined(String),
+}
+
+fn held_text(
+    nonce: u64,
+    address: &alloy_primitives::Address,
+    chain_id: u64,
+    by: &str,
+    state: &str,
+    tx_hash: &str,
+    offline: bool,
+) -> String {
+    let held = format!("nonce {nonce} of {address} on chain {chain_id} is held by flow {by}");
+    if offline {
+        format!(
+            "{held}, whose sign request waits for the offline signer: signing it offline and \
+             submitting its bundle uses the nonce; a request that is never signed frees it \
+             when its reservation's lease runs out"
+        )
+    } else {
+        format!(
+            "{held} ({state}, transaction {tx_hash}): resuming it sends it again; if it \
+             cannot be mined (no gas for fees, under-priced), replacing it signs it again at \
+             a higher gas price, or cancelling it uses the nonce up with a 0-value transfer \
+             to itself"
+        )
+    }
 }
 
 fn not_mined_text(
@@ -796,6 +822,7 @@ mod refusal_tests {
                 by: "t".into(),
                 state: "signed",
                 tx_hash: "0x".into(),
+                offline: false,
             },
             Error::ChainReset {
                 chain_id: 1,

@@ -137,6 +137,21 @@ impl Rpc {
         })
     }
 
+    /// `request` (a JSON-RPC request as a client sent it) passed to the node, and its
+    /// answer as the node gave it: the chain's second RPC endpoint
+    /// (`/sandbox/v1/chains/{chain}/rpc`).
+    pub async fn forward(&self, request: &Value) -> Result<Value, RpcError> {
+        self.http
+            .post(&self.url)
+            .json(request)
+            .send()
+            .await
+            .map_err(RpcError::Transport)?
+            .json()
+            .await
+            .map_err(RpcError::Transport)
+    }
+
     /// `eth_chainId`.
     pub async fn chain_id(&self) -> Result<u64, RpcError> {
         Ok(self.call::<U64>("eth_chainId", json!([])).await?.to())

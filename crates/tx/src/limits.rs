@@ -90,15 +90,24 @@ pub fn check_enforceable(policy: &Policy) -> Result<(), Error> {
                 rule.function
             )));
         }
-        // An amount of some token the profile knows (the callee's is used when matching).
-        let readable = known_tokens(policy).any(|t| parse_units(&rule.max, t.decimals).is_ok());
-        if !readable {
+        // The token it names, which the profile describes, and an amount of it.
+        let Some(token) = known_tokens(policy).find(|t| t.symbol.eq_ignore_ascii_case(&rule.token))
+        else {
             return Err(Error::Refused(format!(
-                "policy auto-approve #{}: max {:?} is not an amount of a token the profile \
-                 knows (known: {})",
+                "policy auto-approve #{}: token {:?} is not a token the profile describes \
+                 (known: {})",
+                i + 1,
+                rule.token,
+                symbols()
+            )));
+        };
+        if parse_units(&rule.max, token.decimals).is_err() {
+            return Err(Error::Refused(format!(
+                "policy auto-approve #{}: max {:?} is not an amount of {} ({} decimals)",
                 i + 1,
                 rule.max,
-                symbols()
+                token.symbol,
+                token.decimals
             )));
         }
     }
@@ -330,8 +339,9 @@ pub(crate) fn check(
     Ok(checked)
 }
 
-/// The first standing approval (1-based) that covers the call: its function, every
-/// destination listed, and no more moved than its `max` of the callee's token.
+/// The first standing approval (1-based) that covers the call: the callee is the
+/// contract of the rule's token, its function, every destination listed, and no more
+/// moved than its `max` of that token.
 fn auto_approval(
     policy: &Policy,
     raw: &RawTx,
@@ -346,7 +356,8 @@ fn auto_approval(
         .iter()
         .position(|rule| {
             let function = crate::calldata::function_by_name(&rule.function);
-            function.is_some_and(|f| f.selector == call.function.selector)
+            token.symbol.eq_ignore_ascii_case(&rule.token)
+                && function.is_some_and(|f| f.selector == call.function.selector)
                 && effects
                     .destinations()
                     .all(|(_, d)| rule.destinations.contains(&d))

@@ -89,14 +89,18 @@ pub struct Policy {
     pub trusted: Trusted,
 }
 
-/// A standing approval: a call of `function` whose every destination is one of
-/// `destinations` and that moves at most `max` of the callee's token in all (fees
-/// included, as [`crate::effects`] counts them) may be signed without a confirmation.
+/// A standing approval: a call of `function` on the contract of `token` whose every
+/// destination is one of `destinations` and that moves at most `max` of that token in
+/// all (fees included, as [`crate::effects`] counts them) may be signed without a
+/// confirmation. A rule names its token: `max = "5"` written for ST never approves 5 MT.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct AutoApprove {
     /// The function: a name (`transfer`) or signature (`transfer(address,uint256)`).
     pub function: String,
+    /// The token whose contract the call is on, by the symbol the profile gives it
+    /// (`"ST"`): a call on any other contract is never approved by this rule.
+    pub token: String,
     /// Where the call may send tokens; a call with no destination (`redeem`) needs none.
     #[serde(default)]
     pub destinations: Vec<Address>,

@@ -582,8 +582,9 @@ impl WindowQuery {
     fn clock_note(&self) -> String {
         match self.ceiling {
             Some(ceiling) if self.clock > ceiling => format!(
-                ", the window ending at {ceiling} (the chain's newest block time and its \
-                 tolerance), not at this machine's clock, {} ({} s ahead of it)",
+                ", the window ending at {ceiling} (the chain's newest block time, or the \
+                 platform's clock where no node is known, and a tolerance), not at this \
+                 machine's clock, {} ({} s ahead of it)",
                 self.clock,
                 self.clock - ceiling
             ),

@@ -74,19 +74,31 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
     // log's own signers.
     let store = crate::session::open_keystore(global)?;
     let keys = store.list()?;
-    let selector = args.key.clone().unwrap_or_else(|| tx.from.to_string());
-    let info = store.find_in(&keys, &selector).with_context(|| {
-        format!(
-            "no usable key for {selector} (the transaction is from {})",
-            tx.from
-        )
-    })?;
+    // A signing endpoint holds its key: no key file is looked for, and its account is
+    // one of the log's signers (the approver records it as the keystore's external
+    // signer before it signs).
+    let info = match signer {
+        Some(_) => None,
+        None => {
+            let selector = args.key.clone().unwrap_or_else(|| tx.from.to_string());
+            Some(store.find_in(&keys, &selector).with_context(|| {
+                format!(
+                    "no usable key for {selector} (the transaction is from {})",
+                    tx.from
+                )
+            })?)
+        }
+    };
+    let mut log_signers = store.signers_among(&keys)?;
+    if signer.is_some() {
+        log_signers.push(tx.from);
+    }
 
     // 3-5. The one verifier, with this machine's journal of signatures as the nonce
     // floor and the signing log's totals for the limits; then the summary, the question
     // and only then the passphrase (in the approver).
     let journal = crate::session::open_journal(args.journal.as_deref())?;
-    let signing_log = SigningLogDb::open_in(store.dir(), store.signers_among(&keys)?)?;
+    let signing_log = SigningLogDb::open_in(store.dir(), log_signers)?;
     let mut approver = CliApprover {
         keystore: &store,
         passphrases: CliPassphrases::new(&args.passphrase),
@@ -94,7 +106,7 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
         profile: &profile,
         unlock_time: std::time::Duration::ZERO,
         offline: Some(OfflineInput {
-            key: &info,
+            key: info.as_ref(),
             what: format!(
                 "signing {name} ({} input, sha256 {})",
                 kind_name(&input),
@@ -117,11 +129,13 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
     let job = OfflineSigning {
         input: &input,
         input_name: &name,
-        key: info.address,
+        key: info.as_ref().map_or(tx.from, |k| k.address),
         fixed_nonce: args.nonce,
     };
-    // No network: a runtime only to drive the (async) approver.
+    // A runtime to drive the (async) approver; its timers and sockets serve a signing
+    // endpoint on this machine (`--signer`), and nothing else reaches a network.
     let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     // The very same transaction signed here before (a run stopped before its output, or

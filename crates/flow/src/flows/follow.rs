@@ -439,7 +439,11 @@ impl Flows {
 
     /// Operation 5 for `asked` (a txId or a hash), then by `hash` when the platform does
     /// not know that txId; `None` when it knows neither.
-    async fn redemption_of(&self, asked: &str, hash: B256) -> Result<Option<Redemption>, Error> {
+    pub(super) async fn redemption_of(
+        &self,
+        asked: &str,
+        hash: B256,
+    ) -> Result<Option<Redemption>, Error> {
         let side_env = &self.bridge()?.side.environment_id;
         match self.client.redemption(asked, side_env).await {
             Ok(r) => Ok(Some(r)),

@@ -186,6 +186,9 @@ impl Run<'_> {
             None => {
                 if let Some(s) = side {
                     facts.platform = Some(flows.client.next_nonce(from, &s.environment_id).await?);
+                    // No node to give the chain's time: the platform's clock (its answer's
+                    // `Date`) is the second witness a spending window's end is held to.
+                    facts.chain_time = flows.client.server_time();
                 }
             }
         }
@@ -232,6 +235,18 @@ impl Run<'_> {
                 flows.clock.now(),
                 ceiling,
             )?;
+            // Online, a window's end has a second witness of time (the chain's newest
+            // block, else the platform's clock); without either, this machine's clock
+            // alone could move what was signed out of the window.
+            if context.spent.is_some() && ceiling.is_none() {
+                return Err(bridgectl_tx::Error::Refused(format!(
+                    "a spending limit on chain {} is held online to a second clock, and \
+                     none answered: set the chain's node (main_rpc_url or side_rpc_url), or \
+                     use a platform that sends a Date header",
+                    raw_tx.chain_id
+                ))
+                .into());
+            }
             let verified = bridgectl_tx::verify(raw_tx, Some(intent), &policy, &context)?;
             flows
                 .journal
@@ -407,14 +422,24 @@ impl Run<'_> {
             .journal
             .nonce_holder(raw_tx.from, raw_tx.chain_id, raw_tx.nonce)?
         {
-            Some(holder) => Err(Error::NonceHeld {
-                address: raw_tx.from,
-                chain_id: raw_tx.chain_id,
-                nonce: raw_tx.nonce,
-                state: holder.state.as_str(),
-                tx_hash: holder.tx_hash.unwrap_or_else(|| "not signed yet".into()),
-                by: holder.tx_id,
-            }),
+            Some(holder) => {
+                let offline = holder.signed_tx.is_none()
+                    && self
+                        .flows
+                        .journal
+                        .steps(&holder.tx_id)?
+                        .iter()
+                        .any(|s| s.step == "sign-request");
+                Err(Error::NonceHeld {
+                    address: raw_tx.from,
+                    chain_id: raw_tx.chain_id,
+                    nonce: raw_tx.nonce,
+                    state: holder.state.as_str(),
+                    tx_hash: holder.tx_hash.unwrap_or_else(|| "not signed yet".into()),
+                    by: holder.tx_id,
+                    offline,
+                })
+            }
             None => Ok(()),
         }
     }

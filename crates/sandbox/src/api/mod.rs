@@ -88,6 +88,10 @@ pub fn app(state: AppState) -> Router {
             post(platform::reorg).route_layer(f("reorg")),
         )
         .route(
+            "/sandbox/v1/chains/{chain}/rpc",
+            post(platform::chain_rpc).route_layer(f("reorg")),
+        )
+        .route(
             "/sandbox/v1/chains/{chain}/mining",
             post(platform::mining).route_layer(f("reorg")),
         )
@@ -225,7 +229,13 @@ async fn method_not_allowed(req: Request) -> ApiError {
 }
 
 /// Paths that hand out tokens, so they cannot require one.
-const OPEN_PATHS: &[&str] = &["/svc/v2/auth-tokens", "/web3/v1/auth-token"];
+const OPEN_PATHS: &[&str] = &[
+    "/svc/v2/auth-tokens",
+    "/web3/v1/auth-token",
+    // A chain's JSON-RPC endpoint is public, as a node provider's is.
+    "/sandbox/v1/chains/main/rpc",
+    "/sandbox/v1/chains/side/rpc",
+];
 
 async fn auth(State(state): State<AppState>, req: Request, next: Next) -> Response {
     if OPEN_PATHS.contains(&req.uri().path()) {

@@ -547,6 +547,7 @@ fn only_the_operator_pins_a_call_for_signing_without_a_question() {
     // A standing approval in the profile: the function, at most 2 ST.
     let rule = |function: &str, max: &str| crate::policy::AutoApprove {
         function: function.into(),
+        token: "ST".into(),
         destinations: Vec::new(),
         max: max.into(),
     };
@@ -563,6 +564,40 @@ fn only_the_operator_pins_a_call_for_signing_without_a_question() {
     p.auto_approve = vec![rule("drain", "1")];
     let e = refusal(&tx, Some(&intent), &p, &ctx);
     assert!(e.contains("auto-approve #1") && e.contains("drain"), "{e}");
+}
+
+/// A rule names its token: one written for MT, with a `max` that would cover the call,
+/// never approves a call on the ST contract (and one naming a token the profile does
+/// not describe is refused).
+#[test]
+fn an_auto_approve_rule_approves_calls_on_its_own_token_only() {
+    let tx = redeem_tx("1500000000000000000");
+    let intent = redeem_intent("1500000000000000000");
+    let ctx = context(next(1));
+    let mut p = profile();
+    p.trusted.contract(
+        Address::repeat_byte(0x4d),
+        SIDE,
+        Some(Token {
+            symbol: "MT".into(),
+            decimals: 18,
+        }),
+    );
+    let rule = |token: &str| crate::policy::AutoApprove {
+        function: "redeem".into(),
+        token: token.into(),
+        destinations: Vec::new(),
+        max: "5".into(),
+    };
+    p.auto_approve = vec![rule("MT")];
+    let v = verify(&tx, Some(&intent), &p, &ctx).expect("passes");
+    assert_eq!(v.auto_approved_by(), None, "an MT rule on an ST call");
+    p.auto_approve = vec![rule("MT"), rule("st")];
+    let v = verify(&tx, Some(&intent), &p, &ctx).expect("passes");
+    assert_eq!(v.auto_approved_by(), Some(2), "its own token, any case");
+    p.auto_approve = vec![rule("XT")];
+    let e = refusal(&tx, Some(&intent), &p, &ctx);
+    assert!(e.contains("auto-approve #1") && e.contains("XT"), "{e}");
 }
 
 #[test]

@@ -15,7 +15,7 @@ pub(super) use accounts::{balance_mt, balance_st, nonce, raw_transfer};
 pub(super) use actions::{execute, list_actions};
 pub(super) use redemption::redemption;
 pub(super) use registry::{
-    create_managed, fund, hostile, list_managed, mining, register, registration, reorg,
+    chain_rpc, create_managed, fund, hostile, list_managed, mining, register, registration, reorg,
 };
 pub(super) use sign::sign;
 pub(super) use submit::submit;

@@ -81,6 +81,30 @@ pub(crate) async fn reorg(
     ))
 }
 
+/// `POST /sandbox/v1/chains/{main|side}/rpc`: the chain's JSON-RPC, a second endpoint
+/// beside the node's own URL (what `journal reset-chain --witness` asks as a second
+/// node). Its answers are the node's, unwrapped: a JSON-RPC client reads them.
+pub(crate) async fn chain_rpc(
+    State(state): State<AppState>,
+    Path(chain): Path<String>,
+    axum::Json(request): axum::Json<serde_json::Value>,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
+    let rpc = match chain.as_str() {
+        "main" => &state.0.main.rpc,
+        "side" => &state.0.side.rpc,
+        other => {
+            return Err(ApiError::bad(
+                "INVALID_CHAIN",
+                format!("no chain {other:?}: `main` or `side`"),
+            ));
+        }
+    };
+    rpc.forward(&request)
+        .await
+        .map(axum::Json)
+        .map_err(ApiError::node)
+}
+
 /// Body of `POST /sandbox/v1/chains/{chain}/mining`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -476,23 +476,21 @@ impl NodeTap {
                                     Some((hash, deny)) => (Some(hash), *deny),
                                     None => (None, false),
                                 };
-                                if (zero.is_some() && asks_block_zero)
-                                    || (deny && asks_a_transaction)
-                                {
-                                    if let Ok(mut v) =
+                                if ((zero.is_some() && asks_block_zero)
+                                    || (deny && asks_a_transaction))
+                                    && let Ok(mut v) =
                                         serde_json::from_slice::<serde_json::Value>(&bytes)
-                                    {
-                                        // Another block 0; with `deny`, no transaction of
-                                        // the old chain either.
-                                        match zero {
-                                            Some(hash) if asks_block_zero => {
-                                                v["result"]["hash"] =
-                                                    serde_json::Value::String(hash.clone());
-                                            }
-                                            _ => v["result"] = serde_json::Value::Null,
+                                {
+                                    // Another block 0; with `deny`, no transaction of the
+                                    // old chain either.
+                                    match zero {
+                                        Some(hash) if asks_block_zero => {
+                                            v["result"]["hash"] =
+                                                serde_json::Value::String(hash.clone());
                                         }
-                                        bytes = serde_json::to_vec(&v).unwrap_or_default();
+                                        _ => v["result"] = serde_json::Value::Null,
                                     }
+                                    bytes = serde_json::to_vec(&v).unwrap_or_default();
                                 }
                                 (status, bytes)
                             }

@@ -286,3 +286,44 @@ fn a_nonce_held_by_a_sign_request_names_the_offline_way_on() {
     assert!(err.contains("`bridgectl sign`"), "{err}");
     assert!(!err.contains("bridgectl resume"), "{err}");
 }
+
+/// Text for people in token units with their symbol: a redeem says what it pays at the
+/// peg before signing and the MT paid by its payout after; a swap's progress and its
+/// `status` name its credit in ST (base units stay in `--json`).
+#[test]
+fn people_read_amounts_in_tokens() {
+    let live = Live::shared("tokens_for_people");
+    crate::ends::with_peg(&live);
+    let mut c = live.cmd();
+    c.args(["redeem", "--from", "dev", "--amount", "1", "--yes"]);
+    let out = live.run_ok(c);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    let r = &live.sb.info.ratio;
+    assert_eq!(r.mt, r.st, "the shared sandbox's peg is 1:1");
+    assert!(stderr.contains("(pays 1 MT at the peg)"), "{stderr}");
+    assert!(stdout.contains("MT paid: 1 MT by payout 0x"), "{stdout}");
+    let mut c = live.cmd();
+    c.args(["swap", "--from", "dev", "--amount", "1", "--yes", "--wait"]);
+    let out = live.run_ok(c);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let credit = "1 ST";
+    assert!(
+        stderr.contains(&format!("» credited {credit} by 0x")),
+        "{stderr}"
+    );
+    let tx_id = live.ok(&["history"])[0]["txId"]
+        .as_str()
+        .expect("txId")
+        .to_owned();
+    let mut c = live.cmd();
+    c.args(["status", &tx_id]);
+    let text = String::from_utf8_lossy(&live.run_ok(c).stdout).into_owned();
+    assert!(
+        text.contains(&format!("ST credit of {credit}: by 0x")),
+        "{text}"
+    );
+    assert!(!text.contains("base units"), "{text}");
+}

@@ -522,6 +522,8 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
         | F::BatchRefused { .. }
         | F::BatchNotWhole(_)
         | F::NotPrepared(_)
+        | F::ItemsHeld(_)
+        | F::BatchAbandoned { .. }
         | F::PlanRefused(_)
         | F::BalanceTooLow(_)
         | F::JournalCorrupt { .. }

@@ -455,6 +455,31 @@ pub enum Error {
     )]
     NotPrepared(String),
 
+    /// Items of a batch to record are held by batches recorded before: their ids are
+    /// idempotency keys, each run once ([`crate::BatchItem::key`]). Nothing was
+    /// recorded. [`crate::HeldItem::one_batch`] names the batch when it holds them all,
+    /// as they are.
+    #[error(
+        "{} of the batch's items were run already, by a batch recorded before (an item id \
+         is one payout, run once): {}",
+        .0.len(),
+        crate::flows::held_list(.0)
+    )]
+    ItemsHeld(Vec<crate::flows::HeldItem>),
+
+    /// A signed batch (or a step of it) for a prepared batch that was abandoned: its
+    /// nonces were given back, and nothing of it is taken in.
+    #[error(
+        "batch {batch_id} was abandoned at {at}: its nonces were given back, and nothing \
+         signed for it is taken in"
+    )]
+    BatchAbandoned {
+        /// The batch.
+        batch_id: String,
+        /// When it was abandoned (RFC 3339, UTC).
+        at: String,
+    },
+
     /// A batch the run would refuse, found before any key is unlocked
     /// ([`crate::Flows::check_batch`]): items the verifier refuses (a spending limit, the
     /// allowlist, a cap) and senders without the native balance their items' gas needs.
@@ -679,6 +704,8 @@ impl Error {
                     | Error::BatchRefused { .. }
                     | Error::BatchNotWhole(_)
                     | Error::NotPrepared(_)
+                    | Error::ItemsHeld(_)
+                    | Error::BatchAbandoned { .. }
                     | Error::CannotReplace { .. }
                     | Error::BalanceTooLow(_)
                     | Error::PlanRefused(_)

@@ -33,7 +33,10 @@ pub use check::BatchCheck;
 pub use items::{BatchItem, BatchOp};
 pub use plan::{AccountPlan, AccountSpend, BatchPlan, Cap, Recipient, RecipientTotal, TokenTotal};
 pub use prepare::PreparedBatch;
-pub use refusal::{GasNeed, PlanRefusal, RefusedItem, ShortSender, Tokens, UnlistedRecipient};
+pub(crate) use refusal::held_list;
+pub use refusal::{
+    GasNeed, HeldItem, PlanRefusal, RefusedItem, ShortSender, Tokens, UnlistedRecipient,
+};
 pub use report::{ItemError, ItemResult, ItemStatus};
 pub use run::BatchOptions;
 pub use signed::SignedBatchCheck;

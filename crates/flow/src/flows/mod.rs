@@ -52,10 +52,11 @@ pub use crate::peg::{PegRatio, SwapCredit};
 pub(crate) use crate::progress::WaitClock;
 pub use crate::progress::{Progress, Quiet, WAIT_REPORT};
 pub use action::{ActionCall, ActionOutcome, ActionResult, SigningMode};
+pub(crate) use batch::held_list;
 pub use batch::{
     AccountPlan, AccountSpend, BatchCheck, BatchCounts, BatchItem, BatchOp, BatchOptions,
-    BatchPlan, BatchStatus, Cap, GasNeed, ItemError, ItemResult, ItemState, ItemStatus, ItemView,
-    PlanRefusal, PreparedBatch, Recipient, RecipientTotal, RefusedItem, ShortSender,
+    BatchPlan, BatchStatus, Cap, GasNeed, HeldItem, ItemError, ItemResult, ItemState, ItemStatus,
+    ItemView, PlanRefusal, PreparedBatch, Recipient, RecipientTotal, RefusedItem, ShortSender,
     SignedBatchCheck, TokenTotal, Tokens, UnlistedRecipient,
 };
 pub use bundle::{BundleCheck, PreparedBundle};

@@ -28,6 +28,19 @@ pub enum ItemState {
 }
 
 impl ItemState {
+    /// Its name, as `batch status` and JSON write it (`not-started`, `unsigned`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ItemState::NotStarted => "not-started",
+            ItemState::Unsigned => "unsigned",
+            ItemState::Signed => "signed",
+            ItemState::Submitted => "submitted",
+            ItemState::Confirming => "confirming",
+            ItemState::Completed => "completed",
+            ItemState::Failed => "failed",
+        }
+    }
+
     pub(super) fn of(flow: Option<&FlowRecord>) -> ItemState {
         let Some(f) = flow else {
             return ItemState::NotStarted;

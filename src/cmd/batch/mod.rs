@@ -8,16 +8,20 @@
 //! One module per job: `plan` reads the file and renders the library's plan (`batch
 //! plan`, and the plan `batch run` confirms), `run` runs a batch or finishes one and
 //! reports each item, `status` reads the journal; across an air gap, `prepare` writes
-//! the batch request the offline signer signs and `submit` checks its answer and runs it.
+//! the batch request the offline signer signs and `submit` checks its answer and runs it;
+//! `abandon` gives up a prepared batch whose answer will not come.
 
+mod abandon;
 mod plan;
 mod prepare;
 mod run;
 mod status;
 mod submit;
 
+use std::path::PathBuf;
+
 use anyhow::Result;
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 
 use crate::global::GlobalOpts;
 
@@ -54,6 +58,25 @@ pub enum BatchCommand {
     /// item to its end. Again (or `batch resume ID`) finishes an interrupted run. Exit 0
     /// only if every item completed (9 if not).
     Submit(submit::SubmitArgs),
+    /// For an air gap: give up a prepared batch whose signed batch will not come back.
+    /// Its unsigned items hold their nonces from `batch prepare` on, however long the air
+    /// gap takes; this gives them back (other flows of the senders may take them), the
+    /// journal records the batch abandoned, and a signed batch for it is refused from
+    /// then on. Signed items keep their nonces. Asks first, unless --yes.
+    Abandon(abandon::AbandonArgs),
+}
+
+// The journal of the subcommands that read or write it alone (no platform, no key).
+#[derive(Debug, Args)]
+pub struct JournalOpt {
+    /// Journal database [default: $XDG_STATE_HOME/bridgectl/journal.sqlite3].
+    #[arg(
+        long,
+        env = "BRIDGECTL_JOURNAL",
+        hide_env_values = true,
+        value_name = "FILE"
+    )]
+    pub journal: Option<PathBuf>,
 }
 
 /// Runs `bridgectl batch ...`.
@@ -65,5 +88,6 @@ pub fn run(global: &GlobalOpts, cmd: BatchCommand) -> Result<()> {
         BatchCommand::Status(args) => status::run(global, &args),
         BatchCommand::Prepare(args) => prepare::run(global, &args),
         BatchCommand::Submit(args) => submit::run(global, &args),
+        BatchCommand::Abandon(args) => abandon::run(global, &args),
     }
 }

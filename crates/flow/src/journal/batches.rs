@@ -131,6 +131,74 @@ impl Journal {
         })
     }
 
+    /// Records that prepared batch `batch_id` is abandoned and gives back the nonces its
+    /// items hold unsigned: each flow of it that did not sign ends failed (step
+    /// `abandoned`, with `reason`), in one durable transaction. Returns when it was
+    /// abandoned, whether that was now (not by an earlier call) and what was given back.
+    /// Signed items keep their nonces: their bytes can still be mined. `None` when the
+    /// batch was not prepared for the air gap.
+    pub(crate) fn abandon_prepared(
+        &self,
+        batch_id: &str,
+        reason: &str,
+    ) -> Result<Option<(String, bool, Vec<HeldNonce>)>, Error> {
+        let at = now();
+        self.with_durable(|c| {
+            let t = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let prepared: Option<i64> = t
+                .query_row(
+                    "SELECT 1 FROM prepared_batches WHERE batch_id = ?1",
+                    params![batch_id],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            if prepared.is_none() {
+                return Ok(None);
+            }
+            if let Some(before) = abandoned_at(&t, batch_id)? {
+                return Ok(Some((before, false, Vec::new())));
+            }
+            let released: Vec<HeldNonce> = held_nonces_in(&t, batch_id, self.lease_cutoff())?
+                .into_iter()
+                .filter(|h| !h.signed)
+                .collect();
+            t.execute(
+                "INSERT INTO abandoned_batches (batch_id, at) VALUES (?1, ?2)",
+                params![batch_id, at],
+            )?;
+            let unsigned: Vec<String> = t
+                .prepare(
+                    "SELECT f.tx_id FROM batch_items i JOIN flows f ON f.tx_id = i.tx_id
+                      WHERE i.batch_id = ?1 AND f.signed_tx IS NULL
+                        AND f.state NOT IN ('failed', 'completed', 'retired')",
+                )?
+                .query_map(params![batch_id], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            let detail = serde_json::json!({"reason": reason, "batchId": batch_id}).to_string();
+            for tx_id in &unsigned {
+                t.execute(
+                    "UPDATE flows SET state = 'failed', updated_at = ?2 WHERE tx_id = ?1",
+                    params![tx_id, at],
+                )?;
+                insert_step(&t, tx_id, &at, "abandoned", &detail)?;
+            }
+            t.commit()?;
+            Ok(Some((at.clone(), true, released)))
+        })
+    }
+
+    /// When prepared batch `batch_id` was abandoned, if it was.
+    pub fn abandoned(&self, batch_id: &str) -> Result<Option<String>, Error> {
+        self.with(|c| abandoned_at(c, batch_id))
+    }
+
+    /// The nonce each item of batch `batch_id` holds in this journal, in item order: the
+    /// one its flow signed, or a reservation that holds (see [`Journal::next_nonce`]).
+    /// Items that hold none are left out.
+    pub fn held_nonces(&self, batch_id: &str) -> Result<Vec<HeldNonce>, Error> {
+        self.with(|c| held_nonces_in(c, batch_id, self.lease_cutoff()))
+    }
+
     /// The SHA-256 of the request file batch `batch_id` was prepared with, when it was
     /// prepared for the air gap.
     pub fn prepared(&self, batch_id: &str) -> Result<Option<alloy_primitives::B256>, Error> {
@@ -229,6 +297,65 @@ impl Journal {
             t.commit()
         })
     }
+}
+
+/// A nonce an item of a batch holds ([`Journal::held_nonces`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldNonce {
+    /// The item's position in its batch.
+    pub index: usize,
+    /// The txId of the item's flow.
+    pub tx_id: String,
+    /// The sender.
+    pub address: alloy_primitives::Address,
+    /// The chain.
+    pub chain_id: u64,
+    /// The nonce.
+    pub nonce: u64,
+    /// Whether the flow signed at it (held for good); otherwise it is a reservation.
+    pub signed: bool,
+}
+
+/// When batch `batch_id` was abandoned, if it was.
+fn abandoned_at(c: &rusqlite::Connection, batch_id: &str) -> rusqlite::Result<Option<String>> {
+    c.query_row(
+        "SELECT at FROM abandoned_batches WHERE batch_id = ?1",
+        params![batch_id],
+        |r| r.get(0),
+    )
+    .optional()
+}
+
+/// [`Journal::held_nonces`] inside `c`, with the lease cut-off `cutoff`.
+fn held_nonces_in(
+    c: &rusqlite::Connection,
+    batch_id: &str,
+    cutoff: i64,
+) -> rusqlite::Result<Vec<HeldNonce>> {
+    let mut stmt = c.prepare(&format!(
+        "SELECT i.idx, f.tx_id, f.from_addr, CAST(f.nonce AS INTEGER), f.chain_id, 1
+           FROM batch_items i JOIN flows f ON f.tx_id = i.tx_id
+          WHERE i.batch_id = ?1 AND f.signed_tx IS NOT NULL AND f.state != 'retired'
+         UNION ALL
+         SELECT i.idx, r.tx_id, r.address, r.nonce, r.chain_id, 0
+           FROM batch_items i JOIN nonces r ON r.tx_id = i.tx_id
+           JOIN flows f ON f.tx_id = r.tx_id
+          WHERE i.batch_id = ?1 AND f.signed_tx IS NULL AND {}
+          ORDER BY 1",
+        super::nonces::holds("?2")
+    ))?;
+    stmt.query_map(params![batch_id, cutoff], |r| {
+        let address: String = r.get(2)?;
+        Ok(HeldNonce {
+            index: r.get::<_, i64>(0)? as usize,
+            tx_id: r.get(1)?,
+            address: address.parse().unwrap_or_default(),
+            nonce: r.get::<_, i64>(3)? as u64,
+            chain_id: r.get::<_, i64>(4)? as u64,
+            signed: r.get(5)?,
+        })
+    })?
+    .collect()
 }
 
 /// One item of a batch to record ([`Journal::create_batch`]).

@@ -25,7 +25,7 @@ use rusqlite::Connection;
 
 use crate::Error;
 
-pub use batches::BatchLock;
+pub use batches::{BatchLock, HeldNonce};
 pub(crate) use batches::{HeldKey, NewBatchItem};
 pub use credits::Credit;
 pub use facts::{Fact, FactKind, Reorg};
@@ -303,6 +303,11 @@ impl Journal {
     pub fn with_reservation_lease(mut self, lease: std::time::Duration) -> Journal {
         self.lease_secs = i64::try_from(lease.as_secs()).unwrap_or(i64::MAX).max(1);
         self
+    }
+
+    /// The time (Unix seconds) before which an unsigned reservation's lease has run out.
+    fn lease_cutoff(&self) -> i64 {
+        unix_now() - self.lease_secs
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>) -> Result<T, Error> {

@@ -729,3 +729,85 @@ fn a_withdrawn_fact_reopens_the_flow_and_releases_its_credit() {
         "released: another swap may claim it"
     );
 }
+
+/// A batch prepared for the air gap holds its items' nonces past the reservation lease,
+/// however long the signatures take: the floor, the holder and another flow's
+/// reservation all see them; abandoning the batch gives back those held unsigned (its
+/// flows end failed, with the step `abandoned`) and keeps a signed one's.
+#[test]
+fn a_prepared_batch_holds_its_nonces_past_the_lease_until_it_is_abandoned() {
+    let j = Journal::in_memory()
+        .expect("journal")
+        .with_reservation_lease(std::time::Duration::from_secs(1));
+    let from = Address::repeat_byte(9);
+    let items = [
+        new_item("p-1", "f-1"),
+        new_item("p-2", "f-2"),
+        new_item("p-3", "f-3"),
+    ];
+    assert!(
+        j.create_batch("b-prep", "p.jsonl", &items)
+            .expect("create")
+            .is_empty()
+    );
+    for (n, tx_id) in ["f-1", "f-2", "f-3"].into_iter().enumerate() {
+        j.begin(tx_id, FlowKind::Redeem, Some(&from.to_string()), &json!({}))
+            .expect("begin");
+        j.reserve_nonce(tx_id, from, 1, 10 + n as u64)
+            .expect("reserve");
+    }
+    j.record_prepared("b-prep", alloy_primitives::B256::repeat_byte(1))
+        .expect("prepared");
+    // Item 0 came back signed; the lease of the others ran out long ago.
+    j.record_signed("f-1", &signed_for_test(1, 10))
+        .expect("signed");
+    j.with(|c| c.execute("UPDATE nonces SET reserved_at = 0", []))
+        .expect("age every lease");
+    j.begin(
+        "online",
+        FlowKind::Redeem,
+        Some(&from.to_string()),
+        &json!({}),
+    )
+    .expect("begin");
+    assert_eq!(j.next_nonce(from, 1, None).expect("floor"), Some(13));
+    for nonce in [11, 12] {
+        assert!(
+            matches!(
+                j.reserve_nonce("online", from, 1, nonce),
+                Err(Error::NonceReserved { .. })
+            ),
+            "nonce {nonce} is the prepared batch's"
+        );
+        assert!(j.nonce_holder(from, 1, nonce).expect("holder").is_some());
+    }
+    let held: Vec<(usize, u64, bool)> = j
+        .held_nonces("b-prep")
+        .expect("held")
+        .iter()
+        .map(|h| (h.index, h.nonce, h.signed))
+        .collect();
+    assert_eq!(held, [(0, 10, true), (1, 11, false), (2, 12, false)]);
+
+    let (at, now, released) = j
+        .abandon_prepared("b-prep", "given up")
+        .expect("abandon")
+        .expect("prepared");
+    assert!(now);
+    let released: Vec<u64> = released.iter().map(|h| h.nonce).collect();
+    assert_eq!(released, [11, 12]);
+    assert_eq!(j.abandoned("b-prep").expect("read"), Some(at.clone()));
+    assert_eq!(j.next_nonce(from, 1, None).expect("floor"), Some(11));
+    j.reserve_nonce("online", from, 1, 11).expect("free again");
+    assert_eq!(j.get("f-2").expect("f-2").state, FlowState::Failed);
+    assert!(
+        j.steps("f-2")
+            .expect("steps")
+            .iter()
+            .any(|s| s.step == "abandoned")
+    );
+    assert_ne!(j.get("f-1").expect("f-1").state, FlowState::Failed);
+    let again = j.abandon_prepared("b-prep", "again").expect("again");
+    assert_eq!(again.map(|(a, n, r)| (a, n, r.len())), Some((at, false, 0)));
+    assert!(j.abandon_prepared("no-such", "x").expect("read").is_none());
+}

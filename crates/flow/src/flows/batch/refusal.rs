@@ -151,6 +151,23 @@ impl fmt::Display for ShortSender {
     }
 }
 
+/// What a refusal for a spending limit adds when the window's total counts `earlier`
+/// (base units of the token with `decimals` and `symbol`) of the batch's own earlier
+/// items: which part of "signed already" is this batch's. Empty when none is.
+pub(crate) fn earlier_items(earlier: U256, decimals: u8, symbol: &str) -> String {
+    if earlier.is_zero() {
+        return String::new();
+    }
+    format!(
+        " (counting {} of this batch's earlier items as signed)",
+        Tokens {
+            amount: earlier,
+            symbol: symbol.to_owned(),
+            decimals,
+        }
+    )
+}
+
 /// An item of a batch being recorded whose idempotency key ([`super::BatchItem::key`]) a
 /// batch recorded before holds: that batch's item is this payout, and this one is not
 /// run ([`crate::Error::ItemsHeld`]).

@@ -59,8 +59,15 @@ impl Flows {
         let Some(prepared) = self.journal.prepared(&batch.batch_id)? else {
             return Err(Error::NotPrepared(batch.batch_id));
         };
-        // No run of this batch may send while its items are being taken in.
+        // No run of this batch may send while its items are being taken in (and no
+        // `batch abandon` may give their nonces back meanwhile).
         let _lock = self.journal.lock_batch(&batch.batch_id)?;
+        if let Some(at) = self.journal.abandoned(&batch.batch_id)? {
+            return Err(Error::BatchAbandoned {
+                batch_id: batch.batch_id,
+                at,
+            });
+        }
         let records: HashMap<usize, BatchItemRecord> = self
             .journal
             .batch_items(&batch.batch_id)?

@@ -506,15 +506,16 @@ fn a_tampered_item_is_refused_offline_and_bytes_other_than_prepared_are_refused_
     assert_eq!(checked["notSigned"].as_array().map(Vec::len), Some(3));
     assert_eq!(summary["completed"], 5, "{summary:#}");
     assert_eq!(summary["unsigned"], 3, "{summary:#}");
+    // Each says why: the offline signer's own reason.
     for r in results.iter().filter(|r| r["status"] == "unsigned") {
         assert!(r["txHash"].is_null(), "{r:#}");
+        let why = r["error"].as_str().unwrap_or_default();
         assert!(
-            r["error"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("not signed offline"),
+            why.starts_with("not signed offline: the offline signer left it out: "),
             "{r:#}"
         );
+        let own = if r["index"] == 2 { "_amount" } else { "gap" };
+        assert!(why.contains(own), "{r:#}");
     }
     let mut done = items.clone();
     for i in [6, 4, 2] {
@@ -550,7 +551,20 @@ fn a_tampered_item_is_refused_offline_and_bytes_other_than_prepared_are_refused_
         "more-signed.json",
     );
     assert_eq!(read, [1]);
-    let (checked, _, summary) = submit(&live, &live.dir.join("more-signed.json"), 9);
+    let (checked, results, summary) = submit(&live, &live.dir.join("more-signed.json"), 9);
+    // Each item says why it is unsigned: its signature was refused here, for what.
+    for r in &results {
+        let why = r["error"].as_str().unwrap_or_default();
+        assert!(
+            why.contains("its signature was refused here: ")
+                && why.contains(if r["id"] == "m0" {
+                    "the request says"
+                } else {
+                    "of the same sender was refused"
+                }),
+            "{r:#}"
+        );
+    }
     let refused = checked["refused"].as_array().expect("refused");
     assert_eq!(refused.len(), 2, "{checked:#}");
     assert!(

@@ -457,7 +457,10 @@ pub(super) fn drive(
                 ItemStatus::Pending => tally.pending += 1,
             }
             // An item of an air-gapped batch with no signature here is only reported.
-            let not_signed = matches!(r.error, Some(bridgectl_flow::ItemError::NotSignedOffline));
+            let not_signed = matches!(
+                r.error,
+                Some(bridgectl_flow::ItemError::NotSignedOffline { .. })
+            );
             tally.ran += usize::from(!r.earlier && !not_signed && !sent_before.contains(&r.index));
             tally.waited_out += usize::from(
                 r.status == ItemStatus::Pending

@@ -242,9 +242,9 @@ impl Flows {
         for record in self.journal.batch_items(&batch.batch_id)? {
             let op = stored_op(&record)?;
             let plan = match self.item_plan(&record) {
-                Plan::Run { .. } | Plan::SignAgain if options.air_gapped => {
-                    Plan::Report(not_signed_offline(&record))
-                }
+                Plan::Run { .. } | Plan::SignAgain if options.air_gapped => Plan::Report(
+                    not_signed_offline(&record, last_error(&self.journal, &record.tx_id)),
+                ),
                 plan => plan,
             };
             planned.push(Planned { record, op, plan });
@@ -727,15 +727,16 @@ impl Flows {
 }
 
 /// The report of an item of an air-gapped batch that has no signature here: it is
-/// signed offline, never run here.
-fn not_signed_offline(record: &BatchItemRecord) -> ItemResult {
+/// signed offline, never run here. `why` is the reason the journal recorded last (the
+/// offline signer's, the refusal of its signature here, the abandonment).
+fn not_signed_offline(record: &BatchItemRecord, why: Option<String>) -> ItemResult {
     ItemResult {
         index: record.index,
         id: record.item_id.clone(),
         tx_id: record.tx_id.clone(),
         tx_hash: None,
         status: ItemStatus::Unsigned,
-        error: Some(ItemError::NotSignedOffline),
+        error: Some(ItemError::NotSignedOffline { why }),
         resent: false,
         earlier: false,
         latency_ms: None,

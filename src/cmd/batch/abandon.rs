@@ -22,7 +22,7 @@ pub struct AbandonArgs {
     pub yes: bool,
     /// The journal.
     #[command(flatten)]
-    pub journal: super::JournalOpt,
+    pub journal: super::opts::JournalOpt,
 }
 
 /// Runs `bridgectl batch abandon`.

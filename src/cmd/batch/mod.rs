@@ -1,4 +1,4 @@
-//! `bridgectl batch plan|run|resume|status`: many redeems, transfers and swaps from one
+//! `bridgectl batch plan|run|resume|status|prepare|submit|abandon`: many redeems, transfers and swaps from one
 //! file (JSONL or CSV), with one plan and one confirmation for the whole batch, each key
 //! unlocked once, the items pipelined across addresses, and the batch finished from the
 //! journal after a crash (`batch resume ID`). The flows library does the work
@@ -9,19 +9,20 @@
 //! plan`, and the plan `batch run` confirms), `run` runs a batch or finishes one and
 //! reports each item, `status` reads the journal; across an air gap, `prepare` writes
 //! the batch request the offline signer signs and `submit` checks its answer and runs it;
-//! `abandon` gives up a prepared batch whose answer will not come.
+//! `abandon` gives up a prepared batch whose answer will not come; `opts` holds the
+//! options they share. Each item id is one payout: `plan` finds the items a batch
+//! recorded before holds, and `run` resumes that batch or refuses them.
 
 mod abandon;
+mod opts;
 mod plan;
 mod prepare;
 mod run;
 mod status;
 mod submit;
 
-use std::path::PathBuf;
-
 use anyhow::Result;
-use clap::{Args, Subcommand};
+use clap::Subcommand;
 
 use crate::global::GlobalOpts;
 
@@ -64,19 +65,6 @@ pub enum BatchCommand {
     /// journal records the batch abandoned, and a signed batch for it is refused from
     /// then on. Signed items keep their nonces. Asks first, unless --yes.
     Abandon(abandon::AbandonArgs),
-}
-
-// The journal of the subcommands that read or write it alone (no platform, no key).
-#[derive(Debug, Args)]
-pub struct JournalOpt {
-    /// Journal database [default: $XDG_STATE_HOME/bridgectl/journal.sqlite3].
-    #[arg(
-        long,
-        env = "BRIDGECTL_JOURNAL",
-        hide_env_values = true,
-        value_name = "FILE"
-    )]
-    pub journal: Option<PathBuf>,
 }
 
 /// Runs `bridgectl batch ...`.

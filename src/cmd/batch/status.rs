@@ -17,7 +17,7 @@ pub struct StatusArgs {
     pub id: Option<String>,
     /// The journal.
     #[command(flatten)]
-    pub journal: super::JournalOpt,
+    pub journal: super::opts::JournalOpt,
 }
 
 /// Runs `bridgectl batch status`.
@@ -100,8 +100,8 @@ pub fn run(global: &GlobalOpts, args: &StatusArgs) -> Result<()> {
         .iter()
         .filter(|i| i.held_nonce.is_some() && i.tx_hash.is_none())
         .count();
-    match &s.prepared {
-        Some(p) => match &p.abandoned_at {
+    if let Some(p) = &s.prepared {
+        match &p.abandoned_at {
             Some(at) => crate::output::line(format_args!(
                 "prepared for the air gap (request sha256 {}), abandoned at {at}: its unsigned \
                  items hold no nonce",
@@ -113,8 +113,7 @@ pub fn run(global: &GlobalOpts, args: &StatusArgs) -> Result<()> {
                  submit SIGNED`) or the batch is abandoned (`bridgectl batch abandon {}`)",
                 p.request_hash, s.batch.batch_id
             ))?,
-        },
-        None => {}
+        }
     }
     for i in &s.items {
         crate::output::line(format_args!(

@@ -28,6 +28,7 @@ mod refusal;
 mod report;
 mod run;
 mod signed;
+mod state;
 mod status;
 
 pub use abandon::{AbandonedBatch, ReleasedNonce};
@@ -42,4 +43,5 @@ pub(crate) use refusal::{earlier_items, held_list};
 pub use report::{ItemError, ItemResult, ItemStatus};
 pub use run::BatchOptions;
 pub use signed::SignedBatchCheck;
-pub use status::{BatchCounts, BatchStatus, ItemState, ItemView, PreparedView};
+pub use state::ItemState;
+pub use status::{BatchCounts, BatchStatus, ItemView, PreparedView};

@@ -236,7 +236,7 @@ impl Journal {
     /// flow that reserved and has not signed holds it while it is alive: not failed, and
     /// reserved less than [`RESERVATION_LEASE_SECS`](super::RESERVATION_LEASE_SECS) ago (a flow interrupted at its
     /// prompt must not block the address forever), or, an item of a batch prepared for
-    /// the air gap, until the batch is abandoned ([`PREPARED_HOLDS`]). Flows signed
+    /// the air gap, until the batch is abandoned. Flows signed
     /// before reservations existed count too. The flow `except` (the one about to sign) does not count
     /// against itself.
     pub fn next_nonce(

@@ -184,7 +184,7 @@ pub struct HeldItem {
     /// The position of the item that holds it in that batch.
     pub held_index: usize,
     /// Where that item stands.
-    pub state: super::ItemState,
+    pub state: super::state::ItemState,
     /// Whether that item does exactly the same (operation, accounts, amount); `false` is
     /// one id given to two different payouts.
     pub same: bool,

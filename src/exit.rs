@@ -349,12 +349,24 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
                 return Some(format!("`bridgectl resume {by}` finishes that flow"));
             }
             Some(bridgectl_flow::Error::NonceHeld {
-                offline: true, by, ..
+                awaits: Some(bridgectl_flow::Awaits::SignRequest),
+                by,
+                ..
             }) => {
                 return Some(format!(
                     "flow {by} wrote a sign request: `bridgectl sign` it on the offline \
                      machine, then `bridgectl submit` the bundle here (`bridgectl history {by}` \
                      shows it)"
+                ));
+            }
+            Some(bridgectl_flow::Error::NonceHeld {
+                awaits: Some(bridgectl_flow::Awaits::PreparedBatch { batch_id }),
+                ..
+            }) => {
+                return Some(format!(
+                    "`bridgectl batch submit` its signed batch, or `bridgectl batch abandon \
+                     {batch_id}` gives its unsigned nonces back (`bridgectl batch status \
+                     {batch_id}` shows them)"
                 ));
             }
             Some(bridgectl_flow::Error::NonceHeld { by, .. }) => {
@@ -531,6 +543,8 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
         | F::BatchRefused { .. }
         | F::BatchNotWhole(_)
         | F::NotPrepared(_)
+        | F::ItemsHeld(_)
+        | F::BatchAbandoned { .. }
         | F::PlanRefused(_)
         | F::BalanceTooLow(_)
         | F::JournalCorrupt { .. }
@@ -683,9 +697,9 @@ mod tests {
                 chain_id: 1,
                 nonce: 0,
                 by: "flow-1".into(),
-                state: "submitted",
+                state: bridgectl_flow::FlowState::Submitted,
                 tx_hash: tx_hash.into(),
-                offline: false,
+                awaits: None,
             })
             .context("redeem")
         };

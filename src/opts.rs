@@ -35,7 +35,16 @@ pub struct PlatformOpts {
     )]
     pub token_file: Option<PathBuf>,
 
-    /// Journal database [default: $XDG_STATE_HOME/bridgectl/journal.sqlite3].
+    #[command(flatten)]
+    pub journal: JournalOpt,
+}
+
+// The journal: flows, and the nonces signed on this machine (never signed again). One
+// flag for every command that reads or writes it, the platform's or alone.
+#[derive(Debug, Args, Clone, Default)]
+pub struct JournalOpt {
+    /// Journal database: flows, and the nonces signed here [default:
+    /// $XDG_STATE_HOME/bridgectl/journal.sqlite3].
     #[arg(
         long,
         env = "BRIDGECTL_JOURNAL",
@@ -43,6 +52,13 @@ pub struct PlatformOpts {
         value_name = "FILE"
     )]
     pub journal: Option<PathBuf>,
+}
+
+impl JournalOpt {
+    /// Opens the journal this flag names, or the default one.
+    pub fn open(&self) -> Result<bridgectl_flow::Journal> {
+        crate::session::open_journal(self.journal.as_deref())
+    }
 }
 
 // How long a command that follows a flow to its end waits for it (the commands that

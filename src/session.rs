@@ -105,7 +105,7 @@ impl Session {
             &base_url,
         ))?;
         let client = PlatformClient::new(&base_url, token, crate::auth::client_options()?)?;
-        let journal = open_journal(opts.platform.journal.as_deref())?;
+        let journal = opts.platform.journal.open()?;
         let keystore = open_keystore(global)?;
         let signing_log = open_signing_log(&keystore)?;
         let bridge = profile.bridge().ok();

@@ -59,6 +59,23 @@ fn offline_machine(live: &Live, name: &'static str, keys: &[String]) -> Dir {
     offline
 }
 
+/// [`offline_machine`] with the keys of `payers`, and the request `batch prepare` wrote
+/// (`requests.json`) carried to it.
+fn offline_with_request(
+    live: &Live,
+    name: &'static str,
+    payers: &[(Address, U256, String)],
+) -> Dir {
+    let keys: Vec<String> = payers.iter().map(|(_, _, k)| k.clone()).collect();
+    let offline = offline_machine(live, name, &keys);
+    std::fs::copy(
+        live.dir.join("requests.json"),
+        offline.join("requests.json"),
+    )
+    .expect("copy");
+    offline
+}
+
 /// The passphrase of payer `i`'s key on the offline machine: each its own.
 fn passphrase(live: &Live, i: usize) -> String {
     format!("{}-offline-{i}", live.passphrase)
@@ -98,6 +115,22 @@ fn offline_sign(
     }
     c.args(extra);
     (c, fifos)
+}
+
+/// [`offline_sign`] of `request` into `out`, which must succeed, and `out` carried back
+/// to the online machine: how often each key's passphrase was read.
+fn signed_and_carried(
+    live: &Live,
+    offline: &Dir,
+    senders: &[(usize, u64)],
+    request: &str,
+    out: &str,
+) -> Vec<usize> {
+    let (mut c, fifos) = offline_sign(live, offline, senders, request, out, &[]);
+    let output = c.output();
+    crate::util::assert_success(&c.cmd, &output);
+    std::fs::copy(offline.join(out), live.dir.join(out)).expect("copy");
+    reads(fifos)
 }
 
 /// Each FIFO's reads: how often each key's passphrase was read.
@@ -227,13 +260,7 @@ fn two_hundred_redeems_cross_the_air_gap_signed_in_one_sitting_and_a_kill_change
     assert_eq!(live.ok(&["log", "show"]), serde_json::json!([]));
 
     // The USB stick: the request crosses as a file.
-    let keys: Vec<String> = payers.iter().map(|(_, _, k)| k.clone()).collect();
-    let offline = offline_machine(&live, "airgap_batch_offline", &keys);
-    std::fs::copy(
-        live.dir.join("requests.json"),
-        offline.join("requests.json"),
-    )
-    .expect("copy");
+    let offline = offline_with_request(&live, "airgap_batch_offline", &payers);
 
     // 1. Killed by an abort after the second group's signatures were logged, before the
     //    journal recorded them: the log has two groups, the journal one, no file.
@@ -479,15 +506,16 @@ fn a_tampered_item_is_refused_offline_and_bytes_other_than_prepared_are_refused_
     assert_eq!(checked["notSigned"].as_array().map(Vec::len), Some(3));
     assert_eq!(summary["completed"], 5, "{summary:#}");
     assert_eq!(summary["unsigned"], 3, "{summary:#}");
+    // Each says why: the offline signer's own reason.
     for r in results.iter().filter(|r| r["status"] == "unsigned") {
         assert!(r["txHash"].is_null(), "{r:#}");
+        let why = r["error"].as_str().unwrap_or_default();
         assert!(
-            r["error"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("not signed offline"),
+            why.starts_with("not signed offline: the offline signer left it out: "),
             "{r:#}"
         );
+        let own = if r["index"] == 2 { "_amount" } else { "gap" };
+        assert!(why.contains(own), "{r:#}");
     }
     let mut done = items.clone();
     for i in [6, 4, 2] {
@@ -515,23 +543,28 @@ fn a_tampered_item_is_refused_offline_and_bytes_other_than_prepared_are_refused_
         item["intent"]["args"]["_amount"] = Value::String(other.to_string());
     });
     offline.write("more.json", &swapped);
-    let (mut c, fifos) = offline_sign(
+    let read = signed_and_carried(
         &live,
         &offline,
         &[(1, nonce_before)],
         "more.json",
         "more-signed.json",
-        &[],
     );
-    let out = c.output();
-    crate::util::assert_success(&c.cmd, &out);
-    assert_eq!(reads(fifos), [1]);
-    std::fs::copy(
-        offline.join("more-signed.json"),
-        live.dir.join("more-signed.json"),
-    )
-    .expect("copy");
-    let (checked, _, summary) = submit(&live, &live.dir.join("more-signed.json"), 9);
+    assert_eq!(read, [1]);
+    let (checked, results, summary) = submit(&live, &live.dir.join("more-signed.json"), 9);
+    // Each item says why it is unsigned: its signature was refused here, for what.
+    for r in &results {
+        let why = r["error"].as_str().unwrap_or_default();
+        assert!(
+            why.contains("its signature was refused here: ")
+                && why.contains(if r["id"] == "m0" {
+                    "the request says"
+                } else {
+                    "of the same sender was refused"
+                }),
+            "{r:#}"
+        );
+    }
     let refused = checked["refused"].as_array().expect("refused");
     assert_eq!(refused.len(), 2, "{checked:#}");
     assert!(
@@ -691,33 +724,45 @@ fn request_file(dir: &Dir, name: &str, first_nonce: u64, n: usize) -> std::path:
     dir.write(name, request.to_bytes())
 }
 
+/// The offline test key's machine (`crate::offline::import_key`): a profile of chain
+/// 1337 with redeems of up to 5 ST pinned, and `bridgectl sign REQUEST --out
+/// REQUEST.signed --yes` there with its own journal, the passphrase given or not.
+fn offline_sign_request(
+    dir: &Dir,
+    request: &str,
+    extra: &[&str],
+    passphrase: bool,
+) -> std::process::Output {
+    let config = dir.write(
+        "offline.toml",
+        "[profiles.default]\nside_chain_id = 1337\n\
+         st_contract = \"0x5757575757575757575757575757575757575757\"\n\
+         side_symbol = \"ST\"\nside_decimals = 18\n\n[profiles.default.policy]\n\
+         max-gas-price = 1000000000\n\n[[profiles.default.policy.auto-approve]]\n\
+         function = \"redeem\"\ntoken = \"ST\"\nmax = \"5\"\n",
+    );
+    let mut c = dir.command();
+    c.args([
+        "sign",
+        request,
+        "--out",
+        &format!("{request}.signed"),
+        "--yes",
+    ])
+    .args([std::path::Path::new("--config"), &config])
+    .args(["--journal", "offline.sqlite3"])
+    .args(extra);
+    if passphrase {
+        c.env("BRIDGECTL_PASSPHRASE", crate::offline::PASS);
+    }
+    c.output()
+}
+
 bctest!(
     an_offline_journal_behind_names_the_nonce_flag_once_and_sums_up_what_it_leaves_out,
     |dir: Dir, _cmd: TestCommand| {
         crate::offline::import_key(&dir);
-        let config = dir.write(
-            "offline.toml",
-            "[profiles.default]\nside_chain_id = 1337\n\
-             st_contract = \"0x5757575757575757575757575757575757575757\"\n\
-             side_symbol = \"ST\"\nside_decimals = 18\n\n[profiles.default.policy]\n\
-             max-gas-price = 1000000000\n\n[[profiles.default.policy.auto-approve]]\n\
-             function = \"redeem\"\ntoken = \"ST\"\nmax = \"5\"\n",
-        );
-        let sign = |request: &str, extra: &[&str]| {
-            let mut c = dir.command();
-            c.args([
-                "sign",
-                request,
-                "--out",
-                &format!("{request}.signed"),
-                "--yes",
-            ])
-            .args([std::path::Path::new("--config"), &config])
-            .args(["--journal", "offline.sqlite3"])
-            .env("BRIDGECTL_PASSPHRASE", crate::offline::PASS)
-            .args(extra);
-            c.output()
-        };
+        let sign = |request: &str, extra: &[&str]| offline_sign_request(&dir, request, extra, true);
         // This machine signed nonces 0 to 2; the key then signed 3 to 6 online, and the
         // next batch starts at 7.
         request_file(&dir, "first.json", 0, 3);
@@ -747,3 +792,130 @@ bctest!(
         );
     }
 );
+
+bctest!(
+    an_offline_batch_signer_that_stops_on_its_way_gives_its_nonces_back,
+    |dir: Dir, _cmd: TestCommand| {
+        crate::offline::import_key(&dir);
+        // Checked and its three nonces reserved, then no passphrase to unlock with: the
+        // signer stops (exit 4) on its way out of the check.
+        request_file(&dir, "first.json", 0, 3);
+        let out = offline_sign_request(&dir, "first.json", &["--nonce-for", "k=0"], false);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{err}");
+        assert!(err.contains("no passphrase source"), "{err}");
+        // Another request of the same key at the same nonces (other flows) signs: the
+        // first one's reservations were given back, not left for their lease.
+        request_file(&dir, "second.json", 0, 3);
+        let out = offline_sign_request(&dir, "second.json", &["--nonce-for", "k=0"], true);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+);
+
+/// A prepared batch holds its nonces however long the air gap takes. With a reservation
+/// lease of one second, an online redeem from the batch's sender is still refused at the
+/// batch's first nonce long after the lease (exit 3, nothing signed, the chain's nonce
+/// unchanged), and `batch status` shows both nonces held. `batch abandon` gives them
+/// back and says so; the online redeem then signs at the first of them, and the signed
+/// batch that comes back afterwards is refused, nothing of it sent.
+#[test]
+fn a_prepared_batch_holds_its_nonces_past_the_lease_until_it_is_abandoned() {
+    let mut live = Live::shared("airgap_hold");
+    let (payers, balances, _) = payouts(&mut live, 1, 2);
+    let payer = balances[0].0;
+    let with_lease = |args: &[&str]| {
+        let mut c = live.cmd();
+        c.env("BRIDGECTL_RESERVATION_LEASE", "1s").args(args);
+        c
+    };
+    let prepared = live.ok_cmd(with_lease(&[
+        "--json",
+        "batch",
+        "prepare",
+        "payouts.jsonl",
+        "--out",
+        "requests.json",
+    ]));
+    let batch_id = prepared["batchId"].as_str().expect("batch id").to_owned();
+    let nonce0 = live.nonce(true, payer);
+
+    // Offline, the signatures are made while the lease runs out online.
+    let offline = offline_with_request(&live, "airgap_hold_offline", &payers);
+    signed_and_carried(
+        &live,
+        &offline,
+        &[(0, nonce0)],
+        "requests.json",
+        "signed.json",
+    );
+    std::thread::sleep(Duration::from_secs(2));
+
+    let redeem = ["redeem", "--from", "payer0", "--amount", "0.0005", "--yes"];
+    let mut c = with_lease(&redeem);
+    let out = c.output();
+    live.check_secrets(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains(&format!("nonce {nonce0}")), "{err}");
+    assert_eq!(live.nonce(true, payer), nonce0, "nothing was sent");
+    assert_eq!(
+        live.ok(&["log", "show"]),
+        serde_json::json!([]),
+        "nothing was signed"
+    );
+    // What a list of `doc` holds in `field`, item by item.
+    let each = |doc: &Value, list: &str, field: &str| -> Vec<Value> {
+        doc[list]
+            .as_array()
+            .unwrap_or_else(|| panic!("{list}: {doc:#}"))
+            .iter()
+            .map(|i| i[field].clone())
+            .collect()
+    };
+    let both = [Value::from(nonce0), Value::from(nonce0 + 1)];
+    let status = live.ok_cmd(with_lease(&["--json", "batch", "status", &batch_id]));
+    crate::json::assert_schema("batch-status", &status);
+    assert_eq!(each(&status, "items", "heldNonce"), both, "{status:#}");
+    assert!(status["prepared"]["abandonedAt"].is_null(), "{status:#}");
+
+    let abandoned = live.ok(&["batch", "abandon", &batch_id, "--yes"]);
+    crate::json::assert_schema("batch-abandon", &abandoned);
+    assert_eq!(each(&abandoned, "released", "nonce"), both, "{abandoned:#}");
+    let status = live.ok(&["batch", "status", &batch_id]);
+    assert!(status["prepared"]["abandonedAt"].is_string(), "{status:#}");
+    for item in status["items"].as_array().expect("items") {
+        assert!(item["heldNonce"].is_null(), "{item:#}");
+        assert!(
+            item["error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("abandoned"),
+            "the journal says why: {item:#}"
+        );
+    }
+
+    // Given back: the online redeem signs at the batch's first nonce.
+    let mut c = with_lease(&redeem);
+    c.args(["--json"]);
+    let done = live.ok_cmd(c);
+    assert_eq!(done["nonce"], nonce0, "{done:#}");
+    // The signed batch that comes back afterwards is refused: nothing of it sent.
+    let mut c = live.cmd();
+    c.args(["batch", "submit", "signed.json"]);
+    let out = c.output();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains(&format!("batch {batch_id} was abandoned")),
+        "{err}"
+    );
+    assert_eq!(
+        live.nonce(true, payer),
+        nonce0 + 1,
+        "only the online redeem"
+    );
+}

@@ -876,3 +876,125 @@ fn a_batch_waiting_on_a_slow_relayer_says_it_is_still_going() {
     });
     assert!(said, "{err}");
 }
+
+/// `n` redeems from `from`, ids `{prefix}-1`..: `(file text, amount of each in base
+/// units)`, each of its own amount (so the chain's logs say which item a redemption was).
+fn payout_file(from: Address, prefix: &str, n: u64) -> (String, Vec<(Address, U256)>) {
+    let mut text = String::new();
+    let mut items = Vec::new();
+    for k in 1..=n {
+        text.push_str(&format!(
+            "{}\n",
+            json!({"op": "redeem", "from": from, "amount": format!("0.002{k:03}"),
+                   "id": format!("{prefix}-{k}")})
+        ));
+        items.push((
+            from,
+            U256::from(2_000_000_000_000_000u64 + k * 1_000_000_000_000),
+        ));
+    }
+    (text, items)
+}
+
+/// One item id, one payout. `batch run payouts.jsonl` of three redeems (ids
+/// `payout-1..3`) completes; the same command again runs none of them (it finds the
+/// batch that holds them and reports it: nothing signed, no passphrase read), and the
+/// side chain's `Redeem` logs of the sender are the three items, once each. A file that
+/// repeats one of those ids beside a new one is refused before any passphrase is read,
+/// naming the batch; `--id-suffix` pays the items again on purpose, as new ids. Two runs
+/// of one file at once record one batch, and each item is redeemed once.
+#[test]
+fn a_payout_file_run_twice_or_twice_at_once_pays_each_item_once() {
+    let mut live = Live::shared("batch_once");
+    let payers = payers(&mut live, 2);
+    let (text, items) = payout_file(payers[0].0, "payout", 3);
+    live.dir.write("payouts.jsonl", &text);
+    let run = |live: &Live, file: &str, extra: &[&str], reads: usize| {
+        let counter = CountingPassphrase::new(&live.dir, &live.passphrase);
+        let mut c = live.cmd();
+        c.env("BRIDGECTL_PASSPHRASE_FILE", &counter.path)
+            .args(["--json", "batch", "run", file, "--yes"])
+            .args(extra);
+        let out = live.run_ok(c);
+        assert_eq!(counter.finish(), reads, "passphrase reads");
+        parse_results(&out.stdout)
+    };
+    let (_, first) = run(&live, "payouts.jsonl", &[], 1);
+    assert_eq!(first["completed"], 3, "{first:#}");
+    let batch_id = first["batchId"].as_str().expect("batch id").to_owned();
+    assert_each_item_redeemed_once(&live, &payers[..1], &items);
+
+    // Again: the batch that holds them is reported, nothing runs.
+    let (again, summary) = run(&live, "payouts.jsonl", &[], 0);
+    assert_eq!(summary["batchId"], batch_id.as_str(), "{summary:#}");
+    assert_eq!(
+        (&summary["ran"], &summary["completed"]),
+        (&json!(0), &json!(3)),
+        "{summary:#}"
+    );
+    assert!(again.iter().all(|r| r["earlier"] == true), "{again:#?}");
+    assert_each_item_redeemed_once(&live, &payers[..1], &items);
+
+    // One id run before beside a new one: refused, naming the batch that holds it.
+    let (more, _) = payout_file(payers[0].0, "payout", 4);
+    live.dir.write(
+        "more.jsonl",
+        more.lines().skip(2).collect::<Vec<_>>().join("\n"),
+    );
+    for args in [&["run", "more.jsonl", "--yes"][..], &["plan", "more.jsonl"]] {
+        let err = refused_unread(&live, args);
+        assert!(
+            err.contains("\"payout-3\" is item 2 of batch") && err.contains(&batch_id),
+            "{err}"
+        );
+        assert!(
+            err.contains("--id-suffix"),
+            "the hint names the flag: {err}"
+        );
+    }
+    let batches = live.ok(&["batch", "status"]);
+    assert_eq!(batches.as_array().map(Vec::len), Some(1), "{batches:#}");
+
+    // On purpose, as new ids: paid again.
+    let (_, suffixed) = run(&live, "payouts.jsonl", &["--id-suffix=-again"], 1);
+    assert_eq!(
+        (&suffixed["ran"], &suffixed["completed"]),
+        (&json!(3), &json!(3)),
+        "{suffixed:#}"
+    );
+    let twice: Vec<_> = items.iter().chain(&items).copied().collect();
+    assert_each_item_redeemed_once(&live, &payers[..1], &twice);
+
+    // Two runs of one file at once: one batch; the other run follows it or is told it
+    // is running (exit 11), and the chain has each item once.
+    let (race, race_items) = payout_file(payers[1].0, "race", 3);
+    live.dir.write("race.jsonl", &race);
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            let mut c = live.cmd();
+            c.args(["--json", "batch", "run", "race.jsonl", "--yes"]);
+            c.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+            crate::util::KillOnDrop::spawn(&mut c.cmd)
+        })
+        .collect();
+    let outs: Vec<_> = children
+        .into_iter()
+        .map(crate::util::KillOnDrop::wait_with_output)
+        .collect();
+    let mut codes: Vec<Option<i32>> = outs.iter().map(|o| o.status.code()).collect();
+    codes.sort();
+    for o in &outs {
+        live.check_secrets(o);
+    }
+    assert!(
+        codes == [Some(0), Some(0)] || codes == [Some(0), Some(11)],
+        "{codes:?}: {}",
+        outs.iter()
+            .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+            .collect::<Vec<_>>()
+            .join("\n---\n")
+    );
+    let batches = live.ok(&["batch", "status"]);
+    assert_eq!(batches.as_array().map(Vec::len), Some(3), "{batches:#}");
+    assert_each_item_redeemed_once(&live, &payers[1..], &race_items);
+}

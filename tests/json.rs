@@ -668,6 +668,7 @@ fn batch_cases(t: &mut Cases<'_>, c: &Ctx) {
             "payouts.jsonl",
             "--max-total",
             "ST=1",
+            "--id-suffix=-capped",
             "--yes",
         ],
         3,
@@ -696,10 +697,16 @@ fn batch_cases(t: &mut Cases<'_>, c: &Ctx) {
     // The air gap at batch scale: prepared here, signed on the offline machine,
     // submitted and followed here.
     let requests = c.path("requests.json");
-    t.run(
+    let prepared = t.ok(
         "batch-prepare",
-        &["batch", "prepare", "payouts.jsonl", "--out", &requests],
-        0,
+        &[
+            "batch",
+            "prepare",
+            "payouts.jsonl",
+            "--id-suffix=-air-gap",
+            "--out",
+            &requests,
+        ],
     );
     t.fails(
         &[
@@ -730,6 +737,14 @@ fn batch_cases(t: &mut Cases<'_>, c: &Ctx) {
         &["batch", "submit", &c.path("no-such-signed-batch.json")],
         6,
     );
+    // Given up once submitted: nothing held to give back, and its signed batch is refused
+    // from then on.
+    let prepared_id = prepared["batchId"].as_str().unwrap_or_default().to_owned();
+    t.ok(
+        "batch-abandon",
+        &["batch", "abandon", &prepared_id, "--yes"],
+    );
+    t.fails(&["batch", "abandon", "ffffffff", "--yes"], 6);
 }
 
 /// Webhooks on the web3 API (deliveries go nowhere: a closed port), and the failures of

@@ -4,8 +4,6 @@
 //! unreachable), and says how many it hid; `--all` shows them. `--json` always lists
 //! every flow: a script must not miss a failure because a person's view hides it.
 
-use std::path::PathBuf;
-
 use bridgectl_flow::journal::FlowRecord;
 use bridgectl_flow::{FlowKind, FlowState, Journal};
 use clap::Args;
@@ -32,14 +30,8 @@ pub struct HistoryArgs {
     /// Show amounts in base units (as `--json` does) instead of token units.
     #[arg(long)]
     pub base_units: bool,
-    /// Journal database [default: $XDG_STATE_HOME/bridgectl/journal.sqlite3].
-    #[arg(
-        long,
-        env = "BRIDGECTL_JOURNAL",
-        hide_env_values = true,
-        value_name = "FILE"
-    )]
-    pub journal: Option<PathBuf>,
+    #[command(flatten)]
+    pub journal: crate::opts::JournalOpt,
 }
 
 /// The amount a flow was asked to move, in base units, as its intent recorded it.
@@ -137,7 +129,7 @@ fn amount_cells(
 
 /// Runs `bridgectl history`.
 pub fn run(global: &GlobalOpts, args: HistoryArgs) -> anyhow::Result<()> {
-    let journal = crate::session::open_journal(args.journal.as_deref())?;
+    let journal = args.journal.open()?;
     if let Some(id) = &args.tx_id {
         let rec = journal.find(id)?;
         let steps = journal.steps(&rec.tx_id)?;

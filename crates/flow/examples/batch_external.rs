@@ -34,10 +34,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     .build();
     let amount = bridgectl_tx::amount::parse_units(&env("AMOUNT")?, flows.bridge()?.side.decimals)?;
     let items: Vec<BatchItem> = (0..env("COUNT")?.parse::<usize>()?)
-        .map(|i| BatchItem {
-            id: format!("payout-{i}"),
-            op: BatchOp::Redeem { from, amount },
-        })
+        .map(|i| BatchItem::new(format!("payout-{i}"), BatchOp::Redeem { from, amount }))
         .collect();
     // What the run would refuse (limits, allowlist, caps, gas) is refused now, unsigned.
     flows.check_batch(&items).await?.verdict()?;

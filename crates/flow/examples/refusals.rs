@@ -119,10 +119,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         field == Some(Field::GasPrice)
     );
 
-    let items = [BatchItem {
-        id: "payout-1".into(),
-        op: BatchOp::Redeem { from, amount: one },
-    }];
+    let items = [BatchItem::new(
+        "payout-1",
+        BatchOp::Redeem { from, amount: one },
+    )];
     match capped.check_batch(&items).await?.verdict() {
         Err(Error::BatchRefused { refused, .. }) => {
             let field = refused[0].error.refused_field();

@@ -4,6 +4,12 @@
 //! transfer `to` and `token` (`mt` or `st`); `id` is optional (`line-N` otherwise). Blank
 //! lines and lines starting with `#` are skipped.
 //!
+//! An item's id is its idempotency key ([`BatchItem::key`]): the journal runs an id once,
+//! in whichever batch records it first. An item without an id is keyed by the file's
+//! SHA-256 and its line (two equal lines may be two payouts, and `line-3` of another
+//! file is another item), so the same file run again runs none of its items again, and
+//! an edited file (another hash) runs its unnamed items as new ones.
+//!
 //! ```text
 //! {"op": "redeem", "from": "payouts-1", "amount": "12.5", "id": "invoice-7"}
 //! ```
@@ -183,12 +189,20 @@ fn amount(text: &str, decimals: u8) -> Result<U256, String> {
     Ok(amount)
 }
 
+/// The idempotency key of an item without an id: line `line` of the file whose SHA-256 is
+/// `file`.
+pub fn line_key(file: alloy_primitives::B256, line: usize) -> String {
+    format!("sha256:{file:x}/line-{line}")
+}
+
 impl BatchRow {
-    /// The item this row stands for. `account` resolves a `from`/`to` value (a key label,
-    /// an address) or says why it cannot (its message is escaped like the file's text);
-    /// `decimals` gives a token's decimals.
+    /// The item this row stands for, in the file whose SHA-256 is `file` (what keys an
+    /// item without an id: [`line_key`]). `account` resolves a `from`/`to` value (a key
+    /// label, an address) or says why it cannot (its message is escaped like the file's
+    /// text); `decimals` gives a token's decimals.
     pub fn item(
         &self,
+        file: alloy_primitives::B256,
         account: &dyn Fn(&str) -> Result<Address, String>,
         decimals: &dyn Fn(TokenSide) -> u8,
     ) -> Result<BatchItem, BatchFileError> {
@@ -237,25 +251,29 @@ impl BatchRow {
                 return Err(at(format!("op {}: redeem, transfer or swap", shown(other))));
             }
         };
-        let id = self
-            .fields
-            .get("id")
-            .cloned()
-            .unwrap_or_else(|| format!("line-{}", self.line));
-        Ok(BatchItem { id, op })
+        Ok(match self.fields.get("id") {
+            Some(id) => BatchItem::new(id.clone(), op),
+            None => BatchItem {
+                id: format!("line-{}", self.line),
+                op,
+                key: Some(line_key(file, self.line)),
+            },
+        })
     }
 }
 
-/// Every item of `text` ([`read_rows`], then [`BatchRow::item`] for each row).
+/// Every item of `text` ([`read_rows`], then [`BatchRow::item`] for each row, keyed by
+/// the SHA-256 of `text`'s bytes: `sha256sum` of the file gives the same).
 pub fn read_items(
     text: &str,
     format: BatchFormat,
     account: &dyn Fn(&str) -> Result<Address, String>,
     decimals: &dyn Fn(TokenSide) -> u8,
 ) -> Result<Vec<BatchItem>, BatchFileError> {
+    let file = bridgectl_tx::request::request_hash(text.as_bytes());
     read_rows(text, format)?
         .iter()
-        .map(|row| row.item(account, decimals))
+        .map(|row| row.item(file, account, decimals))
         .collect()
 }
 
@@ -289,7 +307,11 @@ mod tests {
         let csv =
             format!("op,from,amount,to,token,id\nredeem,{A},1.5,,,x\n\ntransfer,{A},2,{A},mt,\n");
         let a = items(&jsonl, BatchFormat::Jsonl).expect("jsonl");
-        assert_eq!(a, items(&csv, BatchFormat::Csv).expect("csv"));
+        let b = items(&csv, BatchFormat::Csv).expect("csv");
+        let without_keys = |items: &[BatchItem]| -> Vec<(String, BatchOp)> {
+            items.iter().map(|i| (i.id.clone(), i.op.clone())).collect()
+        };
+        assert_eq!(without_keys(&a), without_keys(&b));
         assert_eq!(a[0].id, "x");
         assert_eq!(a[1].id, "line-4");
         assert_eq!(
@@ -303,6 +325,40 @@ mod tests {
             matches!(a[1].op, BatchOp::Transfer { token: TokenSide::Mt, amount, .. }
             if amount == U256::from(2u64) * U256::from(10u64).pow(U256::from(18u64)))
         );
+    }
+
+    /// An item's id is its key; an item without one is keyed by its file's hash and its
+    /// line: two equal lines are two items, the same line of another file another item,
+    /// the same file read again the same items.
+    #[test]
+    fn an_item_is_keyed_by_its_id_or_by_its_file_and_line() {
+        let line = format!("{{\"op\": \"redeem\", \"from\": \"{A}\", \"amount\": \"1\"}}\n");
+        let named = format!(
+            "{{\"op\": \"redeem\", \"from\": \"{A}\", \"amount\": \"1\", \"id\": \"p-1\"}}\n"
+        );
+        let file = format!("{named}{line}{line}");
+        let hash = bridgectl_tx::request::request_hash(file.as_bytes());
+        let read = items(&file, BatchFormat::Jsonl).expect("items");
+        let keys: Vec<&str> = read.iter().map(BatchItem::key).collect();
+        assert_eq!(
+            keys,
+            ["p-1".to_owned(), line_key(hash, 2), line_key(hash, 3)]
+        );
+        assert_eq!(keys[1], format!("sha256:{}/line-2", hex::encode(hash)));
+        let again = items(&file, BatchFormat::Jsonl).expect("again");
+        assert_eq!(again, read, "the same file, the same keys");
+        let edited = items(&format!("# edited\n{file}"), BatchFormat::Jsonl).expect("edited");
+        assert_eq!(edited[0].key(), "p-1", "an id is its key in any file");
+        assert!(
+            edited[1..].iter().all(|i| !keys.contains(&i.key())),
+            "another file's unnamed lines are other items"
+        );
+        let suffixed: Vec<String> = read
+            .into_iter()
+            .map(|i| i.suffixed("-again").key().to_owned())
+            .collect();
+        assert_eq!(suffixed[0], "p-1-again");
+        assert_eq!(suffixed[1], format!("{}-again", line_key(hash, 2)));
     }
 
     #[test]

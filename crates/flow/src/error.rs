@@ -231,10 +231,9 @@ pub enum Error {
     /// A flow here signed (or holds) the nonce the new transaction has: a second
     /// transaction at it could be mined instead of the first. The message names the flow
     /// and the ways on: for a signed flow the three ([`crate::Flows::resume`],
-    /// [`crate::Flows::replace`] with a replacement or a cancel); for a flow whose sign
-    /// request awaits the offline signer (`offline`), signing it and submitting the
-    /// bundle.
-    #[error("{}", held_text(*nonce, address, *chain_id, by, state, tx_hash, *offline))]
+    /// [`crate::Flows::replace`] with a replacement or a cancel); for one that waits for
+    /// the offline signer (`awaits`), that signature.
+    #[error("{}", held_text(*nonce, address, *chain_id, by, *state, tx_hash, awaits.as_ref()))]
     NonceHeld {
         /// The sender.
         address: alloy_primitives::Address,
@@ -245,12 +244,12 @@ pub enum Error {
         /// The flow holding it.
         by: String,
         /// Where that flow stands.
-        state: &'static str,
+        state: crate::FlowState,
         /// Its transaction's hash, when it signed.
         tx_hash: String,
-        /// Whether that flow wrote a sign request for the offline signer and waits for
-        /// its signed bundle (nothing to resume, replace or cancel here).
-        offline: bool,
+        /// What that flow waits for, when it is the offline signer (nothing to resume,
+        /// replace or cancel here).
+        awaits: Option<Awaits>,
     },
 
     /// The node's chain is not the one this journal's flows of that chain id were
@@ -455,6 +454,31 @@ pub enum Error {
     )]
     NotPrepared(String),
 
+    /// Items of a batch to record are held by batches recorded before: their ids are
+    /// idempotency keys, each run once ([`crate::BatchItem::key`]). Nothing was
+    /// recorded. [`crate::HeldItem::one_batch`] names the batch when it holds them all,
+    /// as they are.
+    #[error(
+        "{} of the batch's items were run already, by a batch recorded before (an item id \
+         is one payout, run once): {}",
+        .0.len(),
+        crate::flows::held_list(.0)
+    )]
+    ItemsHeld(Vec<crate::flows::HeldItem>),
+
+    /// A signed batch (or a step of it) for a prepared batch that was abandoned: its
+    /// nonces were given back, and nothing of it is taken in.
+    #[error(
+        "batch {batch_id} was abandoned at {at}: its nonces were given back, and nothing \
+         signed for it is taken in"
+    )]
+    BatchAbandoned {
+        /// The batch.
+        batch_id: String,
+        /// When it was abandoned (RFC 3339, UTC).
+        at: String,
+    },
+
     /// A batch the run would refuse, found before any key is unlocked
     /// ([`crate::Flows::check_batch`]): items the verifier refuses (a spending limit, the
     /// allowlist, a cap) and senders without the native balance their items' gas needs.
@@ -516,29 +540,49 @@ pub enum Error {
     Declined(String),
 }
 
+/// What a flow that holds a nonce unsigned waits for ([`Error::NonceHeld`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Awaits {
+    /// The signed bundle of the sign request it wrote for the offline signer.
+    SignRequest,
+    /// The signed batch of the batch `batch_id` prepared for the offline signer, which
+    /// holds its nonces until it is submitted or abandoned.
+    PreparedBatch {
+        /// The batch.
+        batch_id: String,
+    },
+}
+
 fn held_text(
     nonce: u64,
     address: &alloy_primitives::Address,
     chain_id: u64,
     by: &str,
-    state: &str,
+    state: crate::FlowState,
     tx_hash: &str,
-    offline: bool,
+    awaits: Option<&Awaits>,
 ) -> String {
     let held = format!("nonce {nonce} of {address} on chain {chain_id} is held by flow {by}");
-    if offline {
-        format!(
+    match awaits {
+        Some(Awaits::SignRequest) => format!(
             "{held}, whose sign request waits for the offline signer: signing it offline and \
              submitting its bundle uses the nonce; a request that is never signed frees it \
              when its reservation's lease runs out"
-        )
-    } else {
-        format!(
-            "{held} ({state}, transaction {tx_hash}): resuming it sends it again; if it \
+        ),
+        Some(Awaits::PreparedBatch { batch_id }) => format!(
+            "{held}, an item of batch {batch_id} prepared for the offline signer: the batch \
+             holds its nonces until its signed batch is submitted, or it is abandoned"
+        ),
+        None => {
+            format!(
+                "{held} ({}, transaction {tx_hash}): resuming it sends it again; if it \
              cannot be mined (no gas for fees, under-priced), replacing it signs it again at \
              a higher gas price, or cancelling it uses the nonce up with a 0-value transfer \
-             to itself"
-        )
+             to itself",
+                state.as_str()
+            )
+        }
     }
 }
 
@@ -705,6 +749,8 @@ impl Error {
                     | Error::BatchRefused { .. }
                     | Error::BatchNotWhole(_)
                     | Error::NotPrepared(_)
+                    | Error::ItemsHeld(_)
+                    | Error::BatchAbandoned { .. }
                     | Error::CannotReplace { .. }
                     | Error::BalanceTooLow(_)
                     | Error::PlanRefused(_)
@@ -820,9 +866,9 @@ mod refusal_tests {
                 chain_id: 1,
                 nonce: 0,
                 by: "t".into(),
-                state: "signed",
+                state: crate::FlowState::Signed,
                 tx_hash: "0x".into(),
-                offline: false,
+                awaits: None,
             },
             Error::ChainReset {
                 chain_id: 1,

@@ -38,24 +38,25 @@ pub use bridgectl_tx as tx;
 /// wallet that keeps its log elsewhere compiles none of it.
 pub use bridgectl_tx::SigningLog;
 pub use bridgectl_tx::{Policy, SignedTx, Token, Trusted, Verified};
-pub use error::{Error, chain};
+pub use error::{Awaits, Error, chain};
 pub use finality::Finality;
 pub use flows::{
-    AccountPlan, AccountSpend, ActionCall, ActionOutcome, ActionResult, ApproveFuture, Approver,
-    BatchCheck, BatchCounts, BatchItem, BatchOp, BatchOptions, BatchPlan, BatchReview,
-    BatchSigning, BatchStatus, Bridge, BundleCheck, CANCEL_GAS_LIMIT, Cap, ChainResetPlan,
-    ChainSide, CheckedBatch, CheckedItem, DEFAULT_BUMP_BASIS_POINTS, DEFAULT_COMMIT_EVERY,
-    DEFAULT_MAX_GAS_LIMIT, Ended, EndedBy, FactView, FlowStatus, Flows, FlowsBuilder,
-    GAS_PRICE_SANITY_MULTIPLE, GasNeed, GasPriceCap, GasSource, ItemCheck, ItemError, ItemResult,
-    ItemState, ItemStatus, ItemView, LimitReview, NOT_MINED_AFTER, NoGasPriceCap, NonceSource,
-    OfflineSigner, OfflineSigning, PegRatio, PlanRefusal, PreparedBatch, PreparedBundle, Progress,
-    Quiet, RESET_CHECKED_PER_KEY, Recipient, RecipientReview, RecipientTotal, RedeemOutcome,
-    RefusedItem, Replaced, Repricing, Resumed, RetiredFlow, Review, SenderReview, ShortSender,
-    SignedBatchCheck, SigningMode, Submitted, Submitter, SwapCredit, SwapOutcome, SwapSpec,
-    TokenId, TokenSide, TokenTotal, TokenTotalReview, Tokens, TransferSpec, UnlistedRecipient,
-    Until, WAIT_REPORT, WaitOptions, can_resume,
+    AbandonedBatch, AccountPlan, AccountSpend, ActionCall, ActionOutcome, ActionResult,
+    ApproveFuture, Approver, BatchCheck, BatchCounts, BatchItem, BatchOp, BatchOptions, BatchPlan,
+    BatchReview, BatchSigning, BatchStatus, Bridge, BundleCheck, CANCEL_GAS_LIMIT, Cap,
+    ChainResetPlan, ChainSide, CheckedBatch, CheckedItem, DEFAULT_BUMP_BASIS_POINTS,
+    DEFAULT_COMMIT_EVERY, DEFAULT_MAX_GAS_LIMIT, Ended, EndedBy, FactView, FlowStatus, Flows,
+    FlowsBuilder, GAS_PRICE_SANITY_MULTIPLE, GasNeed, GasPriceCap, GasSource, HeldItem, ItemCheck,
+    ItemError, ItemResult, ItemState, ItemStatus, ItemView, LimitReview, NOT_MINED_AFTER,
+    NoGasPriceCap, NonceSource, OfflineSigner, OfflineSigning, PegRatio, PlanRefusal,
+    PreparedBatch, PreparedBundle, PreparedView, Progress, Quiet, RESET_CHECKED_PER_KEY, Recipient,
+    RecipientReview, RecipientTotal, RedeemOutcome, RefusedItem, ReleasedNonce, Replaced,
+    Repricing, Resumed, RetiredFlow, Review, SenderReview, ShortSender, SignedBatchCheck,
+    SigningMode, Submitted, Submitter, SwapCredit, SwapOutcome, SwapSpec, TokenId, TokenSide,
+    TokenTotal, TokenTotalReview, Tokens, TransferSpec, UnlistedRecipient, Until, WAIT_REPORT,
+    WaitOptions, can_resume,
 };
-pub use journal::{BatchLock, BatchRecord, FlowKind, FlowState, Journal, Purpose};
+pub use journal::{BatchLock, BatchRecord, FlowKind, FlowState, HeldNonce, Journal, Purpose};
 pub use profile::{Profile, ProfileError};
 
 #[cfg(test)]

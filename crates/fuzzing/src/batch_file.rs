@@ -55,13 +55,14 @@ pub fn batch_file(data: &[u8]) {
     for pair in rows.windows(2) {
         assert!(pair[0].line < pair[1].line, "rows out of order");
     }
+    let file = bridgectl_tx::request::request_hash(text.as_bytes());
     for row in &rows {
         assert!(
             row.line >= 1 && row.line <= lines,
             "line {} of {lines}",
             row.line
         );
-        let item = match row.item(&account, &decimals) {
+        let item = match row.item(file, &account, &decimals) {
             Ok(item) => item,
             Err(e) => {
                 assert_eq!(e.line, row.line);
@@ -84,8 +85,14 @@ pub fn batch_file(data: &[u8]) {
         let from_file = row.fields.get("amount").expect("an amount was written");
         assert_eq!(parse_units(from_file, d).ok(), Some(amount), "{from_file}");
         match row.fields.get("id") {
-            Some(id) => assert_eq!(&item.id, id),
-            None => assert_eq!(item.id, format!("line-{}", row.line)),
+            Some(id) => assert_eq!((&item.id, item.key()), (id, id.as_str())),
+            None => {
+                assert_eq!(item.id, format!("line-{}", row.line));
+                assert_eq!(
+                    item.key(),
+                    bridgectl_flow::batch_file::line_key(file, row.line)
+                );
+            }
         }
     }
 }

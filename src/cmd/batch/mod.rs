@@ -1,4 +1,4 @@
-//! `bridgectl batch plan|run|resume|status`: many redeems, transfers and swaps from one
+//! `bridgectl batch plan|run|resume|status|prepare|submit|abandon`: many redeems, transfers and swaps from one
 //! file (JSONL or CSV), with one plan and one confirmation for the whole batch, each key
 //! unlocked once, the items pipelined across addresses, and the batch finished from the
 //! journal after a crash (`batch resume ID`). The flows library does the work
@@ -8,8 +8,11 @@
 //! One module per job: `plan` reads the file and renders the library's plan (`batch
 //! plan`, and the plan `batch run` confirms), `run` runs a batch or finishes one and
 //! reports each item, `status` reads the journal; across an air gap, `prepare` writes
-//! the batch request the offline signer signs and `submit` checks its answer and runs it.
+//! the batch request the offline signer signs and `submit` checks its answer and runs it;
+//! `abandon` gives up a prepared batch whose answer will not come. Each item id is one payout: `plan` finds the items a batch
+//! recorded before holds, and `run` resumes that batch or refuses them.
 
+mod abandon;
 mod plan;
 mod prepare;
 mod run;
@@ -54,6 +57,12 @@ pub enum BatchCommand {
     /// item to its end. Again (or `batch resume ID`) finishes an interrupted run. Exit 0
     /// only if every item completed (9 if not).
     Submit(submit::SubmitArgs),
+    /// For an air gap: give up a prepared batch whose signed batch will not come back.
+    /// Its unsigned items hold their nonces from `batch prepare` on, however long the air
+    /// gap takes; this gives them back (other flows of the senders may take them), the
+    /// journal records the batch abandoned, and a signed batch for it is refused from
+    /// then on. Signed items keep their nonces. Asks first, unless --yes.
+    Abandon(abandon::AbandonArgs),
 }
 
 /// Runs `bridgectl batch ...`.
@@ -65,5 +74,6 @@ pub fn run(global: &GlobalOpts, cmd: BatchCommand) -> Result<()> {
         BatchCommand::Status(args) => status::run(global, &args),
         BatchCommand::Prepare(args) => prepare::run(global, &args),
         BatchCommand::Submit(args) => submit::run(global, &args),
+        BatchCommand::Abandon(args) => abandon::run(global, &args),
     }
 }

@@ -10,7 +10,9 @@ use std::path::PathBuf;
 use alloy_primitives::{Address, U256};
 use anyhow::{Context, Result};
 use bridgectl_flow::batch_file::{self, BatchFormat, MAX_BATCH_FILE_BYTES};
-use bridgectl_flow::{BatchItem, BatchPlan, Bridge, Flows, Recipient, Submitter, TokenSide};
+use bridgectl_flow::{
+    BatchItem, BatchPlan, Bridge, Flows, HeldItem, Recipient, Submitter, TokenSide,
+};
 use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 
@@ -35,7 +37,16 @@ pub struct InputOpts {
     /// `MT=250.5`); repeat for both tokens.
     #[arg(long = "max-total", value_name = "TOKEN=AMOUNT")]
     pub max_total: Vec<String>,
+    /// Pay the file's items again, as new payouts: SUFFIX is appended to every item's id
+    /// (and to the key of an item without one). An item id is run once, by whichever
+    /// batch records it first; without this flag items run before are not run again. A
+    /// new SUFFIX for every deliberate rerun (`--id-suffix=-again-1`).
+    #[arg(long, value_name = "SUFFIX", allow_hyphen_values = true)]
+    pub id_suffix: Option<String>,
 }
+
+/// The longest `--id-suffix`.
+const MAX_ID_SUFFIX: usize = 64;
 
 /// The input formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -61,14 +72,51 @@ pub struct PlanArgs {
 pub fn run(global: &GlobalOpts, args: &PlanArgs) -> Result<()> {
     let session = Session::for_sending(global, &args.platform)?;
     let flows = session.flows(Submitter::Platform, |_| {})?;
-    let plan = Plan::make(&session, &flows, &args.input)?;
+    let items = read_items(&session, &args.input)?;
+    refuse_held(
+        &flows,
+        &args.input,
+        &items,
+        "`bridgectl batch run` of it resumes that batch instead",
+    )?;
+    let plan = Plan::make(&session, &flows, &args.input, items)?;
     plan.show(global.json)?;
     plan.check()
 }
 
 /// The items of the file (read by [`batch_file`]), with accounts resolved (labels of
-/// keys) and amounts parsed exactly with each token's decimals.
-fn read_items(session: &Session, bridge: &Bridge, input: &InputOpts) -> Result<Vec<BatchItem>> {
+/// keys), amounts parsed exactly with each token's decimals, and `--id-suffix` appended.
+pub(super) fn read_items(session: &Session, input: &InputOpts) -> Result<Vec<BatchItem>> {
+    let suffix = match input.id_suffix.as_deref() {
+        None => None,
+        Some(s)
+            if s.is_empty()
+                || s.chars().count() > MAX_ID_SUFFIX
+                || s.chars().any(char::is_control) =>
+        {
+            return Err(coded(
+                Code::Usage,
+                format!(
+                    "--id-suffix {:?}: 1 to {MAX_ID_SUFFIX} printable characters",
+                    untrusted(s)
+                ),
+            ));
+        }
+        Some(s) => Some(s),
+    };
+    let items = read_file_items(session, session.bridge()?, input)?;
+    Ok(match suffix {
+        Some(suffix) => items.into_iter().map(|i| i.suffixed(suffix)).collect(),
+        None => items,
+    })
+}
+
+/// The items of the file as written.
+fn read_file_items(
+    session: &Session,
+    bridge: &Bridge,
+    input: &InputOpts,
+) -> Result<Vec<BatchItem>> {
     let path = &input.file;
     let size = std::fs::metadata(path)
         .with_context(|| format!("cannot read {}", path.display()))
@@ -140,10 +188,92 @@ fn max_totals(bridge: &Bridge, specs: &[String]) -> Result<BTreeMap<TokenSide, U
     Ok(max_totals)
 }
 
+/// What the journal holds of a file's items: each item id is run once, by the batch that
+/// records it first ([`Flows::create_batch`]).
+pub(super) enum Held {
+    /// None of them: a new batch.
+    None,
+    /// Every item, as it is, by this batch and no other: the same file recorded before.
+    Batch(String),
+}
+
+impl Held {
+    /// What the journal holds of `items` (from `input`). Items held in part, by several
+    /// batches or as other payouts under the same ids are refused here (exit 3), each
+    /// named with the batch that holds it, before anything is planned or asked.
+    pub(super) fn of(flows: &Flows, input: &InputOpts, items: &[BatchItem]) -> Result<Held> {
+        let held = flows.held_items(items)?;
+        if held.is_empty() {
+            return Ok(Held::None);
+        }
+        match HeldItem::one_batch(&held, items.len()) {
+            Some(batch_id) => Ok(Held::Batch(batch_id.to_owned())),
+            None => Err(held_refusal(input, bridgectl_flow::Error::ItemsHeld(held))),
+        }
+    }
+}
+
+/// Refuses (exit 3) a file whose items a batch recorded before holds, in whole or in
+/// part: a command that makes no batch to run (`batch plan`, `batch prepare`).
+/// `whole` says what goes on when one batch holds them all.
+pub(super) fn refuse_held(
+    flows: &Flows,
+    input: &InputOpts,
+    items: &[BatchItem],
+    whole: &str,
+) -> Result<()> {
+    match Held::of(flows, input, items)? {
+        Held::None => Ok(()),
+        Held::Batch(batch_id) => Err(crate::exit::hinted(
+            coded(
+                Code::Refused,
+                format!(
+                    "{}: every item of it is batch {batch_id}'s, recorded before (an item id \
+                     is one payout, run once)",
+                    input.file.display()
+                ),
+            ),
+            format!(
+                "`bridgectl batch status {batch_id}` shows where its items stand; {whole}; \
+                 to pay them again on purpose, as new payouts, give `--id-suffix SUFFIX`"
+            ),
+        )),
+    }
+}
+
+/// The refusal of items held by batches recorded before (the library's
+/// [`bridgectl_flow::Error::ItemsHeld`]), with the commands that go on from there.
+pub(super) fn held_refusal(input: &InputOpts, error: bridgectl_flow::Error) -> anyhow::Error {
+    let batches: Vec<String> = match &error {
+        bridgectl_flow::Error::ItemsHeld(held) => {
+            let mut ids: Vec<String> = held.iter().map(|h| h.batch_id.clone()).collect();
+            ids.dedup();
+            ids
+        }
+        _ => Vec::new(),
+    };
+    let status = match batches.as_slice() {
+        [one] => format!("`bridgectl batch status {one}` shows where its items stand"),
+        _ => "`bridgectl batch status ID` shows where each batch's items stand".into(),
+    };
+    crate::exit::hinted(
+        anyhow::Error::new(error).context(format!("{}", input.file.display())),
+        format!(
+            "{status} and `bridgectl batch resume ID` finishes one; to pay these items again \
+             on purpose, as new payouts, run with `--id-suffix SUFFIX` (appended to every \
+             item's id)"
+        ),
+    )
+}
+
 impl Plan {
-    pub(super) fn make(session: &Session, flows: &Flows, input: &InputOpts) -> Result<Plan> {
+    pub(super) fn make(
+        session: &Session,
+        flows: &Flows,
+        input: &InputOpts,
+        items: Vec<BatchItem>,
+    ) -> Result<Plan> {
         let bridge = session.bridge()?.clone();
-        let items = read_items(session, &bridge, input)?;
         let max_totals = max_totals(&bridge, &input.max_total)?;
         let plan = session.runtime.block_on(flows.plan(&items, &max_totals))?;
         let labels = session

@@ -54,7 +54,14 @@ pub fn run(global: &GlobalOpts, args: &PrepareArgs) -> Result<()> {
     }
     let session = Session::for_sending(global, &args.platform)?;
     let flows = session.flows(Submitter::Platform, |_| {})?;
-    let plan = Plan::make(&session, &flows, &args.input)?;
+    let items = super::plan::read_items(&session, &args.input)?;
+    super::plan::refuse_held(
+        &flows,
+        &args.input,
+        &items,
+        "a signed batch for it is sent with `bridgectl batch submit`",
+    )?;
+    let plan = Plan::make(&session, &flows, &args.input, items)?;
     plan.show(false)?;
     plan.check()?;
     crate::output::note(format_args!(

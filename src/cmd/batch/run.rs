@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 use alloy_primitives::Address;
 use anyhow::Result;
 use bridgectl_flow::rpc::RpcSigner;
-use bridgectl_flow::{BatchOptions, Flows, ItemResult, ItemState, ItemStatus, Submitter};
+use bridgectl_flow::{BatchOptions, Flows, HeldItem, ItemResult, ItemState, ItemStatus, Submitter};
 use clap::Args;
 use futures_util::StreamExt;
 use serde_json::json;
 
-use super::plan::{InputOpts, Plan};
+use super::plan::{Held, InputOpts, Plan, held_refusal};
 use crate::approver::CliSigner;
 use crate::exit::{Code, coded};
 use crate::global::GlobalOpts;
@@ -156,6 +156,12 @@ fn confirm(opts: &FlowOpts, question: &str) -> Result<()> {
 }
 
 /// Runs `bridgectl batch run`.
+///
+/// Each item id is run once ([`Flows::create_batch`]): a file whose items a batch recorded
+/// before holds, every one as it is, resumes that batch instead (or reports it, when it
+/// ended); items held in part, or by several batches, are refused before anything is
+/// planned or asked. Two runs of one file at once record it once: the second finds the
+/// first's batch when it records its own, and follows it (or is told it is running).
 pub fn run(global: &GlobalOpts, args: &RunArgs) -> Result<()> {
     if global.json {
         crate::output::json_stream();
@@ -163,7 +169,13 @@ pub fn run(global: &GlobalOpts, args: &RunArgs) -> Result<()> {
     let (input, run) = (&args.input, &args.run);
     let mut session = Session::new(global, &run.flow)?;
     let flows = session.flows(Submitter::Platform, |_| {})?;
-    let plan = Plan::make(&session, &flows, input)?;
+    let items = super::plan::read_items(&session, input)?;
+    if let Held::Batch(batch_id) = Held::of(&flows, input, &items)? {
+        note_held(input, &batch_id, "resuming it instead");
+        drop(flows);
+        return resume_batch(global, session, &batch_id, None, run);
+    }
+    let plan = Plan::make(&session, &flows, input, items)?;
     plan.show(false)?;
     plan.check()?;
     let accounts: Vec<Address> = plan.plan.accounts.iter().map(|a| a.address).collect();
@@ -195,20 +207,53 @@ pub fn run(global: &GlobalOpts, args: &RunArgs) -> Result<()> {
         &format!("run this batch of {} items?", plan.items.len()),
     )?;
     let keys = unlock(&session, &mut passphrases, &accounts, &endpoint, run)?;
-    let batch = flows.create_batch(&plan.source, &plan.items)?;
-    crate::output::note(format_args!(
-        "» batch {} recorded: `bridgectl batch resume {}` finishes it if this run is interrupted",
-        batch.batch_id, batch.batch_id
-    ));
+    let batch_id = match flows.create_batch(&plan.source, &plan.items) {
+        Ok(batch) => {
+            crate::output::note(format_args!(
+                "» batch {0} recorded: `bridgectl batch resume {0}` finishes it if this run is \
+                 interrupted",
+                batch.batch_id
+            ));
+            batch.batch_id
+        }
+        // Recorded meanwhile by another run of the same file: that batch is followed
+        // here (refused as busy while the other run holds it).
+        Err(bridgectl_flow::Error::ItemsHeld(held)) => {
+            match HeldItem::one_batch(&held, plan.items.len()) {
+                Some(batch_id) => {
+                    let batch_id = batch_id.to_owned();
+                    note_held(
+                        input,
+                        &batch_id,
+                        "recorded by another run just now; following it",
+                    );
+                    batch_id
+                }
+                None => {
+                    return Err(held_refusal(input, bridgectl_flow::Error::ItemsHeld(held)));
+                }
+            }
+        }
+        Err(e) => return Err(e.into()),
+    };
     drive(
         global,
         &session,
         &flows,
-        &batch.batch_id,
+        &batch_id,
         keys,
         run.options(None, false),
         run.flow.wait.timeout,
     )
+}
+
+/// Says that every item of `input`'s file is batch `batch_id`'s, and what happens now.
+fn note_held(input: &InputOpts, batch_id: &str, now: &str) {
+    crate::output::note(format_args!(
+        "» every item of {} is batch {batch_id}'s (an item id is one payout, run once): \
+         {now}; `--id-suffix SUFFIX` pays them again as new payouts",
+        input.file.display()
+    ));
 }
 
 /// The accounts of `accounts` that sign with a key of the keystore.
@@ -241,7 +286,6 @@ pub fn resume(global: &GlobalOpts, args: &ResumeArgs) -> Result<()> {
     if global.json {
         crate::output::json_stream();
     }
-    let (id, run) = (&args.id, &args.run);
     let price_given = args.price.gas_price.is_some() || args.price.bump.is_some();
     if price_given && !args.replace_stuck {
         return Err(coded(
@@ -253,7 +297,19 @@ pub fn resume(global: &GlobalOpts, args: &ResumeArgs) -> Result<()> {
         .replace_stuck
         .then(|| args.price.repricing())
         .transpose()?;
-    let mut session = Session::new(global, &run.flow)?;
+    let session = Session::new(global, &args.run.flow)?;
+    resume_batch(global, session, &args.id, replace_stuck, &args.run)
+}
+
+/// Finishes batch `id` (or a prefix of it) in `session`: what `batch resume` does, and
+/// `batch run` of a file whose items the batch holds.
+fn resume_batch(
+    global: &GlobalOpts,
+    mut session: Session,
+    id: &str,
+    replace_stuck: Option<bridgectl_flow::Repricing>,
+    run: &RunOpts,
+) -> Result<()> {
     let flows = session.flows(Submitter::Platform, |_| {})?;
     let status = flows.batch_status(id)?;
     // A batch running in another process is refused before any key is unlocked (the
@@ -401,7 +457,10 @@ pub(super) fn drive(
                 ItemStatus::Pending => tally.pending += 1,
             }
             // An item of an air-gapped batch with no signature here is only reported.
-            let not_signed = matches!(r.error, Some(bridgectl_flow::ItemError::NotSignedOffline));
+            let not_signed = matches!(
+                r.error,
+                Some(bridgectl_flow::ItemError::NotSignedOffline { .. })
+            );
             tally.ran += usize::from(!r.earlier && !not_signed && !sent_before.contains(&r.index));
             tally.waited_out += usize::from(
                 r.status == ItemStatus::Pending

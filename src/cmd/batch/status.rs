@@ -1,8 +1,6 @@
 //! `bridgectl batch status`: where each item of a batch stands, from the journal alone;
 //! without an id, the recent batches.
 
-use std::path::PathBuf;
-
 use anyhow::Result;
 use bridgectl_flow::BatchStatus;
 use clap::Args;
@@ -17,19 +15,14 @@ pub struct StatusArgs {
     /// The batch id, or the start of it [default: list the recent batches].
     #[arg(add = crate::completers::batch_ids())]
     pub id: Option<String>,
-    /// Journal database [default: $XDG_STATE_HOME/bridgectl/journal.sqlite3].
-    #[arg(
-        long,
-        env = "BRIDGECTL_JOURNAL",
-        hide_env_values = true,
-        value_name = "FILE"
-    )]
-    pub journal: Option<PathBuf>,
+    /// The journal.
+    #[command(flatten)]
+    pub journal: crate::opts::JournalOpt,
 }
 
 /// Runs `bridgectl batch status`.
 pub fn run(global: &GlobalOpts, args: &StatusArgs) -> Result<()> {
-    let journal = crate::session::open_journal(args.journal.as_deref())?;
+    let journal = args.journal.open()?;
     let Some(id) = &args.id else {
         let batches = journal
             .list_batches(20)?
@@ -92,6 +85,7 @@ pub fn run(global: &GlobalOpts, args: &StatusArgs) -> Result<()> {
     if global.json {
         let mut one = counted(&s);
         one["items"] = serde_json::to_value(&s.items)?;
+        one["prepared"] = serde_json::to_value(&s.prepared)?;
         return crate::output::json(&one);
     }
     crate::output::line(format_args!(
@@ -101,18 +95,38 @@ pub fn run(global: &GlobalOpts, args: &StatusArgs) -> Result<()> {
         s.batch.created_at,
         s.items.len()
     ))?;
+    let unsigned_held = s
+        .items
+        .iter()
+        .filter(|i| i.held_nonce.is_some() && i.tx_hash.is_none())
+        .count();
+    if let Some(p) = &s.prepared {
+        match &p.abandoned_at {
+            Some(at) => crate::output::line(format_args!(
+                "prepared for the air gap (request sha256 {}), abandoned at {at}: its unsigned \
+                 items hold no nonce",
+                p.request_hash
+            ))?,
+            None => crate::output::line(format_args!(
+                "prepared for the air gap (request sha256 {}): {unsigned_held} unsigned items \
+                 hold their nonces until their signed batch is submitted (`bridgectl batch \
+                 submit SIGNED`) or the batch is abandoned (`bridgectl batch abandon {}`)",
+                p.request_hash, s.batch.batch_id
+            ))?,
+        }
+    }
     for i in &s.items {
-        let state = serde_json::to_value(i.state)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
         crate::output::line(format_args!(
-            "{:>5} {:<16} {:<9} {:<12} {}{}",
+            "{:>5} {:<16} {:<9} {:<12} {}{}{}",
             i.index,
             untrusted(&i.id),
             i.op.name(),
-            state,
+            i.state.as_str(),
             i.tx_hash.as_deref().unwrap_or(&i.tx_id),
+            match (i.held_nonce, &i.tx_hash) {
+                (Some(n), None) => format!(" (nonce {n} held)"),
+                _ => String::new(),
+            },
             i.error
                 .as_deref()
                 .map(|e| format!(": {}", untrusted(e)))

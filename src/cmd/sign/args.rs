@@ -57,15 +57,8 @@ pub struct SignArgs {
     #[arg(long, short, value_name = "FILE")]
     pub out: Option<PathBuf>,
 
-    /// This machine's journal of signatures (nonces signed here are never signed again)
-    /// [default: $XDG_STATE_HOME/bridgectl/journal.sqlite3].
-    #[arg(
-        long,
-        env = "BRIDGECTL_JOURNAL",
-        hide_env_values = true,
-        value_name = "FILE"
-    )]
-    pub journal: Option<PathBuf>,
+    #[command(flatten)]
+    pub journal: crate::opts::JournalOpt,
 
     /// Policy checks, run before the key is unlocked.
     #[command(flatten)]

@@ -89,7 +89,7 @@ pub fn run(
     let mut passphrases =
         KeyPassphrases::new(&args.passphrase, &args.batch.passphrase_file_for, &store)?;
 
-    let journal = crate::session::open_journal(args.journal.as_deref())?;
+    let journal = args.journal.open()?;
     keys = store.list()?;
     let signing_log = SigningLogDb::open_in(store.dir(), store.signers_among(&keys)?)?;
     let offline = OfflineSigner {
@@ -117,8 +117,10 @@ pub fn run(
         Some(hint) => crate::exit::hinted(e, hint.clone()),
         None => e,
     };
+    // Every way out below gives back the nonces of the items that did not sign (the
+    // checked batch's guard, when it is dropped); `stop` says why, for the journal.
     let stop = |why: bridgectl_flow::Error| -> anyhow::Error {
-        let _ = offline.stop_batch(&checked, &why);
+        checked.stopped_by(&why);
         why.into()
     };
     if args.batch.all_or_nothing && !refused.is_empty() {
@@ -149,8 +151,7 @@ pub fn run(
                 needed.len()
             ),
         ) {
-            let _ =
-                offline.stop_batch(&checked, &bridgectl_flow::Error::Declined(format!("{e:#}")));
+            checked.stopped_by(&bridgectl_flow::Error::Declined(format!("{e:#}")));
             return Err(e);
         }
         let mut signers = Vec::with_capacity(needed.len());
@@ -167,11 +168,9 @@ pub fn run(
                 i + 1,
                 needed.len()
             ));
-            let key = passphrases.unlock(&store, *address).map_err(|e| {
-                let e = bridgectl_flow::Error::unlock_failed(e);
-                let _ = offline.stop_batch(&checked, &e);
-                e
-            })?;
+            let key = passphrases
+                .unlock(&store, *address)
+                .map_err(|e| stop(bridgectl_flow::Error::unlock_failed(e)))?;
             signers.push(CliSigner::Local(key));
         }
         let started = std::time::Instant::now();
@@ -365,7 +364,7 @@ fn refuse_when_nothing_was_signed(signed: &SignedBatch) -> anyhow::Result<()> {
 
 /// Whether every item to sign is pinned by the operator (`--expect-*` or an
 /// auto-approve rule): what `--yes` needs, as for one transaction.
-fn every_item_pinned(checked: &CheckedBatch) -> bool {
+fn every_item_pinned(checked: &CheckedBatch<'_>) -> bool {
     checked.items.iter().all(|i| match &i.check {
         ItemCheck::Sign(v) => v.pins_call(),
         _ => true,

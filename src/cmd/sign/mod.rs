@@ -97,7 +97,7 @@ pub fn run(global: &GlobalOpts, args: SignArgs) -> anyhow::Result<()> {
     // 3-5. The one verifier, with this machine's journal of signatures as the nonce
     // floor and the signing log's totals for the limits; then the summary, the question
     // and only then the passphrase (in the approver).
-    let journal = crate::session::open_journal(args.journal.as_deref())?;
+    let journal = args.journal.open()?;
     let signing_log = SigningLogDb::open_in(store.dir(), log_signers)?;
     let mut approver = CliApprover {
         keystore: &store,

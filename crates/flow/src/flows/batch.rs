@@ -19,6 +19,7 @@
 //! - each address's key is given once for the whole batch and dropped (zeroized) as soon
 //!   as its last item is signed.
 
+mod abandon;
 mod check;
 mod items;
 mod plan;
@@ -27,14 +28,20 @@ mod refusal;
 mod report;
 mod run;
 mod signed;
+mod state;
 mod status;
 
+pub use abandon::{AbandonedBatch, ReleasedNonce};
 pub use check::BatchCheck;
 pub use items::{BatchItem, BatchOp};
 pub use plan::{AccountPlan, AccountSpend, BatchPlan, Cap, Recipient, RecipientTotal, TokenTotal};
 pub use prepare::PreparedBatch;
-pub use refusal::{GasNeed, PlanRefusal, RefusedItem, ShortSender, Tokens, UnlistedRecipient};
+pub use refusal::{
+    GasNeed, HeldItem, PlanRefusal, RefusedItem, ShortSender, Tokens, UnlistedRecipient,
+};
+pub(crate) use refusal::{earlier_items, held_list};
 pub use report::{ItemError, ItemResult, ItemStatus};
 pub use run::BatchOptions;
 pub use signed::SignedBatchCheck;
-pub use status::{BatchCounts, BatchStatus, ItemState, ItemView};
+pub use state::ItemState;
+pub use status::{BatchCounts, BatchStatus, ItemView, PreparedView};

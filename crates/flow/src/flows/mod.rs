@@ -53,11 +53,13 @@ pub(crate) use crate::progress::WaitClock;
 pub use crate::progress::{Progress, Quiet, WAIT_REPORT};
 pub use action::{ActionCall, ActionOutcome, ActionResult, SigningMode};
 pub use batch::{
-    AccountPlan, AccountSpend, BatchCheck, BatchCounts, BatchItem, BatchOp, BatchOptions,
-    BatchPlan, BatchStatus, Cap, GasNeed, ItemError, ItemResult, ItemState, ItemStatus, ItemView,
-    PlanRefusal, PreparedBatch, Recipient, RecipientTotal, RefusedItem, ShortSender,
-    SignedBatchCheck, TokenTotal, Tokens, UnlistedRecipient,
+    AbandonedBatch, AccountPlan, AccountSpend, BatchCheck, BatchCounts, BatchItem, BatchOp,
+    BatchOptions, BatchPlan, BatchStatus, Cap, GasNeed, HeldItem, ItemError, ItemResult, ItemState,
+    ItemStatus, ItemView, PlanRefusal, PreparedBatch, PreparedView, Recipient, RecipientTotal,
+    RefusedItem, ReleasedNonce, ShortSender, SignedBatchCheck, TokenTotal, Tokens,
+    UnlistedRecipient,
 };
+pub(crate) use batch::{earlier_items, held_list};
 pub use bundle::{BundleCheck, PreparedBundle};
 pub use follow::{Ended, EndedBy, FactView, FlowStatus, NOT_MINED_AFTER};
 pub use offline::{OfflineSigner, OfflineSigning};

@@ -43,7 +43,7 @@ use serde_json::json;
 use super::batch::RefusedItem;
 use super::{OfflineSigner, OfflineSigning};
 use crate::Error;
-use crate::journal::{FlowKind, GroupFlow};
+use crate::journal::{FlowKind, GroupFlow, Journal};
 
 /// How many signatures are committed together by default: a batch of a thousand is one
 /// commit in the signing log and one in the journal. Each group's append walks the
@@ -98,8 +98,13 @@ pub struct CheckedItem {
 
 /// A batch request checked before anything is unlocked: what
 /// [`OfflineSigner::sign_batch`] signs and [`CheckedBatch::review`] shows.
-#[derive(Debug, Clone)]
-pub struct CheckedBatch {
+///
+/// It holds the nonces it reserved in this machine's journal for the items to sign, and
+/// gives back those of items that did not sign when it is dropped, however the signer
+/// ends (declined, a key that did not unlock, an error on the way): no way out leaves a
+/// sender held for the lease. [`CheckedBatch::stopped_by`] says why, for the journal.
+#[derive(Debug)]
+pub struct CheckedBatch<'j> {
     /// The items, in batch order.
     pub items: Vec<CheckedItem>,
     batch_id: String,
@@ -107,9 +112,59 @@ pub struct CheckedBatch {
     commit_every: usize,
     /// The windows the batch counts against: what the log held, what the batch adds.
     windows: Vec<(WindowLimit, Spent, U256)>,
+    /// The nonces reserved for its items to sign, given back on drop.
+    reserved: Reservations<'j>,
 }
 
-impl CheckedBatch {
+/// The flows whose nonces a checked batch reserved and that have not signed yet: when
+/// dropped, each still unsigned stops at its approval (as a single offline signature's
+/// flow does when it is not approved) and its nonce is free. A flow that signed holds its
+/// nonce for good and is taken off the list when its signature is journaled.
+#[derive(Debug)]
+struct Reservations<'j> {
+    journal: &'j Journal,
+    /// The flows not signed yet.
+    unsigned: std::sync::Mutex<Vec<String>>,
+    /// Why they stopped, when the caller said.
+    why: std::sync::Mutex<Option<String>>,
+}
+
+impl Reservations<'_> {
+    /// Flows `signed` signed: their nonces are theirs for good.
+    fn signed(&self, signed: &[&str]) {
+        let mut unsigned = self.unsigned.lock().unwrap_or_else(|p| p.into_inner());
+        unsigned.retain(|t| !signed.contains(&t.as_str()));
+    }
+}
+
+impl Drop for Reservations<'_> {
+    fn drop(&mut self) {
+        let unsigned = std::mem::take(self.unsigned.get_mut().unwrap_or_else(|p| p.into_inner()));
+        if unsigned.is_empty() {
+            return;
+        }
+        let why = self
+            .why
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .unwrap_or_else(|| "the batch signer stopped before this item was signed".into());
+        let tx_ids: Vec<&str> = unsigned.iter().map(String::as_str).collect();
+        // Best effort (a drop cannot fail): a release that cannot be written leaves the
+        // reservations to their lease, which refuses nothing that is not refused now.
+        let _ =
+            self.journal
+                .stop_unsigned(&tx_ids, super::run::NOT_APPROVED, &json!({ "error": why }));
+    }
+}
+
+impl CheckedBatch<'_> {
+    /// Says why the items not signed stop (declined, a key that did not unlock): the
+    /// journal records it when their nonces are given back, on drop.
+    pub fn stopped_by(&self, why: &Error) {
+        *self.reserved.why.lock().unwrap_or_else(|p| p.into_inner()) = Some(why.to_string());
+    }
+
     /// The items left out, as a refusal names them.
     pub fn refused(&self) -> Vec<RefusedItem> {
         self.items
@@ -384,13 +439,14 @@ struct Lane {
     floor: Option<u64>,
 }
 
-impl OfflineSigner<'_> {
+impl<'j> OfflineSigner<'j> {
     /// Checks every item of a batch request (see the module doc), reserves the nonces
     /// of those that pass in this machine's journal (one commit), and returns what to
-    /// review and sign. Nothing is unlocked; a refused item is reported in the result,
-    /// not as an error. An error is a failure to check at all (the signing log refuses
-    /// to be signed into, the journal cannot be read).
-    pub fn check_batch(&self, job: &BatchSigning<'_>) -> Result<CheckedBatch, Error> {
+    /// review and sign, holding those reservations until it is dropped. Nothing is
+    /// unlocked; a refused item is reported in the result, not as an error. An error is
+    /// a failure to check at all (the signing log refuses to be signed into, the journal
+    /// cannot be read).
+    pub fn check_batch(&self, job: &BatchSigning<'_>) -> Result<CheckedBatch<'j>, Error> {
         let request = job.request;
         let batch_tx_ids: Vec<&str> = request.items.iter().map(|i| i.tx_id.as_str()).collect();
         let now = bridgectl_tx::signing_log::unix_now();
@@ -485,7 +541,11 @@ impl OfflineSigner<'_> {
                     items.push(checked(check));
                 }
                 Err(e) => {
-                    let reason = printable(&crate::chain(&e)).into_owned();
+                    let mut reason = printable(&crate::chain(&e)).into_owned();
+                    if let Error::Tx(bridgectl_tx::Error::Limit { .. }) = &e {
+                        // Which part of "signed already" is this batch's own.
+                        reason.push_str(&windows.earlier_items(self.policy, tx, now));
+                    }
                     lane.blocked = Some(format!(
                         "not signed: item {:?} of the same sender was refused, and the nonces \
                          after it would be a gap the chain never mines past",
@@ -508,6 +568,11 @@ impl OfflineSigner<'_> {
             request_hash: request.request_hash,
             commit_every: job.commit_every.max(1),
             windows: windows.counted,
+            reserved: Reservations {
+                journal: self.journal,
+                unsigned: std::sync::Mutex::new(Vec::new()),
+                why: std::sync::Mutex::new(None),
+            },
         };
         self.reserve(&mut batch, job)?;
         Ok(batch)
@@ -626,7 +691,7 @@ impl OfflineSigner<'_> {
     /// Begins and reserves the flows of the items to sign in one commit; an item whose
     /// nonce another flow of this journal holds is refused, with the rest of its
     /// sender's items.
-    fn reserve(&self, batch: &mut CheckedBatch, job: &BatchSigning<'_>) -> Result<(), Error> {
+    fn reserve(&self, batch: &mut CheckedBatch<'_>, job: &BatchSigning<'_>) -> Result<(), Error> {
         let request = job.request;
         let to_reserve: Vec<usize> = (0..batch.items.len())
             .filter(|&i| matches!(batch.items[i].check, ItemCheck::Sign(_)))
@@ -649,6 +714,17 @@ impl OfflineSigner<'_> {
             })
             .collect();
         let holders = self.journal.reserve_group(&flows)?;
+        // Taken by the guard at once: whatever happens next gives them back.
+        *batch
+            .reserved
+            .unsigned
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner()) = to_reserve
+            .iter()
+            .zip(&holders)
+            .filter(|(_, holder)| holder.is_none())
+            .map(|(&i, _)| request.items[i].tx_id.clone())
+            .collect();
         let mut blocked: Vec<(Address, u64)> = Vec::new();
         for (n, &i) in to_reserve.iter().enumerate() {
             let item = &mut batch.items[i];
@@ -683,7 +759,7 @@ impl OfflineSigner<'_> {
     /// the signed batch to write; nothing of it may leave before this returns.
     pub async fn sign_batch<S: TransactionSigner>(
         &self,
-        batch: &CheckedBatch,
+        batch: &CheckedBatch<'_>,
         signers: &[S],
     ) -> Result<SignedBatch, Error> {
         let to_sign: Vec<&CheckedItem> = batch
@@ -726,6 +802,9 @@ impl OfflineSigner<'_> {
                 .map(|(item, s)| (item.tx_id.as_str(), s))
                 .collect();
             self.journal.record_signed_group(&records)?;
+            batch
+                .reserved
+                .signed(&records.iter().map(|(t, _)| *t).collect::<Vec<_>>());
             bridgectl_local::failpoint::hit("batch-journaled");
             for (item, s) in group.iter().zip(signed) {
                 signed_now.insert(item.index, s);
@@ -768,21 +847,6 @@ impl OfflineSigner<'_> {
         }
         Ok(out)
     }
-
-    /// Gives back the nonces of a batch that was not approved (declined, no key): its
-    /// flows here that did not sign stop, as a single offline signature's does.
-    pub fn stop_batch(&self, batch: &CheckedBatch, why: &Error) -> Result<(), Error> {
-        for item in &batch.items {
-            if matches!(item.check, ItemCheck::Sign(_)) {
-                self.journal.stop_at_approval(
-                    &item.tx_id,
-                    super::run::NOT_APPROVED,
-                    &json!({"error": why.to_string()}),
-                )?;
-            }
-        }
-        Ok(())
-    }
 }
 
 /// What is known of an item's nonce when it is checked.
@@ -808,6 +872,27 @@ struct Windows {
     logged: HashMap<WindowKey, Spent>,
     /// Each window the batch counts against, with the log's total and the batch's.
     counted: Vec<(WindowLimit, Spent, U256)>,
+}
+
+impl Windows {
+    /// What the batch's earlier items count in `tx`'s window under `policy`, as a
+    /// limit's refusal adds it ([`super::earlier_items`]).
+    fn earlier_items(
+        &self,
+        policy: &bridgectl_tx::Policy,
+        tx: &bridgectl_tx::RawTx,
+        now: u64,
+    ) -> String {
+        let Some(query) = bridgectl_tx::limits::window_query(policy, tx, now) else {
+            return String::new();
+        };
+        let key = window_key(&query);
+        self.counted
+            .iter()
+            .find(|(l, _, _)| window_key(&l.query) == key)
+            .map(|(l, _, batch)| super::earlier_items(*batch, l.token.decimals, &l.token.symbol))
+            .unwrap_or_default()
+    }
 }
 
 fn window_key(q: &WindowQuery) -> WindowKey {

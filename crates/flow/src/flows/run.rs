@@ -423,21 +423,18 @@ impl Run<'_> {
             .nonce_holder(raw_tx.from, raw_tx.chain_id, raw_tx.nonce)?
         {
             Some(holder) => {
-                let offline = holder.signed_tx.is_none()
-                    && self
-                        .flows
-                        .journal
-                        .steps(&holder.tx_id)?
-                        .iter()
-                        .any(|s| s.step == "sign-request");
+                let awaits = match holder.signed_tx {
+                    Some(_) => None,
+                    None => self.flows.journal.awaited_offline(&holder.tx_id)?,
+                };
                 Err(Error::NonceHeld {
                     address: raw_tx.from,
                     chain_id: raw_tx.chain_id,
                     nonce: raw_tx.nonce,
-                    state: holder.state.as_str(),
+                    state: holder.state,
                     tx_hash: holder.tx_hash.unwrap_or_else(|| "not signed yet".into()),
                     by: holder.tx_id,
-                    offline,
+                    awaits,
                 })
             }
             None => Ok(()),

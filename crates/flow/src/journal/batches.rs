@@ -50,38 +50,65 @@ impl Journal {
         }
     }
 
-    /// Records batch `batch_id` with its items `(item id, operation, txId)` in one
-    /// transaction: either the whole batch is known or none of it. Durable when this
-    /// returns (one fsync per batch), so a batch id once printed is never lost.
+    /// Records batch `batch_id` with its items in one transaction: either the whole batch
+    /// is known or none of it. Each item takes its idempotency key ([`NewBatchItem::key`])
+    /// in the same transaction, by the key's uniqueness in the database: when another
+    /// batch holds any of the keys, nothing is written and the items it holds are
+    /// returned (so two processes recording one file at once record it once). Durable
+    /// when this returns (one fsync per batch), so a batch id once printed is never lost.
     pub(crate) fn create_batch(
         &self,
         batch_id: &str,
         source: &str,
-        items: &[(String, Value, String)],
-    ) -> Result<(), Error> {
+        items: &[NewBatchItem],
+    ) -> Result<Vec<HeldKey>, Error> {
         let at = now();
         self.with_durable(|c| {
-            let t = c.transaction()?;
+            let t = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             t.execute(
                 "INSERT INTO batches (batch_id, source, created_at) VALUES (?1, ?2, ?3)",
                 params![batch_id, source, at],
             )?;
+            let mut held = Vec::new();
             {
                 let mut insert = t.prepare(
                     "INSERT INTO batch_items (batch_id, idx, item_id, op, tx_id)
                      VALUES (?1, ?2, ?3, ?4, ?5)",
                 )?;
-                for (idx, (item_id, op, tx_id)) in items.iter().enumerate() {
+                let mut key = t.prepare(
+                    "INSERT INTO batch_keys (item_key, batch_id, idx) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (item_key) DO NOTHING",
+                )?;
+                for (idx, item) in items.iter().enumerate() {
                     insert.execute(params![
                         batch_id,
                         idx as i64,
-                        item_id,
-                        op.to_string(),
-                        tx_id
+                        item.id,
+                        item.op.to_string(),
+                        item.tx_id
                     ])?;
+                    if key.execute(params![item.key, batch_id, idx as i64])? == 0 {
+                        held.extend(holder_of(&t, idx, &item.key)?);
+                    }
                 }
             }
-            t.commit()
+            if held.is_empty() {
+                t.commit()?;
+            }
+            Ok(held)
+        })
+    }
+
+    /// The items of `keys` (idempotency keys, in the order of a batch's items) that a
+    /// batch in the journal holds already: what [`Journal::create_batch`] would refuse,
+    /// read without writing.
+    pub(crate) fn held_keys(&self, keys: &[&str]) -> Result<Vec<HeldKey>, Error> {
+        self.with(|c| {
+            let mut held = Vec::new();
+            for (idx, key) in keys.iter().enumerate() {
+                held.extend(holder_of(c, idx, key)?);
+            }
+            Ok(held)
         })
     }
 
@@ -102,6 +129,74 @@ impl Journal {
             )
             .map(|_| ())
         })
+    }
+
+    /// Records that prepared batch `batch_id` is abandoned and gives back the nonces its
+    /// items hold unsigned: each flow of it that did not sign ends failed (step
+    /// `abandoned`, with `reason`), in one durable transaction. Returns when it was
+    /// abandoned, whether that was now (not by an earlier call) and what was given back.
+    /// Signed items keep their nonces: their bytes can still be mined. `None` when the
+    /// batch was not prepared for the air gap.
+    pub(crate) fn abandon_prepared(
+        &self,
+        batch_id: &str,
+        reason: &str,
+    ) -> Result<Option<(String, bool, Vec<HeldNonce>)>, Error> {
+        let at = now();
+        self.with_durable(|c| {
+            let t = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let prepared: Option<i64> = t
+                .query_row(
+                    "SELECT 1 FROM prepared_batches WHERE batch_id = ?1",
+                    params![batch_id],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            if prepared.is_none() {
+                return Ok(None);
+            }
+            if let Some(before) = abandoned_at(&t, batch_id)? {
+                return Ok(Some((before, false, Vec::new())));
+            }
+            let released: Vec<HeldNonce> = held_nonces_in(&t, batch_id, self.lease_cutoff())?
+                .into_iter()
+                .filter(|h| !h.signed)
+                .collect();
+            t.execute(
+                "INSERT INTO abandoned_batches (batch_id, at) VALUES (?1, ?2)",
+                params![batch_id, at],
+            )?;
+            let unsigned: Vec<String> = t
+                .prepare(
+                    "SELECT f.tx_id FROM batch_items i JOIN flows f ON f.tx_id = i.tx_id
+                      WHERE i.batch_id = ?1 AND f.signed_tx IS NULL
+                        AND f.state NOT IN ('failed', 'completed', 'retired')",
+                )?
+                .query_map(params![batch_id], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            let detail = serde_json::json!({"reason": reason, "batchId": batch_id}).to_string();
+            for tx_id in &unsigned {
+                t.execute(
+                    "UPDATE flows SET state = 'failed', updated_at = ?2 WHERE tx_id = ?1",
+                    params![tx_id, at],
+                )?;
+                insert_step(&t, tx_id, &at, "abandoned", &detail)?;
+            }
+            t.commit()?;
+            Ok(Some((at.clone(), true, released)))
+        })
+    }
+
+    /// When prepared batch `batch_id` was abandoned, if it was.
+    pub fn abandoned(&self, batch_id: &str) -> Result<Option<String>, Error> {
+        self.with(|c| abandoned_at(c, batch_id))
+    }
+
+    /// The nonce each item of batch `batch_id` holds in this journal, in item order: the
+    /// one its flow signed, or a reservation that holds (see [`Journal::next_nonce`]).
+    /// Items that hold none are left out.
+    pub fn held_nonces(&self, batch_id: &str) -> Result<Vec<HeldNonce>, Error> {
+        self.with(|c| held_nonces_in(c, batch_id, self.lease_cutoff()))
     }
 
     /// The SHA-256 of the request file batch `batch_id` was prepared with, when it was
@@ -159,34 +254,15 @@ impl Journal {
 
     /// The items of batch `batch_id` in input order, each with its current flow.
     pub fn batch_items(&self, batch_id: &str) -> Result<Vec<BatchItemRecord>, Error> {
-        let columns = COLUMNS
-            .split(", ")
-            .map(|c| format!("f.{}", c.trim()))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let columns = flow_columns();
         self.with(|c| {
             let mut stmt = c.prepare(&format!(
                 "SELECT i.idx, i.item_id, i.op, i.tx_id, i.attempt, f.tx_id IS NOT NULL, {columns}
                    FROM batch_items i LEFT JOIN flows f ON f.tx_id = i.tx_id
                   WHERE i.batch_id = ?1 ORDER BY i.idx"
             ))?;
-            stmt.query_map(params![batch_id], |r| {
-                let op: String = r.get(2)?;
-                let has_flow: bool = r.get(5)?;
-                Ok(BatchItemRecord {
-                    index: r.get::<_, i64>(0)? as usize,
-                    item_id: r.get(1)?,
-                    op: serde_json::from_str(&op).unwrap_or(Value::String(op)),
-                    tx_id: r.get(3)?,
-                    attempt: r.get::<_, i64>(4)? as u32,
-                    flow: if has_flow {
-                        Some(row_to_record_at(r, 6)?)
-                    } else {
-                        None
-                    },
-                })
-            })?
-            .collect()
+            stmt.query_map(params![batch_id], |r| row_to_item(r, 0))?
+                .collect()
         })
     }
 
@@ -223,6 +299,138 @@ impl Journal {
     }
 }
 
+/// A nonce an item of a batch holds ([`Journal::held_nonces`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldNonce {
+    /// The item's position in its batch.
+    pub index: usize,
+    /// The txId of the item's flow.
+    pub tx_id: String,
+    /// The sender.
+    pub address: alloy_primitives::Address,
+    /// The chain.
+    pub chain_id: u64,
+    /// The nonce.
+    pub nonce: u64,
+    /// Whether the flow signed at it (held for good); otherwise it is a reservation.
+    pub signed: bool,
+}
+
+/// When batch `batch_id` was abandoned, if it was.
+fn abandoned_at(c: &rusqlite::Connection, batch_id: &str) -> rusqlite::Result<Option<String>> {
+    c.query_row(
+        "SELECT at FROM abandoned_batches WHERE batch_id = ?1",
+        params![batch_id],
+        |r| r.get(0),
+    )
+    .optional()
+}
+
+/// [`Journal::held_nonces`] inside `c`, with the lease cut-off `cutoff`.
+fn held_nonces_in(
+    c: &rusqlite::Connection,
+    batch_id: &str,
+    cutoff: i64,
+) -> rusqlite::Result<Vec<HeldNonce>> {
+    let mut stmt = c.prepare(&format!(
+        "SELECT i.idx, f.tx_id, f.from_addr, CAST(f.nonce AS INTEGER), f.chain_id, 1
+           FROM batch_items i JOIN flows f ON f.tx_id = i.tx_id
+          WHERE i.batch_id = ?1 AND f.signed_tx IS NOT NULL AND f.state != 'retired'
+         UNION ALL
+         SELECT i.idx, r.tx_id, r.address, r.nonce, r.chain_id, 0
+           FROM batch_items i JOIN nonces r ON r.tx_id = i.tx_id
+           JOIN flows f ON f.tx_id = r.tx_id
+          WHERE i.batch_id = ?1 AND f.signed_tx IS NULL AND {}
+          ORDER BY 1",
+        super::nonces::holds("?2")
+    ))?;
+    stmt.query_map(params![batch_id, cutoff], |r| {
+        let address: String = r.get(2)?;
+        Ok(HeldNonce {
+            index: r.get::<_, i64>(0)? as usize,
+            tx_id: r.get(1)?,
+            address: address.parse().unwrap_or_default(),
+            nonce: r.get::<_, i64>(3)? as u64,
+            chain_id: r.get::<_, i64>(4)? as u64,
+            signed: r.get(5)?,
+        })
+    })?
+    .collect()
+}
+
+/// One item of a batch to record ([`Journal::create_batch`]).
+#[derive(Debug, Clone)]
+pub(crate) struct NewBatchItem {
+    /// Its id, for people and scripts.
+    pub id: String,
+    /// Its idempotency key: the id given in the input, or for an item without one its
+    /// file's hash and line. A key is held by one item of one batch, for good.
+    pub key: String,
+    /// The operation, as the flows' batch module stores it.
+    pub op: Value,
+    /// The txId its flow will have.
+    pub tx_id: String,
+}
+
+/// An item whose idempotency key a batch of the journal holds already.
+#[derive(Debug, Clone)]
+pub(crate) struct HeldKey {
+    /// The item's position in the batch being recorded.
+    pub index: usize,
+    /// The batch that holds it.
+    pub batch_id: String,
+    /// The item of that batch that holds it.
+    pub held_by: BatchItemRecord,
+}
+
+/// The item that holds `key`, if one does: reported as item `idx` of the batch being
+/// recorded.
+fn holder_of(c: &rusqlite::Connection, idx: usize, key: &str) -> rusqlite::Result<Option<HeldKey>> {
+    let columns = flow_columns();
+    c.prepare_cached(&format!(
+        "SELECT k.batch_id, i.idx, i.item_id, i.op, i.tx_id, i.attempt, f.tx_id IS NOT NULL, {columns}
+           FROM batch_keys k JOIN batch_items i ON i.batch_id = k.batch_id AND i.idx = k.idx
+           LEFT JOIN flows f ON f.tx_id = i.tx_id
+          WHERE k.item_key = ?1"
+    ))?
+    .query_row(params![key], |r| {
+        Ok(HeldKey {
+            index: idx,
+            batch_id: r.get(0)?,
+            held_by: row_to_item(r, 1)?,
+        })
+    })
+    .optional()
+}
+
+/// The journal's flow columns, each prefixed `f.` (a flow joined to its batch item).
+fn flow_columns() -> String {
+    COLUMNS
+        .split(", ")
+        .map(|c| format!("f.{}", c.trim()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A batch item from the row's columns at `at`: `idx, item_id, op, tx_id, attempt,
+/// has_flow`, then the flow's [`COLUMNS`].
+fn row_to_item(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<BatchItemRecord> {
+    let op: String = r.get(at + 2)?;
+    let has_flow: bool = r.get(at + 5)?;
+    Ok(BatchItemRecord {
+        index: r.get::<_, i64>(at)? as usize,
+        item_id: r.get(at + 1)?,
+        op: serde_json::from_str(&op).unwrap_or(Value::String(op)),
+        tx_id: r.get(at + 3)?,
+        attempt: r.get::<_, i64>(at + 4)? as u32,
+        flow: if has_flow {
+            Some(row_to_record_at(r, at + 6)?)
+        } else {
+            None
+        },
+    })
+}
+
 impl Journal {
     /// The newest batches (at most `limit`, newest first) whose id starts with `prefix`:
     /// what a shell completes, found among all the journal's batches. A prefix with other
@@ -245,5 +453,27 @@ impl Journal {
             stmt.query_map(params![prefix, limit as i64], row_to_batch)?
                 .collect()
         })
+    }
+}
+
+impl Journal {
+    /// What unsigned flow `tx_id` waits for, when it is the offline signer: the signed
+    /// batch of the prepared batch it is an item of, or the bundle of the sign request it
+    /// wrote.
+    pub(crate) fn awaited_offline(&self, tx_id: &str) -> Result<Option<crate::Awaits>, Error> {
+        let batch: Option<String> = self.with(|c| {
+            c.query_row(
+                "SELECT i.batch_id FROM batch_items i JOIN prepared_batches p
+                   ON p.batch_id = i.batch_id WHERE i.tx_id = ?1",
+                params![tx_id],
+                |r| r.get(0),
+            )
+            .optional()
+        })?;
+        if let Some(batch_id) = batch {
+            return Ok(Some(crate::Awaits::PreparedBatch { batch_id }));
+        }
+        let request = self.steps(tx_id)?.iter().any(|s| s.step == "sign-request");
+        Ok(request.then_some(crate::Awaits::SignRequest))
     }
 }

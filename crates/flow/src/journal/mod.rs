@@ -25,7 +25,8 @@ use rusqlite::Connection;
 
 use crate::Error;
 
-pub use batches::BatchLock;
+pub use batches::{BatchLock, HeldNonce};
+pub(crate) use batches::{HeldKey, NewBatchItem};
 pub use credits::Credit;
 pub use facts::{Fact, FactKind, Reorg};
 pub(crate) use groups::GroupFlow;
@@ -47,7 +48,7 @@ pub struct Journal {
 }
 
 const SCHEMA: bridgectl_local::sqlite::Schema = bridgectl_local::sqlite::Schema {
-    version: 6,
+    version: 7,
     sql: SCHEMA_SQL,
 };
 
@@ -160,8 +161,63 @@ CREATE TABLE IF NOT EXISTS facts (
     seen_at    TEXT NOT NULL,
     PRIMARY KEY (tx_id, kind)
 );
-ALTER TABLE flows ADD COLUMN ending TEXT;
+-- (flows.ending, added by version 6, is in ADDED_COLUMNS.)
+-- Version 7: each batch item's idempotency key (its id; for an item without one, its
+-- batch file's SHA-256 and its line), taken in the transaction that records its batch:
+-- one key, one item of one batch, so a file run twice, or twice at once, runs each item
+-- once. Batches recorded before version 7 give their items' ids as keys (the ids
+-- `line-N` of items without one aside: their file is not known).
+CREATE TABLE IF NOT EXISTS batch_keys (
+    item_key TEXT PRIMARY KEY,
+    batch_id TEXT NOT NULL REFERENCES batches(batch_id),
+    idx      INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO batch_keys (item_key, batch_id, idx)
+    SELECT item_id, batch_id, idx FROM batch_items
+     WHERE item_id NOT GLOB 'line-[0-9]*' ORDER BY rowid;
+-- Prepared batches given up (`batch abandon`): until then a prepared batch's
+-- reservations hold past their lease, however long the air gap takes; after it they are
+-- free, and a signed batch for it is refused.
+CREATE TABLE IF NOT EXISTS abandoned_batches (
+    batch_id TEXT PRIMARY KEY REFERENCES prepared_batches(batch_id),
+    at       TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS nonces_by_flow ON nonces(tx_id);
 ";
+
+/// Columns added to a table after it was first made, each with its declaration: added
+/// once, when missing. (SQLite has no `ADD COLUMN IF NOT EXISTS`, and [`SCHEMA_SQL`] runs
+/// again whenever the version goes up, so an `ALTER` in it would fail the second time.)
+const ADDED_COLUMNS: [(&str, &str, &str); 1] = [
+    // Version 6: the state a confirming flow ends in once its facts are final.
+    ("flows", "ending", "TEXT"),
+];
+
+/// Adds each of [`ADDED_COLUMNS`] that `conn`'s file lacks, each in a write transaction
+/// that looks again first (another process may be adding it too). A file that has them
+/// all costs one read.
+fn add_columns(conn: &mut Connection) -> rusqlite::Result<()> {
+    let missing = |c: &Connection, table: &str, column: &str| -> rusqlite::Result<bool> {
+        c.query_row(
+            "SELECT COUNT(*) = 0 FROM pragma_table_info(?1) WHERE name = ?2",
+            rusqlite::params![table, column],
+            |r| r.get(0),
+        )
+    };
+    for (table, column, declared) in ADDED_COLUMNS {
+        if !missing(conn, table, column)? {
+            continue;
+        }
+        let t = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        if missing(&t, table, column)? {
+            t.execute_batch(&format!(
+                "ALTER TABLE {table} ADD COLUMN {column} {declared}"
+            ))?;
+        }
+        t.commit()?;
+    }
+    Ok(())
+}
 
 /// How long a reservation of a flow that has not signed holds: long enough for a person
 /// to read the summary and type a passphrase, short enough that a flow interrupted at
@@ -186,8 +242,9 @@ impl Journal {
                 }
             })?;
         }
-        let conn =
-            bridgectl_local::sqlite::open(&path, &SCHEMA).map_err(|source| Error::Journal {
+        let conn = bridgectl_local::sqlite::open(&path, &SCHEMA)
+            .and_then(|mut c| add_columns(&mut c).map(|()| c))
+            .map_err(|source| Error::Journal {
                 path: path.display().to_string(),
                 source,
             })?;
@@ -201,8 +258,9 @@ impl Journal {
     /// keep their own records (nothing survives a crash, so `resume` has nothing to
     /// find).
     pub fn in_memory() -> Result<Journal, Error> {
-        let conn =
-            bridgectl_local::sqlite::open_in_memory(&SCHEMA).map_err(|source| Error::Journal {
+        let conn = bridgectl_local::sqlite::open_in_memory(&SCHEMA)
+            .and_then(|mut c| add_columns(&mut c).map(|()| c))
+            .map_err(|source| Error::Journal {
                 path: ":memory:".into(),
                 source,
             })?;
@@ -245,6 +303,11 @@ impl Journal {
     pub fn with_reservation_lease(mut self, lease: std::time::Duration) -> Journal {
         self.lease_secs = i64::try_from(lease.as_secs()).unwrap_or(i64::MAX).max(1);
         self
+    }
+
+    /// The time (Unix seconds) before which an unsigned reservation's lease has run out.
+    fn lease_cutoff(&self) -> i64 {
+        unix_now() - self.lease_secs
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>) -> Result<T, Error> {

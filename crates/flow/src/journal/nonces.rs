@@ -40,12 +40,53 @@ pub(super) fn next_nonce_excluding_sql() -> String {
 }
 
 /// The SQL condition (over `nonces r JOIN flows f`, with the lease cut-off bound as
-/// parameter `cutoff`, e.g. `?4`) under which a reservation holds.
+/// parameter `cutoff`, e.g. `?4`) under which a reservation holds: its flow signed, or it
+/// is alive and within its lease, or it is an item of a batch prepared for the air gap
+/// ([`PREPARED_HOLDS`]).
 pub(super) fn holds(cutoff: &str) -> String {
     format!(
         "(f.state != 'retired' AND (f.signed_tx IS NOT NULL \
-          OR (f.state != 'failed' AND r.reserved_at > {cutoff})))"
+          OR (f.state != 'failed' AND (r.reserved_at > {cutoff} OR {PREPARED_HOLDS}))))"
     )
+}
+
+/// The SQL condition (over `nonces r`) under which an unsigned reservation holds past its
+/// lease: its flow carries an item of a batch prepared for the air gap that was not
+/// abandoned. The signatures come back when they come back (a walk to the vault, a
+/// second approver); until then, or until `batch abandon`, no other flow of this journal
+/// takes those nonces.
+pub(super) const PREPARED_HOLDS: &str = "EXISTS (SELECT 1 FROM batch_items i \
+     JOIN prepared_batches p ON p.batch_id = i.batch_id \
+     WHERE i.tx_id = r.tx_id \
+       AND NOT EXISTS (SELECT 1 FROM abandoned_batches a WHERE a.batch_id = i.batch_id))";
+
+/// [`Journal::stop_at_approval`] of flow `tx_id` inside `t`, at time `at`.
+fn stop_in(
+    t: &rusqlite::Connection,
+    tx_id: &str,
+    at: &str,
+    step: &str,
+    detail: &Value,
+) -> rusqlite::Result<()> {
+    let kind: String = t.query_row("SELECT kind FROM flows WHERE tx_id = ?1", [tx_id], |r| {
+        r.get(0)
+    })?;
+    if FlowKind::parse(&kind).is_some_and(FlowKind::resumes_at_approval) {
+        t.execute(
+            "UPDATE flows SET updated_at = ?2 WHERE tx_id = ?1",
+            params![tx_id, at],
+        )?;
+        t.execute(
+            "UPDATE nonces SET reserved_at = 0 WHERE tx_id = ?1",
+            params![tx_id],
+        )?;
+    } else {
+        t.execute(
+            "UPDATE flows SET state = ?2, updated_at = ?3 WHERE tx_id = ?1",
+            params![tx_id, FlowState::Failed.as_str(), at],
+        )?;
+    }
+    insert_step(t, tx_id, at, step, &blob(detail))
 }
 
 impl Journal {
@@ -114,27 +155,40 @@ impl Journal {
         let at = now();
         self.with(|c| {
             let t = c.transaction()?;
-            let kind: String =
-                t.query_row("SELECT kind FROM flows WHERE tx_id = ?1", [tx_id], |r| {
-                    r.get(0)
-                })?;
-            if FlowKind::parse(&kind).is_some_and(FlowKind::resumes_at_approval) {
-                t.execute(
-                    "UPDATE flows SET updated_at = ?2 WHERE tx_id = ?1",
-                    params![tx_id, at],
-                )?;
-                t.execute(
-                    "UPDATE nonces SET reserved_at = 0 WHERE tx_id = ?1",
-                    params![tx_id],
-                )?;
-            } else {
-                t.execute(
-                    "UPDATE flows SET state = ?2, updated_at = ?3 WHERE tx_id = ?1",
-                    params![tx_id, FlowState::Failed.as_str(), at],
-                )?;
-            }
-            insert_step(&t, tx_id, &at, step, &blob(detail))?;
+            stop_in(&t, tx_id, &at, step, detail)?;
             t.commit()
+        })
+    }
+
+    /// [`Journal::stop_at_approval`] for each of the flows `tx_ids` that has not signed
+    /// and is still open, in one transaction (flows that signed keep their nonces for
+    /// good; those over are left as they are). Returns how many it stopped.
+    pub(crate) fn stop_unsigned(
+        &self,
+        tx_ids: &[&str],
+        step: &str,
+        detail: &Value,
+    ) -> Result<usize, Error> {
+        let at = now();
+        self.with(|c| {
+            let t = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let mut stopped = 0;
+            for tx_id in tx_ids {
+                let open: Option<i64> = t
+                    .query_row(
+                        "SELECT 1 FROM flows WHERE tx_id = ?1 AND signed_tx IS NULL
+                            AND state NOT IN ('failed', 'completed', 'retired')",
+                        [tx_id],
+                        |r| r.get(0),
+                    )
+                    .optional()?;
+                if open.is_some() {
+                    stop_in(&t, tx_id, &at, step, detail)?;
+                    stopped += 1;
+                }
+            }
+            t.commit()?;
+            Ok(stopped)
         })
     }
 
@@ -181,8 +235,9 @@ impl Journal {
     /// transaction that can still be mined: the next flow would sign a second one). A
     /// flow that reserved and has not signed holds it while it is alive: not failed, and
     /// reserved less than [`RESERVATION_LEASE_SECS`](super::RESERVATION_LEASE_SECS) ago (a flow interrupted at its
-    /// prompt must not block the address forever). Flows signed before reservations
-    /// existed count too. The flow `except` (the one about to sign) does not count
+    /// prompt must not block the address forever), or, an item of a batch prepared for
+    /// the air gap, until the batch is abandoned. Flows signed
+    /// before reservations existed count too. The flow `except` (the one about to sign) does not count
     /// against itself.
     pub fn next_nonce(
         &self,

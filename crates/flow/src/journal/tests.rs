@@ -365,16 +365,141 @@ fn steps_commit_without_fsync_and_signatures_with_one() {
     );
 }
 
+/// A batch item keyed by its id, bound to flow `tx_id`.
+fn new_item(id: &str, tx_id: &str) -> NewBatchItem {
+    NewBatchItem {
+        id: id.to_owned(),
+        key: id.to_owned(),
+        op: json!({"op": "redeem"}),
+        tx_id: tx_id.to_owned(),
+    }
+}
+
+/// An item's key is held by the first batch that records it, for good: a batch with a
+/// held key is not recorded at all (none of its items, its other keys neither), and what
+/// holds each held key is reported; held keys are found without writing, too.
+#[test]
+fn a_batch_item_key_is_held_by_one_batch_and_a_batch_with_a_held_key_records_nothing() {
+    let j = Journal::in_memory().expect("journal");
+    let first = [new_item("p-1", "f-1"), new_item("p-2", "f-2")];
+    assert!(
+        j.create_batch("b-1", "a.jsonl", &first)
+            .expect("first")
+            .is_empty()
+    );
+    let second = [new_item("p-3", "f-3"), new_item("p-2", "f-4")];
+    let held = j.create_batch("b-2", "a.jsonl", &second).expect("second");
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert_eq!((held[0].index, held[0].batch_id.as_str()), (1, "b-1"));
+    assert_eq!(
+        (
+            held[0].held_by.index,
+            held[0].held_by.item_id.as_str(),
+            held[0].held_by.tx_id.as_str()
+        ),
+        (1, "p-2", "f-2")
+    );
+    assert!(matches!(j.find_batch("b-2"), Err(Error::NoSuchBatch(_))));
+    let free = j.held_keys(&["p-3", "p-9"]).expect("read");
+    assert!(
+        free.is_empty(),
+        "p-3 of the refused batch is free: {free:?}"
+    );
+    let held = j.held_keys(&["p-9", "p-1"]).expect("read");
+    assert_eq!(held.len(), 1);
+    assert_eq!((held[0].index, held[0].held_by.index), (1, 0));
+    assert!(
+        j.create_batch("b-3", "b.jsonl", &[new_item("p-3", "f-5")])
+            .expect("third")
+            .is_empty()
+    );
+}
+
+/// Two processes recording one file at once, from eight threads each: the key's
+/// uniqueness in the database decides, so exactly one batch is recorded and every other
+/// is told which batch holds its items.
+#[test]
+fn one_file_recorded_by_two_processes_at_once_is_recorded_once() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("j.sqlite3");
+    let journals = [
+        Journal::open(&path).expect("open"),
+        Journal::open(&path).expect("open"),
+    ];
+    let outcomes: Vec<Vec<HeldKey>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..16)
+            .map(|i| {
+                let j = &journals[i % 2];
+                scope.spawn(move || {
+                    let items: Vec<NewBatchItem> = (0..3)
+                        .map(|k| new_item(&format!("payout-{k}"), &format!("f-{i}-{k}")))
+                        .collect();
+                    j.create_batch(&format!("b-{i}"), "payouts.jsonl", &items)
+                        .expect("no error")
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("thread"))
+            .collect()
+    });
+    let recorded: Vec<usize> = (0..16).filter(|i| outcomes[*i].is_empty()).collect();
+    assert_eq!(
+        recorded.len(),
+        1,
+        "exactly one batch is recorded: {recorded:?}"
+    );
+    let winner = format!("b-{}", recorded[0]);
+    for held in outcomes.iter().filter(|h| !h.is_empty()) {
+        assert_eq!(held.len(), 3);
+        assert!(held.iter().all(|h| h.batch_id == winner), "{held:?}");
+    }
+    assert_eq!(journals[1].list_batches(20).expect("list").len(), 1);
+}
+
+/// A journal at version 6 (its `ending` column added by that version's `ALTER`) opens
+/// at version 7: the `ALTER` is not run twice, and its batches' ids are keys.
+#[test]
+fn a_version_6_journal_opens_with_its_batch_ids_as_keys() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("j.sqlite3");
+    let v6 = format!(
+        "{}ALTER TABLE flows ADD COLUMN ending TEXT;",
+        &SCHEMA_SQL[..SCHEMA_SQL.find("-- (flows.ending").expect("the marker")]
+    );
+    {
+        let c = rusqlite::Connection::open(&path).expect("raw");
+        c.execute_batch(&v6).expect("version 6");
+        c.execute_batch(
+            "INSERT INTO batches VALUES ('b-old', 'old.jsonl', '2024-01-01T00:00:00Z');
+             INSERT INTO batch_items (batch_id, idx, item_id, op, tx_id)
+                 VALUES ('b-old', 0, 'invoice-7', '{}', 'f-old'),
+                        ('b-old', 1, 'line-2', '{}', 'f-old-2');
+             PRAGMA user_version = 6;",
+        )
+        .expect("a batch");
+    }
+    let j = Journal::open(&path).expect("opens at version 7");
+    let held = j.held_keys(&["invoice-7", "line-2"]).expect("read");
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert_eq!(held[0].batch_id, "b-old");
+    j.begin("f-new", FlowKind::Redeem, None, &json!({}))
+        .expect("the ending column is there");
+    drop(j);
+    Journal::open(&path).expect("and again");
+}
+
 #[test]
 fn a_batch_item_run_again_abandons_its_unsigned_flow_and_frees_its_nonce() {
     let j = Journal::in_memory().expect("journal");
     let from = Address::repeat_byte(7);
-    let items = vec![
-        ("a".to_owned(), json!({"op": "redeem"}), "flow-a".to_owned()),
-        ("b".to_owned(), json!({"op": "redeem"}), "flow-b".to_owned()),
-    ];
-    j.create_batch("ba7c-0001", "payouts.jsonl", &items)
-        .expect("create");
+    let items = vec![new_item("a", "flow-a"), new_item("b", "flow-b")];
+    assert!(
+        j.create_batch("ba7c-0001", "payouts.jsonl", &items)
+            .expect("create")
+            .is_empty()
+    );
     // Item a began, reserved nonce 5 and was interrupted before signing; item b
     // signed nonce 6.
     j.begin(
@@ -603,4 +728,86 @@ fn a_withdrawn_fact_reopens_the_flow_and_releases_its_credit() {
             .expect("claim"),
         "released: another swap may claim it"
     );
+}
+
+/// A batch prepared for the air gap holds its items' nonces past the reservation lease,
+/// however long the signatures take: the floor, the holder and another flow's
+/// reservation all see them; abandoning the batch gives back those held unsigned (its
+/// flows end failed, with the step `abandoned`) and keeps a signed one's.
+#[test]
+fn a_prepared_batch_holds_its_nonces_past_the_lease_until_it_is_abandoned() {
+    let j = Journal::in_memory()
+        .expect("journal")
+        .with_reservation_lease(std::time::Duration::from_secs(1));
+    let from = Address::repeat_byte(9);
+    let items = [
+        new_item("p-1", "f-1"),
+        new_item("p-2", "f-2"),
+        new_item("p-3", "f-3"),
+    ];
+    assert!(
+        j.create_batch("b-prep", "p.jsonl", &items)
+            .expect("create")
+            .is_empty()
+    );
+    for (n, tx_id) in ["f-1", "f-2", "f-3"].into_iter().enumerate() {
+        j.begin(tx_id, FlowKind::Redeem, Some(&from.to_string()), &json!({}))
+            .expect("begin");
+        j.reserve_nonce(tx_id, from, 1, 10 + n as u64)
+            .expect("reserve");
+    }
+    j.record_prepared("b-prep", alloy_primitives::B256::repeat_byte(1))
+        .expect("prepared");
+    // Item 0 came back signed; the lease of the others ran out long ago.
+    j.record_signed("f-1", &signed_for_test(1, 10))
+        .expect("signed");
+    j.with(|c| c.execute("UPDATE nonces SET reserved_at = 0", []))
+        .expect("age every lease");
+    j.begin(
+        "online",
+        FlowKind::Redeem,
+        Some(&from.to_string()),
+        &json!({}),
+    )
+    .expect("begin");
+    assert_eq!(j.next_nonce(from, 1, None).expect("floor"), Some(13));
+    for nonce in [11, 12] {
+        assert!(
+            matches!(
+                j.reserve_nonce("online", from, 1, nonce),
+                Err(Error::NonceReserved { .. })
+            ),
+            "nonce {nonce} is the prepared batch's"
+        );
+        assert!(j.nonce_holder(from, 1, nonce).expect("holder").is_some());
+    }
+    let held: Vec<(usize, u64, bool)> = j
+        .held_nonces("b-prep")
+        .expect("held")
+        .iter()
+        .map(|h| (h.index, h.nonce, h.signed))
+        .collect();
+    assert_eq!(held, [(0, 10, true), (1, 11, false), (2, 12, false)]);
+
+    let (at, now, released) = j
+        .abandon_prepared("b-prep", "given up")
+        .expect("abandon")
+        .expect("prepared");
+    assert!(now);
+    let released: Vec<u64> = released.iter().map(|h| h.nonce).collect();
+    assert_eq!(released, [11, 12]);
+    assert_eq!(j.abandoned("b-prep").expect("read"), Some(at.clone()));
+    assert_eq!(j.next_nonce(from, 1, None).expect("floor"), Some(11));
+    j.reserve_nonce("online", from, 1, 11).expect("free again");
+    assert_eq!(j.get("f-2").expect("f-2").state, FlowState::Failed);
+    assert!(
+        j.steps("f-2")
+            .expect("steps")
+            .iter()
+            .any(|s| s.step == "abandoned")
+    );
+    assert_ne!(j.get("f-1").expect("f-1").state, FlowState::Failed);
+    let again = j.abandon_prepared("b-prep", "again").expect("again");
+    assert_eq!(again.map(|(a, n, r)| (a, n, r.len())), Some((at, false, 0)));
+    assert!(j.abandon_prepared("no-such", "x").expect("read").is_none());
 }

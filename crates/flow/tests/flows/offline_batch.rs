@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use alloy_primitives::{Address, U256};
 use bridgectl_flow::journal::Journal;
-use bridgectl_flow::{BatchSigning, ItemCheck, OfflineSigner, PrivateKeySigner};
+use bridgectl_flow::{BatchSigning, CheckedBatch, ItemCheck, OfflineSigner, PrivateKeySigner};
 use bridgectl_signing_log::SigningLogDb;
 use bridgectl_tx::batch::{BatchOrigin, BatchRequest, BatchRequestItem};
 use bridgectl_tx::request::{Intent, Token};
@@ -112,6 +112,25 @@ impl Machine {
     }
 }
 
+/// `req` checked by `signer`, each sender's first nonce given by `nonces`, signatures
+/// committed `commit_every` at a time.
+fn check<'j>(
+    signer: &OfflineSigner<'j>,
+    req: &BatchRequest,
+    nonces: &[(&PrivateKeySigner, u64)],
+    commit_every: usize,
+) -> CheckedBatch<'j> {
+    let nonces: BTreeMap<Address, u64> = nonces.iter().map(|(k, n)| (k.address(), *n)).collect();
+    signer
+        .check_batch(&BatchSigning {
+            request: req,
+            input_name: "requests.json",
+            nonces: &nonces,
+            commit_every,
+        })
+        .expect("checked")
+}
+
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
         .build()
@@ -134,14 +153,7 @@ fn a_batch_is_checked_as_single_requests_signed_in_groups_and_given_again_unchan
         item(4, b.address(), 1, 2, 2),
         item(5, a.address(), 8, 1, 1),
     ]);
-    let nonces = BTreeMap::from([(a.address(), 5), (b.address(), 0)]);
-    let job = BatchSigning {
-        request: &req,
-        input_name: "requests.json",
-        nonces: &nonces,
-        commit_every: 3,
-    };
-    let checked = signer.check_batch(&job).expect("checked");
+    let checked = check(&signer, &req, &[(&a, 5), (&b, 0)], 3);
     let outcome: Vec<&str> = checked
         .items
         .iter()
@@ -182,7 +194,7 @@ fn a_batch_is_checked_as_single_requests_signed_in_groups_and_given_again_unchan
     }
 
     // The same request again: the same bytes, nothing signed, no key needed.
-    let again = signer.check_batch(&job).expect("checked again");
+    let again = check(&signer, &req, &[(&a, 5), (&b, 0)], 3);
     assert!(again.signers_needed().is_empty());
     let none: [PrivateKeySigner; 0] = [];
     let same = block_on(signer.sign_batch(&again, &none)).expect("same");
@@ -203,27 +215,63 @@ fn a_limit_counts_the_batch_s_earlier_items_and_a_sender_without_a_known_nonce_i
         item(2, a.address(), 2, 4, 4),
         item(3, b.address(), 3, 1, 1),
     ]);
-    let nonces = BTreeMap::from([(a.address(), 0)]);
-    let checked = signer
-        .check_batch(&BatchSigning {
-            request: &req,
-            input_name: "r.json",
-            nonces: &nonces,
-            commit_every: 256,
-        })
-        .expect("checked");
+    let checked = check(&signer, &req, &[(&a, 0)], 256);
     let refused = checked.refused();
     assert_eq!(
         refused.iter().map(|r| r.index).collect::<Vec<_>>(),
         [2, 3],
         "{refused:?}"
     );
+    // The window's "signed already" is the batch's own earlier items, and says so.
     assert!(
-        refused[0].reason.contains("10 ST per 24h"),
+        refused[0].reason.contains("10 ST per 24h")
+            && refused[0]
+                .reason
+                .contains("(counting 8 ST of this batch's earlier items as signed)"),
         "{}",
         refused[0].reason
     );
     assert!(refused[1].reason.contains("nonce"), "{}", refused[1].reason);
     let review = checked.review(&[]);
     assert_eq!(review.limits[0].batch, whole(8));
+}
+
+/// The nonces a checked batch reserved are given back however the signer ends (the
+/// checked batch's guard, on drop): an error on the way (a sender with no signer) and a
+/// batch dropped unsigned (declined) both leave the journal's floor of the unsigned
+/// sender where it was, while an item signed before the error keeps its nonce.
+#[test]
+fn a_checked_batch_gives_back_the_nonces_of_items_not_signed_however_the_signer_ends() {
+    let (a, b) = (PrivateKeySigner::random(), PrivateKeySigner::random());
+    let machine = Machine::new(&[&a, &b]);
+    let (journal, signer) = (&machine.journal, machine.signer());
+    let floor = |who: &PrivateKeySigner| {
+        journal
+            .next_nonce(who.address(), CHAIN, None)
+            .expect("floor")
+    };
+    let req = request(vec![
+        item(0, a.address(), 5, 1, 1),
+        item(1, b.address(), 0, 1, 1),
+    ]);
+    let checked = check(&signer, &req, &[(&a, 5), (&b, 0)], 1);
+    assert_eq!((floor(&a), floor(&b)), (Some(6), Some(1)), "both reserved");
+    // a's item signs and is journaled (its own group), then b has no signer.
+    let e = block_on(signer.sign_batch(&checked, std::slice::from_ref(&a)))
+        .expect_err("no signer for b");
+    assert!(matches!(e, bridgectl_flow::Error::NoSigner { .. }), "{e}");
+    drop(checked);
+    assert_eq!(
+        (floor(&a), floor(&b)),
+        (Some(6), None),
+        "b's nonce is free, a's signed"
+    );
+
+    // Checked, then declined: dropped with nothing signed.
+    let req = request(vec![item(0, b.address(), 0, 1, 1)]);
+    let checked = check(&signer, &req, &[(&b, 0)], 8);
+    assert_eq!(floor(&b), Some(1));
+    checked.stopped_by(&bridgectl_flow::Error::Declined("no".into()));
+    drop(checked);
+    assert_eq!(floor(&b), None, "a declined batch holds nothing");
 }

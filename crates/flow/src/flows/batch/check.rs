@@ -26,7 +26,7 @@ use bridgectl_tx::limits::Spent;
 use bridgectl_tx::request::Intent;
 use bridgectl_tx::{Context, Nonce, NonceFacts, Policy, RawTx};
 
-use super::refusal::{GasNeed, RefusedItem};
+use super::refusal::{GasNeed, RefusedItem, earlier_items};
 use super::{BatchItem, BatchOp};
 use crate::Error;
 use crate::flows::swap::swap_intent;
@@ -163,13 +163,8 @@ impl Flows {
                         .and_then(|k| windows.get(&k))
                         .map_or(U256::ZERO, |w| w.batch);
                     let mut reason = crate::chain(&e);
-                    if matches!(e, bridgectl_tx::Error::Limit { .. }) && !earlier.is_zero() {
-                        reason.push_str(&format!(
-                            " (counting {} {} of this batch's earlier items as signed)",
-                            bridgectl_tx::amount::format_units(earlier, side.decimals)
-                                .unwrap_or_else(|_| earlier.to_string()),
-                            side.symbol
-                        ));
+                    if matches!(e, bridgectl_tx::Error::Limit { .. }) {
+                        reason.push_str(&earlier_items(earlier, side.decimals, &side.symbol));
                     }
                     check.refused.push(RefusedItem {
                         index,

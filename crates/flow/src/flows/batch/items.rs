@@ -92,12 +92,49 @@ mod decimal {
 }
 
 /// One item of a batch: an id for people and scripts, and what to do.
+///
+/// Its idempotency key ([`BatchItem::key`]) is held in the journal by the first batch
+/// that records it, for good: a batch with an item whose key another batch holds is not
+/// recorded ([`crate::Error::ItemsHeld`]), so one item is one payout however often its
+/// file is run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BatchItem {
     /// The item's id, unique in the batch (from the input, or its line number).
     pub id: String,
     /// What to do.
     pub op: BatchOp,
+    /// Its idempotency key when that is not its id: for an item of a file without an id
+    /// of its own, the file's SHA-256 and the item's line ([`crate::batch_file`]), since
+    /// two equal lines may be two payouts. `None`: the id is the key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+}
+
+impl BatchItem {
+    /// An item whose id is its idempotency key.
+    pub fn new(id: impl Into<String>, op: BatchOp) -> BatchItem {
+        BatchItem {
+            id: id.into(),
+            op,
+            key: None,
+        }
+    }
+
+    /// Its idempotency key: [`BatchItem::key`], else its id.
+    pub fn key(&self) -> &str {
+        self.key.as_deref().unwrap_or(&self.id)
+    }
+
+    /// The same payout as a new item: `suffix` appended to its id and to its key, so that
+    /// no batch holds it yet. What running an item again on purpose takes (a new suffix
+    /// each time).
+    pub fn suffixed(self, suffix: &str) -> BatchItem {
+        BatchItem {
+            id: format!("{}{suffix}", self.id),
+            key: self.key.map(|k| format!("{k}{suffix}")),
+            op: self.op,
+        }
+    }
 }
 
 /// The operation of a batch item as stored.
@@ -111,7 +148,6 @@ pub(super) fn stored_op(record: &BatchItemRecord) -> Result<BatchOp, Error> {
     })
 }
 
-#[cfg(test)]
 #[cfg(test)]
 mod tests {
     use super::*;

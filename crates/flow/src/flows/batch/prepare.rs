@@ -13,6 +13,12 @@
 //! floor above it), each later item the one after, in the batch's order; an item the
 //! checks refuse takes none (it is reported and left out, the rest stay consecutive).
 //! A nonce changed from the platform's is journaled beside the platform's.
+//!
+//! The nonces are held, not leased: an air gap takes as long as it takes (a walk to the
+//! vault, a second approver), so a prepared batch's reservations hold past the
+//! reservation lease until each item's signature is taken in (then for good), or the
+//! batch is abandoned ([`super::AbandonedBatch::record`]). No other flow of this journal
+//! signs at them meanwhile.
 
 use alloy_primitives::Address;
 use bridgectl_tx::batch::{BatchOrigin, BatchRequest, BatchRequestItem};

@@ -150,3 +150,86 @@ impl fmt::Display for ShortSender {
         )
     }
 }
+
+/// What a refusal for a spending limit adds when the window's total counts `earlier`
+/// (base units of the token with `decimals` and `symbol`) of the batch's own earlier
+/// items: which part of "signed already" is this batch's. Empty when none is.
+pub(crate) fn earlier_items(earlier: U256, decimals: u8, symbol: &str) -> String {
+    if earlier.is_zero() {
+        return String::new();
+    }
+    format!(
+        " (counting {} of this batch's earlier items as signed)",
+        Tokens {
+            amount: earlier,
+            symbol: symbol.to_owned(),
+            decimals,
+        }
+    )
+}
+
+/// An item of a batch being recorded whose idempotency key ([`super::BatchItem::key`]) a
+/// batch recorded before holds: that batch's item is this payout, and this one is not
+/// run ([`crate::Error::ItemsHeld`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldItem {
+    /// Its position in the batch being recorded (0-based).
+    pub index: usize,
+    /// Its id.
+    pub id: String,
+    /// The batch that holds it.
+    pub batch_id: String,
+    /// How many items that batch has.
+    pub batch_items: usize,
+    /// The position of the item that holds it in that batch.
+    pub held_index: usize,
+    /// Where that item stands.
+    pub state: super::state::ItemState,
+    /// Whether that item does exactly the same (operation, accounts, amount); `false` is
+    /// one id given to two different payouts.
+    pub same: bool,
+}
+
+impl HeldItem {
+    /// The batch that holds every one of a batch's `items` items, as they are (the same
+    /// operations) and nothing else: the same file recorded before, which a run of it
+    /// again resumes or reports instead. `None` when the items are held by several
+    /// batches, in part, or as other payouts.
+    pub fn one_batch(held: &[HeldItem], items: usize) -> Option<&str> {
+        let first = held.first()?;
+        let whole = held.len() == items
+            && first.batch_items == items
+            && held
+                .iter()
+                .all(|h| h.same && h.batch_id == first.batch_id && h.held_index == h.index);
+        whole.then_some(first.batch_id.as_str())
+    }
+}
+
+impl fmt::Display for HeldItem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:?} is item {} of batch {} ({}{})",
+            bridgectl_tx::text::printable(&self.id),
+            self.held_index,
+            self.batch_id,
+            self.state.as_str(),
+            if self.same {
+                ""
+            } else {
+                ", another payout under the same id"
+            }
+        )
+    }
+}
+
+/// `held`, for a message: the first few, then how many more.
+pub(crate) fn held_list(held: &[HeldItem]) -> String {
+    const SHOWN: usize = 5;
+    let mut text = join(&held[..held.len().min(SHOWN)]);
+    if held.len() > SHOWN {
+        text.push_str(&format!("; and {} more", held.len() - SHOWN));
+    }
+    text
+}

@@ -98,13 +98,21 @@ pub enum ItemError {
     #[error("its end cannot be observed here: {0}")]
     Unobserved(String),
     /// An item of a batch prepared for the air gap that has no signature here: the
-    /// offline signer left it out, or its signature was refused; it is never signed
-    /// here.
+    /// offline signer left it out, or its signature was refused, or the batch was
+    /// abandoned; it is never signed here.
     #[error(
-        "not signed offline: the offline signer left it out or its signature was refused \
-         here; it is never signed online"
+        "not signed offline: {}; it is never signed online",
+        why.as_deref().map_or_else(
+            || "no signature for it has come back".into(),
+            bridgectl_tx::text::printable
+        )
     )]
-    NotSignedOffline,
+    NotSignedOffline {
+        /// Why, as the journal recorded it: the offline signer's reason for leaving it
+        /// out, why its signature was refused here, or the abandonment. `None` when no
+        /// signed batch has said anything of it.
+        why: Option<String>,
+    },
 }
 
 fn ended_text(state: FlowState, replaced_by: Option<&(Purpose, B256)>) -> String {

@@ -10,8 +10,10 @@ use futures_util::stream::{FuturesUnordered, Stream, StreamExt};
 use tokio::sync::{Semaphore, mpsc};
 
 use super::items::{BatchItem, BatchOp, stored_op};
+use super::refusal::HeldItem;
 use super::report::{ItemError, ItemResult, ItemStatus};
-use super::status::{BatchStatus, ItemState, last_error};
+use super::state::ItemState;
+use super::status::{BatchStatus, last_error};
 use crate::Error;
 use crate::flows::swap::swap_intent;
 use crate::flows::transfer::plain_transfer_intent;
@@ -19,7 +21,9 @@ use crate::flows::{
     Approver, Flows, GasSource, NonceSource, Quiet, Review, Submitted, SwapSpec, TokenSide,
     TransferSpec, new_tx_id,
 };
-use crate::journal::{BatchItemRecord, BatchRecord, FlowRecord, FlowState, Purpose};
+use crate::journal::{
+    BatchItemRecord, BatchRecord, FlowRecord, FlowState, HeldKey, NewBatchItem, Purpose,
+};
 use bridgectl_tx::RawTx;
 use bridgectl_tx::TransactionSigner;
 
@@ -127,6 +131,11 @@ impl Flows {
     /// Records a batch of `items` (read from `source`, a name for people) in the journal,
     /// each bound to the txId its flow will have, and returns it. Nothing runs yet:
     /// [`Flows::batch`] runs it, as often as needed until every item is finished.
+    ///
+    /// Each item's idempotency key ([`BatchItem::key`]) is taken in the same transaction:
+    /// when a batch recorded before holds any of them (this file run before, or being
+    /// recorded by another process right now), nothing is recorded and the error is
+    /// [`Error::ItemsHeld`], naming the batch that holds each.
     pub fn create_batch(&self, source: &str, items: &[BatchItem]) -> Result<BatchRecord, Error> {
         if items.is_empty() {
             return Err(Error::InvalidBatch(
@@ -134,9 +143,10 @@ impl Flows {
             ));
         }
         let mut ids = std::collections::HashSet::new();
+        let mut keys = std::collections::HashSet::new();
         let mut rows = Vec::with_capacity(items.len());
         for item in items {
-            if !ids.insert(item.id.as_str()) {
+            if !ids.insert(item.id.as_str()) || !keys.insert(item.key()) {
                 return Err(Error::InvalidBatch(format!(
                     "item id {:?} is used twice",
                     item.id
@@ -149,12 +159,58 @@ impl Flows {
                     item.id
                 )));
             }
-            let op = serde_json::to_value(&item.op).map_err(Error::Encode)?;
-            rows.push((item.id.clone(), op, new_tx_id()));
+            rows.push(NewBatchItem {
+                id: item.id.clone(),
+                key: item.key().to_owned(),
+                op: serde_json::to_value(&item.op).map_err(Error::Encode)?,
+                tx_id: new_tx_id(),
+            });
         }
         let batch_id = new_tx_id();
-        self.journal.create_batch(&batch_id, source, &rows)?;
+        let held = self.journal.create_batch(&batch_id, source, &rows)?;
+        if !held.is_empty() {
+            return Err(Error::ItemsHeld(self.held_items_of(items, held)?));
+        }
         self.journal.find_batch(&batch_id)
+    }
+
+    /// The items of `items` that batches recorded before hold (their keys), each with
+    /// the batch and item that holds it: what [`Flows::create_batch`] would refuse, found
+    /// without recording anything. Empty when none is held.
+    pub fn held_items(&self, items: &[BatchItem]) -> Result<Vec<HeldItem>, Error> {
+        let keys: Vec<&str> = items.iter().map(BatchItem::key).collect();
+        let held = self.journal.held_keys(&keys)?;
+        self.held_items_of(items, held)
+    }
+
+    fn held_items_of(
+        &self,
+        items: &[BatchItem],
+        held: Vec<HeldKey>,
+    ) -> Result<Vec<HeldItem>, Error> {
+        let mut sizes: HashMap<String, usize> = HashMap::new();
+        held.into_iter()
+            .map(|h| {
+                let batch_items = match sizes.get(&h.batch_id) {
+                    Some(n) => *n,
+                    None => {
+                        let n = self.journal.find_batch(&h.batch_id)?.items;
+                        sizes.insert(h.batch_id.clone(), n);
+                        n
+                    }
+                };
+                let item = &items[h.index];
+                Ok(HeldItem {
+                    index: h.index,
+                    id: item.id.clone(),
+                    same: stored_op(&h.held_by).is_ok_and(|op| op == item.op),
+                    state: ItemState::of(h.held_by.flow.as_ref()),
+                    held_index: h.held_by.index,
+                    batch_items,
+                    batch_id: h.batch_id,
+                })
+            })
+            .collect()
     }
 
     /// Where each item of batch `batch_id` (or a prefix of it) stands.
@@ -187,9 +243,9 @@ impl Flows {
         for record in self.journal.batch_items(&batch.batch_id)? {
             let op = stored_op(&record)?;
             let plan = match self.item_plan(&record) {
-                Plan::Run { .. } | Plan::SignAgain if options.air_gapped => {
-                    Plan::Report(not_signed_offline(&record))
-                }
+                Plan::Run { .. } | Plan::SignAgain if options.air_gapped => Plan::Report(
+                    not_signed_offline(&record, last_error(&self.journal, &record.tx_id)),
+                ),
                 plan => plan,
             };
             planned.push(Planned { record, op, plan });
@@ -672,15 +728,16 @@ impl Flows {
 }
 
 /// The report of an item of an air-gapped batch that has no signature here: it is
-/// signed offline, never run here.
-fn not_signed_offline(record: &BatchItemRecord) -> ItemResult {
+/// signed offline, never run here. `why` is the reason the journal recorded last (the
+/// offline signer's, the refusal of its signature here, the abandonment).
+fn not_signed_offline(record: &BatchItemRecord, why: Option<String>) -> ItemResult {
     ItemResult {
         index: record.index,
         id: record.item_id.clone(),
         tx_id: record.tx_id.clone(),
         tx_hash: None,
         status: ItemStatus::Unsigned,
-        error: Some(ItemError::NotSignedOffline),
+        error: Some(ItemError::NotSignedOffline { why }),
         resent: false,
         earlier: false,
         latency_ms: None,

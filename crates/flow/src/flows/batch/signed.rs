@@ -59,8 +59,15 @@ impl Flows {
         let Some(prepared) = self.journal.prepared(&batch.batch_id)? else {
             return Err(Error::NotPrepared(batch.batch_id));
         };
-        // No run of this batch may send while its items are being taken in.
+        // No run of this batch may send while its items are being taken in (and no
+        // `batch abandon` may give their nonces back meanwhile).
         let _lock = self.journal.lock_batch(&batch.batch_id)?;
+        if let Some(at) = self.journal.abandoned(&batch.batch_id)? {
+            return Err(Error::BatchAbandoned {
+                batch_id: batch.batch_id,
+                at,
+            });
+        }
         let records: HashMap<usize, BatchItemRecord> = self
             .journal
             .batch_items(&batch.batch_id)?
@@ -76,17 +83,22 @@ impl Flows {
             not_signed: Vec::new(),
         };
         for r in &signed.refused {
-            let from = records
-                .get(&r.index)
+            let record = records.get(&r.index);
+            let from = record
                 .and_then(|rec| stored_op(rec).ok())
                 .map(|op| op.from())
                 .unwrap_or_default();
-            check.not_signed.push(RefusedItem::described(
-                r.index,
-                r.id.clone(),
-                from,
-                printable(&r.reason).into_owned(),
-            ));
+            let reason = printable(&r.reason).into_owned();
+            // The item's own flow says why it has no signature (its id and flow the
+            // batch's, not only the signed batch's claim).
+            if let Some(rec) = record.filter(|rec| rec.item_id == r.id && rec.flow.is_some()) {
+                let why = format!("the offline signer left it out: {reason}");
+                self.journal
+                    .note(&rec.tx_id, "left-out-offline", &json!({ "reason": why }))?;
+            }
+            check
+                .not_signed
+                .push(RefusedItem::described(r.index, r.id.clone(), from, reason));
         }
         let mut accepted: Vec<(String, SignedTx)> = Vec::new();
         for ((from, _), lane) in signed.by_sender() {
@@ -96,6 +108,7 @@ impl Flows {
                     RefusedItem::described(item.index, item.id.clone(), from, reason)
                 };
                 if let Some(why) = &blocked {
+                    self.note_refused(&records, item, why)?;
                     check.refused.push(refuse(why.clone()));
                     continue;
                 }
@@ -109,13 +122,7 @@ impl Flows {
                     }
                     Err(e) => {
                         let reason = printable(&crate::chain(&e)).into_owned();
-                        if records.contains_key(&item.index) {
-                            let _ = self.journal.note(
-                                &item.tx_id,
-                                "bundle-refused",
-                                &json!({"error": reason}),
-                            );
-                        }
+                        self.note_refused(&records, item, &reason)?;
                         blocked = Some(format!(
                             "not sent: item {:?} of the same sender was refused, and this \
                              item's nonce comes after it",
@@ -132,6 +139,28 @@ impl Flows {
         self.journal.record_signed_group(&records)?;
         check.accepted = accepted.len();
         Ok(check)
+    }
+
+    /// Journals on `item`'s flow that its signature was refused here, and why: what its
+    /// report and `batch status` say of it. Only for an item that is the batch's (its
+    /// index, id and flow), and whose flow began.
+    fn note_refused(
+        &self,
+        records: &HashMap<usize, BatchItemRecord>,
+        item: &SignedBatchItem,
+        reason: &str,
+    ) -> Result<(), Error> {
+        let ours = records.get(&item.index).filter(|rec| {
+            rec.item_id == item.id
+                && rec.tx_id.eq_ignore_ascii_case(&item.tx_id)
+                && rec.flow.is_some()
+        });
+        if let Some(rec) = ours {
+            let why = format!("its signature was refused here: {reason}");
+            self.journal
+                .note(&rec.tx_id, "bundle-refused", &json!({ "error": why }))?;
+        }
+        Ok(())
     }
 
     /// One signed item against its batch item: the same item, its flow's journaled

@@ -4,30 +4,12 @@ use alloy_primitives::Address;
 use serde::Serialize;
 
 use super::items::{BatchOp, stored_op};
+use super::state::ItemState;
 use crate::Error;
 use crate::journal::{BatchRecord, FlowRecord, FlowState, Journal};
 
-/// Where an item stands in the journal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ItemState {
-    /// Its flow has not begun.
-    NotStarted,
-    /// Its flow began and stopped before signing (interrupted, refused or declined).
-    Unsigned,
-    /// Signed and journaled; not known to be accepted.
-    Signed,
-    /// Accepted by the platform or node; its result is awaited.
-    Submitted,
-    /// Its end was observed; it is done once that is final on its chain.
-    Confirming,
-    /// Done, and final.
-    Completed,
-    /// Failed after it signed (reverted, or the platform failed the redemption).
-    Failed,
-}
-
 impl ItemState {
+    /// Where an item whose current flow is `flow` stands.
     pub(super) fn of(flow: Option<&FlowRecord>) -> ItemState {
         let Some(f) = flow else {
             return ItemState::NotStarted;
@@ -63,6 +45,21 @@ pub struct ItemView {
     pub tx_hash: Option<String>,
     /// The last failure recorded for its flow.
     pub error: Option<String>,
+    /// The nonce it holds in this journal: the one its flow signed at (for good), or a
+    /// reservation that holds (an item of a batch prepared for the air gap until it signs
+    /// or the batch is abandoned; any other for its lease).
+    pub held_nonce: Option<u64>,
+}
+
+/// A batch prepared for the air gap, as `batch status` shows it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PreparedView {
+    /// The SHA-256 of the request file written for it.
+    pub request_hash: alloy_primitives::B256,
+    /// When it was abandoned (`batch abandon`): its unsigned items hold nothing since.
+    /// `None`: its items hold their nonces until they sign.
+    pub abandoned_at: Option<String>,
 }
 
 /// Where a batch stands, counted: the words of [`ItemState`], with everything that
@@ -86,6 +83,8 @@ pub struct BatchStatus {
     pub batch: BatchRecord,
     /// Its items, in input order.
     pub items: Vec<ItemView>,
+    /// Whether it was prepared for the air gap, and abandoned.
+    pub prepared: Option<PreparedView>,
 }
 
 impl BatchStatus {
@@ -93,10 +92,15 @@ impl BatchStatus {
     /// alone (no platform needed).
     pub fn read(journal: &Journal, batch_id: &str) -> Result<BatchStatus, Error> {
         let batch = journal.find_batch(batch_id)?;
+        let held = journal.held_nonces(&batch.batch_id)?;
         let items = journal
             .batch_items(&batch.batch_id)?
             .into_iter()
             .map(|r| {
+                let held_nonce = held
+                    .iter()
+                    .find(|h| h.index == r.index && h.tx_id == r.tx_id)
+                    .map(|h| h.nonce);
                 let op = stored_op(&r)?;
                 let state = ItemState::of(r.flow.as_ref());
                 let error = match state {
@@ -112,10 +116,22 @@ impl BatchStatus {
                     state,
                     tx_hash: r.flow.and_then(|f| f.tx_hash),
                     error,
+                    held_nonce,
                 })
             })
             .collect::<Result<_, Error>>()?;
-        Ok(BatchStatus { batch, items })
+        let prepared = match journal.prepared(&batch.batch_id)? {
+            Some(request_hash) => Some(PreparedView {
+                request_hash,
+                abandoned_at: journal.abandoned(&batch.batch_id)?,
+            }),
+            None => None,
+        };
+        Ok(BatchStatus {
+            batch,
+            items,
+            prepared,
+        })
     }
 
     /// How many items are in `state`.

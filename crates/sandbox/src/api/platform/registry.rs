@@ -82,8 +82,8 @@ pub(crate) async fn reorg(
 }
 
 /// `POST /sandbox/v1/chains/{main|side}/rpc`: the chain's JSON-RPC, a second endpoint
-/// beside the node's own URL (what `journal reset-chain --witness` asks as a second
-/// node). Its answers are the node's, unwrapped: a JSON-RPC client reads them.
+/// beside the node's own URL (a second witness for a chain reset, the way a second
+/// node would be). Its answers are the node's, unwrapped: a JSON-RPC client reads them.
 pub(crate) async fn chain_rpc(
     State(state): State<AppState>,
     Path(chain): Path<String>,

@@ -1292,3 +1292,68 @@ fn an_online_acknowledgement_takes_each_chains_nonce_count_as_a_witness() {
         "{entries:#}"
     );
 }
+
+// Issue 51, 9: the offline batch signer's own nonce guard. Key k signed nonce 0 through
+// journal a; a batch signed through journal b holds another transaction of k at nonce 0
+// and one of key l. k's item is refused before k's passphrase is read, and l's item is
+// signed: without the guard in the batch's check, k's key would be unlocked and the
+// signing log's append would refuse the whole group, l's item with it.
+bctest!(
+    a_batch_item_at_a_signed_nonce_is_refused_before_its_key_is_unlocked,
+    |dir: Dir, _cmd: TestCommand| {
+        let config = nonce_zero_signed(&dir);
+        let other = "0x1111111111111111111111111111111111111111111111111111111111111111";
+        crate::offline::import_key_as(&dir, "l", other);
+        let l =
+            alloy_signer_local::PrivateKeySigner::from_bytes(&other.parse().expect("key bytes"))
+                .expect("key")
+                .address();
+        let st = |n: u128| alloy_primitives::U256::from(n * ONE_ST);
+        crate::util::redeem_batch_file(
+            &dir,
+            "batch.json",
+            &[(FROM.parse().expect("k"), 0, st(2)), (l, 0, st(1))],
+        );
+        let fifos = [
+            CountingPassphrase::new(&dir, PASS),
+            CountingPassphrase::new(&dir, PASS),
+        ];
+        let auto = dir.write(
+            "auto.toml",
+            format!(
+                "{}\n[[profiles.default.policy.auto-approve]]\nfunction = \"redeem\"\nmax = \"5\"\n",
+                std::fs::read_to_string(&config).expect("config")
+            ),
+        );
+        let mut cmd = dir.command();
+        cmd.args(["sign", "batch.json", "--out", "signed.json", "--yes"])
+            .args([Path::new("--config"), &auto])
+            .args(["--journal", "b.sqlite3"])
+            .args(["--nonce-for", "k=0", "--nonce-for", "l=0"]);
+        for (label, fifo) in ["k", "l"].iter().zip(&fifos) {
+            cmd.args([
+                "--passphrase-file-for",
+                &format!("{label}={}", fifo.path.display()),
+            ]);
+        }
+        let out = cmd.output();
+        let [k_reads, l_reads] = fifos.map(CountingPassphrase::finish);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(9), "one item left out: {err}");
+        assert_eq!((k_reads, l_reads), (0, 1), "{err}");
+        let signed: Value =
+            serde_json::from_slice(&std::fs::read(dir.join("signed.json")).expect("signed"))
+                .expect("json");
+        assert_eq!(
+            signed["items"].as_array().map(Vec::len),
+            Some(1),
+            "{signed:#}"
+        );
+        assert!(
+            signed["refused"][0]["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("signed another transaction at nonce 0")),
+            "{signed:#}"
+        );
+    }
+);

@@ -4,8 +4,7 @@
 //! cut short leaves the one before.
 
 use alloy_primitives::B256;
-use bridgectl_tx::signing_log::{Carried, Checkpoint, EntryBody, Watermark};
-use bridgectl_tx::watermark::Watermarks;
+use bridgectl_tx::signing_log::{Carried, Checkpoint, EntryBody, Watermark, Watermarks};
 
 /// The checkpoint kept beside the log (`<log>.checkpoint`): the head as this store last
 /// wrote it, how far a person acknowledged the log as it stands, and what an
@@ -45,11 +44,11 @@ pub const CARRY_SECS: u64 = bridgectl_tx::signing_log::MAX_WINDOW_SECS;
 /// kept watermarks.
 pub const MAX_WATERMARKS: usize = 128;
 
-/// `watermarks` with `entry` taken into account ([`Watermarks::record`]), at most
+/// `watermarks` with `entry` taken into account ([`EntryBody::mark`]), at most
 /// [`MAX_WATERMARKS`].
 pub(crate) fn mark(watermarks: Vec<Watermark>, entry: &EntryBody) -> Vec<Watermark> {
     let mut set = Watermarks(watermarks);
-    set.record(entry);
+    entry.mark(&mut set);
     set.keep_newest(MAX_WATERMARKS);
     set.0
 }

@@ -6,10 +6,9 @@ use alloy_primitives::{Address, B256, U256};
 use bridgectl_tx::CreditClaim;
 use bridgectl_tx::limits::{Spent, WindowLimit};
 use bridgectl_tx::signing_log::{
-    AtNonce, Carried, Checkpoint, Entry, EntryBody, Head, Watermark, WindowQuery, nonce_free,
-    same_signature,
+    AtNonce, Carried, Checkpoint, Entry, EntryBody, Head, Watermark, Watermarks, WindowQuery,
+    nonce_free, same_signature,
 };
-use bridgectl_tx::watermark::Watermarks;
 use rusqlite::{TransactionBehavior, params};
 
 use crate::Error;
@@ -155,7 +154,7 @@ impl SigningLogDb {
         let mut own_carried = Vec::new();
         let mut resets = Vec::new();
         let head = self.verify_each(None, |body| {
-            marks.record(body);
+            body.mark(&mut marks);
             own_carried = carry(&own_carried, body);
             if body.chain_reset.is_some() {
                 resets.push((body.key, body.chain_id, body.seq));

@@ -4,9 +4,8 @@
 
 use alloy_primitives::{Address, B256, U256};
 use bridgectl_tx::signing_log::{
-    AtNonce, BadEntry, Carried, ChainCheck, Entry, EntryBody, Watermark, WindowQuery,
+    AtNonce, BadEntry, Carried, ChainCheck, Entry, EntryBody, Watermark, Watermarks, WindowQuery,
 };
-use bridgectl_tx::watermark::Watermarks;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::Error;

@@ -36,7 +36,7 @@ use crate::effects::Effects;
 use crate::policy::Window;
 use crate::rawtx::{RawTx, signing_hash};
 use crate::request::Token;
-pub use crate::watermark::Watermark;
+pub use crate::watermark::{Watermark, Watermarks};
 
 // Public paths of the functions that sign a `Verified` into a log, kept for the wallets
 // written against them: they live in `crate::local_signing`, and nothing here uses them.
@@ -135,6 +135,20 @@ impl EntryBody {
     /// acknowledgement): only those hold a nonce.
     pub fn signs_transaction(&self) -> bool {
         self.chain_reset.is_none() && self.acknowledges.is_none()
+    }
+
+    /// Takes this entry into account in `marks`, as every append moves a store's
+    /// watermarks: a signature moves its key's watermark on its chain, the key's chain
+    /// reset starts that chain over, an acknowledgement adds the watermarks it carries.
+    pub fn mark(&self, marks: &mut Watermarks) {
+        if self.chain_reset.is_some() {
+            marks.reset(self.key, self.chain_id);
+        } else if self.signs_transaction() {
+            marks.signed(self.key, self.chain_id, self.nonce);
+        }
+        for carried in &self.watermarks {
+            marks.merge(carried);
+        }
     }
 }
 
@@ -450,7 +464,7 @@ pub trait SigningLog: Send + Sync + fmt::Debug {
     ///   Every store honours the watermarks its acknowledgement entries carry
     ///   ([`EntryBody::watermarks`]) after the key's newest reset of the chain; a store
     ///   that keeps watermarks of its own beside the log (moved by every append, as
-    ///   [`crate::watermark::Watermarks::record`] moves them) adds them, so that an entry
+    ///   [`EntryBody::mark`] moves them) adds them, so that an entry
     ///   lost or hidden still holds its nonce. A store without such a record answers
     ///   `None` where no acknowledgement holds the nonce.
     fn signed_at_nonce(&self, key: Address, chain_id: u64, nonce: u64) -> Result<AtNonce, Error>;

@@ -14,8 +14,6 @@
 use alloy_primitives::Address;
 use serde::{Deserialize, Serialize};
 
-use crate::signing_log::EntryBody;
-
 /// The most gaps one watermark keeps. A signature that would make more drops the lowest
 /// (oldest) ones: those nonces then count as signed, which refuses more, never less.
 pub const MAX_GAPS: usize = 8;
@@ -146,32 +144,28 @@ impl Watermarks {
             .find(|w| w.key == key && w.chain_id == chain_id)
     }
 
-    /// Takes `entry` into account: a signature moves its key's watermark on its chain
-    /// (made if there is none, and moved to the end: the most recently moved); a chain
-    /// reset by the key starts the chain over (its watermark there is gone); an
-    /// acknowledgement adds the watermarks it carries.
-    pub fn record(&mut self, entry: &EntryBody) {
-        if entry.chain_reset.is_some() {
-            self.0
-                .retain(|w| !(w.key == entry.key && w.chain_id == entry.chain_id));
-        } else if entry.signs_transaction() {
-            let moved = match self
-                .0
-                .iter()
-                .position(|w| w.key == entry.key && w.chain_id == entry.chain_id)
-            {
-                Some(i) => {
-                    let mut w = self.0.remove(i);
-                    w.sign(entry.nonce);
-                    w
-                }
-                None => Watermark::first(entry.key, entry.chain_id, entry.nonce),
-            };
-            self.0.push(moved);
-        }
-        for carried in &entry.watermarks {
-            self.merge(carried);
-        }
+    /// Records a signature of `key` at `nonce` on `chain_id`: its watermark there moves
+    /// (made if there is none) and becomes the most recently moved.
+    pub fn signed(&mut self, key: Address, chain_id: u64, nonce: u64) {
+        let moved = match self
+            .0
+            .iter()
+            .position(|w| w.key == key && w.chain_id == chain_id)
+        {
+            Some(i) => {
+                let mut w = self.0.remove(i);
+                w.sign(nonce);
+                w
+            }
+            None => Watermark::first(key, chain_id, nonce),
+        };
+        self.0.push(moved);
+    }
+
+    /// Records `key`'s reset of `chain_id`: the chain started over, its watermark there
+    /// is gone.
+    pub fn reset(&mut self, key: Address, chain_id: u64) {
+        self.0.retain(|w| !(w.key == key && w.chain_id == chain_id));
     }
 
     /// Adds what `w` holds to its key and chain's watermark (or adds it).
@@ -242,37 +236,22 @@ mod tests {
     }
 
     #[test]
-    fn a_reset_starts_the_chain_over_and_an_acknowledgement_adds_what_it_carries() {
-        let entry = |nonce: u64| EntryBody {
-            nonce,
-            chain_id: 7,
-            ..crate::signing_log::acknowledgement(
-                crate::Checkpoint::EMPTY,
-                K,
-                1,
-                crate::Checkpoint::EMPTY,
-                Vec::new(),
-                Vec::new(),
-            )
-        };
-        let signature = |nonce| EntryBody {
-            acknowledges: None,
-            ..entry(nonce)
-        };
+    fn a_set_moves_by_signatures_and_merges_and_a_reset_starts_a_chain_over() {
         let mut set = Watermarks::default();
-        set.record(&signature(2));
-        set.record(&signature(5));
+        set.signed(K, 7, 2);
+        set.signed(K, 8, 0);
+        set.signed(K, 7, 5);
         assert_eq!(set.get(K, 7).map(|w| w.nonce), Some(5));
-        // An acknowledgement holds nothing of its own, and adds what it carries.
-        let mut ack = entry(0);
-        ack.watermarks = vec![Watermark::below(K, 7, 4).expect("some")];
-        set.record(&ack);
+        assert_eq!(
+            set.0.last().map(|w| w.chain_id),
+            Some(7),
+            "most recently moved last"
+        );
+        set.merge(&Watermark::below(K, 7, 4).expect("some"));
         assert_eq!(set.get(K, 7).map(|w| w.gaps.clone()), Some(vec![[4, 4]]));
-        let reset = EntryBody {
-            chain_reset: Some(alloy_primitives::B256::repeat_byte(1)),
-            ..signature(0)
-        };
-        set.record(&reset);
+        set.keep_newest(1);
+        assert_eq!(set.get(K, 8), None, "the least recently moved dropped");
+        set.reset(K, 7);
         assert_eq!(set.get(K, 7), None);
     }
 

@@ -147,8 +147,7 @@ fn acknowledge(
             ));
         }
     };
-    let witnessed = chain_nonces(global, &store.signers()?);
-    let plan = match log.plan_acknowledgement(&witnessed) {
+    let plan = match log.plan_acknowledgement() {
         Err(e @ bridgectl_signing_log::Error::Broken { .. }) => {
             return Err(anyhow::Error::new(e).context(
                 "nothing to acknowledge: an acknowledgement accepts a log whose entries hold",
@@ -156,7 +155,8 @@ fn acknowledge(
             .code(Code::Refused);
         }
         other => other?,
-    };
+    }
+    .witnessed(&chain_nonces(global, &store.signers()?));
     show_plan(log, &plan);
     crate::review::confirm(
         args.yes,

@@ -120,31 +120,42 @@ pub struct AcknowledgementPlan {
     pub carried: Vec<Carried>,
     /// The watermarks carried forward, the union of the kept checkpoint's (when it can
     /// be read), the log's own (rebuilt from its entries and earlier acknowledgements)
-    /// and the witnessed ones (a chain's nonce counts): every nonce one holds stays
-    /// signed.
+    /// and the ones witnessed ([`AcknowledgementPlan::witnessed`]): every nonce one
+    /// holds stays signed.
     pub watermarks: Vec<Watermark>,
     /// The spending the new kept checkpoint keeps: the kept checkpoint's, or, without
     /// one that can be read, the log's own of the last [`crate::CARRY_SECS`].
     keep_carried: Vec<Carried>,
 }
 
+impl AcknowledgementPlan {
+    /// The plan with what a chain witnessed added to its watermarks: the nonce counts
+    /// of keys there, as [`Watermark::below`] makes them (every nonce below a count was
+    /// used on that chain).
+    pub fn witnessed(mut self, witnessed: &[Watermark]) -> AcknowledgementPlan {
+        let mut marks = Watermarks(std::mem::take(&mut self.watermarks));
+        for w in witnessed {
+            marks.merge(w);
+        }
+        self.watermarks = marks.0;
+        self
+    }
+}
+
 impl SigningLogDb {
-    /// What acknowledging the log as it stands would accept and carry forward, with
-    /// the nonce counts a chain `witnessed` (as watermarks, [`Watermark::below`]). The
+    /// What acknowledging the log as it stands would accept and carry forward. The
     /// whole log is verified first: one that does not hold is [`Error::Broken`], nothing
-    /// to acknowledge. Reads only (no key, nothing written).
+    /// to acknowledge. Reads only (no key, nothing written, no network).
     ///
     /// The watermarks are rebuilt from the whole log (each signature, each key's chain
     /// resets, each earlier acknowledgement's) and united with the kept checkpoint's
     /// (but those of a key and chain the log records a reset of after the checkpoint
-    /// was written: the chain started over) and `witnessed`. This is also the way on
-    /// from a kept checkpoint whose file holds none that can be read (both slots
-    /// spoiled): the log and the chain are then the witnesses of what was signed, and
-    /// spending the log lost with it, if it lost any, cannot be known.
-    pub fn plan_acknowledgement(
-        &self,
-        witnessed: &[Watermark],
-    ) -> Result<AcknowledgementPlan, Error> {
+    /// was written: the chain started over); [`AcknowledgementPlan::witnessed`] adds a
+    /// chain's word. This is also the way on from a kept checkpoint whose file holds
+    /// none that can be read (both slots spoiled): the log and the chains are then the
+    /// witnesses of what was signed, and spending the log lost with it, if it lost any,
+    /// cannot be known.
+    pub fn plan_acknowledgement(&self) -> Result<AcknowledgementPlan, Error> {
         let kept = match self.kept() {
             Ok(kept) => Ok(kept),
             Err(Error::Checkpoint { reason, .. }) => Err(reason),
@@ -170,9 +181,6 @@ impl SigningLogDb {
                     marks.merge(w);
                 }
             }
-        }
-        for w in witnessed {
-            marks.merge(w);
         }
         let reaches = match &kept {
             Ok(None) => true,
@@ -255,7 +263,7 @@ impl SigningLogDb {
     }
 
     /// Accepts the log as it stands, by `signer`, at `time`:
-    /// [`SigningLogDb::plan_acknowledgement`] with no witness, then
+    /// [`SigningLogDb::plan_acknowledgement`], then
     /// [`SigningLogDb::acknowledge_plan`]. For a person who knows why the log no longer
     /// reaches its checkpoint (restored from a backup, moved aside), why a stranger's
     /// key signed an entry (a key removed), or why the checkpoint cannot be read.
@@ -264,7 +272,7 @@ impl SigningLogDb {
         signer: &alloy_signer_local::PrivateKeySigner,
         time: u64,
     ) -> Result<Checkpoint, Error> {
-        let plan = self.plan_acknowledgement(&[])?;
+        let plan = self.plan_acknowledgement()?;
         self.acknowledge_plan(&plan, signer, time)
     }
 }

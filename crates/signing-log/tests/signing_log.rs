@@ -950,7 +950,7 @@ fn a_deleted_log_keeps_its_nonces_through_an_acknowledgement() {
     let first = sign(&log, &policy(""), &redeem(key().address(), 0, 1), T0).expect("nonce 0");
     sign(&log, &policy(""), &redeem(key().address(), 1, 1), T0).expect("nonce 1");
     let log = deleted(log);
-    let plan = log.plan_acknowledgement(&[]).expect("a plan");
+    let plan = log.plan_acknowledgement().expect("a plan");
     assert!(!plan.reaches);
     assert_eq!(plan.watermarks.len(), 1, "{:?}", plan.watermarks);
     assert_eq!(plan.watermarks[0].nonce, 1);
@@ -1028,7 +1028,7 @@ fn a_spoiled_checkpoint_is_acknowledged_and_frees_no_signed_nonce() {
         text.contains("neither of its two slots") && text.contains("until it is acknowledged"),
         "{text}"
     );
-    let plan = log.plan_acknowledgement(&[]).expect("a plan");
+    let plan = log.plan_acknowledgement().expect("a plan");
     assert!(plan.kept.is_err() && !plan.reaches);
     log.acknowledge_plan(&plan, &key(), T0 + 60)
         .expect("acknowledged");
@@ -1041,8 +1041,9 @@ fn a_spoiled_checkpoint_is_acknowledged_and_frees_no_signed_nonce() {
     let log = deleted(log);
     let chain = bridgectl_tx::signing_log::Watermark::below(key().address(), CHAIN, 1);
     let plan = log
-        .plan_acknowledgement(&chain.into_iter().collect::<Vec<_>>())
-        .expect("a plan");
+        .plan_acknowledgement()
+        .expect("a plan")
+        .witnessed(&chain.into_iter().collect::<Vec<_>>());
     log.acknowledge_plan(&plan, &key(), T0 + 120)
         .expect("acknowledged");
     let e = guard(&log, &redeem(key().address(), 0, 2), None).expect_err("nonce 0 signed");

@@ -411,7 +411,8 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
         }
         if let Some(
             bridgectl_signing_log::Error::RolledBack { .. }
-            | bridgectl_signing_log::Error::Foreign { .. },
+            | bridgectl_signing_log::Error::Foreign { .. }
+            | bridgectl_signing_log::Error::Checkpoint { .. },
         ) = cause.downcast_ref::<bridgectl_signing_log::Error>()
         {
             return Some(

@@ -687,41 +687,14 @@ fn an_external_signer_signs_a_batch_offline_and_online_per_address() {
 /// (`crate::offline::import_key`) on chain 1337, nonces from `first_nonce`: written to
 /// `name` in `dir`, as `batch prepare` writes one.
 fn request_file(dir: &Dir, name: &str, first_nonce: u64, n: usize) -> std::path::PathBuf {
-    use bridgectl_tx::batch::{BatchOrigin, BatchRequest, BatchRequestItem};
-    let st: Address = "0x5757575757575757575757575757575757575757"
-        .parse()
-        .expect("st");
     let from: Address = "0x9d8A62f656a8d1615C1294fd71e9CFb3E4855A4F"
         .parse()
         .expect("from");
     let amount = U256::from(10u64).pow(U256::from(16u64));
-    let items = (0..n)
-        .map(|i| BatchRequestItem {
-            index: i,
-            id: format!("payout-{i}"),
-            tx_id: uuid::Uuid::new_v4().to_string(),
-            raw_tx: bridgectl_tx::RawTx {
-                from,
-                to: st,
-                data: format!("0xdb006a75{amount:064x}")
-                    .parse::<alloy_primitives::Bytes>()
-                    .expect("data"),
-                nonce: first_nonce + i as u64,
-                gas_limit: 100_000,
-                gas_price: 1_000_000_000,
-                chain_id: 1337,
-                value: U256::ZERO,
-            },
-            intent: bridgectl_tx::request::Intent::redeem(st, 1337, amount),
-        })
+    let items: Vec<_> = (0..n)
+        .map(|i| (from, first_nonce + i as u64, amount))
         .collect();
-    let request = BatchRequest::new(
-        uuid::Uuid::new_v4().to_string(),
-        BatchOrigin::default(),
-        items,
-    )
-    .expect("a batch request");
-    dir.write(name, request.to_bytes())
+    crate::util::redeem_batch_file(dir, name, &items)
 }
 
 /// The offline test key's machine (`crate::offline::import_key`): a profile of chain

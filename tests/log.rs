@@ -1052,3 +1052,308 @@ bctest!(
         crate::util::assert_success(&Command::new("sign"), &out);
     }
 );
+
+/// A redeem of `amount` at `nonce` signed with `journal`: each journal is another
+/// machine's or process's idea of which nonces are taken, so only the keystore's
+/// signing log stands between a signed nonce and a second transaction at it.
+fn redeem_in(
+    dir: &Dir,
+    config: &Path,
+    nonce: u64,
+    amount: u128,
+    journal: &str,
+) -> (std::process::Output, usize) {
+    let args = [format!("_amount={amount}")];
+    sign_with_journal(
+        dir,
+        config,
+        &redeem(nonce, amount),
+        "redeem",
+        &args,
+        journal,
+    )
+}
+
+/// The key imported and a redeem of 1 ST signed at nonce 0 (journal `a.sqlite3`) under
+/// a profile without limits, which is returned.
+fn nonce_zero_signed(dir: &Dir) -> PathBuf {
+    import_key(dir);
+    let config = config(dir, "");
+    let (out, _) = redeem_in(dir, &config, 0, ONE_ST, "a.sqlite3");
+    crate::util::assert_success(&Command::new("sign"), &out);
+    config
+}
+
+/// Both slots of the checkpoint kept beside `keystore`'s signing log zeroed (a block
+/// lost in a power cut, twice).
+fn spoil_checkpoint(keystore: &Path) {
+    let kept = keystore.join("signing-log.sqlite3.checkpoint");
+    let len = std::fs::metadata(&kept).expect("kept").len();
+    std::fs::write(&kept, vec![0u8; usize::try_from(len).expect("len")]).expect("spoil");
+}
+
+/// Runs `sql` on the keystore's signing log, as anyone who can write the file can.
+fn edit_log(dir: &Dir, sql: &str) {
+    rusqlite::Connection::open(dir.keystore().join("signing-log.sqlite3"))
+        .expect("open")
+        .execute_batch(sql)
+        .expect(sql);
+}
+
+/// Removes the keystore's signing log (its -wal and -shm too), keeping the checkpoint
+/// kept beside it.
+fn delete_log(dir: &Dir) {
+    for f in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(dir.keystore().join(format!("signing-log.sqlite3{f}")));
+    }
+}
+
+/// `log acknowledge --yes` with the passphrase from a counting FIFO: the output and the
+/// reads.
+fn acknowledge_counted(dir: &Dir) -> (std::process::Output, usize) {
+    let fifo = CountingPassphrase::new(dir, PASS);
+    let mut cmd = dir.command();
+    cmd.args(["log", "acknowledge", "--yes"])
+        .env("BRIDGECTL_PASSPHRASE_FILE", &fifo.path);
+    let out = cmd.output();
+    (out, fifo.finish())
+}
+
+/// Asserts a refusal (exit 3) that read no passphrase and names `want`.
+fn assert_refused(out: &(std::process::Output, usize), want: &str) {
+    let err = stderr(&out.0);
+    assert_eq!(out.0.status.code(), Some(3), "{want}: {err}");
+    assert_eq!(out.1, 0, "{want}: the passphrase was read");
+    assert!(err.contains(want), "{want:?} not in {err}");
+}
+
+// Issue 51, 1: the key column rewritten with SQLite (no key needed). Signing finds a key's
+// entries by what the signed bodies say: a different transaction at the signed nonce,
+// from a fresh journal, is refused by the entry itself, before the passphrase.
+bctest!(
+    an_edited_key_column_lets_no_second_transaction_at_a_signed_nonce_be_signed,
+    |dir: Dir, _cmd: TestCommand| {
+        let config = nonce_zero_signed(&dir);
+        edit_log(&dir, "UPDATE entries SET key = lower(key)");
+        assert_refused(
+            &redeem_in(&dir, &config, 0, 2 * ONE_ST, "b.sqlite3"),
+            "signed another transaction at nonce 0 on chain 1337 already (transaction 0x",
+        );
+        // An edit the columns' check sees (another address) refuses every signature.
+        edit_log(
+            &dir,
+            "UPDATE entries SET key = '0x0000000000000000000000000000000000000001'",
+        );
+        assert_refused(
+            &redeem_in(&dir, &config, 1, ONE_ST, "b.sqlite3"),
+            "entry 1: its index columns disagree with its signed body: the row was edited",
+        );
+    }
+);
+
+// Issue 51, 2 and 10a: the log deleted, its checkpoint kept, acknowledged: the nonce it
+// signed stays signed (the watermark the checkpoint kept, carried into the log), and the
+// prompt says so; the next nonce signs. A log whose entries do not hold is refused by
+// `log acknowledge` with exit 3 before the passphrase is read.
+bctest!(
+    an_acknowledged_lost_log_keeps_its_signed_nonces,
+    |dir: Dir, _cmd: TestCommand| {
+        let config = nonce_zero_signed(&dir);
+        delete_log(&dir);
+        assert_refused(
+            &redeem_in(&dir, &config, 1, ONE_ST, "b.sqlite3"),
+            "does not reach its checkpoint 1:",
+        );
+        let (out, reads) = acknowledge_counted(&dir);
+        crate::util::assert_success(&Command::new("log acknowledge"), &out);
+        assert_eq!(reads, 1);
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!(
+                "watermark carried forward: {} on chain 1337: nonces up to 0 signed",
+                FROM.parse::<alloy_primitives::Address>().expect("from")
+            )),
+            "{err}"
+        );
+        assert_refused(
+            &redeem_in(&dir, &config, 0, 2 * ONE_ST, "b.sqlite3"),
+            "signed nonce 0 on chain 1337 already (its watermark there is nonce 0)",
+        );
+        let (out, reads) = redeem_in(&dir, &config, 1, ONE_ST, "b.sqlite3");
+        crate::util::assert_success(&Command::new("sign nonce 1"), &out);
+        assert_eq!(reads, 1);
+
+        // 10a: an entry's amount edited: nothing to acknowledge, refused unasked.
+        edit_log(
+            &dir,
+            "UPDATE entries SET body = replace(body, '\"amount\":\"1', '\"amount\":\"2') \
+             WHERE seq = 2",
+        );
+        assert_refused(
+            &acknowledge_counted(&dir),
+            "entry 2: its contents do not match",
+        );
+    }
+);
+
+// Issue 51, 4: both slots of the kept checkpoint spoiled. Signing refuses before the
+// passphrase and names the way on; `log verify` says the entries hold but the checkpoint
+// cannot be read (exit 3); `log acknowledge` rebuilds it from the log, and the nonce the
+// log signed stays signed.
+bctest!(
+    a_spoiled_checkpoint_is_acknowledged_and_its_nonces_stay_signed,
+    |dir: Dir, _cmd: TestCommand| {
+        let config = nonce_zero_signed(&dir);
+        spoil_checkpoint(&dir.keystore());
+        let refused = redeem_in(&dir, &config, 1, ONE_ST, "b.sqlite3");
+        assert_refused(&refused, "neither of its two slots holds a checkpoint");
+        assert!(
+            stderr(&refused.0).contains("hint: `bridgectl log verify` checks the log; once you know why, `bridgectl log acknowledge`"),
+            "{}",
+            stderr(&refused.0)
+        );
+        let out = log_cmd(&dir, &dir.keystore(), &["verify"]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(3), "{err}");
+        assert!(
+            err.contains("its 1 entries hold") && err.contains("cannot be read"),
+            "{err}"
+        );
+        let (out, reads) = acknowledge_counted(&dir);
+        crate::util::assert_success(&Command::new("log acknowledge"), &out);
+        assert_eq!(reads, 1);
+        assert!(stderr(&out).contains("cannot be read"), "{}", stderr(&out));
+        let out = log_cmd(&dir, &dir.keystore(), &["verify"]);
+        crate::util::assert_success(&Command::new("log verify"), &out);
+        assert_refused(
+            &redeem_in(&dir, &config, 0, 2 * ONE_ST, "b.sqlite3"),
+            "signed another transaction at nonce 0",
+        );
+        let (out, reads) = redeem_in(&dir, &config, 1, ONE_ST, "b.sqlite3");
+        crate::util::assert_success(&Command::new("sign nonce 1"), &out);
+        assert_eq!(reads, 1);
+    }
+);
+
+// Issue 51, 3: a window longer than the checkpoint carries spending for is refused, with
+// both lengths named, before the passphrase.
+bctest!(
+    a_window_longer_than_the_checkpoint_carries_is_refused,
+    |dir: Dir, _cmd: TestCommand| {
+        import_key(&dir);
+        let config = config(
+            &dir,
+            "\n[profiles.default.policy.limits]\nst = { per = \"60d\", max = \"10\" }\n",
+        );
+        assert_refused(
+            &sign_redeem(&dir, &config, 0, ONE_ST),
+            "policy limit st: per = \"60d\" is longer than the signing log carries spending (31d",
+        );
+    }
+);
+
+// Issue 51, 4, online: the log lost and its checkpoint spoiled, the profile's nodes are the
+// witnesses an acknowledgement asks: the key's nonce count on each chain becomes a
+// watermark carried into the log, so the nonce the chain saw is never signed again.
+#[test]
+fn an_online_acknowledgement_takes_each_chains_nonce_count_as_a_witness() {
+    let live = crate::live::Live::shared("log_ack_chain");
+    let dev = live.dev.to_string();
+    let out = live.ok(&["redeem", "--from", &dev, "--amount", "0.01", "--yes"]);
+    assert_eq!(out["status"], "completed", "{out:#}");
+    spoil_checkpoint(&live.dir.keystore());
+    delete_log(&live.dir);
+    let mut c = live.cmd();
+    c.args(["--json", "log", "acknowledge", "--yes"]);
+    let out = live.run_ok(c);
+    let err = stderr(&out);
+    let side = live.sb.info.side.chain_id;
+    assert!(
+        err.contains(&format!(
+            "chain {side}'s node (side_rpc_url): {} sent 1 transaction(s)",
+            live.dev
+        )),
+        "{err}"
+    );
+    let ack = crate::util::strict_json(&String::from_utf8_lossy(&out.stdout));
+    let marks = ack["watermarks"].as_array().expect("watermarks");
+    assert!(
+        marks.iter().any(|w| w["chainId"] == side
+            && w["nonce"] == 0
+            && w["key"]
+                .as_str()
+                .is_some_and(|k| k.eq_ignore_ascii_case(&dev))),
+        "{ack:#}"
+    );
+    // The log holds the acknowledgement, which carries them.
+    let entries = live.ok(&["log", "show"]);
+    assert_eq!(
+        entries[0]["entry"]["watermarks"], ack["watermarks"],
+        "{entries:#}"
+    );
+}
+
+// Issue 51, 9: the offline batch signer's own nonce guard. Key k signed nonce 0 through
+// journal a; a batch signed through journal b holds another transaction of k at nonce 0
+// and one of key l. k's item is refused before k's passphrase is read, and l's item is
+// signed: without the guard in the batch's check, k's key would be unlocked and the
+// signing log's append would refuse the whole group, l's item with it.
+bctest!(
+    a_batch_item_at_a_signed_nonce_is_refused_before_its_key_is_unlocked,
+    |dir: Dir, _cmd: TestCommand| {
+        let config = nonce_zero_signed(&dir);
+        let other = "0x1111111111111111111111111111111111111111111111111111111111111111";
+        crate::offline::import_key_as(&dir, "l", other);
+        let l =
+            alloy_signer_local::PrivateKeySigner::from_bytes(&other.parse().expect("key bytes"))
+                .expect("key")
+                .address();
+        let st = |n: u128| alloy_primitives::U256::from(n * ONE_ST);
+        crate::util::redeem_batch_file(
+            &dir,
+            "batch.json",
+            &[(FROM.parse().expect("k"), 0, st(2)), (l, 0, st(1))],
+        );
+        let fifos = [
+            CountingPassphrase::new(&dir, PASS),
+            CountingPassphrase::new(&dir, PASS),
+        ];
+        let auto = dir.write(
+            "auto.toml",
+            format!(
+                "{}\n[[profiles.default.policy.auto-approve]]\nfunction = \"redeem\"\ntoken = \"ST\"\nmax = \"5\"\n",
+                std::fs::read_to_string(&config).expect("config")
+            ),
+        );
+        let mut cmd = dir.command();
+        cmd.args(["sign", "batch.json", "--out", "signed.json", "--yes"])
+            .args([Path::new("--config"), &auto])
+            .args(["--journal", "b.sqlite3"])
+            .args(["--nonce-for", "k=0", "--nonce-for", "l=0"]);
+        for (label, fifo) in ["k", "l"].iter().zip(&fifos) {
+            cmd.args([
+                "--passphrase-file-for",
+                &format!("{label}={}", fifo.path.display()),
+            ]);
+        }
+        let out = cmd.output();
+        let [k_reads, l_reads] = fifos.map(CountingPassphrase::finish);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(9), "one item left out: {err}");
+        assert_eq!((k_reads, l_reads), (0, 1), "{err}");
+        let signed: Value =
+            serde_json::from_slice(&std::fs::read(dir.join("signed.json")).expect("signed"))
+                .expect("json");
+        assert_eq!(
+            signed["items"].as_array().map(Vec::len),
+            Some(1),
+            "{signed:#}"
+        );
+        assert!(
+            signed["refused"][0]["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("signed another transaction at nonce 0")),
+            "{signed:#}"
+        );
+    }
+);

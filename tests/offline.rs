@@ -60,11 +60,16 @@ pub fn config(dir: &Dir, name: &str, profile: &Value) -> PathBuf {
 
 /// Imports the scenarios' key (the EIP-155 example key) as `k`.
 pub fn import_key(dir: &Dir) {
+    import_key_as(dir, "k", KEY);
+}
+
+/// Imports the raw key `hex` as `label`, under [`PASS`].
+pub fn import_key_as(dir: &Dir, label: &str, hex: &str) {
     let out = dir
         .command()
-        .args(["key", "import", "k", "--raw", "--unsafe-test-kdf"])
+        .args(["key", "import", label, "--raw", "--unsafe-test-kdf"])
         .env("BRIDGECTL_PASSPHRASE", PASS)
-        .output_with_stdin(KEY.as_bytes());
+        .output_with_stdin(hex.as_bytes());
     crate::util::assert_success(&Command::new("key import"), &out);
 }
 

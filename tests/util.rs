@@ -519,3 +519,44 @@ impl Drop for Postgres {
         let _ = self.child.wait();
     }
 }
+
+/// A batch request file `name` in `dir` of redeems of the ST contract `0x5757…57` on
+/// chain 1337, one per `(from, nonce, amount)` (base units), each item's intent asking
+/// for exactly its amount, gas 100000 at 1 gwei: as `batch prepare` writes one.
+pub fn redeem_batch_file(
+    dir: &Dir,
+    name: &str,
+    items: &[(alloy_primitives::Address, u64, alloy_primitives::U256)],
+) -> PathBuf {
+    use bridgectl_tx::batch::{BatchOrigin, BatchRequest, BatchRequestItem};
+    let st = alloy_primitives::Address::repeat_byte(0x57);
+    let items = items
+        .iter()
+        .enumerate()
+        .map(|(i, (from, nonce, amount))| BatchRequestItem {
+            index: i,
+            id: format!("payout-{i}"),
+            tx_id: uuid::Uuid::new_v4().to_string(),
+            raw_tx: bridgectl_tx::RawTx {
+                from: *from,
+                to: st,
+                data: format!("0xdb006a75{amount:064x}")
+                    .parse::<alloy_primitives::Bytes>()
+                    .expect("data"),
+                nonce: *nonce,
+                gas_limit: 100_000,
+                gas_price: 1_000_000_000,
+                chain_id: 1337,
+                value: alloy_primitives::U256::ZERO,
+            },
+            intent: bridgectl_tx::request::Intent::redeem(st, 1337, *amount),
+        })
+        .collect();
+    let request = BatchRequest::new(
+        uuid::Uuid::new_v4().to_string(),
+        BatchOrigin::default(),
+        items,
+    )
+    .expect("a batch request");
+    dir.write(name, request.to_bytes())
+}

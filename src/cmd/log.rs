@@ -2,15 +2,17 @@
 //! hash-chained, each entry signed by its key). `checkpoint` prints the head to keep
 //! elsewhere; `verify` checks the chain (and against a kept checkpoint, which catches a
 //! removed tail; without one, the checkpoint kept beside the log); `acknowledge` accepts a
-//! log that signing refuses (rolled back, or holding a removed key's entries); `show`
+//! log that signing refuses (rolled back, holding a removed key's entries, or beside a
+//! checkpoint that cannot be read), carrying its spending and watermarks forward; `show`
 //! lists entries; `export` writes JSONL an auditor checks with
 //! keccak and ecrecover alone (`scripts/verify-signing-log.py`).
 
 use std::io::Write;
 use std::path::PathBuf;
 
-use bridgectl_signing_log::{ShowFilter, SigningLogDb};
+use bridgectl_signing_log::{AcknowledgementPlan, ShowFilter, SigningLogDb};
 use bridgectl_tx::Checkpoint;
+use bridgectl_tx::signing_log::Watermark;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
@@ -32,9 +34,13 @@ pub enum LogCommand {
     /// Write every entry as JSON lines, for an auditor.
     Export(ExportArgs),
     /// Accept the log as it stands when signing refuses it: it no longer reaches the
-    /// checkpoint kept beside it (deleted, truncated, restored from a backup), or holds
-    /// an entry signed by a key that is not in the keystore (a key removed since). The
-    /// chain must still hold. Spending limits count from what the log then holds.
+    /// checkpoint kept beside it (deleted, truncated, restored from a backup), holds an
+    /// entry signed by a key that is not in the keystore (a key removed since), or the
+    /// checkpoint cannot be read. The chain must still hold. Nothing is forgotten: the
+    /// lost entries' spending is carried into the log, and so is each key's watermark
+    /// on each chain (the highest nonce it signed, from the checkpoint, the log and the
+    /// profile's nodes), at or below which no nonce is signed again but by `replace` or
+    /// `cancel`.
     Acknowledge(AcknowledgeArgs),
 }
 
@@ -117,6 +123,9 @@ fn checkpoint(log: &SigningLogDb, global: &GlobalOpts) -> anyhow::Result<()> {
 }
 
 /// `log acknowledge`: the log accepted as it stands, signed by a key of the keystore.
+/// Everything that needs no key comes first: the key named, the log verified (a log
+/// that does not hold is refused, exit 3), what the acknowledgement carries forward
+/// shown; then the question, then the passphrase.
 fn acknowledge(
     log: &SigningLogDb,
     global: &GlobalOpts,
@@ -138,22 +147,23 @@ fn acknowledge(
             ));
         }
     };
-    let head = log.checkpoint()?;
-    let kept = log.kept()?;
-    let carried = kept.as_ref().map_or(0, |k| k.carried.len());
-    crate::output::note(format_args!(
-        "signing log {}: {} entries, head {head}; checkpoint kept beside it: {}; \
-         recent spending it keeps: {carried} sum(s), carried over into the log if it \
-         lost entries",
-        log.path().display(),
-        head.count,
-        kept.map_or_else(|| "none".to_owned(), |k| k.checkpoint().to_string())
-    ));
+    let plan = match log.plan_acknowledgement() {
+        Err(e @ bridgectl_signing_log::Error::Broken { .. }) => {
+            return Err(anyhow::Error::new(e).context(
+                "nothing to acknowledge: an acknowledgement accepts a log whose entries hold",
+            ))
+            .code(Code::Refused);
+        }
+        other => other?,
+    }
+    .witnessed(&chain_nonces(global, &store.signers()?));
+    show_plan(log, &plan);
     crate::review::confirm(
         args.yes,
         &format!(
-            "accept the log as it stands, signed by {} (spending limits count from \
-             what it holds and what the checkpoint carries)?",
+            "accept the log as it stands, signed by {}? Spending limits count from what it \
+             holds and what it carries; no nonce a watermark holds is signed again but by \
+             a replacement",
             key.address
         ),
     )
@@ -161,11 +171,12 @@ fn acknowledge(
     let mut passphrases = crate::passphrase::CliPassphrases::new(&args.passphrase);
     passphrases.ensure_available()?;
     let signer = passphrases.unlock_key(&store, &key)?;
-    let head = log.acknowledge(&signer, bridgectl_tx::signing_log::unix_now())?;
+    let head = log.acknowledge_plan(&plan, &signer, bridgectl_tx::signing_log::unix_now())?;
     if global.json {
         return crate::output::json(&json!({
             "acknowledged": true, "count": head.count, "head": head.head,
-            "checkpoint": head.to_string()
+            "checkpoint": head.to_string(), "carried": plan.carried.len(),
+            "watermarks": plan.watermarks,
         }));
     }
     crate::output::line(format_args!(
@@ -174,9 +185,120 @@ fn acknowledge(
     ))
 }
 
+/// What an acknowledgement accepts and carries forward, on stderr, before it is asked.
+fn show_plan(log: &SigningLogDb, plan: &AcknowledgementPlan) {
+    let kept = match &plan.kept {
+        Ok(None) => "none".to_owned(),
+        Ok(Some(k)) if plan.reaches => format!("{} (the log reaches it)", k.checkpoint()),
+        Ok(Some(k)) => format!(
+            "{} (the log does not reach it: it lost entries; their spending, {} sum(s), is \
+             carried into the log)",
+            k.checkpoint(),
+            plan.carried.len()
+        ),
+        Err(why) => format!(
+            "cannot be read ({why}): its watermarks are rebuilt from the log and the chains \
+             asked, and spending the log may have lost with it cannot be known"
+        ),
+    };
+    crate::output::note(format_args!(
+        "signing log {}: {} entries, head {}; checkpoint kept beside it: {kept}",
+        log.path().display(),
+        plan.head.count,
+        plan.head
+    ));
+    if plan.watermarks.is_empty() {
+        crate::output::note("watermarks carried forward: none (no nonce signed)");
+    }
+    for w in &plan.watermarks {
+        let gaps: Vec<String> = w
+            .gaps
+            .iter()
+            .map(|[a, b]| {
+                if a == b {
+                    a.to_string()
+                } else {
+                    format!("{a}-{b}")
+                }
+            })
+            .collect();
+        crate::output::note(format_args!(
+            "watermark carried forward: {} on chain {}: nonces up to {} signed{}",
+            w.key,
+            w.chain_id,
+            w.nonce,
+            if gaps.is_empty() {
+                String::new()
+            } else {
+                format!(" but {}", gaps.join(", "))
+            }
+        ));
+    }
+}
+
+/// The chains' word on how many transactions each of `keys` sent (mined or pending),
+/// from the profile's nodes, as watermarks: every nonce below a key's count was used on
+/// that chain. A node that cannot be asked, or serves another chain, is named and left
+/// out (the acknowledgement then rests on the log and its checkpoint).
+fn chain_nonces(global: &GlobalOpts, keys: &[alloy_primitives::Address]) -> Vec<Watermark> {
+    let profile = match crate::config::load_profile(global) {
+        Ok(p) => p,
+        Err(e) => {
+            crate::output::note(format_args!(
+                "the profile could not be read ({e:#}): no chain's node is asked"
+            ));
+            return Vec::new();
+        }
+    };
+    let nodes = [
+        (profile.main_chain_id, profile.main_rpc_url, "main_rpc_url"),
+        (profile.side_chain_id, profile.side_rpc_url, "side_rpc_url"),
+    ];
+    let mut marks = Vec::new();
+    for (chain_id, url, setting) in nodes {
+        let (Some(chain_id), Some(url)) = (chain_id, url) else {
+            continue;
+        };
+        let asked = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(anyhow::Error::from)
+            .and_then(|runtime| {
+                let node = bridgectl_flow::rpc::NodeClient::new(&url)?;
+                runtime.block_on(async {
+                    let serves = node.chain_id().await?;
+                    if serves != chain_id {
+                        anyhow::bail!("it serves chain {serves}");
+                    }
+                    let mut counts = Vec::with_capacity(keys.len());
+                    for key in keys {
+                        counts.push((*key, node.pending_nonce(*key).await?));
+                    }
+                    Ok(counts)
+                })
+            });
+        match asked {
+            Ok(counts) => {
+                for (key, count) in counts {
+                    crate::output::note(format_args!(
+                        "chain {chain_id}'s node ({setting}): {key} sent {count} transaction(s)"
+                    ));
+                    marks.extend(Watermark::below(key, chain_id, count));
+                }
+            }
+            Err(e) => crate::output::note(format_args!(
+                "chain {chain_id}'s node ({setting}) could not be asked ({e:#}): its nonce \
+                 counts are not among the witnesses"
+            )),
+        }
+    }
+    marks
+}
+
 /// `log verify`: the chain of entries, up to a checkpoint, every entry signed by a key
 /// of this keystore unless `--any-key`.
 fn verify(log: &SigningLogDb, global: &GlobalOpts, args: VerifyArgs) -> anyhow::Result<()> {
+    let mut spoiled = None;
     let kept = match args.checkpoint.as_deref() {
         Some(t) => Some(t.parse::<Checkpoint>().map_err(|_| {
             coded(
@@ -187,8 +309,17 @@ fn verify(log: &SigningLogDb, global: &GlobalOpts, args: VerifyArgs) -> anyhow::
                 ),
             )
         })?),
-        // Without one given, the checkpoint kept beside the log.
-        None => log.kept()?.map(|k| k.checkpoint()),
+        // Without one given, the checkpoint kept beside the log; one that cannot be
+        // read is reported once the chain is checked (it still tells whether the
+        // entries hold).
+        None => match log.kept() {
+            Ok(kept) => kept.map(|k| k.checkpoint()),
+            Err(e @ bridgectl_signing_log::Error::Checkpoint { .. }) => {
+                spoiled = Some(e);
+                None
+            }
+            Err(e) => return Err(e.into()),
+        },
     };
     let mut outcome = match log.verify(kept) {
         Ok(head) => Ok(head),
@@ -224,6 +355,23 @@ fn verify(log: &SigningLogDb, global: &GlobalOpts, args: VerifyArgs) -> anyhow::
         }
     }
     match outcome {
+        Ok(head) if spoiled.is_some() => {
+            if global.json {
+                crate::output::json(&json!({
+                    "ok": false, "count": head.count, "head": head.head,
+                    "checkpoint": head.to_string(), "reason": "the kept checkpoint cannot be read"
+                }))?;
+            }
+            Err(
+                anyhow::Error::new(spoiled.expect("just matched")).context(format!(
+                    "signing log {}: its {} entries hold (head {head}), but its kept \
+                     checkpoint cannot be read",
+                    log.path().display(),
+                    head.count
+                )),
+            )
+            .code(Code::Refused)
+        }
         Ok(head) => {
             if global.json {
                 crate::output::json(&json!({
@@ -295,7 +443,7 @@ fn show(log: &SigningLogDb, global: &GlobalOpts, args: ShowArgs) -> anyhow::Resu
             // An acknowledgement is a person's, signed by a key: what it accepted
             // and what spending it carried over.
             Some(b) if b.acknowledges.is_some() => crate::output::line(format_args!(
-                "{:>6}  {}  {}  acknowledged the log (its kept checkpoint {}){}",
+                "{:>6}  {}  {}  acknowledged the log (its kept checkpoint {}){}{}",
                 e.seq,
                 format_time(b.time),
                 b.key,
@@ -307,6 +455,11 @@ fn show(log: &SigningLogDb, global: &GlobalOpts, args: ShowArgs) -> anyhow::Resu
                         ", carrying {} spending sum(s) of entries it lost",
                         b.carried.len()
                     )
+                },
+                if b.watermarks.is_empty() {
+                    String::new()
+                } else {
+                    format!(", and {} watermark(s)", b.watermarks.len())
                 }
             ))?,
             Some(b) => crate::output::line(format_args!(

@@ -83,8 +83,18 @@ pub enum Error {
         reason: String,
     },
 
-    /// The signing log's kept checkpoint file cannot be read.
-    #[error("signing log checkpoint {}: {reason}", path.display())]
+    /// The signing log's kept checkpoint file cannot be read (both of its slots
+    /// spoiled, or not a checkpoint at all): a rollback of the log cannot be ruled out,
+    /// and the watermarks and spending it kept are not known. Acknowledging the log
+    /// ([`crate::SigningLogDb::plan_acknowledgement`]) rebuilds it from the log's
+    /// entries, and from a chain's nonce count where one is asked.
+    #[error(
+        "signing log checkpoint {}: {reason}; a rollback of the log cannot be ruled out \
+         without it, so nothing is signed against the log until it is acknowledged, which \
+         rebuilds the checkpoint from the log's entries (and, online, the chains' nonce \
+         counts)",
+        path.display()
+    )]
     Checkpoint {
         /// The checkpoint file.
         path: PathBuf,

@@ -1,12 +1,14 @@
 //! The checkpoint kept beside the log (`<log>.checkpoint`): what it holds (the head as
-//! last written, how far a person acknowledged, each key's recent spending) and how it is
-//! written in place, two slots, so that a write cut short leaves the one before.
+//! last written, how far a person acknowledged, each key's recent spending, each key's
+//! watermark on each chain) and how it is written in place, two slots, so that a write
+//! cut short leaves the one before.
 
 use alloy_primitives::B256;
-use bridgectl_tx::signing_log::{Carried, Checkpoint, EntryBody};
+use bridgectl_tx::signing_log::{Carried, Checkpoint, EntryBody, Watermark, Watermarks};
 
 /// The checkpoint kept beside the log (`<log>.checkpoint`): the head as this store last
-/// wrote it, and how far a person acknowledged the log as it stands.
+/// wrote it, how far a person acknowledged the log as it stands, and what an
+/// acknowledgement of a log that lost entries carries forward.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KeptCheckpoint {
@@ -22,11 +24,34 @@ pub struct KeptCheckpoint {
     /// carries over, so that accepting it forgets nothing of the windows.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub carried: Vec<Carried>,
+    /// Each key's watermark on each chain (the highest nonce it signed there, and the
+    /// gaps below it), least recently moved first, at most [`MAX_WATERMARKS`]: what the
+    /// nonce guard holds a nonce by when the log has no entry of it, and what an
+    /// acknowledgement carries into the log.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub watermarks: Vec<Watermark>,
 }
 
 /// How far back the kept checkpoint keeps each key's spending: the longest spending
-/// window it protects through an acknowledgement.
-pub const CARRY_SECS: u64 = 31 * 24 * 3600;
+/// window it protects through an acknowledgement, and so the longest a limit may have
+/// ([`bridgectl_tx::signing_log::MAX_WINDOW_SECS`]).
+pub const CARRY_SECS: u64 = bridgectl_tx::signing_log::MAX_WINDOW_SECS;
+
+/// The most keys x chains the kept checkpoint keeps a watermark of. Past it, the least
+/// recently moved one is dropped (and, should the slot not hold them all with their
+/// gaps, the least recently moved go first): that key's nonces on that chain are then
+/// held by the log's entries and its acknowledgements alone, as before the checkpoint
+/// kept watermarks.
+pub const MAX_WATERMARKS: usize = 128;
+
+/// `watermarks` with `entry` taken into account ([`EntryBody::mark`]), at most
+/// [`MAX_WATERMARKS`].
+pub(crate) fn mark(watermarks: Vec<Watermark>, entry: &EntryBody) -> Vec<Watermark> {
+    let mut set = Watermarks(watermarks);
+    entry.mark(&mut set);
+    set.keep_newest(MAX_WATERMARKS);
+    set.0
+}
 
 /// The most spending sums the kept checkpoint holds: older sums of a key and token are
 /// merged (dated by the newer, so counted at least as long) to stay within it.
@@ -116,12 +141,14 @@ impl KeptCheckpoint {
 /// log still reaches it: it only ever grows past it). Both slots spoiled is refused like
 /// any unreadable checkpoint, until a person acknowledges the log.
 ///
-/// 32 KiB holds [`MAX_CARRIED`] spending sums of the largest values; files of the earlier
-/// 256-byte slots are read as they were and rewritten at this size.
-pub const CHECKPOINT_SLOT_BYTES: usize = 32 * 1024;
+/// 64 KiB holds [`MAX_CARRIED`] spending sums and [`MAX_WATERMARKS`] watermarks without
+/// gaps, of the largest values; files of the earlier 256-byte and 32 KiB slots are read
+/// as they were and rewritten at this size.
+pub const CHECKPOINT_SLOT_BYTES: usize = 64 * 1024;
 
-/// The slot of files written before spending was carried (count, head, acknowledged).
-pub(crate) const LEGACY_SLOT_BYTES: usize = 256;
+/// The slots of files written before spending was carried (count, head, acknowledged),
+/// and before watermarks were kept.
+pub(crate) const LEGACY_SLOT_BYTES: [usize; 2] = [256, 32 * 1024];
 
 /// The largest kept checkpoint's file read: its two slots.
 pub(crate) const MAX_CHECKPOINT_FILE_BYTES: u64 = 2 * CHECKPOINT_SLOT_BYTES as u64;
@@ -135,20 +162,27 @@ struct Slot {
     acknowledged: u64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     carried: Vec<Carried>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    watermarks: Vec<Watermark>,
     /// [`slot_check`] of the fields above.
     check: String,
 }
 
 /// The first 8 bytes of the keccak-256 of a slot's fields (count and acknowledged as
-/// 8 bytes big-endian, the head's 32, and when spending is carried the keccak-256 of its
-/// JSON): a slot half overwritten does not match it.
+/// 8 bytes big-endian, the head's 32, when spending is carried the keccak-256 of its
+/// JSON, and when watermarks are kept the keccak-256 of theirs): a slot half overwritten
+/// does not match it.
 pub(crate) fn slot_check(kept: &KeptCheckpoint) -> String {
-    let mut bytes = Vec::with_capacity(80);
+    let mut bytes = Vec::with_capacity(112);
     bytes.extend_from_slice(&kept.count.to_be_bytes());
     bytes.extend_from_slice(kept.head.as_slice());
     bytes.extend_from_slice(&kept.acknowledged.to_be_bytes());
     if !kept.carried.is_empty() {
         let json = serde_json::to_vec(&kept.carried).unwrap_or_default();
+        bytes.extend_from_slice(alloy_primitives::keccak256(json).as_slice());
+    }
+    if !kept.watermarks.is_empty() {
+        let json = serde_json::to_vec(&kept.watermarks).unwrap_or_default();
         bytes.extend_from_slice(alloy_primitives::keccak256(json).as_slice());
     }
     alloy_primitives::hex::encode(&alloy_primitives::keccak256(bytes)[..8])
@@ -162,27 +196,34 @@ pub(crate) fn encode_slot(kept: &KeptCheckpoint) -> Vec<u8> {
             head: kept.head,
             acknowledged: kept.acknowledged,
             carried: kept.carried.clone(),
+            watermarks: kept.watermarks.clone(),
             check: slot_check(&kept),
         };
         let json = serde_json::to_vec(&slot).unwrap_or_default();
-        if json.len() < CHECKPOINT_SLOT_BYTES || kept.carried.is_empty() {
+        if json.len() < CHECKPOINT_SLOT_BYTES
+            || (kept.carried.is_empty() && kept.watermarks.is_empty())
+        {
             let mut out = vec![b' '; CHECKPOINT_SLOT_BYTES];
             let len = json.len().min(CHECKPOINT_SLOT_BYTES - 1);
             out[..len].copy_from_slice(&json[..len]);
             out[CHECKPOINT_SLOT_BYTES - 1] = b'\n';
             return out;
         }
-        // More keys and tokens than the slot holds sums of: merge, and past one sum per
-        // key and token, drop the oldest.
+        // More keys and tokens than the slot holds sums of: merge (that loses nothing);
+        // then drop the least recently moved watermarks; past one sum per key and token,
+        // drop the oldest sums.
         let fewer = merge_down_to(kept.carried.clone(), kept.carried.len() * 3 / 4);
-        kept.carried = if fewer.len() < kept.carried.len() {
-            fewer
+        if fewer.len() < kept.carried.len() {
+            kept.carried = fewer;
+        } else if !kept.watermarks.is_empty() {
+            let drop = kept.watermarks.len().div_ceil(4);
+            kept.watermarks.drain(..drop);
         } else {
             let mut by_age = fewer;
             by_age.sort_by_key(|c| std::cmp::Reverse(c.time));
             by_age.truncate(by_age.len() * 3 / 4);
-            by_age
-        };
+            kept.carried = by_age;
+        }
     }
 }
 
@@ -193,16 +234,17 @@ pub(crate) fn decode_slot(bytes: &[u8]) -> Option<KeptCheckpoint> {
         head: slot.head,
         acknowledged: slot.acknowledged,
         carried: slot.carried,
+        watermarks: slot.watermarks,
     };
     (slot.check == slot_check(&kept)).then_some(kept)
 }
 
-/// The checkpoint a kept checkpoint's file holds: the newer valid slot (of either slot
-/// size), or, for a file an older version wrote (one JSON object), that object.
+/// The checkpoint a kept checkpoint's file holds: the newer valid slot (of any slot size
+/// written so far), or, for a file an older version wrote (one JSON object), that object.
 pub(crate) fn read_kept(bytes: &[u8]) -> Result<KeptCheckpoint, String> {
     let slot = match bytes.len() {
         n if n == 2 * CHECKPOINT_SLOT_BYTES => CHECKPOINT_SLOT_BYTES,
-        n if n == 2 * LEGACY_SLOT_BYTES => LEGACY_SLOT_BYTES,
+        n if LEGACY_SLOT_BYTES.iter().any(|l| n == 2 * l) => n / 2,
         _ => return serde_json::from_slice(bytes).map_err(|e| e.to_string()),
     };
     let (a, b) = bytes.split_at(slot);
@@ -229,6 +271,7 @@ pub(crate) mod tests {
             head: B256::repeat_byte(u8::try_from(count % 251).expect("small")),
             acknowledged,
             carried: Vec::new(),
+            watermarks: Vec::new(),
         }
     }
 
@@ -243,6 +286,7 @@ pub(crate) mod tests {
             head: B256::repeat_byte(0xff),
             acknowledged: u64::MAX,
             carried: Vec::new(),
+            watermarks: Vec::new(),
         };
         let slot = encode_slot(&big);
         assert_eq!(slot[CHECKPOINT_SLOT_BYTES - 1], b'\n');
@@ -261,7 +305,50 @@ pub(crate) mod tests {
                 .collect(),
             ..kept(5, 5)
         };
-        assert_eq!(decode_slot(&encode_slot(&full)), Some(full), "the sums fit");
+        assert_eq!(
+            decode_slot(&encode_slot(&full)),
+            Some(full.clone()),
+            "the sums fit"
+        );
+        // And as many watermarks as it keeps besides, the largest values.
+        let fuller = KeptCheckpoint {
+            watermarks: (0..MAX_WATERMARKS as u64)
+                .map(|i| Watermark {
+                    key: Address::repeat_byte(u8::try_from(i % 250).expect("small")),
+                    chain_id: u64::MAX - i,
+                    nonce: u64::MAX,
+                    gaps: Vec::new(),
+                })
+                .collect(),
+            ..full
+        };
+        assert_eq!(
+            decode_slot(&encode_slot(&fuller)),
+            Some(fuller.clone()),
+            "the watermarks fit"
+        );
+        // With many gaps each they do not all fit: the least recently moved go first.
+        let gapped = KeptCheckpoint {
+            watermarks: fuller
+                .watermarks
+                .iter()
+                .map(|w| Watermark {
+                    gaps: (0..bridgectl_tx::watermark::MAX_GAPS as u64)
+                        .map(|g| [u64::MAX - 100 + 2 * g, u64::MAX - 100 + 2 * g])
+                        .collect(),
+                    ..w.clone()
+                })
+                .collect(),
+            ..fuller
+        };
+        let shed = decode_slot(&encode_slot(&gapped)).expect("reads back");
+        assert!(shed.watermarks.len() < MAX_WATERMARKS, "some dropped");
+        assert_eq!(shed.carried, gapped.carried, "the sums kept");
+        assert_eq!(
+            shed.watermarks.last(),
+            gapped.watermarks.last(),
+            "the most recently moved kept"
+        );
         assert_eq!(read_kept(&file(&kept(7, 3), &kept(8, 3))), Ok(kept(8, 3)));
         assert_eq!(read_kept(&file(&kept(9, 3), &kept(8, 3))), Ok(kept(9, 3)));
         assert_eq!(read_kept(&file(&kept(8, 2), &kept(8, 5))), Ok(kept(8, 5)));
@@ -325,18 +412,27 @@ pub(crate) mod tests {
         assert!(read_kept(b"{\"count\":").is_err());
         // Two 256-byte slots, as written before spending was carried.
         let legacy = |k: &KeptCheckpoint| {
-            let mut out = vec![b' '; LEGACY_SLOT_BYTES];
+            let mut out = vec![b' '; LEGACY_SLOT_BYTES[0]];
             let json = serde_json::to_vec(&serde_json::json!({
                 "count": k.count, "head": k.head, "acknowledged": k.acknowledged,
                 "check": slot_check(k),
             }))
             .expect("json");
             out[..json.len()].copy_from_slice(&json);
-            out[LEGACY_SLOT_BYTES - 1] = b'\n';
+            out[LEGACY_SLOT_BYTES[0] - 1] = b'\n';
             out
         };
         let file = [legacy(&kept(6, 1)), legacy(&kept(7, 1))].concat();
         assert_eq!(read_kept(&file), Ok(kept(7, 1)));
+        // Two 32 KiB slots, as written before watermarks were kept.
+        let slot = |k: &KeptCheckpoint| {
+            let mut out = encode_slot(k);
+            out.truncate(LEGACY_SLOT_BYTES[1]);
+            out[LEGACY_SLOT_BYTES[1] - 1] = b'\n';
+            out
+        };
+        let file = [slot(&kept(9, 1)), slot(&kept(8, 1))].concat();
+        assert_eq!(read_kept(&file), Ok(kept(9, 1)));
     }
 
     fn spent(key: u8, time: u64, amount: u64) -> EntryBody {
@@ -345,6 +441,7 @@ pub(crate) mod tests {
             Address::repeat_byte(key),
             time,
             Checkpoint::EMPTY,
+            Vec::new(),
             Vec::new(),
         );
         EntryBody {

@@ -8,5 +8,6 @@ mod store;
 mod walk;
 
 pub use error::Error;
-pub use kept::{CARRY_SECS, CHECKPOINT_SLOT_BYTES, KeptCheckpoint, MAX_CARRIED};
+pub use kept::{CARRY_SECS, CHECKPOINT_SLOT_BYTES, KeptCheckpoint, MAX_CARRIED, MAX_WATERMARKS};
+pub use signing::AcknowledgementPlan;
 pub use store::{Columns, SIGNING_LOG_FILE, ShowFilter, SigningLogDb};

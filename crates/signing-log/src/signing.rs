@@ -6,14 +6,15 @@ use alloy_primitives::{Address, B256, U256};
 use bridgectl_tx::CreditClaim;
 use bridgectl_tx::limits::{Spent, WindowLimit};
 use bridgectl_tx::signing_log::{
-    Checkpoint, Entry, EntryBody, Head, WindowQuery, nonce_free, same_signature,
+    AtNonce, Carried, Checkpoint, Entry, EntryBody, Head, Watermark, Watermarks, WindowQuery,
+    nonce_free, same_signature,
 };
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use rusqlite::{TransactionBehavior, params};
 
 use crate::Error;
 
-use crate::kept::{KeptCheckpoint, carry};
-use crate::store::{SigningLogDb, boxed, head, refused, row_entry};
+use crate::kept::{KeptCheckpoint, MAX_WATERMARKS, carry, mark};
+use crate::store::{SigningLogDb, body_text, boxed, head, refused, row_entry};
 
 /// A refusal of the log (it does not reach its checkpoint, does not hold, or holds a
 /// stranger's entry) is a refusal to sign; anything else is a failure to read it.
@@ -31,7 +32,10 @@ impl SigningLogDb {
     /// After `entries` (not empty, in order) were committed: their signatures count as
     /// checked in this process, and the kept checkpoint moves to the last of them. It
     /// only moves forward (a concurrent signer may have written a later one); a stale
-    /// one is safe, the log still reaches it. Returns the new head.
+    /// one is safe, the log still reaches it. It adds to what it keeps (each key's
+    /// spending, each key's watermarks) every entry since the one it was written at:
+    /// these, and any a concurrent signer appended before them whose own checkpoint
+    /// this one overtakes. Returns the new head.
     fn appended(&self, entries: &[Entry]) -> Result<Checkpoint, bridgectl_tx::Error> {
         let last = entries.last().expect("called with the entries appended");
         self.seen
@@ -42,96 +46,201 @@ impl SigningLogDb {
             count: last.seq,
             head: last.hash,
         };
-        // The kept checkpoint only moves forward (a concurrent signer may have written
-        // a later one); a stale one is safe, the log still reaches it. It adds these
-        // entries' spending to what it keeps of each key's.
         let kept = self.kept().ok().flatten();
         if kept.as_ref().is_none_or(|k| k.count < new.count) {
-            let mut carried = kept.as_ref().map(|k| k.carried.clone()).unwrap_or_default();
-            for entry in entries {
-                if let Ok(body) = serde_json::from_str::<EntryBody>(&entry.body) {
-                    carried = carry(&carried, &body);
-                }
+            let since = match &kept {
+                Some(k) => self.bodies_between(k.count, new.count).map_err(boxed)?,
+                None => entries
+                    .iter()
+                    .filter_map(|e| serde_json::from_str(&e.body).ok())
+                    .collect(),
+            };
+            let (mut carried, mut watermarks) = kept
+                .as_ref()
+                .map(|k| (k.carried.clone(), k.watermarks.clone()))
+                .unwrap_or_default();
+            for body in &since {
+                carried = carry(&carried, body);
+                watermarks = mark(watermarks, body);
             }
             self.advance_kept(&KeptCheckpoint {
                 count: new.count,
                 head: new.head,
                 acknowledged: kept.as_ref().map_or(0, |k| k.acknowledged),
                 carried,
+                watermarks,
             })
             .map_err(boxed)?;
         }
         Ok(new)
     }
+
+    /// The bodies of the entries after `after` up to `upto`, in order, each checked on
+    /// its own (one that does not hold is left out: the walks refuse it).
+    fn bodies_between(&self, after: u64, upto: u64) -> Result<Vec<EntryBody>, Error> {
+        self.with(|c| {
+            let mut stmt = c
+                .prepare_cached(
+                    "SELECT seq, body, hash, sig FROM entries WHERE seq > ?1 AND seq <= ?2 \
+                     ORDER BY seq",
+                )
+                .map_err(self.sql())?;
+            let mut rows = stmt
+                .query(params![
+                    i64::try_from(after).unwrap_or(i64::MAX),
+                    i64::try_from(upto).unwrap_or(i64::MAX)
+                ])
+                .map_err(self.sql())?;
+            let mut bodies = Vec::new();
+            while let Some(row) = rows.next().map_err(self.sql())? {
+                if let Ok(body) = self.checked_body(&row_entry(row).map_err(self.sql())?) {
+                    bodies.push(body);
+                }
+            }
+            Ok(bodies)
+        })
+    }
+}
+
+/// What an acknowledgement of the log as it stands accepts and carries forward
+/// ([`SigningLogDb::plan_acknowledgement`]): for a person to read before the key is
+/// unlocked, then [`SigningLogDb::acknowledge_plan`].
+#[derive(Clone, Debug)]
+pub struct AcknowledgementPlan {
+    /// The log's head, the whole chain verified (links, hashes, signatures by any key).
+    pub head: Checkpoint,
+    /// The checkpoint kept beside the log: `Ok(None)` when there is none, `Err(why)`
+    /// when its file holds none that can be read (both slots spoiled).
+    pub kept: Result<Option<KeptCheckpoint>, String>,
+    /// Whether the log reaches the kept checkpoint (`false` when it has none that can be
+    /// read).
+    pub reaches: bool,
+    /// The spending carried into the log: the kept checkpoint's record of it, when the
+    /// log does not reach the checkpoint (it lost entries); else none.
+    pub carried: Vec<Carried>,
+    /// The watermarks carried forward, the union of the kept checkpoint's (when it can
+    /// be read), the log's own (rebuilt from its entries and earlier acknowledgements)
+    /// and the ones witnessed ([`AcknowledgementPlan::witnessed`]): every nonce one
+    /// holds stays signed.
+    pub watermarks: Vec<Watermark>,
+    /// The spending the new kept checkpoint keeps: the kept checkpoint's, or, without
+    /// one that can be read, the log's own of the last [`crate::CARRY_SECS`].
+    keep_carried: Vec<Carried>,
+}
+
+impl AcknowledgementPlan {
+    /// The plan with what a chain witnessed added to its watermarks: the nonce counts
+    /// of keys there, as [`Watermark::below`] makes them (every nonce below a count was
+    /// used on that chain).
+    pub fn witnessed(mut self, witnessed: &[Watermark]) -> AcknowledgementPlan {
+        let mut marks = Watermarks(std::mem::take(&mut self.watermarks));
+        for w in witnessed {
+            marks.merge(w);
+        }
+        self.watermarks = marks.0;
+        self
+    }
 }
 
 impl SigningLogDb {
-    /// Accepts the log as it stands, by `signer`, a key of the keystore, at `time`:
-    /// after `verify` found it whole (links, hashes, signatures, any key), an
-    /// acknowledgement entry signed by that key is appended
-    /// ([`bridgectl_tx::signing_log::acknowledgement`]), its head becomes the kept checkpoint, and
-    /// every entry so far counts as acknowledged (keys that are not in the keystore
-    /// included). For a person who knows why the log no longer reaches its checkpoint
-    /// (restored from a backup, moved aside) or why a stranger's key signed an entry (a
-    /// key removed).
+    /// What acknowledging the log as it stands would accept and carry forward. The
+    /// whole log is verified first: one that does not hold is [`Error::Broken`], nothing
+    /// to acknowledge. Reads only (no key, nothing written, no network).
     ///
-    /// What is not forgotten: when the log does not reach the kept checkpoint (entries
-    /// were lost), the entry carries the checkpoint's record of each key's recent
-    /// spending ([`KeptCheckpoint::carried`]), which the spending windows count from then
-    /// on as they counted the lost entries. (Spending still in the log is then counted
-    /// twice where its hour's sum is carried too: stricter, never looser.) A kept
-    /// checkpoint that cannot be read at all carries nothing.
-    pub fn acknowledge(
+    /// The watermarks are rebuilt from the whole log (each signature, each key's chain
+    /// resets, each earlier acknowledgement's) and united with the kept checkpoint's
+    /// (but those of a key and chain the log records a reset of after the checkpoint
+    /// was written: the chain started over); [`AcknowledgementPlan::witnessed`] adds a
+    /// chain's word. This is also the way on from a kept checkpoint whose file holds
+    /// none that can be read (both slots spoiled): the log and the chains are then the
+    /// witnesses of what was signed, and spending the log lost with it, if it lost any,
+    /// cannot be known.
+    pub fn plan_acknowledgement(&self) -> Result<AcknowledgementPlan, Error> {
+        let kept = match self.kept() {
+            Ok(kept) => Ok(kept),
+            Err(Error::Checkpoint { reason, .. }) => Err(reason),
+            Err(e) => return Err(e),
+        };
+        let mut marks = Watermarks::default();
+        let mut own_carried = Vec::new();
+        let mut resets = Vec::new();
+        let head = self.verify_each(None, |body| {
+            body.mark(&mut marks);
+            own_carried = carry(&own_carried, body);
+            if body.chain_reset.is_some() {
+                resets.push((body.key, body.chain_id, body.seq));
+            }
+        })?;
+        let readable = kept.as_ref().ok().and_then(Option::as_ref);
+        if let Some(k) = readable {
+            for w in &k.watermarks {
+                let reset_since = resets.iter().any(|(key, chain, seq)| {
+                    (*key, *chain) == (w.key, w.chain_id) && *seq > k.count
+                });
+                if !reset_since {
+                    marks.merge(w);
+                }
+            }
+        }
+        let reaches = match &kept {
+            Ok(None) => true,
+            Ok(Some(k)) => k.count == 0 || self.with(|c| self.hash_at(c, k.count))? == Some(k.head),
+            Err(_) => false,
+        };
+        Ok(AcknowledgementPlan {
+            head,
+            reaches,
+            carried: match readable {
+                Some(k) if !reaches => k.carried.clone(),
+                _ => Vec::new(),
+            },
+            watermarks: marks.0,
+            keep_carried: readable.map_or(own_carried, |k| k.carried.clone()),
+            kept,
+        })
+    }
+
+    /// Appends the acknowledgement `plan` describes, signed by `signer`, a key of the
+    /// keystore, at `time` ([`bridgectl_tx::signing_log::acknowledgement`]): its head
+    /// becomes the kept checkpoint (written whole, both slots), every entry so far
+    /// counts as acknowledged (keys that are not in the keystore included), and what
+    /// the plan carries counts from then on as the lost entries did: their spending in
+    /// the windows (spending still in the log is then counted twice where its hour's sum
+    /// is carried too: stricter, never looser), their nonces by the watermarks. Refused
+    /// when a signature was appended since the plan was made.
+    pub fn acknowledge_plan(
         &self,
+        plan: &AcknowledgementPlan,
         signer: &alloy_signer_local::PrivateKeySigner,
         time: u64,
     ) -> Result<Checkpoint, Error> {
-        let head_before = self.verify(None)?;
-        let kept = self.kept().ok().flatten();
-        let reaches = kept.as_ref().is_none_or(|k| {
-            k.count == 0
-                || self
-                    .with(|c| {
-                        c.prepare_cached("SELECT hash FROM entries WHERE seq = ?1")
-                            .and_then(|mut s| {
-                                s.query_row([i64::try_from(k.count).unwrap_or(i64::MAX)], |r| {
-                                    r.get::<_, Vec<u8>>(0)
-                                })
-                                .optional()
-                            })
-                            .map_err(self.sql())
-                    })
-                    .ok()
-                    .flatten()
-                    .as_deref()
-                    == Some(k.head.as_slice())
-        });
-        let carried = kept.as_ref().map(|k| k.carried.clone()).unwrap_or_default();
+        let failed = |reason: String| Error::Acknowledgement {
+            path: self.path.clone(),
+            reason,
+        };
         let body = bridgectl_tx::signing_log::acknowledgement(
-            head_before,
+            plan.head,
             signer.address(),
             time,
-            kept.as_ref()
-                .map_or(Checkpoint::EMPTY, KeptCheckpoint::checkpoint),
-            if reaches { Vec::new() } else { carried.clone() },
+            match &plan.kept {
+                Ok(Some(k)) => k.checkpoint(),
+                _ => Checkpoint::EMPTY,
+            },
+            plan.carried.clone(),
+            plan.watermarks.clone(),
         );
-        let entry = bridgectl_tx::signing_log::seal_entry(&body, signer).map_err(|e| {
-            Error::Acknowledgement {
-                path: self.path.clone(),
-                reason: e.to_string(),
-            }
-        })?;
+        let entry = bridgectl_tx::signing_log::seal_entry(&body, signer)
+            .map_err(|e| failed(e.to_string()))?;
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let sql = self.sql();
         bridgectl_local::sqlite::durable(&mut conn, &sql, |conn| {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(&sql)?;
-            if head(&tx).map_err(&sql)? != head_before {
-                return Err(Error::Acknowledgement {
-                    path: self.path.clone(),
-                    reason: "another signature was appended meanwhile: acknowledge again".into(),
-                });
+            if head(&tx).map_err(&sql)? != plan.head {
+                return Err(failed(
+                    "another signature was appended meanwhile: acknowledge again".into(),
+                ));
             }
             Self::insert(&tx, &entry).map_err(&sql)?;
             tx.commit().map_err(&sql)
@@ -141,13 +250,74 @@ impl SigningLogDb {
             count: entry.seq,
             head: entry.hash,
         };
+        let mut watermarks = Watermarks(plan.watermarks.clone());
+        watermarks.keep_newest(MAX_WATERMARKS);
         self.write_kept(&KeptCheckpoint {
             count: new.count,
             head: new.head,
             acknowledged: new.count,
-            carried,
+            carried: plan.keep_carried.clone(),
+            watermarks: watermarks.0,
         })?;
         Ok(new)
+    }
+
+    /// Accepts the log as it stands, by `signer`, at `time`:
+    /// [`SigningLogDb::plan_acknowledgement`], then
+    /// [`SigningLogDb::acknowledge_plan`]. For a person who knows why the log no longer
+    /// reaches its checkpoint (restored from a backup, moved aside), why a stranger's
+    /// key signed an entry (a key removed), or why the checkpoint cannot be read.
+    pub fn acknowledge(
+        &self,
+        signer: &alloy_signer_local::PrivateKeySigner,
+        time: u64,
+    ) -> Result<Checkpoint, Error> {
+        let plan = self.plan_acknowledgement()?;
+        self.acknowledge_plan(&plan, signer, time)
+    }
+}
+
+impl SigningLogDb {
+    /// The nonce guard inside an append, for the new entry `body` after `earlier` (a
+    /// group's entries before it, not committed yet): `true` when it is the very
+    /// transaction the log (or the group) holds already, to be recorded once; a refusal
+    /// when the nonce holds another ([`nonce_free`]). An entry that signs no transaction
+    /// (a chain reset) has no nonce to guard.
+    fn signed_again(
+        &self,
+        c: &rusqlite::Connection,
+        body: &EntryBody,
+        earlier: &[EntryBody],
+    ) -> Result<bool, bridgectl_tx::Error> {
+        if !body.signs_transaction() {
+            return Ok(false);
+        }
+        let mut prior = self
+            .signed_at_nonce_in(c, body.key, body.chain_id, body.nonce)
+            .map_err(as_tx)?;
+        prior.entries.extend(
+            earlier
+                .iter()
+                .filter(|b| {
+                    b.signs_transaction()
+                        && b.key == body.key
+                        && b.chain_id == body.chain_id
+                        && b.nonce == body.nonce
+                })
+                .cloned(),
+        );
+        if same_signature(&prior.entries, body).is_some() {
+            return Ok(true);
+        }
+        nonce_free(
+            &prior,
+            body.key,
+            body.chain_id,
+            body.nonce,
+            body.signing_hash.unwrap_or_default(),
+            body.replaces,
+        )?;
+        Ok(false)
     }
 }
 
@@ -181,27 +351,10 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
                 let body: EntryBody = serde_json::from_str(&entry.body).map_err(|e| {
                     bridgectl_tx::Error::Refused(format!("the new log entry does not read: {e}"))
                 })?;
-                let prior = if body.signs_transaction() {
-                    self.signed_at_nonce_in(&tx, body.key, body.chain_id, body.nonce)
-                        .map_err(as_tx)?
-                } else {
-                    // A chain reset signs no transaction: no nonce to guard.
-                    Vec::new()
-                };
-                if body.signs_transaction() && same_signature(&prior, &body).is_some() {
+                if self.signed_again(&tx, &body, &[])? {
                     // The very transaction again (the same bytes): recorded once, counted
                     // once.
                     return Ok(None);
-                }
-                if body.signs_transaction() {
-                    nonce_free(
-                        &prior,
-                        body.key,
-                        body.chain_id,
-                        body.nonce,
-                        body.signing_hash.unwrap_or_default(),
-                        body.replaces,
-                    )?;
                 }
                 if let Some(limit) = limit {
                     limit.check(walked.total)?;
@@ -259,33 +412,9 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
                             "the new log entry does not read: {e}"
                         ))
                     })?;
-                    if body.signs_transaction() {
-                        let mut prior = self
-                            .signed_at_nonce_in(&tx, body.key, body.chain_id, body.nonce)
-                            .map_err(as_tx)?;
-                        prior.extend(
-                            bodies
-                                .iter()
-                                .filter(|b| {
-                                    b.signs_transaction()
-                                        && b.key == body.key
-                                        && b.chain_id == body.chain_id
-                                        && b.nonce == body.nonce
-                                })
-                                .cloned(),
-                        );
-                        if same_signature(&prior, &body).is_some() {
-                            // The very transaction again: recorded once, counted once.
-                            continue;
-                        }
-                        nonce_free(
-                            &prior,
-                            body.key,
-                            body.chain_id,
-                            body.nonce,
-                            body.signing_hash.unwrap_or_default(),
-                            body.replaces,
-                        )?;
+                    if self.signed_again(&tx, &body, &bodies)? {
+                        // The very transaction again: recorded once, counted once.
+                        continue;
                     }
                     if let Some(limit) = &item.limit {
                         let q = &limit.query;
@@ -336,7 +465,7 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
         key: Address,
         chain_id: u64,
         nonce: u64,
-    ) -> Result<Vec<EntryBody>, bridgectl_tx::Error> {
+    ) -> Result<AtNonce, bridgectl_tx::Error> {
         self.with(|c| self.signed_at_nonce_in(c, key, chain_id, nonce))
             .map_err(as_tx)
     }
@@ -352,13 +481,14 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
             let mut found = Vec::new();
             let mut stmt = c
                 .prepare_cached(
-                    "SELECT seq, body, hash, sig FROM entries WHERE key = ?1 AND chain_id = ?2 \
-                     ORDER BY seq DESC",
+                    "SELECT seq, body, hash, sig FROM entries \
+                     WHERE json_extract(body, '$.key') = ?1 \
+                       AND json_extract(body, '$.chainId') = ?2 ORDER BY seq DESC",
                 )
                 .map_err(self.sql())?;
             for key in keys {
                 let mut rows = stmt
-                    .query(params![key.to_string(), chain])
+                    .query(params![body_text(key), chain])
                     .map_err(self.sql())?;
                 let mut taken = 0;
                 while taken < per_key

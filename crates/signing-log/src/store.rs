@@ -6,15 +6,17 @@
 //! |---|---|
 //! | an entry is on disk before the signed bytes leave `sign_and_log` | one transaction per append, committed with `synchronous=FULL`: the log's one fsync per signature (see `bridgectl_local::sqlite`) |
 //! | two signers never fork the chain | the head is read and the entry inserted inside one `BEGIN IMMEDIATE` |
-//! | limits are not fooled by an edited index column | totals add up the bodies of checked entries, never the columns |
+//! | no guard is fooled by an edited index column | totals add up the bodies of checked entries; the nonce guard, a key's resets and a chain's block 0 are found through indexes of what the bodies say (`json_extract(body, ...)`), never the columns; and a row whose columns disagree with its body refuses signing (one lookup in the partial index `entries_edited`, not a walk) |
 //! | limits are not reset by rolling the log back | a checkpoint kept beside it (`<log>.checkpoint`, written in place after each append, two slots: [`CHECKPOINT_SLOT_BYTES`]): a log that does not reach it (deleted, truncated, an older copy) refuses to sign until [`SigningLogDb::acknowledge`] |
 //! | limits are not reset by a stranger's entry | every entry walked is checked (hash, link, signature); one by a key that is not the keystore's refuses; only the signing key's own entries start and end a window |
 //! | limits are not reset by a clock stepped back | a key's new entry is never older than its newest one, which is also a floor under `now` |
 //! | two signers cannot pass a limit together | the window is totalled again inside the append's `BEGIN IMMEDIATE` |
-//! | one nonce, one signature per key, whatever journal or process signs | `signed_at_nonce` (indexed on key, chain and the body's nonce) answers the check made before unlocking; the append asks again inside its `BEGIN IMMEDIATE` and refuses another transaction at a signed nonce (the same transaction again is the same bytes: not recorded twice) |
+//! | one nonce, one signature per key, whatever journal or process signs | `signed_at_nonce` (indexed on the body's key, chain and nonce) answers the check made before unlocking; the append asks again inside its `BEGIN IMMEDIATE` and refuses another transaction at a signed nonce (the same transaction again is the same bytes: not recorded twice) |
+//! | a signed nonce stays signed when its entry is lost (a deleted or restored log, acknowledged) or hidden (a body edited to another nonce, a row deleted) | each key's watermark on each chain (the highest nonce signed, and the gaps below it) is kept in the checkpoint and moved by every append; an acknowledgement carries the watermarks into the log, where they hold however the checkpoint fares; a nonce one holds without an entry refuses every transaction but a replacement; the key's chain-reset entry ends them |
 //!
 //! The columns besides `body`, `hash` and `sig` (time, key, chain, contract) exist to
-//! filter `log show`; [`SigningLogDb::verify`] checks they agree with the bodies.
+//! filter `log show`; [`SigningLogDb::verify`] checks they agree with the bodies, and
+//! so, for the addresses in lowercase, does every signature (`entries_edited`).
 
 use bridgectl_local::PathError;
 use std::path::{Path, PathBuf};
@@ -36,13 +38,38 @@ pub const SIGNING_LOG_FILE: &str = "signing-log.sqlite3";
 /// Version 2 added `entries_nonce`, the nonce guard's index; version 3 `entries_reset`,
 /// which finds a key's chain resets without reading its other entries; version 4
 /// `entries_genesis`, which finds the entries that name a chain's block 0; version 5
-/// `credit_claims`, a swap credit's one claim across every journal of the keystore.
+/// `credit_claims`, a swap credit's one claim across every journal of the keystore;
+/// version 6 made every index a guard reads an index of what the signed bodies say
+/// (the columns beside them are for `log show`, and an edit of them changes nothing a
+/// guard finds), added `entries_edited`, which finds a row whose columns disagree with
+/// its body without reading the others, and `entries_watermarks`, the acknowledgements
+/// that carry watermarks.
 const SCHEMA: bridgectl_local::sqlite::Schema = bridgectl_local::sqlite::Schema {
-    version: 5,
+    version: 6,
     sql: SCHEMA_SQL,
 };
 
-const SCHEMA_SQL: &str = "
+/// A row whose index columns disagree with its signed body, in SQL: what an edit of the
+/// columns leaves (the body's addresses are lowercase hex, the columns' checksummed, so
+/// the addresses are compared in lowercase; [`columns_agree`] compares the case too).
+macro_rules! edited_row {
+    () => {
+        "lower(key) IS NOT json_extract(body, '$.key') \
+         OR chain_id IS NOT json_extract(body, '$.chainId') \
+         OR time IS NOT json_extract(body, '$.time') \
+         OR lower(contract) IS NOT json_extract(body, '$.to')"
+    };
+}
+
+/// The first row whose columns disagree with its body: one lookup in `entries_edited`.
+pub(crate) const EDITED_ROW_SQL: &str = concat!(
+    "SELECT seq FROM entries WHERE ",
+    edited_row!(),
+    " ORDER BY seq LIMIT 1"
+);
+
+const SCHEMA_SQL: &str = concat!(
+    "
 CREATE TABLE IF NOT EXISTS entries (
     seq      INTEGER PRIMARY KEY,
     time     INTEGER NOT NULL,
@@ -54,12 +81,26 @@ CREATE TABLE IF NOT EXISTS entries (
     sig      BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS entries_key_time ON entries(key, time);
-CREATE INDEX IF NOT EXISTS entries_nonce ON entries(key, chain_id, json_extract(body, '$.nonce'));
-CREATE INDEX IF NOT EXISTS entries_genesis ON entries(chain_id, seq)
+-- Indexes of version 2 to 4, on the key and chain columns: replaced by the ones below.
+DROP INDEX IF EXISTS entries_nonce;
+DROP INDEX IF EXISTS entries_genesis;
+DROP INDEX IF EXISTS entries_reset;
+-- What the guards find entries by: the signed body's key, chain and nonce.
+CREATE INDEX IF NOT EXISTS entries_body_nonce ON entries(
+    json_extract(body, '$.key'), json_extract(body, '$.chainId'), json_extract(body, '$.nonce'));
+CREATE INDEX IF NOT EXISTS entries_body_genesis ON entries(json_extract(body, '$.chainId'), seq)
     WHERE json_extract(body, '$.genesis') IS NOT NULL
        OR json_extract(body, '$.chainReset') IS NOT NULL;
-CREATE INDEX IF NOT EXISTS entries_reset ON entries(key, chain_id, seq)
+CREATE INDEX IF NOT EXISTS entries_body_reset ON entries(
+    json_extract(body, '$.key'), json_extract(body, '$.chainId'), seq)
     WHERE json_extract(body, '$.chainReset') IS NOT NULL;
+CREATE INDEX IF NOT EXISTS entries_watermarks ON entries(seq)
+    WHERE json_extract(body, '$.watermarks') IS NOT NULL;
+-- The rows whose columns disagree with their bodies (EDITED_ROW): empty unless a row was
+-- edited, so finding one costs a lookup, not a walk.
+CREATE INDEX IF NOT EXISTS entries_edited ON entries(seq) WHERE ",
+    edited_row!(),
+    ";
 -- The swap credits claimed by the keystore's swaps, whichever journal followed them: the
 -- key makes one claim per credit (see SigningLog::claim_credit).
 CREATE TABLE IF NOT EXISTS credit_claims (
@@ -72,7 +113,8 @@ CREATE TABLE IF NOT EXISTS credit_claims (
     at        INTEGER NOT NULL,
     PRIMARY KEY (chain_id, genesis, tx_hash, log_index)
 );
-";
+"
+);
 
 /// The signing log of one keystore directory.
 #[derive(Debug)]
@@ -170,13 +212,16 @@ impl SigningLogDb {
         self.with(|c| head(c).map_err(self.sql()))
     }
 
-    /// The keys with entries on `chain_id`, as the index columns say (unchecked: a
+    /// The keys with entries on `chain_id`, as the entries' bodies say (unchecked: a
     /// listing of whom a chain reset concerns, not a total anything rests on).
     pub fn keys_on_chain(&self, chain_id: u64) -> Result<Vec<Address>, Error> {
         let chain = i64::try_from(chain_id).unwrap_or(i64::MAX);
         let keys: Vec<String> = self.with(|c| {
             let mut stmt = c
-                .prepare("SELECT DISTINCT key FROM entries WHERE chain_id = ?1 ORDER BY key")
+                .prepare(
+                    "SELECT DISTINCT json_extract(body, '$.key') AS k FROM entries \
+                     WHERE json_extract(body, '$.chainId') = ?1 ORDER BY k",
+                )
                 .map_err(self.sql())?;
             let rows = stmt
                 .query_map(params![chain], |r| r.get(0))
@@ -190,6 +235,16 @@ impl SigningLogDb {
     /// head. A log that does not hold is [`Error::Broken`], naming the first
     /// entry that does not; any other error is one of reading the log.
     pub fn verify(&self, kept: Option<Checkpoint>) -> Result<Checkpoint, Error> {
+        self.verify_each(kept, |_| {})
+    }
+
+    /// [`SigningLogDb::verify`], handing `visit` each entry's body once it is checked,
+    /// in order (of a log that turns out not to hold, those before the first bad one).
+    pub(crate) fn verify_each(
+        &self,
+        kept: Option<Checkpoint>,
+        mut visit: impl FnMut(&EntryBody),
+    ) -> Result<Checkpoint, Error> {
         let mut check = ChainCheck::new();
         let mut seen = None;
         let mut bad = None;
@@ -204,10 +259,12 @@ impl SigningLogDb {
                             seq: entry.seq,
                             reason,
                         });
+                        return;
                     }
                     if kept.is_some_and(|k| k.count == entry.seq) {
                         seen = Some(entry.hash);
                     }
+                    visit(&body);
                 }
                 Err(e) => bad = Some(e),
             }
@@ -301,6 +358,39 @@ pub(crate) fn columns_agree(body: &EntryBody, c: &Columns) -> Result<(), String>
              signed body: the row was edited",
             c.time, c.key, c.chain_id, c.contract
         ))
+    }
+}
+
+/// An address as an entry's body writes it (what its JSON indexes hold).
+pub(crate) fn body_text(address: Address) -> String {
+    match serde_json::to_value(address) {
+        Ok(serde_json::Value::String(text)) => text,
+        _ => format!("{address:#x}"),
+    }
+}
+
+impl SigningLogDb {
+    /// Refuses when a row's index columns disagree with its signed body
+    /// ([`EDITED_ROW_SQL`]): the guards find entries by their bodies, so an edited column
+    /// hides nothing from them, and it is still a refusal, not something to sign past.
+    /// One lookup in `entries_edited`, whatever the log's length.
+    pub(crate) fn no_edited_row(&self, c: &Connection) -> Result<(), Error> {
+        let edited: Option<i64> = c
+            .prepare_cached(EDITED_ROW_SQL)
+            .and_then(|mut s| s.query_row([], |r| r.get(0)).optional())
+            .map_err(self.sql())?;
+        match edited {
+            None => Ok(()),
+            Some(seq) => Err(Error::Broken {
+                path: self.path.clone(),
+                bad: BadEntry {
+                    seq: u64::try_from(seq).unwrap_or_default(),
+                    reason: "its index columns disagree with its signed body: the row was \
+                             edited"
+                        .into(),
+                },
+            }),
+        }
     }
 }
 
@@ -432,6 +522,33 @@ mod tests {
     use super::*;
     use crate::kept::decode_slot;
     use crate::kept::tests::kept;
+
+    /// What a signature asks of the log besides its window: whether a row was edited,
+    /// and the entries at its nonce. Each is one lookup in an index (its cost does not
+    /// grow with the log), and the nonce's index is of what the bodies say.
+    #[test]
+    fn the_guards_lookups_use_their_indexes() {
+        let dir = tempfile::tempdir().expect("dir");
+        let log = SigningLogDb::open(dir.path().join("log.sqlite3")).expect("log");
+        let plan = |sql: &str| -> String {
+            log.with(|c| {
+                let mut stmt = c
+                    .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+                    .map_err(log.sql())?;
+                let n = stmt.parameter_count();
+                let args: Vec<i64> = vec![1; n];
+                let rows = stmt
+                    .query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3))
+                    .map_err(log.sql())?;
+                Ok(rows.filter_map(Result::ok).collect::<Vec<_>>().join("; "))
+            })
+            .expect("plan")
+        };
+        let edited = plan(EDITED_ROW_SQL);
+        assert!(edited.contains("USING INDEX entries_edited"), "{edited}");
+        let nonce = plan(crate::walk::NONCE_ENTRIES_SQL);
+        assert!(nonce.contains("USING INDEX entries_body_nonce"), "{nonce}");
+    }
 
     #[test]
     fn appends_write_their_slot_in_place_and_an_acknowledgement_both() {

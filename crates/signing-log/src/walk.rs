@@ -3,12 +3,20 @@
 //! block 0.
 
 use alloy_primitives::{Address, B256, U256};
-use bridgectl_tx::signing_log::{BadEntry, Carried, ChainCheck, Entry, EntryBody, WindowQuery};
+use bridgectl_tx::signing_log::{
+    AtNonce, BadEntry, Carried, ChainCheck, Entry, EntryBody, Watermark, Watermarks, WindowQuery,
+};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::Error;
 
-use crate::store::{SigningLogDb, head, row_entry};
+use crate::store::{SigningLogDb, body_text, head, row_entry};
+
+/// The entries whose bodies say key `?1` signed nonce `?3` on chain `?2`: one lookup in
+/// `entries_body_nonce`, whatever the log's length.
+pub(crate) const NONCE_ENTRIES_SQL: &str = "SELECT seq, body, hash, sig FROM entries \
+     WHERE json_extract(body, '$.key') = ?1 AND json_extract(body, '$.chainId') = ?2 \
+       AND json_extract(body, '$.nonce') = ?3 ORDER BY seq";
 
 /// What a walk back from the head found.
 pub(crate) struct Walked {
@@ -30,18 +38,7 @@ impl SigningLogDb {
         if kept.count == 0 {
             return Ok(kept.acknowledged);
         }
-        // Cached: a signature checks the log twice (before it is made, and again under
-        // the append's lock), and a batch once per item.
-        let at: Option<Vec<u8>> = c
-            .prepare_cached("SELECT hash FROM entries WHERE seq = ?1")
-            .and_then(|mut stmt| {
-                stmt.query_row([i64::try_from(kept.count).unwrap_or(i64::MAX)], |r| {
-                    r.get(0)
-                })
-                .optional()
-            })
-            .map_err(self.sql())?;
-        if at.as_deref() != Some(kept.head.as_slice()) {
+        if self.hash_at(c, kept.count)? != Some(kept.head) {
             return Err(Error::RolledBack {
                 path: self.path.clone(),
                 kept: kept.checkpoint(),
@@ -49,6 +46,20 @@ impl SigningLogDb {
             });
         }
         Ok(kept.acknowledged)
+    }
+
+    /// The hash of entry `seq`, if the log has it. (Cached: a signature checks the log
+    /// twice, before it is made and again under the append's lock, and a batch once per
+    /// item.)
+    pub(crate) fn hash_at(&self, c: &Connection, seq: u64) -> Result<Option<B256>, Error> {
+        let hash: Option<Vec<u8>> = c
+            .prepare_cached("SELECT hash FROM entries WHERE seq = ?1")
+            .and_then(|mut stmt| {
+                stmt.query_row([i64::try_from(seq).unwrap_or(i64::MAX)], |r| r.get(0))
+                    .optional()
+            })
+            .map_err(self.sql())?;
+        Ok(hash.and_then(|h| B256::try_from(h.as_slice()).ok()))
     }
 
     /// Walks back from the head, checking every entry on the way (hash, link to the
@@ -196,35 +207,54 @@ impl SigningLogDb {
         Ok(body)
     }
 
-    /// The checked bodies of `key`'s entries at `nonce` on `chain_id`, found through
-    /// the index on the stored columns and decided by the signed bodies (a row whose
-    /// body does not hold refuses, like any broken entry).
+    /// What the log knows of `key`'s `nonce` on `chain_id`
+    /// ([`bridgectl_tx::SigningLog::signed_at_nonce`]): the checked bodies of its entries
+    /// there since the key's last reset of the chain, found through the index of what
+    /// the bodies say (key, chain, nonce), a row whose body does not hold refusing like
+    /// any broken entry; and the watermark that holds the nonce, if one does.
     pub(crate) fn signed_at_nonce_in(
         &self,
         c: &Connection,
         key: Address,
         chain_id: u64,
         nonce: u64,
+    ) -> Result<AtNonce, Error> {
+        let found = self.nonce_entries(c, key, chain_id, nonce)?;
+        // Signatures made before the key recorded a reset of this chain were for the old
+        // chain: they hold no nonce on the new one.
+        let reset = self.last_chain_reset_in(c, key, chain_id)?;
+        let entries = found.into_iter().filter(|b| b.seq > reset).collect();
+        let watermark = self
+            .watermark_in(c, key, chain_id, reset)?
+            .filter(|w| w.holds(nonce));
+        Ok(AtNonce { entries, watermark })
+    }
+
+    /// The checked bodies of the entries whose bodies say `key` signed `nonce` on
+    /// `chain_id`, oldest first.
+    pub(crate) fn nonce_entries(
+        &self,
+        c: &Connection,
+        key: Address,
+        chain_id: u64,
+        nonce: u64,
     ) -> Result<Vec<EntryBody>, Error> {
-        let chain = i64::try_from(chain_id).unwrap_or(i64::MAX);
-        // SQLite's JSON numbers stop at i64: a larger nonce is looked for among all the
-        // key's entries on the chain.
-        let (sql, nonce_arg) = match i64::try_from(nonce) {
-            Ok(n) => (
-                "SELECT seq, body, hash, sig FROM entries WHERE key = ?1 AND chain_id = ?2 \
-                 AND json_extract(body, '$.nonce') = ?3 ORDER BY seq",
-                Some(n),
-            ),
-            Err(_) => (
-                "SELECT seq, body, hash, sig FROM entries WHERE key = ?1 AND chain_id = ?2 \
-                 AND ?3 IS NULL ORDER BY seq",
+        // SQLite's JSON numbers stop at i64: a larger chain or nonce is looked for among
+        // all the key's entries (the checks below keep the ones at this nonce).
+        let (sql, exact) = match (i64::try_from(chain_id), i64::try_from(nonce)) {
+            (Ok(chain), Ok(nonce)) => (NONCE_ENTRIES_SQL, Some((chain, nonce))),
+            _ => (
+                "SELECT seq, body, hash, sig FROM entries \
+                 WHERE json_extract(body, '$.key') = ?1 ORDER BY seq",
                 None,
             ),
         };
         let mut stmt = c.prepare_cached(sql).map_err(self.sql())?;
-        let mut rows = stmt
-            .query(params![key.to_string(), chain, nonce_arg])
-            .map_err(self.sql())?;
+        let mut rows = match exact {
+            Some((chain, nonce)) => stmt.query(params![body_text(key), chain, nonce]),
+            None => stmt.query(params![body_text(key)]),
+        }
+        .map_err(self.sql())?;
         let mut found = Vec::new();
         while let Some(row) = rows.next().map_err(self.sql())? {
             let entry = row_entry(row).map_err(self.sql())?;
@@ -237,11 +267,49 @@ impl SigningLogDb {
                 found.push(body);
             }
         }
-        // Signatures made before the key recorded a reset of this chain were for the old
-        // chain: they hold no nonce on the new one.
-        let reset = self.last_chain_reset_in(c, key, chain_id)?;
-        found.retain(|b| b.seq > reset);
         Ok(found)
+    }
+
+    /// `key`'s watermark on `chain_id` after its reset entry `reset` (0: none): the
+    /// kept checkpoint's, when it was written after that reset, and every watermark the
+    /// log's acknowledgements after it carry (checked like any entry), merged.
+    pub(crate) fn watermark_in(
+        &self,
+        c: &Connection,
+        key: Address,
+        chain_id: u64,
+        reset: u64,
+    ) -> Result<Option<Watermark>, Error> {
+        let mut marks = Watermarks::default();
+        if let Some(kept) = self.kept()?
+            && kept.count >= reset
+            && let Some(w) = kept
+                .watermarks
+                .iter()
+                .find(|w| w.key == key && w.chain_id == chain_id)
+        {
+            marks.merge(w);
+        }
+        let mut stmt = c
+            .prepare_cached(
+                "SELECT seq, body, hash, sig FROM entries \
+                 WHERE json_extract(body, '$.watermarks') IS NOT NULL AND seq > ?1 ORDER BY seq",
+            )
+            .map_err(self.sql())?;
+        let mut rows = stmt
+            .query([i64::try_from(reset).unwrap_or(i64::MAX)])
+            .map_err(self.sql())?;
+        while let Some(row) = rows.next().map_err(self.sql())? {
+            let body = self.checked_or_broken(&row_entry(row).map_err(self.sql())?)?;
+            for w in body
+                .watermarks
+                .iter()
+                .filter(|w| w.key == key && w.chain_id == chain_id)
+            {
+                marks.merge(w);
+            }
+        }
+        Ok(marks.get(key, chain_id).cloned())
     }
 
     /// [`Self::checked_body`], a bad entry as the refusal [`Error::Broken`].
@@ -260,15 +328,20 @@ impl SigningLogDb {
         key: Address,
         chain_id: u64,
     ) -> Result<u64, Error> {
+        // (A chain id past i64, which SQLite's JSON numbers do not hold, finds no reset:
+        // its entries all hold their nonces, stricter, never looser. EIP-155 keeps real
+        // chain ids far below it.)
         let chain = i64::try_from(chain_id).unwrap_or(i64::MAX);
         let mut stmt = c
             .prepare_cached(
-                "SELECT seq, body, hash, sig FROM entries WHERE key = ?1 AND chain_id = ?2 \
-                 AND json_extract(body, '$.chainReset') IS NOT NULL ORDER BY seq DESC",
+                "SELECT seq, body, hash, sig FROM entries \
+                 WHERE json_extract(body, '$.key') = ?1 \
+                   AND json_extract(body, '$.chainId') = ?2 \
+                   AND json_extract(body, '$.chainReset') IS NOT NULL ORDER BY seq DESC",
             )
             .map_err(self.sql())?;
         let mut rows = stmt
-            .query(params![key.to_string(), chain])
+            .query(params![body_text(key), chain])
             .map_err(self.sql())?;
         while let Some(row) = rows.next().map_err(self.sql())? {
             let entry = row_entry(row).map_err(self.sql())?;
@@ -290,7 +363,8 @@ impl SigningLogDb {
         let chain = i64::try_from(chain_id).unwrap_or(i64::MAX);
         let mut stmt = c
             .prepare_cached(
-                "SELECT seq, body, hash, sig FROM entries WHERE chain_id = ?1 \
+                "SELECT seq, body, hash, sig FROM entries \
+                 WHERE json_extract(body, '$.chainId') = ?1 \
                  AND (json_extract(body, '$.genesis') IS NOT NULL \
                       OR json_extract(body, '$.chainReset') IS NOT NULL) \
                  ORDER BY seq DESC",
@@ -316,6 +390,7 @@ impl SigningLogDb {
         key: Address,
         query: Option<&WindowQuery>,
     ) -> Result<Walked, Error> {
+        self.no_edited_row(c)?;
         let acknowledged = self.reaches_kept(c)?;
         self.walk(c, key, query, acknowledged)
     }

@@ -699,7 +699,7 @@ fn an_edited_key_column_does_not_make_a_signature_anothers() {
     );
     let found =
         bridgectl_tx::SigningLog::signed_at_nonce(&log, stranger, CHAIN, 3).expect("readable");
-    assert!(found.is_empty(), "{found:?}");
+    assert_eq!(found, bridgectl_tx::signing_log::AtNonce::default());
 }
 
 /// A chain reset frees the key's nonces on that chain only, only when the key itself
@@ -848,4 +848,222 @@ fn a_group_counts_its_own_earlier_entries_against_a_limit_inside_the_append() {
     let e = bridgectl_tx::sign_and_log_keys(&items, &log, T0).expect_err("over the limit");
     assert!(matches!(e, Error::Limit { .. }), "{e}");
     assert_eq!(log.checkpoint().expect("head").count, 0, "all or nothing");
+}
+
+/// Removes the log's files, keeping the checkpoint kept beside them (what a person who
+/// deletes or moves "the log" leaves behind), and opens it again, empty.
+fn deleted(log: SigningLogDb) -> SigningLogDb {
+    let path = log.path().to_path_buf();
+    drop(log);
+    for f in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{f}", path.display()));
+    }
+    SigningLogDb::open(&path)
+        .expect("open")
+        .with_known_keys(vec![key().address()])
+}
+
+/// What `read_spent` says of `tx`: the nonce guard (and the log's checks) before
+/// anything is unlocked.
+fn guard(
+    log: &SigningLogDb,
+    tx: &RawTx,
+    replaces: Option<alloy_primitives::B256>,
+) -> Result<(), Error> {
+    limits::read_spent(&policy(""), tx, replaces, log, T0 + 60).map(|_| ())
+}
+
+/// Issue 51, 1: `UPDATE entries SET key = lower(key)` needs no key. The nonce guard
+/// finds a key's entries by what their signed bodies say, so the edit hides nothing:
+/// another transaction at the signed nonce is refused by the entry itself (signing-log
+/// entry 1). Were the guard to look entries up by the column, it would find none here.
+#[test]
+fn an_edited_key_column_hides_no_signed_nonce() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = SigningLogDb::open(dir.path().join("log.sqlite3")).expect("open");
+    sign(&log, &policy(""), &redeem(key().address(), 0, 1), T0).expect("sign");
+    sql(&log, "UPDATE entries SET key = lower(key)");
+    let e = guard(&log, &redeem(key().address(), 0, 2), None).expect_err("nonce 0 is signed");
+    assert!(
+        matches!(
+            e,
+            Error::NonceSigned {
+                nonce: 0,
+                seq: 1,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // `log verify` names the edit all the same.
+    let (seq, why) = first_bad(&log, None);
+    assert_eq!(seq, 1, "{why}");
+}
+
+/// Issue 51, 1: a column edited to say another chain, time or contract is a refusal of
+/// every signature, found by one lookup (`entries_edited`), not a walk: the log was
+/// written by someone without the key, and nothing is signed against it until a person
+/// looks. Without the check, the entry would be found by its body and refused as a
+/// signed nonce instead (and a signature at another nonce would pass).
+#[test]
+fn an_edited_column_is_a_refusal() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = SigningLogDb::open(dir.path().join("log.sqlite3")).expect("open");
+    sign(&log, &policy(""), &redeem(key().address(), 0, 1), T0).expect("sign");
+    for edit in [
+        "UPDATE entries SET chain_id = chain_id + 1",
+        "UPDATE entries SET time = time - 1",
+        "UPDATE entries SET contract = '0x0000000000000000000000000000000000000001'",
+        "UPDATE entries SET key = '0x0000000000000000000000000000000000000001'",
+    ] {
+        let copy = dir.path().join("copy.sqlite3");
+        let _ = std::fs::remove_file(&copy);
+        rusqlite::Connection::open(log.path())
+            .expect("open raw")
+            .execute_batch(&format!("VACUUM INTO '{}'", copy.display()))
+            .expect("copy");
+        let edited = SigningLogDb::open(&copy).expect("open copy");
+        sql(&edited, edit);
+        for tx in [redeem(key().address(), 0, 2), redeem(key().address(), 1, 1)] {
+            let e = guard(&edited, &tx, None).expect_err(edit);
+            assert!(matches!(e, Error::LogRefused(_)), "{edit}: {e}");
+            let text = anyhow_chain(&e);
+            assert!(
+                text.contains("entry 1: its index columns disagree"),
+                "{text}"
+            );
+        }
+    }
+}
+
+/// Issue 51, 2: the log deleted, its checkpoint kept, acknowledged: the nonces it
+/// signed stay signed (the checkpoint's watermark, carried into the log by the
+/// acknowledgement), also once the checkpoint file is gone too. A nonce above the
+/// watermark signs; a replacement naming the lost transaction is the way past at the
+/// nonce; the key's record of a chain reset starts the chain over.
+#[test]
+fn a_deleted_log_keeps_its_nonces_through_an_acknowledgement() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = SigningLogDb::open(dir.path().join("log.sqlite3"))
+        .expect("open")
+        .with_known_keys(vec![key().address()]);
+    let first = sign(&log, &policy(""), &redeem(key().address(), 0, 1), T0).expect("nonce 0");
+    sign(&log, &policy(""), &redeem(key().address(), 1, 1), T0).expect("nonce 1");
+    let log = deleted(log);
+    let plan = log.plan_acknowledgement().expect("a plan");
+    assert!(!plan.reaches);
+    assert_eq!(plan.watermarks.len(), 1, "{:?}", plan.watermarks);
+    assert_eq!(plan.watermarks[0].nonce, 1);
+    log.acknowledge_plan(&plan, &key(), T0 + 60)
+        .expect("acknowledged");
+    for nonce in [0, 1] {
+        let e = guard(&log, &redeem(key().address(), nonce, 2), None).expect_err("signed");
+        assert!(
+            matches!(e, Error::NonceWatermark { watermark: 1, .. }),
+            "{nonce}: {e}"
+        );
+    }
+    // The very transaction again has no entry to be found by: refused too.
+    guard(&log, first.raw_tx(), None).expect_err("no entry of it");
+    guard(&log, &redeem(key().address(), 2, 2), None).expect("above the watermark");
+    let lost = bridgectl_tx::sign_legacy(&first, &key())
+        .expect("its hash")
+        .hash;
+    guard(&log, &redeem(key().address(), 0, 2), Some(lost)).expect("a replacement");
+    // The acknowledgement carries them: the kept checkpoint deleted too, they hold.
+    std::fs::remove_file(log.checkpoint_path()).expect("rm checkpoint");
+    let e = guard(&log, &redeem(key().address(), 0, 2), None).expect_err("still signed");
+    assert!(matches!(e, Error::NonceWatermark { .. }), "{e}");
+    let genesis = alloy_primitives::B256::repeat_byte(9);
+    bridgectl_tx::signing_log::log_chain_reset(&log, &key(), CHAIN, genesis, T0 + 61)
+        .expect("reset");
+    guard(&log, &redeem(key().address(), 0, 2), None).expect("a new chain");
+    log.verify(None).expect("the log holds");
+}
+
+/// Issue 51, 1 and 2: an entry whose body was edited to another nonce (its hash then
+/// breaks, but only a walk that reaches it would see that) is not found at its nonce;
+/// the watermark kept beside the log still holds the nonce. Nonces signed out of order
+/// leave gaps under the watermark, and a gap is signed as any free nonce.
+#[test]
+fn the_kept_watermark_holds_a_nonce_whose_entry_is_hidden_and_not_its_gaps() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = SigningLogDb::open(dir.path().join("log.sqlite3")).expect("open");
+    for nonce in [0, 3, 1] {
+        sign(&log, &policy(""), &redeem(key().address(), nonce, 1), T0).expect("sign");
+    }
+    guard(&log, &redeem(key().address(), 2, 1), None).expect("nonce 2 is a gap");
+    sql(
+        &log,
+        "UPDATE entries SET body = replace(body, '\"nonce\":0,', '\"nonce\":70,') WHERE seq = 1",
+    );
+    let e = guard(&log, &redeem(key().address(), 0, 2), None).expect_err("nonce 0 is signed");
+    assert!(
+        matches!(e, Error::NonceWatermark { watermark: 3, .. }),
+        "{e}"
+    );
+    sign(&log, &policy(""), &redeem(key().address(), 2, 1), T0).expect("the gap signs");
+}
+
+/// Issue 51, 4: both slots of the kept checkpoint spoiled. Signing refuses, naming the
+/// way on; the acknowledgement is that way: it rebuilds the watermarks from the log (and
+/// a chain's nonce count, where one is given), so no signed nonce is freed, and signing
+/// goes on above them.
+#[test]
+fn a_spoiled_checkpoint_is_acknowledged_and_frees_no_signed_nonce() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = SigningLogDb::open(dir.path().join("log.sqlite3"))
+        .expect("open")
+        .with_known_keys(vec![key().address()]);
+    sign(&log, &policy(""), &redeem(key().address(), 0, 1), T0).expect("nonce 0");
+    let spoil = |log: &SigningLogDb| {
+        let path = log.checkpoint_path();
+        let len = std::fs::metadata(&path).expect("kept").len();
+        std::fs::write(&path, vec![0u8; usize::try_from(len).expect("len")]).expect("spoil");
+    };
+    spoil(&log);
+    let e = guard(&log, &redeem(key().address(), 1, 1), None).expect_err("refused");
+    let text = anyhow_chain(&e);
+    assert!(
+        text.contains("neither of its two slots") && text.contains("until it is acknowledged"),
+        "{text}"
+    );
+    let plan = log.plan_acknowledgement().expect("a plan");
+    assert!(plan.kept.is_err() && !plan.reaches);
+    log.acknowledge_plan(&plan, &key(), T0 + 60)
+        .expect("acknowledged");
+    let e = guard(&log, &redeem(key().address(), 0, 2), None).expect_err("nonce 0 signed");
+    assert!(matches!(e, Error::NonceSigned { .. }), "{e}");
+    guard(&log, &redeem(key().address(), 1, 1), None).expect("signs on");
+
+    // The log lost too: the chain's nonce count is the witness of what was signed.
+    spoil(&log);
+    let log = deleted(log);
+    let chain = bridgectl_tx::signing_log::Watermark::below(key().address(), CHAIN, 1);
+    let plan = log
+        .plan_acknowledgement()
+        .expect("a plan")
+        .witnessed(&chain.into_iter().collect::<Vec<_>>());
+    log.acknowledge_plan(&plan, &key(), T0 + 120)
+        .expect("acknowledged");
+    let e = guard(&log, &redeem(key().address(), 0, 2), None).expect_err("nonce 0 signed");
+    assert!(matches!(e, Error::NonceWatermark { .. }), "{e}");
+    guard(&log, &redeem(key().address(), 1, 1), None).expect("signs on");
+}
+
+/// Issue 51, 3: a window longer than the checkpoint carries spending for (through a lost
+/// log and its acknowledgement) could not be enforced: refused, naming both.
+#[test]
+fn a_window_longer_than_the_checkpoint_carries_is_refused() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = SigningLogDb::open(dir.path().join("log.sqlite3")).expect("open");
+    let long = policy("[limits]\nst = { per = \"60d\", max = \"10\" }\n");
+    let e = checked(&log, &long, &redeem(key().address(), 0, 1), T0).expect_err("refused");
+    let text = e.to_string();
+    assert!(
+        text.contains("per = \"60d\"") && text.contains("31d"),
+        "{text}"
+    );
+    let month = policy("[limits]\nst = { per = \"31d\", max = \"10\" }\n");
+    checked(&log, &month, &redeem(key().address(), 0, 1), T0).expect("31 days are carried");
 }

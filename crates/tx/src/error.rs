@@ -149,6 +149,30 @@ pub enum Error {
         seq: u64,
     },
 
+    /// The key signed this nonce on this chain already as far as its watermark there
+    /// says (the highest nonce it signed, kept beside the signing log and carried by
+    /// acknowledgements), but the log holds no entry of it: the entry was lost with a log
+    /// that was deleted or restored and then acknowledged, or its row was edited. With
+    /// no record of which transaction it was, any transaction there would be a second
+    /// signature at the nonce.
+    #[error(
+        "nonce: {key} signed nonce {nonce} on chain {chain_id} already (its watermark there \
+         is nonce {watermark}), and the signing log no longer holds the entry of that \
+         signature (lost with an acknowledged log, or edited); one nonce gets one \
+         signature: sign at a nonce above the watermark, or replace or cancel the \
+         transaction a journal holds at this nonce"
+    )]
+    NonceWatermark {
+        /// The signing key.
+        key: Address,
+        /// The chain.
+        chain_id: u64,
+        /// The nonce.
+        nonce: u64,
+        /// The key's watermark on the chain: the highest nonce it signed there.
+        watermark: u64,
+    },
+
     /// The signing log could not be read or written; nothing was signed (or, when
     /// appending failed, the signed bytes were not returned).
     #[error("signing log")]

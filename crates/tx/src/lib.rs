@@ -19,6 +19,7 @@ pub mod signing_log;
 pub mod summary;
 pub mod text;
 pub mod verify;
+pub mod watermark;
 
 pub use error::{CheckedBy, Error, Field, ParseError};
 pub use local_signing::{SignedBundle, SignedTx, sign_and_log, sign_and_log_keys, sign_legacy};

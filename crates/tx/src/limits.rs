@@ -71,6 +71,17 @@ pub fn check_enforceable(policy: &Policy) -> Result<(), Error> {
                 parse_limit(name, field, text, token)?;
             }
         }
+        if let Some(per) = limit.per
+            && per.0 > crate::signing_log::MAX_WINDOW_SECS
+        {
+            return Err(Error::Refused(format!(
+                "policy limit {name}: per = \"{per}\" is longer than the signing log carries \
+                 spending ({}: what an acknowledgement of a lost log keeps), so the window \
+                 could not be enforced; use a `per` of {} or less",
+                Window(crate::signing_log::MAX_WINDOW_SECS),
+                Window(crate::signing_log::MAX_WINDOW_SECS)
+            )));
+        }
         if limit.max.is_some() && limit.per.is_none() {
             return Err(Error::Refused(format!(
                 "policy limit {name}: `max` needs `per` (the window, `24h`)"

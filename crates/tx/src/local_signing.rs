@@ -198,6 +198,7 @@ fn entry_body(head: Head, verified: &Verified, signed: &SignedTx, time: u64) -> 
         genesis: verified.genesis(),
         acknowledges: None,
         carried: Vec::new(),
+        watermarks: Vec::new(),
     }
 }
 

@@ -36,6 +36,7 @@ use crate::effects::Effects;
 use crate::policy::Window;
 use crate::rawtx::{RawTx, signing_hash};
 use crate::request::Token;
+pub use crate::watermark::{Watermark, Watermarks};
 
 // Public paths of the functions that sign a `Verified` into a log, kept for the wallets
 // written against them: they live in `crate::local_signing`, and nothing here uses them.
@@ -121,6 +122,12 @@ pub struct EntryBody {
     /// the lost entries were, so accepting a log that lost entries forgets nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub carried: Vec<Carried>,
+    /// Watermarks an acknowledgement carries forward (the kept checkpoint's, the log's
+    /// own, and a chain's nonce count where one was asked): every nonce one holds stays
+    /// signed, whether or not the log still has its entry, until the key records a
+    /// reset of that chain after it ([`AtNonce::watermark`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub watermarks: Vec<Watermark>,
 }
 
 impl EntryBody {
@@ -128,6 +135,20 @@ impl EntryBody {
     /// acknowledgement): only those hold a nonce.
     pub fn signs_transaction(&self) -> bool {
         self.chain_reset.is_none() && self.acknowledges.is_none()
+    }
+
+    /// Takes this entry into account in `marks`, as every append moves a store's
+    /// watermarks: a signature moves its key's watermark on its chain, the key's chain
+    /// reset starts that chain over, an acknowledgement adds the watermarks it carries.
+    pub fn mark(&self, marks: &mut Watermarks) {
+        if self.chain_reset.is_some() {
+            marks.reset(self.key, self.chain_id);
+        } else if self.signs_transaction() {
+            marks.signed(self.key, self.chain_id, self.nonce);
+        }
+        for carried in &self.watermarks {
+            marks.merge(carried);
+        }
     }
 }
 
@@ -365,6 +386,12 @@ impl ChainCheck {
     }
 }
 
+/// The longest spending window a limit may have: 31 days. A store carries each key's
+/// spending of this long through an acknowledgement of a log that lost entries, so no
+/// window reaches past what it remembers; a limit with a longer `per` is refused
+/// ([`crate::limits::check_enforceable`]).
+pub const MAX_WINDOW_SECS: u64 = 31 * 24 * 3600;
+
 /// Where a log is kept. The library's own store is `bridgectl_signing_log::SigningLogDb`
 /// (SQLite beside the keys); a wallet may bring another.
 ///
@@ -376,7 +403,11 @@ impl ChainCheck {
 /// - totals are read from entries checked on the way (hash, link, signature by the
 ///   entry's key), and an entry signed by a key that is not the store's refuses them;
 /// - time does not go backwards for a window: the newest trusted entry's time is a floor
-///   under `now`, and a new entry is never older than the head.
+///   under `now`, and a new entry is never older than the head;
+/// - an acknowledgement of a log that lost entries forgets neither their spending (each
+///   key's of the last [`MAX_WINDOW_SECS`], carried into the log: no limit's window is
+///   longer, see [`crate::limits::check_enforceable`]) nor their nonces (the watermarks,
+///   [`SigningLog::signed_at_nonce`]).
 pub trait SigningLog: Send + Sync + fmt::Debug {
     /// Appends the entry `make` builds from the current head, as one atomic step with
     /// reading that head (no other writer can append in between), durably (on disk when
@@ -421,16 +452,22 @@ pub trait SigningLog: Send + Sync + fmt::Debug {
     /// trusted entry, if later), from entries that were checked on the way.
     fn window_total(&self, query: &WindowQuery) -> Result<Spent, Error>;
 
-    /// The checked bodies of the entries in which `key` signed `nonce` on `chain_id`,
-    /// oldest first: what [`nonce_free`] decides on. Every log a key signs into
-    /// answers this for every nonce that key signed through it, whatever journal or
-    /// process did the signing, so one nonce gets one signature per keystore.
-    fn signed_at_nonce(
-        &self,
-        key: Address,
-        chain_id: u64,
-        nonce: u64,
-    ) -> Result<Vec<EntryBody>, Error>;
+    /// What the log knows of `key`'s `nonce` on `chain_id`: what [`nonce_free`] decides
+    /// on. Every log a key signs into answers this for every nonce that key signed
+    /// through it, whatever journal or process did the signing, so one nonce gets one
+    /// signature per keystore:
+    /// - [`AtNonce::entries`]: the checked bodies of the entries in which `key` signed
+    ///   `nonce` there since its newest chain-reset entry for the chain, oldest first,
+    ///   found by what the signed bodies say (key, chain, nonce), never by anything
+    ///   stored beside them that an edit could change without the key;
+    /// - [`AtNonce::watermark`]: the key's watermark on the chain when it holds `nonce`.
+    ///   Every store honours the watermarks its acknowledgement entries carry
+    ///   ([`EntryBody::watermarks`]) after the key's newest reset of the chain; a store
+    ///   that keeps watermarks of its own beside the log (moved by every append, as
+    ///   [`EntryBody::mark`] moves them) adds them, so that an entry
+    ///   lost or hidden still holds its nonce. A store without such a record answers
+    ///   `None` where no acknowledgement holds the nonce.
+    fn signed_at_nonce(&self, key: Address, chain_id: u64, nonce: u64) -> Result<AtNonce, Error>;
 
     /// The block 0 this log last recorded for chain `chain_id`, from entries checked on
     /// the way: a key's chain-reset entry names the new one, a signature made online the
@@ -768,18 +805,20 @@ fn record(head: Checkpoint, key: Address, time: u64, chain_id: u64) -> EntryBody
         genesis: None,
         acknowledges: None,
         carried: Vec::new(),
+        watermarks: Vec::new(),
     }
 }
 
 /// The body of an acknowledgement by `key` at `time`, following `head` (see
-/// [`EntryBody::acknowledges`]): the checkpoint `kept` beside the log then, and the
-/// spending it `carried` over.
+/// [`EntryBody::acknowledges`]): the checkpoint `kept` beside the log then, the
+/// spending it `carried` over and the `watermarks` it carries forward.
 pub fn acknowledgement(
     head: Checkpoint,
     key: Address,
     time: u64,
     kept: Checkpoint,
     carried: Vec<Carried>,
+    watermarks: Vec<Watermark>,
 ) -> EntryBody {
     // Never dated before what it carries: a walk back that stops before it could not
     // reach a carried amount still inside a window.
@@ -787,6 +826,7 @@ pub fn acknowledgement(
     EntryBody {
         acknowledges: Some(kept),
         carried,
+        watermarks,
         ..record(head, key, time, 0)
     }
 }
@@ -797,45 +837,71 @@ pub fn seal_entry(body: &EntryBody, signer: &PrivateKeySigner) -> Result<Entry, 
     seal(body, signer)
 }
 
+/// What a log knows of one nonce of one key on one chain
+/// ([`SigningLog::signed_at_nonce`]): what [`nonce_free`] decides on.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AtNonce {
+    /// The checked bodies of the entries in which the key signed the nonce (since its
+    /// last record of a reset of the chain), oldest first.
+    pub entries: Vec<EntryBody>,
+    /// The key's watermark on the chain, when it holds the nonce ([`Watermark::holds`]):
+    /// the nonce was signed, whether or not one of `entries` records it. `None` when no
+    /// watermark the log keeps or carries holds it.
+    pub watermark: Option<Watermark>,
+}
+
 /// One nonce, one signature: refuses to sign the transaction with `signing_hash` as
-/// `key`'s `nonce` on `chain_id` when `prior` (that nonce's entries, from
-/// [`SigningLog::signed_at_nonce`]) holds a different transaction. The same transaction
-/// again is allowed: signing is deterministic, so it yields the same bytes (a flow that
-/// stopped between its signature and its journal signs again what it verified).
-/// A deliberate replacement names the transaction it replaces (`replaces`, one of
-/// `prior`'s): that one signature more is allowed, and recorded with the replaced hash.
+/// `key`'s `nonce` on `chain_id` when `prior` (what the log knows of that nonce, from
+/// [`SigningLog::signed_at_nonce`]) holds a different transaction, or holds the nonce
+/// by a watermark without an entry of this very transaction (the entry was lost with a
+/// log an acknowledgement accepted, or its row was edited out of sight). The same
+/// transaction again is allowed when its entry is there: signing is deterministic, so
+/// it yields the same bytes (a flow that stopped between its signature and its journal
+/// signs again what it verified).
+/// A deliberate replacement names the transaction it replaces (`replaces`): allowed
+/// when that is one of `prior`'s entries, or when a watermark holds the nonce and the
+/// log has no entry of it (the replacement's entry then records the hash it replaces,
+/// which the log can no longer check). That one signature more is recorded with the
+/// replaced hash.
 /// Called before the key is unlocked ([`crate::limits::read_spent`]) and again inside
 /// the append, where no other signer can slip in between.
 pub fn nonce_free(
-    prior: &[EntryBody],
+    prior: &AtNonce,
     key: Address,
     chain_id: u64,
     nonce: u64,
     signing_hash: B256,
     replaces: Option<B256>,
 ) -> Result<(), Error> {
+    let entries = || {
+        prior
+            .entries
+            .iter()
+            .filter(move |b| b.key == key && b.chain_id == chain_id && b.nonce == nonce)
+    };
     if let Some(replaced) = replaces
-        && prior.iter().any(|b| {
-            b.key == key && b.chain_id == chain_id && b.nonce == nonce && b.tx_hash == replaced
-        })
+        && (entries().any(|b| b.tx_hash == replaced)
+            || (entries().next().is_none() && prior.watermark.is_some()))
     {
         return Ok(());
     }
-    let taken = prior.iter().find(|b| {
-        b.key == key
-            && b.chain_id == chain_id
-            && b.nonce == nonce
-            && b.signing_hash != Some(signing_hash)
-    });
-    match taken {
-        None => Ok(()),
-        Some(b) => Err(Error::NonceSigned {
+    if let Some(b) = entries().find(|b| b.signing_hash != Some(signing_hash)) {
+        return Err(Error::NonceSigned {
             key,
             chain_id,
             nonce,
             tx_hash: b.tx_hash,
             seq: b.seq,
+        });
+    }
+    match &prior.watermark {
+        Some(w) if entries().next().is_none() => Err(Error::NonceWatermark {
+            key,
+            chain_id,
+            nonce,
+            watermark: w.nonce,
         }),
+        _ => Ok(()),
     }
 }
 
@@ -846,6 +912,7 @@ pub fn logged_signature(log: &dyn SigningLog, tx: &RawTx) -> Result<Option<Entry
     let hash = signing_hash(tx);
     Ok(log
         .signed_at_nonce(tx.from, tx.chain_id, tx.nonce)?
+        .entries
         .into_iter()
         .find(|b| b.signing_hash == Some(hash)))
 }

@@ -1314,7 +1314,12 @@ impl<'f> Follower<'f> {
                 .journal
                 .observe(&rec.tx_id, None, "redemption-claimed", &r.raw)?;
         }
-        status.unobserved.push(why);
+        // Followed with a node, a claim ahead of the chain is looked at again (its
+        // transaction may be mined by the next look: the platform answered after this
+        // look's receipt was asked for), not a reason to stop waiting.
+        if self.mode == Mode::Look || !self.flows.has_node(rec.chain_id.unwrap_or_default()) {
+            status.unobserved.push(why);
+        }
         Ok(())
     }
 
@@ -1487,17 +1492,22 @@ mod tests {
     /// Flows over a journal holding one transfer flow, signed and submitted (`TX` on the
     /// side chain), whose side chain is `node`, final at `finality`.
     fn transfer_flow(node: &FakeNode, finality: Option<Finality>) -> (Flows, tempfile::TempDir) {
+        flow_of(FlowKind::Transfer, "http://127.0.0.1:1", node, finality)
+    }
+
+    /// [`transfer_flow`] of another kind, whose platform is `platform`.
+    fn flow_of(
+        kind: FlowKind,
+        platform: &str,
+        node: &FakeNode,
+        finality: Option<Finality>,
+    ) -> (Flows, tempfile::TempDir) {
         let dir = tempfile::tempdir().expect("dir");
         let log = bridgectl_signing_log::SigningLogDb::open_in(dir.path(), vec![]).expect("log");
         let journal = Arc::new(Journal::in_memory().expect("journal"));
         let from = Address::repeat_byte(0x01);
         journal
-            .begin(
-                "t1",
-                FlowKind::Transfer,
-                Some(&from.to_string()),
-                &json!({}),
-            )
+            .begin("t1", kind, Some(&from.to_string()), &json!({}))
             .expect("begin");
         journal
             .record_signed(
@@ -1520,12 +1530,8 @@ mod tests {
             rpc_url: None,
             finality,
         };
-        let client = PlatformClient::new(
-            "http://127.0.0.1:1",
-            AccessToken::new("t"),
-            ClientOptions::default(),
-        )
-        .expect("client");
+        let client = PlatformClient::new(platform, AccessToken::new("t"), ClientOptions::default())
+            .expect("client");
         let flows = Flows::builder(client, journal, Arc::new(log))
             .bridge(Bridge {
                 main: chain(31337, None),
@@ -1673,5 +1679,89 @@ mod tests {
             "{e}"
         );
         assert_eq!(node.total_calls(), 1, "only asked which chain it is");
+    }
+
+    /// A platform on 127.0.0.1 that answers every request with `data`, in a success
+    /// envelope, one request per connection, and counts them.
+    fn platform_saying(data: serde_json::Value) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = asked.clone();
+        let body = json!({"result": true, "data": data}).to_string();
+        let answer = format!(
+            "HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-type: application/json\r\n\
+             content-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        std::thread::spawn(move || {
+            for mut stream in listener.incoming().map_while(Result::ok) {
+                // The request's head and its (short) JSON body, read until both are in.
+                let mut request = Vec::new();
+                let mut chunk = [0u8; 4096];
+                while let Ok(n @ 1..) = stream.read(&mut chunk) {
+                    request.extend_from_slice(&chunk[..n]);
+                    let text = String::from_utf8_lossy(&request).to_ascii_lowercase();
+                    let Some(head_end) = text.find("\r\n\r\n") else {
+                        continue;
+                    };
+                    let length = text[..head_end]
+                        .split("content-length:")
+                        .nth(1)
+                        .and_then(|rest| rest.lines().next())
+                        .and_then(|n| n.trim().parse::<usize>().ok())
+                        .unwrap_or(0);
+                    if request.len() >= head_end + 4 + length {
+                        break;
+                    }
+                }
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let _ = stream.write_all(answer.as_bytes());
+            }
+        });
+        (url, asked)
+    }
+
+    /// A platform that says a redemption completed while the node has not mined its
+    /// transaction (it answered after the look's receipt was asked for, or it is wrong):
+    /// a look reports the claim; a follow shows it once and keeps looking until its wait
+    /// runs out (it never stops at a claim, nor ends the flow on it).
+    #[tokio::test]
+    async fn a_platform_claim_ahead_of_the_chain_is_looked_at_again_not_waited_out() {
+        let (platform, asked) = platform_saying(json!({"status": "completed"}));
+        let node = FakeNode::new(SIDE).with_head(10);
+        let (flows, _dir) = flow_of(FlowKind::Redeem, &platform, &node, None);
+        let s = look(&flows).await;
+        assert!(
+            s.unobserved
+                .iter()
+                .any(|u| u.contains("a claim the chain does not show yet")),
+            "{:?}",
+            s.unobserved
+        );
+        let flows = Flows {
+            wait: crate::WaitOptions {
+                interval: Duration::from_millis(20),
+                timeout: Duration::from_millis(300),
+                ..Default::default()
+            },
+            ..flows
+        };
+        let before = asked.load(std::sync::atomic::Ordering::SeqCst);
+        let e = flows
+            .follow("t1", &mut crate::Quiet)
+            .await
+            .expect_err("kept waiting, then timed out");
+        assert!(matches!(e, Error::Timeout { .. }), "{e}");
+        assert!(
+            asked.load(std::sync::atomic::Ordering::SeqCst) - before > 2,
+            "looked at again, round after round"
+        );
+        assert_eq!(
+            flows.journal.get("t1").expect("flow").state,
+            FlowState::Signed,
+            "the platform's word ends nothing"
+        );
     }
 }

@@ -510,7 +510,11 @@ impl<'j> OfflineSigner<'j> {
                 Err(e) => Err(e),
                 Ok(prior) => {
                     let hash = bridgectl_tx::rawtx::signing_hash(tx);
-                    let logged = prior.iter().find(|b| b.signing_hash == Some(hash)).cloned();
+                    let logged = prior
+                        .entries
+                        .iter()
+                        .find(|b| b.signing_hash == Some(hash))
+                        .cloned();
                     let in_log = logged.is_some();
                     match self.signed_before_as(&single, logged) {
                         Ok(Some((signed, _))) => Ok(ItemCheck::SignedBefore(signed)),
@@ -856,8 +860,9 @@ struct Facts<'a> {
     fixed: Option<u64>,
     /// This machine's journal floor for its sender.
     floor: Option<u64>,
-    /// The signing log's entries of its key at its nonce.
-    prior: &'a [bridgectl_tx::signing_log::EntryBody],
+    /// What the signing log knows of its key's nonce: the entries there, and the
+    /// watermark that holds it, if one does.
+    prior: &'a bridgectl_tx::signing_log::AtNonce,
     /// Whether one of them is this very transaction (signed before a crash).
     in_log: bool,
 }

@@ -275,3 +275,51 @@ fn a_checked_batch_gives_back_the_nonces_of_items_not_signed_however_the_signer_
     drop(checked);
     assert_eq!(floor(&b), None, "a declined batch holds nothing");
 }
+
+/// Issue 51, 9: an item at a nonce its key signed another transaction at (through
+/// another journal: this one has never seen it) is refused by the nonce guard in the
+/// check, before any key is unlocked: its key is not among the signers needed, and the
+/// other sender's item is signed. Without that check the key would be unlocked and the
+/// append's own guard would refuse the whole group, the other sender's item with it.
+#[test]
+fn an_item_at_a_nonce_signed_elsewhere_is_refused_before_its_key_is_needed() {
+    let (a, b) = (PrivateKeySigner::random(), PrivateKeySigner::random());
+    let machine = Machine::new(&[&a, &b]);
+    let earlier = request(vec![item(0, a.address(), 0, 1, 1)]);
+    let signer = machine.signer();
+    let checked = check(&signer, &earlier, &[(&a, 0), (&b, 0)], 16);
+    block_on(signer.sign_batch(&checked, std::slice::from_ref(&a))).expect("nonce 0 signed");
+
+    // Another journal, the same keystore's log: nonce 0 of `a` again, another amount.
+    let other_journal = Journal::in_memory().expect("journal");
+    let elsewhere = OfflineSigner {
+        journal: &other_journal,
+        ..machine.signer()
+    };
+    let req = request(vec![
+        item(0, a.address(), 0, 2, 2),
+        item(1, b.address(), 0, 1, 1),
+    ]);
+    let checked = check(&elsewhere, &req, &[(&a, 0), (&b, 0)], 16);
+    let refused = checked.refused();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].index, 0);
+    assert!(
+        refused[0]
+            .reason
+            .contains("signed another transaction at nonce 0"),
+        "{}",
+        refused[0].reason
+    );
+    assert_eq!(
+        checked.signers_needed(),
+        [b.address()],
+        "a's key is not needed"
+    );
+    let signed = block_on(elsewhere.sign_batch(&checked, std::slice::from_ref(&b))).expect("b");
+    assert_eq!(
+        signed.items.iter().map(|i| i.from).collect::<Vec<_>>(),
+        [b.address()]
+    );
+    assert_eq!(machine.log.verify(None).expect("log").count, 2);
+}

@@ -201,14 +201,30 @@ pub enum Error {
     #[error("the key could not be unlocked")]
     Unlock(#[source] Box<dyn std::error::Error + Send + Sync>),
 
-    /// The journal database failed.
+    /// The journal database failed (its store: a SQLite file, or PostgreSQL, which
+    /// [`bridgectl_store::Error::is_unavailable`] says could not be reached).
     #[error("journal {path}")]
     Journal {
-        /// The database file.
+        /// The database: its file, or its URL without a password.
         path: String,
-        /// The SQLite error.
+        /// The store's error.
         #[source]
-        source: rusqlite::Error,
+        source: bridgectl_store::Error,
+    },
+
+    /// Another run took over a batch this run was running (this run's claim ran out: it
+    /// was paused, or cut off from the shared journal, past its lease): nothing more is
+    /// written for its items here; the other run carries them on.
+    #[error(
+        "batch {batch_id} was taken over by {} (this run's claim on it ran out); nothing \
+         more is written for its items here",
+        by.as_deref().map_or_else(|| "another run".to_owned(), |o| format!("run {o}"))
+    )]
+    ClaimTakenOver {
+        /// The batch.
+        batch_id: String,
+        /// The run that holds the lane now (`host/pid/run`), when known.
+        by: Option<String>,
     },
 
     /// Another flow holds the nonce: signing it again would make two transactions that

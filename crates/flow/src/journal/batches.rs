@@ -1,9 +1,7 @@
 //! Batches: one record with its items, each bound to the txId of the flow that carries it
 //! out, so that a batch interrupted anywhere can be finished from the journal alone.
 
-use std::path::Path;
-
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use bridgectl_store::{Conn, Row};
 use serde_json::Value;
 
 use super::records::{BatchItemRecord, BatchRecord, COLUMNS, row_to_batch, row_to_record_at};
@@ -14,19 +12,46 @@ use crate::Error;
 /// when the process ends however it ends.
 #[derive(Debug)]
 pub struct BatchLock {
-    _file: Option<std::fs::File>,
+    _held: Held,
+}
+
+#[derive(Debug)]
+enum Held {
+    /// Nothing to hold (a journal in memory is this process's alone).
+    Nothing,
+    /// An OS lock on a file beside the SQLite journal: the OS releases it when the
+    /// process ends.
+    File(#[allow(dead_code)] std::fs::File),
+    /// A claim in the shared journal, renewed while it is held (see
+    /// [`super::claims::Heartbeat`]).
+    Claim(#[allow(dead_code)] super::claims::Heartbeat),
 }
 
 impl Journal {
     /// Takes the run lock of batch `batch_id`: held while the returned guard lives, by
-    /// one process at a time (an OS file lock, so a process that dies releases it). A
-    /// second run or resume of a batch that is running is refused, so it cannot take
-    /// over the live flows of the first.
+    /// one run at a time. A second run or resume of a batch that is running is refused
+    /// ([`Error::BatchRunning`]), so it cannot take over the live flows of the first.
+    ///
+    /// On a SQLite journal it is an OS file lock (a process that dies releases it). On
+    /// a journal several hosts share it is a claim in the journal with a lease, renewed
+    /// while the guard lives, and a fencing token: another host takes it over once the
+    /// lease ran out (its holder died, or paused), and from then on every write the
+    /// paused holder makes for the batch's flows is refused ([`Error::ClaimTakenOver`]).
     pub fn lock_batch(&self, batch_id: &str) -> Result<BatchLock, Error> {
-        if self.path == Path::new(":memory:") {
-            return Ok(BatchLock { _file: None });
-        }
-        let dir = self.path.with_extension("batch-locks");
+        let path = match self.store.location() {
+            bridgectl_store::Location::Memory => {
+                return Ok(BatchLock {
+                    _held: Held::Nothing,
+                });
+            }
+            bridgectl_store::Location::Postgres(_) => {
+                return super::claims::Heartbeat::start(self, batch_id).map(|h| BatchLock {
+                    _held: Held::Claim(h),
+                });
+            }
+            bridgectl_store::Location::File(path) => path,
+        };
+        let dir = path.with_extension("batch-locks");
         bridgectl_local::files::create_private_dir(&dir).map_err(|source| Error::JournalDir {
             path: dir.display().to_string(),
             source,
@@ -38,7 +63,9 @@ impl Journal {
                 source,
             })?;
         match file.try_lock() {
-            Ok(()) => Ok(BatchLock { _file: Some(file) }),
+            Ok(()) => Ok(BatchLock {
+                _held: Held::File(file),
+            }),
             Err(std::fs::TryLockError::WouldBlock) => Err(Error::BatchRunning {
                 batch_id: batch_id.to_owned(),
                 lock: path.display().to_string(),
@@ -63,37 +90,35 @@ impl Journal {
         items: &[NewBatchItem],
     ) -> Result<Vec<HeldKey>, Error> {
         let at = now();
-        self.with_durable(|c| {
-            let t = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.write_durable(|t| {
             t.execute(
                 "INSERT INTO batches (batch_id, source, created_at) VALUES (?1, ?2, ?3)",
-                params![batch_id, source, at],
+                &[&batch_id, &source, &at],
             )?;
             let mut held = Vec::new();
-            {
-                let mut insert = t.prepare(
+            for (idx, item) in items.iter().enumerate() {
+                t.execute(
                     "INSERT INTO batch_items (batch_id, idx, item_id, op, tx_id)
                      VALUES (?1, ?2, ?3, ?4, ?5)",
+                    &[
+                        &batch_id,
+                        &(idx as i64),
+                        &item.id,
+                        &item.op.to_string(),
+                        &item.tx_id,
+                    ],
                 )?;
-                let mut key = t.prepare(
+                let taken = t.execute(
                     "INSERT INTO batch_keys (item_key, batch_id, idx) VALUES (?1, ?2, ?3)
                      ON CONFLICT (item_key) DO NOTHING",
+                    &[&item.key, &batch_id, &(idx as i64)],
                 )?;
-                for (idx, item) in items.iter().enumerate() {
-                    insert.execute(params![
-                        batch_id,
-                        idx as i64,
-                        item.id,
-                        item.op.to_string(),
-                        item.tx_id
-                    ])?;
-                    if key.execute(params![item.key, batch_id, idx as i64])? == 0 {
-                        held.extend(holder_of(&t, idx, &item.key)?);
-                    }
+                if taken == 0 {
+                    held.extend(holder_of(t, idx, &item.key)?);
                 }
             }
-            if held.is_empty() {
-                t.commit()?;
+            if !held.is_empty() {
+                t.roll_back();
             }
             Ok(held)
         })
@@ -121,13 +146,13 @@ impl Journal {
         request_hash: alloy_primitives::B256,
     ) -> Result<(), Error> {
         let at = now();
-        self.with_durable(|c| {
+        self.write_durable(|c| {
             c.execute(
                 "INSERT INTO prepared_batches (batch_id, request_hash, prepared_at)
                  VALUES (?1, ?2, ?3)",
-                params![batch_id, request_hash.to_string(), at],
+                &[&batch_id, &request_hash.to_string(), &at],
             )
-            .map(|_| ())
+            .map(drop)
         })
     }
 
@@ -143,46 +168,41 @@ impl Journal {
         reason: &str,
     ) -> Result<Option<(String, bool, Vec<HeldNonce>)>, Error> {
         let at = now();
-        self.with_durable(|c| {
-            let t = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let prepared: Option<i64> = t
-                .query_row(
-                    "SELECT 1 FROM prepared_batches WHERE batch_id = ?1",
-                    params![batch_id],
-                    |r| r.get(0),
-                )
-                .optional()?;
+        self.write_durable(|t| {
+            let prepared: Option<i64> = t.query_opt(
+                "SELECT 1 FROM prepared_batches WHERE batch_id = ?1",
+                &[&batch_id],
+                |r| r.get(0),
+            )?;
             if prepared.is_none() {
                 return Ok(None);
             }
-            if let Some(before) = abandoned_at(&t, batch_id)? {
+            if let Some(before) = abandoned_at(t, batch_id)? {
                 return Ok(Some((before, false, Vec::new())));
             }
-            let released: Vec<HeldNonce> = held_nonces_in(&t, batch_id, self.lease_cutoff())?
+            let released: Vec<HeldNonce> = held_nonces_in(t, batch_id, self.lease_cutoff())?
                 .into_iter()
                 .filter(|h| !h.signed)
                 .collect();
             t.execute(
                 "INSERT INTO abandoned_batches (batch_id, at) VALUES (?1, ?2)",
-                params![batch_id, at],
+                &[&batch_id, &at],
             )?;
-            let unsigned: Vec<String> = t
-                .prepare(
-                    "SELECT f.tx_id FROM batch_items i JOIN flows f ON f.tx_id = i.tx_id
-                      WHERE i.batch_id = ?1 AND f.signed_tx IS NULL
-                        AND f.state NOT IN ('failed', 'completed', 'retired')",
-                )?
-                .query_map(params![batch_id], |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?;
+            let unsigned: Vec<String> = t.query_map(
+                "SELECT f.tx_id FROM batch_items i JOIN flows f ON f.tx_id = i.tx_id
+                  WHERE i.batch_id = ?1 AND f.signed_tx IS NULL
+                    AND f.state NOT IN ('failed', 'completed', 'retired')",
+                &[&batch_id],
+                |r| r.get(0),
+            )?;
             let detail = serde_json::json!({"reason": reason, "batchId": batch_id}).to_string();
             for tx_id in &unsigned {
                 t.execute(
                     "UPDATE flows SET state = 'failed', updated_at = ?2 WHERE tx_id = ?1",
-                    params![tx_id, at],
+                    &[tx_id, &at],
                 )?;
-                insert_step(&t, tx_id, &at, "abandoned", &detail)?;
+                insert_step(t, tx_id, &at, "abandoned", &detail)?;
             }
-            t.commit()?;
             Ok(Some((at.clone(), true, released)))
         })
     }
@@ -203,12 +223,11 @@ impl Journal {
     /// prepared for the air gap.
     pub fn prepared(&self, batch_id: &str) -> Result<Option<alloy_primitives::B256>, Error> {
         let hash: Option<String> = self.with(|c| {
-            c.query_row(
+            c.query_opt(
                 "SELECT request_hash FROM prepared_batches WHERE batch_id = ?1",
-                params![batch_id],
+                &[&batch_id],
                 |r| r.get(0),
             )
-            .optional()
         })?;
         Ok(hash.and_then(|h| h.parse().ok()))
     }
@@ -219,12 +238,13 @@ impl Journal {
             return Err(Error::NoSuchBatch(prefix.to_owned()));
         }
         let found: Vec<BatchRecord> = self.with(|c| {
-            let mut stmt = c.prepare(
+            c.query_map(
                 "SELECT b.batch_id, b.source, b.created_at,
                         (SELECT COUNT(*) FROM batch_items i WHERE i.batch_id = b.batch_id)
-                   FROM batches b WHERE b.batch_id LIKE ?1 || '%' ORDER BY b.created_at LIMIT 3",
-            )?;
-            stmt.query_map(params![prefix], row_to_batch)?.collect()
+                   FROM batches b WHERE b.batch_id LIKE ?1 ORDER BY b.created_at LIMIT 3",
+                &[&format!("{prefix}%")],
+                row_to_batch,
+            )
         })?;
         if let Some(exact) = found.iter().find(|b| b.batch_id == prefix) {
             return Ok(exact.clone());
@@ -242,13 +262,13 @@ impl Journal {
     /// The most recent batches, newest first.
     pub fn list_batches(&self, limit: usize) -> Result<Vec<BatchRecord>, Error> {
         self.with(|c| {
-            let mut stmt = c.prepare(
+            c.query_map(
                 "SELECT b.batch_id, b.source, b.created_at,
                         (SELECT COUNT(*) FROM batch_items i WHERE i.batch_id = b.batch_id)
                    FROM batches b ORDER BY b.created_at DESC, b.rowid DESC LIMIT ?1",
-            )?;
-            stmt.query_map(params![limit as i64], row_to_batch)?
-                .collect()
+                &[&(limit as i64)],
+                row_to_batch,
+            )
         })
     }
 
@@ -256,13 +276,16 @@ impl Journal {
     pub fn batch_items(&self, batch_id: &str) -> Result<Vec<BatchItemRecord>, Error> {
         let columns = flow_columns();
         self.with(|c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT i.idx, i.item_id, i.op, i.tx_id, i.attempt, f.tx_id IS NOT NULL, {columns}
-                   FROM batch_items i LEFT JOIN flows f ON f.tx_id = i.tx_id
-                  WHERE i.batch_id = ?1 ORDER BY i.idx"
-            ))?;
-            stmt.query_map(params![batch_id], |r| row_to_item(r, 0))?
-                .collect()
+            c.query_map(
+                &format!(
+                    "SELECT i.idx, i.item_id, i.op, i.tx_id, i.attempt, f.tx_id IS NOT NULL, \
+                            {columns}
+                       FROM batch_items i LEFT JOIN flows f ON f.tx_id = i.tx_id
+                      WHERE i.batch_id = ?1 ORDER BY i.idx"
+                ),
+                &[&batch_id],
+                |r| row_to_item(r, 0),
+            )
         })
     }
 
@@ -277,24 +300,24 @@ impl Journal {
         tx_id: &str,
     ) -> Result<(), Error> {
         let at = now();
-        self.with(|c| {
-            let t = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.write_refusing(false, |t| {
+            self.check_fence(t, old_tx_id)?;
             let abandoned = t.execute(
                 "UPDATE flows SET state = 'failed', updated_at = ?2
                   WHERE tx_id = ?1 AND signed_tx IS NULL AND state NOT IN ('failed', 'completed')",
-                params![old_tx_id, at],
+                &[&old_tx_id, &at],
             )?;
             if abandoned > 0 {
                 let detail = serde_json::json!({"reason": "the batch was interrupted before \
                     this flow signed; its item runs again", "next": tx_id});
-                insert_step(&t, old_tx_id, &at, "abandoned", &detail.to_string())?;
+                insert_step(t, old_tx_id, &at, "abandoned", &detail.to_string())?;
             }
             t.execute(
                 "UPDATE batch_items SET tx_id = ?3, attempt = attempt + 1
                   WHERE batch_id = ?1 AND idx = ?2",
-                params![batch_id, index as i64, tx_id],
+                &[&batch_id, &(index as i64), &tx_id],
             )?;
-            t.commit()
+            Ok(())
         })
     }
 }
@@ -317,22 +340,24 @@ pub struct HeldNonce {
 }
 
 /// When batch `batch_id` was abandoned, if it was.
-fn abandoned_at(c: &rusqlite::Connection, batch_id: &str) -> rusqlite::Result<Option<String>> {
-    c.query_row(
+fn abandoned_at(
+    c: &mut dyn Conn,
+    batch_id: &str,
+) -> Result<Option<String>, bridgectl_store::Error> {
+    c.query_opt(
         "SELECT at FROM abandoned_batches WHERE batch_id = ?1",
-        params![batch_id],
+        &[&batch_id],
         |r| r.get(0),
     )
-    .optional()
 }
 
 /// [`Journal::held_nonces`] inside `c`, with the lease cut-off `cutoff`.
 fn held_nonces_in(
-    c: &rusqlite::Connection,
+    c: &mut dyn Conn,
     batch_id: &str,
     cutoff: i64,
-) -> rusqlite::Result<Vec<HeldNonce>> {
-    let mut stmt = c.prepare(&format!(
+) -> Result<Vec<HeldNonce>, bridgectl_store::Error> {
+    let sql = format!(
         "SELECT i.idx, f.tx_id, f.from_addr, CAST(f.nonce AS INTEGER), f.chain_id, 1
            FROM batch_items i JOIN flows f ON f.tx_id = i.tx_id
           WHERE i.batch_id = ?1 AND f.signed_tx IS NOT NULL AND f.state != 'retired'
@@ -343,19 +368,18 @@ fn held_nonces_in(
           WHERE i.batch_id = ?1 AND f.signed_tx IS NULL AND {}
           ORDER BY 1",
         super::nonces::holds("?2")
-    ))?;
-    stmt.query_map(params![batch_id, cutoff], |r| {
+    );
+    c.query_map(&sql, &[&batch_id, &cutoff], |r| {
         let address: String = r.get(2)?;
         Ok(HeldNonce {
-            index: r.get::<_, i64>(0)? as usize,
+            index: r.get::<i64>(0)? as usize,
             tx_id: r.get(1)?,
             address: address.parse().unwrap_or_default(),
-            nonce: r.get::<_, i64>(3)? as u64,
-            chain_id: r.get::<_, i64>(4)? as u64,
+            nonce: r.get::<i64>(3)? as u64,
+            chain_id: r.get::<i64>(4)? as u64,
             signed: r.get(5)?,
         })
-    })?
-    .collect()
+    })
 }
 
 /// One item of a batch to record ([`Journal::create_batch`]).
@@ -385,22 +409,25 @@ pub(crate) struct HeldKey {
 
 /// The item that holds `key`, if one does: reported as item `idx` of the batch being
 /// recorded.
-fn holder_of(c: &rusqlite::Connection, idx: usize, key: &str) -> rusqlite::Result<Option<HeldKey>> {
+fn holder_of(
+    c: &mut dyn Conn,
+    idx: usize,
+    key: &str,
+) -> Result<Option<HeldKey>, bridgectl_store::Error> {
     let columns = flow_columns();
-    c.prepare_cached(&format!(
+    let sql = format!(
         "SELECT k.batch_id, i.idx, i.item_id, i.op, i.tx_id, i.attempt, f.tx_id IS NOT NULL, {columns}
            FROM batch_keys k JOIN batch_items i ON i.batch_id = k.batch_id AND i.idx = k.idx
            LEFT JOIN flows f ON f.tx_id = i.tx_id
           WHERE k.item_key = ?1"
-    ))?
-    .query_row(params![key], |r| {
+    );
+    c.query_opt(&sql, &[&key], |r| {
         Ok(HeldKey {
             index: idx,
             batch_id: r.get(0)?,
             held_by: row_to_item(r, 1)?,
         })
     })
-    .optional()
 }
 
 /// The journal's flow columns, each prefixed `f.` (a flow joined to its batch item).
@@ -414,15 +441,15 @@ fn flow_columns() -> String {
 
 /// A batch item from the row's columns at `at`: `idx, item_id, op, tx_id, attempt,
 /// has_flow`, then the flow's [`COLUMNS`].
-fn row_to_item(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<BatchItemRecord> {
+fn row_to_item(r: &Row, at: usize) -> Result<BatchItemRecord, bridgectl_store::Error> {
     let op: String = r.get(at + 2)?;
     let has_flow: bool = r.get(at + 5)?;
     Ok(BatchItemRecord {
-        index: r.get::<_, i64>(at)? as usize,
+        index: r.get::<i64>(at)? as usize,
         item_id: r.get(at + 1)?,
         op: serde_json::from_str(&op).unwrap_or(Value::String(op)),
         tx_id: r.get(at + 3)?,
-        attempt: r.get::<_, i64>(at + 4)? as u32,
+        attempt: r.get::<i64>(at + 4)? as u32,
         flow: if has_flow {
             Some(row_to_record_at(r, at + 6)?)
         } else {
@@ -444,14 +471,14 @@ impl Journal {
             return Ok(Vec::new());
         }
         self.with(|c| {
-            let mut stmt = c.prepare(
+            c.query_map(
                 "SELECT b.batch_id, b.source, b.created_at,
                         (SELECT COUNT(*) FROM batch_items i WHERE i.batch_id = b.batch_id)
-                   FROM batches b WHERE b.batch_id LIKE ?1 || '%'
+                   FROM batches b WHERE b.batch_id LIKE ?1
                    ORDER BY b.created_at DESC, b.rowid DESC LIMIT ?2",
-            )?;
-            stmt.query_map(params![prefix, limit as i64], row_to_batch)?
-                .collect()
+                &[&format!("{prefix}%"), &(limit as i64)],
+                row_to_batch,
+            )
         })
     }
 }
@@ -462,13 +489,12 @@ impl Journal {
     /// wrote.
     pub(crate) fn awaited_offline(&self, tx_id: &str) -> Result<Option<crate::Awaits>, Error> {
         let batch: Option<String> = self.with(|c| {
-            c.query_row(
+            c.query_opt(
                 "SELECT i.batch_id FROM batch_items i JOIN prepared_batches p
                    ON p.batch_id = i.batch_id WHERE i.tx_id = ?1",
-                params![tx_id],
+                &[&tx_id],
                 |r| r.get(0),
             )
-            .optional()
         })?;
         if let Some(batch_id) = batch {
             return Ok(Some(crate::Awaits::PreparedBatch { batch_id }));

@@ -1,20 +1,22 @@
 //! Chains: each chain's block 0 as first seen, so that a reset chain (a new devnet at
 //! the same chain id) is named as such before its stale nonces refuse anything.
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use bridgectl_store::Conn;
 
 use super::records::{COLUMNS, FlowRecord, row_to_record};
 use super::{Journal, insert_step, now};
 use crate::Error;
 
 /// The block 0 hash journaled for `chain_id`, read inside `c`.
-pub(super) fn genesis_in(c: &Connection, chain_id: u64) -> rusqlite::Result<Option<String>> {
-    c.query_row(
+pub(super) fn genesis_in(
+    c: &mut dyn Conn,
+    chain_id: u64,
+) -> Result<Option<String>, bridgectl_store::Error> {
+    c.query_opt(
         "SELECT genesis FROM chains WHERE chain_id = ?1",
-        params![chain_id as i64],
+        &[&(chain_id as i64)],
         |r| r.get(0),
     )
-    .optional()
 }
 
 impl Journal {
@@ -35,9 +37,9 @@ impl Journal {
             None => {
                 // Another process may record it at the same time: the first one counts.
                 c.execute(
-                    "INSERT OR IGNORE INTO chains (chain_id, genesis, recorded_at)
-                     VALUES (?1, ?2, ?3)",
-                    params![chain_id as i64, found, now()],
+                    "INSERT INTO chains (chain_id, genesis, recorded_at)
+                     VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+                    &[&(chain_id as i64), &found, &now()],
                 )?;
                 genesis_in(c, chain_id)
             }
@@ -62,13 +64,15 @@ impl Journal {
     /// one not retired already.
     pub fn flows_on_chain(&self, chain_id: u64) -> Result<Vec<FlowRecord>, Error> {
         self.with(|c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {COLUMNS} FROM flows WHERE state != 'retired' AND (chain_id = ?1
-                    OR tx_id IN (SELECT tx_id FROM nonces WHERE chain_id = ?1))
-                  ORDER BY created_at"
-            ))?;
-            stmt.query_map(params![chain_id as i64], row_to_record)?
-                .collect()
+            c.query_map(
+                &format!(
+                    "SELECT {COLUMNS} FROM flows WHERE state != 'retired' AND (chain_id = ?1
+                        OR tx_id IN (SELECT tx_id FROM nonces WHERE chain_id = ?1))
+                      ORDER BY created_at"
+                ),
+                &[&(chain_id as i64)],
+                row_to_record,
+            )
         })
     }
 
@@ -88,9 +92,8 @@ impl Journal {
             .into_iter()
             .map(|f| (f.tx_id, f.state.as_str()))
             .collect();
-        self.with_durable(|c| {
-            let t = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let before = genesis_in(&t, chain_id)?;
+        self.write_durable(|t| {
+            let before = genesis_in(t, chain_id)?;
             for (id, state_before) in &ids {
                 // How it stood on the old chain (completed there, or not) stays on record.
                 let detail = serde_json::json!({"chainId": chain_id, "genesisBefore": before,
@@ -99,21 +102,29 @@ impl Journal {
                 .to_string();
                 t.execute(
                     "UPDATE flows SET state = 'retired', updated_at = ?2 WHERE tx_id = ?1",
-                    params![id, at],
+                    &[id, &at],
                 )?;
-                insert_step(&t, id, &at, "chain-reset", &detail)?;
+                insert_step(t, id, &at, "chain-reset", &detail)?;
             }
-            t.execute("DELETE FROM nonces WHERE chain_id = ?1", params![chain_id as i64])?;
+            t.execute(
+                "DELETE FROM nonces WHERE chain_id = ?1",
+                &[&(chain_id as i64)],
+            )?;
             // Credits are named by the chain's transaction hashes, which a new chain can
             // repeat (the same account sending the same call from the same nonce): the old
             // chain's claims must not hide the new chain's credits. Each swap's
             // `credited` step keeps what completed it.
-            t.execute("DELETE FROM credits WHERE chain_id = ?1", params![chain_id as i64])?;
             t.execute(
-                "INSERT OR REPLACE INTO chains (chain_id, genesis, recorded_at) VALUES (?1, ?2, ?3)",
-                params![chain_id as i64, genesis.to_string(), at],
+                "DELETE FROM credits WHERE chain_id = ?1",
+                &[&(chain_id as i64)],
             )?;
-            t.commit()
+            t.execute(
+                "INSERT INTO chains (chain_id, genesis, recorded_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (chain_id) DO UPDATE SET genesis = excluded.genesis,
+                    recorded_at = excluded.recorded_at",
+                &[&(chain_id as i64), &genesis.to_string(), &at],
+            )?;
+            Ok(())
         })?;
         Ok(ids.into_iter().map(|(id, _)| id).collect())
     }

@@ -3,7 +3,6 @@
 //! claim and the swap's completion are one commit, and the credit's key refuses a second
 //! claim, from this process or another one on the same journal.
 
-use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
 use super::facts::{Fact, conclude_in, put_fact};
@@ -43,30 +42,35 @@ impl Journal {
         let at = now();
         let detail = serde_json::to_string(credit).unwrap_or_default();
         let result = super::blob(result);
-        self.with(|c| {
-            let t = c.transaction()?;
+        self.write(|t| {
             let inserted = t.execute(
-                "INSERT OR IGNORE INTO credits (chain_id, tx_hash, log_index, block, amount, tx_id, at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![
-                    credit.chain_id as i64,
-                    credit.tx_hash,
-                    credit.log_index as i64,
-                    credit.block as i64,
-                    credit.amount,
-                    tx_id,
-                    at
+                "INSERT INTO credits (chain_id, tx_hash, log_index, block, amount, tx_id, at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING",
+                &[
+                    &(credit.chain_id as i64),
+                    &credit.tx_hash,
+                    &(credit.log_index as i64),
+                    &(credit.block as i64),
+                    &credit.amount,
+                    &tx_id,
+                    &at,
                 ],
             )?;
             if inserted == 0 {
                 return Ok(false);
             }
-            insert_step(&t, tx_id, &at, "credited", &detail)?;
+            insert_step(t, tx_id, &at, "credited", &detail)?;
             for fact in facts {
-                put_fact(&t, tx_id, fact)?;
+                put_fact(t, tx_id, fact)?;
             }
-            conclude_in(&t, tx_id, FlowState::Completed, "credit-observed", &result, &at)?;
-            t.commit()?;
+            conclude_in(
+                t,
+                tx_id,
+                FlowState::Completed,
+                "credit-observed",
+                &result,
+                &at,
+            )?;
             Ok(true)
         })
     }
@@ -74,19 +78,19 @@ impl Journal {
     /// The credit swap `tx_id` claimed, if it did.
     pub fn credit_of(&self, tx_id: &str) -> Result<Option<Credit>, Error> {
         self.with(|c| {
-            c.prepare_cached(
+            c.query_opt(
                 "SELECT chain_id, tx_hash, log_index, block, amount FROM credits WHERE tx_id = ?1",
-            )?
-            .query_row(params![tx_id], |r| {
-                Ok(Credit {
-                    chain_id: r.get::<_, i64>(0)? as u64,
-                    tx_hash: r.get(1)?,
-                    log_index: r.get::<_, i64>(2)? as u64,
-                    block: r.get::<_, i64>(3)? as u64,
-                    amount: r.get(4)?,
-                })
-            })
-            .optional()
+                &[&tx_id],
+                |r| {
+                    Ok(Credit {
+                        chain_id: r.get::<i64>(0)? as u64,
+                        tx_hash: r.get(1)?,
+                        log_index: r.get::<i64>(2)? as u64,
+                        block: r.get::<i64>(3)? as u64,
+                        amount: r.get(4)?,
+                    })
+                },
+            )
         })
     }
 
@@ -98,13 +102,11 @@ impl Journal {
         log_index: u64,
     ) -> Result<Option<String>, Error> {
         self.with(|c| {
-            c.prepare_cached(
+            c.query_opt(
                 "SELECT tx_id FROM credits WHERE chain_id = ?1 AND tx_hash = ?2 AND log_index = ?3",
-            )?
-            .query_row(params![chain_id as i64, tx_hash, log_index as i64], |r| {
-                r.get(0)
-            })
-            .optional()
+                &[&(chain_id as i64), &tx_hash, &(log_index as i64)],
+                |r| r.get(0),
+            )
         })
     }
 }

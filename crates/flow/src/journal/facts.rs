@@ -15,7 +15,7 @@
 //! and a withdrawn credit's claim here is released in the same commit.
 
 use alloy_primitives::B256;
-use rusqlite::params;
+use bridgectl_store::{Conn, Row};
 use serde::Serialize;
 
 use super::records::FlowState;
@@ -88,59 +88,65 @@ pub struct Reorg {
     pub seen_at: String,
 }
 
-fn row_to_fact(r: &rusqlite::Row<'_>) -> rusqlite::Result<Fact> {
-    let bad = |i: usize, what: &str| {
-        rusqlite::Error::FromSqlConversionFailure(
-            i,
-            rusqlite::types::Type::Text,
-            format!("not a {what}").into(),
-        )
+fn row_to_fact(r: &Row) -> Result<Fact, bridgectl_store::Error> {
+    let bad = |index: usize, what: &str| bridgectl_store::Error::Column {
+        index,
+        reason: format!("not a {what}"),
     };
     let kind: String = r.get(0)?;
     let tx_hash: String = r.get(2)?;
     let block_hash: String = r.get(5)?;
     Ok(Fact {
         kind: FactKind::parse(&kind).ok_or_else(|| bad(0, "fact kind"))?,
-        chain_id: r.get::<_, i64>(1)? as u64,
+        chain_id: r.get::<i64>(1)? as u64,
         tx_hash: tx_hash.parse().map_err(|_| bad(2, "hash"))?,
-        log_index: r.get::<_, Option<i64>>(3)?.map(|i| i as u64),
-        block: r.get::<_, i64>(4)? as u64,
+        log_index: r.get::<Option<i64>>(3)?.map(|i| i as u64),
+        block: r.get::<i64>(4)? as u64,
         block_hash: block_hash.parse().map_err(|_| bad(5, "hash"))?,
         is_final: r.get(6)?,
     })
 }
 
 /// Inserts (or replaces) `fact` of flow `tx_id`.
-pub(super) fn put_fact(t: &rusqlite::Connection, tx_id: &str, fact: &Fact) -> rusqlite::Result<()> {
-    t.prepare_cached(
-        "INSERT OR REPLACE INTO facts
+pub(super) fn put_fact(
+    t: &mut dyn Conn,
+    tx_id: &str,
+    fact: &Fact,
+) -> Result<(), bridgectl_store::Error> {
+    t.execute(
+        "INSERT INTO facts
             (tx_id, kind, chain_id, tx_hash, log_index, block, block_hash, final, seen_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    )?
-    .execute(params![
-        tx_id,
-        fact.kind.as_str(),
-        fact.chain_id as i64,
-        fact.tx_hash.to_string(),
-        fact.log_index.map(|i| i as i64),
-        fact.block as i64,
-        fact.block_hash.to_string(),
-        fact.is_final,
-        now(),
-    ])
-    .map(|_| ())
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+         ON CONFLICT (tx_id, kind) DO UPDATE SET chain_id = excluded.chain_id,
+            tx_hash = excluded.tx_hash, log_index = excluded.log_index,
+            block = excluded.block, block_hash = excluded.block_hash,
+            final = excluded.final, seen_at = excluded.seen_at",
+        &[
+            &tx_id,
+            &fact.kind.as_str(),
+            &(fact.chain_id as i64),
+            &fact.tx_hash.to_string(),
+            &fact.log_index.map(|i| i as i64),
+            &(fact.block as i64),
+            &fact.block_hash.to_string(),
+            &fact.is_final,
+            &now(),
+        ],
+    )
+    .map(drop)
 }
 
 impl Journal {
     /// The facts flow `tx_id` rests on, receipt first.
     pub fn facts(&self, tx_id: &str) -> Result<Vec<Fact>, Error> {
         self.with(|c| {
-            let mut stmt = c.prepare_cached(
+            c.query_map(
                 "SELECT kind, chain_id, tx_hash, log_index, block, block_hash, final
                    FROM facts WHERE tx_id = ?1
                   ORDER BY CASE kind WHEN 'receipt' THEN 0 WHEN 'credit' THEN 1 ELSE 2 END",
-            )?;
-            stmt.query_map(params![tx_id], row_to_fact)?.collect()
+                &[&tx_id],
+                row_to_fact,
+            )
         })
     }
 
@@ -153,9 +159,11 @@ impl Journal {
     /// Marks flow `tx_id`'s fact of `kind` final (it is not polled again).
     pub(crate) fn mark_final(&self, tx_id: &str, kind: FactKind) -> Result<(), Error> {
         self.with(|c| {
-            c.prepare_cached("UPDATE facts SET final = 1 WHERE tx_id = ?1 AND kind = ?2")?
-                .execute(params![tx_id, kind.as_str()])
-                .map(|_| ())
+            c.execute(
+                "UPDATE facts SET final = 1 WHERE tx_id = ?1 AND kind = ?2",
+                &[&tx_id, &kind.as_str()],
+            )
+            .map(drop)
         })
     }
 
@@ -172,13 +180,11 @@ impl Journal {
     ) -> Result<(), Error> {
         let at = now();
         let result = super::blob(result);
-        self.with(|c| {
-            let t = c.transaction()?;
+        self.write(|t| {
             for fact in facts {
-                put_fact(&t, tx_id, fact)?;
+                put_fact(t, tx_id, fact)?;
             }
-            conclude_in(&t, tx_id, ending, step, &result, &at)?;
-            t.commit()
+            conclude_in(t, tx_id, ending, step, &result, &at)
         })
     }
 
@@ -186,32 +192,21 @@ impl Journal {
     /// rests on is final. A flow that is not confirming is left as it is.
     pub(crate) fn finalize(&self, tx_id: &str) -> Result<Option<FlowState>, Error> {
         let at = now();
-        self.with(|c| {
-            let t = c.transaction()?;
-            let ending: Option<Option<String>> = t
-                .query_row(
-                    "SELECT ending FROM flows WHERE tx_id = ?1 AND state = 'confirming'",
-                    params![tx_id],
-                    |r| r.get(0),
-                )
-                .map(Some)
-                .or_else(|e| match e {
-                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                    e => Err(e),
-                })?;
+        self.write(|t| {
+            let ending: Option<Option<String>> = t.query_opt(
+                "SELECT ending FROM flows WHERE tx_id = ?1 AND state = 'confirming'",
+                &[&tx_id],
+                |r| r.get(0),
+            )?;
             let Some(Some(ending)) = ending else {
                 return Ok(None);
             };
-            t.execute(
-                "UPDATE facts SET final = 1 WHERE tx_id = ?1",
-                params![tx_id],
-            )?;
+            t.execute("UPDATE facts SET final = 1 WHERE tx_id = ?1", &[&tx_id])?;
             t.execute(
                 "UPDATE flows SET state = ?2, ending = NULL, updated_at = ?3 WHERE tx_id = ?1",
-                params![tx_id, ending, at],
+                &[&tx_id, &ending, &at],
             )?;
-            insert_step(&t, tx_id, &at, "final", "{}")?;
-            t.commit()?;
+            insert_step(t, tx_id, &at, "final", "{}")?;
             Ok(Some(FlowState::parse(&ending)))
         })
     }
@@ -229,22 +224,20 @@ impl Journal {
             seen_at: seen_at.clone(),
         };
         let detail = serde_json::to_string(&reorg).unwrap_or_default();
-        self.with(|c| {
-            let t = c.transaction()?;
+        self.write(|t| {
             t.execute(
                 "DELETE FROM facts WHERE tx_id = ?1 AND kind = ?2",
-                params![tx_id, fact.kind.as_str()],
+                &[&tx_id, &fact.kind.as_str()],
             )?;
             if fact.kind == FactKind::Credit {
-                t.execute("DELETE FROM credits WHERE tx_id = ?1", params![tx_id])?;
+                t.execute("DELETE FROM credits WHERE tx_id = ?1", &[&tx_id])?;
             }
             t.execute(
                 "UPDATE flows SET state = 'submitted', ending = NULL, updated_at = ?2
                   WHERE tx_id = ?1 AND state IN ('confirming', 'completed', 'failed', 'cancelled')",
-                params![tx_id, seen_at],
+                &[&tx_id, &seen_at],
             )?;
-            insert_step(&t, tx_id, &seen_at, "reorg", &detail)?;
-            t.commit()
+            insert_step(t, tx_id, &seen_at, "reorg", &detail)
         })?;
         Ok(reorg)
     }
@@ -262,20 +255,20 @@ impl Journal {
 
 /// Moves flow `tx_id` to `confirming`, ending `ending`, with `result` and a step.
 pub(super) fn conclude_in(
-    t: &rusqlite::Connection,
+    t: &mut dyn Conn,
     tx_id: &str,
     ending: FlowState,
     step: &str,
     result: &str,
     at: &str,
-) -> rusqlite::Result<()> {
+) -> Result<(), bridgectl_store::Error> {
     let n = t.execute(
         "UPDATE flows SET result = ?2, state = 'confirming', ending = ?3, updated_at = ?4
           WHERE tx_id = ?1",
-        params![tx_id, result, ending.as_str(), at],
+        &[&tx_id, &result, &ending.as_str(), &at],
     )?;
     if n == 0 {
-        return Err(rusqlite::Error::QueryReturnedNoRows);
+        return Err(bridgectl_store::Error::NoRow);
     }
     insert_step(t, tx_id, at, step, result)
 }

@@ -1,7 +1,7 @@
 //! Flows and their steps: each step committed before the next runs; the signed bytes
 //! committed durably (fsync'd) before they are sent.
 
-use rusqlite::{OptionalExtension, params};
+use bridgectl_store::Conn;
 use serde_json::Value;
 
 use super::records::{
@@ -13,31 +13,39 @@ use crate::Error;
 
 /// Inserts flow `tx_id` with its first step.
 pub(super) fn insert_flow(
-    t: &rusqlite::Connection,
+    t: &mut dyn Conn,
+    host: &str,
     tx_id: &str,
     kind: FlowKind,
     from: Option<&str>,
     intent: &Value,
-) -> rusqlite::Result<()> {
+) -> Result<(), bridgectl_store::Error> {
     let at = now();
     t.execute(
-        "INSERT INTO flows (tx_id, kind, state, from_addr, intent, created_at, updated_at)
-         VALUES (?1, ?2, 'started', ?3, ?4, ?5, ?5)",
-        params![tx_id, kind.as_str(), from, intent.to_string(), at],
+        "INSERT INTO flows (tx_id, kind, state, from_addr, intent, created_at, updated_at, host)
+         VALUES (?1, ?2, 'started', ?3, ?4, ?5, ?5, ?6)",
+        &[
+            &tx_id,
+            &kind.as_str(),
+            &from,
+            &intent.to_string(),
+            &at,
+            &host,
+        ],
     )?;
     insert_step(t, tx_id, &at, "started", &intent.to_string())
 }
 
 /// Records flow `tx_id`'s raw transaction and moves it to `executed`.
 pub(super) fn set_raw_tx(
-    t: &rusqlite::Connection,
+    t: &mut dyn Conn,
     tx_id: &str,
     raw_tx: &Value,
-) -> rusqlite::Result<()> {
+) -> Result<(), bridgectl_store::Error> {
     let at = now();
     t.execute(
         "UPDATE flows SET raw_tx = ?2, state = 'executed', updated_at = ?3 WHERE tx_id = ?1",
-        params![tx_id, raw_tx.to_string(), at],
+        &[&tx_id, &raw_tx.to_string(), &at],
     )?;
     insert_step(t, tx_id, &at, "executed", &raw_tx.to_string())
 }
@@ -51,10 +59,9 @@ impl Journal {
         from: Option<&str>,
         intent: &Value,
     ) -> Result<(), Error> {
-        self.with(|c| {
-            let t = c.transaction()?;
-            insert_flow(&t, tx_id, kind, from, intent)?;
-            t.commit()
+        self.write_refusing(false, |t| {
+            self.check_fence(t, tx_id)?;
+            Ok(insert_flow(t, &self.host, tx_id, kind, from, intent)?)
         })
     }
 
@@ -71,7 +78,7 @@ impl Journal {
         let from = raw_tx.from.to_string();
         let raw = serde_json::to_value(raw_tx).unwrap_or_default();
         self.reserve_after(tx_id, raw_tx.from, raw_tx.chain_id, raw_tx.nonce, |t| {
-            insert_flow(t, tx_id, kind, Some(&from), intent)?;
+            insert_flow(t, &self.host, tx_id, kind, Some(&from), intent)?;
             set_raw_tx(t, tx_id, &raw)
         })
     }
@@ -85,17 +92,15 @@ impl Journal {
         detail: &Value,
     ) -> Result<(), Error> {
         let at = now();
-        self.with(|c| {
-            let t = c.transaction()?;
+        self.write(|t| {
             let n = t.execute(
                 "UPDATE flows SET state = ?2, updated_at = ?3 WHERE tx_id = ?1",
-                params![tx_id, state.as_str(), at],
+                &[&tx_id, &state.as_str(), &at],
             )?;
             if n == 0 {
-                return Err(rusqlite::Error::QueryReturnedNoRows);
+                return Err(bridgectl_store::Error::NoRow);
             }
-            insert_step(&t, tx_id, &at, step, &blob(detail))?;
-            t.commit()
+            insert_step(t, tx_id, &at, step, &blob(detail))
         })
     }
 
@@ -107,11 +112,7 @@ impl Journal {
 
     /// Records the raw transaction as received from the platform.
     pub(crate) fn record_raw_tx(&self, tx_id: &str, raw_tx: &Value) -> Result<(), Error> {
-        self.with(|c| {
-            let t = c.transaction()?;
-            set_raw_tx(&t, tx_id, raw_tx)?;
-            t.commit()
-        })
+        self.write(|t| set_raw_tx(t, tx_id, raw_tx))
     }
 
     /// Records a result seen on the way (e.g. a redemption record whose status changed)
@@ -124,23 +125,21 @@ impl Journal {
         result: &Value,
     ) -> Result<(), Error> {
         let at = now();
-        self.with(|c| {
-            let t = c.transaction()?;
+        self.write(|t| {
             let n = match state {
                 Some(s) => t.execute(
                     "UPDATE flows SET result = ?2, state = ?3, updated_at = ?4 WHERE tx_id = ?1",
-                    params![tx_id, blob(result), s.as_str(), at],
+                    &[&tx_id, &blob(result), &s.as_str(), &at],
                 )?,
                 None => t.execute(
                     "UPDATE flows SET result = ?2, updated_at = ?3 WHERE tx_id = ?1",
-                    params![tx_id, blob(result), at],
+                    &[&tx_id, &blob(result), &at],
                 )?,
             };
             if n == 0 {
-                return Err(rusqlite::Error::QueryReturnedNoRows);
+                return Err(bridgectl_store::Error::NoRow);
             }
-            insert_step(&t, tx_id, &at, step, &blob(result))?;
-            t.commit()
+            insert_step(t, tx_id, &at, step, &blob(result))
         })
     }
 
@@ -167,37 +166,37 @@ impl Journal {
         let at = now();
         let hex = format!("0x{}", hex::encode(&signed.raw));
         let hash = signed.hash.to_string();
-        self.with_durable(|c| {
-            let t = c.transaction()?;
+        self.write_refusing(true, |t| {
+            self.check_fence(t, tx_id)?;
             let (replaced, old_tx): (Option<String>, Option<String>) = t.query_row(
                 "SELECT tx_hash, signed_tx FROM flows WHERE tx_id = ?1",
-                params![tx_id],
+                &[&tx_id],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )?;
             let (Some(replaced), Some(old_tx)) = (replaced, old_tx) else {
-                return Err(rusqlite::Error::QueryReturnedNoRows);
+                return Err(bridgectl_store::Error::NoRow.into());
             };
             // The first replacement keeps the original too.
             t.execute(
-                "INSERT OR IGNORE INTO signatures (tx_hash, tx_id, purpose, signed_tx, at)
-                 VALUES (?1, ?2, 'original', ?3, ?4)",
-                params![replaced, tx_id, old_tx, at],
+                "INSERT INTO signatures (tx_hash, tx_id, purpose, signed_tx, at)
+                 VALUES (?1, ?2, 'original', ?3, ?4) ON CONFLICT DO NOTHING",
+                &[&replaced, &tx_id, &old_tx, &at],
             )?;
             t.execute(
-                "INSERT OR IGNORE INTO signatures (tx_hash, tx_id, purpose, signed_tx, at)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![hash, tx_id, purpose.as_str(), hex, at],
+                "INSERT INTO signatures (tx_hash, tx_id, purpose, signed_tx, at)
+                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+                &[&hash, &tx_id, &purpose.as_str(), &hex, &at],
             )?;
             t.execute(
                 "UPDATE flows SET signed_tx = ?2, tx_hash = ?3, state = 'signed', updated_at = ?4
                   WHERE tx_id = ?1",
-                params![tx_id, hex, hash, at],
+                &[&tx_id, &hex, &hash, &at],
             )?;
             let detail = serde_json::json!({"txHash": hash, "replaces": replaced,
                                             "nonce": signed.nonce});
             let step = format!("{}-signed", purpose.as_str());
-            insert_step(&t, tx_id, &at, &step, &detail.to_string())?;
-            t.commit()
+            insert_step(t, tx_id, &at, &step, &detail.to_string())?;
+            Ok(())
         })
     }
 
@@ -206,17 +205,17 @@ impl Journal {
     /// before it signed).
     pub fn signatures(&self, tx_id: &str) -> Result<Vec<SignatureRecord>, Error> {
         let rows: Vec<SignatureRecord> = self.with(|c| {
-            let mut stmt = c.prepare(
+            c.query_map(
                 "SELECT tx_hash, purpose, signed_tx FROM signatures WHERE tx_id = ?1 ORDER BY rowid",
-            )?;
-            stmt.query_map(params![tx_id], |r| {
-                Ok(SignatureRecord {
-                    tx_hash: r.get(0)?,
-                    purpose: Purpose::parse(&r.get::<_, String>(1)?),
-                    signed_tx: r.get(2)?,
-                })
-            })?
-            .collect()
+                &[&tx_id],
+                |r| {
+                    Ok(SignatureRecord {
+                        tx_hash: r.get(0)?,
+                        purpose: Purpose::parse(&r.get::<String>(1)?),
+                        signed_tx: r.get(2)?,
+                    })
+                },
+            )
         })?;
         if !rows.is_empty() {
             return Ok(rows);
@@ -237,21 +236,20 @@ impl Journal {
         self.with(|c| {
             c.execute(
                 "UPDATE flows SET result = ?2, updated_at = ?3 WHERE tx_id = ?1",
-                params![tx_id, blob(result), now()],
+                &[&tx_id, &blob(result), &now()],
             )
-            .map(|_| ())
+            .map(drop)
         })
     }
 
     /// One flow.
     pub fn get(&self, tx_id: &str) -> Result<FlowRecord, Error> {
         self.with(|c| {
-            c.query_row(
+            c.query_opt(
                 &format!("SELECT {COLUMNS} FROM flows WHERE tx_id = ?1"),
-                params![tx_id],
+                &[&tx_id],
                 row_to_record,
             )
-            .optional()
         })?
         .ok_or_else(|| Error::NotInJournal(tx_id.to_owned()))
     }
@@ -262,15 +260,14 @@ impl Journal {
         tx_hash: alloy_primitives::B256,
     ) -> Result<Option<FlowRecord>, Error> {
         self.with(|c| {
-            c.query_row(
+            c.query_opt(
                 &format!(
                     "SELECT {COLUMNS} FROM flows WHERE tx_hash = ?1 AND signed_tx IS NOT NULL \
                      ORDER BY created_at LIMIT 1"
                 ),
-                params![tx_hash.to_string()],
+                &[&tx_hash.to_string()],
                 row_to_record,
             )
-            .optional()
         })
     }
 
@@ -292,12 +289,11 @@ impl Journal {
             }
             // A replaced flow's earlier signatures name it too.
             let tx_id: Option<String> = self.with(|c| {
-                c.query_row(
+                c.query_opt(
                     "SELECT tx_id FROM signatures WHERE tx_hash = ?1",
-                    params![hash.to_string()],
+                    &[&hash.to_string()],
                     |r| r.get(0),
                 )
-                .optional()
             })?;
             return match tx_id {
                 Some(tx_id) => self.get(&tx_id),
@@ -310,10 +306,14 @@ impl Journal {
             return Err(Error::NotInJournal(prefix.to_owned()));
         }
         let found: Vec<FlowRecord> = self.with(|c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {COLUMNS} FROM flows WHERE tx_id LIKE ?1 || '%' ORDER BY created_at LIMIT 3"
-            ))?;
-            stmt.query_map(params![prefix], row_to_record)?.collect()
+            c.query_map(
+                &format!(
+                    "SELECT {COLUMNS} FROM flows WHERE tx_id LIKE ?1 \
+                     ORDER BY created_at LIMIT 3"
+                ),
+                &[&format!("{prefix}%")],
+                row_to_record,
+            )
         })?;
         match found.len() {
             0 => Err(Error::NotInJournal(prefix.to_owned())),
@@ -328,28 +328,31 @@ impl Journal {
     /// The most recent flows, newest first.
     pub fn list(&self, limit: usize) -> Result<Vec<FlowRecord>, Error> {
         self.with(|c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {COLUMNS} FROM flows ORDER BY created_at DESC, rowid DESC LIMIT ?1"
-            ))?;
-            let rows = stmt.query_map(params![limit as i64], row_to_record)?;
-            rows.collect()
+            c.query_map(
+                &format!(
+                    "SELECT {COLUMNS} FROM flows ORDER BY created_at DESC, rowid DESC LIMIT ?1"
+                ),
+                &[&(limit as i64)],
+                row_to_record,
+            )
         })
     }
 
     /// The steps of one flow, oldest first.
     pub fn steps(&self, tx_id: &str) -> Result<Vec<StepRecord>, Error> {
         self.with(|c| {
-            let mut stmt =
-                c.prepare("SELECT at, step, detail FROM steps WHERE tx_id = ?1 ORDER BY id")?;
-            let rows = stmt.query_map(params![tx_id], |r| {
-                let detail: String = r.get(2)?;
-                Ok(StepRecord {
-                    at: r.get(0)?,
-                    step: r.get(1)?,
-                    detail: serde_json::from_str(&detail).unwrap_or(Value::String(detail)),
-                })
-            })?;
-            rows.collect()
+            c.query_map(
+                "SELECT at, step, detail FROM steps WHERE tx_id = ?1 ORDER BY id",
+                &[&tx_id],
+                |r| {
+                    let detail: String = r.get(2)?;
+                    Ok(StepRecord {
+                        at: r.get(0)?,
+                        step: r.get(1)?,
+                        detail: serde_json::from_str(&detail).unwrap_or(Value::String(detail)),
+                    })
+                },
+            )
         })
     }
 }
@@ -372,12 +375,14 @@ impl Journal {
             return Ok(Vec::new());
         }
         self.with(|c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {COLUMNS} FROM flows WHERE {column} LIKE ?1 || '%' \
-                 ORDER BY created_at DESC, rowid DESC LIMIT ?2"
-            ))?;
-            stmt.query_map(params![prefix, limit as i64], row_to_record)?
-                .collect()
+            c.query_map(
+                &format!(
+                    "SELECT {COLUMNS} FROM flows WHERE {column} LIKE ?1 \
+                     ORDER BY created_at DESC, rowid DESC LIMIT ?2"
+                ),
+                &[&format!("{prefix}%"), &(limit as i64)],
+                row_to_record,
+            )
         })
     }
 }

@@ -5,7 +5,6 @@
 //! absent.
 
 use alloy_primitives::Address;
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
 use serde_json::Value;
 
 use super::flows::{insert_flow, set_raw_tx};
@@ -36,29 +35,31 @@ impl Journal {
         &self,
         flows: &[GroupFlow<'_>],
     ) -> Result<Vec<Option<String>>, Error> {
-        self.with(|c| {
-            let mut t = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.write_refusing(false, |t| {
             let mut holders = Vec::with_capacity(flows.len());
             for f in flows {
                 let tx = f.raw_tx;
-                let exists: Option<i64> = t
-                    .query_row("SELECT 1 FROM flows WHERE tx_id = ?1", [f.tx_id], |r| {
+                // The holder is looked for before anything of the flow is written: a
+                // refused flow is neither begun nor reserved.
+                let holder = self.holder_in(t, f.tx_id, tx.from, tx.chain_id, tx.nonce)?;
+                if holder.is_some() {
+                    holders.push(holder);
+                    continue;
+                }
+                let exists: Option<i64> =
+                    t.query_opt("SELECT 1 FROM flows WHERE tx_id = ?1", &[&f.tx_id], |r| {
                         r.get(0)
-                    })
-                    .optional()?;
-                let sp = t.savepoint()?;
+                    })?;
                 if exists.is_none() {
                     let raw = serde_json::to_value(tx).unwrap_or_default();
-                    insert_flow(&sp, f.tx_id, f.kind, Some(&tx.from.to_string()), &f.intent)?;
-                    set_raw_tx(&sp, f.tx_id, &raw)?;
+                    let from = tx.from.to_string();
+                    insert_flow(t, &self.host, f.tx_id, f.kind, Some(&from), &f.intent)?;
+                    set_raw_tx(t, f.tx_id, &raw)?;
+                } else {
+                    self.check_fence(t, f.tx_id)?;
                 }
-                let holder = self.reserve_in(&sp, f.tx_id, tx.from, tx.chain_id, tx.nonce)?;
-                if holder.is_none() {
-                    sp.commit()?;
-                }
-                holders.push(holder);
+                holders.push(self.reserve_in(t, f.tx_id, tx.from, tx.chain_id, tx.nonce)?);
             }
-            t.commit()?;
             Ok(holders)
         })
     }
@@ -73,32 +74,30 @@ impl Journal {
             return Ok(());
         }
         let at = now();
-        self.with_durable(|c| {
-            let t = c.transaction()?;
-            {
-                let mut update = t.prepare_cached(
+        self.write_refusing(true, |t| {
+            for (tx_id, s) in signed {
+                self.check_fence(t, tx_id)?;
+                let hash = s.hash.to_string();
+                let n = t.execute(
                     "UPDATE flows SET signed_tx = ?2, tx_hash = ?3, chain_id = ?4, nonce = ?5,
                             state = 'signed', updated_at = ?6 WHERE tx_id = ?1",
-                )?;
-                for (tx_id, s) in signed {
-                    let hash = s.hash.to_string();
-                    let n = update.execute(params![
+                    &[
                         tx_id,
-                        format!("0x{}", hex::encode(&s.raw)),
-                        hash,
-                        s.chain_id as i64,
-                        s.nonce.to_string(),
-                        at
-                    ])?;
-                    if n == 0 {
-                        return Err(rusqlite::Error::QueryReturnedNoRows);
-                    }
-                    let detail = serde_json::json!({"txHash": hash, "chainId": s.chain_id,
-                                                    "nonce": s.nonce});
-                    insert_step(&t, tx_id, &at, "signed", &detail.to_string())?;
+                        &format!("0x{}", hex::encode(&s.raw)),
+                        &hash,
+                        &(s.chain_id as i64),
+                        &s.nonce.to_string(),
+                        &at,
+                    ],
+                )?;
+                if n == 0 {
+                    return Err(bridgectl_store::Error::NoRow.into());
                 }
+                let detail = serde_json::json!({"txHash": hash, "chainId": s.chain_id,
+                                                "nonce": s.nonce});
+                insert_step(t, tx_id, &at, "signed", &detail.to_string())?;
             }
-            t.commit()
+            Ok(())
         })
     }
 
@@ -113,16 +112,15 @@ impl Journal {
         let addr = address.to_string();
         let except = serde_json::to_string(except).unwrap_or_else(|_| "[]".into());
         let highest: Option<i64> = self.with(|c| {
-            c.prepare_cached(&super::nonces::next_nonce_excluding_sql())?
-                .query_row(
-                    params![
-                        addr,
-                        chain_id as i64,
-                        except,
-                        super::unix_now() - self.lease_secs
-                    ],
-                    |r| r.get(0),
-                )
+            c.query_value(
+                &super::nonces::next_nonce_excluding_sql(),
+                &[
+                    &addr,
+                    &(chain_id as i64),
+                    &except,
+                    &(super::unix_now() - self.lease_secs),
+                ],
+            )
         })?;
         Ok(highest.map(|n| n as u64 + 1))
     }

@@ -3,7 +3,7 @@
 //! one against. One nonce, one flow: a second reservation of a held nonce is refused.
 
 use alloy_primitives::Address;
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use bridgectl_store::Conn;
 
 use serde_json::Value;
 
@@ -62,28 +62,26 @@ pub(super) const PREPARED_HOLDS: &str = "EXISTS (SELECT 1 FROM batch_items i \
 
 /// [`Journal::stop_at_approval`] of flow `tx_id` inside `t`, at time `at`.
 fn stop_in(
-    t: &rusqlite::Connection,
+    t: &mut dyn Conn,
     tx_id: &str,
     at: &str,
     step: &str,
     detail: &Value,
-) -> rusqlite::Result<()> {
-    let kind: String = t.query_row("SELECT kind FROM flows WHERE tx_id = ?1", [tx_id], |r| {
-        r.get(0)
-    })?;
+) -> Result<(), bridgectl_store::Error> {
+    let kind: String = t.query_value("SELECT kind FROM flows WHERE tx_id = ?1", &[&tx_id])?;
     if FlowKind::parse(&kind).is_some_and(FlowKind::resumes_at_approval) {
         t.execute(
             "UPDATE flows SET updated_at = ?2 WHERE tx_id = ?1",
-            params![tx_id, at],
+            &[&tx_id, &at],
         )?;
         t.execute(
             "UPDATE nonces SET reserved_at = 0 WHERE tx_id = ?1",
-            params![tx_id],
+            &[&tx_id],
         )?;
     } else {
         t.execute(
             "UPDATE flows SET state = ?2, updated_at = ?3 WHERE tx_id = ?1",
-            params![tx_id, FlowState::Failed.as_str(), at],
+            &[&tx_id, &FlowState::Failed.as_str(), &at],
         )?;
     }
     insert_step(t, tx_id, at, step, &blob(detail))
@@ -103,13 +101,12 @@ impl Journal {
         nonce: u64,
     ) -> Result<(), Error> {
         let row: Option<(String, i64)> = self.with(|c| {
-            c.query_row(
+            c.query_opt(
                 "SELECT tx_id, reserved_at FROM nonces
                   WHERE address = ?1 AND chain_id = ?2 AND nonce = ?3",
-                params![address.to_string(), chain_id as i64, nonce as i64],
+                &[&address.to_string(), &(chain_id as i64), &(nonce as i64)],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
-            .optional()
         })?;
         match row {
             Some((holder, reserved_at)) if holder == tx_id => {
@@ -153,11 +150,7 @@ impl Journal {
         detail: &Value,
     ) -> Result<(), Error> {
         let at = now();
-        self.with(|c| {
-            let t = c.transaction()?;
-            stop_in(&t, tx_id, &at, step, detail)?;
-            t.commit()
-        })
+        self.write(|t| stop_in(t, tx_id, &at, step, detail))
     }
 
     /// [`Journal::stop_at_approval`] for each of the flows `tx_ids` that has not signed
@@ -170,24 +163,20 @@ impl Journal {
         detail: &Value,
     ) -> Result<usize, Error> {
         let at = now();
-        self.with(|c| {
-            let t = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.write(|t| {
             let mut stopped = 0;
             for tx_id in tx_ids {
-                let open: Option<i64> = t
-                    .query_row(
-                        "SELECT 1 FROM flows WHERE tx_id = ?1 AND signed_tx IS NULL
-                            AND state NOT IN ('failed', 'completed', 'retired')",
-                        [tx_id],
-                        |r| r.get(0),
-                    )
-                    .optional()?;
+                let open: Option<i64> = t.query_opt(
+                    "SELECT 1 FROM flows WHERE tx_id = ?1 AND signed_tx IS NULL
+                        AND state NOT IN ('failed', 'completed', 'retired')",
+                    &[tx_id],
+                    |r| r.get(0),
+                )?;
                 if open.is_some() {
-                    stop_in(&t, tx_id, &at, step, detail)?;
+                    stop_in(t, tx_id, &at, step, detail)?;
                     stopped += 1;
                 }
             }
-            t.commit()?;
             Ok(stopped)
         })
     }
@@ -202,7 +191,7 @@ impl Journal {
         nonce: u64,
     ) -> Result<Option<FlowRecord>, Error> {
         self.with(|c| {
-            c.query_row(
+            c.query_opt(
                 &format!(
                     "SELECT {COLUMNS} FROM flows WHERE tx_id IN (
                      SELECT tx_id FROM flows
@@ -215,15 +204,14 @@ impl Journal {
                      ORDER BY created_at LIMIT 1",
                     holds("?4")
                 ),
-                params![
-                    address.to_string(),
-                    chain_id as i64,
-                    nonce as i64,
-                    unix_now() - self.lease_secs
+                &[
+                    &address.to_string(),
+                    &(chain_id as i64),
+                    &(nonce as i64),
+                    &(unix_now() - self.lease_secs),
                 ],
                 row_to_record,
             )
-            .optional()
         })
     }
 
@@ -248,9 +236,14 @@ impl Journal {
         let addr = address.to_string();
         let except = except.unwrap_or("");
         let highest: Option<i64> = self.with(|c| {
-            c.prepare_cached(&next_nonce_sql())?.query_row(
-                params![addr, chain_id as i64, except, unix_now() - self.lease_secs],
-                |r| r.get(0),
+            c.query_value(
+                &next_nonce_sql(),
+                &[
+                    &addr,
+                    &(chain_id as i64),
+                    &except,
+                    &(unix_now() - self.lease_secs),
+                ],
             )
         })?;
         Ok(highest.map(|n| n as u64 + 1))
@@ -280,14 +273,14 @@ impl Journal {
         address: Address,
         chain_id: u64,
         nonce: u64,
-        first: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<()>,
+        first: impl FnOnce(&mut dyn Conn) -> Result<(), bridgectl_store::Error>,
     ) -> Result<(), Error> {
-        let holder = self.with(|c| {
-            let t = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            first(&t)?;
-            let holder = self.reserve_in(&t, tx_id, address, chain_id, nonce)?;
-            if holder.is_none() {
-                t.commit()?;
+        let holder = self.write_refusing(false, |t| {
+            self.check_fence(t, tx_id)?;
+            first(t)?;
+            let holder = self.reserve_in(t, tx_id, address, chain_id, nonce)?;
+            if holder.is_some() {
+                t.roll_back();
             }
             Ok(holder)
         })?;
@@ -302,43 +295,29 @@ impl Journal {
         }
     }
 
-    /// The reservation inside `t` (which must be `IMMEDIATE`): the flow that holds
-    /// the nonce, if another does; otherwise the nonce is reserved for `tx_id`.
+    /// The reservation inside write transaction `t`: the flow that holds the nonce, if
+    /// another does; otherwise the nonce is reserved for `tx_id`. (The read and the
+    /// write are one step: write transactions are serialised, on every host.)
     pub(super) fn reserve_in(
         &self,
-        t: &rusqlite::Connection,
+        t: &mut dyn Conn,
         tx_id: &str,
         address: Address,
         chain_id: u64,
         nonce: u64,
-    ) -> rusqlite::Result<Option<String>> {
-        let addr = address.to_string();
-        let now = unix_now();
-        let holder: Option<String> = t
-            .query_row(
-                &format!(
-                    "SELECT r.tx_id FROM nonces r JOIN flows f ON f.tx_id = r.tx_id
-                      WHERE r.address = ?1 AND r.chain_id = ?2 AND r.nonce = ?3
-                        AND r.tx_id != ?4 AND {}",
-                    holds("?5")
-                ),
-                params![
-                    addr,
-                    chain_id as i64,
-                    nonce as i64,
-                    tx_id,
-                    now - self.lease_secs
-                ],
-                |r| r.get(0),
-            )
-            .optional()?;
+    ) -> Result<Option<String>, bridgectl_store::Error> {
+        let holder = self.holder_in(t, tx_id, address, chain_id, nonce)?;
         if holder.is_some() {
             return Ok(holder);
         }
+        let addr = address.to_string();
+        let now = unix_now();
         t.execute(
-            "INSERT OR REPLACE INTO nonces (address, chain_id, nonce, tx_id, reserved_at)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![addr, chain_id as i64, nonce as i64, tx_id, now],
+            "INSERT INTO nonces (address, chain_id, nonce, tx_id, reserved_at)
+             VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (address, chain_id, nonce)
+             DO UPDATE SET tx_id = excluded.tx_id, reserved_at = excluded.reserved_at",
+            &[&addr, &(chain_id as i64), &(nonce as i64), &tx_id, &now],
         )?;
         let detail = serde_json::json!({"nonce": nonce, "chainId": chain_id});
         insert_step(
@@ -349,5 +328,32 @@ impl Journal {
             &detail.to_string(),
         )?;
         Ok(None)
+    }
+
+    /// The flow other than `tx_id` whose reservation of `nonce` holds, read inside `t`.
+    pub(super) fn holder_in(
+        &self,
+        t: &mut dyn Conn,
+        tx_id: &str,
+        address: Address,
+        chain_id: u64,
+        nonce: u64,
+    ) -> Result<Option<String>, bridgectl_store::Error> {
+        t.query_opt(
+            &format!(
+                "SELECT r.tx_id FROM nonces r JOIN flows f ON f.tx_id = r.tx_id
+                      WHERE r.address = ?1 AND r.chain_id = ?2 AND r.nonce = ?3
+                        AND r.tx_id != ?4 AND {}",
+                holds("?5")
+            ),
+            &[
+                &address.to_string(),
+                &(chain_id as i64),
+                &(nonce as i64),
+                &tx_id,
+                &(unix_now() - self.lease_secs),
+            ],
+            |r| r.get(0),
+        )
     }
 }

@@ -1,6 +1,7 @@
 //! What the journal holds, as the flows and the CLI read it: flow, step, signature and
 //! batch records, their stored spellings, and the rows they are read from.
 
+use bridgectl_store::{Error as StoreError, Row};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -235,6 +236,10 @@ pub struct FlowRecord {
     /// are final (`completed`, `failed`, `cancelled`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ending: Option<FlowState>,
+    /// The host that began it ([`Journal::with_host`](super::Journal::with_host)); none
+    /// for flows journaled before hosts were recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// One step of a flow.
@@ -282,31 +287,28 @@ pub struct BatchItemRecord {
 }
 
 pub(super) const COLUMNS: &str = "tx_id, kind, state, from_addr, intent, raw_tx, signed_tx, tx_hash, \
-                       chain_id, nonce, result, created_at, updated_at, ending";
+                       chain_id, nonce, result, created_at, updated_at, ending, host";
 
 pub(super) fn json_col(text: Option<String>) -> Option<Value> {
     text.map(|t| serde_json::from_str(&t).unwrap_or(Value::String(t)))
 }
 
-pub(super) fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<FlowRecord> {
+pub(super) fn row_to_record(r: &Row) -> Result<FlowRecord, StoreError> {
     row_to_record_at(r, 0)
 }
 
 /// A flow record from the [`COLUMNS`] of row `r` starting at column `at`.
-pub(super) fn row_to_record_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<FlowRecord> {
+pub(super) fn row_to_record_at(r: &Row, at: usize) -> Result<FlowRecord, StoreError> {
     let kind: String = r.get(at + 1)?;
     let state: String = r.get(at + 2)?;
     let intent: String = r.get(at + 4)?;
     let nonce: Option<String> = r.get(at + 9)?;
-    let chain_id: Option<i64> = r.get(at + 8)?;
+    let chain_id: Option<u64> = r.get(at + 8)?;
     Ok(FlowRecord {
         tx_id: r.get(at)?,
-        kind: FlowKind::parse(&kind).ok_or_else(|| {
-            rusqlite::Error::FromSqlConversionFailure(
-                at + 1,
-                rusqlite::types::Type::Text,
-                format!("unknown flow kind {kind:?}").into(),
-            )
+        kind: FlowKind::parse(&kind).ok_or_else(|| StoreError::Column {
+            index: at + 1,
+            reason: format!("a flow kind, found {kind:?}"),
         })?,
         state: FlowState::parse(&state),
         from: r.get(at + 3)?,
@@ -314,22 +316,23 @@ pub(super) fn row_to_record_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Re
         raw_tx: json_col(r.get(at + 5)?),
         signed_tx: r.get(at + 6)?,
         tx_hash: r.get(at + 7)?,
-        chain_id: chain_id.map(|c| c as u64),
+        chain_id,
         nonce: nonce.and_then(|n| n.parse().ok()),
         result: json_col(r.get(at + 10)?),
         created_at: r.get(at + 11)?,
         updated_at: r.get(at + 12)?,
         ending: r
-            .get::<_, Option<String>>(at + 13)?
+            .get::<Option<String>>(at + 13)?
             .map(|e| FlowState::parse(&e)),
+        host: r.get(at + 14)?,
     })
 }
 
-pub(super) fn row_to_batch(r: &rusqlite::Row<'_>) -> rusqlite::Result<BatchRecord> {
+pub(super) fn row_to_batch(r: &Row) -> Result<BatchRecord, StoreError> {
     Ok(BatchRecord {
         batch_id: r.get(0)?,
         source: r.get(1)?,
         created_at: r.get(2)?,
-        items: r.get::<_, i64>(3)? as usize,
+        items: r.get(3)?,
     })
 }

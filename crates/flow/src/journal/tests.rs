@@ -1,7 +1,6 @@
 //! The journal's tests: what each promise of the module docs rests on.
 
 use alloy_primitives::Address;
-use rusqlite::params;
 use serde_json::json;
 
 use super::nonces::next_nonce_sql;
@@ -235,7 +234,7 @@ fn two_processes_cannot_reserve_one_nonce() {
         Some(7)
     );
     journals[0]
-        .with(|c| c.execute("UPDATE nonces SET reserved_at = 0 WHERE nonce = 6", []))
+        .with(|c| c.execute("UPDATE nonces SET reserved_at = 0 WHERE nonce = 6", &[]))
         .expect("age the lease");
     assert_eq!(
         journals[0].next_nonce(addr, 7, None).expect("next"),
@@ -255,32 +254,31 @@ fn the_nonce_floor_reads_the_same_rows_whatever_the_journal_size() {
     let steps = |flows: u64| {
         let dir = tempfile::tempdir().expect("tmp");
         let j = Journal::open(dir.path().join("journal.sqlite3")).expect("open");
-        j.with(|c| {
-            let t = c.unchecked_transaction()?;
+        j.write(|t| {
             for n in 0..flows {
                 let id = format!("flow-{n}");
                 t.execute(
                     "INSERT INTO flows (tx_id, kind, state, from_addr, intent, signed_tx,
                                         chain_id, nonce, created_at, updated_at)
                      VALUES (?1, 'redeem', 'completed', ?2, '{}', '0xf8', 7, ?3, '', '')",
-                    params![id, addr.to_string(), n.to_string()],
+                    &[&id, &addr.to_string(), &n.to_string()],
                 )?;
                 t.execute(
                     "INSERT INTO nonces (address, chain_id, nonce, tx_id, reserved_at)
                      VALUES (?1, 7, ?2, ?3, 0)",
-                    params![addr.to_string(), n as i64, id],
+                    &[&addr.to_string(), &(n as i64), &id],
                 )?;
             }
-            t.commit()
+            Ok(())
         })
         .expect("fill");
         assert_eq!(j.next_nonce(addr, 7, None).expect("next"), Some(flows));
-        j.with(|c| {
-            let mut stmt = c.prepare(&next_nonce_sql())?;
-            stmt.query_row(params![addr.to_string(), 7, "", 0], |_| Ok(()))?;
-            Ok(stmt.get_status(rusqlite::StatementStatus::VmStep))
-        })
-        .expect("steps")
+        // SQLite's own counters: read on a connection of the test's own.
+        let c = rusqlite::Connection::open(dir.path().join("journal.sqlite3")).expect("open");
+        let mut stmt = c.prepare(&next_nonce_sql()).expect("prepare");
+        stmt.query_row(rusqlite::params![addr.to_string(), 7, "", 0], |_| Ok(()))
+            .expect("floor");
+        stmt.get_status(rusqlite::StatementStatus::VmStep)
     };
     let (small, large) = (steps(10), steps(2_000));
     assert!(
@@ -325,15 +323,12 @@ fn unknown_flows_are_reported() {
     assert!(matches!(
         j.step("nope", FlowState::Failed, "x", &json!({})),
         Err(Error::Journal {
-            source: rusqlite::Error::QueryReturnedNoRows,
+            source: bridgectl_store::Error::NoRow,
             ..
         })
     ));
     let constraint = |r: Result<(), Error>| match r {
-        Err(Error::Journal {
-            source: rusqlite::Error::SqliteFailure(e, _),
-            ..
-        }) => e.code == rusqlite::ErrorCode::ConstraintViolation,
+        Err(Error::Journal { source, .. }) => source.is_constraint(),
         _ => false,
     };
     j.begin("a", FlowKind::Swap, None, &json!({}))
@@ -348,9 +343,9 @@ fn unknown_flows_are_reported() {
 fn steps_commit_without_fsync_and_signatures_with_one() {
     let dir = tempfile::tempdir().expect("tmp");
     let j = Journal::open(dir.path().join("j.sqlite3")).expect("open");
-    let sync = |c: &mut Connection| c.query_row("PRAGMA synchronous", [], |r| r.get(0));
+    let sync = |c: &mut dyn bridgectl_store::Conn| c.query_value("PRAGMA synchronous", &[]);
     let mode: String = j
-        .with(|c| c.query_row("PRAGMA journal_mode", [], |r| r.get(0)))
+        .with(|c| c.query_value("PRAGMA journal_mode", &[]))
         .expect("mode");
     assert_eq!(mode, "wal");
     let step: i64 = j.with(sync).expect("pragma");
@@ -358,7 +353,7 @@ fn steps_commit_without_fsync_and_signatures_with_one() {
         step, 1,
         "synchronous = NORMAL: a step survives a crash, not a power cut"
     );
-    let durable: i64 = j.with_durable(sync).expect("pragma");
+    let durable: i64 = j.write_durable(sync).expect("pragma");
     assert_eq!(
         durable, 2,
         "synchronous = FULL: a signature survives a power cut"
@@ -761,7 +756,7 @@ fn a_prepared_batch_holds_its_nonces_past_the_lease_until_it_is_abandoned() {
     // Item 0 came back signed; the lease of the others ran out long ago.
     j.record_signed("f-1", &signed_for_test(1, 10))
         .expect("signed");
-    j.with(|c| c.execute("UPDATE nonces SET reserved_at = 0", []))
+    j.with(|c| c.execute("UPDATE nonces SET reserved_at = 0", &[]))
         .expect("age every lease");
     j.begin(
         "online",

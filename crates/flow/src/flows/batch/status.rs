@@ -211,6 +211,7 @@ mod tests {
             created_at: String::new(),
             updated_at: String::new(),
             ending: None,
+            host: None,
         };
         assert_eq!(ItemState::of(None), ItemState::NotStarted);
         assert_eq!(

@@ -68,19 +68,9 @@ rc = subprocess.call(sys.argv[1:])
 u = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(round(u.ru_utime + u.ru_stime, 2), file=open("/dev/fd/3", "w"))
 sys.exit(rc)' "$@"; }
-sandbox_post() { # PATH JSON
-    curl -sf -X POST -H "Authorization: Bearer $(cat "$TOKEN_FILE")" \
-        -H 'content-type: application/json' -d "$2" "$BASE$1" >/dev/null
-}
-
 echo "# $(nproc) cores; $ITEMS items across $KEYS keys, --jobs $JOBS; default KDF cost"
 # Keys at the default KDF cost, each funded with enough ST for both batches and the loop.
-: >"$work/payers"
-for i in $(seq 0 $((KEYS - 1))); do
-    addr=$("$BIN" --json key new "payer$i" | python3 -c 'import json,sys; print(json.load(sys.stdin)["address"])')
-    sandbox_post "/sandbox/v1/fund/$addr" '{"st": "100000000000000000000"}'
-    echo "$addr" >>"$work/payers"
-done
+new_payers "$KEYS"
 
 # Items: redeems round robin over the payers; item 500 (batch 1) has an amount of its
 # own, the one the platform tampers with.

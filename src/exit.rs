@@ -39,12 +39,17 @@ pub enum Code {
     /// on. (Not [`Code::Refused`]: nothing is wrong with the input, and a script may wait
     /// and look again.)
     Busy = 11,
+    /// The shared state store (a journal in PostgreSQL) could not be reached, or was
+    /// lost mid-transaction: nothing that it did not commit was signed or sent, and
+    /// nothing it committed is lost. Run the command again once it is back (`resume`,
+    /// `batch resume`).
+    Store = 12,
 }
 
 impl Code {
     /// Every code, in order: the README's table lists exactly these.
     #[cfg(test)]
-    pub const ALL: [Code; 11] = [
+    pub const ALL: [Code; 12] = [
         Code::Failure,
         Code::Usage,
         Code::Refused,
@@ -56,6 +61,7 @@ impl Code {
         Code::Incomplete,
         Code::Exists,
         Code::Busy,
+        Code::Store,
     ];
 
     /// The kind's name in `--json` errors (`{"error": {"code": "not-found", ...}}`):
@@ -73,6 +79,7 @@ impl Code {
             Code::Incomplete => "incomplete",
             Code::Exists => "exists",
             Code::Busy => "busy",
+            Code::Store => "store",
         }
     }
 }
@@ -553,7 +560,8 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
         | F::Stale { .. }
         | F::NothingToCheckAgainst
         | F::PlaintextRefused { .. } => Code::Refused,
-        F::BatchRunning { .. } => Code::Busy,
+        F::BatchRunning { .. } | F::ClaimTakenOver { .. } => Code::Busy,
+        F::Journal { source, .. } if source.is_unavailable() => Code::Store,
         F::NotInJournal(_) | F::NoSuchBatch(_) => Code::NotFound,
         F::InvalidBatch(_) => Code::Refused,
         F::AmbiguousTxId { .. } | F::SignerUrl { .. } => Code::Usage,

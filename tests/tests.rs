@@ -31,6 +31,7 @@ mod replace;
 mod reset;
 mod resume;
 mod sandbox;
+mod shared;
 mod sign;
 mod signer;
 mod tty;

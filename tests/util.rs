@@ -365,6 +365,10 @@ pub struct Postgres {
     child: std::process::Child,
     /// The port it listens on.
     pub port: u16,
+    data: PathBuf,
+    bin: PathBuf,
+    root: bool,
+    log_path: PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -438,16 +442,7 @@ impl Postgres {
             std::os::unix::fs::chown(&data, Some(65534), Some(65534)).expect("chown data");
         }
         let bin = Postgres::runnable_bin_dir(root);
-        // setpriv: drop root if we are root, and ask for SIGKILL when this thread dies.
-        let command = |program: &str| {
-            let mut c = Command::new("setpriv");
-            if root {
-                c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
-            }
-            c.args(["--pdeathsig", "KILL"]).arg(bin.join(program));
-            c
-        };
-        let out = command("initdb")
+        let out = Postgres::command(root, &bin, "initdb")
             .arg("-D")
             .arg(&data)
             .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"])
@@ -459,10 +454,36 @@ impl Postgres {
             .expect("free port")
             .port();
         let log_path = dir.path().join("postgres.log");
-        let log = std::fs::File::create(&log_path).expect("log file");
-        let child = command("postgres")
+        let child = Postgres::serve(root, &bin, &data, port, &log_path);
+        let mut pg = Postgres {
+            child,
+            port,
+            data,
+            bin,
+            root,
+            log_path,
+            _dir: dir,
+        };
+        pg.wait_ready();
+        pg
+    }
+
+    /// setpriv: drop root if we are root, and ask for SIGKILL when this thread dies.
+    fn command(root: bool, bin: &Path, program: &str) -> Command {
+        let mut c = Command::new("setpriv");
+        if root {
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+        }
+        c.args(["--pdeathsig", "KILL"]).arg(bin.join(program));
+        c
+    }
+
+    /// Starts the server on `data`, its log (a fresh one) at `log_path`.
+    fn serve(root: bool, bin: &Path, data: &Path, port: u16, log_path: &Path) -> Child {
+        let log = std::fs::File::create(log_path).expect("log file");
+        Postgres::command(root, bin, "postgres")
             .arg("-D")
-            .arg(&data)
+            .arg(data)
             .args([
                 "-c",
                 "listen_addresses=127.0.0.1",
@@ -474,19 +495,17 @@ impl Postgres {
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
-            .expect("start postgres");
-        let mut pg = Postgres {
-            child,
-            port,
-            _dir: dir,
-        };
+            .expect("start postgres")
+    }
+
+    fn wait_ready(&mut self) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         loop {
-            let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+            let text = std::fs::read_to_string(&self.log_path).unwrap_or_default();
             if text.contains("ready to accept connections") {
-                return pg;
+                return;
             }
-            if let Ok(Some(status)) = pg.child.try_wait() {
+            if let Ok(Some(status)) = self.child.try_wait() {
                 panic!("postgres exited with {status}:\n{text}");
             }
             assert!(
@@ -497,15 +516,11 @@ impl Postgres {
         }
     }
 
-    /// The connection string for `--store`.
-    pub fn url(&self) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
-    }
-}
-
-impl Drop for Postgres {
-    fn drop(&mut self) {
-        // SIGINT: fast shutdown (disconnect clients, stop), then wait; SIGKILL if stuck.
+    /// Stops the server (fast shutdown: its clients are cut off), keeping its data.
+    pub fn stop(&mut self) {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
         let pid = self.child.id().to_string();
         let _ = Command::new("kill").args(["-INT", &pid]).status();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
@@ -517,6 +532,24 @@ impl Drop for Postgres {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Starts a stopped server again, on its data and port.
+    pub fn restart(&mut self) {
+        self.child = Postgres::serve(self.root, &self.bin, &self.data, self.port, &self.log_path);
+        self.wait_ready();
+    }
+
+    /// The connection string for `--store`.
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        // SIGINT: fast shutdown (disconnect clients, stop), then wait; SIGKILL if stuck.
+        self.stop();
     }
 }
 

@@ -425,6 +425,10 @@ pub(super) fn drive(
     });
     let started = Instant::now();
     let mut tally = Tally::default();
+    // The shared journal lost, or the batch taken over by another host: what the run
+    // exits with instead of "incomplete" (the items left are for a later resume, or
+    // the other host's).
+    let mut stopped_by: Option<anyhow::Error> = None;
     // Without a progress bar (a log, a CI job), a batch whose last items wait on a slow
     // relayer says every few seconds that it is still going, as a single flow does.
     let say_waiting = !global.json && bar.is_none();
@@ -468,6 +472,11 @@ pub(super) fn drive(
                     && matches!(&r.error, Some(bridgectl_flow::ItemError::Flow(e))
                         if matches!(**e, bridgectl_flow::Error::Timeout { .. })),
             );
+            if stopped_by.is_none()
+                && let Some(bridgectl_flow::ItemError::Flow(e)) = &r.error
+            {
+                stopped_by = run_stopped_by(e);
+            }
             report(global, bar.as_ref(), &r)?;
             if let Some(bar) = &bar {
                 bar.set_message(format!(
@@ -516,6 +525,9 @@ pub(super) fn drive(
     if tally.completed == total {
         return Ok(());
     }
+    if let Some(e) = stopped_by {
+        return Err(e);
+    }
     Err(crate::exit::BatchIncomplete {
         batch_id: batch_id.to_owned(),
         not_completed: total - tally.completed,
@@ -563,5 +575,20 @@ fn report(global: &GlobalOpts, bar: Option<&indicatif::ProgressBar>, r: &ItemRes
         }
         Some(_) => Ok(()),
         None => crate::output::line(line),
+    }
+}
+
+/// The error a batch run stops on instead of ending "incomplete", when item error `e`
+/// is one: the shared journal unreachable (exit 12: nothing that it did not commit was
+/// sent; `batch resume` once it is back), or the batch taken over by another host
+/// after this run's claim ran out (exit 11: the other host carries it on).
+fn run_stopped_by(e: &bridgectl_flow::Error) -> Option<anyhow::Error> {
+    use crate::exit::{Code, coded};
+    match e {
+        bridgectl_flow::Error::Journal { source, .. } if source.is_unavailable() => {
+            Some(coded(Code::Store, format_args!("{e}: {source}")))
+        }
+        bridgectl_flow::Error::ClaimTakenOver { .. } => Some(coded(Code::Busy, e)),
+        _ => None,
     }
 }

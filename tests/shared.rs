@@ -1,0 +1,358 @@
+//! Several signer hosts on one journal in PostgreSQL (`BRIDGECTL_STATE_URL`): each host
+//! a process with its own XDG dirs and its own copy of the keystore, the journal a real
+//! PostgreSQL server (the pinned one) on 127.0.0.1, started and stopped by the test.
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use alloy_primitives::{Address, U256};
+use serde_json::Value;
+
+use crate::batch::{assert_each_item_redeemed_once, parse_results, payers, redeem_items};
+use crate::live::Live;
+use crate::util::{KillOnDrop, Postgres, TestCommand};
+
+/// A signer host of the test: its label, and its own state, data (a copy of the test's
+/// keystore) and cache dirs.
+struct Host {
+    label: &'static str,
+    url: String,
+}
+
+impl Host {
+    /// Host `label` over the test's keystore as it is now (copied).
+    fn new(live: &Live, pg: &Postgres, label: &'static str) -> Host {
+        let home = live.dir.join(format!("host-{label}"));
+        std::fs::create_dir_all(&home).expect("host dir");
+        let keystore = home.join("keystore");
+        let st = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(live.dir.keystore())
+            .arg(&keystore)
+            .status()
+            .expect("cp");
+        assert!(st.success(), "copying the keystore");
+        Host {
+            label,
+            url: pg.url(),
+        }
+    }
+
+    /// A command of this host: the shared journal, its own keystore copy and XDG dirs.
+    fn cmd(&self, live: &Live) -> TestCommand {
+        let home = live.dir.join(format!("host-{}", self.label));
+        let mut c = live.cmd();
+        c.cmd
+            .env_remove("BRIDGECTL_JOURNAL")
+            .env("BRIDGECTL_STATE_URL", &self.url)
+            .env("BRIDGECTL_HOST", self.label)
+            .env("BRIDGECTL_KEYSTORE", home.join("keystore"))
+            .env("XDG_STATE_HOME", home.join("state"))
+            .env("XDG_DATA_HOME", home.join("data"));
+        c
+    }
+
+    fn spawn(&self, live: &Live, args: &[&str]) -> KillOnDrop {
+        let mut c = self.cmd(live);
+        c.args(args);
+        c.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        KillOnDrop::spawn(&mut c.cmd)
+    }
+
+    fn json(&self, live: &Live, args: &[&str]) -> Value {
+        let mut c = self.cmd(live);
+        c.args(["--json"]).args(args);
+        live.ok_cmd(c)
+    }
+}
+
+/// Every flow of the shared journal that signed: `(sender, nonce)` of each, as `history`
+/// lists them.
+fn signed_nonces(live: &Live, host: &Host) -> Vec<(String, String)> {
+    let flows = host.json(live, &["history", "--limit", "10000"]);
+    flows
+        .as_array()
+        .expect("flows")
+        .iter()
+        .filter(|f| f["txHash"].is_string())
+        .map(|f| {
+            (
+                f["from"].as_str().unwrap_or_default().to_lowercase(),
+                f["nonce"].to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Two hosts given the same payout file at once: one batch, each item on chain once, and
+/// each host says what it did (one ran it, the other ran it too or was told it runs
+/// elsewhere, exit 11). Then both redeem from one key at once: each redeem a nonce of its
+/// own, none signed twice (the shared journal's signed nonces are distinct and the chain
+/// has exactly the redeems that succeeded). A host refused because the other holds the
+/// nonce it was handed (exit 3, the holder named) tries again.
+#[test]
+fn two_hosts_on_one_postgres_journal_pay_each_item_once_and_sign_each_nonce_once() {
+    let pg = Postgres::start();
+    let mut live = Live::shared("shared_hosts");
+    let payers = payers(&mut live, 2);
+    let hosts = [Host::new(&live, &pg, "a"), Host::new(&live, &pg, "b")];
+    let (text, items) = redeem_items(&payers, 12);
+    live.dir.write("payouts.jsonl", &text);
+
+    let children: Vec<_> = hosts
+        .iter()
+        .map(|h| h.spawn(&live, &["--json", "batch", "run", "payouts.jsonl", "--yes"]))
+        .collect();
+    let outs: Vec<_> = children
+        .into_iter()
+        .map(KillOnDrop::wait_with_output)
+        .collect();
+    for o in &outs {
+        live.check_secrets(o);
+    }
+    let stderr = || {
+        outs.iter()
+            .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+            .collect::<Vec<_>>()
+            .join("\n---\n")
+    };
+    let mut codes: Vec<Option<i32>> = outs.iter().map(|o| o.status.code()).collect();
+    codes.sort();
+    assert!(
+        codes == [Some(0), Some(0)] || codes == [Some(0), Some(11)],
+        "{codes:?}: {}",
+        stderr()
+    );
+    let summaries: Vec<Value> = outs
+        .iter()
+        .filter(|o| o.status.success())
+        .map(|o| parse_results(&o.stdout).1)
+        .collect();
+    let batch_ids: Vec<&str> = summaries
+        .iter()
+        .map(|s| s["batchId"].as_str().expect("batch id"))
+        .collect();
+    assert!(
+        batch_ids.windows(2).all(|w| w[0] == w[1]),
+        "one batch: {batch_ids:?}"
+    );
+    let batches = hosts[1].json(&live, &["batch", "status"]);
+    assert_eq!(batches.as_array().map(Vec::len), Some(1), "{batches:#}");
+    assert_each_item_redeemed_once(&live, &payers, &items);
+    // The flows say which host ran them.
+    let hosts_of_flows: BTreeMap<String, usize> = hosts[0]
+        .json(&live, &["history", "--limit", "1000"])
+        .as_array()
+        .expect("flows")
+        .iter()
+        .fold(BTreeMap::new(), |mut m, f| {
+            *m.entry(f["host"].as_str().unwrap_or("none").to_owned())
+                .or_default() += 1;
+            m
+        });
+    assert!(
+        hosts_of_flows.keys().all(|h| h == "a" || h == "b"),
+        "{hosts_of_flows:?}"
+    );
+
+    // Both hosts redeem from one key at once.
+    let sender = payers[0].0;
+    let before = crate::batch::redeems_on_chain(&live)
+        .into_iter()
+        .filter(|(a, _)| *a == sender)
+        .count();
+    let per_host = 6;
+    std::thread::scope(|s| {
+        for host in &hosts {
+            let live = &live;
+            s.spawn(move || {
+                let mut done = 0;
+                let deadline = Instant::now() + Duration::from_secs(240);
+                while done < per_host {
+                    assert!(Instant::now() < deadline, "host {} stalled", host.label);
+                    let mut c = host.cmd(live);
+                    c.args(["--json", "redeem", "--from", "payer0", "--amount", "0.001"])
+                        .args(["--yes"]);
+                    let out = c.output();
+                    live.check_secrets(&out);
+                    match out.status.code() {
+                        Some(0) => done += 1,
+                        // The nonce the platform handed out is another host's: named, and
+                        // tried again.
+                        Some(3) => {
+                            let err = String::from_utf8_lossy(&out.stderr);
+                            assert!(err.contains("nonce"), "{err}");
+                        }
+                        code => panic!(
+                            "host {}: exit {code:?}: {}",
+                            host.label,
+                            String::from_utf8_lossy(&out.stderr)
+                        ),
+                    }
+                }
+            });
+        }
+    });
+    let after = crate::batch::redeems_on_chain(&live)
+        .into_iter()
+        .filter(|(a, _)| *a == sender)
+        .count();
+    assert_eq!(
+        after - before,
+        2 * per_host,
+        "the chain has each redeem once"
+    );
+    let signed = signed_nonces(&live, &hosts[0]);
+    let mut seen = std::collections::BTreeSet::new();
+    for n in &signed {
+        assert!(seen.insert(n), "nonce {n:?} signed twice: {signed:?}");
+    }
+    drop(pg);
+}
+
+/// A host killed mid-batch: its claim on the batch holds for its lease (another host's
+/// `batch resume` meanwhile exits 11 and names the host), then the other host takes the
+/// batch over and finishes it, each item on chain once. The shared journal stopped
+/// under a run: the command fails closed (exit 12, the store named, its password not
+/// shown), and once it is back `batch resume` finishes, nothing twice.
+#[test]
+fn a_batch_outlives_its_host_and_its_store_going_away() {
+    let mut pg = Postgres::start();
+    let mut live = Live::shared("shared_takeover");
+    let payers = payers(&mut live, 1);
+    let hosts = [Host::new(&live, &pg, "a"), Host::new(&live, &pg, "b")];
+    let (text, items) = redeem_items(&payers, 16);
+    live.dir.write("payouts.jsonl", &text);
+
+    let mut a = hosts[0].cmd(&live);
+    a.env("BRIDGECTL_BATCH_LEASE", "4s")
+        .args(["--json", "batch", "run", "payouts.jsonl", "--yes"]);
+    a.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = KillOnDrop::spawn(&mut a.cmd);
+    // Killed once a few items are on chain.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let batch_id = loop {
+        assert!(Instant::now() < deadline, "the batch never got going");
+        std::thread::sleep(Duration::from_millis(100));
+        let mut c = hosts[1].cmd(&live);
+        c.args(["--json", "batch", "status"]);
+        let out = c.output();
+        let Ok(list) = serde_json::from_slice::<Value>(&out.stdout) else {
+            continue;
+        };
+        let Some(batch) = list.as_array().and_then(|l| l.first()).cloned() else {
+            continue;
+        };
+        let id = batch["batchId"].as_str().expect("id").to_owned();
+        let status = hosts[1].json(&live, &["batch", "status", &id]);
+        if status["completed"].as_u64().unwrap_or(0) >= 3 {
+            break id;
+        }
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    // Within its lease the dead host's claim holds.
+    let mut c = hosts[1].cmd(&live);
+    c.args(["batch", "resume", &batch_id, "--yes"]);
+    let err = c.fails_with(11);
+    assert!(err.contains("host a"), "{err}");
+    std::thread::sleep(Duration::from_secs(5));
+
+    // Host b takes over; the store goes away under it once it has started.
+    let mut b = hosts[1].cmd(&live);
+    b.args(["--json", "batch", "resume", &batch_id, "--yes"]);
+    b.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let resumed = KillOnDrop::spawn(&mut b.cmd);
+    std::thread::sleep(Duration::from_millis(300));
+    pg.stop();
+    let out = resumed.wait_with_output();
+    live.check_secrets(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    // It may have finished before the store went: then there is nothing left to see.
+    if !out.status.success() {
+        assert_eq!(out.status.code(), Some(12), "{err}");
+        assert!(err.contains("postgres://postgres@127.0.0.1"), "{err}");
+    }
+    let mut c = hosts[1].cmd(&live);
+    c.args(["redeem", "--from", "payer0", "--amount", "0.001", "--yes"]);
+    let err = c.fails_with(12);
+    assert!(err.contains("cannot be reached"), "{err}");
+    let submitted = live.submitted().len();
+    pg.restart();
+    assert_eq!(live.submitted().len(), submitted, "nothing sent meanwhile");
+
+    let mut c = hosts[1].cmd(&live);
+    c.args(["--json", "batch", "resume", &batch_id, "--yes"]);
+    let out = live.run_ok(c);
+    let (_, summary) = parse_results(&out.stdout);
+    assert_eq!(summary["failed"], serde_json::json!(0), "{summary:#}");
+    assert_each_item_redeemed_once(&live, &payers, &items);
+    let _: Vec<(Address, U256)> = items;
+}
+
+/// A host paused past its lease (SIGSTOP) while it runs a batch: another host takes the
+/// batch over (the next fencing token) and finishes it; woken up, the paused host writes
+/// nothing more for it (its next write is refused: exit 11, the batch named), and each
+/// item is on chain once.
+#[test]
+fn a_host_paused_past_its_lease_writes_nothing_after_another_took_over() {
+    let pg = Postgres::start();
+    let mut live = Live::shared("shared_fenced");
+    let payers = payers(&mut live, 1);
+    let hosts = [Host::new(&live, &pg, "a"), Host::new(&live, &pg, "b")];
+    let (text, items) = redeem_items(&payers, 24);
+    live.dir.write("payouts.jsonl", &text);
+
+    let mut a = hosts[0].cmd(&live);
+    a.env("BRIDGECTL_BATCH_LEASE", "3s")
+        .args(["--json", "batch", "run", "payouts.jsonl", "--yes"]);
+    a.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let paused = KillOnDrop::spawn(&mut a.cmd);
+    let pid = paused.id().to_string();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let batch_id = loop {
+        assert!(Instant::now() < deadline, "the batch never got going");
+        std::thread::sleep(Duration::from_millis(50));
+        let list = hosts[1].json(&live, &["batch", "status"]);
+        let Some(id) = list[0]["batchId"].as_str().map(str::to_owned) else {
+            continue;
+        };
+        if hosts[1].json(&live, &["batch", "status", &id])["completed"]
+            .as_u64()
+            .unwrap_or(0)
+            >= 2
+        {
+            break id;
+        }
+    };
+    let signal = |sig: &str| {
+        let st = std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .expect("kill");
+        assert!(st.success(), "kill {sig}");
+    };
+    signal("-STOP");
+    std::thread::sleep(Duration::from_secs(4));
+    let mut c = hosts[1].cmd(&live);
+    c.args(["--json", "batch", "resume", &batch_id, "--yes"]);
+    let out = live.run_ok(c);
+    let (_, summary) = parse_results(&out.stdout);
+    assert_eq!(summary["completed"], serde_json::json!(24), "{summary:#}");
+    signal("-CONT");
+    let out = paused.wait_with_output();
+    live.check_secrets(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Woken, it had nothing left to write (its items all ended under the other host),
+    // or was refused at its next write (exit 11, the other run named), or, paused inside
+    // a write transaction, found that the server had ended its session (exit 12: that
+    // transaction's writes are gone, and the others did not wait for it).
+    match out.status.code() {
+        Some(0) => {}
+        Some(11) => assert!(err.contains("was taken over by run b/"), "{err}"),
+        Some(12) => assert!(err.contains("cannot be reached"), "{err}"),
+        code => panic!("exit {code:?}: {err}"),
+    }
+    assert_each_item_redeemed_once(&live, &payers, &items);
+}

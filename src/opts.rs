@@ -57,8 +57,55 @@ pub struct JournalOpt {
 impl JournalOpt {
     /// Opens the journal this flag names, or the default one.
     pub fn open(&self) -> Result<bridgectl_flow::Journal> {
-        crate::session::open_journal(self.journal.as_deref())
+        open_journal(self.journal.as_deref())
     }
+}
+
+/// Opens the journal named by `--journal` (a file, or a `postgres://` URL), else the
+/// PostgreSQL database `BRIDGECTL_STATE_URL` names (a journal several signer hosts
+/// share), else the default file. On a shared journal `BRIDGECTL_HOST` labels this
+/// host [default: its host name], and `BRIDGECTL_BATCH_LEASE` says how long a batch
+/// claim of a host that died or paused holds before another host takes it over.
+fn open_journal(explicit: Option<&std::path::Path>) -> Result<bridgectl_flow::Journal> {
+    let state_url = std::env::var("BRIDGECTL_STATE_URL")
+        .ok()
+        .filter(|u| !u.is_empty());
+    let location = match (explicit, state_url) {
+        (Some(path), _) => bridgectl_store::Location::parse(&path.to_string_lossy()),
+        (None, Some(url)) if bridgectl_store::is_postgres_url(&url) => {
+            bridgectl_store::Location::Postgres(url)
+        }
+        (None, Some(_)) => {
+            return Err(crate::exit::coded(
+                crate::exit::Code::Usage,
+                "BRIDGECTL_STATE_URL: not a postgres:// or postgresql:// URL",
+            ));
+        }
+        (None, None) => bridgectl_store::Location::File(crate::paths::journal(None)?),
+    };
+    let mut journal = bridgectl_flow::Journal::open_at(location)?;
+    if let Ok(host) = std::env::var("BRIDGECTL_HOST") {
+        journal = journal.with_host(&host);
+    }
+    if let Some(lease) = env_window("BRIDGECTL_BATCH_LEASE")? {
+        journal = journal.with_batch_lease(lease);
+    }
+    // How long a nonce reservation holds while a flow waits for its approval.
+    match env_window("BRIDGECTL_RESERVATION_LEASE")? {
+        Some(lease) => Ok(journal.with_reservation_lease(lease)),
+        None => Ok(journal),
+    }
+}
+
+/// A duration (`90s`, `15m`, `1h`) from environment variable `name`, when it is set.
+fn env_window(name: &str) -> Result<Option<std::time::Duration>> {
+    let Ok(text) = std::env::var(name) else {
+        return Ok(None);
+    };
+    let lease: bridgectl_tx::limits::Window = text
+        .parse()
+        .map_err(|e| crate::exit::coded(crate::exit::Code::Usage, format!("{name}: {e}")))?;
+    Ok(Some(std::time::Duration::from_secs(lease.0)))
 }
 
 // How long a command that follows a flow to its end waits for it (the commands that

@@ -19,7 +19,9 @@ use bytes::BytesMut;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{Client, NoTls, Statement};
 
-use crate::{Backed, Backend, Conn, Error, Row, Schema, ToValue, Value};
+use crate::conn::{Backed, Backend, Conn, Schema};
+use crate::error::Error;
+use crate::value::{Row, ToValue, Value};
 
 /// How long connecting may take before the store is unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -5,7 +5,9 @@ use std::path::Path;
 
 use rusqlite::types::{ToSqlOutput, ValueRef};
 
-use crate::{Backed, Backend, Conn, Error, Row, Schema, ToValue, Value};
+use crate::conn::{Backed, Backend, Conn, Schema};
+use crate::error::Error;
+use crate::value::{Row, ToValue, Value};
 
 /// How many prepared statements a connection keeps (the journal has about a hundred
 /// distinct ones; a signature uses a dozen).

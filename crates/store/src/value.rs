@@ -3,7 +3,7 @@
 //! the signing log (integers, text, bytes and NULL); a boolean is an integer, as SQLite
 //! has it, and a PostgreSQL `BOOLEAN` column reads as 0 or 1.
 
-use crate::Error;
+use crate::error::Error;
 
 /// One parameter or column value.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use std::time::Duration;
 use alloy_primitives::Address;
 use bridgectl_store::Conn;
 
-use super::{Failure, Journal};
+use super::{Failure, Fence, Journal};
 use crate::Error;
 
 /// Who runs a lane: a host (its label), a process and a run of it.
@@ -77,14 +77,6 @@ pub struct Claim {
     pub sender: Address,
     /// Its fencing token: raised by every new claim and takeover.
     pub fence: i64,
-}
-
-/// The claim a flow's writes are checked against.
-#[derive(Debug, Clone)]
-pub(crate) struct Fence {
-    batch_id: String,
-    sender: String,
-    token: i64,
 }
 
 /// What [`Journal::claim_lane`] found.
@@ -298,11 +290,6 @@ impl Journal {
         Ok(())
     }
 }
-
-/// How long a run's claim on a batch in a shared journal holds unless renewed
-/// [default of [`Journal::with_batch_lease`]]: the longest another host waits to take a
-/// batch over from a host that died or paused. Renewed every third of it.
-pub const BATCH_LEASE: Duration = Duration::from_secs(60);
 
 /// A claim on a whole batch, renewed by a thread of its own (on a connection of its own)
 /// while the value lives and released when it is dropped (the lane of

@@ -27,7 +27,7 @@ use crate::Error;
 
 pub use batches::{BatchLock, HeldNonce};
 pub(crate) use batches::{HeldKey, NewBatchItem};
-pub use claims::{BATCH_LEASE, Claim, LaneClaim, LaneRecord, Owner};
+pub use claims::{Claim, LaneClaim, LaneRecord, Owner};
 pub use credits::Credit;
 pub use facts::{Fact, FactKind, Reorg};
 pub(crate) use groups::GroupFlow;
@@ -49,7 +49,7 @@ pub struct Journal {
     timing: crate::timing::Timing,
     /// The batch claims this process holds, by batch id: a write of a flow that is an
     /// item of such a batch checks its claim's fencing token in its own transaction.
-    fences: std::sync::Mutex<std::collections::HashMap<String, claims::Fence>>,
+    fences: std::sync::Mutex<std::collections::HashMap<String, Fence>>,
     /// How long a claim on a batch holds unless renewed ([`Journal::with_batch_lease`]).
     batch_lease: std::time::Duration,
     /// This host's label ([`Journal::with_host`]).
@@ -339,6 +339,11 @@ const ADDED_COLUMNS: [(&str, &str, &str); 2] = [
     ("flows", "host", "TEXT"),
 ];
 
+/// How long a run's claim on a batch in a shared journal holds unless renewed
+/// [default of [`Journal::with_batch_lease`]]: the longest another host waits to take a
+/// batch over from a host that died or paused. Renewed every third of it.
+pub const BATCH_LEASE: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// How long a reservation of a flow that has not signed holds: long enough for a person
 /// to read the summary and type a passphrase, short enough that a flow interrupted at
 /// its prompt does not block the address for long. A flow that signed holds its nonce
@@ -401,7 +406,7 @@ impl Journal {
             lease_secs: RESERVATION_LEASE_SECS,
             timing: crate::timing::Timing::default(),
             fences: std::sync::Mutex::default(),
-            batch_lease: claims::BATCH_LEASE,
+            batch_lease: BATCH_LEASE,
             host: default_host(),
         }
     }
@@ -531,6 +536,15 @@ impl Journal {
             source,
         }
     }
+}
+
+/// A claim on a batch this run holds, that the writes of the batch's flows are checked
+/// against (see `claims`).
+#[derive(Debug, Clone)]
+pub(super) struct Fence {
+    pub(super) batch_id: String,
+    pub(super) sender: String,
+    pub(super) token: i64,
 }
 
 /// Why a write that may refuse did not happen: its store failed, or it refused.

@@ -125,7 +125,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     )];
     match capped.check_batch(&items).await?.verdict() {
         Err(Error::BatchRefused { refused, .. }) => {
-            let field = refused[0].error.refused_field();
+            // The item's error is the one the single redeem above returned.
+            let field = refused[0].error.refusal().and_then(|e| e.refused_field());
             println!(
                 "batch refused: {} (gas price: {})",
                 refused[0].id,

@@ -36,9 +36,7 @@ pub use check::BatchCheck;
 pub use items::{BatchItem, BatchOp};
 pub use plan::{AccountPlan, AccountSpend, BatchPlan, Cap, Recipient, RecipientTotal, TokenTotal};
 pub use prepare::PreparedBatch;
-pub use refusal::{
-    GasNeed, HeldItem, PlanRefusal, RefusedItem, ShortSender, Tokens, UnlistedRecipient,
-};
+pub use refusal::{GasNeed, HeldItem, PlanRefusal, RefusedItem, ShortSender, Tokens};
 pub(crate) use refusal::{earlier_items, held_list};
 pub use report::{ItemError, ItemResult, ItemStatus};
 pub use run::BatchOptions;

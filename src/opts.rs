@@ -55,9 +55,21 @@ pub struct JournalOpt {
 }
 
 impl JournalOpt {
-    /// Opens the journal this flag names, or the default one.
+    /// Opens the journal this flag names, or the default one, with the reservation lease
+    /// `BRIDGECTL_RESERVATION_LEASE` sets (how long a nonce reservation holds while a flow
+    /// waits for its approval).
     pub fn open(&self) -> Result<bridgectl_flow::Journal> {
-        crate::session::open_journal(self.journal.as_deref())
+        let journal =
+            bridgectl_flow::Journal::open(crate::paths::journal(self.journal.as_deref())?)?;
+        match std::env::var("BRIDGECTL_RESERVATION_LEASE") {
+            Ok(text) => {
+                let lease: bridgectl_tx::limits::Window = text
+                    .parse()
+                    .map_err(|e| coded(Code::Usage, format!("BRIDGECTL_RESERVATION_LEASE: {e}")))?;
+                Ok(journal.with_reservation_lease(std::time::Duration::from_secs(lease.0)))
+            }
+            Err(_) => Ok(journal),
+        }
     }
 }
 

@@ -50,24 +50,6 @@ pub fn open_signing_log(keystore: &Keystore) -> Result<SigningLogDb> {
     Ok(SigningLogDb::open_in(keystore.dir(), keystore.signers()?)?)
 }
 
-/// Opens the journal named by `--journal` or the default path.
-pub fn open_journal(explicit: Option<&std::path::Path>) -> Result<Journal> {
-    let journal = Journal::open(crate::paths::journal(explicit)?)?;
-    // How long a nonce reservation holds while a flow waits for its approval.
-    match std::env::var("BRIDGECTL_RESERVATION_LEASE") {
-        Ok(text) => {
-            let lease: bridgectl_tx::limits::Window = text.parse().map_err(|e| {
-                crate::exit::coded(
-                    crate::exit::Code::Usage,
-                    format!("BRIDGECTL_RESERVATION_LEASE: {e}"),
-                )
-            })?;
-            Ok(journal.with_reservation_lease(std::time::Duration::from_secs(lease.0)))
-        }
-        Err(_) => Ok(journal),
-    }
-}
-
 impl Session {
     /// The session of a command that never signs (`balance`, `status`, `action list`).
     pub fn for_sending(global: &GlobalOpts, platform: &PlatformOpts) -> Result<Session> {

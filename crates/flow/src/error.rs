@@ -1,5 +1,6 @@
 //! The one error type of the flows.
 
+use alloy_primitives::Address;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -444,7 +445,7 @@ pub enum Error {
     /// A batch to be signed whole or not at all had items the checks refused
     /// ([`crate::CheckedBatch::refused`]): nothing was signed.
     #[error("the batch is signed whole or not at all, and its checks refuse {}", batch_refusal(.0, &[]))]
-    BatchNotWhole(Vec<crate::flows::RefusedItem>),
+    BatchNotWhole(Vec<RefusedItem>),
 
     /// A signed batch answers a batch this journal did not prepare for the air gap: there
     /// are no prepared transactions to check it against.
@@ -486,7 +487,7 @@ pub enum Error {
     #[error("the batch would be refused when it runs: {}", batch_refusal(.refused, .short))]
     BatchRefused {
         /// The items the run would refuse.
-        refused: Vec<crate::flows::RefusedItem>,
+        refused: Vec<RefusedItem>,
         /// The senders whose native balance is below their items' gas.
         short: Vec<crate::flows::GasNeed>,
     },
@@ -577,6 +578,53 @@ pub enum RefusalCause {
     Other,
 }
 
+/// An item the run would refuse. It carries the crate's [`Error`] and
+/// [`Error::BatchRefused`] carries it, so it is defined beside the error (no module of the
+/// batch reaches back into the error's).
+#[derive(Debug, Clone)]
+pub struct RefusedItem {
+    /// Its position in the batch (0-based).
+    pub index: usize,
+    /// Its id.
+    pub id: String,
+    /// Its sender.
+    pub from: Address,
+    /// The refusal, typed: the very error a single flow returns for the same cause
+    /// ([`Error::BalanceTooLow`], [`Error::NonceHeld`], the verifier's
+    /// [`Error::Tx`] for a limit, the allowlist or a cap), matched the same way
+    /// ([`Error::cause`], [`Error::refusal`]). Shared, so the refusal can
+    /// be cloned with the plan.
+    pub error: std::sync::Arc<Error>,
+    /// The same refusal as a report line (with what the batch's earlier items count
+    /// toward a limit), like [`crate::ItemResult::error`].
+    pub reason: String,
+}
+
+impl RefusedItem {
+    /// An item refused with `error`, its reason the error's chain.
+    pub fn new(index: usize, id: String, from: Address, error: Error) -> RefusedItem {
+        RefusedItem {
+            index,
+            id,
+            from,
+            reason: chain(&error),
+            error: std::sync::Arc::new(error),
+        }
+    }
+
+    /// An item refused for `reason`, a refusal known only by its words (an offline
+    /// signer's, a check of signed bytes): typed as a plain refusal.
+    pub fn described(index: usize, id: String, from: Address, reason: String) -> RefusedItem {
+        RefusedItem {
+            index,
+            id,
+            from,
+            error: std::sync::Arc::new(Error::Tx(bridgectl_tx::Error::Refused(reason.clone()))),
+            reason,
+        }
+    }
+}
+
 /// What a flow that holds a nonce unsigned waits for ([`Error::NonceHeld`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -645,7 +693,7 @@ impl From<crate::flows::PlanRefusal> for Error {
 /// How many refused items [`Error::BatchRefused`] names; the rest are counted.
 const REFUSED_ITEMS_NAMED: usize = 5;
 
-fn batch_refusal(refused: &[crate::flows::RefusedItem], short: &[crate::flows::GasNeed]) -> String {
+fn batch_refusal(refused: &[RefusedItem], short: &[crate::flows::GasNeed]) -> String {
     let mut parts: Vec<String> = refused
         .iter()
         .take(REFUSED_ITEMS_NAMED)
@@ -716,7 +764,7 @@ impl Error {
     /// The refused items of a batch refused before anything ran ([`Error::BatchRefused`],
     /// [`Error::BatchNotWhole`]), each with the error a single flow returns for its
     /// cause ([`crate::RefusedItem::error`]); empty for every other error.
-    pub fn refused_items(&self) -> &[crate::flows::RefusedItem] {
+    pub fn refused_items(&self) -> &[RefusedItem] {
         match self {
             Error::BatchRefused { refused, .. } | Error::BatchNotWhole(refused) => refused,
             _ => &[],

@@ -37,9 +37,10 @@ use bridgectl_tx::limits::Spent;
 use bridgectl_tx::request::Intent;
 use bridgectl_tx::{Context, Nonce, NonceFacts, Policy, RawTx};
 
-use super::refusal::{GasNeed, RefusedItem, earlier_items};
+use super::refusal::{GasNeed, earlier_items};
 use super::{BatchItem, BatchOp, ShortSender};
 use crate::Error;
+use crate::error::RefusedItem;
 use crate::flows::swap::swap_intent;
 use crate::flows::transfer::plain_transfer_intent;
 use crate::flows::{DEFAULT_MAX_GAS_LIMIT, Flows, TokenSide};

@@ -1,57 +1,11 @@
-//! What a batch is refused for before anything runs: the plan's refusals and the items
-//! and senders the run's checks would refuse. Plain data, so the crate's error can carry
-//! it without reaching back into the batch's logic.
+//! What a batch is refused for before anything runs: the plan's refusals and the senders
+//! the run's checks would refuse (an item refused, [`crate::RefusedItem`], is the crate
+//! error's: it carries one). Plain data, so the crate's error can carry it without
+//! reaching back into the batch's logic.
 
 use std::fmt;
 
 use alloy_primitives::{Address, U256};
-
-/// An item the run would refuse.
-#[derive(Debug, Clone)]
-pub struct RefusedItem {
-    /// Its position in the batch (0-based).
-    pub index: usize,
-    /// Its id.
-    pub id: String,
-    /// Its sender.
-    pub from: Address,
-    /// The refusal, typed: the very error a single flow returns for the same cause
-    /// ([`crate::Error::BalanceTooLow`], [`crate::Error::NonceHeld`], the verifier's
-    /// [`crate::Error::Tx`] for a limit, the allowlist or a cap), matched the same way
-    /// ([`crate::Error::cause`], [`crate::Error::refusal`]). Shared, so the refusal can
-    /// be cloned with the plan.
-    pub error: std::sync::Arc<crate::Error>,
-    /// The same refusal as a report line (with what the batch's earlier items count
-    /// toward a limit), like [`super::ItemResult::error`].
-    pub reason: String,
-}
-
-impl RefusedItem {
-    /// An item refused with `error`, its reason the error's chain.
-    pub fn new(index: usize, id: String, from: Address, error: crate::Error) -> RefusedItem {
-        RefusedItem {
-            index,
-            id,
-            from,
-            reason: crate::chain(&error),
-            error: std::sync::Arc::new(error),
-        }
-    }
-
-    /// An item refused for `reason`, a refusal known only by its words (an offline
-    /// signer's, a check of signed bytes): typed as a plain refusal.
-    pub fn described(index: usize, id: String, from: Address, reason: String) -> RefusedItem {
-        RefusedItem {
-            index,
-            id,
-            from,
-            error: std::sync::Arc::new(crate::Error::Tx(bridgectl_tx::Error::Refused(
-                reason.clone(),
-            ))),
-            reason,
-        }
-    }
-}
 
 /// The native gas one sender's items need on one chain.
 #[derive(Debug, Clone)]

@@ -792,6 +792,12 @@ impl Error {
     /// file was modified): the keystore's error carries [`crate::WrongSecret`] in its
     /// `source()` chain. Nothing was signed; asking for the passphrase again and
     /// [`crate::Flows::resume_with_approval`] takes the flow up where it stopped.
+    ///
+    /// Only bridgectl's keystore says so this way. A key unlocked by alloy's own
+    /// keystore support (`LocalSigner::decrypt_keystore`) fails a wrong password with
+    /// alloy's error, which carries no [`crate::WrongSecret`]: walk `source()` from this
+    /// error and downcast each cause to `alloy_signer_local::LocalSignerError` (a MAC
+    /// mismatch of its keystore error is the wrong password).
     pub fn is_wrong_passphrase(&self) -> bool {
         self.unlock()
             .is_some_and(|e| bridgectl_secret::is_wrong_secret(e))

@@ -58,7 +58,7 @@ pub fn bridge(info: &SandboxInfo) -> Bridge {
 }
 
 /// The sandbox as bridgectl's profile file describes it (what `bridgectl sandbox
-/// --write-profile` writes, its `default` profile), written to `dir/profile.toml`.
+/// --write-profile` writes: its `sandbox` profile), written to `dir/profile.toml`.
 // Not every test binary that shares this module runs an example.
 #[allow(dead_code)]
 pub fn profile_file(dir: &std::path::Path, info: &SandboxInfo) -> std::path::PathBuf {
@@ -82,7 +82,7 @@ pub fn profile_file(dir: &std::path::Path, info: &SandboxInfo) -> std::path::Pat
         ..bridgectl_flow::Profile::default()
     };
     let mut file = bridgectl_flow::profile::ConfigFile::default();
-    file.profiles.insert("default".into(), profile);
+    file.profiles.insert("sandbox".into(), profile);
     let path = dir.join("profile.toml");
     std::fs::write(&path, file.to_toml().expect("toml")).expect("write the profile");
     path

@@ -55,7 +55,8 @@ pub struct JournalOpt {
 }
 
 impl JournalOpt {
-    /// Opens the journal this flag names, or the default one.
+    /// Opens the journal this flag names, or the one `BRIDGECTL_STATE_URL` names, or the
+    /// default one (see [`open_journal`]).
     pub fn open(&self) -> Result<bridgectl_flow::Journal> {
         open_journal(self.journal.as_deref())
     }

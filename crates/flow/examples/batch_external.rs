@@ -17,7 +17,7 @@ use futures_util::StreamExt;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let env = |name: &str| std::env::var(name).map_err(|_| format!("set {name}"));
-    let profile = Profile::load(env("PROFILE")?, "default")?;
+    let profile = Profile::load(env("PROFILE")?, "sandbox")?;
     let from = env("FROM")?.parse()?;
     let keystore = Keystore::open(env("LOG_DIR")?)?;
     keystore.add_external_signer(from)?;

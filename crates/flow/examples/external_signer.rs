@@ -1,7 +1,7 @@
 //! A wallet redeeming ST into MT whose key never enters this process: a JSON-RPC signing
 //! endpoint signs (Frame in front of a hardware wallet; anvil's unlocked accounts in the
 //! test). Settings from the environment: PROFILE (bridgectl's profile file, its
-//! `default` profile), PLATFORM_TOKEN, SIGNER_URL, FROM (the endpoint's account), LOG_DIR
+//! `sandbox` profile), PLATFORM_TOKEN, SIGNER_URL, FROM (the endpoint's account), LOG_DIR
 //! (where the signing log is kept), JOURNAL, AMOUNT.
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a program owns its terminal
 use std::sync::Arc;
@@ -36,7 +36,7 @@ impl Approver for Endpoint {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let env = |name: &str| std::env::var(name).map_err(|_| format!("set {name}"));
-    let profile = Profile::load(env("PROFILE")?, "default")?;
+    let profile = Profile::load(env("PROFILE")?, "sandbox")?;
     let from = env("FROM")?.parse()?;
     // The signing log: the endpoint's account recorded as one that signs into it.
     let keystore = Keystore::open(env("LOG_DIR")?)?;

@@ -25,7 +25,7 @@ impl Approver for Key {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let env = |name: &str| std::env::var(name).map_err(|_| format!("set {name}"));
-    let profile = Profile::load(env("PROFILE")?, "default")?;
+    let profile = Profile::load(env("PROFILE")?, "sandbox")?;
     let side = profile.bridge()?.side;
     let text = zeroize::Zeroizing::new(std::fs::read_to_string(env("KEY_FILE")?)?);
     let key: PrivateKeySigner = text.trim().parse()?;

@@ -1,6 +1,6 @@
 //! A wallet redeeming ST into MT with bridgectl-flow: its own keys, an approver that signs
 //! only what the wallet itself pinned, every refusal matched by type. Settings from the
-//! environment: PROFILE (bridgectl's profile file, its `default` profile), PLATFORM_TOKEN,
+//! environment: PROFILE (bridgectl's profile file, its `sandbox` profile), PLATFORM_TOKEN,
 //! KEYSTORE, FROM (address or label), PASSPHRASE_FILE, JOURNAL, AMOUNT.
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a program owns its terminal
 use std::sync::Arc;
@@ -49,7 +49,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 pub async fn redeem(
     env: &dyn Fn(&str) -> Result<String, String>,
 ) -> Result<String, Box<dyn std::error::Error>> {
-    let profile = Profile::load(env("PROFILE")?, "default")?;
+    let profile = Profile::load(env("PROFILE")?, "sandbox")?;
     let keystore = Keystore::open(env("KEYSTORE")?)?;
     let from = keystore.find(&env("FROM")?)?.address;
     let token = AccessToken::new(env("PLATFORM_TOKEN")?);

@@ -50,7 +50,7 @@ fn keystore_error<'e>(
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let env = |name: &str| std::env::var(name).map_err(|_| format!("set {name}"));
-    let profile = Profile::load(env("PROFILE")?, "default")?;
+    let profile = Profile::load(env("PROFILE")?, "sandbox")?;
     let bridge = profile.bridge()?;
     let keystore = Keystore::open(env("KEYSTORE")?)?;
     let from = keystore.find(&env("FROM")?)?.address;
@@ -125,7 +125,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     )];
     match capped.check_batch(&items).await?.verdict() {
         Err(Error::BatchRefused { refused, .. }) => {
-            let field = refused[0].error.refused_field();
+            // The item's error is the one the single redeem above returned.
+            let field = refused[0].error.refusal().and_then(|e| e.refused_field());
             println!(
                 "batch refused: {} (gas price: {})",
                 refused[0].id,

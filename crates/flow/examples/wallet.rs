@@ -70,7 +70,7 @@ impl Approver for Ask {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let env = |name: &str| std::env::var(name).map_err(|_| format!("set {name}"));
-    let profile = Profile::load(env("PROFILE")?, "default")?;
+    let profile = Profile::load(env("PROFILE")?, "sandbox")?;
     let bridge = profile.bridge()?;
     let keystore = Keystore::open(env("KEYSTORE")?)?;
     let from = keystore.find(&env("FROM")?)?.address;

@@ -1,5 +1,6 @@
 //! The one error type of the flows.
 
+use alloy_primitives::Address;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -460,7 +461,7 @@ pub enum Error {
     /// A batch to be signed whole or not at all had items the checks refused
     /// ([`crate::CheckedBatch::refused`]): nothing was signed.
     #[error("the batch is signed whole or not at all, and its checks refuse {}", batch_refusal(.0, &[]))]
-    BatchNotWhole(Vec<crate::flows::RefusedItem>),
+    BatchNotWhole(Vec<RefusedItem>),
 
     /// A signed batch answers a batch this journal did not prepare for the air gap: there
     /// are no prepared transactions to check it against.
@@ -496,12 +497,13 @@ pub enum Error {
     },
 
     /// A batch the run would refuse, found before any key is unlocked
-    /// ([`crate::Flows::check_batch`]): items the verifier refuses (a spending limit, the
-    /// allowlist, a cap) and senders without the native balance their items' gas needs.
+    /// ([`crate::Flows::check_batch`]): items the run would refuse (a token balance, a
+    /// held nonce, a spending limit, the allowlist, a cap), each with the error a single
+    /// flow returns, and senders without the native balance their items' gas needs.
     #[error("the batch would be refused when it runs: {}", batch_refusal(.refused, .short))]
     BatchRefused {
-        /// The items the verifier refuses.
-        refused: Vec<crate::flows::RefusedItem>,
+        /// The items the run would refuse.
+        refused: Vec<RefusedItem>,
         /// The senders whose native balance is below their items' gas.
         short: Vec<crate::flows::GasNeed>,
     },
@@ -554,6 +556,89 @@ pub enum Error {
     /// The user (through the approval callback) declined.
     #[error("declined: {0}")]
     Declined(String),
+}
+
+/// Why nothing was signed, by cause: the same on every path, so a wallet matches a
+/// refusal once whatever path met it ([`Error::cause`]): a single flow's error, a batch
+/// check's or plan's refused item ([`Error::refused_items`],
+/// [`crate::BatchCheck::refused`]), a batch run item's error
+/// ([`crate::ItemError::flow`]), an offline batch's refused item. Each cause is one
+/// error of the crate, whatever the path: [`Error::BalanceTooLow`] for the balance,
+/// the verifier's [`Error::Tx`] for a limit, the allowlist and the caps,
+/// [`Error::NonceHeld`] (or the verifier's nonce refusal) for the nonce,
+/// [`Error::Declined`] and [`Error::Unlock`] for the approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RefusalCause {
+    /// The sender holds less of the token than it moves ([`Error::BalanceTooLow`]).
+    Balance,
+    /// A spending limit of the policy ([`bridgectl_tx::Error::Limit`]).
+    Limit,
+    /// A destination outside the policy's allowlist
+    /// ([`bridgectl_tx::Field::Destination`]).
+    Allowlist,
+    /// A gas cap: the gas price, the gas limit or the fee ([`bridgectl_tx::Field::GasPrice`],
+    /// [`bridgectl_tx::Field::GasLimit`], [`bridgectl_tx::Field::MaxFee`]).
+    GasCap,
+    /// The nonce: held by another flow here ([`Error::NonceHeld`],
+    /// [`Error::NonceReserved`]), signed already or not the next one (the verifier's
+    /// and the signing log's refusals of it).
+    Nonce,
+    /// No approval: the approver declined ([`Error::Declined`]), its key did not unlock
+    /// ([`Error::Unlock`]), it failed ([`Error::Approval`]), or no key was given for the
+    /// sender ([`Error::NoSigner`]).
+    Approval,
+    /// Any other check of what would be signed (its contract, function, arguments,
+    /// chain, value) or guard of the flows (a chain reset, a bundle that is not its
+    /// request).
+    Other,
+}
+
+/// An item the run would refuse. It carries the crate's [`Error`] and
+/// [`Error::BatchRefused`] carries it, so it is defined beside the error (no module of the
+/// batch reaches back into the error's).
+#[derive(Debug, Clone)]
+pub struct RefusedItem {
+    /// Its position in the batch (0-based).
+    pub index: usize,
+    /// Its id.
+    pub id: String,
+    /// Its sender.
+    pub from: Address,
+    /// The refusal, typed: the very error a single flow returns for the same cause
+    /// ([`Error::BalanceTooLow`], [`Error::NonceHeld`], the verifier's
+    /// [`Error::Tx`] for a limit, the allowlist or a cap), matched the same way
+    /// ([`Error::cause`], [`Error::refusal`]). Shared, so the refusal can
+    /// be cloned with the plan.
+    pub error: std::sync::Arc<Error>,
+    /// The same refusal as a report line (with what the batch's earlier items count
+    /// toward a limit), like [`crate::ItemResult::error`].
+    pub reason: String,
+}
+
+impl RefusedItem {
+    /// An item refused with `error`, its reason the error's chain.
+    pub fn new(index: usize, id: String, from: Address, error: Error) -> RefusedItem {
+        RefusedItem {
+            index,
+            id,
+            from,
+            reason: chain(&error),
+            error: std::sync::Arc::new(error),
+        }
+    }
+
+    /// An item refused for `reason`, a refusal known only by its words (an offline
+    /// signer's, a check of signed bytes): typed as a plain refusal.
+    pub fn described(index: usize, id: String, from: Address, reason: String) -> RefusedItem {
+        RefusedItem {
+            index,
+            id,
+            from,
+            error: std::sync::Arc::new(Error::Tx(bridgectl_tx::Error::Refused(reason.clone()))),
+            reason,
+        }
+    }
 }
 
 /// What a flow that holds a nonce unsigned waits for ([`Error::NonceHeld`]).
@@ -624,7 +709,7 @@ impl From<crate::flows::PlanRefusal> for Error {
 /// How many refused items [`Error::BatchRefused`] names; the rest are counted.
 const REFUSED_ITEMS_NAMED: usize = 5;
 
-fn batch_refusal(refused: &[crate::flows::RefusedItem], short: &[crate::flows::GasNeed]) -> String {
+fn batch_refusal(refused: &[RefusedItem], short: &[crate::flows::GasNeed]) -> String {
     let mut parts: Vec<String> = refused
         .iter()
         .take(REFUSED_ITEMS_NAMED)
@@ -652,7 +737,56 @@ fn batch_refusal(refused: &[crate::flows::RefusedItem], short: &[crate::flows::G
     parts.join("; ")
 }
 
+/// The cause of a refusal of the transaction layer, `None` for a failure that is none.
+fn tx_cause(e: &bridgectl_tx::Error) -> Option<RefusalCause> {
+    use bridgectl_tx::Field;
+    if !e.is_refusal() {
+        return None;
+    }
+    Some(match e {
+        bridgectl_tx::Error::Limit { .. } => RefusalCause::Limit,
+        bridgectl_tx::Error::NonceSigned { .. } | bridgectl_tx::Error::NonceWatermark { .. } => {
+            RefusalCause::Nonce
+        }
+        _ => match e.refused_field() {
+            Some(Field::Destination(_)) => RefusalCause::Allowlist,
+            Some(Field::GasPrice | Field::GasLimit | Field::MaxFee) => RefusalCause::GasCap,
+            Some(Field::Nonce) => RefusalCause::Nonce,
+            _ => RefusalCause::Other,
+        },
+    })
+}
+
 impl Error {
+    /// Why nothing was signed, by cause ([`RefusalCause`]), seeing through a flow
+    /// stopped at its approval and a stale resumed transaction: the one match a wallet
+    /// writes for every path. `None` for an error that is no refusal (a network
+    /// failure, a timeout, a batch refused as a whole: see [`Error::refused_items`]).
+    pub fn cause(&self) -> Option<RefusalCause> {
+        match self {
+            Error::BalanceTooLow(_) => Some(RefusalCause::Balance),
+            Error::NonceReserved { .. } | Error::NonceHeld { .. } => Some(RefusalCause::Nonce),
+            Error::Declined(_) | Error::Unlock(_) | Error::Approval(_) | Error::NoSigner { .. } => {
+                Some(RefusalCause::Approval)
+            }
+            Error::StoppedAtApproval { source, .. } => source.cause(),
+            Error::Tx(e) | Error::Stale { source: e, .. } => tx_cause(e),
+            Error::BatchRefused { .. } | Error::BatchNotWhole(_) | Error::PlanRefused(_) => None,
+            e if e.is_refusal() => Some(RefusalCause::Other),
+            _ => None,
+        }
+    }
+
+    /// The refused items of a batch refused before anything ran ([`Error::BatchRefused`],
+    /// [`Error::BatchNotWhole`]), each with the error a single flow returns for its
+    /// cause ([`crate::RefusedItem::error`]); empty for every other error.
+    pub fn refused_items(&self) -> &[RefusedItem] {
+        match self {
+            Error::BatchRefused { refused, .. } | Error::BatchNotWhole(refused) => refused,
+            _ => &[],
+        }
+    }
+
     /// An approver's failure to unlock its key ([`Error::Unlock`]), e.g.
     /// `keystore.unlock_async(..).await.map_err(Error::unlock_failed)?`.
     pub fn unlock_failed(err: impl std::error::Error + Send + Sync + 'static) -> Error {
@@ -674,6 +808,12 @@ impl Error {
     /// file was modified): the keystore's error carries [`crate::WrongSecret`] in its
     /// `source()` chain. Nothing was signed; asking for the passphrase again and
     /// [`crate::Flows::resume_with_approval`] takes the flow up where it stopped.
+    ///
+    /// Only bridgectl's keystore says so this way. A key unlocked by alloy's own
+    /// keystore support (`LocalSigner::decrypt_keystore`) fails a wrong password with
+    /// alloy's error, which carries no [`crate::WrongSecret`]: walk `source()` from this
+    /// error and downcast each cause to `alloy_signer_local::LocalSignerError` (a MAC
+    /// mismatch of its keystore error is the wrong password).
     pub fn is_wrong_passphrase(&self) -> bool {
         self.unlock()
             .is_some_and(|e| bridgectl_secret::is_wrong_secret(e))
@@ -911,7 +1051,7 @@ mod refusal_tests {
                     index: 0,
                     id: "a".into(),
                     from: Address::ZERO,
-                    error: std::sync::Arc::new(limit()),
+                    error: std::sync::Arc::new(Error::Tx(limit())),
                     reason: limit().to_string(),
                 }],
                 short: Vec::<GasNeed>::new(),
@@ -925,7 +1065,11 @@ mod refusal_tests {
                 needs: tokens(2),
                 holds: tokens(1),
             })),
-            PlanRefusal::NotCovered(vec![]).into(),
+            PlanRefusal::AboveMaxTotal {
+                total: tokens(2),
+                max: tokens(1),
+            }
+            .into(),
         ];
         for e in &refusals {
             let kind = match e {
@@ -939,8 +1083,9 @@ mod refusal_tests {
                     // The item's refusal is typed, not only text.
                     assert!(matches!(
                         *refused[0].error,
-                        bridgectl_tx::Error::Limit { .. }
+                        Error::Tx(bridgectl_tx::Error::Limit { .. })
                     ));
+                    assert_eq!(refused[0].error.cause(), Some(super::RefusalCause::Limit));
                     "batch"
                 }
                 Error::CannotReplace { .. } => "replace",
@@ -949,8 +1094,7 @@ mod refusal_tests {
                     "balance"
                 }
                 Error::PlanRefused(plan) => match **plan {
-                    PlanRefusal::NotCovered(_) => "plan",
-                    _ => "other plan",
+                    PlanRefusal::AboveMaxTotal { .. } => "plan",
                 },
                 other => panic!("not a refusal kind: {other:?}"),
             };

@@ -38,7 +38,7 @@ pub use bridgectl_tx as tx;
 /// wallet that keeps its log elsewhere compiles none of it.
 pub use bridgectl_tx::SigningLog;
 pub use bridgectl_tx::{Policy, SignedTx, Token, Trusted, Verified};
-pub use error::{Awaits, Error, chain};
+pub use error::{Awaits, Error, RefusalCause, chain};
 pub use finality::Finality;
 pub use flows::{
     AbandonedBatch, AccountPlan, AccountSpend, ActionCall, ActionOutcome, ActionResult,
@@ -53,8 +53,8 @@ pub use flows::{
     RecipientReview, RecipientTotal, RedeemOutcome, RefusedItem, ReleasedNonce, Replaced,
     Repricing, Resumed, RetiredFlow, Review, SenderReview, ShortSender, SignedBatchCheck,
     SigningMode, Submitted, Submitter, SwapCredit, SwapOutcome, SwapSpec, TokenId, TokenSide,
-    TokenTotal, TokenTotalReview, Tokens, TransferSpec, UnlistedRecipient, Until, WAIT_REPORT,
-    WaitOptions, can_resume,
+    TokenTotal, TokenTotalReview, Tokens, TransferSpec, Until, WAIT_REPORT, WaitOptions,
+    can_resume,
 };
 pub use journal::{BatchLock, BatchRecord, FlowKind, FlowState, HeldNonce, Journal, Purpose};
 pub use profile::{Profile, ProfileError};

@@ -149,13 +149,19 @@ impl Drop for SigningLogDb {
 }
 
 impl SigningLogDb {
-    /// Opens (creating if needed) the log of the keystore in `dir`
-    /// ([`SIGNING_LOG_FILE`] there), whose keys are `keys`: every signature made with
-    /// them is recorded in it, and an entry signed by any other key refuses signing
-    /// until a person acknowledges it ([`SigningLogDb::with_known_keys`]). The keystore
-    /// lists its keys (`bridgectl_keystore::Keystore::signers`).
+    /// Opens (creating if needed, `dir` too, mode 0700 like a keystore's) the log of the
+    /// keystore in `dir` ([`SIGNING_LOG_FILE`] there), whose keys are `keys`: every
+    /// signature made with them is recorded in it, and an entry signed by any other key
+    /// refuses signing until a person acknowledges it
+    /// ([`SigningLogDb::with_known_keys`]). The keystore lists its keys
+    /// (`bridgectl_keystore::Keystore::signers`).
     pub fn open_in(dir: impl AsRef<Path>, keys: Vec<Address>) -> Result<SigningLogDb, Error> {
-        Ok(SigningLogDb::open(dir.as_ref().join(SIGNING_LOG_FILE))?.with_known_keys(keys))
+        let dir = dir.as_ref();
+        // A log kept apart from any keystore (external signers only) may be the first
+        // thing in its directory: without it, SQLite's error would read "cannot sync".
+        bridgectl_local::files::create_private_dir(dir)
+            .map_err(PathError::on("cannot create the directory", dir))?;
+        Ok(SigningLogDb::open(dir.join(SIGNING_LOG_FILE))?.with_known_keys(keys))
     }
 
     /// Opens (creating if needed) the log at `path`.
@@ -522,6 +528,21 @@ mod tests {
     use super::*;
     use crate::kept::decode_slot;
     use crate::kept::tests::kept;
+
+    /// A log kept for external signers alone opens in a directory nothing made yet, as
+    /// its doc says: the directory is made private (0700), the file beside it.
+    #[test]
+    fn open_in_makes_its_directory() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("dir");
+        let logs = dir.path().join("external").join("log");
+        let log = SigningLogDb::open_in(&logs, vec![Address::repeat_byte(1)]).expect("opens");
+        assert!(logs.join(SIGNING_LOG_FILE).is_file());
+        let mode = std::fs::metadata(&logs).expect("dir").permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        drop(log);
+        SigningLogDb::open_in(&logs, Vec::new()).expect("opens again");
+    }
 
     /// What a signature asks of the log besides its window: whether a row was edited,
     /// and the entries at its nonce. Each is one lookup in an index (its cost does not

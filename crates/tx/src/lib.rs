@@ -27,6 +27,8 @@ pub use policy::{Policy, Trusted};
 pub use rawtx::RawTx;
 pub use request::Token;
 pub use request::{SignInput, SignRequest};
-pub use signer::{AlloySigner, TransactionSigner, sign_and_log_group, sign_and_log_with};
+pub use signer::{
+    AlloySigner, BoxedSigner, TransactionSigner, sign_and_log_group, sign_and_log_with,
+};
 pub use signing_log::{Checkpoint, CreditClaim, SigningLog};
 pub use verify::{Context, Nonce, NonceFacts, Verified, verify};

@@ -100,17 +100,131 @@ where
     }
 
     async fn sign_transaction(&self, tx: &TxLegacy) -> Result<Bytes, Error> {
-        let mut tx = tx.clone();
-        let sig = alloy_network::TxSigner::sign_transaction(&self.0, &mut tx)
-            .await
-            .map_err(Error::Signer)?;
-        Ok(encode_signed(&tx, &sig))
+        alloy_sign_transaction(&self.0, tx).await
     }
 
     async fn sign_hash_message(&self, hash: B256) -> Result<Signature, Error> {
-        alloy_signer::Signer::sign_message(&self.0, hash.as_slice())
-            .await
-            .map_err(Error::Signer)
+        alloy_sign_message(&self.0, hash).await
+    }
+}
+
+/// `tx` signed by an alloy `TxSigner`, encoded ([`AlloySigner`] and an `Arc<dyn ..>`
+/// signer share it).
+async fn alloy_sign_transaction<S>(signer: &S, tx: &TxLegacy) -> Result<Bytes, Error>
+where
+    S: alloy_network::TxSigner<Signature> + Sync + ?Sized,
+{
+    let mut tx = tx.clone();
+    let sig = signer
+        .sign_transaction(&mut tx)
+        .await
+        .map_err(Error::Signer)?;
+    Ok(encode_signed(&tx, &sig))
+}
+
+/// The EIP-191 signature of an alloy `Signer` over `hash`'s 32 bytes.
+async fn alloy_sign_message<S>(signer: &S, hash: B256) -> Result<Signature, Error>
+where
+    S: alloy_signer::Signer + Sync + ?Sized,
+{
+    signer
+        .sign_message(hash.as_slice())
+        .await
+        .map_err(Error::Signer)
+}
+
+/// A wallet's alloy signer as alloy users hold one, `Arc<dyn FullSigner<Signature>>`
+/// (alloy's dyn-compatible `TxSigner + Signer`: a Ledger, a KMS key, a local key chosen at
+/// run time), signs as it is: no wrapper. (Alloy implements `Signer` for `Box<dyn ..>`
+/// but not for `Arc<dyn ..>`, so [`AlloySigner`] cannot hold one.)
+///
+/// alloy's `EthereumWallet` holds `TxSigner`s only, and every signature here is logged
+/// with a message signature of the same key (the signing-log entry): give the signer
+/// you register in it instead, or the wallet's provider as a node.
+impl TransactionSigner for std::sync::Arc<dyn alloy_network::FullSigner<Signature> + Send + Sync> {
+    fn address(&self) -> Address {
+        alloy_signer::Signer::address(&**self)
+    }
+
+    async fn sign_transaction(&self, tx: &TxLegacy) -> Result<Bytes, Error> {
+        alloy_sign_transaction(&**self, tx).await
+    }
+
+    async fn sign_hash_message(&self, hash: B256) -> Result<Signature, Error> {
+        alloy_sign_message(&**self, hash).await
+    }
+}
+
+/// A future a [`BoxedSigner`] returns.
+type SignFuture<'a, T> = std::pin::Pin<Box<dyn Future<Output = Result<T, Error>> + Send + 'a>>;
+
+/// [`TransactionSigner`] with its futures boxed: what a [`BoxedSigner`] holds.
+/// (Its methods are named apart from [`TransactionSigner`]'s, which every signer also
+/// has, so a call never needs the trait spelled out.)
+trait DynSigner: Send + Sync {
+    fn dyn_address(&self) -> Address;
+    fn dyn_sign_transaction<'a>(&'a self, tx: &'a TxLegacy) -> SignFuture<'a, Bytes>;
+    fn dyn_sign_hash_message(&self, hash: B256) -> SignFuture<'_, Signature>;
+    fn dyn_local_key(&self) -> Option<&PrivateKeySigner>;
+}
+
+impl<T: TransactionSigner> DynSigner for T {
+    fn dyn_address(&self) -> Address {
+        self.address()
+    }
+
+    fn dyn_sign_transaction<'a>(&'a self, tx: &'a TxLegacy) -> SignFuture<'a, Bytes> {
+        Box::pin(self.sign_transaction(tx))
+    }
+
+    fn dyn_sign_hash_message(&self, hash: B256) -> SignFuture<'_, Signature> {
+        Box::pin(self.sign_hash_message(hash))
+    }
+
+    fn dyn_local_key(&self) -> Option<&PrivateKeySigner> {
+        self.local_key()
+    }
+}
+
+/// Any [`TransactionSigner`] behind one type, chosen at run time: a local key for one
+/// sender and a hardware signer for another in one batch (`Vec<BoxedSigner>`), an
+/// approver whose `Signer` is not known until it asks. [`TransactionSigner`] itself
+/// returns `impl Future` (no box on every signature), so it is not dyn-compatible; this
+/// is its boxed form, one allocation per signature. Cheap to clone (shared); its `Debug`
+/// shows the address only.
+#[derive(Clone)]
+pub struct BoxedSigner(std::sync::Arc<dyn DynSigner>);
+
+impl BoxedSigner {
+    /// `signer`, boxed.
+    pub fn new(signer: impl TransactionSigner + 'static) -> BoxedSigner {
+        BoxedSigner(std::sync::Arc::new(signer))
+    }
+}
+
+impl std::fmt::Debug for BoxedSigner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("BoxedSigner")
+            .field(&self.0.dyn_address())
+            .finish()
+    }
+}
+
+impl TransactionSigner for BoxedSigner {
+    fn address(&self) -> Address {
+        self.0.dyn_address()
+    }
+
+    async fn sign_transaction(&self, tx: &TxLegacy) -> Result<Bytes, Error> {
+        self.0.dyn_sign_transaction(tx).await
+    }
+
+    async fn sign_hash_message(&self, hash: B256) -> Result<Signature, Error> {
+        self.0.dyn_sign_hash_message(hash).await
+    }
+
+    fn local_key(&self) -> Option<&PrivateKeySigner> {
+        self.0.dyn_local_key()
     }
 }
 
@@ -279,4 +393,75 @@ pub async fn sign_and_log_group<S: TransactionSigner>(
         }
     }
     Err(Error::LogMoved)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Waker};
+
+    use alloy_primitives::{TxKind, U256};
+
+    use super::*;
+
+    /// The output of `f`, which a local key gives at once (no runtime needed).
+    fn now<F: Future>(f: F) -> F::Output {
+        let mut f = std::pin::pin!(f);
+        match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(out) => out,
+            Poll::Pending => panic!("a local key signs at once"),
+        }
+    }
+
+    fn tx() -> TxLegacy {
+        TxLegacy {
+            chain_id: Some(1337),
+            nonce: 7,
+            gas_price: 1_000_000_000,
+            gas_limit: 60_000,
+            to: TxKind::Call(Address::repeat_byte(0x57)),
+            value: U256::ZERO,
+            input: Bytes::from_static(&[1, 2, 3, 4]),
+        }
+    }
+
+    /// A wallet holds its alloy signer as `Arc<dyn FullSigner<Signature>>`: it signs as
+    /// the key itself does (RFC 6979: the same bytes), and its log-entry signature
+    /// recovers to it. Signers of different types are one type as [`BoxedSigner`]s, in
+    /// one list, each still itself.
+    #[test]
+    fn an_arc_dyn_alloy_signer_and_boxed_signers_sign_as_the_key_does() {
+        let key = PrivateKeySigner::random();
+        let by_key = now(TransactionSigner::sign_transaction(&key, &tx())).expect("signs");
+        let held: Arc<dyn alloy_network::FullSigner<Signature> + Send + Sync> =
+            Arc::new(key.clone());
+        assert_eq!(TransactionSigner::address(&held), key.address());
+        let by_arc = now(TransactionSigner::sign_transaction(&held, &tx())).expect("signs");
+        assert_eq!(by_arc, by_key);
+        let hash = B256::repeat_byte(9);
+        let sig = now(held.sign_hash_message(hash)).expect("signs");
+        assert_eq!(
+            sig.recover_address_from_msg(hash.as_slice())
+                .expect("recovers"),
+            key.address()
+        );
+
+        let other = PrivateKeySigner::random();
+        let signers = [
+            BoxedSigner::new(held.clone()),
+            BoxedSigner::new(AlloySigner(other.clone())),
+            BoxedSigner::new(key.clone()),
+        ];
+        assert_eq!(
+            now(signers[0].sign_transaction(&tx())).expect("signs"),
+            by_key
+        );
+        assert_eq!(signers[1].address(), other.address());
+        // A local key behind the box still signs its log entry inside the log's lock.
+        assert!(signers[0].local_key().is_none() && signers[2].local_key().is_some());
+        assert_eq!(
+            format!("{:?}", signers[1]),
+            format!("BoxedSigner({:?})", other.address())
+        );
+    }
 }

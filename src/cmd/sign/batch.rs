@@ -242,7 +242,7 @@ fn journal_behind(
                         .items
                         .iter()
                         .any(|i| i.index == r.index && i.raw_tx.nonce == s.first_nonce)
-                    && matches!(&*r.error, bridgectl_tx::Error::Policy { field, expected, .. }
+                    && matches!(r.error.refusal(), Some(bridgectl_tx::Error::Policy { field, expected, .. })
                         if field == "nonce" && expected.contains("from the journal"))
             })
         })

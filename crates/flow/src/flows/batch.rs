@@ -31,14 +31,13 @@ mod signed;
 mod state;
 mod status;
 
+pub use crate::error::RefusedItem;
 pub use abandon::{AbandonedBatch, ReleasedNonce};
 pub use check::BatchCheck;
 pub use items::{BatchItem, BatchOp};
 pub use plan::{AccountPlan, AccountSpend, BatchPlan, Cap, Recipient, RecipientTotal, TokenTotal};
 pub use prepare::PreparedBatch;
-pub use refusal::{
-    GasNeed, HeldItem, PlanRefusal, RefusedItem, ShortSender, Tokens, UnlistedRecipient,
-};
+pub use refusal::{GasNeed, HeldItem, PlanRefusal, ShortSender, Tokens};
 pub(crate) use refusal::{earlier_items, held_list};
 pub use report::{ItemError, ItemResult, ItemStatus};
 pub use run::BatchOptions;

@@ -57,7 +57,6 @@ pub use batch::{
     BatchOptions, BatchPlan, BatchStatus, Cap, GasNeed, HeldItem, ItemError, ItemResult, ItemState,
     ItemStatus, ItemView, PlanRefusal, PreparedBatch, PreparedView, Recipient, RecipientTotal,
     RefusedItem, ReleasedNonce, ShortSender, SignedBatchCheck, TokenTotal, Tokens,
-    UnlistedRecipient,
 };
 pub(crate) use batch::{earlier_items, held_list};
 pub use bundle::{BundleCheck, PreparedBundle};

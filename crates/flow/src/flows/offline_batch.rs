@@ -90,10 +90,10 @@ pub struct CheckedItem {
     pub from: Address,
     /// What the checks said.
     pub check: ItemCheck,
-    /// The verifier's refusal, typed, when the checks refused the item itself (not
-    /// when it was left out after an earlier item of its sender): match it as a single
-    /// signature's ([`bridgectl_tx::Error::refused_field`]).
-    pub refusal: Option<std::sync::Arc<bridgectl_tx::Error>>,
+    /// The refusal, typed, when the checks refused the item itself (not when it was
+    /// left out after an earlier item of its sender): the error a single signature
+    /// returns, matched the same way ([`Error::cause`], [`Error::refusal`]).
+    pub refusal: Option<std::sync::Arc<Error>>,
 }
 
 /// A batch request checked before anything is unlocked: what
@@ -555,10 +555,7 @@ impl<'j> OfflineSigner<'j> {
                          after it would be a gap the chain never mines past",
                         printable(&item.id)
                     ));
-                    let refusal = match e {
-                        Error::Tx(e) if e.is_refusal() => Some(std::sync::Arc::new(e)),
-                        _ => None,
-                    };
+                    let refusal = e.is_refusal().then(|| std::sync::Arc::new(e));
                     items.push(CheckedItem {
                         refusal,
                         ..checked(ItemCheck::Refused(reason))

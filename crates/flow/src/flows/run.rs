@@ -419,24 +419,9 @@ impl Run<'_> {
         }
         match self
             .flows
-            .journal
-            .nonce_holder(raw_tx.from, raw_tx.chain_id, raw_tx.nonce)?
+            .nonce_held(raw_tx.from, raw_tx.chain_id, raw_tx.nonce)?
         {
-            Some(holder) => {
-                let awaits = match holder.signed_tx {
-                    Some(_) => None,
-                    None => self.flows.journal.awaited_offline(&holder.tx_id)?,
-                };
-                Err(Error::NonceHeld {
-                    address: raw_tx.from,
-                    chain_id: raw_tx.chain_id,
-                    nonce: raw_tx.nonce,
-                    state: holder.state,
-                    tx_hash: holder.tx_hash.unwrap_or_else(|| "not signed yet".into()),
-                    by: holder.tx_id,
-                    awaits,
-                })
-            }
+            Some(held) => Err(held),
             None => Ok(()),
         }
     }
@@ -505,4 +490,33 @@ pub(super) async fn sign_verified(
     }
     bridgectl_local::failpoint::hit("journaled-not-sent");
     Ok(signed)
+}
+
+impl Flows {
+    /// The refusal of `nonce` of `from` on `chain_id` when a flow here holds it
+    /// ([`Error::NonceHeld`], naming the flow and what it awaits), `None` when none does:
+    /// what a flow about to sign it, and a batch's check, are refused with.
+    pub(crate) fn nonce_held(
+        &self,
+        from: Address,
+        chain_id: u64,
+        nonce: u64,
+    ) -> Result<Option<Error>, Error> {
+        let Some(holder) = self.journal.nonce_holder(from, chain_id, nonce)? else {
+            return Ok(None);
+        };
+        let awaits = match holder.signed_tx {
+            Some(_) => None,
+            None => self.journal.awaited_offline(&holder.tx_id)?,
+        };
+        Ok(Some(Error::NonceHeld {
+            address: from,
+            chain_id,
+            nonce,
+            state: holder.state,
+            tx_hash: holder.tx_hash.unwrap_or_else(|| "not signed yet".into()),
+            by: holder.tx_id,
+            awaits,
+        }))
+    }
 }

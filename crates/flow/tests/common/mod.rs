@@ -58,7 +58,7 @@ pub fn bridge(info: &SandboxInfo) -> Bridge {
 }
 
 /// The sandbox as bridgectl's profile file describes it (what `bridgectl sandbox
-/// --write-profile` writes, its `default` profile), written to `dir/profile.toml`.
+/// --write-profile` writes: its `sandbox` profile), written to `dir/profile.toml`.
 // Not every test binary that shares this module runs an example.
 #[allow(dead_code)]
 pub fn profile_file(dir: &std::path::Path, info: &SandboxInfo) -> std::path::PathBuf {
@@ -82,7 +82,7 @@ pub fn profile_file(dir: &std::path::Path, info: &SandboxInfo) -> std::path::Pat
         ..bridgectl_flow::Profile::default()
     };
     let mut file = bridgectl_flow::profile::ConfigFile::default();
-    file.profiles.insert("default".into(), profile);
+    file.profiles.insert("sandbox".into(), profile);
     let path = dir.join("profile.toml");
     std::fs::write(&path, file.to_toml().expect("toml")).expect("write the profile");
     path
@@ -101,6 +101,18 @@ fn side(info: &ChainInfo) -> ChainSide {
     }
 }
 
+/// A platform client of the sandbox `info`, with its token.
+// Not every test binary that shares this module builds flows itself.
+#[allow(dead_code)]
+pub fn client(info: &SandboxInfo) -> PlatformClient {
+    PlatformClient::new(
+        &info.base_url,
+        AccessToken::new(info.token.expose_secret()),
+        ClientOptions::default(),
+    )
+    .expect("client")
+}
+
 /// Flows over the sandbox `info` with a journal in `dir` and the signing log `log`,
 /// polling every 200 ms, the gas price capped by the node's quote; and their journal.
 // Not every test binary that shares this module builds flows itself.
@@ -110,12 +122,7 @@ pub fn flows(
     dir: &std::path::Path,
     log: Arc<dyn bridgectl_tx::SigningLog>,
 ) -> (Flows, Arc<Journal>) {
-    let client = PlatformClient::new(
-        &info.base_url,
-        AccessToken::new(info.token.expose_secret()),
-        ClientOptions::default(),
-    )
-    .expect("client");
+    let client = client(info);
     let journal = Arc::new(Journal::open(dir.join("journal.sqlite3")).expect("journal"));
     let flows = Flows::builder(client, journal.clone(), log)
         .bridge(bridge(info))

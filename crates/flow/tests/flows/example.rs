@@ -191,6 +191,31 @@ async fn the_wallet_example_swaps_and_redeems_through_one_flows_on_the_sandbox()
     assert_eq!(logged(run.dir.path()), 2, "two signatures logged");
 }
 
+/// `examples/airgap_batch.rs`: three redeems prepared online, checked and signed
+/// offline with the keystore's key (three signatures in its log), accepted online and
+/// followed to their ends: all completed, each journaled once on each machine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_airgap_batch_example_prepares_signs_offline_and_submits() {
+    let run = run_with_keystore("airgap_batch", "1").await;
+    let (stdout, stderr) = (&run.stdout, &run.stderr);
+    assert!(
+        stdout.trim_end().ends_with(" 3 completed"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(stderr.contains("offline: 3 to sign, 0 refused"), "{stderr}");
+    assert!(stderr.contains("online: 3 accepted, 0 refused"), "{stderr}");
+    assert_eq!(logged(run.dir.path()), 3, "three signatures logged offline");
+    let journal = run.dir.path().join("journal.sqlite3");
+    for machine in [journal.clone(), journal.with_extension("offline")] {
+        let flows = bridgectl_flow::Journal::open(&machine)
+            .expect("open")
+            .list(10)
+            .expect("list");
+        assert_eq!(flows.len(), 3, "{}: {flows:?}", machine.display());
+        assert!(flows.iter().all(|f| f.signed_tx.is_some()), "{flows:?}");
+    }
+}
+
 /// The signing log beside `dir/keystore`: how many entries it holds, verified.
 fn logged(dir: &std::path::Path) -> u64 {
     let keystore = bridgectl_keystore::Keystore::open(dir.join("keystore")).expect("dir");

@@ -14,4 +14,5 @@ mod example;
 mod external_signer;
 mod journal_before_send;
 mod offline_batch;
+mod refusal_paths;
 mod resume_at_approval;

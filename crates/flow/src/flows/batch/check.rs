@@ -1,5 +1,7 @@
-//! The check of a batch before it runs: each item through the one verifier as the run
-//! would sign it, and each sender's native balance against the gas its items would burn.
+//! The check of a batch before it runs: each item against its sender's token balance,
+//! its nonce and the one verifier as the run would sign it, and each sender's native
+//! balance against the gas its items would burn. An item is refused with the very error
+//! a single flow returns for the same cause ([`crate::Error::cause`]).
 //! It reads the nodes and the signing log; it unlocks nothing and records nothing, so
 //! `batch plan` can show it and `batch run` can refuse on it before any passphrase is
 //! read. A batch that passes here can still meet a refusal when it runs (the log or a
@@ -7,6 +9,15 @@
 //! item again.
 //!
 //! What is known in advance, and how it is counted:
+//! - token balances: each sender's balance of each token (its chain's node, else the
+//!   platform), against its items in input order as if every earlier item were sent
+//!   (an item refused adds nothing); one above it is [`crate::Error::BalanceTooLow`], as
+//!   the run's item would be. A balance that cannot be read refuses nothing, as in the
+//!   run;
+//! - the nonce: the sender's next nonce on the chain (its node's pending count, else
+//!   the platform's) held by a flow of this journal refuses every item of the sender
+//!   there with [`crate::Error::NonceHeld`], as the run would; beyond that the run takes
+//!   each item's nonce as it signs;
 //! - spending limits: each key's window total is read from the signing log as the run's
 //!   verifier reads it ([`bridgectl_tx::limits::window_query`]), and the batch's own items
 //!   are added in input order as if every earlier item were signed (a refused item adds
@@ -16,19 +27,20 @@
 //! - gas: the node's estimate of each item's call plus a fifth (what the run gives a
 //!   transfer or swap it builds; a redeem's gas is the platform's choice, under the same
 //!   caps) at the node's gas price quote, summed per sender and chain. A call the node
-//!   cannot estimate counts the gas-limit cap, the most the run would sign;
-//! - not the nonce: the run takes each item's from the node as it signs.
+//!   cannot estimate counts the gas-limit cap, the most the run would sign.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 
 use alloy_primitives::{Address, U256};
 use bridgectl_tx::limits::Spent;
 use bridgectl_tx::request::Intent;
 use bridgectl_tx::{Context, Nonce, NonceFacts, Policy, RawTx};
 
-use super::refusal::{GasNeed, RefusedItem, earlier_items};
-use super::{BatchItem, BatchOp};
+use super::refusal::{GasNeed, earlier_items};
+use super::{BatchItem, BatchOp, ShortSender};
 use crate::Error;
+use crate::error::RefusedItem;
 use crate::flows::swap::swap_intent;
 use crate::flows::transfer::plain_transfer_intent;
 use crate::flows::{DEFAULT_MAX_GAS_LIMIT, Flows, TokenSide};
@@ -39,10 +51,11 @@ use crate::flows::{DEFAULT_MAX_GAS_LIMIT, Flows, TokenSide};
 const SWAP_ADDRESS_UNKNOWN: Address = Address::repeat_byte(0x5a);
 
 /// What the run of a batch would meet, found before any key is unlocked
-/// ([`Flows::check_batch`]).
+/// ([`Flows::check_batch`]): balances, nonces, limits, the allowlist, the caps, gas.
 #[derive(Debug, Clone)]
 pub struct BatchCheck {
-    /// The items the verifier would refuse, in input order.
+    /// The items the run would refuse, in input order, each with the error a single
+    /// flow returns for its cause.
     pub refused: Vec<RefusedItem>,
     /// Per sender and chain: the most gas its items would burn, beside its balance.
     pub gas: Vec<GasNeed>,
@@ -69,13 +82,20 @@ struct Window {
 }
 
 impl Flows {
-    /// Checks `items` as the run would before signing each (see the module doc): the
-    /// verifier with the signing log's window totals plus the batch's earlier items,
-    /// and each sender's native balance against its items' gas. An error is a failure to
-    /// find out (a node, the signing log); what the run would refuse is in the
-    /// [`BatchCheck`] ([`BatchCheck::verdict`]).
+    /// Checks `items` as the run would before signing each (see the module doc): each
+    /// sender's token balance against its items, its next nonce against the flows that
+    /// hold one, the verifier with the signing log's window totals plus the batch's
+    /// earlier items, and each sender's native balance against its items' gas. An error
+    /// is a failure to find out (a node, the signing log); what the run would refuse is
+    /// in the [`BatchCheck`] ([`BatchCheck::verdict`]), each refused item with the error
+    /// a single flow returns ([`RefusedItem::error`]).
     pub async fn check_batch(&self, items: &[BatchItem]) -> Result<BatchCheck, Error> {
         let now = self.clock.now();
+        // Per sender and token: what it holds (when it can be read) and what its
+        // earlier items move.
+        let mut balances: HashMap<(Address, TokenSide), (Option<U256>, U256)> = HashMap::new();
+        // Per sender and chain: the refusal of its next nonce, when a flow holds it.
+        let mut held: HashMap<(Address, u64), Option<std::sync::Arc<Error>>> = HashMap::new();
         let mut quotes: HashMap<u64, Option<u128>> = HashMap::new();
         let mut log_checked: Vec<Address> = Vec::new();
         let mut windows: HashMap<(Address, u64, Address, u64), Window> = HashMap::new();
@@ -92,6 +112,41 @@ impl Flows {
             }
             let (which, mut raw, intent) = self.item_call(&item.op)?;
             let side = self.side(which)?;
+            let refuse = |error: std::sync::Arc<Error>| RefusedItem {
+                index,
+                id: item.id.clone(),
+                from,
+                reason: crate::chain(&*error),
+                error,
+            };
+            let (_, amount) = item.op.spends();
+            if let Entry::Vacant(slot) = balances.entry((from, which)) {
+                slot.insert((self.token_balance(which, from).await.ok(), U256::ZERO));
+            }
+            if let Some((Some(holds), moved)) = balances.get_mut(&(from, which)) {
+                let needs = moved.saturating_add(amount);
+                if needs > *holds {
+                    check
+                        .refused
+                        .push(refuse(std::sync::Arc::new(Error::BalanceTooLow(Box::new(
+                            ShortSender {
+                                from,
+                                needs: side.amount(needs),
+                                holds: side.amount(*holds),
+                            },
+                        )))));
+                    continue;
+                }
+                *moved = needs;
+            }
+            if let Entry::Vacant(slot) = held.entry((from, side.chain_id)) {
+                let refusal = self.next_nonce_held(from, side).await?;
+                slot.insert(refusal.map(std::sync::Arc::new));
+            }
+            if let Some(Some(error)) = held.get(&(from, side.chain_id)) {
+                check.refused.push(refuse(error.clone()));
+                continue;
+            }
             // The item's chain's policy (`Flows::policy_for`).
             let policy = self.policy_for(side.chain_id);
             // A swap's destination is not known yet: the run applies the allowlist to it.
@@ -162,17 +217,13 @@ impl Flows {
                     let earlier = key
                         .and_then(|k| windows.get(&k))
                         .map_or(U256::ZERO, |w| w.batch);
-                    let mut reason = crate::chain(&e);
-                    if matches!(e, bridgectl_tx::Error::Limit { .. }) {
-                        reason.push_str(&earlier_items(earlier, side.decimals, &side.symbol));
+                    let limit = matches!(e, bridgectl_tx::Error::Limit { .. });
+                    let mut refused = refuse(std::sync::Arc::new(Error::Tx(e)));
+                    if limit {
+                        let earlier = earlier_items(earlier, side.decimals, &side.symbol);
+                        refused.reason.push_str(&earlier);
                     }
-                    check.refused.push(RefusedItem {
-                        index,
-                        id: item.id.clone(),
-                        from,
-                        reason,
-                        error: std::sync::Arc::new(e),
-                    });
+                    check.refused.push(refused);
                 }
             }
             let fee = U256::from(raw.gas_limit).saturating_mul(U256::from(raw.gas_price));
@@ -204,6 +255,30 @@ impl Flows {
             }
         }
         Ok(check)
+    }
+
+    /// The refusal the run would meet at `from`'s next nonce on `side`'s chain (its node's
+    /// pending count, else the platform's), when a flow here holds it
+    /// ([`Error::NonceHeld`]); `None` when it is free or no count can be had.
+    async fn next_nonce_held(
+        &self,
+        from: Address,
+        side: &crate::flows::ChainSide,
+    ) -> Result<Option<Error>, Error> {
+        let Some(floor) = self.journal.next_nonce(from, side.chain_id, None)? else {
+            return Ok(None);
+        };
+        let next = match self.node_of_chain(side.chain_id) {
+            Some(node) => node?.pending_nonce(from).await?,
+            None => match self.client.next_nonce(from, &side.environment_id).await {
+                Ok(next) => next,
+                Err(_) => return Ok(None),
+            },
+        };
+        if next >= floor {
+            return Ok(None);
+        }
+        self.nonce_held(from, side.chain_id, next)
     }
 
     /// The call an item makes, as the run builds or expects it (the token it moves, the

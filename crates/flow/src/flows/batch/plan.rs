@@ -12,7 +12,7 @@ use std::fmt;
 
 use alloy_primitives::{Address, U256};
 
-use super::refusal::{PlanRefusal, ShortSender, Tokens, UnlistedRecipient};
+use super::refusal::{PlanRefusal, Tokens};
 use super::{BatchCheck, BatchItem, BatchOp};
 use crate::Error;
 use crate::flows::{
@@ -168,7 +168,7 @@ impl ChainSide {
             .unwrap_or_else(|_| amount.to_string())
     }
 
-    fn amount(&self, amount: U256) -> Tokens {
+    pub(crate) fn amount(&self, amount: U256) -> Tokens {
         Tokens {
             amount,
             symbol: self.symbol.clone(),
@@ -290,28 +290,13 @@ impl BatchPlan {
         &self.bridge
     }
 
-    /// The refusal the batch would meet, in this order: a recipient outside the
-    /// allowlist, a total above its maximum, a sender that cannot cover its items, then
-    /// what the run's own checks would refuse ([`BatchCheck::verdict`]: limits, caps,
-    /// gas). `Ok` when it may run.
+    /// The refusal the batch would meet: a total above its maximum
+    /// ([`PlanRefusal::AboveMaxTotal`], what only a plan knows), then what the run's own
+    /// checks would refuse ([`BatchCheck::verdict`]: each refused item with the error a
+    /// single flow returns, for its balance, a limit, the allowlist, a cap or its nonce;
+    /// the senders short of gas). `Ok` when it may run.
     pub fn verdict(&self) -> Result<(), Error> {
         let side = |which| self.bridge.side(which);
-        let outside: Vec<UnlistedRecipient> = self
-            .recipients
-            .iter()
-            .filter(|r| r.allowed == Some(false))
-            .filter_map(|r| match r.to {
-                Recipient::Address(to) => Some(UnlistedRecipient {
-                    to,
-                    tokens: side(r.token).amount(r.amount),
-                    items: r.items,
-                }),
-                _ => None,
-            })
-            .collect();
-        if !outside.is_empty() {
-            return Err(PlanRefusal::NotAllowed(outside).into());
-        }
         for (which, max) in &self.max_totals {
             let total = self
                 .totals
@@ -325,23 +310,6 @@ impl BatchPlan {
                 }
                 .into());
             }
-        }
-        let short: Vec<ShortSender> = self
-            .accounts
-            .iter()
-            .flat_map(|a| {
-                a.tokens
-                    .iter()
-                    .filter(|t| !t.covered())
-                    .map(move |t| ShortSender {
-                        from: a.address,
-                        needs: side(t.token).amount(t.amount),
-                        holds: side(t.token).amount(t.balance),
-                    })
-            })
-            .collect();
-        if !short.is_empty() {
-            return Err(PlanRefusal::NotCovered(short).into());
         }
         self.check.verdict()
     }
@@ -443,35 +411,47 @@ mod tests {
             .max_totals
             .insert(TokenSide::St, U256::from(2_500_000));
         match capped.verdict() {
-            Err(Error::PlanRefused(r)) if matches!(*r, PlanRefusal::AboveMaxTotal { .. }) => {
-                let PlanRefusal::AboveMaxTotal { total, max } = *r else {
-                    unreachable!("matched above")
-                };
+            Err(Error::PlanRefused(r)) => {
+                let PlanRefusal::AboveMaxTotal { total, max } = *r;
                 assert_eq!(total.to_string(), "3 ST");
                 assert_eq!(max.to_string(), "2.5 ST");
             }
             other => panic!("above the maximum, got {other:?}"),
         }
 
+        // A sender short of tokens is refused per item, with the single flow's error,
+        // after the maximum total.
         let mut poor = plan();
         poor.accounts[0].tokens[0].balance = U256::from(1);
         assert!(!poor.accounts[0].tokens[0].covered());
+        let short = crate::flows::ShortSender {
+            from: Address::repeat_byte(1),
+            needs: side("ST", 6).amount(U256::from(3_000_000)),
+            holds: side("ST", 6).amount(U256::from(1)),
+        };
+        poor.check.refused.push(super::super::RefusedItem::new(
+            1,
+            "b".into(),
+            Address::repeat_byte(1),
+            Error::BalanceTooLow(Box::new(short)),
+        ));
         let e = poor.verdict().expect_err("short");
-        assert!(
-            matches!(e, Error::PlanRefused(ref r) if matches!(**r, PlanRefusal::NotCovered(ref s) if s.len() == 1)),
+        let refused = e.refused_items();
+        assert_eq!(refused.len(), 1, "{e:?}");
+        assert_eq!(
+            refused[0].error.cause(),
+            Some(crate::RefusalCause::Balance),
             "{e:?}"
         );
         assert!(
-            e.to_string().contains("needs 3 ST and holds 0.000001 ST"),
+            e.to_string()
+                .contains("holds 0.000001 ST, less than the 3 ST"),
             "{e}"
         );
-
-        // The allowlist comes first, whatever else is wrong.
-        poor.recipients[0].allowed = Some(false);
-        let e = poor.verdict().expect_err("outside");
+        poor.max_totals.insert(TokenSide::St, U256::from(1));
         assert!(
-            matches!(e, Error::PlanRefused(ref r) if matches!(**r, PlanRefusal::NotAllowed(ref m) if m[0].items == 2)),
-            "{e:?}"
+            matches!(poor.verdict(), Err(Error::PlanRefused(ref r)) if matches!(**r, PlanRefusal::AboveMaxTotal { .. })),
+            "the maximum total comes first"
         );
         assert!(!e.to_string().contains("--"), "{e}");
     }

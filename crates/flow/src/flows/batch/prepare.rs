@@ -137,22 +137,13 @@ impl Flows {
                     next = Some(item.raw_tx.nonce + 1);
                     out.push(Ok(item));
                 }
-                // The verifier's own error when it is one; else the error's words.
-                Err(e) => out.push(Err(match e {
-                    crate::Error::Tx(error) => RefusedItem {
-                        index: record.index,
-                        id: record.item_id.clone(),
-                        from: op.from(),
-                        reason: crate::chain(&error),
-                        error: std::sync::Arc::new(error),
-                    },
-                    other => RefusedItem::described(
-                        record.index,
-                        record.item_id.clone(),
-                        op.from(),
-                        crate::chain(&other),
-                    ),
-                })),
+                // The error a single flow would return, typed.
+                Err(e) => out.push(Err(RefusedItem::new(
+                    record.index,
+                    record.item_id.clone(),
+                    op.from(),
+                    e,
+                ))),
             }
         }
         out

@@ -1,42 +1,11 @@
-//! What a batch is refused for before anything runs: the plan's refusals and the items
-//! and senders the run's checks would refuse. Plain data, so the crate's error can carry
-//! it without reaching back into the batch's logic.
+//! What a batch is refused for before anything runs: the plan's refusals and the senders
+//! the run's checks would refuse (an item refused, [`crate::RefusedItem`], is the crate
+//! error's: it carries one). Plain data, so the crate's error can carry it without
+//! reaching back into the batch's logic.
 
 use std::fmt;
 
 use alloy_primitives::{Address, U256};
-
-/// An item the run would refuse.
-#[derive(Debug, Clone)]
-pub struct RefusedItem {
-    /// Its position in the batch (0-based).
-    pub index: usize,
-    /// Its id.
-    pub id: String,
-    /// Its sender.
-    pub from: Address,
-    /// The verifier's refusal, typed: match it as a flow's own
-    /// ([`bridgectl_tx::Error::refused_field`], [`bridgectl_tx::Error::Limit`]). Shared,
-    /// so the refusal can be cloned with the plan.
-    pub error: std::sync::Arc<bridgectl_tx::Error>,
-    /// The same refusal as a report line (with what the batch's earlier items count
-    /// toward a limit), like [`super::ItemResult::error`].
-    pub reason: String,
-}
-
-impl RefusedItem {
-    /// An item refused for `reason`, a refusal known only by its words (an offline
-    /// signer's, a check of signed bytes): typed as a plain refusal.
-    pub fn described(index: usize, id: String, from: Address, reason: String) -> RefusedItem {
-        RefusedItem {
-            index,
-            id,
-            from,
-            error: std::sync::Arc::new(bridgectl_tx::Error::Refused(reason.clone())),
-            reason,
-        }
-    }
-}
 
 /// The native gas one sender's items need on one chain.
 #[derive(Debug, Clone)]
@@ -66,13 +35,12 @@ impl GasNeed {
 }
 
 /// Why a plan is refused before anything runs, beside what the run's checks would refuse
-/// ([`super::BatchCheck::verdict`]).
+/// ([`super::BatchCheck::verdict`]): what only a plan knows (a total the caller capped).
+/// A recipient outside the allowlist and a sender short of tokens are refused per item,
+/// with the errors a single flow returns ([`crate::Error::BatchRefused`]).
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum PlanRefusal {
-    /// Tokens go to addresses outside the policy's allowlist.
-    #[error("the batch sends to addresses outside allowed-destinations: {}", join(.0))]
-    NotAllowed(Vec<UnlistedRecipient>),
     /// A token's total is above the most the caller allowed.
     #[error("the batch moves {total} in all, above its maximum total {max}")]
     AboveMaxTotal {
@@ -81,9 +49,6 @@ pub enum PlanRefusal {
         /// The most allowed.
         max: Tokens,
     },
-    /// Senders hold less than their items move.
-    #[error("the batch cannot be covered: {}", join(.0))]
-    NotCovered(Vec<ShortSender>),
 }
 
 fn join<T: fmt::Display>(parts: &[T]) -> String {
@@ -110,23 +75,6 @@ impl fmt::Display for Tokens {
         let units = bridgectl_tx::amount::format_units(self.amount, self.decimals)
             .unwrap_or_else(|_| self.amount.to_string());
         write!(f, "{units} {}", bridgectl_tx::text::printable(&self.symbol))
-    }
-}
-
-/// What goes to one recipient outside the allowlist.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnlistedRecipient {
-    /// The recipient.
-    pub to: Address,
-    /// How much.
-    pub tokens: Tokens,
-    /// In how many items.
-    pub items: usize,
-}
-
-impl fmt::Display for UnlistedRecipient {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({} in {} items)", self.to, self.tokens, self.items)
     }
 }
 

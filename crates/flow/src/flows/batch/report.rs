@@ -115,6 +115,18 @@ pub enum ItemError {
     },
 }
 
+impl ItemError {
+    /// This run's error for the item as a single flow would have returned it
+    /// ([`ItemError::Flow`]), to match as one ([`Error::cause`], [`Error::refusal`]);
+    /// `None` for the batch's own reports (a redemption's end, a blocked item, ...).
+    pub fn flow(&self) -> Option<&Error> {
+        match self {
+            ItemError::Flow(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 fn ended_text(state: FlowState, replaced_by: Option<&(Purpose, B256)>) -> String {
     match replaced_by {
         Some((purpose, mined)) => {

@@ -570,6 +570,10 @@ impl Flows {
         key: &mut BatchKey<impl TransactionSigner + Clone>,
     ) -> Result<Submitted, Error> {
         let progress = &mut Quiet;
+        // Refused at once when the sender holds less, with the single flow's error.
+        let (which, amount) = op.spends();
+        self.refuse_over_balance(which, op.from(), amount, progress)
+            .await?;
         match *op {
             BatchOp::Redeem { from, amount } => {
                 self.submit_redeem(from, amount, Some(tx_id), key, progress)

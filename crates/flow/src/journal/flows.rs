@@ -325,12 +325,11 @@ impl Journal {
         }
     }
 
-    /// The most recent flows, newest first.
+    /// The most recent flows, newest first: `limit` rows read through an index, whatever
+    /// the journal's size.
     pub fn list(&self, limit: usize) -> Result<Vec<FlowRecord>, Error> {
         self.with(|c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {COLUMNS} FROM flows ORDER BY created_at DESC, rowid DESC LIMIT ?1"
-            ))?;
+            let mut stmt = c.prepare(&newest_flows_sql())?;
             let rows = stmt.query_map(params![limit as i64], row_to_record)?;
             rows.collect()
         })
@@ -380,4 +379,11 @@ impl Journal {
                 .collect()
         })
     }
+}
+
+/// The newest `?1` flows, newest first: the last entries of the index `flows_by_created`
+/// (the rowid breaks ties), so `history --limit 5` reads five rows, not the whole journal
+/// sorted.
+pub(super) fn newest_flows_sql() -> String {
+    format!("SELECT {COLUMNS} FROM flows ORDER BY created_at DESC, rowid DESC LIMIT ?1")
 }

@@ -198,7 +198,7 @@ fn rest_verdict(e: &ResetEvidence) -> Result<Vec<String>, String> {
 
 impl Flows {
     /// Looks at chain `chain_id` (the bridge's main or side chain) before a reset: the
-    /// witnesses must agree it was reset ([`reset_verdict`]: the node and a second one
+    /// witnesses must agree it was reset (`reset_verdict`: the node and a second one
     /// that is not the node, a second node at `second_node`, or the platform's records
     /// of the chain's redemptions), else [`Error::NotReset`] says which did not or which
     /// is missing. Nothing is changed.

@@ -20,8 +20,11 @@ JOBS="${3:-8}"
 SERVER_CPU=${SERVER_CPU:-0}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/bridgectl-target}
 make -s tools
-cargo build --release -q --bin bridgectl
-BIN="${BIN:-$CARGO_TARGET_DIR/release/bridgectl}"
+# BIN=/path/to/bridgectl measures a build made before (e.g. `make release`'s) instead.
+if [ -z "${BIN:-}" ]; then
+    cargo build --release -q --bin bridgectl
+    BIN=$CARGO_TARGET_DIR/release/bridgectl
+fi
 WORK="$(mktemp -d "${BENCH_DIR:-/var/tmp}/bridgectl-shared.XXXXXX")"
 work=$WORK
 PIDS=()

@@ -344,9 +344,14 @@ bctest!(
             "{}",
             String::from_utf8_lossy(&out.stdout)
         );
-        // The same script catches an edited amount, naming the entry.
+        // The same script catches an edited amount, naming the entry (entry 3's call
+        // argument: entry 2's running total is 3 ST too).
         let text = std::fs::read_to_string(&export).expect("read");
-        let edited = text.replacen("3000000000000000000", "300000000000000000", 1);
+        let edited = text.replacen(
+            r#"_amount\":\"3000000000000000000"#,
+            r#"_amount\":\"300000000000000000"#,
+            1,
+        );
         assert_ne!(edited, text);
         let bad = dir.write("edited.jsonl", edited);
         let out = check(&bad);

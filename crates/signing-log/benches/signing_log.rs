@@ -13,82 +13,37 @@
 
 #![allow(missing_docs)]
 
-use std::collections::BTreeMap;
+mod common;
 
-use alloy_primitives::{Address, Bytes, U256};
 use alloy_signer_local::PrivateKeySigner;
 use bridgectl_signing_log::SigningLogDb;
 use bridgectl_tx::local_signing::make_entry;
-use bridgectl_tx::signing_log::{Checkpoint, EntryBody, Head};
-use bridgectl_tx::{RawTx, Verified, sign_and_log, sign_legacy, verify};
+use bridgectl_tx::signing_log::{EntryBody, Head};
+use bridgectl_tx::{sign_and_log, sign_legacy};
+use common::{key, verified, written};
 use criterion::{Criterion, criterion_group, criterion_main};
 
-fn key() -> PrivateKeySigner {
-    "4646464646464646464646464646464646464646464646464646464646464646"
-        .parse()
-        .expect("key")
-}
-
-fn verified(nonce: u64) -> Verified {
-    let data = bridgectl_tx::calldata::encode(
-        "redeem",
-        &BTreeMap::from([("_amount".to_string(), "1000000000000000000".to_string())]),
-    )
-    .expect("calldata");
-    let tx = RawTx {
-        from: key().address(),
-        to: Address::repeat_byte(0x57),
-        data: Bytes::from(data),
-        nonce,
-        gas_limit: 100_000,
-        gas_price: 1_000_000_000,
-        chain_id: 1337,
-        value: U256::ZERO,
-    };
-    let (policy, context) = bridgectl_tx::verify::exactly(&tx);
-    verify(&tx, None, &policy, &context).expect("verified")
-}
-
-/// A log of `n` entries, written in one transaction (building it is not what is
-/// measured).
+/// A log of `n` entries, each carrying the key's running totals on.
 fn log_of(dir: &std::path::Path, n: u64) -> SigningLogDb {
-    let path = dir.join("log.sqlite3");
-    let log = SigningLogDb::open(&path).expect("open");
-    let signer = key();
-    let mut conn = rusqlite::Connection::open(&path).expect("raw");
-    let tx = conn.transaction().expect("tx");
-    let mut head = Checkpoint::EMPTY;
+    let signer: PrivateKeySigner = key();
+    let mut head = Head::EMPTY;
+    let mut entries = Vec::new();
     for i in 0..n {
         let v = verified(i);
         let signed = sign_legacy(&v, &signer).expect("sign");
-        let at = Head {
-            checkpoint: head,
-            time: 0,
-        };
-        let e = make_entry(at, &v, &signed, 1_800_000_000 + i, &signer).expect("entry");
+        let e = make_entry(head, &v, &signed, 1_800_000_000 + i, &signer).expect("entry");
         let b: EntryBody = serde_json::from_str(&e.body).expect("body");
-        tx.execute(
-            "INSERT INTO entries (seq, time, key, chain_id, contract, body, hash, sig) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            rusqlite::params![
-                e.seq as i64,
-                b.time as i64,
-                b.key.to_string(),
-                b.chain_id as i64,
-                b.to.to_string(),
-                e.body,
-                e.hash.as_slice(),
-                e.sig.as_ref()
-            ],
-        )
-        .expect("insert");
-        head = Checkpoint {
-            count: e.seq,
-            head: e.hash,
+        head = Head {
+            checkpoint: bridgectl_tx::Checkpoint {
+                count: e.seq,
+                head: e.hash,
+            },
+            time: b.time,
+            running: b.running,
         };
+        entries.push(e);
     }
-    tx.commit().expect("commit");
-    log
+    written(&dir.join("log.sqlite3"), &entries)
 }
 
 /// A temp dir on the file system being measured: `BENCH_DIR`, or the system's temp dir.

@@ -6,8 +6,8 @@ use alloy_primitives::{Address, B256, U256};
 use bridgectl_tx::CreditClaim;
 use bridgectl_tx::limits::{Spent, WindowLimit};
 use bridgectl_tx::signing_log::{
-    AtNonce, Carried, Checkpoint, Entry, EntryBody, Head, Watermark, Watermarks, WindowQuery,
-    nonce_free, same_signature,
+    AtNonce, Carried, Checkpoint, Entry, EntryBody, Head, Running, Watermark, Watermarks,
+    WindowQuery, nonce_free, same_signature,
 };
 use rusqlite::{TransactionBehavior, params};
 
@@ -218,10 +218,14 @@ impl SigningLogDb {
             path: self.path.clone(),
             reason,
         };
-        let body = bridgectl_tx::signing_log::acknowledgement(
+        // The signer's newest entry (whose running totals the acknowledgement carries on,
+        // and which it is not older than): the log as it stands, which the plan verified.
+        let newest =
+            self.with(|c| self.own_newest(c, signer.address(), plan.head.count.saturating_add(1)))?;
+        let mut body = bridgectl_tx::signing_log::acknowledgement(
             plan.head,
             signer.address(),
-            time,
+            newest.as_ref().map_or(time, |n| time.max(n.time)),
             match &plan.kept {
                 Ok(Some(k)) => k.checkpoint(),
                 _ => Checkpoint::EMPTY,
@@ -229,6 +233,10 @@ impl SigningLogDb {
             plan.carried.clone(),
             plan.watermarks.clone(),
         );
+        body.running = Some(Running::after(
+            newest.as_ref().and_then(|n| n.running.as_ref()),
+            &body,
+        ));
         let entry = bridgectl_tx::signing_log::seal_entry(&body, signer)
             .map_err(|e| failed(e.to_string()))?;
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
@@ -321,6 +329,26 @@ impl SigningLogDb {
     }
 }
 
+/// The entry `make` built from `head`, with its body: refused when the body does not
+/// read, or carries running totals other than the key's newest entry's carried on by
+/// its own amount (or a run it starts).
+fn made(head: &Head, entry: Entry) -> Result<(Entry, EntryBody), bridgectl_tx::Error> {
+    let body: EntryBody = serde_json::from_str(&entry.body).map_err(|e| {
+        bridgectl_tx::Error::Refused(format!("the new log entry does not read: {e}"))
+    })?;
+    if let Some(running) = &body.running
+        && *running != Running::after(head.running.as_ref(), &body)
+        && *running != Running::after(None, &body)
+    {
+        return Err(bridgectl_tx::Error::Refused(
+            "the new log entry's running totals are not the key's newest entry's carried on \
+             by its own amount"
+                .into(),
+        ));
+    }
+    Ok((entry, body))
+}
+
 impl bridgectl_tx::SigningLog for SigningLogDb {
     fn append(
         &self,
@@ -346,11 +374,9 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
                 let at = Head {
                     checkpoint: head(&tx).map_err(|e| boxed(sql(e)))?,
                     time: walked.newest_own.unwrap_or(0),
+                    running: walked.running,
                 };
-                let entry = make(at)?;
-                let body: EntryBody = serde_json::from_str(&entry.body).map_err(|e| {
-                    bridgectl_tx::Error::Refused(format!("the new log entry does not read: {e}"))
-                })?;
+                let (entry, body) = made(&at, make(at.clone())?)?;
                 if self.signed_again(&tx, &body, &[])? {
                     // The very transaction again (the same bytes): recorded once, counted
                     // once.
@@ -391,27 +417,30 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
                     .transaction_with_behavior(TransactionBehavior::Immediate)
                     .map_err(|e| boxed(sql(e)))?;
                 let mut checkpoint = head(&tx).map_err(|e| boxed(sql(e)))?;
-                let mut own_time: std::collections::HashMap<Address, u64> = Default::default();
+                // Each key's newest entry's time and running totals, the group's own
+                // entries included.
+                let mut own: std::collections::HashMap<Address, (u64, Option<Running>)> =
+                    Default::default();
                 let mut windows: std::collections::HashMap<(Address, u64, Address, u64), U256> =
                     Default::default();
                 let mut bodies: Vec<EntryBody> = Vec::new();
                 let mut appended: Vec<Entry> = Vec::new();
                 for item in group.iter_mut() {
-                    let time = match own_time.get(&item.key) {
-                        Some(t) => *t,
+                    let (time, running) = match own.get(&item.key) {
+                        Some(newest) => newest.clone(),
                         None => {
                             let walked = self.window_in(&tx, item.key, None).map_err(as_tx)?;
-                            let t = walked.newest_own.unwrap_or(0);
-                            own_time.insert(item.key, t);
-                            t
+                            let newest = (walked.newest_own.unwrap_or(0), walked.running);
+                            own.insert(item.key, newest.clone());
+                            newest
                         }
                     };
-                    let entry = (item.make)(Head { checkpoint, time })?;
-                    let body: EntryBody = serde_json::from_str(&entry.body).map_err(|e| {
-                        bridgectl_tx::Error::Refused(format!(
-                            "the new log entry does not read: {e}"
-                        ))
-                    })?;
+                    let at = Head {
+                        checkpoint,
+                        time,
+                        running,
+                    };
+                    let (entry, body) = made(&at, (item.make)(at.clone())?)?;
                     if self.signed_again(&tx, &body, &bodies)? {
                         // The very transaction again: recorded once, counted once.
                         continue;
@@ -431,7 +460,7 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
                         count: entry.seq,
                         head: entry.hash,
                     };
-                    own_time.insert(body.key, body.time.max(time));
+                    own.insert(body.key, (body.time.max(time), body.running.clone()));
                     bodies.push(body);
                     appended.push(entry);
                 }

@@ -43,9 +43,11 @@ pub const SIGNING_LOG_FILE: &str = "signing-log.sqlite3";
 /// (the columns beside them are for `log show`, and an edit of them changes nothing a
 /// guard finds), added `entries_edited`, which finds a row whose columns disagree with
 /// its body without reading the others, and `entries_watermarks`, the acknowledgements
-/// that carry watermarks.
+/// that carry watermarks; version 7 `entries_body_key` and `entries_body_key_time`, which
+/// find a key's entries next to a window's ends (the running totals they carry give the
+/// window's sum), and `entries_carried`, the acknowledgements that carry spending.
 const SCHEMA: bridgectl_local::sqlite::Schema = bridgectl_local::sqlite::Schema {
-    version: 6,
+    version: 7,
     sql: SCHEMA_SQL,
 };
 
@@ -96,6 +98,13 @@ CREATE INDEX IF NOT EXISTS entries_body_reset ON entries(
     WHERE json_extract(body, '$.chainReset') IS NOT NULL;
 CREATE INDEX IF NOT EXISTS entries_watermarks ON entries(seq)
     WHERE json_extract(body, '$.watermarks') IS NOT NULL;
+CREATE INDEX IF NOT EXISTS entries_carried ON entries(seq)
+    WHERE json_extract(body, '$.carried') IS NOT NULL;
+-- A key's entries in order, and by time (a key's entries are never older than the one
+-- before them): its newest, the one next to another, its last before a window.
+CREATE INDEX IF NOT EXISTS entries_body_key ON entries(json_extract(body, '$.key'), seq);
+CREATE INDEX IF NOT EXISTS entries_body_key_time ON entries(
+    json_extract(body, '$.key'), json_extract(body, '$.time'), seq);
 -- The rows whose columns disagree with their bodies (EDITED_ROW): empty unless a row was
 -- edited, so finding one costs a lookup, not a walk.
 CREATE INDEX IF NOT EXISTS entries_edited ON entries(seq) WHERE ",
@@ -544,9 +553,9 @@ mod tests {
         SigningLogDb::open_in(&logs, Vec::new()).expect("opens again");
     }
 
-    /// What a signature asks of the log besides its window: whether a row was edited,
-    /// and the entries at its nonce. Each is one lookup in an index (its cost does not
-    /// grow with the log), and the nonce's index is of what the bodies say.
+    /// What a signature asks of the log: whether a row was edited, the entries at its
+    /// nonce, and its window's ends. Each is one lookup in an index (its cost does not
+    /// grow with the log), and the indexes are of what the bodies say.
     #[test]
     fn the_guards_lookups_use_their_indexes() {
         let dir = tempfile::tempdir().expect("dir");
@@ -569,6 +578,18 @@ mod tests {
         assert!(edited.contains("USING INDEX entries_edited"), "{edited}");
         let nonce = plan(crate::walk::NONCE_ENTRIES_SQL);
         assert!(nonce.contains("USING INDEX entries_body_nonce"), "{nonce}");
+        // A window's ends: the key's entries next to one another and to a time.
+        for sql in [crate::walk::OWN_BEFORE_SQL, crate::walk::OWN_AFTER_SQL] {
+            let own = plan(sql);
+            assert!(own.contains("USING INDEX entries_body_key "), "{own}");
+        }
+        let before = plan(crate::walk::OWN_BEFORE_TIME_SQL);
+        assert!(
+            before.contains("USING INDEX entries_body_key_time"),
+            "{before}"
+        );
+        let carried = plan(crate::walk::CARRIED_SQL);
+        assert!(carried.contains("entries_carried"), "{carried}");
     }
 
     #[test]

@@ -4,7 +4,8 @@
 
 use alloy_primitives::{Address, B256, U256};
 use bridgectl_tx::signing_log::{
-    AtNonce, BadEntry, Carried, ChainCheck, Entry, EntryBody, Watermark, Watermarks, WindowQuery,
+    AtNonce, BadEntry, Carried, ChainCheck, Entry, EntryBody, Running, Watermark, Watermarks,
+    WindowQuery,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -24,9 +25,34 @@ pub(crate) struct Walked {
     pub(crate) total: U256,
     /// The window's start.
     pub(crate) since: u64,
-    /// The signing key's newest entry's time.
+    /// The signing key's newest entry's time (or the newest spending carried for it,
+    /// if later).
     pub(crate) newest_own: Option<u64>,
+    /// The signing key's newest entry's running totals, checked against the entry before
+    /// it: what the key's next entry carries on.
+    pub(crate) running: Option<Running>,
 }
+
+/// The key `?1`'s newest entry before entry `?2`, by what the bodies say: one lookup in
+/// `entries_body_key`.
+pub(crate) const OWN_BEFORE_SQL: &str = "SELECT seq, body, hash, sig FROM entries \
+     WHERE json_extract(body, '$.key') = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT 1";
+
+/// The key `?1`'s oldest entry after entry `?2`: one lookup in `entries_body_key`.
+pub(crate) const OWN_AFTER_SQL: &str = "SELECT seq, body, hash, sig FROM entries \
+     WHERE json_extract(body, '$.key') = ?1 AND seq > ?2 ORDER BY seq LIMIT 1";
+
+/// The key `?1`'s newest entry signed before time `?2` (its last before a window that
+/// starts then): one lookup in `entries_body_key_time`. A key's entries are never
+/// older than the one before them, so it is also the newest by position.
+pub(crate) const OWN_BEFORE_TIME_SQL: &str = "SELECT seq, body, hash, sig FROM entries \
+     WHERE json_extract(body, '$.key') = ?1 AND json_extract(body, '$.time') < ?2 \
+     ORDER BY json_extract(body, '$.time') DESC, seq DESC LIMIT 1";
+
+/// The acknowledgements that carry spending over: a lookup in `entries_carried` (few
+/// rows: one per acknowledgement of a log that lost entries).
+pub(crate) const CARRIED_SQL: &str = "SELECT seq, body, hash, sig FROM entries \
+     WHERE json_extract(body, '$.carried') IS NOT NULL ORDER BY seq";
 
 impl SigningLogDb {
     /// Checks that the log reaches the kept checkpoint: entry `kept.count` is there
@@ -62,10 +88,134 @@ impl SigningLogDb {
         Ok(hash.and_then(|h| B256::try_from(h.as_slice()).ok()))
     }
 
+    /// One of `key`'s entries found through an index of what the bodies say
+    /// (`sql` with `key` and `arg`), checked on its own (hash, signature, position);
+    /// `None` when there is none.
+    fn own_entry(
+        &self,
+        c: &Connection,
+        sql: &str,
+        key: Address,
+        arg: u64,
+    ) -> Result<Option<EntryBody>, Error> {
+        let entry = c
+            .prepare_cached(sql)
+            .and_then(|mut stmt| {
+                stmt.query_row(
+                    params![body_text(key), i64::try_from(arg).unwrap_or(i64::MAX)],
+                    row_entry,
+                )
+                .optional()
+            })
+            .map_err(self.sql())?;
+        let Some(entry) = entry else { return Ok(None) };
+        let body = self.checked_or_broken(&entry)?;
+        if body.key != key {
+            return Err(self.broken(body.seq, "its body names another key than its index".into()));
+        }
+        Ok(Some(body))
+    }
+
+    /// `key`'s newest entry before entry `before`, checked on its own.
+    pub(crate) fn own_newest(
+        &self,
+        c: &Connection,
+        key: Address,
+        before: u64,
+    ) -> Result<Option<EntryBody>, Error> {
+        self.own_entry(c, OWN_BEFORE_SQL, key, before)
+    }
+
+    fn broken(&self, seq: u64, reason: String) -> Error {
+        Error::Broken {
+            path: self.path.clone(),
+            bad: BadEntry { seq, reason },
+        }
+    }
+
+    /// Refuses unless `body`'s running totals are those of the key's entry before it
+    /// (`before`, found by the body index) carried on by `body`'s own amount: a summary
+    /// that lies about what the key spent, or a key's entry removed from between the
+    /// two, is a log that does not hold. An entry without totals is not checked (a
+    /// window that reaches it is added up entry by entry).
+    fn running_follows(
+        &self,
+        c: &Connection,
+        body: &EntryBody,
+        before: Option<&EntryBody>,
+    ) -> Result<(), Error> {
+        let Some(running) = &body.running else {
+            return Ok(());
+        };
+        let fetched;
+        let before = match before {
+            Some(b) => Some(b),
+            None if running.from < body.seq => {
+                fetched = self.own_entry(c, OWN_BEFORE_SQL, body.key, body.seq)?;
+                fetched.as_ref()
+            }
+            None => None,
+        };
+        let prior = if running.from == body.seq {
+            None
+        } else {
+            match before {
+                Some(b) if b.running.as_ref().is_some_and(|r| r.from == running.from) => {
+                    b.running.as_ref()
+                }
+                _ => {
+                    return Err(self.broken(
+                        body.seq,
+                        format!(
+                            "its running totals continue a run from entry {} that the key's \
+                             entry before it ({}) does not carry: an entry of the key was \
+                             removed, or the totals were made up",
+                            running.from,
+                            before.map_or_else(|| "none".into(), |b| format!("entry {}", b.seq))
+                        ),
+                    ));
+                }
+            }
+        };
+        let expected = Running::after(prior, body);
+        if &expected != running {
+            return Err(self.broken(
+                body.seq,
+                format!(
+                    "its running totals ({}) are not those of the key's entry before it \
+                     ({}) plus its own amount ({}): an entry of the key was removed between \
+                     them, or the totals lie about what the key spent",
+                    sums(running),
+                    before.map_or_else(|| "none".into(), |b| format!("entry {}", b.seq)),
+                    sums(&expected)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The spending acknowledgements carried over from entries the log lost, `key`'s
+    /// (each acknowledgement checked like any entry).
+    fn carried_for(&self, c: &Connection, key: Address) -> Result<Vec<Carried>, Error> {
+        let mut stmt = c.prepare_cached(CARRIED_SQL).map_err(self.sql())?;
+        let mut rows = stmt.query([]).map_err(self.sql())?;
+        let mut carried = Vec::new();
+        while let Some(row) = rows.next().map_err(self.sql())? {
+            let body = self.checked_or_broken(&row_entry(row).map_err(self.sql())?)?;
+            carried.extend(body.carried.into_iter().filter(|c| c.key == key));
+        }
+        Ok(carried)
+    }
+
     /// Walks back from the head, checking every entry on the way (hash, link to the
-    /// next, signature by its key, a key of the keystore unless acknowledged), until
-    /// `key`'s newest entry (no `window`) or `key`'s first entry before the window.
-    /// Only `key`'s own entries decide where the window starts and where the walk
+    /// next, signature by its key, a key of the keystore unless acknowledged), to
+    /// `key`'s newest entry: what was appended since the key last signed. The window
+    /// (if asked) is then read from the running totals `key`'s entries carry: those of
+    /// its newest entry less those of its last entry before the window, each checked
+    /// against the key's entry next to it, so the cost does not grow with the window.
+    /// Where the totals do not reach back far enough (entries written before they were
+    /// kept), the walk goes on through the window, adding up every entry as it checks
+    /// it. Only `key`'s own entries decide where the window starts and where the walk
     /// stops: a stranger's entry, whatever time it claims, moves neither.
     pub(crate) fn walk(
         &self,
@@ -78,21 +228,32 @@ impl SigningLogDb {
             path: self.path.clone(),
             bad,
         };
+        // Spending acknowledgements carried over from entries the log lost: `key`'s,
+        // counted as the entries were, and a floor under the clock too.
+        let carried = self.carried_for(c, key)?;
+        let newest_carried = carried.iter().map(|c| c.time).max();
         let mut stmt = c
             .prepare_cached("SELECT seq, body, hash, sig FROM entries ORDER BY seq DESC")
             .map_err(self.sql())?;
         let mut rows = stmt.query([]).map_err(self.sql())?;
+        let start = |time: u64| {
+            window.map_or(0, |q| {
+                q.now
+                    .max(time)
+                    .max(newest_carried.unwrap_or(0))
+                    .saturating_sub(q.per)
+            })
+        };
         let mut walked = Walked {
             total: U256::ZERO,
-            since: window.map_or(0, |q| q.now.saturating_sub(q.per)),
-            newest_own: None,
+            since: start(0),
+            newest_own: newest_carried,
+            running: None,
         };
         // The entry after the current one: its seq and the `prev` it names.
         let mut newer: Option<(u64, B256)> = None;
         let mut stopped = false;
-        // Spending acknowledgements carried over from entries the log lost: `key`'s,
-        // counted against the window once its start is known.
-        let mut carried: Vec<Carried> = Vec::new();
+        let mut own_seen = false;
         while let Some(row) = rows.next().map_err(self.sql())? {
             let entry = row_entry(row).map_err(self.sql())?;
             if let Some((seq, prev)) = newer
@@ -121,36 +282,37 @@ impl SigningLogDb {
                 });
             }
             newer = Some((entry.seq, body.prev));
-            carried.extend(body.carried.iter().filter(|c| c.key == key).cloned());
-            if body.key == key {
-                if walked.newest_own.is_none() {
-                    walked.newest_own = Some(body.time);
-                    if let Some(q) = window {
-                        // Time does not go backwards for a window: the key's newest
-                        // entry is a floor under the clock.
-                        walked.since = q.now.max(body.time).saturating_sub(q.per);
-                    }
-                }
+            if body.key != key {
+                continue;
+            }
+            if !own_seen {
+                own_seen = true;
+                // The key's newest entry: its totals must follow from the entry before
+                // it, or the next entry would carry a lie on.
+                self.running_follows(c, &body, None)?;
+                walked.running = body.running.clone();
+                walked.newest_own = Some(newest_carried.map_or(body.time, |t| t.max(body.time)));
+                walked.since = start(body.time);
                 let Some(q) = window else {
                     stopped = true;
                     break;
                 };
-                if body.time < walked.since {
+                if let Some(total) = self.window_by_running(c, &body, q, walked.since)? {
+                    walked.total = total;
                     stopped = true;
                     break;
                 }
-                if q.counts(&body) {
-                    walked.total = walked.total.saturating_add(body.amount.unwrap_or_default());
-                }
             }
-        }
-        // What the log lost counts as the entries did: a floor under the clock too.
-        if let Some(newest) = carried.iter().map(|c| c.time).max()
-            && walked.newest_own.is_none_or(|t| t < newest)
-        {
-            walked.newest_own = Some(newest);
-            if let Some(q) = window {
-                walked.since = walked.since.max(q.now.max(newest).saturating_sub(q.per));
+            let Some(q) = window else {
+                stopped = true;
+                break;
+            };
+            if body.time < walked.since {
+                stopped = true;
+                break;
+            }
+            if q.counts(&body) {
+                walked.total = walked.total.saturating_add(body.amount.unwrap_or_default());
             }
         }
         if let Some(q) = window {
@@ -173,6 +335,64 @@ impl SigningLogDb {
             }));
         }
         Ok(walked)
+    }
+
+    /// The window's total for `q` from the running totals of `newest` (the key's newest
+    /// entry, checked) and of the key's last entry before `since`, when both are of one
+    /// run: `None` when the run started inside the window (the entries before it are then
+    /// added up one by one). The last entry before the window is checked against the
+    /// key's entry after it, as `newest` was against the one before it.
+    fn window_by_running(
+        &self,
+        c: &Connection,
+        newest: &EntryBody,
+        q: &WindowQuery,
+        since: u64,
+    ) -> Result<Option<U256>, Error> {
+        let Some(running) = &newest.running else {
+            return Ok(None);
+        };
+        if newest.time < since {
+            // The key signed nothing in the window.
+            return Ok(Some(U256::ZERO));
+        }
+        let before = self.own_entry(c, OWN_BEFORE_TIME_SQL, newest.key, since)?;
+        let Some(before) = before else {
+            // Nothing of the key's before the window: the whole run is in it, if the run
+            // is all the key signed.
+            let first = self.own_entry(c, OWN_BEFORE_SQL, newest.key, running.from)?;
+            return Ok(first
+                .is_none()
+                .then(|| running.spent(q.chain_id, q.contract)));
+        };
+        let Some(base) = before
+            .running
+            .as_ref()
+            .filter(|r| r.from == running.from && before.seq < newest.seq)
+        else {
+            return Ok(None);
+        };
+        let next = self
+            .own_entry(c, OWN_AFTER_SQL, newest.key, before.seq)?
+            .ok_or_else(|| {
+                self.broken(before.seq, "the key's entries after it are missing".into())
+            })?;
+        self.running_follows(c, &next, Some(&before))?;
+        let (to, from) = (
+            running.spent(q.chain_id, q.contract),
+            base.spent(q.chain_id, q.contract),
+        );
+        if from > to {
+            return Err(self.broken(
+                newest.seq,
+                format!(
+                    "its running total ({to}) is less than entry {}'s ({from}): the totals \
+                     were made up",
+                    before.seq
+                ),
+            ));
+        }
+        Ok(Some(to - from))
     }
 
     /// An entry's body, checked on its own (hash, signature by its key, its stated
@@ -394,4 +614,22 @@ impl SigningLogDb {
         let acknowledged = self.reaches_kept(c)?;
         self.walk(c, key, query, acknowledged)
     }
+}
+
+/// Running totals as text, for a refusal.
+fn sums(running: &Running) -> String {
+    let sums: Vec<String> = running
+        .spent
+        .iter()
+        .map(|s| format!("{} on chain {} at {}", s.amount, s.chain_id, s.contract))
+        .collect();
+    format!(
+        "from entry {}: {}",
+        running.from,
+        if sums.is_empty() {
+            "nothing".into()
+        } else {
+            sums.join(", ")
+        }
+    )
 }

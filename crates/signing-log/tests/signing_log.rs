@@ -221,6 +221,7 @@ fn a_forged_entry_without_the_key_is_named() {
     let head = Head {
         checkpoint: head,
         time: 0,
+        running: None,
     };
     let entry = make_entry(head, &verified, &signed, T0 + DAY, &forger).expect("entry");
     log.append(victim, None, &mut |_| Ok(entry.clone()))
@@ -381,26 +382,33 @@ fn append_stranger(log: &SigningLogDb, time: u64) -> PrivateKeySigner {
     let head = Head {
         checkpoint: log.checkpoint().expect("head"),
         time: 0,
+        running: None,
     };
     let entry = make_entry(head, &verified, &signed, time, &stranger).expect("entry");
-    // Written straight into the file, as someone with write access would.
+    insert_raw(log, &entry);
+    stranger
+}
+
+/// `entry` written straight into the file, as someone with write access would, its
+/// columns as its body says.
+fn insert_raw(log: &SigningLogDb, entry: &bridgectl_tx::signing_log::Entry) {
+    let body: EntryBody = serde_json::from_str(&entry.body).expect("body");
     let c = rusqlite::Connection::open(log.path()).expect("open raw");
     c.execute(
         "INSERT INTO entries (seq, time, key, chain_id, contract, body, hash, sig) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         rusqlite::params![
             entry.seq as i64,
-            time as i64,
-            stranger.address().to_string(),
-            CHAIN as i64,
-            ST.to_string(),
+            body.time as i64,
+            body.key.to_string(),
+            body.chain_id as i64,
+            body.to.to_string(),
             entry.body,
             entry.hash.as_slice(),
             entry.sig.as_ref()
         ],
     )
     .expect("insert");
-    stranger
 }
 
 const LIMIT: &str = "[limits]\nst = { per = \"24h\", max = \"10\", max-per-tx = \"8\" }\n";
@@ -1066,4 +1074,130 @@ fn a_window_longer_than_the_checkpoint_carries_is_refused() {
     );
     let month = policy("[limits]\nst = { per = \"31d\", max = \"10\" }\n");
     checked(&log, &month, &redeem(key().address(), 0, 1), T0).expect("31 days are carried");
+}
+
+/// The window's total as the log reads it for `key()` at `now` over a day.
+fn window(log: &SigningLogDb, now: u64) -> U256 {
+    log.window_total(&bridgectl_tx::signing_log::WindowQuery {
+        key: key().address(),
+        chain_id: CHAIN,
+        contract: ST,
+        per: DAY,
+        now,
+        ceiling: None,
+        clock: now,
+    })
+    .expect("window")
+    .total
+}
+
+fn st(whole: u64) -> U256 {
+    U256::from(whole) * U256::from(10u64).pow(U256::from(18))
+}
+
+/// Issue 53: a window is read from the running totals of two of the key's entries, not
+/// by adding its entries up. Whatever the window's ends fall on (an entry's very time,
+/// between two, before the first, past the last) and whoever else signed in between, it
+/// is the sum of the key's entries in it.
+#[test]
+fn a_window_read_from_running_totals_is_the_sum_of_its_entries() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = SigningLogDb::open(dir.path().join("log.sqlite3")).expect("open");
+    let p = policy("");
+    let mut signed: Vec<(u64, u64)> = Vec::new();
+    for n in 0..30u64 {
+        let (time, whole) = (T0 + n * 5 * 3600, n % 4 + 1);
+        sign(&log, &p, &redeem(key().address(), n, whole), time).expect("sign");
+        signed.push((time, whole));
+        if n % 3 == 0 {
+            append_stranger(&log, time + 1);
+        }
+    }
+    let last = signed.last().expect("signed").0;
+    for now in (T0..last + 2 * DAY)
+        .step_by(3600 * 7 + 1)
+        .chain([T0 + DAY + 5 * 3600])
+    {
+        let since = now.max(last).saturating_sub(DAY);
+        let sum: u64 = signed
+            .iter()
+            .filter(|(t, _)| *t >= since)
+            .map(|(_, w)| w)
+            .sum();
+        assert_eq!(window(&log, now), st(sum), "at {now}");
+    }
+}
+
+/// Issue 53: the key's last entry before the window is what its total is read from;
+/// deleted, the key's entry after it no longer follows from the one found instead.
+#[test]
+fn a_deleted_entry_at_the_windows_start_is_refused() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = five(&dir);
+    let p = policy("[limits]\nst = { per = \"24h\", max = \"100\" }\n");
+    // At a day and 2.5 hours, entries 4 and 5 are in the window; 3 is the last before.
+    let now = T0 + DAY + 2 * 3600 + 1800;
+    assert_eq!(window(&log, now), st(4 + 5));
+    sql(&log, "DELETE FROM entries WHERE seq = 3");
+    let e = sign(&log, &p, &redeem(key().address(), 5, 1), now).expect_err("refused");
+    let text = anyhow_chain(&e);
+    assert!(text.contains("does not hold"), "{text}");
+    assert!(
+        text.contains("entry 4") && text.contains("(entry 2)"),
+        "{text}"
+    );
+    assert!(text.contains("removed"), "{text}");
+}
+
+/// The running totals an entry says the key's entries reached, with `spent` ST.
+fn lying_entry(
+    log: &SigningLogDb,
+    nonce: u64,
+    spent: u64,
+    time: u64,
+) -> bridgectl_tx::signing_log::Entry {
+    let tx = redeem(key().address(), nonce, 1);
+    let (p, ctx) = bridgectl_tx::verify::exactly(&tx);
+    let verified = verify(&tx, None, &p, &ctx).expect("verified");
+    let signed = bridgectl_tx::sign_legacy(&verified, &key()).expect("signed");
+    let running = bridgectl_tx::signing_log::Running {
+        from: 1,
+        spent: vec![bridgectl_tx::signing_log::RunningSum {
+            chain_id: CHAIN,
+            contract: ST,
+            amount: st(spent),
+        }],
+    };
+    let head = Head {
+        checkpoint: log.checkpoint().expect("head"),
+        time,
+        running: Some(running),
+    };
+    make_entry(head, &verified, &signed, time, &key()).expect("entry")
+}
+
+/// Issue 53, must show 3: a summary that lies about the window's sums is refused, even
+/// signed by the key itself (a signer that carried the wrong totals on): by the append
+/// that would record it, and, written straight into the file, by the next signature
+/// that reads the window.
+#[test]
+fn running_totals_that_lie_about_the_window_are_refused() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = five(&dir);
+    let now = T0 + 5 * 3600;
+    // 1 + 2 + 3 + 4 + 5 ST so far; the entry says 1 (its own amount, nothing before).
+    let entry = lying_entry(&log, 5, 1, now);
+    let e = log
+        .append(key().address(), None, &mut |_| Ok(entry.clone()))
+        .expect_err("a lie is not recorded");
+    assert!(e.to_string().contains("running totals"), "{e}");
+    assert_eq!(log.checkpoint().expect("head").count, 5);
+
+    insert_raw(&log, &entry);
+    let p = policy("[limits]\nst = { per = \"24h\", max = \"20\" }\n");
+    let e = sign(&log, &p, &redeem(key().address(), 6, 10), now).expect_err("refused");
+    let text = anyhow_chain(&e);
+    assert!(text.contains("does not hold"), "{text}");
+    assert!(text.contains("entry 6"), "{text}");
+    assert!(text.contains("lie about what the key spent"), "{text}");
 }

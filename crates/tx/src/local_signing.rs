@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 use crate::Error;
 use crate::request::SignInput;
 use crate::signing_log::{
-    ENTRY_VERSION, Entry, EntryBody, GroupEntry, Head, SigningLog, call_facts, seal, unsigned,
+    ENTRY_VERSION, Entry, EntryBody, GroupEntry, Head, Running, SigningLog, call_facts, seal,
+    unsigned,
 };
 use crate::verify::Verified;
 
@@ -177,7 +178,7 @@ pub fn unsigned_entry(
 fn entry_body(head: Head, verified: &Verified, signed: &SignedTx, time: u64) -> EntryBody {
     let tx = verified.raw_tx();
     let facts = call_facts(&tx.data);
-    EntryBody {
+    let mut body = EntryBody {
         v: ENTRY_VERSION,
         seq: head.checkpoint.count + 1,
         prev: head.checkpoint.head,
@@ -199,7 +200,10 @@ fn entry_body(head: Head, verified: &Verified, signed: &SignedTx, time: u64) -> 
         acknowledges: None,
         carried: Vec::new(),
         watermarks: Vec::new(),
-    }
+        running: None,
+    };
+    body.running = Some(Running::after(head.running.as_ref(), &body));
+    body
 }
 
 /// The output of `bridgectl sign`: the signed transaction plus what it was made from.

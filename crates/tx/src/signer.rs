@@ -255,7 +255,8 @@ pub async fn sign_and_log_with<S: TransactionSigner>(
     let limit = verified.window_limit().map(|l| l.at(time));
     for _ in 0..LOG_ATTEMPTS {
         let head = log.head(signed.from)?;
-        let mut entry = crate::local_signing::unsigned_entry(head, verified, &signed, time)?;
+        let mut entry =
+            crate::local_signing::unsigned_entry(head.clone(), verified, &signed, time)?;
         let sig = signer.sign_hash_message(entry.hash).await?;
         if crate::recover::signer_of_message(&sig, entry.hash.as_slice()) != Some(signed.from) {
             return Err(Error::SignerMismatch(format!(
@@ -351,8 +352,10 @@ pub async fn sign_and_log_group<S: TransactionSigner>(
             let head = Head {
                 checkpoint: at,
                 time: own.1.time,
+                running: own.1.running.clone(),
             };
-            let mut entry = crate::local_signing::unsigned_entry(head, verified, &signed[i], time)?;
+            let mut entry =
+                crate::local_signing::unsigned_entry(head.clone(), verified, &signed[i], time)?;
             let sig = signer.sign_hash_message(entry.hash).await?;
             if crate::recover::signer_of_message(&sig, entry.hash.as_slice()) != Some(key) {
                 return Err(Error::SignerMismatch(format!(
@@ -365,12 +368,16 @@ pub async fn sign_and_log_group<S: TransactionSigner>(
                 head: entry.hash,
             };
             own.1.time = time.max(head.time);
+            // The key's next entry in the group carries this one's totals on.
+            own.1.running = serde_json::from_str::<crate::signing_log::EntryBody>(&entry.body)
+                .ok()
+                .and_then(|b| b.running);
             entries.push((i, head, entry));
         }
         let mut group: Vec<GroupEntry<'_>> = entries
             .iter()
             .map(|(i, head, entry)| {
-                let head = *head;
+                let head = head.clone();
                 GroupEntry {
                     key: signed[*i].from,
                     limit: limit(items[*i].0),

@@ -128,6 +128,86 @@ pub struct EntryBody {
     /// reset of that chain after it ([`AtNonce::watermark`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub watermarks: Vec<Watermark>,
+    /// The key's running totals as of this entry ([`Running`]): what it spent per chain
+    /// and token since the start of the run, this entry included. What a spending
+    /// window is read from without adding up its entries: the totals of the key's newest
+    /// entry less those of its last entry before the window. Absent from entries written
+    /// before they were kept (and from entries a signer made without them): a window
+    /// that reaches such entries is added up entry by entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running: Option<Running>,
+}
+
+/// A key's running totals as of one of its entries ([`EntryBody::running`]), signed
+/// with it: for each chain and token contract the key's entries moved an amount on, the
+/// sum of those amounts from entry `from` (the first entry of the run) through this one.
+/// Each entry of the key carries the totals of the key's entry before it plus its own
+/// amount ([`Running::after`]); the first entry of a key, or one whose key's entry
+/// before it carries none, starts a run. So the spending of any window of the key's
+/// entries within a run is the difference of two entries' totals, whatever the number
+/// of entries between them, and a store reads a window in a few lookups.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Running {
+    /// The key's entry the run starts at.
+    pub from: u64,
+    /// The sums, ordered by chain and contract; none for a run without an amount yet.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spent: Vec<RunningSum>,
+}
+
+/// One sum of [`Running::spent`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RunningSum {
+    /// The chain.
+    pub chain_id: u64,
+    /// The token contract.
+    pub contract: Address,
+    /// The sum, in base units, decimal.
+    #[serde(with = "decimal")]
+    pub amount: U256,
+}
+
+impl Running {
+    /// The totals of `body`, the key's entry after the one whose totals are `before`
+    /// (`None`: `body` starts a run): `before`'s sums with `body`'s amount added to its
+    /// chain and contract's. `body`'s own `running` is not read.
+    pub fn after(before: Option<&Running>, body: &EntryBody) -> Running {
+        let mut running = match before {
+            Some(r) => r.clone(),
+            None => Running {
+                from: body.seq,
+                spent: Vec::new(),
+            },
+        };
+        if let Some(amount) = body.amount.filter(|a| !a.is_zero()) {
+            let at = (body.chain_id, body.to);
+            match running
+                .spent
+                .binary_search_by_key(&at, |s| (s.chain_id, s.contract))
+            {
+                Ok(i) => running.spent[i].amount = running.spent[i].amount.saturating_add(amount),
+                Err(i) => running.spent.insert(
+                    i,
+                    RunningSum {
+                        chain_id: body.chain_id,
+                        contract: body.to,
+                        amount,
+                    },
+                ),
+            }
+        }
+        running
+    }
+
+    /// The sum for `chain_id` and `contract` (zero when the run moved none there).
+    pub fn spent(&self, chain_id: u64, contract: Address) -> U256 {
+        self.spent
+            .iter()
+            .find(|s| s.chain_id == chain_id && s.contract == contract)
+            .map_or(U256::ZERO, |s| s.amount)
+    }
 }
 
 impl EntryBody {
@@ -569,16 +649,20 @@ impl fmt::Debug for GroupEntry<'_> {
     }
 }
 
-/// The head an entry is made from: the checkpoint it chains to, and the time of the
-/// signing key's newest entry (a new entry of that key is never older, so a clock
-/// stepped backwards cannot push its entries out of a window). Only the key's own
-/// entries set it: a stranger's entry dated in the future must not move a window.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The head an entry is made from: the checkpoint it chains to, and the time and
+/// running totals of the signing key's newest entry (a new entry of that key is never
+/// older, so a clock stepped backwards cannot push its entries out of a window; and it
+/// carries those totals on, [`Running::after`]). Only the key's own entries set them:
+/// a stranger's entry dated in the future must not move a window.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Head {
     /// Count and hash of the last entry.
     pub checkpoint: Checkpoint,
     /// The signing key's newest entry's time; 0 when it has none.
     pub time: u64,
+    /// The signing key's newest entry's running totals, checked by the store; `None`
+    /// when it has none (the new entry starts a run).
+    pub running: Option<Running>,
 }
 
 impl Head {
@@ -586,6 +670,7 @@ impl Head {
     pub const EMPTY: Head = Head {
         checkpoint: Checkpoint::EMPTY,
         time: 0,
+        running: None,
     };
 }
 
@@ -768,7 +853,7 @@ pub fn log_chain_reset(
     time: u64,
 ) -> Result<Checkpoint, Error> {
     log.append(signer.address(), None, &mut |head| {
-        let body = EntryBody {
+        let mut body = EntryBody {
             chain_reset: Some(genesis),
             ..record(
                 head.checkpoint,
@@ -777,6 +862,7 @@ pub fn log_chain_reset(
                 chain_id,
             )
         };
+        body.running = Some(Running::after(head.running.as_ref(), &body));
         seal(&body, signer)
     })
 }
@@ -806,6 +892,7 @@ fn record(head: Checkpoint, key: Address, time: u64, chain_id: u64) -> EntryBody
         acknowledges: None,
         carried: Vec::new(),
         watermarks: Vec::new(),
+        running: None,
     }
 }
 

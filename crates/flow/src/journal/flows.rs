@@ -325,17 +325,10 @@ impl Journal {
         }
     }
 
-    /// The most recent flows, newest first.
+    /// The most recent flows, newest first: `limit` rows read through an index, whatever
+    /// the journal's size.
     pub fn list(&self, limit: usize) -> Result<Vec<FlowRecord>, Error> {
-        self.with(|c| {
-            c.query_map(
-                &format!(
-                    "SELECT {COLUMNS} FROM flows ORDER BY created_at DESC, rowid DESC LIMIT ?1"
-                ),
-                &[&(limit as i64)],
-                row_to_record,
-            )
-        })
+        self.with(|c| c.query_map(&newest_flows_sql(), &[&(limit as i64)], row_to_record))
     }
 
     /// The steps of one flow, oldest first.
@@ -385,4 +378,11 @@ impl Journal {
             )
         })
     }
+}
+
+/// The newest `?1` flows, newest first: the last entries of the index `flows_by_created`
+/// (the rowid breaks ties), so `history --limit 5` reads five rows, not the whole journal
+/// sorted.
+pub(super) fn newest_flows_sql() -> String {
+    format!("SELECT {COLUMNS} FROM flows ORDER BY created_at DESC, rowid DESC LIMIT ?1")
 }

@@ -3,6 +3,7 @@
 use alloy_primitives::Address;
 use serde_json::json;
 
+use super::flows::newest_flows_sql;
 use super::nonces::next_nonce_sql;
 use super::*;
 
@@ -273,18 +274,72 @@ fn the_nonce_floor_reads_the_same_rows_whatever_the_journal_size() {
         })
         .expect("fill");
         assert_eq!(j.next_nonce(addr, 7, None).expect("next"), Some(flows));
-        // SQLite's own counters: read on a connection of the test's own.
-        let c = rusqlite::Connection::open(dir.path().join("journal.sqlite3")).expect("open");
-        let mut stmt = c.prepare(&next_nonce_sql()).expect("prepare");
-        stmt.query_row(rusqlite::params![addr.to_string(), 7, "", 0], |_| Ok(()))
-            .expect("floor");
-        stmt.get_status(rusqlite::StatementStatus::VmStep)
+        vm_steps(
+            &dir.path().join("journal.sqlite3"),
+            &next_nonce_sql(),
+            rusqlite::params![addr.to_string(), 7, "", 0],
+        )
     };
+    flat("the nonce floor", steps);
+}
+
+/// The virtual-machine steps SQLite takes to read every row `sql` returns with `args`:
+/// a cost that counts the rows read, not time.
+/// (SQLite's own counters: read on a connection of the test's own to the journal file.)
+fn vm_steps(journal: &std::path::Path, sql: &str, args: impl rusqlite::Params) -> i32 {
+    let c = rusqlite::Connection::open(journal).expect("open");
+    let mut stmt = c.prepare(sql).expect("prepare");
+    stmt.query_map(args, |_| Ok(()))
+        .expect("query")
+        .for_each(drop);
+    stmt.get_status(rusqlite::StatementStatus::VmStep)
+}
+
+/// Refuses unless `what` takes about the same steps in a journal of 2,000 flows as in
+/// one of 10 (`steps` fills a journal of that many and counts them).
+fn flat(what: &str, steps: impl Fn(u64) -> i32) {
     let (small, large) = (steps(10), steps(2_000));
     assert!(
         large <= small + 10,
-        "the nonce floor took {large} steps at 2,000 flows and {small} at 10"
+        "{what} took {large} steps at 2,000 flows and {small} at 10"
     );
+}
+
+/// `history --limit N` reads the newest flows: its cost must not grow with the journal
+/// (issue 53). Counted in SQLite's virtual-machine steps, with 10 and with 2,000 flows.
+#[test]
+fn the_newest_flows_read_the_same_rows_whatever_the_journal_size() {
+    let steps = |flows: u64| {
+        let dir = tempfile::tempdir().expect("tmp");
+        let j = Journal::open(dir.path().join("journal.sqlite3")).expect("open");
+        j.write(|t| {
+            for n in 0..flows {
+                t.execute(
+                    "INSERT INTO flows (tx_id, kind, state, intent, created_at, updated_at)
+                     VALUES (?1, 'redeem', 'completed', '{}', ?2, '')",
+                    &[
+                        &format!("flow-{n}"),
+                        &format!("2026-01-01T00:{:05}Z", n / 2),
+                    ],
+                )?;
+            }
+            Ok(())
+        })
+        .expect("fill");
+        let listed = j.list(5).expect("list");
+        let ids: Vec<&str> = listed.iter().map(|f| f.tx_id.as_str()).collect();
+        let newest: Vec<String> = (flows - 5..flows)
+            .rev()
+            .map(|n| format!("flow-{n}"))
+            .collect();
+        assert_eq!(ids, newest, "newest first, ties by insertion");
+        vm_steps(
+            &dir.path().join("journal.sqlite3"),
+            &newest_flows_sql(),
+            rusqlite::params![5],
+        )
+    };
+    flat("the newest five flows", steps);
 }
 
 #[test]

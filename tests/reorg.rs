@@ -155,8 +155,21 @@ fn a_credit_taken_back_before_it_is_final_completes_no_swap_until_credited_again
     assert_eq!(credit["needed"], 2, "{seen:#}");
     let old_hash = credit["blockHash"].as_str().expect("hash").to_owned();
 
-    // The chain takes the credit's block back: the credit is gone from the chain.
-    live.sb.reorg(true, 1);
+    // The chain takes the credit's block back: the credit is gone from the chain. (As
+    // deep as its block: under load, a block may have come after it since the look.)
+    let credit_block = credit["block"].as_u64().expect("block");
+    let head = block_on(
+        live.sb
+            .node(true)
+            .call("eth_blockNumber", serde_json::json!([])),
+    )
+    .ok()
+    .and_then(|h| {
+        h.as_str()
+            .and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok())
+    })
+    .expect("head");
+    live.sb.reorg(true, head + 1 - credit_block);
     assert_eq!(live.balance(true, live.dev), st0, "the credit is gone");
     // The swap goes back to waiting; the careful relayer credits it again.
     eventually("the reorganisation noticed", || {

@@ -381,8 +381,8 @@ impl Journal {
 }
 
 /// The newest `?1` flows, newest first: the last entries of the index `flows_by_created`
-/// (the rowid breaks ties), so `history --limit 5` reads five rows, not the whole journal
-/// sorted.
+/// (the rowid breaks ties), so the newest five flows are five rows read, not the whole
+/// journal sorted.
 pub(super) fn newest_flows_sql() -> String {
     format!("SELECT {COLUMNS} FROM flows ORDER BY created_at DESC, rowid DESC LIMIT ?1")
 }

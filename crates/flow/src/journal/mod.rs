@@ -207,7 +207,7 @@ CREATE TABLE IF NOT EXISTS batch_claims (
     until_ms INTEGER NOT NULL,
     PRIMARY KEY (batch_id, sender)
 );
--- Version 9: the newest flows (`history --limit N`, `Journal::list`) are the last N
+-- Version 9: the newest flows (`Journal::list`) are the last N
 -- entries of this index, not the whole journal sorted: the same cost at 100,000 flows as
 -- at 10. (Its rowid, the tie-break, is in every index entry.)
 CREATE INDEX IF NOT EXISTS flows_by_created ON flows(created_at);

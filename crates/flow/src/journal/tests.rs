@@ -305,7 +305,7 @@ fn flat(what: &str, steps: impl Fn(u64) -> i32) {
     );
 }
 
-/// `history --limit N` reads the newest flows: its cost must not grow with the journal
+/// `Journal::list` reads the newest flows: its cost must not grow with the journal
 /// (issue 53). Counted in SQLite's virtual-machine steps, with 10 and with 2,000 flows.
 #[test]
 fn the_newest_flows_read_the_same_rows_whatever_the_journal_size() {

@@ -325,13 +325,26 @@ impl CountingPassphrase {
                     .open(&p)
                 {
                     Ok(mut f) => {
-                        r.fetch_add(1, Ordering::SeqCst);
                         let _ = f.write_all(line.as_bytes());
+                        // Counted once the reader took the line (nothing left unread in
+                        // the FIFO): a reader that read its line and has not closed yet
+                        // is found again here on a loaded machine, and takes nothing.
+                        let deadline =
+                            std::time::Instant::now() + std::time::Duration::from_secs(2);
+                        loop {
+                            let unread = unread_in(&f);
+                            if unread == Some(0) {
+                                r.fetch_add(1, Ordering::SeqCst);
+                                break;
+                            }
+                            if unread.is_none() || std::time::Instant::now() >= deadline {
+                                break;
+                            }
+                            std::thread::sleep(std::time::Duration::from_millis(1));
+                        }
                         drop(f);
-                        // Let the reader see EOF and close before the next open, or one
-                        // read is counted twice on a loaded machine. A reader that opens
-                        // again meanwhile blocks in open() until then: never missed.
-                        std::thread::sleep(std::time::Duration::from_millis(250));
+                        // Let the reader see EOF and close before the next open.
+                        std::thread::sleep(std::time::Duration::from_millis(50));
                     }
                     Err(_) => std::thread::sleep(std::time::Duration::from_millis(1)),
                 }
@@ -398,6 +411,10 @@ impl Postgres {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         native.hash(&mut h);
         let shared = std::env::temp_dir().join(format!("bridgectl-postgres-{:016x}", h.finish()));
+        // One copy at a time in this process (its tests start servers at once); another
+        // process copying too renames its own partial copy.
+        static COPYING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one = COPYING.lock().unwrap_or_else(|p| p.into_inner());
         if !shared.join("bin/postgres").exists() {
             let partial = shared.with_extension(format!("partial-{}", std::process::id()));
             let _ = std::fs::remove_dir_all(&partial);
@@ -592,4 +609,15 @@ pub fn redeem_batch_file(
     )
     .expect("a batch request");
     dir.write(name, request.to_bytes())
+}
+
+/// How many bytes written to the FIFO whose write end is `f` no reader has taken yet.
+#[allow(unsafe_code)]
+fn unread_in(f: &std::fs::File) -> Option<libc::c_int> {
+    use std::os::fd::AsRawFd;
+    let mut unread: libc::c_int = 0;
+    // SAFETY: FIONREAD on an open FIFO writes one c_int through the pointer, which
+    // outlives the call.
+    let ok = unsafe { libc::ioctl(f.as_raw_fd(), libc::FIONREAD, &mut unread) } == 0;
+    ok.then_some(unread)
 }

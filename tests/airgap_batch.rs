@@ -802,7 +802,9 @@ fn a_prepared_batch_holds_its_nonces_past_the_lease_until_it_is_abandoned() {
     let payer = balances[0].0;
     let with_lease = |args: &[&str]| {
         let mut c = live.cmd();
-        c.env("BRIDGECTL_RESERVATION_LEASE", "1s").args(args);
+        // Short, so the test outlives it; long enough for a redeem on a loaded machine
+        // to sign within it.
+        c.env("BRIDGECTL_RESERVATION_LEASE", "3s").args(args);
         c
     };
     let prepared = live.ok_cmd(with_lease(&[
@@ -825,7 +827,7 @@ fn a_prepared_batch_holds_its_nonces_past_the_lease_until_it_is_abandoned() {
         "requests.json",
         "signed.json",
     );
-    std::thread::sleep(Duration::from_secs(2));
+    std::thread::sleep(Duration::from_secs(4));
 
     let redeem = ["redeem", "--from", "payer0", "--amount", "0.0005", "--yes"];
     let mut c = with_lease(&redeem);

@@ -327,8 +327,7 @@ impl CountingPassphrase {
                     Ok(mut f) => {
                         let _ = f.write_all(line.as_bytes());
                         // Counted once the reader took the line (nothing left unread in
-                        // the FIFO): a reader that read its line and has not closed yet
-                        // is found again here on a loaded machine, and takes nothing.
+                        // the FIFO).
                         let deadline =
                             std::time::Instant::now() + std::time::Duration::from_secs(2);
                         loop {
@@ -342,9 +341,20 @@ impl CountingPassphrase {
                             }
                             std::thread::sleep(std::time::Duration::from_millis(1));
                         }
+                        // The readers that have it open now: each sees EOF once this end
+                        // closes, and must be gone before the next open, or a reader slow
+                        // to read its EOF (a loaded machine) takes a second line and is
+                        // counted twice. (A new reader waits in open() meanwhile, with
+                        // no descriptor yet: never missed.)
+                        let readers = fifo_readers(&p);
                         drop(f);
-                        // Let the reader see EOF and close before the next open.
-                        std::thread::sleep(std::time::Duration::from_millis(50));
+                        let deadline =
+                            std::time::Instant::now() + std::time::Duration::from_secs(10);
+                        while std::time::Instant::now() < deadline
+                            && fifo_readers(&p).iter().any(|r| readers.contains(r))
+                        {
+                            std::thread::sleep(std::time::Duration::from_millis(1));
+                        }
                     }
                     Err(_) => std::thread::sleep(std::time::Duration::from_millis(1)),
                 }
@@ -620,4 +630,34 @@ fn unread_in(f: &std::fs::File) -> Option<libc::c_int> {
     // outlives the call.
     let ok = unsafe { libc::ioctl(f.as_raw_fd(), libc::FIONREAD, &mut unread) } == 0;
     ok.then_some(unread)
+}
+
+/// The (process, descriptor) pairs of other processes that have the FIFO `path` open.
+fn fifo_readers(path: &Path) -> Vec<(u32, String)> {
+    let me = std::process::id();
+    let mut found = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in procs.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            if std::fs::read_link(fd.path()).is_ok_and(|target| target == path) {
+                found.push((pid, fd.file_name().to_string_lossy().into_owned()));
+            }
+        }
+    }
+    found
 }

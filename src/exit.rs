@@ -477,6 +477,15 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
 /// The exit code for an error: the first [`Coded`] in its chain, else a mapping of
 /// known library errors, else [`Code::Failure`].
 pub fn code_for(err: &anyhow::Error) -> Code {
+    // A shared store out of reach (the journal's or the signing log's) is the store's
+    // code, however deep the library that met it wrapped it: nothing was acted on, and
+    // a retry once it is back may succeed.
+    if err.chain().any(|c| {
+        c.downcast_ref::<bridgectl_store::Error>()
+            .is_some_and(bridgectl_store::Error::is_unavailable)
+    }) {
+        return Code::Store;
+    }
     for cause in err.chain() {
         if let Some(hinted) = cause.downcast_ref::<Hinted>() {
             return code_for(&hinted.error);

@@ -68,20 +68,9 @@ impl JournalOpt {
 /// host [default: its host name], and `BRIDGECTL_BATCH_LEASE` says how long a batch
 /// claim of a host that died or paused holds before another host takes it over.
 fn open_journal(explicit: Option<&std::path::Path>) -> Result<bridgectl_flow::Journal> {
-    let state_url = std::env::var("BRIDGECTL_STATE_URL")
-        .ok()
-        .filter(|u| !u.is_empty());
-    let location = match (explicit, state_url) {
+    let location = match (explicit, shared_state()?) {
         (Some(path), _) => bridgectl_store::Location::parse(&path.to_string_lossy()),
-        (None, Some(url)) if bridgectl_store::is_postgres_url(&url) => {
-            bridgectl_store::Location::Postgres(url)
-        }
-        (None, Some(_)) => {
-            return Err(crate::exit::coded(
-                crate::exit::Code::Usage,
-                "BRIDGECTL_STATE_URL: not a postgres:// or postgresql:// URL",
-            ));
-        }
+        (None, Some(shared)) => shared,
         (None, None) => bridgectl_store::Location::File(crate::paths::journal(None)?),
     };
     let mut journal = bridgectl_flow::Journal::open_at(location)?;
@@ -95,6 +84,21 @@ fn open_journal(explicit: Option<&std::path::Path>) -> Result<bridgectl_flow::Jo
     match env_window("BRIDGECTL_RESERVATION_LEASE")? {
         Some(lease) => Ok(journal.with_reservation_lease(lease)),
         None => Ok(journal),
+    }
+}
+
+/// The PostgreSQL database `BRIDGECTL_STATE_URL` names, when it is set: the journal and
+/// the signing log that several signer hosts share.
+pub fn shared_state() -> Result<Option<bridgectl_store::Location>> {
+    match std::env::var("BRIDGECTL_STATE_URL") {
+        Ok(url) if bridgectl_store::is_postgres_url(&url) => {
+            Ok(Some(bridgectl_store::Location::Postgres(url)))
+        }
+        Ok(url) if !url.is_empty() => Err(crate::exit::coded(
+            crate::exit::Code::Usage,
+            "BRIDGECTL_STATE_URL: not a postgres:// or postgresql:// URL",
+        )),
+        _ => Ok(None),
     }
 }
 

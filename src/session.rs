@@ -43,11 +43,17 @@ pub fn open_keystore(global: &GlobalOpts) -> Result<Keystore> {
     )?)?)
 }
 
-/// Opens the signing log beside `keystore`'s keys: an entry signed by a key that is not
-/// the keystore's (nor one of its external signers) refuses signing until a person
-/// acknowledges the log.
+/// Opens the signing log of `keystore`'s keys: the file beside them, or the one several
+/// signer hosts share in the PostgreSQL database `BRIDGECTL_STATE_URL` names (one nonce
+/// guard, one set of spending windows; this host's checkpoint of it stays beside the
+/// keys). An entry signed by a key that is not the keystore's (nor one of its external
+/// signers) refuses signing until a person acknowledges the log.
 pub fn open_signing_log(keystore: &Keystore) -> Result<SigningLogDb> {
-    Ok(SigningLogDb::open_in(keystore.dir(), keystore.signers()?)?)
+    let log = match crate::opts::shared_state()? {
+        Some(shared) => SigningLogDb::open_at(shared, keystore.dir())?,
+        None => return Ok(SigningLogDb::open_in(keystore.dir(), keystore.signers()?)?),
+    };
+    Ok(log.with_known_keys(keystore.signers()?))
 }
 
 impl Session {

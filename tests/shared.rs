@@ -211,6 +211,87 @@ fn two_hosts_on_one_postgres_journal_pay_each_item_once_and_sign_each_nonce_once
     drop(pg);
 }
 
+/// One spending window and one signing log for every host: with 10 ST a day allowed, two
+/// hosts asking 8 ST each at once sign exactly one (the other is refused before its
+/// passphrase is read, the window's total named), and the log both hosts wrote holds,
+/// seen from either. Each host keeps its own checkpoint of it: a host whose signature
+/// was deleted from the shared log by hand refuses to sign against it.
+#[test]
+fn two_hosts_share_one_spending_window_and_one_signing_log() {
+    let pg = Postgres::start();
+    let live = Live::shared("shared_limit");
+    let sym = live.sb.info.side.symbol.clone();
+    live.add_to_profile(&format!(
+        "\n[profiles.default.policy.limits]\n{} = {{ per = \"24h\", max = \"10\" }}\n",
+        sym.to_lowercase()
+    ));
+    let hosts = [Host::new(&live, &pg, "a"), Host::new(&live, &pg, "b")];
+    let dev = live.dev.to_string();
+    // Both at once. A host handed the nonce the other reserved in the shared journal is
+    // refused for that first (exit 3, the flow named) and asks again, as an operator
+    // would; what ends each host is a signature or the window's refusal.
+    let outs: Vec<std::process::Output> = std::thread::scope(|s| {
+        let runs: Vec<_> = hosts
+            .iter()
+            .map(|host| {
+                let live = &live;
+                let dev = &dev;
+                s.spawn(move || {
+                    let deadline = Instant::now() + Duration::from_secs(120);
+                    loop {
+                        let mut c = host.cmd(live);
+                        c.args(["--json", "redeem", "--from", dev, "--amount", "8", "--yes"]);
+                        let out = c.output();
+                        live.check_secrets(&out);
+                        let err = String::from_utf8_lossy(&out.stderr);
+                        let nonce_taken =
+                            out.status.code() == Some(3) && err.contains("is reserved by flow");
+                        if !nonce_taken || Instant::now() > deadline {
+                            return out;
+                        }
+                        std::thread::sleep(Duration::from_millis(200));
+                    }
+                })
+            })
+            .collect();
+        runs.into_iter().map(|r| r.join().expect("host")).collect()
+    });
+    let mut codes: Vec<Option<i32>> = outs.iter().map(|o| o.status.code()).collect();
+    codes.sort();
+    let stderr: Vec<String> = outs
+        .iter()
+        .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+        .collect();
+    assert_eq!(codes, [Some(0), Some(3)], "exactly one signed: {stderr:#?}");
+    let refused = &stderr[outs.iter().position(|o| !o.status.success()).expect("one")];
+    assert!(
+        refused.contains(&format!(
+            "spending limit 10 {sym} per 24h: 8 {sym} signed already"
+        )),
+        "{refused}"
+    );
+    // One log, written by both hosts, read by either: the one signature, and it holds.
+    for host in &hosts {
+        let entries = host.json(&live, &["log", "show"]);
+        assert_eq!(entries.as_array().map(Vec::len), Some(1), "{entries:#}");
+        assert_eq!(host.json(&live, &["log", "verify"])["ok"], true);
+    }
+    // 2 more fit the window, from either host.
+    let out = hosts[1].json(&live, &["redeem", "--from", &dev, "--amount", "2", "--yes"]);
+    assert_eq!(out["status"], "completed", "{out:#}");
+    // The newest entry deleted in the database (and the 2 ST with it): the host that
+    // signed it keeps a checkpoint the log no longer reaches, and refuses.
+    let deleted = pg.execute("DELETE FROM bridgectl_signing_log.entries WHERE seq > 1");
+    assert_eq!(deleted, 1, "the second signature's entry");
+    let mut c = hosts[1].cmd(&live);
+    c.args(["redeem", "--from", &dev, "--amount", "0.001", "--yes"]);
+    let out = c.output();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("does not reach its checkpoint"), "{err}");
+    drop(pg);
+}
+
 /// A host killed mid-batch: its claim on the batch holds for its lease (another host's
 /// `batch resume` meanwhile exits 11 and names the host), then the other host takes the
 /// batch over and finishes it, each item on chain once. The shared journal stopped

@@ -571,6 +571,25 @@ impl Postgres {
     pub fn url(&self) -> String {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
     }
+
+    /// Runs `sql` as a database administrator would, behind the program's back; returns
+    /// how many rows it changed.
+    pub fn execute(&self, sql: &str) -> usize {
+        /// The test's own (empty) namespace: the statement names the tables it edits.
+        static ADMIN: bridgectl_store::Schema = bridgectl_store::Schema {
+            version: 1,
+            sqlite: "",
+            sqlite_added_columns: &[],
+            postgres: "",
+            namespace: "bridgectl_test_admin",
+        };
+        let store =
+            bridgectl_store::Store::open(bridgectl_store::Location::Postgres(self.url()), &ADMIN)
+                .expect("connect as the administrator");
+        store
+            .write(|c| c.execute(sql, &[]))
+            .unwrap_or_else(|e| panic!("{sql}: {e:?}"))
+    }
 }
 
 impl Drop for Postgres {

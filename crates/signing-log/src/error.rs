@@ -8,14 +8,16 @@ use std::path::PathBuf;
 #[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The signing log file could not be opened, read or written.
-    #[error("signing log {}", path.display())]
-    Sql {
-        /// The log file.
-        path: PathBuf,
-        /// What SQLite said.
+    /// The signing log could not be opened, read or written: its SQLite file, or the
+    /// PostgreSQL database several hosts share (unreachable, or its connection lost:
+    /// [`Error::is_unavailable`]; nothing of the failed operation was acted on).
+    #[error("signing log {log}")]
+    Store {
+        /// Where the log is (a file, or a URL with any password left out).
+        log: String,
+        /// What the store said.
         #[source]
-        source: rusqlite::Error,
+        source: bridgectl_store::Error,
     },
 
     /// A file beside the log (its kept checkpoint) could not be read or written, or the
@@ -27,10 +29,10 @@ pub enum Error {
     /// so its totals cannot be trusted for a spending limit: what
     /// [`crate::SigningLogDb::verify`] returns for a log that does not hold, and why a
     /// signature that would count against its totals is refused.
-    #[error("signing log {} does not hold: {bad}; its totals cannot be trusted", path.display())]
+    #[error("signing log {log} does not hold: {bad}; its totals cannot be trusted")]
     Broken {
-        /// The log file.
-        path: PathBuf,
+        /// Where the log is.
+        log: String,
         /// The first entry that does not hold.
         bad: bridgectl_tx::signing_log::BadEntry,
     },
@@ -39,16 +41,17 @@ pub enum Error {
     /// truncated or restored from an older copy, so the totals of its spending limits
     /// cannot be trusted.
     #[error(
-        "signing log {} does not reach its checkpoint {kept} (kept in {}.checkpoint): it has \
+        "signing log {log} does not reach its checkpoint {kept} (kept in {}): it has \
          {found} entries; it was deleted, truncated or restored from an older copy, so the \
          spending limits it holds cannot be trusted; acknowledge the log as it stands once \
          you know why",
-        path.display(),
-        path.display()
+        checkpoint.display()
     )]
     RolledBack {
-        /// The log file (its checkpoint is kept beside it, with `.checkpoint` added).
-        path: PathBuf,
+        /// Where the log is.
+        log: String,
+        /// The file this host keeps its checkpoint in.
+        checkpoint: PathBuf,
         /// The checkpoint kept beside it.
         kept: bridgectl_tx::Checkpoint,
         /// How many entries the log has.
@@ -59,14 +62,13 @@ pub enum Error {
     /// appended by someone else, or made by a key removed since. Limits are not read
     /// past it until a person acknowledges the log.
     #[error(
-        "signing log {}: entry {seq} is signed by {key}, which is not a key of this \
+        "signing log {log}: entry {seq} is signed by {key}, which is not a key of this \
          keystore (appended by someone else, or a key removed since); refusing to sign \
-         against the log until it is acknowledged",
-        path.display()
+         against the log until it is acknowledged"
     )]
     Foreign {
-        /// The log file.
-        path: PathBuf,
+        /// Where the log is.
+        log: String,
         /// The entry.
         seq: u64,
         /// Its key.
@@ -75,10 +77,10 @@ pub enum Error {
 
     /// An acknowledgement could not be made: its entry could not be signed, or another
     /// signature was appended while it was made.
-    #[error("the acknowledgement of signing log {}: {reason}", path.display())]
+    #[error("the acknowledgement of signing log {log}: {reason}")]
     Acknowledgement {
-        /// The log file.
-        path: PathBuf,
+        /// Where the log is.
+        log: String,
         /// What went wrong.
         reason: String,
     },
@@ -101,4 +103,24 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+}
+
+impl Error {
+    /// Whether the log's store is unavailable (a PostgreSQL server not reached, or its
+    /// connection lost): nothing of the failed operation was acted on, and a retry later
+    /// may succeed.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Error::Store { source, .. } if source.is_unavailable())
+    }
+}
+
+/// A store error inside the log's own code, named by [`crate::SigningLogDb`] on its way
+/// out (the store does not know which log it is).
+impl From<bridgectl_store::Error> for Error {
+    fn from(source: bridgectl_store::Error) -> Error {
+        Error::Store {
+            log: String::new(),
+            source,
+        }
+    }
 }

@@ -3,18 +3,20 @@
 //! writer; and a person's acknowledgement.
 
 use alloy_primitives::{Address, B256, U256};
+use bridgectl_store::Conn;
 use bridgectl_tx::CreditClaim;
 use bridgectl_tx::limits::{Spent, WindowLimit};
 use bridgectl_tx::signing_log::{
     AtNonce, Carried, Checkpoint, Entry, EntryBody, Head, Running, Watermark, Watermarks,
     WindowQuery, nonce_free, same_signature,
 };
-use rusqlite::{TransactionBehavior, params};
 
 use crate::Error;
 
 use crate::kept::{KeptCheckpoint, MAX_WATERMARKS, carry, mark};
-use crate::store::{SigningLogDb, body_text, boxed, head, refused, row_entry};
+use crate::store::{
+    FROM_HEAD, SigningLogDb, body_text, boxed, head, paged, refused, row_entry, scan,
+};
 
 /// A refusal of the log (it does not reach its checkpoint, does not hold, or holds a
 /// stranger's entry) is a refusal to sign; anything else is a failure to read it.
@@ -25,6 +27,46 @@ fn as_tx(e: Error) -> bridgectl_tx::Error {
         | Error::Foreign { .. }
         | Error::Checkpoint { .. } => refused(e),
         other => boxed(other),
+    }
+}
+
+/// A failure inside an append's transaction: of the log (its store, or a refusal of
+/// what it holds), or the signer's own refusal. Either rolls the append back.
+enum Failed {
+    Log(Error),
+    Tx(bridgectl_tx::Error),
+}
+
+impl From<bridgectl_store::Error> for Failed {
+    fn from(e: bridgectl_store::Error) -> Failed {
+        Failed::Log(e.into())
+    }
+}
+
+impl From<Error> for Failed {
+    fn from(e: Error) -> Failed {
+        Failed::Log(e)
+    }
+}
+
+impl From<bridgectl_tx::Error> for Failed {
+    fn from(e: bridgectl_tx::Error) -> Failed {
+        Failed::Tx(e)
+    }
+}
+
+impl SigningLogDb {
+    /// `failed` as the signer's error, a store failure naming this log.
+    fn failed(&self, failed: Failed) -> bridgectl_tx::Error {
+        match failed {
+            Failed::Log(e) => as_tx(self.named(e)),
+            Failed::Tx(e) => e,
+        }
+    }
+
+    /// `e` as the signer's error, a store failure naming this log.
+    fn as_tx(&self, e: Error) -> bridgectl_tx::Error {
+        as_tx(self.named(e))
     }
 }
 
@@ -79,24 +121,22 @@ impl SigningLogDb {
     /// its own (one that does not hold is left out: the walks refuse it).
     fn bodies_between(&self, after: u64, upto: u64) -> Result<Vec<EntryBody>, Error> {
         self.with(|c| {
-            let mut stmt = c
-                .prepare_cached(
-                    "SELECT seq, body, hash, sig FROM entries WHERE seq > ?1 AND seq <= ?2 \
-                     ORDER BY seq",
-                )
-                .map_err(self.sql())?;
-            let mut rows = stmt
-                .query(params![
-                    i64::try_from(after).unwrap_or(i64::MAX),
-                    i64::try_from(upto).unwrap_or(i64::MAX)
-                ])
-                .map_err(self.sql())?;
             let mut bodies = Vec::new();
-            while let Some(row) = rows.next().map_err(self.sql())? {
-                if let Ok(body) = self.checked_body(&row_entry(row).map_err(self.sql())?) {
-                    bodies.push(body);
-                }
-            }
+            scan(
+                c,
+                paged!(
+                    "SELECT seq, body, hash, sig FROM entries WHERE seq <= ?1 AND seq > ?2 \
+                     ORDER BY seq"
+                ),
+                &[&i64::try_from(upto).unwrap_or(i64::MAX)],
+                i64::try_from(after).unwrap_or(i64::MAX),
+                |row| {
+                    if let Ok(body) = self.checked_body(&row_entry(row)?) {
+                        bodies.push(body);
+                    }
+                    Ok(true)
+                },
+            )?;
             Ok(bodies)
         })
     }
@@ -215,7 +255,7 @@ impl SigningLogDb {
         time: u64,
     ) -> Result<Checkpoint, Error> {
         let failed = |reason: String| Error::Acknowledgement {
-            path: self.path.clone(),
+            log: self.log.clone(),
             reason,
         };
         // The signer's newest entry (whose running totals the acknowledgement carries on,
@@ -239,21 +279,16 @@ impl SigningLogDb {
         ));
         let entry = bridgectl_tx::signing_log::seal_entry(&body, signer)
             .map_err(|e| failed(e.to_string()))?;
-        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        let sql = self.sql();
-        bridgectl_local::sqlite::durable(&mut conn, &sql, |conn| {
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(&sql)?;
-            if head(&tx).map_err(&sql)? != plan.head {
-                return Err(failed(
-                    "another signature was appended meanwhile: acknowledge again".into(),
-                ));
-            }
-            Self::insert(&tx, &entry).map_err(&sql)?;
-            tx.commit().map_err(&sql)
-        })?;
-        drop(conn);
+        self.store
+            .write_durable(|c| {
+                if head(c)? != plan.head {
+                    return Err(failed(
+                        "another signature was appended meanwhile: acknowledge again".into(),
+                    ));
+                }
+                Ok(Self::insert(c, &entry)?)
+            })
+            .map_err(|e| self.named(e))?;
         let new = Checkpoint {
             count: entry.seq,
             head: entry.hash,
@@ -293,7 +328,7 @@ impl SigningLogDb {
     /// (a chain reset) has no nonce to guard.
     fn signed_again(
         &self,
-        c: &rusqlite::Connection,
+        c: &mut dyn Conn,
         body: &EntryBody,
         earlier: &[EntryBody],
     ) -> Result<bool, bridgectl_tx::Error> {
@@ -302,7 +337,7 @@ impl SigningLogDb {
         }
         let mut prior = self
             .signed_at_nonce_in(c, body.key, body.chain_id, body.nonce)
-            .map_err(as_tx)?;
+            .map_err(|e| self.as_tx(e))?;
         prior.entries.extend(
             earlier
                 .iter()
@@ -356,28 +391,20 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
         limit: Option<&WindowLimit>,
         make: &mut dyn FnMut(Head) -> Result<Entry, bridgectl_tx::Error>,
     ) -> Result<Checkpoint, bridgectl_tx::Error> {
-        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        let sql = self.sql();
-        let entry = bridgectl_local::sqlite::durable(
-            &mut conn,
-            |e| boxed(sql(e)),
-            |conn| {
-                let tx = conn
-                    .transaction_with_behavior(TransactionBehavior::Immediate)
-                    .map_err(|e| boxed(sql(e)))?;
-                // With the log to ourselves: it reaches its checkpoint, the nonce is
-                // still free, and the limit the verifier checked still holds now that
-                // no other signer can append.
-                let walked = self
-                    .window_in(&tx, key, limit.map(|l| &l.query))
-                    .map_err(as_tx)?;
+        let entry = self
+            .store
+            .write_durable(|c| -> Result<Option<Entry>, Failed> {
+                // With the log to ourselves (every other writer of the store, on this
+                // host or another, waits): it reaches its checkpoint, the nonce is still
+                // free, and the limit the verifier checked still holds.
+                let walked = self.window_in(c, key, limit.map(|l| &l.query))?;
                 let at = Head {
-                    checkpoint: head(&tx).map_err(|e| boxed(sql(e)))?,
+                    checkpoint: head(c)?,
                     time: walked.newest_own.unwrap_or(0),
                     running: walked.running,
                 };
                 let (entry, body) = made(&at, make(at.clone())?)?;
-                if self.signed_again(&tx, &body, &[])? {
+                if self.signed_again(c, &body, &[])? {
                     // The very transaction again (the same bytes): recorded once, counted
                     // once.
                     return Ok(None);
@@ -385,15 +412,13 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
                 if let Some(limit) = limit {
                     limit.check(walked.total)?;
                 }
-                Self::insert(&tx, &entry).map_err(|e| boxed(sql(e)))?;
-                tx.commit().map_err(|e| boxed(sql(e)))?;
+                Self::insert(c, &entry)?;
                 Ok(Some(entry))
-            },
-        )?;
+            })
+            .map_err(|e| self.failed(e))?;
         let Some(entry) = entry else {
-            return head(&conn).map_err(|e| boxed(sql(e)));
+            return self.with(|c| head(c)).map_err(|e| self.as_tx(e));
         };
-        drop(conn);
         self.appended(std::slice::from_ref(&entry))
     }
 
@@ -407,16 +432,10 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
         &self,
         group: &mut [bridgectl_tx::signing_log::GroupEntry<'_>],
     ) -> Result<Checkpoint, bridgectl_tx::Error> {
-        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        let sql = self.sql();
-        let appended = bridgectl_local::sqlite::durable(
-            &mut conn,
-            |e| boxed(sql(e)),
-            |conn| {
-                let tx = conn
-                    .transaction_with_behavior(TransactionBehavior::Immediate)
-                    .map_err(|e| boxed(sql(e)))?;
-                let mut checkpoint = head(&tx).map_err(|e| boxed(sql(e)))?;
+        let appended = self
+            .store
+            .write_durable(|c| -> Result<Vec<Entry>, Failed> {
+                let mut checkpoint = head(c)?;
                 // Each key's newest entry's time and running totals, the group's own
                 // entries included.
                 let mut own: std::collections::HashMap<Address, (u64, Option<Running>)> =
@@ -429,7 +448,7 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
                     let (time, running) = match own.get(&item.key) {
                         Some(newest) => newest.clone(),
                         None => {
-                            let walked = self.window_in(&tx, item.key, None).map_err(as_tx)?;
+                            let walked = self.window_in(c, item.key, None)?;
                             let newest = (walked.newest_own.unwrap_or(0), walked.running);
                             own.insert(item.key, newest.clone());
                             newest
@@ -441,7 +460,7 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
                         running,
                     };
                     let (entry, body) = made(&at, (item.make)(at.clone())?)?;
-                    if self.signed_again(&tx, &body, &bodies)? {
+                    if self.signed_again(c, &body, &bodies)? {
                         // The very transaction again: recorded once, counted once.
                         continue;
                     }
@@ -450,12 +469,12 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
                         let window = (q.key, q.chain_id, q.contract, q.per);
                         let total = match windows.get(&window) {
                             Some(total) => *total,
-                            None => self.window_in(&tx, item.key, Some(q)).map_err(as_tx)?.total,
+                            None => self.window_in(c, item.key, Some(q))?.total,
                         };
                         limit.check(total)?;
                         windows.insert(window, total.saturating_add(limit.amount));
                     }
-                    Self::insert(&tx, &entry).map_err(|e| boxed(sql(e)))?;
+                    Self::insert(c, &entry)?;
                     checkpoint = Checkpoint {
                         count: entry.seq,
                         head: entry.hash,
@@ -464,28 +483,24 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
                     bodies.push(body);
                     appended.push(entry);
                 }
-                if !appended.is_empty() {
-                    tx.commit().map_err(|e| boxed(sql(e)))?;
-                }
                 Ok(appended)
-            },
-        )?;
+            })
+            .map_err(|e| self.failed(e))?;
         if appended.is_empty() {
-            return head(&conn).map_err(|e| boxed(sql(e)));
+            return self.with(|c| head(c)).map_err(|e| self.as_tx(e));
         }
-        drop(conn);
         self.appended(&appended)
     }
 
     /// Copies the log's write-ahead log into the file once it has grown past its
     /// bound (see `bridgectl_local::sqlite::tidy`); also done when the log is dropped.
     fn tidy(&self) {
-        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = bridgectl_local::sqlite::tidy(&conn);
+        self.store.tidy();
     }
 
     fn check(&self, key: Address) -> Result<(), bridgectl_tx::Error> {
-        self.with(|c| self.window_in(c, key, None)).map_err(as_tx)?;
+        self.with(|c| self.window_in(c, key, None))
+            .map_err(|e| self.as_tx(e))?;
         Ok(())
     }
 
@@ -496,7 +511,7 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
         nonce: u64,
     ) -> Result<AtNonce, bridgectl_tx::Error> {
         self.with(|c| self.signed_at_nonce_in(c, key, chain_id, nonce))
-            .map_err(as_tx)
+            .map_err(|e| self.as_tx(e))
     }
 
     fn signed_on_chain(
@@ -504,39 +519,42 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
         chain_id: u64,
         per_key: usize,
     ) -> Result<Vec<EntryBody>, bridgectl_tx::Error> {
-        let keys = self.keys_on_chain(chain_id).map_err(as_tx)?;
+        let keys = self.keys_on_chain(chain_id).map_err(|e| self.as_tx(e))?;
         let chain = i64::try_from(chain_id).unwrap_or(i64::MAX);
         self.with(|c| {
             let mut found = Vec::new();
-            let mut stmt = c
-                .prepare_cached(
-                    "SELECT seq, body, hash, sig FROM entries \
-                     WHERE json_extract(body, '$.key') = ?1 \
-                       AND json_extract(body, '$.chainId') = ?2 ORDER BY seq DESC",
-                )
-                .map_err(self.sql())?;
             for key in keys {
-                let mut rows = stmt
-                    .query(params![body_text(key), chain])
-                    .map_err(self.sql())?;
                 let mut taken = 0;
-                while taken < per_key
-                    && let Some(row) = rows.next().map_err(self.sql())?
-                {
-                    let body = self.checked_or_broken(&row_entry(row).map_err(self.sql())?)?;
-                    if body.key != key || body.chain_id != chain_id {
-                        continue;
-                    }
-                    if body.chain_reset.is_some() {
-                        break;
-                    }
-                    found.push(body);
-                    taken += 1;
-                }
+                scan(
+                    c,
+                    paged!(
+                        "SELECT seq, body, hash, sig FROM entries \
+                         WHERE json_extract(body, '$.key') = ?1 \
+                           AND json_extract(body, '$.chainId') = ?2 \
+                           AND seq < ?3 ORDER BY seq DESC"
+                    ),
+                    &[&body_text(key), &chain],
+                    FROM_HEAD,
+                    |row| {
+                        if taken >= per_key {
+                            return Ok(false);
+                        }
+                        let body = self.checked_or_broken(&row_entry(row)?)?;
+                        if body.key != key || body.chain_id != chain_id {
+                            return Ok(true);
+                        }
+                        if body.chain_reset.is_some() {
+                            return Ok(false);
+                        }
+                        found.push(body);
+                        taken += 1;
+                        Ok(true)
+                    },
+                )?;
             }
             Ok(found)
         })
-        .map_err(as_tx)
+        .map_err(|e| self.as_tx(e))
     }
 
     fn claim_credit(&self, claim: &CreditClaim) -> Result<Option<String>, bridgectl_tx::Error> {
@@ -545,41 +563,32 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
         let at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
+        let (genesis, tx_hash) = (claim.genesis.to_string(), claim.tx_hash.to_string());
         self.with(|c| {
-            // One statement: the claim is the first writer's, whichever process asks.
-            c.prepare_cached(
-                "INSERT OR IGNORE INTO credit_claims
+            // One statement: the claim is the first writer's, whichever process or host
+            // asks.
+            c.execute(
+                "INSERT INTO credit_claims
                     (chain_id, genesis, tx_hash, log_index, claimant, key, at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )
-            .and_then(|mut s| {
-                s.execute(params![
-                    chain,
-                    claim.genesis.to_string(),
-                    claim.tx_hash.to_string(),
-                    index,
-                    claim.claimant,
-                    claim.key.to_string(),
-                    at
-                ])
-            })
-            .map_err(self.sql())?;
-            let holder: String = c
-                .query_row(
-                    "SELECT claimant FROM credit_claims
-                      WHERE chain_id = ?1 AND genesis = ?2 AND tx_hash = ?3 AND log_index = ?4",
-                    params![
-                        chain,
-                        claim.genesis.to_string(),
-                        claim.tx_hash.to_string(),
-                        index
-                    ],
-                    |r| r.get(0),
-                )
-                .map_err(self.sql())?;
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING",
+                &[
+                    &chain,
+                    &genesis,
+                    &tx_hash,
+                    &index,
+                    &claim.claimant,
+                    &claim.key.to_string(),
+                    &at,
+                ],
+            )?;
+            let holder: String = c.query_value(
+                "SELECT claimant FROM credit_claims
+                  WHERE chain_id = ?1 AND genesis = ?2 AND tx_hash = ?3 AND log_index = ?4",
+                &[&chain, &genesis, &tx_hash, &index],
+            )?;
             Ok((holder != claim.claimant).then_some(holder))
         })
-        .map_err(as_tx)
+        .map_err(|e| self.as_tx(e))
     }
 
     fn release_credit(&self, claim: &CreditClaim) -> Result<(), bridgectl_tx::Error> {
@@ -590,29 +599,28 @@ impl bridgectl_tx::SigningLog for SigningLogDb {
                 "DELETE FROM credit_claims
                   WHERE chain_id = ?1 AND genesis = ?2 AND tx_hash = ?3 AND log_index = ?4
                     AND claimant = ?5",
-                params![
-                    chain,
-                    claim.genesis.to_string(),
-                    claim.tx_hash.to_string(),
-                    index,
-                    claim.claimant
+                &[
+                    &chain,
+                    &claim.genesis.to_string(),
+                    &claim.tx_hash.to_string(),
+                    &index,
+                    &claim.claimant,
                 ],
-            )
-            .map(|_| ())
-            .map_err(self.sql())
+            )?;
+            Ok(())
         })
-        .map_err(as_tx)
+        .map_err(|e| self.as_tx(e))
     }
 
     fn chain_genesis(&self, chain_id: u64) -> Result<Option<B256>, bridgectl_tx::Error> {
         self.with(|c| self.chain_genesis_in(c, chain_id))
-            .map_err(as_tx)
+            .map_err(|e| self.as_tx(e))
     }
 
     fn window_total(&self, query: &WindowQuery) -> Result<Spent, bridgectl_tx::Error> {
         let walked = self
             .with(|c| self.window_in(c, query.key, Some(query)))
-            .map_err(as_tx)?;
+            .map_err(|e| self.as_tx(e))?;
         Ok(Spent {
             query: query.clone(),
             total: walked.total,

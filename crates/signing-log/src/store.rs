@@ -1,13 +1,18 @@
 //! The signing log beside the keys: [`SigningLogDb`], an SQLite file
-//! ([`SIGNING_LOG_FILE`]) in the keystore's directory, storing the entries that
-//! `bridgectl_tx::signing_log` defines, hash-chained and each signed by its key.
+//! ([`SIGNING_LOG_FILE`]) in the keystore's directory, or tables in a PostgreSQL
+//! database that several signer hosts share ([`SigningLogDb::open_at`]), storing the
+//! entries that `bridgectl_tx::signing_log` defines, hash-chained and each signed by its
+//! key. Where the table says `BEGIN IMMEDIATE`, read the store's write transaction: on
+//! PostgreSQL it holds the advisory lock of the log's namespace, one writer across every
+//! host (`bridgectl_store::Store::write`), so every check below made inside an append
+//! holds across hosts as it does across processes.
 //!
 //! | promise | how |
 //! |---|---|
 //! | an entry is on disk before the signed bytes leave `sign_and_log` | one transaction per append, committed with `synchronous=FULL`: the log's one fsync per signature (see `bridgectl_local::sqlite`) |
 //! | two signers never fork the chain | the head is read and the entry inserted inside one `BEGIN IMMEDIATE` |
 //! | no guard is fooled by an edited index column | totals add up the bodies of checked entries; the nonce guard, a key's resets and a chain's block 0 are found through indexes of what the bodies say (`json_extract(body, ...)`), never the columns; and a row whose columns disagree with its body refuses signing (one lookup in the partial index `entries_edited`, not a walk) |
-//! | limits are not reset by rolling the log back | a checkpoint kept beside it (`<log>.checkpoint`, written in place after each append, two slots: [`CHECKPOINT_SLOT_BYTES`]): a log that does not reach it (deleted, truncated, an older copy) refuses to sign until [`SigningLogDb::acknowledge`] |
+//! | limits are not reset by rolling the log back | a checkpoint kept beside it (`<log>.checkpoint`, written in place after each append, two slots: [`CHECKPOINT_SLOT_BYTES`]; for a shared log, each host's own, in its keystore directory): a log that does not reach it (deleted, truncated, an older copy) refuses to sign until [`SigningLogDb::acknowledge`] |
 //! | limits are not reset by a stranger's entry | every entry walked is checked (hash, link, signature); one by a key that is not the keystore's refuses; only the signing key's own entries start and end a window |
 //! | limits are not reset by a clock stepped back | a key's new entry is never older than its newest one, which is also a floor under `now` |
 //! | two signers cannot pass a limit together | the window is totalled again inside the append's `BEGIN IMMEDIATE` |
@@ -20,11 +25,10 @@
 
 use bridgectl_local::PathError;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use alloy_primitives::{Address, B256};
+use bridgectl_store::{Conn, Location, Row, Store, ToValue};
 use bridgectl_tx::signing_log::{BadEntry, ChainCheck, Checkpoint, Entry, EntryBody};
-use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::Error;
 
@@ -45,10 +49,16 @@ pub const SIGNING_LOG_FILE: &str = "signing-log.sqlite3";
 /// its body without reading the others, and `entries_watermarks`, the acknowledgements
 /// that carry watermarks; version 7 `entries_body_key` and `entries_body_key_time`, which
 /// find a key's entries next to a window's ends (the running totals they carry give the
-/// window's sum), and `entries_carried`, the acknowledgements that carry spending.
-const SCHEMA: bridgectl_local::sqlite::Schema = bridgectl_local::sqlite::Schema {
-    version: 7,
-    sql: SCHEMA_SQL,
+/// window's sum), and `entries_carried`, the acknowledgements that carry spending;
+/// version 8 reads the bodies' numbers (time, chain) as integers in `entries_edited` and
+/// `entries_body_key_time`, one SQL text that PostgreSQL, whose JSON values are text,
+/// reads the same.
+const SCHEMA: bridgectl_store::Schema = bridgectl_store::Schema {
+    version: 8,
+    sqlite: SCHEMA_SQL,
+    sqlite_added_columns: &[],
+    postgres: POSTGRES_SQL,
+    namespace: "bridgectl_signing_log",
 };
 
 /// A row whose index columns disagree with its signed body, in SQL: what an edit of the
@@ -57,8 +67,8 @@ const SCHEMA: bridgectl_local::sqlite::Schema = bridgectl_local::sqlite::Schema 
 macro_rules! edited_row {
     () => {
         "lower(key) IS NOT json_extract(body, '$.key') \
-         OR chain_id IS NOT json_extract(body, '$.chainId') \
-         OR time IS NOT json_extract(body, '$.time') \
+         OR chain_id IS NOT CAST(json_extract(body, '$.chainId') AS INTEGER) \
+         OR time IS NOT CAST(json_extract(body, '$.time') AS INTEGER) \
          OR lower(contract) IS NOT json_extract(body, '$.to')"
     };
 }
@@ -103,11 +113,14 @@ CREATE INDEX IF NOT EXISTS entries_carried ON entries(seq)
 -- A key's entries in order, and by time (a key's entries are never older than the one
 -- before them): its newest, the one next to another, its last before a window.
 CREATE INDEX IF NOT EXISTS entries_body_key ON entries(json_extract(body, '$.key'), seq);
-CREATE INDEX IF NOT EXISTS entries_body_key_time ON entries(
-    json_extract(body, '$.key'), json_extract(body, '$.time'), seq);
+-- Versions 7's, on the time as SQLite's JSON reads it: remade on the time as an integer.
+DROP INDEX IF EXISTS entries_body_key_time;
+CREATE INDEX entries_body_key_time ON entries(
+    json_extract(body, '$.key'), CAST(json_extract(body, '$.time') AS INTEGER), seq);
 -- The rows whose columns disagree with their bodies (EDITED_ROW): empty unless a row was
 -- edited, so finding one costs a lookup, not a walk.
-CREATE INDEX IF NOT EXISTS entries_edited ON entries(seq) WHERE ",
+DROP INDEX IF EXISTS entries_edited;
+CREATE INDEX entries_edited ON entries(seq) WHERE ",
     edited_row!(),
     ";
 -- The swap credits claimed by the keystore's swaps, whichever journal followed them: the
@@ -125,25 +138,100 @@ CREATE TABLE IF NOT EXISTS credit_claims (
 "
 );
 
-/// The signing log of one keystore directory.
-#[derive(Debug)]
+/// The same tables in PostgreSQL, shared by every host that signs with the keys: the
+/// bodies are text (what was hashed and signed, byte for byte) and every index is of
+/// what a body says, as the statements read it (`json_extract` is rewritten to
+/// `(CAST(body AS jsonb) ->> 'name')`, a text; the numbers a guard orders by are cast).
+const POSTGRES_SQL: &str = "
+CREATE TABLE IF NOT EXISTS entries (
+    seq      BIGINT PRIMARY KEY,
+    time     BIGINT NOT NULL,
+    key      TEXT NOT NULL,
+    chain_id BIGINT NOT NULL,
+    contract TEXT NOT NULL,
+    body     TEXT NOT NULL,
+    hash     BYTEA NOT NULL,
+    sig      BYTEA NOT NULL
+);
+CREATE INDEX IF NOT EXISTS entries_key_time ON entries(key, time);
+CREATE INDEX IF NOT EXISTS entries_body_nonce ON entries(
+    (CAST(body AS jsonb) ->> 'key'), (CAST(body AS jsonb) ->> 'chainId'),
+    (CAST(body AS jsonb) ->> 'nonce'));
+CREATE INDEX IF NOT EXISTS entries_body_genesis ON entries((CAST(body AS jsonb) ->> 'chainId'), seq)
+    WHERE (CAST(body AS jsonb) ->> 'genesis') IS NOT NULL
+       OR (CAST(body AS jsonb) ->> 'chainReset') IS NOT NULL;
+CREATE INDEX IF NOT EXISTS entries_body_reset ON entries(
+    (CAST(body AS jsonb) ->> 'key'), (CAST(body AS jsonb) ->> 'chainId'), seq)
+    WHERE (CAST(body AS jsonb) ->> 'chainReset') IS NOT NULL;
+CREATE INDEX IF NOT EXISTS entries_watermarks ON entries(seq)
+    WHERE (CAST(body AS jsonb) ->> 'watermarks') IS NOT NULL;
+CREATE INDEX IF NOT EXISTS entries_carried ON entries(seq)
+    WHERE (CAST(body AS jsonb) ->> 'carried') IS NOT NULL;
+CREATE INDEX IF NOT EXISTS entries_body_key ON entries((CAST(body AS jsonb) ->> 'key'), seq);
+CREATE INDEX IF NOT EXISTS entries_body_key_time ON entries(
+    (CAST(body AS jsonb) ->> 'key'), (CAST((CAST(body AS jsonb) ->> 'time') AS BIGINT)), seq);
+CREATE INDEX IF NOT EXISTS entries_edited ON entries(seq) WHERE
+    lower(key) IS DISTINCT FROM (CAST(body AS jsonb) ->> 'key')
+    OR chain_id IS DISTINCT FROM CAST((CAST(body AS jsonb) ->> 'chainId') AS BIGINT)
+    OR time IS DISTINCT FROM CAST((CAST(body AS jsonb) ->> 'time') AS BIGINT)
+    OR lower(contract) IS DISTINCT FROM (CAST(body AS jsonb) ->> 'to');
+CREATE TABLE IF NOT EXISTS credit_claims (
+    chain_id  BIGINT NOT NULL,
+    genesis   TEXT NOT NULL,
+    tx_hash   TEXT NOT NULL,
+    log_index BIGINT NOT NULL,
+    claimant  TEXT NOT NULL,
+    key       TEXT NOT NULL,
+    at        BIGINT NOT NULL,
+    PRIMARY KEY (chain_id, genesis, tx_hash, log_index)
+);
+";
+
+/// How many rows a walk reads at a time: a walk back from the head usually stops at the
+/// signing key's newest entry, a few rows down, so it never reads the whole log into
+/// memory (nor, from PostgreSQL, over the network).
+pub(crate) const PAGE: usize = 256;
+
+/// `$sql` (which selects `seq` first and ends with its cursor, `seq < ?N ORDER BY seq
+/// DESC` or `seq > ?N ORDER BY seq`) with [`PAGE`]'s limit.
+macro_rules! paged {
+    ($sql:expr) => {
+        concat!($sql, " LIMIT 256")
+    };
+}
+pub(crate) use paged;
+
+/// The signing log of one keystore directory (or of the keys several hosts share).
 pub struct SigningLogDb {
+    /// The file, or for a shared log the base of the checkpoint's file name in the
+    /// keystore directory.
     pub(crate) path: PathBuf,
-    pub(crate) conn: Mutex<Connection>,
+    /// Where the entries are, as errors name it (a URL without its password).
+    pub(crate) log: String,
+    pub(crate) store: Store,
     /// The keystore's keys: an entry signed by another key refuses signing until a
     /// person acknowledges it. `None`: any key that signed its own entry is accepted.
     pub(crate) known_keys: Option<Vec<Address>>,
     /// Hashes of entries whose signature was checked in this process.
-    pub(crate) seen: Mutex<std::collections::HashSet<B256>>,
+    pub(crate) seen: std::sync::Mutex<std::collections::HashSet<B256>>,
 }
 
-pub(crate) fn row_entry(row: &rusqlite::Row<'_>) -> rusqlite::Result<Entry> {
-    let seq: i64 = row.get("seq")?;
-    let hash: Vec<u8> = row.get("hash")?;
-    let sig: Vec<u8> = row.get("sig")?;
+impl std::fmt::Debug for SigningLogDb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SigningLogDb")
+            .field("log", &self.log)
+            .field("known_keys", &self.known_keys)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The entry of a row that selects `seq, body, hash, sig` first.
+pub(crate) fn row_entry(row: &Row) -> Result<Entry, bridgectl_store::Error> {
+    let hash: Vec<u8> = row.get(2)?;
+    let sig: Vec<u8> = row.get(3)?;
     Ok(Entry {
-        seq: u64::try_from(seq).unwrap_or_default(),
-        body: row.get("body")?,
+        seq: row.get(0)?,
+        body: row.get(1)?,
         hash: B256::try_from(hash.as_slice()).unwrap_or_default(),
         sig: sig.into(),
     })
@@ -152,8 +240,7 @@ pub(crate) fn row_entry(row: &rusqlite::Row<'_>) -> rusqlite::Result<Entry> {
 impl Drop for SigningLogDb {
     /// Keeps the log's write-ahead log small, after the work (see `bridgectl_local::sqlite::tidy`).
     fn drop(&mut self) {
-        let conn = self.conn.get_mut().unwrap_or_else(|p| p.into_inner());
-        let _ = bridgectl_local::sqlite::tidy(conn);
+        self.store.tidy();
     }
 }
 
@@ -166,30 +253,55 @@ impl SigningLogDb {
     /// (`bridgectl_keystore::Keystore::signers`).
     pub fn open_in(dir: impl AsRef<Path>, keys: Vec<Address>) -> Result<SigningLogDb, Error> {
         let dir = dir.as_ref();
-        // A log kept apart from any keystore (external signers only) may be the first
-        // thing in its directory: without it, SQLite's error would read "cannot sync".
-        bridgectl_local::files::create_private_dir(dir)
-            .map_err(PathError::on("cannot create the directory", dir))?;
-        Ok(SigningLogDb::open(dir.join(SIGNING_LOG_FILE))?.with_known_keys(keys))
+        SigningLogDb::open_at(Location::File(dir.join(SIGNING_LOG_FILE)), dir)
+            .map(|log| log.with_known_keys(keys))
     }
 
     /// Opens (creating if needed) the log at `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<SigningLogDb, Error> {
-        let path = path.as_ref().to_path_buf();
-        let sql = |e| Error::Sql {
-            path: path.clone(),
-            source: e,
+        let path = path.as_ref();
+        let dir = path.parent().unwrap_or(Path::new("."));
+        SigningLogDb::open_at(Location::File(path.to_path_buf()), dir)
+    }
+
+    /// Opens (creating its tables if needed) the log at `location`: a SQLite file, or a
+    /// PostgreSQL database that several signer hosts share (feature `postgres`). The
+    /// kept checkpoint, this host's record of how far the log reached when it last
+    /// signed, is a file beside a SQLite log, and in `dir` (the keystore's directory,
+    /// made if needed, mode 0700) for a shared one, named after the database: a log that
+    /// loses entries (a table truncated, a database restored from an older copy) is
+    /// refused by every host that saw them, whoever else appends.
+    pub fn open_at(location: Location, dir: impl AsRef<Path>) -> Result<SigningLogDb, Error> {
+        let dir = dir.as_ref();
+        // A log kept apart from any keystore (external signers only) may be the first
+        // thing in its directory: without it, SQLite's error would read "cannot sync".
+        bridgectl_local::files::create_private_dir(dir)
+            .map_err(PathError::on("cannot create the directory", dir))?;
+        let log = location.to_string();
+        let path = match &location {
+            Location::File(path) => path.clone(),
+            shared => {
+                let id = alloy_primitives::keccak256(shared.to_string().as_bytes());
+                dir.join(format!("signing-log.shared-{}", &hex_of(&id[..4])))
+            }
         };
-        let conn = bridgectl_local::sqlite::open(&path, &SCHEMA).map_err(sql)?;
-        // What was signed with which key is the keys' business: readable by their owner
-        // only, like the key files (SQLite gives its -wal and -shm files the same mode).
-        bridgectl_local::files::restrict(&path)
-            .map_err(PathError::on("cannot set the mode of", &path))?;
+        let store = Store::open(location.clone(), &SCHEMA).map_err(|source| Error::Store {
+            log: log.clone(),
+            source,
+        })?;
+        if let Location::File(file) = &location {
+            // What was signed with which key is the keys' business: readable by their
+            // owner only, like the key files (SQLite gives its -wal and -shm files the
+            // same mode).
+            bridgectl_local::files::restrict(file)
+                .map_err(PathError::on("cannot set the mode of", file))?;
+        }
         Ok(SigningLogDb {
             path,
-            conn: Mutex::new(conn),
+            log,
+            store,
             known_keys: None,
-            seen: Mutex::default(),
+            seen: Default::default(),
         })
     }
 
@@ -202,29 +314,39 @@ impl SigningLogDb {
         self
     }
 
-    /// The file.
+    /// The file of a SQLite log; for a shared one, the base of its kept checkpoint's
+    /// file name ([`SigningLogDb::checkpoint_path`] adds `.checkpoint`).
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    pub(crate) fn with<T>(
-        &self,
-        f: impl FnOnce(&mut Connection) -> Result<T, Error>,
-    ) -> Result<T, Error> {
-        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        f(&mut conn)
+    /// Where the entries are.
+    pub fn location(&self) -> &Location {
+        self.store.location()
     }
 
-    pub(crate) fn sql(&self) -> impl Fn(rusqlite::Error) -> Error + '_ {
-        |e| Error::Sql {
-            path: self.path.clone(),
-            source: e,
+    /// Runs `f` on the store, outside a transaction; a store error names the log.
+    pub(crate) fn with<T>(
+        &self,
+        f: impl FnOnce(&mut dyn Conn) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        self.store.read(f).map_err(|e| self.named(e))
+    }
+
+    /// `e`, a store error naming this log.
+    pub(crate) fn named(&self, e: Error) -> Error {
+        match e {
+            Error::Store { log, source } if log.is_empty() => Error::Store {
+                log: self.log.clone(),
+                source,
+            },
+            other => other,
         }
     }
 
     /// The head as stored (not checked: [`SigningLogDb::verify`] checks it).
     pub fn checkpoint(&self) -> Result<Checkpoint, Error> {
-        self.with(|c| head(c).map_err(self.sql()))
+        self.with(|c| head(c))
     }
 
     /// The keys with entries on `chain_id`, as the entries' bodies say (unchecked: a
@@ -232,16 +354,12 @@ impl SigningLogDb {
     pub fn keys_on_chain(&self, chain_id: u64) -> Result<Vec<Address>, Error> {
         let chain = i64::try_from(chain_id).unwrap_or(i64::MAX);
         let keys: Vec<String> = self.with(|c| {
-            let mut stmt = c
-                .prepare(
-                    "SELECT DISTINCT json_extract(body, '$.key') AS k FROM entries \
-                     WHERE json_extract(body, '$.chainId') = ?1 ORDER BY k",
-                )
-                .map_err(self.sql())?;
-            let rows = stmt
-                .query_map(params![chain], |r| r.get(0))
-                .map_err(self.sql())?;
-            rows.collect::<Result<_, _>>().map_err(self.sql())
+            Ok(c.query_map(
+                "SELECT DISTINCT json_extract(body, '$.key') AS k FROM entries \
+                 WHERE json_extract(body, '$.chainId') = ?1 ORDER BY k",
+                &[&chain],
+                |r| r.get(0),
+            )?)
         })?;
         Ok(keys.iter().filter_map(|k| k.parse().ok()).collect())
     }
@@ -285,7 +403,7 @@ impl SigningLogDb {
             }
         })?;
         let broken = |bad| Error::Broken {
-            path: self.path.clone(),
+            log: self.log.clone(),
             bad,
         };
         if let Some(bad) = bad {
@@ -295,57 +413,96 @@ impl SigningLogDb {
         Ok(check.checkpoint())
     }
 
-    /// Every entry in order, with its index columns, unchecked (export, show).
+    /// Every entry in order, with its index columns, unchecked (export, show): read
+    /// [`PAGE`] rows at a time.
     pub fn each(&self, mut f: impl FnMut(Entry, Columns)) -> Result<(), Error> {
         self.with(|c| {
-            let mut stmt = c
-                .prepare(
-                    "SELECT seq, time, key, chain_id, contract, body, hash, sig FROM entries \
-                     ORDER BY seq",
-                )
-                .map_err(self.sql())?;
-            let mut rows = stmt.query([]).map_err(self.sql())?;
-            while let Some(row) = rows.next().map_err(self.sql())? {
-                let entry = row_entry(row).map_err(self.sql())?;
-                let columns = Columns {
-                    time: row.get("time").map_err(self.sql())?,
-                    key: row.get("key").map_err(self.sql())?,
-                    chain_id: row.get("chain_id").map_err(self.sql())?,
-                    contract: row.get("contract").map_err(self.sql())?,
-                };
-                f(entry, columns);
-            }
-            Ok(())
+            scan(
+                c,
+                paged!(
+                    "SELECT seq, body, hash, sig, time, key, chain_id, contract FROM entries \
+                     WHERE seq > ?1 ORDER BY seq"
+                ),
+                &[],
+                FROM_FIRST,
+                |row| {
+                    let columns = Columns {
+                        time: row.get(4)?,
+                        key: row.get(5)?,
+                        chain_id: row.get(6)?,
+                        contract: row.get(7)?,
+                    };
+                    f(row_entry(row)?, columns);
+                    Ok(true)
+                },
+            )
         })
     }
 
     /// Appends `entry` (already made and signed from the head read in the same
     /// transaction).
-    pub(crate) fn insert(
-        tx: &rusqlite::Transaction<'_>,
-        entry: &Entry,
-    ) -> Result<(), rusqlite::Error> {
+    pub(crate) fn insert(c: &mut dyn Conn, entry: &Entry) -> Result<(), bridgectl_store::Error> {
         let body: Option<EntryBody> = serde_json::from_str(&entry.body).ok();
         let (time, key, chain, contract) = body.map_or((0, String::new(), 0, String::new()), |b| {
             (b.time, b.key.to_string(), b.chain_id, b.to.to_string())
         });
-        tx.execute(
+        c.execute(
             "INSERT INTO entries (seq, time, key, chain_id, contract, body, hash, sig) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![
-                i64::try_from(entry.seq).unwrap_or(i64::MAX),
-                i64::try_from(time).unwrap_or(i64::MAX),
-                key,
-                i64::try_from(chain).unwrap_or(i64::MAX),
-                contract,
-                entry.body,
-                entry.hash.as_slice(),
-                entry.sig.as_ref(),
+            &[
+                &i64::try_from(entry.seq).unwrap_or(i64::MAX),
+                &i64::try_from(time).unwrap_or(i64::MAX),
+                &key,
+                &i64::try_from(chain).unwrap_or(i64::MAX),
+                &contract,
+                &entry.body,
+                &entry.hash.to_vec(),
+                &entry.sig.to_vec(),
             ],
         )?;
         Ok(())
     }
 }
+
+/// Lowercase hex of `bytes`.
+fn hex_of(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Reads the rows of `sql` (written with [`paged!`]: `seq` first, the cursor its last
+/// parameter after `params`, `seq < ?N ORDER BY seq DESC` down or `seq > ?N ORDER BY
+/// seq` up), [`PAGE`] at a time from `start` ([`FROM_HEAD`] down, [`FROM_FIRST`] up),
+/// handing each to `f` until it returns `false`.
+pub(crate) fn scan(
+    c: &mut dyn Conn,
+    sql: &str,
+    params: &[&dyn ToValue],
+    start: i64,
+    mut f: impl FnMut(&Row) -> Result<bool, Error>,
+) -> Result<(), Error> {
+    let mut cursor = start;
+    loop {
+        let mut all = params.to_vec();
+        all.push(&cursor);
+        let rows = c.query(sql, &all)?;
+        let full = rows.len() >= PAGE;
+        for row in &rows {
+            cursor = row.get(0)?;
+            if !f(row)? {
+                return Ok(());
+            }
+        }
+        if !full {
+            return Ok(());
+        }
+    }
+}
+
+/// [`scan`] down from the head.
+pub(crate) const FROM_HEAD: i64 = i64::MAX;
+
+/// [`scan`] up from the first entry.
+pub(crate) const FROM_FIRST: i64 = 0;
 
 /// The index columns of a row, as stored.
 #[derive(Clone, Debug)]
@@ -389,15 +546,12 @@ impl SigningLogDb {
     /// ([`EDITED_ROW_SQL`]): the guards find entries by their bodies, so an edited column
     /// hides nothing from them, and it is still a refusal, not something to sign past.
     /// One lookup in `entries_edited`, whatever the log's length.
-    pub(crate) fn no_edited_row(&self, c: &Connection) -> Result<(), Error> {
-        let edited: Option<i64> = c
-            .prepare_cached(EDITED_ROW_SQL)
-            .and_then(|mut s| s.query_row([], |r| r.get(0)).optional())
-            .map_err(self.sql())?;
+    pub(crate) fn no_edited_row(&self, c: &mut dyn Conn) -> Result<(), Error> {
+        let edited: Option<i64> = c.query_opt(EDITED_ROW_SQL, &[], |r| r.get(0))?;
         match edited {
             None => Ok(()),
             Some(seq) => Err(Error::Broken {
-                path: self.path.clone(),
+                log: self.log.clone(),
                 bad: BadEntry {
                     seq: u64::try_from(seq).unwrap_or_default(),
                     reason: "its index columns disagree with its signed body: the row was \
@@ -409,11 +563,12 @@ impl SigningLogDb {
     }
 }
 
-pub(crate) fn head(c: &Connection) -> rusqlite::Result<Checkpoint> {
-    let row: Option<(i64, Vec<u8>)> = c
-        .prepare_cached("SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1")?
-        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
+pub(crate) fn head(c: &mut dyn Conn) -> Result<Checkpoint, Error> {
+    let row: Option<(i64, Vec<u8>)> = c.query_opt(
+        "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1",
+        &[],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
     Ok(match row {
         Some((seq, hash)) => Checkpoint {
             count: u64::try_from(seq).unwrap_or_default(),
@@ -562,15 +717,12 @@ mod tests {
         let log = SigningLogDb::open(dir.path().join("log.sqlite3")).expect("log");
         let plan = |sql: &str| -> String {
             log.with(|c| {
-                let mut stmt = c
-                    .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
-                    .map_err(log.sql())?;
-                let n = stmt.parameter_count();
-                let args: Vec<i64> = vec![1; n];
-                let rows = stmt
-                    .query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3))
-                    .map_err(log.sql())?;
-                Ok(rows.filter_map(Result::ok).collect::<Vec<_>>().join("; "))
+                let n = sql.matches('?').count();
+                let one = 1i64;
+                let args: Vec<&dyn ToValue> = vec![&one; n];
+                let rows = c.query(&format!("EXPLAIN QUERY PLAN {sql}"), &args)?;
+                let details: Vec<String> = rows.iter().filter_map(|r| r.get(3).ok()).collect();
+                Ok(details.join("; "))
             })
             .expect("plan")
         };

@@ -3,15 +3,15 @@
 //! block 0.
 
 use alloy_primitives::{Address, B256, U256};
+use bridgectl_store::Conn;
 use bridgectl_tx::signing_log::{
     AtNonce, BadEntry, Carried, ChainCheck, Entry, EntryBody, Running, Watermark, Watermarks,
     WindowQuery,
 };
-use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::Error;
 
-use crate::store::{SigningLogDb, body_text, head, row_entry};
+use crate::store::{FROM_HEAD, SigningLogDb, body_text, head, paged, row_entry, scan};
 
 /// The entries whose bodies say key `?1` signed nonce `?3` on chain `?2`: one lookup in
 /// `entries_body_nonce`, whatever the log's length.
@@ -46,8 +46,8 @@ pub(crate) const OWN_AFTER_SQL: &str = "SELECT seq, body, hash, sig FROM entries
 /// starts then): one lookup in `entries_body_key_time`. A key's entries are never
 /// older than the one before them, so it is also the newest by position.
 pub(crate) const OWN_BEFORE_TIME_SQL: &str = "SELECT seq, body, hash, sig FROM entries \
-     WHERE json_extract(body, '$.key') = ?1 AND json_extract(body, '$.time') < ?2 \
-     ORDER BY json_extract(body, '$.time') DESC, seq DESC LIMIT 1";
+     WHERE json_extract(body, '$.key') = ?1 AND CAST(json_extract(body, '$.time') AS INTEGER) < ?2 \
+     ORDER BY CAST(json_extract(body, '$.time') AS INTEGER) DESC, seq DESC LIMIT 1";
 
 /// The acknowledgements that carry spending over: a lookup in `entries_carried` (few
 /// rows: one per acknowledgement of a log that lost entries).
@@ -57,7 +57,7 @@ pub(crate) const CARRIED_SQL: &str = "SELECT seq, body, hash, sig FROM entries \
 impl SigningLogDb {
     /// Checks that the log reaches the kept checkpoint: entry `kept.count` is there
     /// with the kept hash. Returns the acknowledged count.
-    pub(crate) fn reaches_kept(&self, c: &Connection) -> Result<u64, Error> {
+    pub(crate) fn reaches_kept(&self, c: &mut dyn Conn) -> Result<u64, Error> {
         let Some(kept) = self.kept()? else {
             return Ok(0);
         };
@@ -66,9 +66,10 @@ impl SigningLogDb {
         }
         if self.hash_at(c, kept.count)? != Some(kept.head) {
             return Err(Error::RolledBack {
-                path: self.path.clone(),
+                log: self.log.clone(),
+                checkpoint: self.checkpoint_path(),
                 kept: kept.checkpoint(),
-                found: head(c).map_err(self.sql())?.count,
+                found: head(c)?.count,
             });
         }
         Ok(kept.acknowledged)
@@ -77,14 +78,12 @@ impl SigningLogDb {
     /// The hash of entry `seq`, if the log has it. (Cached: a signature checks the log
     /// twice, before it is made and again under the append's lock, and a batch once per
     /// item.)
-    pub(crate) fn hash_at(&self, c: &Connection, seq: u64) -> Result<Option<B256>, Error> {
-        let hash: Option<Vec<u8>> = c
-            .prepare_cached("SELECT hash FROM entries WHERE seq = ?1")
-            .and_then(|mut stmt| {
-                stmt.query_row([i64::try_from(seq).unwrap_or(i64::MAX)], |r| r.get(0))
-                    .optional()
-            })
-            .map_err(self.sql())?;
+    pub(crate) fn hash_at(&self, c: &mut dyn Conn, seq: u64) -> Result<Option<B256>, Error> {
+        let hash: Option<Vec<u8>> = c.query_opt(
+            "SELECT hash FROM entries WHERE seq = ?1",
+            &[&i64::try_from(seq).unwrap_or(i64::MAX)],
+            |r| r.get(0),
+        )?;
         Ok(hash.and_then(|h| B256::try_from(h.as_slice()).ok()))
     }
 
@@ -93,21 +92,16 @@ impl SigningLogDb {
     /// `None` when there is none.
     fn own_entry(
         &self,
-        c: &Connection,
+        c: &mut dyn Conn,
         sql: &str,
         key: Address,
         arg: u64,
     ) -> Result<Option<EntryBody>, Error> {
-        let entry = c
-            .prepare_cached(sql)
-            .and_then(|mut stmt| {
-                stmt.query_row(
-                    params![body_text(key), i64::try_from(arg).unwrap_or(i64::MAX)],
-                    row_entry,
-                )
-                .optional()
-            })
-            .map_err(self.sql())?;
+        let entry = c.query_opt(
+            sql,
+            &[&body_text(key), &i64::try_from(arg).unwrap_or(i64::MAX)],
+            row_entry,
+        )?;
         let Some(entry) = entry else { return Ok(None) };
         let body = self.checked_or_broken(&entry)?;
         if body.key != key {
@@ -119,7 +113,7 @@ impl SigningLogDb {
     /// `key`'s newest entry before entry `before`, checked on its own.
     pub(crate) fn own_newest(
         &self,
-        c: &Connection,
+        c: &mut dyn Conn,
         key: Address,
         before: u64,
     ) -> Result<Option<EntryBody>, Error> {
@@ -128,7 +122,7 @@ impl SigningLogDb {
 
     fn broken(&self, seq: u64, reason: String) -> Error {
         Error::Broken {
-            path: self.path.clone(),
+            log: self.log.clone(),
             bad: BadEntry { seq, reason },
         }
     }
@@ -140,7 +134,7 @@ impl SigningLogDb {
     /// window that reaches it is added up entry by entry).
     fn running_follows(
         &self,
-        c: &Connection,
+        c: &mut dyn Conn,
         body: &EntryBody,
         before: Option<&EntryBody>,
     ) -> Result<(), Error> {
@@ -196,12 +190,10 @@ impl SigningLogDb {
 
     /// The spending acknowledgements carried over from entries the log lost, `key`'s
     /// (each acknowledgement checked like any entry).
-    fn carried_for(&self, c: &Connection, key: Address) -> Result<Vec<Carried>, Error> {
-        let mut stmt = c.prepare_cached(CARRIED_SQL).map_err(self.sql())?;
-        let mut rows = stmt.query([]).map_err(self.sql())?;
+    fn carried_for(&self, c: &mut dyn Conn, key: Address) -> Result<Vec<Carried>, Error> {
         let mut carried = Vec::new();
-        while let Some(row) = rows.next().map_err(self.sql())? {
-            let body = self.checked_or_broken(&row_entry(row).map_err(self.sql())?)?;
+        for row in c.query(CARRIED_SQL, &[])? {
+            let body = self.checked_or_broken(&row_entry(&row)?)?;
             carried.extend(body.carried.into_iter().filter(|c| c.key == key));
         }
         Ok(carried)
@@ -219,23 +211,19 @@ impl SigningLogDb {
     /// stops: a stranger's entry, whatever time it claims, moves neither.
     pub(crate) fn walk(
         &self,
-        c: &Connection,
+        c: &mut dyn Conn,
         key: Address,
         window: Option<&WindowQuery>,
         acknowledged: u64,
     ) -> Result<Walked, Error> {
         let broken = |bad: BadEntry| Error::Broken {
-            path: self.path.clone(),
+            log: self.log.clone(),
             bad,
         };
         // Spending acknowledgements carried over from entries the log lost: `key`'s,
         // counted as the entries were, and a floor under the clock too.
         let carried = self.carried_for(c, key)?;
         let newest_carried = carried.iter().map(|c| c.time).max();
-        let mut stmt = c
-            .prepare_cached("SELECT seq, body, hash, sig FROM entries ORDER BY seq DESC")
-            .map_err(self.sql())?;
-        let mut rows = stmt.query([]).map_err(self.sql())?;
         let start = |time: u64| {
             window.map_or(0, |q| {
                 q.now
@@ -254,8 +242,30 @@ impl SigningLogDb {
         let mut newer: Option<(u64, B256)> = None;
         let mut stopped = false;
         let mut own_seen = false;
-        while let Some(row) = rows.next().map_err(self.sql())? {
-            let entry = row_entry(row).map_err(self.sql())?;
+        // Read from the head down, a page at a time: the first small (the walk usually
+        // stops a few rows down, at the key's newest entry), each next one twice as
+        // large, up to PAGE.
+        let mut page: std::collections::VecDeque<Entry> = Default::default();
+        let mut cursor = i64::MAX;
+        let mut size: i64 = 8;
+        let mut exhausted = false;
+        loop {
+            if page.is_empty() && !exhausted {
+                let rows = c.query(
+                    "SELECT seq, body, hash, sig FROM entries WHERE seq < ?1 \
+                     ORDER BY seq DESC LIMIT ?2",
+                    &[&cursor, &size],
+                )?;
+                exhausted = rows.len() < usize::try_from(size).unwrap_or(usize::MAX);
+                size = (size * 2).min(crate::store::PAGE as i64);
+                for row in &rows {
+                    page.push_back(row_entry(row)?);
+                }
+                if let Some(last) = page.back() {
+                    cursor = i64::try_from(last.seq).unwrap_or(i64::MAX);
+                }
+            }
+            let Some(entry) = page.pop_front() else { break };
             if let Some((seq, prev)) = newer
                 && (entry.seq + 1 != seq || entry.hash != prev)
             {
@@ -276,7 +286,7 @@ impl SigningLogDb {
                 && entry.seq > acknowledged
             {
                 return Err(Error::Foreign {
-                    path: self.path.clone(),
+                    log: self.log.clone(),
                     seq: entry.seq,
                     key: body.key,
                 });
@@ -344,7 +354,7 @@ impl SigningLogDb {
     /// key's entry after it, as `newest` was against the one before it.
     fn window_by_running(
         &self,
-        c: &Connection,
+        c: &mut dyn Conn,
         newest: &EntryBody,
         q: &WindowQuery,
         since: u64,
@@ -434,7 +444,7 @@ impl SigningLogDb {
     /// any broken entry; and the watermark that holds the nonce, if one does.
     pub(crate) fn signed_at_nonce_in(
         &self,
-        c: &Connection,
+        c: &mut dyn Conn,
         key: Address,
         chain_id: u64,
         nonce: u64,
@@ -454,7 +464,7 @@ impl SigningLogDb {
     /// `chain_id`, oldest first.
     pub(crate) fn nonce_entries(
         &self,
-        c: &Connection,
+        c: &mut dyn Conn,
         key: Address,
         chain_id: u64,
         nonce: u64,
@@ -469,15 +479,14 @@ impl SigningLogDb {
                 None,
             ),
         };
-        let mut stmt = c.prepare_cached(sql).map_err(self.sql())?;
-        let mut rows = match exact {
-            Some((chain, nonce)) => stmt.query(params![body_text(key), chain, nonce]),
-            None => stmt.query(params![body_text(key)]),
-        }
-        .map_err(self.sql())?;
+        let key_text = body_text(key);
+        let rows = match exact {
+            Some((chain, nonce)) => c.query(sql, &[&key_text, &chain, &nonce])?,
+            None => c.query(sql, &[&key_text])?,
+        };
         let mut found = Vec::new();
-        while let Some(row) = rows.next().map_err(self.sql())? {
-            let entry = row_entry(row).map_err(self.sql())?;
+        for row in &rows {
+            let entry = row_entry(row)?;
             let body = self.checked_or_broken(&entry)?;
             if body.key == key
                 && body.chain_id == chain_id
@@ -495,7 +504,7 @@ impl SigningLogDb {
     /// log's acknowledgements after it carry (checked like any entry), merged.
     pub(crate) fn watermark_in(
         &self,
-        c: &Connection,
+        c: &mut dyn Conn,
         key: Address,
         chain_id: u64,
         reset: u64,
@@ -510,17 +519,13 @@ impl SigningLogDb {
         {
             marks.merge(w);
         }
-        let mut stmt = c
-            .prepare_cached(
-                "SELECT seq, body, hash, sig FROM entries \
-                 WHERE json_extract(body, '$.watermarks') IS NOT NULL AND seq > ?1 ORDER BY seq",
-            )
-            .map_err(self.sql())?;
-        let mut rows = stmt
-            .query([i64::try_from(reset).unwrap_or(i64::MAX)])
-            .map_err(self.sql())?;
-        while let Some(row) = rows.next().map_err(self.sql())? {
-            let body = self.checked_or_broken(&row_entry(row).map_err(self.sql())?)?;
+        let rows = c.query(
+            "SELECT seq, body, hash, sig FROM entries \
+             WHERE json_extract(body, '$.watermarks') IS NOT NULL AND seq > ?1 ORDER BY seq",
+            &[&i64::try_from(reset).unwrap_or(i64::MAX)],
+        )?;
+        for row in &rows {
+            let body = self.checked_or_broken(&row_entry(row)?)?;
             for w in body
                 .watermarks
                 .iter()
@@ -535,7 +540,7 @@ impl SigningLogDb {
     /// [`Self::checked_body`], a bad entry as the refusal [`Error::Broken`].
     pub(crate) fn checked_or_broken(&self, entry: &Entry) -> Result<EntryBody, Error> {
         self.checked_body(entry).map_err(|bad| Error::Broken {
-            path: self.path.clone(),
+            log: self.log.clone(),
             bad,
         })
     }
@@ -544,7 +549,7 @@ impl SigningLogDb {
     /// entry: only the key can write one), 0 when it has none.
     pub(crate) fn last_chain_reset_in(
         &self,
-        c: &Connection,
+        c: &mut dyn Conn,
         key: Address,
         chain_id: u64,
     ) -> Result<u64, Error> {
@@ -552,61 +557,67 @@ impl SigningLogDb {
         // its entries all hold their nonces, stricter, never looser. EIP-155 keeps real
         // chain ids far below it.)
         let chain = i64::try_from(chain_id).unwrap_or(i64::MAX);
-        let mut stmt = c
-            .prepare_cached(
+        let mut found = 0;
+        scan(
+            c,
+            paged!(
                 "SELECT seq, body, hash, sig FROM entries \
                  WHERE json_extract(body, '$.key') = ?1 \
                    AND json_extract(body, '$.chainId') = ?2 \
-                   AND json_extract(body, '$.chainReset') IS NOT NULL ORDER BY seq DESC",
-            )
-            .map_err(self.sql())?;
-        let mut rows = stmt
-            .query(params![body_text(key), chain])
-            .map_err(self.sql())?;
-        while let Some(row) = rows.next().map_err(self.sql())? {
-            let entry = row_entry(row).map_err(self.sql())?;
-            let body = self.checked_or_broken(&entry)?;
-            if body.key == key && body.chain_id == chain_id && body.chain_reset.is_some() {
-                return Ok(body.seq);
-            }
-        }
-        Ok(0)
+                   AND json_extract(body, '$.chainReset') IS NOT NULL \
+                   AND seq < ?3 ORDER BY seq DESC"
+            ),
+            &[&body_text(key), &chain],
+            FROM_HEAD,
+            |row| {
+                let body = self.checked_or_broken(&row_entry(row)?)?;
+                if body.key == key && body.chain_id == chain_id && body.chain_reset.is_some() {
+                    found = body.seq;
+                    return Ok(false);
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(found)
     }
 
     /// The block 0 the newest entry that names one records for `chain_id` (a signature's
     /// `genesis`, a reset's `chainReset`), its body checked like any entry's.
     pub(crate) fn chain_genesis_in(
         &self,
-        c: &Connection,
+        c: &mut dyn Conn,
         chain_id: u64,
     ) -> Result<Option<B256>, Error> {
         let chain = i64::try_from(chain_id).unwrap_or(i64::MAX);
-        let mut stmt = c
-            .prepare_cached(
+        let mut found = None;
+        scan(
+            c,
+            paged!(
                 "SELECT seq, body, hash, sig FROM entries \
                  WHERE json_extract(body, '$.chainId') = ?1 \
                  AND (json_extract(body, '$.genesis') IS NOT NULL \
                       OR json_extract(body, '$.chainReset') IS NOT NULL) \
-                 ORDER BY seq DESC",
-            )
-            .map_err(self.sql())?;
-        let mut rows = stmt.query(params![chain]).map_err(self.sql())?;
-        while let Some(row) = rows.next().map_err(self.sql())? {
-            let entry = row_entry(row).map_err(self.sql())?;
-            let body = self.checked_or_broken(&entry)?;
-            if body.chain_id != chain_id {
-                continue;
-            }
-            if let Some(genesis) = body.chain_reset.or(body.genesis) {
-                return Ok(Some(genesis));
-            }
-        }
-        Ok(None)
+                 AND seq < ?2 ORDER BY seq DESC"
+            ),
+            &[&chain],
+            FROM_HEAD,
+            |row| {
+                let body = self.checked_or_broken(&row_entry(row)?)?;
+                if body.chain_id == chain_id
+                    && let Some(genesis) = body.chain_reset.or(body.genesis)
+                {
+                    found = Some(genesis);
+                    return Ok(false);
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(found)
     }
 
     pub(crate) fn window_in(
         &self,
-        c: &Connection,
+        c: &mut dyn Conn,
         key: Address,
         query: Option<&WindowQuery>,
     ) -> Result<Walked, Error> {

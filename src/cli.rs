@@ -6,7 +6,7 @@ use clap::{Parser, Subcommand};
 
 use crate::cmd::{
     self, action, balance, batch, completions, demo, history, journal, key, log, redeem, replace,
-    resume, sandbox, sign, status, submit, swap, transfer, tx, webhook,
+    resume, sandbox, sign, state, status, submit, swap, transfer, tx, webhook,
 };
 use crate::global::GlobalOpts;
 
@@ -46,6 +46,7 @@ impl Cli {
             Command::Status(args) => status::run(&global, args),
             Command::History(args) => history::run(&global, args),
             Command::Journal(cmd) => journal::run(&global, cmd),
+            Command::State(cmd) => state::run(&global, cmd),
             Command::Balance(args) => balance::run(&global, args),
             Command::Demo(args) => demo::run(&global, args),
             Command::Webhook(cmd) => webhook::run(&global, cmd),
@@ -100,6 +101,10 @@ pub enum Command {
     /// The journal itself: `reset-chain` after a chain was reset.
     #[command(subcommand)]
     Journal(cmd::journal::JournalCommand),
+    /// Where the journal and the signing log live: `migrate` copies this machine's into
+    /// the PostgreSQL database several signer hosts share.
+    #[command(subcommand)]
+    State(cmd::state::StateCommand),
     /// Ask the chain and the platform what became of a flow (by txId or transaction
     /// hash), and journal an end observed.
     Status(cmd::status::StatusArgs),

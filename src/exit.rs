@@ -568,7 +568,8 @@ fn flow_code(err: &bridgectl_flow::Error) -> Code {
         | F::ChangedSinceVerified { .. }
         | F::Stale { .. }
         | F::NothingToCheckAgainst
-        | F::PlaintextRefused { .. } => Code::Refused,
+        | F::PlaintextRefused { .. }
+        | F::MigrationRefused(_) => Code::Refused,
         F::BatchRunning { .. } | F::ClaimTakenOver { .. } => Code::Busy,
         F::Journal { source, .. } if source.is_unavailable() => Code::Store,
         F::NotInJournal(_) | F::NoSuchBatch(_) => Code::NotFound,

@@ -305,7 +305,9 @@ impl<'a> Cases<'a> {
 
 /// The subcommand of `args` (`key show`, `history`): its words before the first argument.
 fn command_name(args: &[&str]) -> String {
-    const GROUPS: &[&str] = &["key", "tx", "log", "action", "batch", "journal", "webhook"];
+    const GROUPS: &[&str] = &[
+        "key", "tx", "log", "action", "batch", "journal", "webhook", "state",
+    ];
     let words: Vec<&str> = args
         .iter()
         .copied()
@@ -538,6 +540,23 @@ fn flow_and_log_cases(t: &mut Cases<'_>, c: &Ctx) {
         &["log", "acknowledge", "--yes", "--key", "dev"],
     );
     t.fails(&["log", "acknowledge", "--key", "dev"], 5);
+    // A signing history taken in: its output is an acknowledgement's.
+    let zero = format!("0x{}", "0".repeat(64));
+    let history = t.write(
+        c,
+        "history.json",
+        &format!(
+            "{{\"metadata\": {{\"interchangeFormatVersion\": 1, \"exportedAt\": 0, \
+             \"logHead\": {{\"count\": 0, \"head\": \"{zero}\"}}}}, \"keys\": []}}\n"
+        ),
+    );
+    t.ok(
+        "log-acknowledge",
+        &["log", "import", &history, "--yes", "--key", "dev"],
+    );
+    t.fails(&["log", "import", &not_a_dir, "--yes", "--key", "dev"], 3);
+    // Its success needs a PostgreSQL server: tests/shared.rs checks it.
+    t.fails(&["state", "migrate", "--to", "not-a-url"], 2);
 }
 
 /// Transaction actions, and the air gap's halves.
@@ -894,6 +913,7 @@ const OTHER_TESTS: &[&str] = &[
     "demo",
     "replace",
     "journal-reset-chain",
+    "state-migrate",
     "sandbox",
     "webhook-listen",
     "webhook-events",
@@ -911,6 +931,7 @@ const ONLY_FAILS: &[&str] = &[
     "replace",
     "cancel",
     "journal reset-chain",
+    "state migrate",
 ];
 
 #[test]

@@ -292,6 +292,166 @@ fn two_hosts_share_one_spending_window_and_one_signing_log() {
     drop(pg);
 }
 
+/// A key moved from one machine's SQLite log to the shared store keeps its guard:
+/// `log export --history` on the machine, `log import` on a host of the shared store,
+/// and there the nonce the key signed is refused and its spending counts in the window.
+#[test]
+fn a_history_exported_from_one_machine_and_imported_into_postgres_keeps_its_guard() {
+    let pg = Postgres::start();
+    let live = Live::shared("shared_history");
+    let sym = live.sb.info.side.symbol.clone();
+    live.add_to_profile(&format!(
+        "\n[profiles.default.policy.limits]\n{} = {{ per = \"24h\", max = \"2\" }}\n",
+        sym.to_lowercase()
+    ));
+    let dev = live.dev.to_string();
+    // On the one machine (its own SQLite log): 1.5 of the 2 a day.
+    let out = live.ok(&["redeem", "--from", &dev, "--amount", "1.5", "--yes"]);
+    assert_eq!(out["status"], "completed", "{out:#}");
+    let nonce = out["nonce"].as_u64().expect("nonce");
+    let history = live.dir.join("history.json");
+    let mut c = live.cmd();
+    c.args(["log", "export", "--history", "--key", &dev, "-o"])
+        .args([&history]);
+    let o = c.output();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    // A host of the shared store, with its fresh log: the history taken in.
+    let host = Host::new(&live, &pg, "c");
+    let imported = host.json(
+        &live,
+        &[
+            "log",
+            "import",
+            &history.to_string_lossy(),
+            "--yes",
+            "--key",
+            &dev,
+        ],
+    );
+    assert_eq!(imported["acknowledged"], true, "{imported:#}");
+    assert!(
+        imported["watermarks"]
+            .as_array()
+            .expect("watermarks")
+            .iter()
+            .any(|w| w["nonce"].as_u64() == Some(nonce)),
+        "{imported:#}"
+    );
+    // The signed nonce is refused there (a transfer given it by hand).
+    let mut c = host.cmd(&live);
+    let to = "0x000000000000000000000000000000000000dEaD";
+    c.args(["transfer", "--token", "st", "--from", &dev, "--to", to])
+        .args(["--amount", "0.1", "--nonce", &nonce.to_string(), "--yes"]);
+    let out = c.output();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains(&format!("signed nonce {nonce} on chain"))
+            && err.contains(&format!("its watermark there is nonce {nonce}")),
+        "{err}"
+    );
+    // And the window counts the 1.5 signed on the other machine: 1 more is over 2.
+    let mut c = host.cmd(&live);
+    c.args(["redeem", "--from", &dev, "--amount", "1", "--yes"]);
+    let out = c.output();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains(&format!(
+            "spending limit 2 {sym} per 24h: 1.5 {sym} signed already"
+        )),
+        "{err}"
+    );
+    // A file that is not a history is refused before anything is asked.
+    live.dir.write("not-history.json", "{\"keys\": []}");
+    let mut c = host.cmd(&live);
+    let not_history = live.dir.join("not-history.json");
+    c.args(["log", "import", &not_history.to_string_lossy()])
+        .args(["--yes", "--key", &dev]);
+    let out = c.output();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    drop(pg);
+}
+
+/// A machine with history moves to the shared store: `state migrate` copies its journal
+/// and its signing log (the same entries, the same chain), `log verify` holds there, and
+/// the nonces it signed stay signed for every host. Run again once a host signed there,
+/// it is refused: the shared log holds another history of the key.
+#[test]
+fn a_machine_migrated_into_postgres_keeps_its_log_and_its_signed_nonces() {
+    let pg = Postgres::start();
+    let live = Live::shared("shared_migrate");
+    let dev = live.dev.to_string();
+    let mut nonces = Vec::new();
+    for _ in 0..2 {
+        let out = live.ok(&["redeem", "--from", &dev, "--amount", "0.01", "--yes"]);
+        assert_eq!(out["status"], "completed", "{out:#}");
+        nonces.push(out["nonce"].as_u64().expect("nonce"));
+    }
+    let before = live.ok(&["log", "verify"]);
+    let migrated = live.ok(&["state", "migrate", "--to", &pg.url()]);
+    crate::json::assert_schema("state-migrate", &migrated);
+    assert_eq!(migrated["journal"]["flows"], 2, "{migrated:#}");
+    assert_eq!(migrated["signingLog"]["entries"], 2, "{migrated:#}");
+
+    // A host of the shared store (its keystore a copy of this machine's).
+    let host = Host::new(&live, &pg, "m");
+    let verified = host.json(&live, &["log", "verify"]);
+    assert_eq!(verified["ok"], true, "{verified:#}");
+    assert_eq!(
+        verified["checkpoint"], before["checkpoint"],
+        "the same chain"
+    );
+    let flows = host.json(&live, &["history"]);
+    assert_eq!(flows.as_array().map(Vec::len), Some(2), "{flows:#}");
+    // A nonce signed on the machine is refused on the shared store.
+    let mut c = host.cmd(&live);
+    let to = "0x000000000000000000000000000000000000dEaD";
+    c.args(["transfer", "--token", "st", "--from", &dev, "--to", to])
+        .args([
+            "--amount",
+            "0.01",
+            "--nonce",
+            &nonces[0].to_string(),
+            "--yes",
+        ]);
+    let out = c.output();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains(&format!("nonce {}", nonces[0])), "{err}");
+    // And a redeem there signs the key's next nonce, after the machine's.
+    let out = host.json(
+        &live,
+        &["redeem", "--from", &dev, "--amount", "0.01", "--yes"],
+    );
+    assert_eq!(out["status"], "completed", "{out:#}");
+    assert!(
+        out["nonce"].as_u64() > nonces.iter().max().copied(),
+        "{out:#}"
+    );
+
+    let flows_before = host.json(&live, &["history"]);
+    // Again: the shared log now holds the host's signature, another history of the
+    // key: refused, naming it; nothing changed there.
+    let mut c = live.cmd();
+    c.args(["state", "migrate", "--to", &pg.url()]);
+    let out = c.output();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("holds entries of its own") && err.contains(&dev),
+        "{err}"
+    );
+    assert_eq!(host.json(&live, &["history"]), flows_before);
+    drop(pg);
+}
+
 /// A host killed mid-batch: its claim on the batch holds for its lease (another host's
 /// `batch resume` meanwhile exits 11 and names the host), then the other host takes the
 /// batch over and finishes it, each item on chain once. The shared journal stopped

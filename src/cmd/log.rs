@@ -31,8 +31,16 @@ pub enum LogCommand {
     Verify(VerifyArgs),
     /// List entries.
     Show(ShowArgs),
-    /// Write every entry as JSON lines, for an auditor.
+    /// Write every entry as JSON lines, for an auditor; with `--history`, the keys'
+    /// signing history for another machine or store (`log import`).
     Export(ExportArgs),
+    /// Take in a signing history that `log export --history` wrote (a key moved from
+    /// another machine or store): its watermarks and its recent spending are carried
+    /// into this log by an acknowledgement a key of the keystore signs, so no nonce the
+    /// key signed there is signed again here and its spending windows count what it
+    /// spent there. The file's entries are checked (hash, signature by their key) and
+    /// count too. Only ever stricter: nothing the log holds is forgotten.
+    Import(ImportArgs),
     /// Accept the log as it stands when signing refuses it: it no longer reaches the
     /// checkpoint kept beside it (deleted, truncated, restored from a backup), holds an
     /// entry signed by a key that is not in the keystore (a key removed since), or the
@@ -92,6 +100,26 @@ pub struct ExportArgs {
     /// Write to FILE (never overwritten) instead of stdout.
     #[arg(long, short, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Write the keys' signing history instead (docs/signing-history.md: each key's
+    /// watermarks, recent spending and entries, one JSON document), for `log import` on
+    /// another machine or store.
+    #[arg(long)]
+    pub history: bool,
+    /// With `--history`: only this key's (address, label or id) [default: every key
+    /// with entries].
+    #[arg(long, value_name = "KEY", requires = "history", add = crate::accounts::key_labels())]
+    pub key: Option<String>,
+}
+
+// Arguments of `bridgectl log import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The signing history (`log export --history`'s file), or `-` for stdin.
+    #[arg(value_name = "FILE")]
+    pub file: String,
+    /// How the acknowledgement that carries it in is signed.
+    #[command(flatten)]
+    pub sign: AcknowledgeArgs,
 }
 
 fn open(global: &GlobalOpts) -> anyhow::Result<SigningLogDb> {
@@ -107,7 +135,9 @@ pub fn run(global: &GlobalOpts, cmd: LogCommand) -> anyhow::Result<()> {
         LogCommand::Acknowledge(args) => acknowledge(&log, global, args),
         LogCommand::Verify(args) => verify(&log, global, args),
         LogCommand::Show(args) => show(&log, global, args),
+        LogCommand::Export(args) if args.history => export_history(&log, global, args),
         LogCommand::Export(args) => export(&log, args),
+        LogCommand::Import(args) => import(&log, global, args),
     }
 }
 
@@ -132,21 +162,7 @@ fn acknowledge(
     args: AcknowledgeArgs,
 ) -> anyhow::Result<()> {
     let store = crate::session::open_keystore(global)?;
-    let keys = store.list()?;
-    let key = match (&args.key, keys.as_slice()) {
-        (Some(k), _) => store.find(k)?,
-        (None, [one]) => one.clone(),
-        (None, _) => {
-            return Err(coded(
-                Code::Usage,
-                format!(
-                    "an acknowledgement is signed by a key of the keystore: name it with \
-                     --key (the keystore has {} keys)",
-                    keys.len()
-                ),
-            ));
-        }
-    };
+    let key = acknowledging_key(&store, &args)?;
     let plan = match log.plan_acknowledgement() {
         Err(e @ bridgectl_signing_log::Error::Broken { .. }) => {
             return Err(anyhow::Error::new(e).context(
@@ -157,9 +173,13 @@ fn acknowledge(
         other => other?,
     }
     .witnessed(&chain_nonces(global, &store.signers()?));
-    show_plan(log, &plan);
-    crate::review::confirm(
-        args.yes,
+    sign_acknowledgement(
+        log,
+        global,
+        &store,
+        &key,
+        &plan,
+        &args,
         &format!(
             "accept the log as it stands, signed by {}? Spending limits count from what it \
              holds and what it carries; no nonce a watermark holds is signed again but by \
@@ -167,11 +187,46 @@ fn acknowledge(
             key.address
         ),
     )
-    .code(Code::Declined)?;
+}
+
+/// The key that signs an acknowledgement: `--key`, or the keystore's one key.
+fn acknowledging_key(
+    store: &bridgectl_keystore::Keystore,
+    args: &AcknowledgeArgs,
+) -> anyhow::Result<bridgectl_keystore::KeyInfo> {
+    let keys = store.list()?;
+    match (&args.key, keys.as_slice()) {
+        (Some(k), _) => Ok(store.find(k)?),
+        (None, [one]) => Ok(one.clone()),
+        (None, _) => Err(coded(
+            Code::Usage,
+            format!(
+                "an acknowledgement is signed by a key of the keystore: name it with --key \
+                 (the keystore has {} keys)",
+                keys.len()
+            ),
+        )),
+    }
+}
+
+/// Shows `plan`, asks `question`, unlocks `key` and appends the acknowledgement: what
+/// `log acknowledge` and `log import` end with. Nothing before the question reads a
+/// passphrase.
+fn sign_acknowledgement(
+    log: &SigningLogDb,
+    global: &GlobalOpts,
+    store: &bridgectl_keystore::Keystore,
+    key: &bridgectl_keystore::KeyInfo,
+    plan: &AcknowledgementPlan,
+    args: &AcknowledgeArgs,
+    question: &str,
+) -> anyhow::Result<()> {
+    show_plan(log, plan);
+    crate::review::confirm(args.yes, question).code(Code::Declined)?;
     let mut passphrases = crate::passphrase::CliPassphrases::new(&args.passphrase);
     passphrases.ensure_available()?;
-    let signer = passphrases.unlock_key(&store, &key)?;
-    let head = log.acknowledge_plan(&plan, &signer, bridgectl_tx::signing_log::unix_now())?;
+    let signer = passphrases.unlock_key(store, key)?;
+    let head = log.acknowledge_plan(plan, &signer, bridgectl_tx::signing_log::unix_now())?;
     if global.json {
         return crate::output::json(&json!({
             "acknowledged": true, "count": head.count, "head": head.head,
@@ -183,6 +238,88 @@ fn acknowledge(
         "acknowledged: {} entries, head {head}",
         head.count
     ))
+}
+
+/// The most a signing history file may be: far more than any key's history (a million
+/// entries), and a bound on what a stray file costs to read.
+const MAX_HISTORY_BYTES: u64 = 1 << 30;
+
+/// `log import`: a signing history carried into the log by an acknowledgement.
+fn import(log: &SigningLogDb, global: &GlobalOpts, args: ImportArgs) -> anyhow::Result<()> {
+    let name = crate::files::input_name(&args.file);
+    let text = crate::files::read_input_bounded(&args.file, MAX_HISTORY_BYTES)?;
+    if text.len() as u64 > MAX_HISTORY_BYTES {
+        return Err(coded(
+            Code::Refused,
+            format!("{name} is larger than any signing history ({MAX_HISTORY_BYTES} bytes)"),
+        ));
+    }
+    let history: bridgectl_signing_log::History = serde_json::from_slice(&text).map_err(|e| {
+        coded(
+            Code::Refused,
+            format!("{name} is not a signing history (`log export --history` writes one): {e}"),
+        )
+    })?;
+    let plan = match log.plan_import(&history) {
+        Err(
+            e @ (bridgectl_signing_log::Error::History { .. }
+            | bridgectl_signing_log::Error::Broken { .. }),
+        ) => return Err(anyhow::Error::new(e)).code(Code::Refused),
+        other => other?,
+    };
+    let store = crate::session::open_keystore(global)?;
+    let key = acknowledging_key(&store, &args.sign)?;
+    let entries: usize = history.keys.iter().map(|k| k.entries.len()).sum();
+    crate::output::note(format_args!(
+        "signing history {name}: {} key(s), {entries} entries, from a log at {}",
+        history.keys.len(),
+        history.metadata.log_head
+    ));
+    sign_acknowledgement(
+        log,
+        global,
+        &store,
+        &key,
+        &plan,
+        &args.sign,
+        &format!(
+            "carry this history into the log, signed by {}? No nonce its watermarks hold is \
+             signed again but by a replacement, and its spending counts in the windows",
+            key.address
+        ),
+    )
+}
+
+/// `log export --history`: the keys' signing history, one JSON document.
+fn export_history(log: &SigningLogDb, global: &GlobalOpts, args: ExportArgs) -> anyhow::Result<()> {
+    let keys = match &args.key {
+        Some(k) => vec![crate::session::open_keystore(global)?.find(k)?.address],
+        None => Vec::new(),
+    };
+    let history = match log.export_history(&keys, bridgectl_tx::signing_log::unix_now()) {
+        Err(e @ bridgectl_signing_log::Error::Broken { .. }) => {
+            return Err(anyhow::Error::new(e)).code(Code::Refused);
+        }
+        other => other?,
+    };
+    let mut text = serde_json::to_vec_pretty(&history)?;
+    text.push(b'\n');
+    match &args.out {
+        Some(path) => {
+            crate::files::write_new(path, &text)?;
+            crate::output::note(format_args!(
+                "signing history of {} key(s) -> {}",
+                history.keys.len(),
+                path.display()
+            ));
+        }
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(&text)?;
+            out.flush()?;
+        }
+    }
+    Ok(())
 }
 
 /// What an acknowledgement accepts and carries forward, on stderr, before it is asked.
@@ -203,7 +340,7 @@ fn show_plan(log: &SigningLogDb, plan: &AcknowledgementPlan) {
     };
     crate::output::note(format_args!(
         "signing log {}: {} entries, head {}; checkpoint kept beside it: {kept}",
-        log.path().display(),
+        log.location(),
         plan.head.count,
         plan.head
     ));
@@ -366,7 +503,7 @@ fn verify(log: &SigningLogDb, global: &GlobalOpts, args: VerifyArgs) -> anyhow::
                 anyhow::Error::new(spoiled.expect("just matched")).context(format!(
                     "signing log {}: its {} entries hold (head {head}), but its kept \
                      checkpoint cannot be read",
-                    log.path().display(),
+                    log.location(),
                     head.count
                 )),
             )
@@ -399,7 +536,7 @@ fn verify(log: &SigningLogDb, global: &GlobalOpts, args: VerifyArgs) -> anyhow::
             }
             Err(coded(
                 Code::Refused,
-                format!("signing log {} does not hold: {bad}", log.path().display()),
+                format!("signing log {} does not hold: {bad}", log.location()),
             ))
         }
     }

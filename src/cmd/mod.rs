@@ -14,6 +14,7 @@ pub mod replace;
 pub mod resume;
 pub mod sandbox;
 pub mod sign;
+pub mod state;
 pub mod status;
 pub mod submit;
 pub mod swap;

@@ -213,6 +213,11 @@ pub enum Error {
         source: bridgectl_store::Error,
     },
 
+    /// A journal not copied into another store (`Journal::copy_into`): the target holds
+    /// a history of its own.
+    #[error("not migrated: {0}")]
+    MigrationRefused(String),
+
     /// Another run took over a batch this run was running (this run's claim ran out: it
     /// was paused, or cut off from the shared journal, past its lease): nothing more is
     /// written for its items here; the other run carries them on.

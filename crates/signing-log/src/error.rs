@@ -85,6 +85,29 @@ pub enum Error {
         reason: String,
     },
 
+    /// A log not copied into another store ([`crate::SigningLogDb::copy_into`]): the
+    /// target holds entries of its own, another history of the keys named.
+    #[error(
+        "signing log {log} holds entries of its own (by {}): a log is copied into an empty \
+         one, or one that holds its first entries only (a copy made before); a key's \
+         history joins another log by `log export --history` and `log import`",
+        keys.join(", ")
+    )]
+    Conflict {
+        /// The target.
+        log: String,
+        /// The keys of its entries that are not this log's.
+        keys: Vec<String>,
+    },
+
+    /// A signing history (`bridgectl log import`'s file) that is not taken in: of
+    /// another format version, or with an entry that does not hold or is not its key's.
+    #[error("the signing history is refused: {reason}")]
+    History {
+        /// Why.
+        reason: String,
+    },
+
     /// The signing log's kept checkpoint file cannot be read (both of its slots
     /// spoiled, or not a checkpoint at all): a rollback of the log cannot be ruled out,
     /// and the watermarks and spending it kept are not known. Acknowledging the log

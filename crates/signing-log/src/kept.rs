@@ -53,6 +53,19 @@ pub(crate) fn mark(watermarks: Vec<Watermark>, entry: &EntryBody) -> Vec<Waterma
     set.0
 }
 
+/// The sum `c` is one of: its key, chain, token and hour (spending is summed by the
+/// hour).
+pub(crate) fn hour_of(
+    c: &Carried,
+) -> (
+    alloy_primitives::Address,
+    u64,
+    alloy_primitives::Address,
+    u64,
+) {
+    (c.key, c.chain_id, c.contract, c.time / 3600)
+}
+
 /// The most spending sums the kept checkpoint holds: older sums of a key and token are
 /// merged (dated by the newer, so counted at least as long) to stay within it.
 pub const MAX_CARRIED: usize = 64;
@@ -66,13 +79,8 @@ pub(crate) fn carry(carried: &[Carried], entry: &EntryBody) -> Vec<Carried> {
         .cloned()
         .collect();
     if let (Some(amount), true) = (entry.amount, entry.signs_transaction()) {
-        let same = |c: &Carried| {
-            c.key == entry.key
-                && c.chain_id == entry.chain_id
-                && c.contract == entry.to
-                && c.time / 3600 == entry.time / 3600
-        };
-        match out.iter_mut().find(|c| same(c)) {
+        let hour = (entry.key, entry.chain_id, entry.to, entry.time / 3600);
+        match out.iter_mut().find(|c| hour_of(c) == hour) {
             Some(c) => {
                 c.amount = c.amount.saturating_add(amount);
                 c.time = c.time.max(entry.time);

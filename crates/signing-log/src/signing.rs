@@ -169,6 +169,21 @@ pub struct AcknowledgementPlan {
 }
 
 impl AcknowledgementPlan {
+    /// The spending the acknowledgement's kept checkpoint keeps (each key's of the last
+    /// [`crate::CARRY_SECS`], by the hour): the kept checkpoint's, or, without one that
+    /// can be read, the log's own.
+    pub fn spending(&self) -> &[Carried] {
+        &self.keep_carried
+    }
+
+    /// The plan with `spending` carried into the log too (an imported history's): counted
+    /// in the windows from then on, and kept by the new checkpoint.
+    pub fn carrying(mut self, spending: &[Carried]) -> AcknowledgementPlan {
+        self.carried.extend_from_slice(spending);
+        self.keep_carried.extend_from_slice(spending);
+        self
+    }
+
     /// The plan with what a chain witnessed added to its watermarks: the nonce counts
     /// of keys there, as [`Watermark::below`] makes them (every nonce below a count was
     /// used on that chain).

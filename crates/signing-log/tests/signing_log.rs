@@ -1201,3 +1201,92 @@ fn running_totals_that_lie_about_the_window_are_refused() {
     assert!(text.contains("entry 6"), "{text}");
     assert!(text.contains("lie about what the key spent"), "{text}");
 }
+
+/// A key moved to a fresh store keeps its guard: the history `export_history` writes
+/// (watermarks, recent spending, entries), taken in by an acknowledgement the key signs,
+/// holds every nonce the key signed and counts its spending in the new store's windows.
+/// A file whose entry was edited is refused, and one whose watermarks were edited down
+/// still holds the nonces its entries signed.
+#[test]
+fn a_history_imported_into_a_fresh_store_keeps_its_nonces_and_its_spending() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = five(&dir); // nonces 0..=4: 1 + 2 + 3 + 4 + 5 = 15 ST in five hours
+    let now = T0 + 5 * 3600;
+    let history = log.export_history(&[], now).expect("export");
+    assert_eq!(history.keys.len(), 1);
+    let mine = &history.keys[0];
+    assert_eq!(mine.key, key().address());
+    assert_eq!(mine.entries.len(), 5);
+    assert_eq!(mine.watermarks.len(), 1);
+    assert_eq!(mine.watermarks[0].nonce, 4);
+    let text = serde_json::to_string_pretty(&history).expect("json");
+    let read: bridgectl_signing_log::History = serde_json::from_str(&text).expect("reads back");
+    assert_eq!(read, history);
+
+    // Its watermarks edited away: the entries still say what was signed.
+    let mut edited_down = read.clone();
+    edited_down.keys[0].watermarks.clear();
+    edited_down.keys[0].spending.clear();
+    let fresh = SigningLogDb::open(dir.path().join("fresh.sqlite3")).expect("fresh");
+    let plan = fresh.plan_import(&edited_down).expect("plan");
+    fresh
+        .acknowledge_plan(&plan, &key(), now)
+        .expect("imported");
+
+    let p = policy("[limits]\nst = { per = \"24h\", max = \"16\" }\n");
+    let err = sign(&fresh, &p, &redeem(key().address(), 2, 1), now).expect_err("nonce 2");
+    assert!(err.to_string().contains("nonce 2"), "{err}");
+    // 15 ST counted in the fresh store's window: 2 more is over 16, 1 fits.
+    let err = sign(&fresh, &p, &redeem(key().address(), 5, 2), now).expect_err("over");
+    assert!(err.to_string().contains("15 ST signed already"), "{err}");
+    sign(&fresh, &p, &redeem(key().address(), 5, 1), now).expect("fits");
+
+    // An entry edited in the file: refused, nothing taken in.
+    let mut forged = read;
+    forged.keys[0].entries[1].body = forged.keys[0].entries[1]
+        .body
+        .replace("\"nonce\":1", "\"nonce\":9");
+    let other = SigningLogDb::open(dir.path().join("other.sqlite3")).expect("other");
+    let err = other.plan_import(&forged).expect_err("forged");
+    assert!(
+        matches!(err, bridgectl_signing_log::Error::History { .. }),
+        "{err}"
+    );
+}
+
+/// A log copied into another store keeps its chain (the same head, and it verifies
+/// there), its nonces stay signed there, a copy made again copies nothing new, and a
+/// target that holds another history is refused, naming its key.
+#[test]
+fn a_log_copied_into_another_store_keeps_its_chain_and_refuses_another_history() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = five(&dir);
+    let target = SigningLogDb::open(dir.path().join("target.sqlite3")).expect("target");
+    let copied = log.copy_into(&target).expect("copied");
+    assert_eq!((copied.present, copied.entries), (0, 5));
+    assert_eq!(
+        target.verify(None).expect("holds"),
+        log.verify(None).expect("holds")
+    );
+    let err = sign(
+        &target,
+        &policy(""),
+        &redeem(key().address(), 3, 1),
+        T0 + DAY,
+    )
+    .expect_err("nonce 3 was signed");
+    assert!(err.to_string().contains("nonce 3"), "{err}");
+    // Run again: nothing new.
+    let again = log.copy_into(&target).expect("again");
+    assert_eq!((again.present, again.entries), (5, 0));
+    // Another history: refused.
+    let other_dir = tempfile::tempdir().expect("tmp");
+    let other = SigningLogDb::open(other_dir.path().join("other.sqlite3")).expect("other");
+    sign(&other, &policy(""), &redeem(key().address(), 9, 1), T0).expect("sign");
+    let err = other.copy_into(&target).expect_err("conflict");
+    assert!(
+        matches!(&err, bridgectl_signing_log::Error::Conflict { keys, .. }
+            if keys == &[key().address().to_string()]),
+        "{err}"
+    );
+}

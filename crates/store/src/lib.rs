@@ -18,6 +18,7 @@
 //! acted on), and the next operation connects again.
 
 mod conn;
+mod copy;
 #[cfg(feature = "postgres")]
 mod dialect;
 mod error;
@@ -31,6 +32,7 @@ use std::sync::Mutex;
 
 use conn::Backed;
 pub use conn::{Backend, Conn, Schema};
+pub use copy::CopiedTable;
 pub use error::Error;
 pub use value::{FromValue, Row, ToValue, Value};
 

@@ -14,6 +14,7 @@ mod credits;
 mod facts;
 mod flows;
 mod groups;
+mod migrate;
 mod nonces;
 mod records;
 #[cfg(test)]

@@ -861,3 +861,31 @@ fn a_prepared_batch_holds_its_nonces_past_the_lease_until_it_is_abandoned() {
     assert_eq!(again.map(|(a, n, r)| (a, n, r.len())), Some((at, false, 0)));
     assert!(j.abandon_prepared("no-such", "x").expect("read").is_none());
 }
+
+/// A journal copied into another (`state migrate`, here into a SQLite file) has every
+/// flow with its steps and signature; copied again, the target holds flows and refuses.
+#[test]
+fn a_journal_copies_into_an_empty_one_only() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let j = Journal::open(dir.path().join("from.sqlite3")).expect("open");
+    j.begin(
+        "id-1",
+        FlowKind::Redeem,
+        Some("0xabc"),
+        &json!({"amount": "1"}),
+    )
+    .expect("begin");
+    j.record_signed("id-1", &signed_for_test(31337, 7))
+        .expect("signed");
+    let target = Journal::open(dir.path().join("to.sqlite3")).expect("target");
+    let copied = j.copy_into(&target).expect("copied");
+    assert!(copied.contains(&("flows", 1)), "{copied:?}");
+    let rec = target.get("id-1").expect("there");
+    assert_eq!((rec.state, rec.nonce), (FlowState::Signed, Some(7)));
+    assert_eq!(
+        target.steps("id-1").expect("steps").len(),
+        j.steps("id-1").expect("steps").len()
+    );
+    let err = j.copy_into(&target).expect_err("refused");
+    assert!(matches!(err, Error::MigrationRefused(_)), "{err}");
+}

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 
 use bridgectl_flow::Journal;
+use bridgectl_flow::profile::ConfigFile;
 use clap_complete::engine::{ArgValueCompleter, CompletionCandidate};
 
 /// How many flows and batches are offered at most, the newest of those that start with
@@ -24,13 +25,15 @@ fn journal() -> Option<Journal> {
     path.is_file().then(|| Journal::open(&path).ok()).flatten()
 }
 
-/// The config file the environment or the default path names, read, when it parses.
-fn config() -> Option<crate::config::ConfigFile> {
+/// The config file the environment or the default path names, read, when it parses: by
+/// the library's reader, as `config::load_file` reads it, but not through `config`,
+/// whose loader takes the parsed command line (`GlobalOpts`, which names these
+/// completers), and a completer runs before there is one.
+fn config() -> Option<ConfigFile> {
     let path = std::env::var_os("BRIDGECTL_CONFIG")
         .map(std::path::PathBuf::from)
         .or_else(crate::paths::config_file)?;
-    let text = std::fs::read_to_string(path).ok()?;
-    toml::from_str(&text).ok()
+    ConfigFile::read(&path).ok()
 }
 
 /// What is typed, as text.

@@ -3,6 +3,8 @@
 //! Scripts branch on these, so a new failure kind gets a new code rather than
 //! changing the meaning of an old one.
 
+use bridgectl_tx::{Expectation, NonceSource};
+
 /// What a non-zero exit means.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -318,26 +320,17 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
             ));
         }
         // The checks speak of policy settings and given nonces; the CLI names its flags.
-        if let Some(refusal) = cause.downcast_ref::<bridgectl_tx::Error>().or_else(|| {
+        // Matched on the kind of expectation, never its words.
+        let refusal = cause.downcast_ref::<bridgectl_tx::Error>().or_else(|| {
             cause
                 .downcast_ref::<bridgectl_flow::Error>()
                 .and_then(bridgectl_flow::Error::refusal)
-        }) && let bridgectl_tx::Error::Policy {
-            field, expected, ..
-        } = refusal
+        });
+        if let Some(hint) = refusal
+            .and_then(bridgectl_tx::Error::refused_expectation)
+            .and_then(expectation_hint)
         {
-            if field == "nonce" && expected.contains("from the journal") {
-                return Some(
-                    "`--nonce N` gives the sender's next nonce when this journal is behind \
-                     (the key signed elsewhere since)"
-                        .into(),
-                );
-            }
-            if field == "value" && expected.contains("max-value") {
-                return Some(
-                    "`--allow-value` (or the profile's max-value) allows native value".into(),
-                );
-            }
+            return Some(hint.into());
         }
         if let Some(bridgectl_flow::Error::PlanRefused(refusal)) =
             cause.downcast_ref::<bridgectl_flow::Error>()
@@ -447,6 +440,20 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
 
 /// The flags of `webhook create` and `webhook update` that give the webhook field the
 /// library names: its errors speak of the condition's parts, not of our flags.
+/// The flag that meets a policy refusal's expectation, where one does.
+fn expectation_hint(kind: Expectation) -> Option<&'static str> {
+    match kind {
+        Expectation::NextNonce(NonceSource::Journal) => Some(
+            "`--nonce N` gives the sender's next nonce when this journal is behind (the key \
+             signed elsewhere since)",
+        ),
+        Expectation::NoValue => {
+            Some("`--allow-value` (or the profile's max-value) allows native value")
+        }
+        _ => None,
+    }
+}
+
 fn webhook_flag(field: &str) -> Option<&'static str> {
     use bridgectl_webhook::client;
     Some(match field {
@@ -748,6 +755,70 @@ mod tests {
         assert!(hint(&batch).is_some_and(|h| h.contains("bridgectl batch resume b-1")));
         let none = anyhow::Error::new(F::NotInJournal("x".into()));
         assert_eq!(handles(&none), Handles::default());
+    }
+
+    /// A policy refusal's hint comes from the kind of expectation it failed, never from
+    /// its words: reworded, wrapped by the flows and given context, it keeps its hint;
+    /// near misses (the node's nonce rather than the journal's, a value above a
+    /// max-value rather than none allowed) get none.
+    #[test]
+    fn policy_hints_follow_the_kind_of_expectation_not_its_words() {
+        use bridgectl_tx::{CheckedBy, Error as T, Field};
+        let refusal = |field: Field, kind: Expectation| T::Policy {
+            by: CheckedBy::Policy,
+            field,
+            kind,
+            expected: "words that name no flag".into(),
+            found: "1".into(),
+        };
+        let journal = Expectation::NextNonce(NonceSource::Journal);
+        let hinted = |e: T| hint(&anyhow::Error::new(e).context("sign"));
+        let flow_hinted =
+            |e: T| hint(&anyhow::Error::new(bridgectl_flow::Error::Tx(e)).context("redeem"));
+        for hinted in [&hinted as &dyn Fn(T) -> Option<String>, &flow_hinted] {
+            let nonce = hinted(refusal(Field::Nonce, journal)).expect("a hint");
+            assert!(nonce.contains("`--nonce N`"), "{nonce}");
+            let value = hinted(refusal(Field::Value, Expectation::NoValue)).expect("a hint");
+            assert!(value.contains("`--allow-value`"), "{value}");
+            for near in [
+                refusal(Field::Nonce, Expectation::NextNonce(NonceSource::Node)),
+                refusal(Field::Nonce, Expectation::AboveJournalFloor),
+                refusal(Field::Value, Expectation::AtMost),
+            ] {
+                assert_eq!(hinted(near), None);
+            }
+        }
+    }
+
+    /// The verifier's own refusals carry the kinds the hints match: native value under a
+    /// policy without max-value, and a nonce checked against the journal alone.
+    #[test]
+    fn the_verifiers_refusals_get_their_hints() {
+        use bridgectl_tx::{Nonce, NonceFacts, RawTx, verify};
+        let tx = RawTx {
+            from: alloy_primitives::Address::repeat_byte(0x11),
+            to: alloy_primitives::Address::repeat_byte(0x22),
+            data: Default::default(),
+            nonce: 5,
+            gas_limit: 21_000,
+            gas_price: 1,
+            chain_id: 1,
+            value: alloy_primitives::U256::from(1),
+        };
+        let (mut policy, context) = verify::exactly(&tx);
+        policy.max_value = None;
+        let refused = verify(&tx, None, &policy, &context).expect_err("native value");
+        let value = hint(&anyhow::Error::new(refused)).expect("a hint");
+        assert!(value.contains("`--allow-value`"), "{value}");
+
+        let (policy, mut context) = verify::exactly(&tx);
+        context.nonce = Nonce::Next(NonceFacts {
+            journal_next: Some(3),
+            ..NonceFacts::default()
+        });
+        let refused = verify(&tx, None, &policy, &context).expect_err("a gap");
+        let nonce = hint(&anyhow::Error::new(refused)).expect("a hint");
+        assert!(nonce.contains("`--nonce N`"), "{nonce}");
     }
 
     #[test]

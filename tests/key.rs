@@ -745,20 +745,91 @@ fn verifies(dir: &Dir, label: &str, pw: &Path) -> bool {
     }
 }
 
+/// Where a SIGKILL landed in a key write, told from what the child left on disk.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Landed {
+    /// Killed with nothing of its write on disk yet (starting, reading the passphrase,
+    /// encrypting, waiting for the lock).
+    Before,
+    /// Killed with its write begun: a temp file, a link, a rename or a removal shows.
+    During,
+    /// It had exited on its own.
+    After,
+}
+
+/// When to kill one kind of write: a delay that moves toward the moment it writes,
+/// longer after a kill that landed before the write, shorter after one that landed once
+/// the child had exited, by a step that halves each time the direction turns (the
+/// delay is across the write) and doubles when it holds (the write moved away).
+struct KillDelay {
+    us: f64,
+    step: f64,
+    last: Landed,
+}
+
+impl KillDelay {
+    fn new(us: f64) -> KillDelay {
+        KillDelay {
+            us,
+            step: 0.25,
+            last: Landed::During,
+        }
+    }
+
+    /// The delay, give or take a tenth at random.
+    fn next(&self, rng: &mut XorShift) -> Duration {
+        let jitter = 0.9 + 0.2 * (rng.next() % 1000) as f64 / 1000.0;
+        Duration::from_micros((self.us * jitter) as u64)
+    }
+
+    fn learn(&mut self, landed: Landed) {
+        if landed == Landed::During {
+            return;
+        }
+        if self.last != Landed::During {
+            let factor = if landed == self.last { 2.0 } else { 0.5 };
+            self.step = (self.step * factor).clamp(0.01, 0.5);
+        }
+        self.last = landed;
+        self.us = if landed == Landed::Before {
+            self.us * (1.0 + self.step)
+        } else {
+            (self.us / (1.0 + self.step)).max(100.0)
+        };
+    }
+}
+
+/// The files of `dirs`, each with its inode: a write shows as a name added or gone, or a
+/// name on another inode (a rename over it).
+fn disk_state(dirs: &[PathBuf]) -> BTreeSet<(PathBuf, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    dirs.iter()
+        .flat_map(|d| std::fs::read_dir(d).expect("read dir"))
+        .map(|e| {
+            let e = e.expect("entry");
+            (e.path(), e.metadata().expect("metadata").ino())
+        })
+        .collect()
+}
+
 // Child processes writing keys (`key new`, `passwd`, `import`, `export`, `rm`) are
-// SIGKILLed at random moments until enough kills landed while the child was running
-// (200 here; `BRIDGECTL_CRASH_KILLS`, e.g. 1000 from bench/crash-keys.sh). After each
-// passwd kill the key opens with the old or the new passphrase; after an rm kill the key
-// is intact or gone; an export never leaves a partial file; at the end no key that was
-// reported created is lost, no removed key comes back, every listed key decrypts, and
-// leftover temp files are never listed.
+// SIGKILLed at random moments, a fixed number of runs (150 here; `BRIDGECTL_CRASH_RUNS`,
+// e.g. 2000 from bench/crash-keys.sh), so the test lasts as long as what it proves,
+// whatever the machine. Each kind of write has its own kill delay that moves toward its
+// writes: longer after a kill that landed before the write showed on disk, shorter after
+// one that landed once the child had exited; at least a fifth of the runs must be killed
+// with their write begun. After each passwd kill the key opens with the old or the new
+// passphrase; after an rm kill the key is intact or gone; an export never leaves a
+// partial file; at the end no key that was reported created is lost, no removed key
+// comes back, every listed key decrypts, and leftover temp files are never listed. The
+// count of kills before, during and after the writes is printed.
 bctest!(
     crash_test_sigkill_during_writes,
     |dir: Dir, _cmd: TestCommand| {
-        let want_kills: usize = std::env::var("BRIDGECTL_CRASH_KILLS")
+        let runs: usize = std::env::var("BRIDGECTL_CRASH_RUNS")
             .ok()
             .and_then(|s| s.parse().ok())
-            .unwrap_or(200);
+            .unwrap_or(150);
         let seed = std::env::var("BRIDGECTL_CRASH_SEED")
             .ok()
             .and_then(|s| s.parse().ok())
@@ -814,20 +885,22 @@ bctest!(
             assert!(status.success(), "creating {b}");
             longest = longest.max(start.elapsed());
         }
-        let window_us = (longest.as_micros() as u64 * 3 / 2).max(1000);
+        // Every kind of write starts from three quarters of the longest `key new`: its
+        // writes come last, after the start, the passphrase and the encryption.
+        let start_us = (longest.as_micros() as f64 * 0.75).max(1000.0);
+        let mut delays: [KillDelay; 5] = std::array::from_fn(|_| KillDelay::new(start_us));
+        let watched = [dir.keystore(), exports.clone()];
 
         let mut created: BTreeSet<String> = bases.iter().map(|s| s.to_string()).collect();
         let mut maybe: BTreeSet<String> = BTreeSet::new();
         let mut removed: BTreeSet<String> = BTreeSet::new();
-        // Reported, not asserted: how many random kills land in the temp-file window
-        // depends on the machine. Each window is reached on purpose, and asserted, by
+        // Reported, not asserted: how many kills land in the temp-file window depends
+        // on the machine. Each window is reached on purpose, and asserted, by
         // `key_writes_stopped_in_each_crash_window_leave_a_usable_keystore`.
         let mut killed_with_temp = 0usize;
-        let mut kills_by_op = [0usize; 5];
-        let (mut kills, mut finished) = (0usize, 0usize);
-        let mut i = 0usize;
-        while kills < want_kills {
-            assert!(i < 20 * want_kills, "only {kills} kills landed in {i} runs");
+        // [before, during, after] for new, passwd, import, export and rm.
+        let mut landed_by_op = [[0usize; 3]; 5];
+        for i in 0..runs {
             // new, passwd, import, export, rm in turn; rm needs a non-base key.
             let removable = created
                 .iter()
@@ -913,16 +986,20 @@ bctest!(
                 }
             };
             let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+            let before = disk_state(&watched);
             let mut child = spawn(&args, stdin);
-            std::thread::sleep(Duration::from_micros(
-                window_us / 4 + rng.next() % window_us,
-            ));
+            std::thread::sleep(delays[op].next(&mut rng));
             let _ = child.kill();
             let status = child.wait().expect("wait");
             let killed = status.signal() == Some(9);
+            let landed = match (killed, disk_state(&watched) == before) {
+                (false, _) => Landed::After,
+                (true, true) => Landed::Before,
+                (true, false) => Landed::During,
+            };
+            landed_by_op[op][landed as usize] += 1;
+            delays[op].learn(landed);
             if killed {
-                kills += 1;
-                kills_by_op[op] += 1;
                 if has_temp_file(&dir) {
                     killed_with_temp += 1;
                     let listed = dir.command().args(["--json", "key", "list"]).json();
@@ -944,7 +1021,6 @@ bctest!(
                     status.success(),
                     "run {i} ({label}, op {op}) failed on its own: {status}"
                 );
-                finished += 1;
             }
             match (op, killed) {
                 (0 | 2, true) => {
@@ -981,7 +1057,6 @@ bctest!(
                     assert!(v.get("crypto").is_some(), "{text}");
                 }
             }
-            i += 1;
         }
 
         let listed: BTreeSet<String> = dir
@@ -1017,26 +1092,36 @@ bctest!(
         let key_files = entries.iter().filter(|n| n.ends_with(".key")).count();
         assert_eq!(key_files, listed.len(), "key files vs listed: {entries:?}");
         let temps = entries.iter().filter(|n| n.starts_with(".tmp-")).count();
+        let total = |w: Landed| landed_by_op.iter().map(|o| o[w as usize]).sum::<usize>();
+        let (before, during, after) = (
+            total(Landed::Before),
+            total(Landed::During),
+            total(Landed::After),
+        );
         #[allow(clippy::print_stderr)]
         {
-            let [
-                new_kills,
-                passwd_kills,
-                import_kills,
-                export_kills,
-                rm_kills,
-            ] = kills_by_op;
+            let by_op: Vec<String> = ["new", "passwd", "import", "export", "rm"]
+                .iter()
+                .zip(landed_by_op)
+                .zip(&delays)
+                .map(|((op, [b, d, a]), k)| format!("{op} {b}/{d}/{a} at {:.1} ms", k.us / 1e3))
+                .collect();
             eprintln!(
-                "crash test: {i} runs, {kills} SIGKILLs mid-run ({new_kills} new, \
-                 {passwd_kills} passwd, {import_kills} import, {export_kills} export, \
-                 {rm_kills} rm), {killed_with_temp} of them left a temp file, \
-                 {finished} runs finished, {} keys at the end ({} of them from killed \
-                 new/import/rm runs), {} removed, 0 lost, {temps} temp files left",
+                "crash test: {runs} runs, SIGKILLs before/during/after the writes: \
+                 {before}/{during}/{after} ({}), {killed_with_temp} kills left a temp \
+                 file, {} keys at the end ({} of them from killed new/import/rm runs), {} \
+                 removed, 0 lost, {temps} temp files left",
+                by_op.join(", "),
                 listed.len(),
                 listed.intersection(&maybe).count(),
                 removed.len()
             );
         }
+        assert!(
+            during >= runs / 5,
+            "only {during} of {runs} kills landed during the writes \
+             ({before} before, {after} after)"
+        );
     }
 );
 

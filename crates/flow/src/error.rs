@@ -955,7 +955,8 @@ mod refusal_tests {
     fn the_refused_field_is_typed_and_seen_through_wrappers() {
         let policy = |field: &str| bridgectl_tx::Error::Policy {
             by: CheckedBy::Intent,
-            field: field.into(),
+            field: Field::parse(field),
+            kind: bridgectl_tx::Expectation::Pinned,
             expected: "x".into(),
             found: "y".into(),
         };
@@ -986,6 +987,7 @@ mod refusal_tests {
             ("something new", Field::Other("something new".into())),
         ] {
             assert_eq!(Field::parse(text), field);
+            assert_eq!(field.to_string(), text, "shown as it reads back");
         }
         let timeout = Error::Timeout {
             what: "x".into(),

@@ -80,9 +80,12 @@ pub enum Error {
     Policy {
         /// Where the expectation came from.
         by: CheckedBy,
-        /// The field that failed (e.g. `chainId`, `gasPrice`, `args._amount`).
-        field: String,
-        /// The expected value or bound.
+        /// The field that failed (shown as `chainId`, `gasPrice`, `args._amount`, ...).
+        field: Field,
+        /// What kind of expectation failed: what a caller matches on (a hint, a
+        /// wallet's next step), never the words of `expected`.
+        kind: Expectation,
+        /// The expected value or bound, in words.
         expected: String,
         /// The value found in the transaction.
         found: String,
@@ -211,12 +214,20 @@ fn hint_suffix(hint: &Option<String>) -> String {
 }
 
 impl Error {
-    /// The field a policy or intent check refused, typed for a wallet to match on (the
-    /// text in [`Error::Policy`]'s `field` stays what is shown); `None` for every other
-    /// error.
+    /// The field a policy or intent check refused, for a wallet to match on; `None` for
+    /// every other error.
     pub fn refused_field(&self) -> Option<Field> {
         match self {
-            Error::Policy { field, .. } => Some(Field::parse(field)),
+            Error::Policy { field, .. } => Some(field.clone()),
+            _ => None,
+        }
+    }
+
+    /// The kind of expectation a policy or intent check refused, for a wallet to match
+    /// on; `None` for every other error.
+    pub fn refused_expectation(&self) -> Option<Expectation> {
+        match self {
+            Error::Policy { kind, .. } => Some(*kind),
             _ => None,
         }
     }
@@ -290,8 +301,31 @@ pub enum Field {
     Other(String),
 }
 
+impl std::fmt::Display for Field {
+    /// The field as a refusal shows it (`chainId`, `args._amount`, ...); [`Field::parse`]
+    /// reads it back.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Field::ChainId => f.write_str("chainId"),
+            Field::To => f.write_str("to"),
+            Field::Function => f.write_str("function"),
+            Field::Arg(name) => write!(f, "args.{name}"),
+            Field::Data => f.write_str("data"),
+            Field::Value => f.write_str("value"),
+            Field::GasLimit => f.write_str("gasLimit"),
+            Field::GasPrice => f.write_str("gasPrice"),
+            Field::MaxFee => f.write_str("maxFee (gasLimit x gasPrice)"),
+            Field::Nonce => f.write_str("nonce"),
+            Field::Token => f.write_str("token"),
+            Field::Destination(argument) => write!(f, "destination ({argument})"),
+            Field::Other(text) => f.write_str(text),
+        }
+    }
+}
+
 impl Field {
-    /// The typed field of a refusal's text (`chainId`, `args._amount`, ...).
+    /// The typed field of a refusal's text (`chainId`, `args._amount`, ...), as
+    /// [`Field`]'s `Display` writes it.
     pub fn parse(text: &str) -> Field {
         if let Some(name) = text.strip_prefix("args.") {
             return Field::Arg(name.to_owned());
@@ -313,6 +347,57 @@ impl Field {
             other => Field::Other(other.to_owned()),
         }
     }
+}
+
+/// What kind of expectation a transaction failed ([`Error::Policy`]'s `kind`), whoever
+/// set it ([`CheckedBy`]) and whatever the words of `expected`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Expectation {
+    /// The value the policy or the intent pins: a chain id, a callee, the calldata, a
+    /// function, an argument (or only the arguments asked for).
+    Pinned,
+    /// What the trust root names: a chain, a contract on it, a contract's token.
+    Trusted,
+    /// At most a cap: the policy's or the intent's (native value, gas limit, gas price,
+    /// fee), or the built-in gas-limit cap.
+    AtMost,
+    /// No native value, as the policy allows none (it sets no max-value above 0).
+    NoValue,
+    /// A cap on the gas price (max-gas-price or max-fee, or a node's quote to bound it),
+    /// and there was none.
+    GasPriceCap,
+    /// A destination of the policy's allowlist (allowed-destinations).
+    AllowedDestination,
+    /// A call whose effects are modelled, as the policy limits spending or keeps an
+    /// allowlist (or a selector the policy lists in allow-unmodelled).
+    ModelledCall,
+    /// The sender's next nonce, as its source says it is.
+    NextNonce(NonceSource),
+    /// A nonce at or above the journal's floor (nonces below it were signed or reserved
+    /// there already).
+    AboveJournalFloor,
+    /// The nonce of the transaction a replacement replaces.
+    ReplacedNonce,
+    /// A nonce a block can include (below 2^64-1, EIP-2681).
+    IncludableNonce,
+    /// A way to check the nonce, and no source named the sender's next one.
+    CheckedNonce,
+}
+
+/// Where the sender's next nonce was read ([`Expectation::NextNonce`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NonceSource {
+    /// Given by the caller.
+    Given,
+    /// The chain's node (its pending count).
+    Node,
+    /// The platform's next nonce for the sender.
+    Platform,
+    /// The journal's count, the only source there was: behind when the key signed
+    /// elsewhere since.
+    Journal,
 }
 
 /// A value written as text that does not read ([`crate::policy::Window`],

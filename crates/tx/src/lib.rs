@@ -21,7 +21,7 @@ pub mod text;
 pub mod verify;
 pub mod watermark;
 
-pub use error::{CheckedBy, Error, Field, ParseError};
+pub use error::{CheckedBy, Error, Expectation, Field, NonceSource, ParseError};
 pub use local_signing::{SignedBundle, SignedTx, sign_and_log, sign_and_log_keys, sign_legacy};
 pub use policy::{Policy, Trusted};
 pub use rawtx::RawTx;

@@ -263,7 +263,8 @@ pub(crate) fn check(
         if !allowed {
             return Err(Error::Policy {
                 by: crate::error::CheckedBy::Policy,
-                field: "function".into(),
+                field: crate::error::Field::Function,
+                kind: crate::error::Expectation::ModelledCall,
                 expected: "a call whose effects bridgectl models, under spending limits and \
                            an allowlist (or its selector in allow-unmodelled)"
                     .into(),
@@ -281,7 +282,8 @@ pub(crate) fn check(
                     .collect();
                 return Err(Error::Policy {
                     by: crate::error::CheckedBy::Policy,
-                    field: format!("destination ({argument})"),
+                    field: crate::error::Field::Destination(argument.to_string()),
+                    kind: crate::error::Expectation::AllowedDestination,
                     expected: format!("one of allowed-destinations: {}", list.join(", ")),
                     found: dest.to_string(),
                 });

@@ -24,7 +24,7 @@ use alloy_primitives::{Address, B256, U256};
 
 use crate::Error;
 use crate::calldata::{self, Decoded, Value};
-use crate::error::CheckedBy;
+use crate::error::{CheckedBy, Expectation, Field, NonceSource};
 use crate::policy::{DEFAULT_MAX_GAS_LIMIT, GAS_PRICE_SANITY_MULTIPLE, Policy};
 use crate::rawtx::RawTx;
 use crate::request::{Intent, Token};
@@ -210,10 +210,17 @@ impl Verified {
     }
 }
 
-fn refuse(by: CheckedBy, field: &str, expected: String, found: String) -> Error {
+fn refuse(
+    by: CheckedBy,
+    field: Field,
+    kind: Expectation,
+    expected: String,
+    found: String,
+) -> Error {
     Error::Policy {
         by,
-        field: field.into(),
+        field,
+        kind,
         expected,
         found,
     }
@@ -303,7 +310,8 @@ fn check_chain(raw: &RawTx, policy: &Policy) -> Result<(), Error> {
         Some(id) if raw.chain_id != id => {
             return Err(refuse(
                 CheckedBy::Policy,
-                "chainId",
+                Field::ChainId,
+                Expectation::Pinned,
                 id.to_string(),
                 raw.chain_id.to_string(),
             ));
@@ -312,7 +320,8 @@ fn check_chain(raw: &RawTx, policy: &Policy) -> Result<(), Error> {
         None if !trusted.chains.contains_key(&raw.chain_id) => {
             return Err(refuse(
                 CheckedBy::Policy,
-                "chainId",
+                Field::ChainId,
+                Expectation::Trusted,
                 known_list(
                     "a chain the profile names (main_chain_id, side_chain_id) or the \
                      policy expects (expect-chain-id)",
@@ -338,7 +347,8 @@ fn check_callee<'p>(
         Some(to) if raw.to != to => {
             return Err(refuse(
                 CheckedBy::Policy,
-                "to",
+                Field::To,
+                Expectation::Pinned,
                 to.to_string(),
                 raw.to.to_string(),
             ));
@@ -347,7 +357,8 @@ fn check_callee<'p>(
         None if contract.is_none() => {
             return Err(refuse(
                 CheckedBy::Policy,
-                "to",
+                Field::To,
+                Expectation::Trusted,
                 known_list(
                     &format!(
                         "a contract the profile names on chain {} (mt_contract, \
@@ -376,7 +387,8 @@ fn check_intent_place(raw: &RawTx, i: &Intent, token: Option<&Token>) -> Result<
     {
         return Err(refuse(
             CheckedBy::Intent,
-            "chainId",
+            Field::ChainId,
+            Expectation::Pinned,
             id.to_string(),
             raw.chain_id.to_string(),
         ));
@@ -386,7 +398,8 @@ fn check_intent_place(raw: &RawTx, i: &Intent, token: Option<&Token>) -> Result<
     {
         return Err(refuse(
             CheckedBy::Intent,
-            "to",
+            Field::To,
+            Expectation::Pinned,
             to.to_string(),
             raw.to.to_string(),
         ));
@@ -396,7 +409,8 @@ fn check_intent_place(raw: &RawTx, i: &Intent, token: Option<&Token>) -> Result<
             Some(t) if t != claimed => {
                 return Err(refuse(
                     CheckedBy::Intent,
-                    "token",
+                    Field::Token,
+                    Expectation::Trusted,
                     format!(
                         "{} with {} decimals (as the profile names {})",
                         t.symbol, t.decimals, raw.to
@@ -420,15 +434,20 @@ fn check_intent_place(raw: &RawTx, i: &Intent, token: Option<&Token>) -> Result<
 fn check_cost(raw: &RawTx, policy: &Policy, context: &Context) -> Result<(), Error> {
     let max_value = policy.max_value.unwrap_or(U256::ZERO);
     if raw.value > max_value {
+        let (kind, expected) = if max_value.is_zero() {
+            (
+                Expectation::NoValue,
+                "0 wei (no bridge call sends native value; a policy allows more with max-value)"
+                    .into(),
+            )
+        } else {
+            (Expectation::AtMost, format!("at most {max_value} wei"))
+        };
         return Err(refuse(
             CheckedBy::Policy,
-            "value",
-            if max_value.is_zero() {
-                "0 wei (no bridge call sends native value; a policy allows more with max-value)"
-                    .into()
-            } else {
-                format!("at most {max_value} wei")
-            },
+            Field::Value,
+            kind,
+            expected,
             format!("{} wei", raw.value),
         ));
     }
@@ -436,7 +455,8 @@ fn check_cost(raw: &RawTx, policy: &Policy, context: &Context) -> Result<(), Err
     if raw.gas_limit > max_gas_limit {
         return Err(refuse(
             CheckedBy::Policy,
-            "gasLimit",
+            Field::GasLimit,
+            Expectation::AtMost,
             format!("at most {max_gas_limit}"),
             raw.gas_limit.to_string(),
         ));
@@ -454,7 +474,8 @@ fn check_cost(raw: &RawTx, policy: &Policy, context: &Context) -> Result<(), Err
         None if policy.max_fee.is_none() => {
             return Err(refuse(
                 CheckedBy::Policy,
-                "gasPrice",
+                Field::GasPrice,
+                Expectation::GasPriceCap,
                 "a cap: max-gas-price or max-fee in the profile's policy or the flags (online, \
                  the chain's rpc_url lets the going price be checked)"
                     .into(),
@@ -464,7 +485,8 @@ fn check_cost(raw: &RawTx, policy: &Policy, context: &Context) -> Result<(), Err
         Some((cap, why)) if raw.gas_price > *cap => {
             return Err(refuse(
                 CheckedBy::Policy,
-                "gasPrice",
+                Field::GasPrice,
+                Expectation::AtMost,
                 format!("at most {cap} wei ({why})"),
                 format!("{} wei", raw.gas_price),
             ));
@@ -476,7 +498,8 @@ fn check_cost(raw: &RawTx, policy: &Policy, context: &Context) -> Result<(), Err
         if fee > cap {
             return Err(refuse(
                 CheckedBy::Policy,
-                "maxFee (gasLimit x gasPrice)",
+                Field::MaxFee,
+                Expectation::AtMost,
                 format!("at most {cap} wei"),
                 format!("{} x {} = {fee} wei", raw.gas_limit, raw.gas_price),
             ));
@@ -493,7 +516,8 @@ fn check_intent_value(raw: &RawTx, expected_by_intent: &Policy) -> Result<(), Er
     {
         return Err(refuse(
             CheckedBy::Intent,
-            "value",
+            Field::Value,
+            Expectation::AtMost,
             format!("{cap} wei (the call asked for sends no native value)"),
             format!("{} wei", raw.value),
         ));
@@ -512,7 +536,8 @@ fn check_nonce_of(
     if raw.nonce == u64::MAX {
         return Err(refuse(
             CheckedBy::Policy,
-            "nonce",
+            Field::Nonce,
+            Expectation::IncludableNonce,
             "below 2^64-1 (EIP-2681: no transaction with this nonce can be included)".into(),
             raw.nonce.to_string(),
         ));
@@ -526,7 +551,8 @@ fn check_nonce_of(
         Nonce::Replacing { nonce, replaces } => {
             return Err(refuse(
                 CheckedBy::Policy,
-                "nonce",
+                Field::Nonce,
+                Expectation::ReplacedNonce,
                 format!("{nonce} (the nonce of {replaces}, the transaction it replaces)"),
                 raw.nonce.to_string(),
             ));
@@ -572,8 +598,8 @@ fn known_list(what: &str, known: impl Iterator<Item = String>) -> String {
 }
 
 fn check_nonce(nonce: u64, facts: &NonceFacts) -> Result<&'static str, Error> {
-    let wrong = |expected: u64, source: &str| {
-        let what = if nonce > expected && source == "the journal" {
+    let wrong = |expected: u64, source: NonceSource| {
+        let what = if nonce > expected && source == NonceSource::Journal {
             "a gap by the journal's count; if this key signed elsewhere since (online, \
              another machine), the journal is behind: give the sender's next nonce"
         } else if nonce > expected {
@@ -581,18 +607,25 @@ fn check_nonce(nonce: u64, facts: &NonceFacts) -> Result<&'static str, Error> {
         } else {
             "a replacement of a transaction already sent or signed"
         };
+        let from = match source {
+            NonceSource::Given => "the nonce given",
+            NonceSource::Node => "the node",
+            NonceSource::Platform => "the platform",
+            NonceSource::Journal => "the journal",
+        };
         refuse(
             CheckedBy::Policy,
-            "nonce",
-            format!("{expected} (the sender's next nonce, from {source})"),
+            Field::Nonce,
+            Expectation::NextNonce(source),
+            format!("{expected} (the sender's next nonce, from {from})"),
             format!("{nonce}: {what}"),
         )
     };
     let (next, source) = match (facts.fixed, facts.pending, facts.platform) {
-        (Some(n), _, _) => (Some(n), "the nonce given"),
-        (None, Some(n), _) => (Some(n), "the node"),
-        (None, None, Some(n)) => (Some(n), "the platform"),
-        (None, None, None) => (None, "the journal"),
+        (Some(n), _, _) => (Some(n), NonceSource::Given),
+        (None, Some(n), _) => (Some(n), NonceSource::Node),
+        (None, None, Some(n)) => (Some(n), NonceSource::Platform),
+        (None, None, None) => (None, NonceSource::Journal),
     };
     // The journal is a floor under every source, a nonce given by a person included:
     // a nonce signed here is never signed again.
@@ -601,7 +634,8 @@ fn check_nonce(nonce: u64, facts: &NonceFacts) -> Result<&'static str, Error> {
     {
         return Err(refuse(
             CheckedBy::Policy,
-            "nonce",
+            Field::Nonce,
+            Expectation::AboveJournalFloor,
             format!(
                 "{} or above (nonces below it were signed or reserved here already)",
                 next.map_or(floor, |n| n.max(floor))
@@ -615,15 +649,16 @@ fn check_nonce(nonce: u64, facts: &NonceFacts) -> Result<&'static str, Error> {
     match (next, facts.journal_next) {
         (Some(n), _) if nonce != n => Err(wrong(n, source)),
         (Some(_), _) => Ok(match source {
-            "the node" => "node",
-            "the platform" => "platform",
+            NonceSource::Node => "node",
+            NonceSource::Platform => "platform",
             _ => "given",
         }),
         (None, Some(floor)) if nonce != floor => Err(wrong(floor, source)),
         (None, Some(_)) => Ok("journal"),
         (None, None) => Err(refuse(
             CheckedBy::Policy,
-            "nonce",
+            Field::Nonce,
+            Expectation::CheckedNonce,
             "a way to check it: the chain's node, the platform's next nonce, a journal \
              record for this sender, or a nonce given"
                 .into(),
@@ -634,12 +669,14 @@ fn check_nonce(nonce: u64, facts: &NonceFacts) -> Result<&'static str, Error> {
 
 /// Checks the call (function and arguments) against the expectations of `policy`.
 fn check_call(tx: &RawTx, policy: &Policy, by: CheckedBy) -> Result<(), Error> {
-    let fail = |field: &str, expected: String, found: String| refuse(by, field, expected, found);
+    let fail = |field: Field, expected: String, found: String| {
+        refuse(by, field, Expectation::Pinned, expected, found)
+    };
     if let Some(want) = &policy.expect_data
         && *want != tx.data
     {
         return Err(fail(
-            "data",
+            Field::Data,
             crate::error::shorten(&want.to_string()),
             crate::error::shorten(&tx.data.to_string()),
         ));
@@ -654,44 +691,44 @@ fn check_call(tx: &RawTx, policy: &Policy, by: CheckedBy) -> Result<(), Error> {
                 .expect_function
                 .clone()
                 .unwrap_or_else(|| "a known function call".into());
-            return Err(fail("function", expected, describe(&other)));
+            return Err(fail(Field::Function, expected, describe(&other)));
         }
     };
     if let Some(want) = &policy.expect_function {
         let Some(f) = calldata::function_by_name(want) else {
             return Err(fail(
-                "function",
+                Field::Function,
                 format!("{want} (not a function bridgectl knows)"),
                 call.function.signature.to_owned(),
             ));
         };
         if f.selector != call.function.selector {
             return Err(fail(
-                "function",
+                Field::Function,
                 f.signature.to_owned(),
                 call.function.signature.to_owned(),
             ));
         }
     }
     for (name, want_text) in &policy.expect_args {
-        let field = format!("args.{name}");
+        let field = Field::Arg(name.clone());
         let Some(param) = call.function.params.iter().find(|p| p.name == name) else {
             return Err(fail(
-                &field,
+                field,
                 want_text.clone(),
                 format!("no such argument in {}", call.function.signature),
             ));
         };
         let want = Value::parse(param.kind, want_text).map_err(|expected| {
             fail(
-                &field,
+                field.clone(),
                 expected,
                 format!("{want_text:?} in the expectation itself"),
             )
         })?;
         let found = call.arg(name).unwrap_or(Value::Uint(U256::ZERO));
         if want != found {
-            return Err(fail(&field, want.to_string(), found.to_string()));
+            return Err(fail(field, want.to_string(), found.to_string()));
         }
     }
     if policy.exact_args
@@ -702,7 +739,7 @@ fn check_call(tx: &RawTx, policy: &Policy, by: CheckedBy) -> Result<(), Error> {
     {
         let names: Vec<&str> = policy.expect_args.keys().map(String::as_str).collect();
         return Err(fail(
-            &format!("args.{}", param.name),
+            Field::Arg(param.name.to_owned()),
             format!("only the arguments asked for ({})", names.join(", ")),
             format!("{} = {value} in {}", param.name, call.function.signature),
         ));

@@ -19,6 +19,7 @@ use bridgectl_keystore::{KeyInfo, Keystore};
 use bridgectl_qr::{Doc, DocKind};
 use bridgectl_signing_log::SigningLogDb;
 use bridgectl_tx::batch::{BATCH_REQUEST_FORMAT, BatchRequest, SignedBatch};
+use bridgectl_tx::{Expectation, NonceSource};
 use serde_json::json;
 
 use super::args::{BatchSignOpts, SignArgs};
@@ -242,8 +243,10 @@ fn journal_behind(
                         .items
                         .iter()
                         .any(|i| i.index == r.index && i.raw_tx.nonce == s.first_nonce)
-                    && matches!(r.error.refusal(), Some(bridgectl_tx::Error::Policy { field, expected, .. })
-                        if field == "nonce" && expected.contains("from the journal"))
+                    && r.error
+                        .refusal()
+                        .and_then(bridgectl_tx::Error::refused_expectation)
+                        == Some(Expectation::NextNonce(NonceSource::Journal))
             })
         })
         .map(|s| {

@@ -457,12 +457,15 @@ pub(super) fn recorded_sender(rec: &FlowRecord) -> Result<Address, Error> {
 /// since it was returned, and only a new one can be signed.
 fn stale(tx_id: &str, err: Error) -> Error {
     match err {
-        Error::Tx(source) if matches!(&source, bridgectl_tx::Error::Policy { field, .. } if field == "nonce") => {
-            Error::Stale {
-                tx_id: tx_id.to_owned(),
-                source,
-            }
-        }
+        Error::Tx(
+            source @ bridgectl_tx::Error::Policy {
+                field: bridgectl_tx::Field::Nonce,
+                ..
+            },
+        ) => Error::Stale {
+            tx_id: tx_id.to_owned(),
+            source,
+        },
         other => other,
     }
 }

@@ -665,7 +665,12 @@ fn a_fee_collector_is_a_destination_and_the_fee_is_counted() {
     let ctx = context(next(1));
     let mut p = profile();
     p.allowed_destinations = vec![allowed];
-    let e = refusal(&fee_attack(attacker), None, &p, &ctx);
+    let refused = verify(&fee_attack(attacker), None, &p, &ctx).expect_err("refused");
+    assert_eq!(
+        refused.refused_expectation(),
+        Some(crate::Expectation::AllowedDestination)
+    );
+    let e = refused.to_string();
     assert!(
         e.contains("destination (_feeCollector)") && e.contains(&attacker.to_string()),
         "{e}"
@@ -711,7 +716,12 @@ fn calls_without_a_model_are_refused_under_limits_unless_allowed_by_selector() {
             ..Default::default()
         },
     );
-    let e = refusal(&unknown, None, &p, &ctx);
+    let refused = verify(&unknown, None, &p, &ctx).expect_err("refused");
+    assert_eq!(
+        refused.refused_expectation(),
+        Some(crate::Expectation::ModelledCall)
+    );
+    let e = refused.to_string();
     assert!(
         e.contains("effects bridgectl models") && e.contains("0xdeadbeef"),
         "{e}"
@@ -723,4 +733,138 @@ fn calls_without_a_model_are_refused_under_limits_unless_allowed_by_selector() {
     p.limits.clear();
     p.allowed_destinations = vec![Address::repeat_byte(0xa1)];
     verify(&unknown, None, &p, &ctx).expect("allowed by selector under an allowlist");
+}
+
+/// Each refusal carries its field and the kind of expectation it failed, set where the
+/// check refuses: what a caller matches on, whatever the words of `expected`. Near
+/// misses: the same nonce gap from the node and from the journal alone are two kinds,
+/// native value with no max-value and above a max-value are two kinds.
+#[test]
+fn each_refusal_carries_its_field_and_kind_of_expectation() {
+    use crate::error::{Expectation as E, Field, NonceSource};
+    let tx = redeem_tx("1500000000000000000");
+    let facts = |journal_next: Option<u64>, pending: Option<u64>| NonceFacts {
+        journal_next,
+        pending,
+        ..NonceFacts::default()
+    };
+    let at = |nonce: u64| RawTx {
+        nonce,
+        ..tx.clone()
+    };
+    let cases: Vec<(RawTx, Policy, NonceFacts, Field, E)> = vec![
+        (
+            tx.clone(),
+            Policy {
+                expect_chain_id: Some(1),
+                ..profile()
+            },
+            next(1),
+            Field::ChainId,
+            E::Pinned,
+        ),
+        (
+            tx.clone(),
+            Policy {
+                trusted: Trusted::default(),
+                ..profile()
+            },
+            next(1),
+            Field::ChainId,
+            E::Trusted,
+        ),
+        (
+            tx.clone(),
+            Policy {
+                expect_args: BTreeMap::from([("_amount".into(), "1".into())]),
+                ..profile()
+            },
+            next(1),
+            Field::Arg("_amount".into()),
+            E::Pinned,
+        ),
+        (
+            RawTx {
+                value: U256::from(1),
+                ..tx.clone()
+            },
+            profile(),
+            next(1),
+            Field::Value,
+            E::NoValue,
+        ),
+        (
+            RawTx {
+                value: U256::from(2),
+                ..tx.clone()
+            },
+            Policy {
+                max_value: Some(U256::from(1)),
+                ..profile()
+            },
+            next(1),
+            Field::Value,
+            E::AtMost,
+        ),
+        (
+            tx.clone(),
+            Policy {
+                max_gas_price: None,
+                ..profile()
+            },
+            next(1),
+            Field::GasPrice,
+            E::GasPriceCap,
+        ),
+        (
+            tx.clone(),
+            Policy {
+                max_fee: Some(U256::from(1)),
+                ..profile()
+            },
+            next(1),
+            Field::MaxFee,
+            E::AtMost,
+        ),
+        (
+            at(5),
+            profile(),
+            facts(Some(3), Some(3)),
+            Field::Nonce,
+            E::NextNonce(NonceSource::Node),
+        ),
+        (
+            at(5),
+            profile(),
+            facts(Some(3), None),
+            Field::Nonce,
+            E::NextNonce(NonceSource::Journal),
+        ),
+        (
+            at(2),
+            profile(),
+            facts(Some(3), None),
+            Field::Nonce,
+            E::AboveJournalFloor,
+        ),
+        (
+            at(5),
+            profile(),
+            facts(None, None),
+            Field::Nonce,
+            E::CheckedNonce,
+        ),
+        (
+            at(u64::MAX),
+            profile(),
+            next(1),
+            Field::Nonce,
+            E::IncludableNonce,
+        ),
+    ];
+    for (tx, policy, nonce, field, kind) in cases {
+        let e = verify(&tx, None, &policy, &context(nonce)).expect_err("refused");
+        assert_eq!(e.refused_field(), Some(field), "{e}");
+        assert_eq!(e.refused_expectation(), Some(kind), "{e}");
+    }
 }

@@ -159,7 +159,8 @@ mod tests {
     fn an_item_error_is_matched_and_serialized_as_its_message() {
         let refused: ItemError = Error::Tx(bridgectl_tx::Error::Policy {
             by: bridgectl_tx::CheckedBy::Intent,
-            field: "args._amount".into(),
+            field: bridgectl_tx::Field::Arg("_amount".into()),
+            kind: bridgectl_tx::Expectation::Pinned,
             expected: "1".into(),
             found: "2".into(),
         })

@@ -1,0 +1,4 @@
+mod a;
+mod b;
+
+fn main() {}

@@ -1,0 +1,5 @@
+use crate::a::NAME;
+
+pub fn run() {
+    let _ = NAME;
+}

@@ -1,0 +1,5 @@
+pub use other::Config;
+
+pub fn load() -> Config {
+    crate::b::read()
+}

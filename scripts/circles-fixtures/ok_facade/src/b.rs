@@ -1,0 +1,3 @@
+use crate::Item;
+
+pub fn use_item(_: Item) {}

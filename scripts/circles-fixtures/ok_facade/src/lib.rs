@@ -1,0 +1,5 @@
+mod a;
+mod b;
+
+pub use a::Item;
+pub use b::use_item;

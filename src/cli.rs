@@ -28,6 +28,11 @@ impl Cli {
     /// Runs the parsed command line: each subcommand's `run()` with the global options.
     pub fn run(self) -> anyhow::Result<()> {
         let global = self.global;
+        if !matches!(self.command, Command::Completions(_) | Command::Sign(_)) {
+            // Where the shared state lives, for the commands that open the journal or the
+            // signing log (the offline signer never reads it: it touches no network).
+            crate::opts::remember_profile_state(&global);
+        }
         match self.command {
             Command::Key(cmd) => key::run(&global, cmd),
             Command::Sign(args) => sign::run(&global, args),

@@ -409,6 +409,15 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
                  asks again (BRIDGECTL_RESERVATION_LEASE sets how long a reservation holds)"
             ));
         }
+        if let Some(bridgectl_signing_log::Error::Conflict { .. }) =
+            cause.downcast_ref::<bridgectl_signing_log::Error>()
+        {
+            return Some(
+                "`bridgectl log export --history --key KEY -o FILE` here, then `bridgectl log \
+                 import FILE --key KEY` on a host of that store, carries a key's guard there"
+                    .into(),
+            );
+        }
         if let Some(
             bridgectl_signing_log::Error::RolledBack { .. }
             | bridgectl_signing_log::Error::Foreign { .. }

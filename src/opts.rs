@@ -87,19 +87,39 @@ fn open_journal(explicit: Option<&std::path::Path>) -> Result<bridgectl_flow::Jo
     }
 }
 
-/// The PostgreSQL database `BRIDGECTL_STATE_URL` names, when it is set: the journal and
-/// the signing log that several signer hosts share.
-pub fn shared_state() -> Result<Option<bridgectl_store::Location>> {
-    match std::env::var("BRIDGECTL_STATE_URL") {
-        Ok(url) if bridgectl_store::is_postgres_url(&url) => {
-            Ok(Some(bridgectl_store::Location::Postgres(url)))
-        }
-        Ok(url) if !url.is_empty() => Err(crate::exit::coded(
-            crate::exit::Code::Usage,
-            "BRIDGECTL_STATE_URL: not a postgres:// or postgresql:// URL",
-        )),
-        _ => Ok(None),
+/// The profile's `state_url`, read once at start ([`remember_profile_state`]).
+static PROFILE_STATE_URL: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+
+/// Reads the profile's `state_url` for [`shared_state`], when `BRIDGECTL_STATE_URL` is
+/// not set. A profile that cannot be read is left to the commands that need it to report.
+pub fn remember_profile_state(global: &crate::global::GlobalOpts) {
+    let set = std::env::var("BRIDGECTL_STATE_URL").is_ok_and(|u| !u.is_empty());
+    if !set {
+        let url = crate::config::load_profile(global)
+            .ok()
+            .and_then(|p| p.state_url)
+            .filter(|u| !u.is_empty());
+        let _ = PROFILE_STATE_URL.set(url);
     }
+}
+
+/// The PostgreSQL database that `BRIDGECTL_STATE_URL`, else the profile's `state_url`,
+/// names: the journal and the signing log that several signer hosts share.
+pub fn shared_state() -> Result<Option<bridgectl_store::Location>> {
+    let (url, name) = match std::env::var("BRIDGECTL_STATE_URL") {
+        Ok(url) if !url.is_empty() => (url, "BRIDGECTL_STATE_URL"),
+        _ => match PROFILE_STATE_URL.get().cloned().flatten() {
+            Some(url) => (url, "the profile's state_url"),
+            None => return Ok(None),
+        },
+    };
+    if !bridgectl_store::is_postgres_url(&url) {
+        return Err(crate::exit::coded(
+            crate::exit::Code::Usage,
+            format!("{name}: not a postgres:// or postgresql:// URL"),
+        ));
+    }
+    Ok(Some(bridgectl_store::Location::Postgres(url)))
 }
 
 /// A duration (`90s`, `15m`, `1h`) from environment variable `name`, when it is set.

@@ -22,6 +22,27 @@ const ALLOWED: &[(&str, &str)] = &[
         r#".args(["--slots-in-an-epoch""#,
     ),
     ("crates/sandbox/src/anvil.rs", r#"cmd.arg("--no-mining")"#),
+    // initdb's and setpriv's command lines, which the sandbox's PostgreSQL server runs.
+    (
+        "crates/sandbox/src/postgres.rs",
+        r#".args(["-U", "postgres", "--auth=trust""#,
+    ),
+    (
+        "crates/sandbox/src/postgres.rs",
+        r#"format!("--reuid={NOBODY}")"#,
+    ),
+    (
+        "crates/sandbox/src/postgres.rs",
+        r#"format!("--regid={NOBODY}")"#,
+    ),
+    (
+        "crates/sandbox/src/postgres.rs",
+        r#""--clear-groups".to_owned()"#,
+    ),
+    (
+        "crates/sandbox/src/postgres.rs",
+        r#"c.args(["--pdeathsig", "KILL"])"#,
+    ),
     // The sandbox config's module doc describes the CLI command that loads it.
     (
         "crates/sandbox/src/config.rs",

@@ -98,6 +98,16 @@ fn start_with(dir: &Dir, extra: &[&str]) -> (crate::util::KillOnDrop, serde_json
     (child, info)
 }
 
+/// SIGINT stops `child` cleanly (as Ctrl-C does).
+fn interrupt(child: &mut crate::util::KillOnDrop) {
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "Ctrl-C must stop cleanly: {status}");
+}
+
 /// SIGINT stops `child` cleanly, and no anvil of its is left running.
 fn stop(mut child: crate::util::KillOnDrop) {
     // The anvils are the sandbox's children.
@@ -112,12 +122,7 @@ fn stop(mut child: crate::util::KillOnDrop) {
         2,
         "expected two anvil children, found {children:?}"
     );
-    std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill -INT");
-    let status = child.wait().expect("wait");
-    assert!(status.success(), "Ctrl-C must stop cleanly: {status}");
+    interrupt(&mut child);
     let end = Instant::now() + Duration::from_secs(5);
     while !pids.iter().all(|p| gone(*p)) {
         assert!(Instant::now() < end, "anvil left running: {pids:?}");
@@ -226,5 +231,58 @@ bctest!(
         assert_eq!(info["side"]["chainId"], 31338, "{info}");
         assert_eq!(info["side"]["environmentId"], "sandbox-side", "{info}");
         stop(child);
+    }
+);
+
+bctest!(
+    a_sandbox_with_postgres_state_writes_a_profile_that_shares_it,
+    |dir: Dir, _cmd: TestCommand| {
+        // `sandbox --state postgres`: its own PostgreSQL server (the pinned one), named by
+        // the profile it writes, and stopped with it.
+        let (mut child, info) = start_with(&dir, &["--state", "postgres"]);
+        let url = info["stateUrl"].as_str().expect("stateUrl").to_owned();
+        assert!(url.starts_with("postgres://postgres@127.0.0.1:"), "{info}");
+        let profile = std::fs::read_to_string(dir.join("profile.toml")).expect("profile");
+        assert!(
+            profile.contains(&format!("state_url = \"{url}\"")),
+            "{profile}"
+        );
+        // A command of that profile keeps its journal there: a flow of one host is in
+        // the history of another (no file journal, no environment variable).
+        let history = |home: &str| -> serde_json::Value {
+            let mut c = dir.command();
+            c.env("XDG_STATE_HOME", dir.join(home))
+                .args(["--json", "--config"])
+                .args([dir.join("profile.toml")])
+                .args(["--profile", "sandbox", "history"]);
+            c.json()
+        };
+        assert_eq!(history("a"), serde_json::json!([]));
+        let mut c = dir.command();
+        c.env("XDG_STATE_HOME", dir.join("a"))
+            .args(["--config"])
+            .args([dir.join("profile.toml")])
+            .args(["--profile", "sandbox", "state", "migrate", "--to", &url]);
+        let out = c.output();
+        // Nothing to migrate on a fresh machine: no journal file, and none was made.
+        assert_eq!(
+            out.status.code(),
+            Some(6),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!dir.join("a/bridgectl/journal.sqlite3").exists());
+        // SIGINT stops it, its server too.
+        let port = url
+            .rsplit_once(':')
+            .and_then(|(_, rest)| rest.split('/').next())
+            .expect("port")
+            .to_owned();
+        interrupt(&mut child);
+        let end = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(format!("127.0.0.1:{port}")).is_ok() {
+            assert!(Instant::now() < end, "postgres left listening on {port}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 );

@@ -18,6 +18,9 @@ use crate::util::{KillOnDrop, Postgres, TestCommand};
 struct Host {
     label: &'static str,
     url: String,
+    /// Whether the shared store is named by the host's own profile (`state_url`) rather
+    /// than `BRIDGECTL_STATE_URL`.
+    in_profile: bool,
 }
 
 impl Host {
@@ -36,16 +39,43 @@ impl Host {
         Host {
             label,
             url: pg.url(),
+            in_profile: false,
         }
+    }
+
+    /// [`Host::new`], with a config of its own (the test's, as it is now) whose profile
+    /// names the shared store: `state_url`, no environment variable.
+    fn configured(live: &Live, pg: &Postgres, label: &'static str) -> Host {
+        let host = Host {
+            in_profile: true,
+            ..Host::new(live, pg, label)
+        };
+        let config = std::fs::read_to_string(live.dir.join("xdg/config/bridgectl/config.toml"))
+            .expect("the test's config");
+        let header = "[profiles.default]\n";
+        assert!(config.contains(header), "{config}");
+        let own = config.replacen(
+            header,
+            &format!("{header}state_url = \"{}\"\n", host.url),
+            1,
+        );
+        let dir = live.dir.join(format!("host-{label}/config/bridgectl"));
+        std::fs::create_dir_all(&dir).expect("config dir");
+        std::fs::write(dir.join("config.toml"), own).expect("config");
+        host
     }
 
     /// A command of this host: the shared journal, its own keystore copy and XDG dirs.
     fn cmd(&self, live: &Live) -> TestCommand {
         let home = live.dir.join(format!("host-{}", self.label));
         let mut c = live.cmd();
+        c.cmd.env_remove("BRIDGECTL_JOURNAL");
+        if self.in_profile {
+            c.cmd.env("XDG_CONFIG_HOME", home.join("config"));
+        } else {
+            c.cmd.env("BRIDGECTL_STATE_URL", &self.url);
+        }
         c.cmd
-            .env_remove("BRIDGECTL_JOURNAL")
-            .env("BRIDGECTL_STATE_URL", &self.url)
             .env("BRIDGECTL_HOST", self.label)
             .env("BRIDGECTL_KEYSTORE", home.join("keystore"))
             .env("XDG_STATE_HOME", home.join("state"))
@@ -227,9 +257,9 @@ fn two_hosts_share_one_spending_window_and_one_signing_log() {
     ));
     let hosts = [Host::new(&live, &pg, "a"), Host::new(&live, &pg, "b")];
     let dev = live.dev.to_string();
-    // Both at once. A host handed the nonce the other reserved in the shared journal is
-    // refused for that first (exit 3, the flow named) and asks again, as an operator
-    // would; what ends each host is a signature or the window's refusal.
+    // Both at once. A host handed the nonce the other reserved or signed is refused for
+    // that first (exit 3, the flow named) and asks again, as an operator would; what
+    // ends each host is a signature or the window's refusal.
     let outs: Vec<std::process::Output> = std::thread::scope(|s| {
         let runs: Vec<_> = hosts
             .iter()
@@ -244,8 +274,11 @@ fn two_hosts_share_one_spending_window_and_one_signing_log() {
                         let out = c.output();
                         live.check_secrets(&out);
                         let err = String::from_utf8_lossy(&out.stderr);
-                        let nonce_taken =
-                            out.status.code() == Some(3) && err.contains("is reserved by flow");
+                        // Refused for the nonce (reserved or signed by the other host's
+                        // flow, as the journal or the log says), not for the window.
+                        let nonce_taken = out.status.code() == Some(3)
+                            && !err.contains("spending limit")
+                            && err.contains("nonce");
                         if !nonce_taken || Instant::now() > deadline {
                             return out;
                         }
@@ -400,8 +433,9 @@ fn a_machine_migrated_into_postgres_keeps_its_log_and_its_signed_nonces() {
     assert_eq!(migrated["journal"]["flows"], 2, "{migrated:#}");
     assert_eq!(migrated["signingLog"]["entries"], 2, "{migrated:#}");
 
-    // A host of the shared store (its keystore a copy of this machine's).
-    let host = Host::new(&live, &pg, "m");
+    // A host of the shared store (its keystore a copy of this machine's), named by its
+    // profile's state_url.
+    let host = Host::configured(&live, &pg, "m");
     let verified = host.json(&live, &["log", "verify"]);
     assert_eq!(verified["ok"], true, "{verified:#}");
     assert_eq!(

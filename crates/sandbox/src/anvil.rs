@@ -31,23 +31,7 @@ pub fn find_anvil(configured: Option<&Path>) -> Result<PathBuf, Error> {
     if let Some(p) = std::env::var_os("BRIDGECTL_ANVIL") {
         candidates.push(PathBuf::from(p));
     }
-    let rel = Path::new("tools/node_modules/.bin/anvil");
-    let mut roots: Vec<PathBuf> = Vec::new();
-    if let Ok(exe) = std::env::current_exe() {
-        roots.extend(exe.ancestors().skip(1).map(Path::to_owned));
-    }
-    // The working directory (a test runs in its package; a person in the checkout):
-    // the path compiled in below is stale when a build cache moves between checkouts.
-    if let Ok(cwd) = std::env::current_dir() {
-        roots.extend(cwd.ancestors().map(Path::to_owned));
-    }
-    roots.extend(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .ancestors()
-            .map(Path::to_owned),
-    );
-    for root in roots {
-        let c = root.join(rel);
+    for c in in_tools(Path::new("tools/node_modules/.bin/anvil")) {
         if !candidates.contains(&c) {
             candidates.push(c);
         }
@@ -70,6 +54,33 @@ pub fn find_anvil(configured: Option<&Path>) -> Result<PathBuf, Error> {
     Err(Error::AnvilNotFound {
         tried: tried.join(", "),
     })
+}
+
+/// Where `rel` (a path in the repository's `tools/`, which `make tools` fills) may be:
+/// under each ancestor of the current executable, of the working directory (a test runs
+/// in its package; a person in the checkout) and of this crate's source folder as known
+/// at build time (stale when a build cache moves between checkouts), in that order.
+pub(crate) fn in_tools(rel: &Path) -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = Vec::new();
+    if let Ok(exe) = std::env::current_exe() {
+        roots.extend(exe.ancestors().skip(1).map(Path::to_owned));
+    }
+    if let Ok(cwd) = std::env::current_dir() {
+        roots.extend(cwd.ancestors().map(Path::to_owned));
+    }
+    roots.extend(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .ancestors()
+            .map(Path::to_owned),
+    );
+    let mut found: Vec<PathBuf> = Vec::new();
+    for root in roots {
+        let c = root.join(rel);
+        if !found.contains(&c) {
+            found.push(c);
+        }
+    }
+    found
 }
 
 /// A running anvil node.

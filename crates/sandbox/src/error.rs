@@ -45,6 +45,12 @@ pub enum Error {
         /// Every place that was tried, in order.
         tried: String,
     },
+    /// The pinned PostgreSQL server (a sandbox's shared state) could not be found or started.
+    #[error("postgresql: {reason}")]
+    Postgres {
+        /// What went wrong.
+        reason: String,
+    },
     /// The anvil process could not be spawned.
     #[error("cannot start anvil {}", path.display())]
     AnvilSpawn {

@@ -28,6 +28,7 @@ pub mod contracts;
 mod error;
 mod info;
 mod mining;
+pub mod postgres;
 mod relayer;
 pub mod rpc;
 mod scope;

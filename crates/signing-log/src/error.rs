@@ -90,7 +90,7 @@ pub enum Error {
     #[error(
         "signing log {log} holds entries of its own (by {}): a log is copied into an empty \
          one, or one that holds its first entries only (a copy made before); a key's \
-         history joins another log by `log export --history` and `log import`",
+         history joins another log by an export of its history and an import there",
         keys.join(", ")
     )]
     Conflict {

@@ -22,7 +22,7 @@ use crate::{AcknowledgementPlan, Error, SigningLogDb};
 /// The interchange format's version: [`HistoryMetadata::interchange_format_version`].
 pub const HISTORY_FORMAT_VERSION: u32 = 1;
 
-/// Keys' signing histories, as `bridgectl log export --history` writes them.
+/// Keys' signing histories, as [`SigningLogDb::export_history`] makes them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct History {

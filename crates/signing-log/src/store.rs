@@ -414,7 +414,7 @@ impl SigningLogDb {
     }
 
     /// Every entry in order, with its index columns, unchecked (export, show): read
-    /// [`PAGE`] rows at a time.
+    /// a page of rows at a time (never the whole log in memory).
     pub fn each(&self, mut f: impl FnMut(Entry, Columns)) -> Result<(), Error> {
         self.with(|c| {
             scan(

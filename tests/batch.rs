@@ -107,11 +107,25 @@ pub(crate) fn assert_each_item_redeemed_once(
     let mut expected = items.to_vec();
     on_chain.sort();
     expected.sort();
-    assert_eq!(
-        on_chain.len(),
-        expected.len(),
-        "redemptions on chain vs items"
-    );
+    if on_chain.len() != expected.len() {
+        // What differs, for a run that cannot be repeated: items paid twice, or not.
+        let mut extra = on_chain.clone();
+        let mut missing = Vec::new();
+        for item in &expected {
+            match extra.iter().position(|r| r == item) {
+                Some(i) => {
+                    extra.remove(i);
+                }
+                None => missing.push(*item),
+            }
+        }
+        panic!(
+            "{} redemptions on chain for {} items: on chain but not an item (or twice) \
+             {extra:?}; an item not on chain {missing:?}",
+            on_chain.len(),
+            expected.len()
+        );
+    }
     assert_eq!(
         on_chain, expected,
         "the chain's redemptions are not the items"

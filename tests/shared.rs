@@ -115,9 +115,9 @@ fn signed_nonces(live: &Live, host: &Host) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Two hosts given the same payout file at once: one batch, each item on chain once, and
-/// each host says what it did (one ran it, the other ran it too or was told it runs
-/// elsewhere, exit 11). Then both redeem from one key at once: each redeem a nonce of its
+/// Two hosts given the same payout file (200 items) at once: one batch, each item on
+/// chain once, and each host says what it did (one ran it, the other ran it too or was
+/// told it runs elsewhere, exit 11). Then both redeem from one key at once: each redeem a nonce of its
 /// own, none signed twice (the shared journal's signed nonces are distinct and the chain
 /// has exactly the redeems that succeeded). A host refused because the other holds the
 /// nonce it was handed (exit 3, the holder named) tries again.
@@ -127,7 +127,7 @@ fn two_hosts_on_one_postgres_journal_pay_each_item_once_and_sign_each_nonce_once
     let mut live = Live::shared("shared_hosts");
     let payers = payers(&mut live, 2);
     let hosts = [Host::new(&live, &pg, "a"), Host::new(&live, &pg, "b")];
-    let (text, items) = redeem_items(&payers, 12);
+    let (text, items) = redeem_items(&payers, 100);
     live.dir.write("payouts.jsonl", &text);
 
     let children: Vec<_> = hosts

@@ -80,6 +80,15 @@ impl SigningLogDb {
     /// this one overtakes. Returns the new head.
     fn appended(&self, entries: &[Entry]) -> Result<Checkpoint, bridgectl_tx::Error> {
         let last = entries.last().expect("called with the entries appended");
+        let before = self
+            .appends
+            .fetch_add(entries.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        if before / crate::store::STATISTICS_EVERY
+            != (before + entries.len() as u64) / crate::store::STATISTICS_EVERY
+        {
+            // Best effort: a failure to look is no failure of the append.
+            let _ = self.keep_statistics();
+        }
         self.seen
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -52,9 +52,10 @@ pub const SIGNING_LOG_FILE: &str = "signing-log.sqlite3";
 /// window's sum), and `entries_carried`, the acknowledgements that carry spending;
 /// version 8 reads the bodies' numbers (time, chain) as integers in `entries_edited` and
 /// `entries_body_key_time`, one SQL text that PostgreSQL, whose JSON values are text,
-/// reads the same.
+/// reads the same; version 9 has PostgreSQL keep statistics of the fields few entries
+/// have.
 const SCHEMA: bridgectl_store::Schema = bridgectl_store::Schema {
-    version: 8,
+    version: 9,
     sqlite: SCHEMA_SQL,
     sqlite_added_columns: &[],
     postgres: POSTGRES_SQL,
@@ -175,6 +176,14 @@ CREATE INDEX IF NOT EXISTS entries_edited ON entries(seq) WHERE
     OR chain_id IS DISTINCT FROM CAST((CAST(body AS jsonb) ->> 'chainId') AS BIGINT)
     OR time IS DISTINCT FROM CAST((CAST(body AS jsonb) ->> 'time') AS BIGINT)
     OR lower(contract) IS DISTINCT FROM (CAST(body AS jsonb) ->> 'to');
+-- What the planner knows of the fields few entries have (how few: their null fraction),
+-- gathered with the table's statistics: without them it took `x IS NOT NULL` for nearly
+-- every row, and a guard's lookup of a key's chain resets or of the acknowledgements
+-- walked the whole log backwards by seq, parsing every body, instead of taking the
+-- partial index of the few.
+CREATE STATISTICS IF NOT EXISTS entries_chain_reset ON ((CAST(body AS jsonb) ->> 'chainReset')) FROM entries;
+CREATE STATISTICS IF NOT EXISTS entries_carried_field ON ((CAST(body AS jsonb) ->> 'carried')) FROM entries;
+CREATE STATISTICS IF NOT EXISTS entries_watermarks_field ON ((CAST(body AS jsonb) ->> 'watermarks')) FROM entries;
 CREATE TABLE IF NOT EXISTS credit_claims (
     chain_id  BIGINT NOT NULL,
     genesis   TEXT NOT NULL,
@@ -185,6 +194,9 @@ CREATE TABLE IF NOT EXISTS credit_claims (
     at        BIGINT NOT NULL,
     PRIMARY KEY (chain_id, genesis, tx_hash, log_index)
 );
+-- The statistics above gathered now (a log made or upgraded), and again as it grows
+-- (SigningLogDb::keep_statistics, and the server's autovacuum).
+ANALYZE entries;
 ";
 
 /// How many rows a walk reads at a time: a walk back from the head usually stops at the
@@ -214,7 +226,12 @@ pub struct SigningLogDb {
     pub(crate) known_keys: Option<Vec<Address>>,
     /// Hashes of entries whose signature was checked in this process.
     pub(crate) seen: std::sync::Mutex<std::collections::HashSet<B256>>,
+    /// Entries this process appended (for [`SigningLogDb::keep_statistics`]).
+    pub(crate) appends: std::sync::atomic::AtomicU64,
 }
+
+/// How many appends of one process pass between two looks at a shared log's statistics.
+pub(crate) const STATISTICS_EVERY: u64 = 256;
 
 impl std::fmt::Debug for SigningLogDb {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -296,12 +313,41 @@ impl SigningLogDb {
             bridgectl_local::files::restrict(file)
                 .map_err(PathError::on("cannot set the mode of", file))?;
         }
-        Ok(SigningLogDb {
+        let log = SigningLogDb {
             path,
             log,
             store,
             known_keys: None,
             seen: Default::default(),
+            appends: Default::default(),
+        };
+        log.keep_statistics()?;
+        Ok(log)
+    }
+
+    /// PostgreSQL only: has the server gather the entries' statistics again when it has
+    /// none, or a tenth of the rows changed since (at open, and every [`STATISTICS_EVERY`]
+    /// appends of this process). Without them its planner took a guard's lookup of a few
+    /// rows (a key's chain resets) through an index of all the key's entries, reading and
+    /// parsing every body: milliseconds a signature, growing with the log. (Its own
+    /// autovacuum does the same, but a minute or more late.)
+    pub(crate) fn keep_statistics(&self) -> Result<(), Error> {
+        if self.store.backend() != bridgectl_store::Backend::Postgres {
+            return Ok(());
+        }
+        self.with(|c| {
+            let stale: Option<bool> = c.query_opt(
+                "SELECT (last_analyze IS NULL AND last_autoanalyze IS NULL AND n_live_tup > 0) \
+                     OR n_mod_since_analyze > GREATEST(50, n_live_tup / 10) \
+                 FROM pg_stat_user_tables WHERE schemaname = current_schema() \
+                   AND relname = 'entries'",
+                &[],
+                |r| r.get(0),
+            )?;
+            if stale == Some(true) {
+                c.execute("ANALYZE entries", &[])?;
+            }
+            Ok(())
         })
     }
 

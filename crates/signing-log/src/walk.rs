@@ -49,10 +49,14 @@ pub(crate) const OWN_BEFORE_TIME_SQL: &str = "SELECT seq, body, hash, sig FROM e
      WHERE json_extract(body, '$.key') = ?1 AND CAST(json_extract(body, '$.time') AS INTEGER) < ?2 \
      ORDER BY CAST(json_extract(body, '$.time') AS INTEGER) DESC, seq DESC LIMIT 1";
 
-/// The acknowledgements that carry spending over: a lookup in `entries_carried` (few
-/// rows: one per acknowledgement of a log that lost entries).
+/// The acknowledgements that carry spending over, after entry `?1`: a lookup in
+/// `entries_carried` (few rows: one per acknowledgement of a log that lost entries, so
+/// read whole, not in pages). PostgreSQL takes this lookup, as the others of few rows,
+/// through its partial index only when it has a parameter and no `LIMIT`: without the
+/// parameter each execution took milliseconds, and with a `LIMIT` it walked the log
+/// backwards by `seq`, reading every body.
 pub(crate) const CARRIED_SQL: &str = "SELECT seq, body, hash, sig FROM entries \
-     WHERE json_extract(body, '$.carried') IS NOT NULL ORDER BY seq";
+     WHERE json_extract(body, '$.carried') IS NOT NULL AND seq > ?1 ORDER BY seq";
 
 impl SigningLogDb {
     /// Checks that the log reaches the kept checkpoint: entry `kept.count` is there
@@ -192,7 +196,7 @@ impl SigningLogDb {
     /// (each acknowledgement checked like any entry).
     fn carried_for(&self, c: &mut dyn Conn, key: Address) -> Result<Vec<Carried>, Error> {
         let mut carried = Vec::new();
-        for row in c.query(CARRIED_SQL, &[])? {
+        for row in c.query(CARRIED_SQL, &[&0i64])? {
             let body = self.checked_or_broken(&row_entry(&row)?)?;
             carried.extend(body.carried.into_iter().filter(|c| c.key == key));
         }
@@ -557,28 +561,22 @@ impl SigningLogDb {
         // its entries all hold their nonces, stricter, never looser. EIP-155 keeps real
         // chain ids far below it.)
         let chain = i64::try_from(chain_id).unwrap_or(i64::MAX);
-        let mut found = 0;
-        scan(
-            c,
-            paged!(
-                "SELECT seq, body, hash, sig FROM entries \
-                 WHERE json_extract(body, '$.key') = ?1 \
-                   AND json_extract(body, '$.chainId') = ?2 \
-                   AND json_extract(body, '$.chainReset') IS NOT NULL \
-                   AND seq < ?3 ORDER BY seq DESC"
-            ),
+        // Few rows (a key's resets of a chain): read whole, through `entries_body_reset`
+        // (see CARRIED_SQL for why not in pages).
+        let rows = c.query(
+            "SELECT seq, body, hash, sig FROM entries \
+             WHERE json_extract(body, '$.key') = ?1 \
+               AND json_extract(body, '$.chainId') = ?2 \
+               AND json_extract(body, '$.chainReset') IS NOT NULL ORDER BY seq DESC",
             &[&body_text(key), &chain],
-            FROM_HEAD,
-            |row| {
-                let body = self.checked_or_broken(&row_entry(row)?)?;
-                if body.key == key && body.chain_id == chain_id && body.chain_reset.is_some() {
-                    found = body.seq;
-                    return Ok(false);
-                }
-                Ok(true)
-            },
         )?;
-        Ok(found)
+        for row in &rows {
+            let body = self.checked_or_broken(&row_entry(row)?)?;
+            if body.key == key && body.chain_id == chain_id && body.chain_reset.is_some() {
+                return Ok(body.seq);
+            }
+        }
+        Ok(0)
     }
 
     /// The block 0 the newest entry that names one records for `chain_id` (a signature's

@@ -396,6 +396,20 @@ fn a_history_exported_from_one_machine_and_imported_into_postgres_keeps_its_guar
         )),
         "{err}"
     );
+    // A history with a key twice (a later "keys" hiding the first) is refused, as is a
+    // file that is not a history, before anything is asked.
+    let text = std::fs::read_to_string(&history).expect("history");
+    let doubled = text.replacen("\"keys\": [", "\"keys\": [], \"keys\": [", 1);
+    assert_ne!(doubled, text, "the history names its keys");
+    live.dir.write("doubled.json", &doubled);
+    let mut c = host.cmd(&live);
+    let doubled_path = live.dir.join("doubled.json");
+    c.args(["log", "import", &doubled_path.to_string_lossy()])
+        .args(["--yes", "--key", &dev]);
+    let out = c.output();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("not a signing history"), "{err}");
     // A file that is not a history is refused before anything is asked.
     live.dir.write("not-history.json", "{\"keys\": []}");
     let mut c = host.cmd(&live);

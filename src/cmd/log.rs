@@ -254,12 +254,15 @@ fn import(log: &SigningLogDb, global: &GlobalOpts, args: ImportArgs) -> anyhow::
             format!("{name} is larger than any signing history ({MAX_HISTORY_BYTES} bytes)"),
         ));
     }
-    let history: bridgectl_signing_log::History = serde_json::from_slice(&text).map_err(|e| {
-        coded(
-            Code::Refused,
-            format!("{name} is not a signing history (`log export --history` writes one): {e}"),
-        )
-    })?;
+    // Read as strictly as every file from outside (bridgectl-json: a key twice refused at
+    // any depth, integers exact), then checked entry by entry by the library.
+    let history: bridgectl_signing_log::History =
+        bridgectl_json::from_slice_to(&text).map_err(|e| {
+            coded(
+                Code::Refused,
+                format!("{name} is not a signing history (`log export --history` writes one): {e}"),
+            )
+        })?;
     let plan = match log.plan_import(&history) {
         Err(
             e @ (bridgectl_signing_log::Error::History { .. }

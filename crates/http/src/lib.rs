@@ -66,13 +66,28 @@ pub fn is_loopback(url: &reqwest::Url) -> bool {
 /// body, tokens and secret keys included, to another host), and no proxy when `url` is
 /// plain http, which the clients allow only to loopback (the bearer token would
 /// otherwise travel in clear text).
+///
+/// A plain-http client has no TLS roots either: it never speaks TLS, and loading the
+/// machine's roots (parsing every PEM file of the system's store) is most of what
+/// building a client costs, 15 ms a client in a debug build, on the caller's thread,
+/// which is an async runtime's.
 pub fn client_builder(url: &reqwest::Url) -> reqwest::ClientBuilder {
     let builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
     if url.scheme() == "http" {
-        builder.no_proxy()
+        without_tls_roots(builder.no_proxy())
     } else {
         builder
     }
+}
+
+#[cfg(feature = "rustls")]
+fn without_tls_roots(builder: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
+    builder.tls_certs_only(Vec::new())
+}
+
+#[cfg(not(feature = "rustls"))]
+fn without_tls_roots(builder: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
+    builder
 }
 
 /// `url` without its path, query and credentials: `https://host:port/…`, for errors

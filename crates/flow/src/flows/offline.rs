@@ -10,7 +10,7 @@ use bridgectl_tx::{Nonce, NonceFacts, Policy, SignedTx, SigningLog};
 use serde_json::json;
 
 use super::Approver;
-use super::run::sign_verified;
+use super::run::{Records, sign_verified};
 use crate::Error;
 use crate::journal::{FlowKind, Journal};
 
@@ -114,8 +114,7 @@ impl OfflineSigner<'_> {
         };
         let intent = input.intent.clone().unwrap_or_default();
         sign_verified(
-            self.journal,
-            self.signing_log,
+            Records::Borrowed(self.journal, self.signing_log),
             // Offline there is no chain to hold the clock to: see the README.
             &crate::clock::SystemClock,
             super::Review {

@@ -11,9 +11,13 @@
 //! the nonce is reserved; the signature is in the signing log before its bytes leave the
 //! signing step, and in the journal (fsync'd) before the first byte is sent.
 
+use std::sync::Arc;
+
 use alloy_primitives::Address;
 use bridgectl_tx::request::Intent;
-use bridgectl_tx::{Context, Nonce, NonceFacts, RawTx, SignedTx, SigningLog, Verified};
+use bridgectl_tx::{
+    Context, Nonce, NonceFacts, RawTx, SignedTx, SigningLog, TransactionSigner, Verified,
+};
 use serde_json::{Value, json};
 
 use super::action::{ActionCall, ActionOutcome};
@@ -284,8 +288,7 @@ impl Run<'_> {
     ) -> Result<SignedTx, Error> {
         let flows = self.flows;
         let signed = sign_verified(
-            &flows.journal,
-            flows.signing_log.as_ref(),
+            Records::Shared(&flows.journal, &flows.signing_log),
             flows.clock.as_ref(),
             Review {
                 tx_id: &self.tx_id,
@@ -440,14 +443,14 @@ impl Run<'_> {
 /// flows (through [`Run::sign`]), the offline signer and replace/cancel all come
 /// through here.
 pub(super) async fn sign_verified(
-    journal: &Journal,
-    signing_log: &dyn SigningLog,
+    records: Records<'_>,
     clock: &dyn crate::clock::Clock,
     review: Review<'_>,
     purpose: Purpose,
     approver: &mut impl Approver,
 ) -> Result<SignedTx, Error> {
     let (tx_id, verified) = (review.tx_id, review.verified);
+    let journal = records.journal();
     // A replacement that stops leaves the flow as it was: signed, its first transaction
     // still able to be mined.
     let fail = |step: &str, e: &Error| match purpose {
@@ -478,18 +481,100 @@ pub(super) async fn sign_verified(
     journal
         .hold_reservation(tx_id, tx.from, tx.chain_id, tx.nonce)
         .inspect_err(|e| fail("not-signed", e))?;
-    let signed = bridgectl_tx::sign_and_log_with(verified, &signer, signing_log, clock.now())
-        .await
-        .map_err(Error::from);
-    drop(signer);
-    let signed = signed.inspect_err(|e| fail("not-signed", e))?;
+    let time = clock.now();
+    let signed = match (records, signer.local_key()) {
+        // A key of this process: signed, logged and journaled on the blocking pool, so
+        // neither store's commit (an fsync on SQLite, round trips on PostgreSQL) holds
+        // up the caller's runtime.
+        (Records::Shared(journal, log), Some(key)) => {
+            let (journal, log) = (Arc::clone(journal), Arc::clone(log));
+            let (key, verified, tx_id) = (key.clone(), verified.clone(), tx_id.to_owned());
+            drop(signer);
+            let task = tokio::task::spawn_blocking(move || {
+                let signed = bridgectl_tx::sign_and_log(&verified, &key, log.as_ref(), time);
+                drop(key);
+                record(&journal, &tx_id, signed, purpose)
+            });
+            match task.await {
+                Ok(done) => done,
+                // A panic of the signer or a store is this caller's panic.
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                // The runtime shuts down. Whatever the task did is in the stores: a
+                // signature logged and not journaled is made again, the same bytes,
+                // when the flow is resumed.
+                Err(_) => Err(Stopped::NotJournaled(Error::Config(
+                    "the runtime shut down while signing",
+                ))),
+            }
+        }
+        (records, _) => {
+            let signed =
+                bridgectl_tx::sign_and_log_with(verified, &signer, records.log(), time).await;
+            drop(signer);
+            record(journal, tx_id, signed, purpose)
+        }
+    };
+    match signed {
+        Ok(signed) => Ok(signed),
+        Err(Stopped::NotSigned(e)) => {
+            fail("not-signed", &e);
+            Err(e)
+        }
+        // Signed and logged; the flow stays as the failed journal left it.
+        Err(Stopped::NotJournaled(e)) => Err(e),
+    }
+}
+
+/// Why a signature did not come back from [`record`].
+enum Stopped {
+    /// It was not made, or not logged (a refusal inside the log's append).
+    NotSigned(Error),
+    /// It was made and logged, and journaling it failed.
+    NotJournaled(Error),
+}
+
+/// Records what `signed` made in `journal`, as flow `tx_id`'s transaction (or, for
+/// another `purpose`, as its replacement), durably: only then may the bytes be sent.
+fn record(
+    journal: &Journal,
+    tx_id: &str,
+    signed: Result<SignedTx, bridgectl_tx::Error>,
+    purpose: Purpose,
+) -> Result<SignedTx, Stopped> {
+    let signed = signed.map_err(|e| Stopped::NotSigned(e.into()))?;
     bridgectl_local::failpoint::hit("signed-not-journaled");
     match purpose {
-        Purpose::Original => journal.record_signed(tx_id, &signed)?,
-        _ => journal.record_replacement(tx_id, &signed, purpose)?,
+        Purpose::Original => journal.record_signed(tx_id, &signed),
+        _ => journal.record_replacement(tx_id, &signed, purpose),
     }
+    .map_err(Stopped::NotJournaled)?;
     bridgectl_local::failpoint::hit("journaled-not-sent");
     Ok(signed)
+}
+
+/// The stores a signature is recorded in: the flows' own, shared, whose commits run off
+/// the caller's runtime, or those a caller lends (the offline signer), committed in place.
+pub(super) enum Records<'a> {
+    /// [`Flows`]'s journal and signing log.
+    Shared(&'a Arc<Journal>, &'a Arc<dyn SigningLog>),
+    /// A caller's.
+    Borrowed(&'a Journal, &'a dyn SigningLog),
+}
+
+impl<'a> Records<'a> {
+    fn journal(&self) -> &'a Journal {
+        match *self {
+            Records::Shared(journal, _) => journal,
+            Records::Borrowed(journal, _) => journal,
+        }
+    }
+
+    fn log(&self) -> &'a dyn SigningLog {
+        match *self {
+            Records::Shared(_, log) => log.as_ref(),
+            Records::Borrowed(_, log) => log,
+        }
+    }
 }
 
 impl Flows {

@@ -236,7 +236,10 @@ pub(crate) fn encode_slot(kept: &KeptCheckpoint) -> Vec<u8> {
 }
 
 pub(crate) fn decode_slot(bytes: &[u8]) -> Option<KeptCheckpoint> {
-    let slot: Slot = serde_json::from_slice(bytes).ok()?;
+    // A slot is padded with spaces to its fixed size: the JSON is usually a few hundred
+    // bytes of 64 KiB, and the parser would read the rest a byte at a time (6.6% of an
+    // offline signature's CPU here).
+    let slot: Slot = serde_json::from_slice(bytes.trim_ascii_end()).ok()?;
     let kept = KeptCheckpoint {
         count: slot.count,
         head: slot.head,

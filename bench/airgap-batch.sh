@@ -69,6 +69,7 @@ max-gas-price = 30000000000
 {limits_toml}
 [[profiles.default.policy.auto-approve]]
 function = "redeem"
+token = "ST"
 max = "2"
 """)
 with open(f"{work}/pass", "w", opener=lambda p, fl: os.open(p, fl, 0o600)) as f:

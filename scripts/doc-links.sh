@@ -10,8 +10,9 @@
 # paragraph (what implementors' pages show) free of links. A link through a re-exported
 # crate (`crate::http::X` for `pub use bridgectl_http as http`) resolves or not by the
 # order cargo documents the crates in: name the crate itself (`bridgectl_http::X`).
-# That order differs between a fresh target dir and a warm one, so CI runs this on docs
-# built in a fresh dir (DOC_TARGET_DIR in .ci/run).
+# That order differs between a fresh target dir and a warm one; `make doc` builds every
+# page afresh (it removes them first) and scripts/doc-dirs.sh makes every crate's
+# directory before any is documented, so each run checks links as a fresh clone gets them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 doc="${1:-$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')/doc}"

@@ -250,6 +250,7 @@ impl Journal {
                     batch_id: claim.batch_id.clone(),
                     sender: claim.sender.to_string(),
                     token: claim.fence,
+                    items: Default::default(),
                 },
             );
     }
@@ -258,30 +259,52 @@ impl Journal {
     /// this run holds a claim on, and the claim's token moved on (another run took the
     /// batch over after this one's lease ran out). Costs nothing when this run holds no
     /// claim (every run on a SQLite journal).
+    ///
+    /// A flow this run wrote as an item, which another run has since bound the item away
+    /// from (it took the batch over, and the flow had not signed), is checked too: this
+    /// run, woken, must not go on with it (its nonce is the new flow's).
     pub(super) fn check_fence(&self, c: &mut dyn Conn, tx_id: &str) -> Result<(), Failure> {
-        let fences: Vec<Fence> = {
+        // (batch, sender, token, whether this run wrote `tx_id` as one of its items)
+        let fences: Vec<(String, String, i64, bool)> = {
             let held = self.fences.lock().unwrap_or_else(|p| p.into_inner());
             if held.is_empty() {
                 return Ok(());
             }
-            held.values().cloned().collect()
+            held.values()
+                .map(|f| {
+                    let wrote = f.items.contains(tx_id);
+                    (f.batch_id.clone(), f.sender.clone(), f.token, wrote)
+                })
+                .collect()
         };
         let batches: Vec<String> = c.query_map(
             "SELECT batch_id FROM batch_items WHERE tx_id = ?1",
             &[&tx_id],
             |r| r.get(0),
         )?;
-        for fence in fences.into_iter().filter(|f| batches.contains(&f.batch_id)) {
+        let fenced: Vec<_> = fences
+            .into_iter()
+            .filter(|(batch_id, .., wrote)| *wrote || batches.contains(batch_id))
+            .collect();
+        if !fenced.is_empty() {
+            let mut held = self.fences.lock().unwrap_or_else(|p| p.into_inner());
+            for fence in held.values_mut() {
+                if batches.contains(&fence.batch_id) {
+                    fence.items.insert(tx_id.to_owned());
+                }
+            }
+        }
+        for (batch_id, sender, held_token, _) in fenced {
             let now: Option<(String, i64)> = c.query_opt(
                 "SELECT owner, fence FROM batch_claims WHERE batch_id = ?1 AND sender = ?2",
-                &[&fence.batch_id, &fence.sender],
+                &[&batch_id, &sender],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )?;
             match now {
-                Some((_, token)) if token == fence.token => {}
+                Some((_, token)) if token == held_token => {}
                 other => {
                     return Err(Failure::Refused(Box::new(Error::ClaimTakenOver {
-                        batch_id: fence.batch_id,
+                        batch_id,
                         by: other.map(|(owner, _)| owner),
                     })));
                 }

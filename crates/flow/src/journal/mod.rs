@@ -551,6 +551,10 @@ pub(super) struct Fence {
     pub(super) batch_id: String,
     pub(super) sender: String,
     pub(super) token: i64,
+    /// The flows this run wrote as the batch's items. One of them may stop being an item
+    /// (a run that took the batch over bound the item to a fresh flow): its writes are
+    /// still this claim's, and refused once the claim moved on.
+    pub(super) items: std::collections::HashSet<String>,
 }
 
 /// Why a write that may refuse did not happen: its store failed, or it refused.

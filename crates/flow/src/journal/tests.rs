@@ -889,3 +889,50 @@ fn a_journal_copies_into_an_empty_one_only() {
     let err = j.copy_into(&target).expect_err("refused");
     assert!(matches!(err, Error::MigrationRefused(_)), "{err}");
 }
+
+/// A run paused past its claim's lease, whose unsigned item another run bound to a fresh
+/// flow meanwhile, is refused at its next write of the old flow: that flow is no longer
+/// an item, but it was this run's item, and its claim moved on (a woken host exits
+/// "taken over", never on to reserve a nonce the new flow holds).
+#[test]
+fn a_flow_rebound_away_from_a_taken_over_claim_is_still_fenced() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("journal.sqlite3");
+    let (paused, other) = (
+        Journal::open(&path).expect("open"),
+        Journal::open(&path).expect("open"),
+    );
+    paused
+        .create_batch("b-1", "a.jsonl", &[new_item("p-1", "f-1")])
+        .expect("batch");
+    let lease = std::time::Duration::from_millis(1);
+    let claim = |j: &Journal, run: &str| match j
+        .claim_lane("b-1", Address::ZERO, &claims::Owner::this_run(run), lease)
+        .expect("claim")
+    {
+        claims::LaneClaim::Claimed(claim) => claim,
+        held => panic!("not claimed: {held:?}"),
+    };
+    paused.fence_batch(&claim(&paused, "a"));
+    paused
+        .begin("f-1", FlowKind::Redeem, Some("0xabc"), &json!({}))
+        .expect("the item's flow begins under the claim");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let taken = claim(&other, "b");
+    assert_eq!(taken.fence, 2, "a takeover raises the token");
+    other
+        .retry_batch_item("b-1", 0, "f-1", "f-2")
+        .expect("the item bound to a fresh flow");
+    let addr = Address::repeat_byte(0x11);
+    match paused.reserve_nonce("f-1", addr, 7, 5) {
+        Err(Error::ClaimTakenOver { batch_id, by }) => {
+            assert_eq!(batch_id, "b-1");
+            assert!(by.is_some_and(|b| b.contains("b/")), "names the other run");
+        }
+        other => panic!("expected ClaimTakenOver, got {other:?}"),
+    }
+    // A flow that never was this run's item is not fenced by the claim.
+    paused
+        .begin("f-9", FlowKind::Redeem, Some("0xabc"), &json!({}))
+        .expect("another flow");
+}

@@ -641,7 +641,10 @@ fn a_host_paused_past_its_lease_writes_nothing_after_another_took_over() {
         Some(0) => {}
         Some(11) => assert!(err.contains("was taken over by run b/"), "{err}"),
         Some(12) => assert!(err.contains("cannot be reached"), "{err}"),
-        code => panic!("exit {code:?}: {err}"),
+        code => panic!(
+            "exit {code:?}: {err}\nitems:\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        ),
     }
     assert_each_item_redeemed_once(&live, &payers, &items);
 }

@@ -869,7 +869,12 @@ impl<'f> Follower<'f> {
         }
         if looked.all_final {
             let state = flows.journal.finalize(&rec.tx_id)?;
-            status.state = state.or(status.state);
+            // Not finalized here: another run did it since this round read the flow (a
+            // host that took its batch over). It ends as the journal says.
+            status.state = match state {
+                Some(state) => Some(state),
+                None => Some(flows.journal.get(&rec.tx_id)?.state),
+            };
             status.ending = None;
             for view in &mut status.facts {
                 view.fact.is_final = true;

@@ -17,6 +17,8 @@
 # Reports items/s, p50/p99 per-item latency (its work started -> its result) and where the
 # time goes. Usage: bench/batch.sh [ITEMS=1000] [KEYS=20] [JOBS=8] [LOOP_N=30] [KILLS=20]
 # BIN=/path/to/another/bridgectl runs the same batches with another build (a before/after).
+# PERF=FILE records batch 1's client with `perf record` into FILE, for `perf report`
+# (its CPU figure then includes perf's own: take the numbers from a run without it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ITEMS="${1:-1000}"
@@ -121,7 +123,9 @@ sandbox_post /sandbox/v1/hostile '{"kind": "other-amount", "input": "15000000000
 s0=$(server_cpu); c0=$(chains_cpu)
 start=$(date +%s%N)
 set +e
-timed "$BIN" --json batch run "$work/batch1.jsonl" --yes --jobs "$JOBS" >"$work/run1.jsonl" 2>"$work/run1.err" 3>"$work/run1.cpu"
+profiler=()
+[ -z "${PERF:-}" ] || profiler=(perf record -q -F 999 -g -o "$PERF" --)
+timed "${profiler[@]}" "$BIN" --json batch run "$work/batch1.jsonl" --yes --jobs "$JOBS" >"$work/run1.jsonl" 2>"$work/run1.err" 3>"$work/run1.cpu"
 rc=$?
 set -e
 end=$(date +%s%N)

@@ -499,11 +499,11 @@ pub(super) async fn sign_verified(
                 Ok(done) => done,
                 // A panic of the signer or a store is this caller's panic.
                 Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                // The runtime shuts down. Whatever the task did is in the stores: a
-                // signature logged and not journaled is made again, the same bytes,
-                // when the flow is resumed.
-                Err(_) => Err(Stopped::NotJournaled(Error::Config(
-                    "the runtime shut down while signing",
+                // The runtime shut down before the task started (a blocking task that
+                // runs is never cancelled): nothing was signed. Shutting a runtime down
+                // under a flow is the embedder's mistake.
+                Err(_) => Err(Stopped::NotSigned(Error::Config(
+                    "the async runtime shut down before the signature was made",
                 ))),
             }
         }
